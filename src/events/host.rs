@@ -1,0 +1,352 @@
+//! Host events (spec §3): the stable, schema-checked projection of what a turn did.
+//!
+//! The wire form is the reference's v3 `model_dump_json()`: compact JSON, keys in model field
+//! order, optional fields present as `null`, millisecond UTC timestamps ending in `Z`. The turn
+//! loop never assembles these by hand: it calls the constructors here.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+/// The v3 schema this library targets (byte-identical to the reference's export).
+pub const HOST_EVENTS_SCHEMA_V3: &str = include_str!("../../docs/schema/host.events.v3.schema.json");
+
+/// Capacity of each pull stream's queue (spec §3.8).
+pub const STREAM_CAPACITY: usize = 64;
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`, UTC, truncated to milliseconds.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// The reference's `redact_summary`: whitespace collapsed, trimmed, empty → none, capped at 240
+/// code points (237 + `...`).
+pub fn redact_summary(s: &str) -> Option<String> {
+    let collapsed = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.is_empty() {
+        return None;
+    }
+    if collapsed.chars().count() > 240 {
+        let mut cut: String = collapsed.chars().take(237).collect();
+        cut.push_str("...");
+        return Some(cut);
+    }
+    Some(collapsed)
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+/// `matched_rule` projection: top-level scalars and nulls kept; nested objects keep their
+/// scalar, list and null members; top-level lists keep their scalar items; the rest is dropped.
+pub fn project_rule(rule: &Value) -> Option<Value> {
+    let obj = rule.as_object()?;
+    let mut out = Map::new();
+    for (k, v) in obj {
+        match v {
+            Value::Object(inner) => {
+                let kept: Map<String, Value> = inner
+                    .iter()
+                    .filter(|(_, x)| is_scalar(x) || x.is_array())
+                    .map(|(a, b)| (a.clone(), b.clone()))
+                    .collect();
+                out.insert(k.clone(), Value::Object(kept));
+            }
+            Value::Array(items) => {
+                out.insert(
+                    k.clone(),
+                    Value::Array(items.iter().filter(|x| is_scalar(x)).cloned().collect()),
+                );
+            }
+            scalar => {
+                out.insert(k.clone(), scalar.clone());
+            }
+        }
+    }
+    Some(Value::Object(out))
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolLifecycleEvent {
+    pub event_type: &'static str,
+    pub session_id: String,
+    pub turn_id: Option<String>,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub phase: &'static str,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+    pub outcome: Option<&'static str>,
+    pub summary: Option<String>,
+    pub error_type: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PermissionDecisionEvent {
+    pub event_type: &'static str,
+    pub session_id: String,
+    pub turn_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub tool_name: String,
+    pub decision_id: String,
+    pub outcome: &'static str,
+    pub mode: String,
+    pub matched_rule: Option<Value>,
+    pub reason: Option<String>,
+    pub loaded_sources: Vec<String>,
+    pub decided_at: String,
+}
+
+/// Identity shared by the events of one tool call.
+pub struct CallIds<'a> {
+    pub session_id: &'a str,
+    pub turn_id: &'a str,
+    pub tool_call_id: &'a str,
+    pub tool_name: &'a str,
+}
+
+impl ToolLifecycleEvent {
+    pub fn started(ids: &CallIds<'_>, started_at: &str) -> Self {
+        Self::new(ids, "started", started_at, None, None, None, None)
+    }
+
+    /// A terminal event: `completed` for ok, `failed` for error and cancelled.
+    pub fn finished(
+        ids: &CallIds<'_>,
+        started_at: &str,
+        outcome: &'static str,
+        summary: &str,
+        error_type: Option<String>,
+    ) -> Self {
+        let phase = if outcome == "ok" { "completed" } else { "failed" };
+        Self::new(
+            ids,
+            phase,
+            started_at,
+            Some(now_rfc3339()),
+            Some(outcome),
+            redact_summary(summary),
+            error_type,
+        )
+    }
+
+    fn new(
+        ids: &CallIds<'_>,
+        phase: &'static str,
+        started_at: &str,
+        completed_at: Option<String>,
+        outcome: Option<&'static str>,
+        summary: Option<String>,
+        error_type: Option<String>,
+    ) -> Self {
+        ToolLifecycleEvent {
+            event_type: "tool_lifecycle",
+            session_id: ids.session_id.to_owned(),
+            turn_id: Some(ids.turn_id.to_owned()),
+            tool_call_id: ids.tool_call_id.to_owned(),
+            tool_name: ids.tool_name.to_owned(),
+            phase,
+            started_at: started_at.to_owned(),
+            completed_at,
+            outcome,
+            summary,
+            error_type,
+        }
+    }
+}
+
+impl PermissionDecisionEvent {
+    pub fn new(
+        ids: &CallIds<'_>,
+        outcome: &'static str,
+        snapshot: &crate::permissions::ActivePermissions,
+        matched_rule: Option<&Value>,
+        reason: &str,
+    ) -> Self {
+        PermissionDecisionEvent {
+            event_type: "permission_decision",
+            session_id: ids.session_id.to_owned(),
+            turn_id: Some(ids.turn_id.to_owned()),
+            tool_call_id: Some(ids.tool_call_id.to_owned()),
+            tool_name: ids.tool_name.to_owned(),
+            decision_id: uuid::Uuid::new_v4().to_string(),
+            outcome,
+            mode: snapshot.mode.clone(),
+            matched_rule: matched_rule.and_then(project_rule),
+            reason: redact_summary(reason),
+            loaded_sources: snapshot.loaded_sources.clone(),
+            decided_at: now_rfc3339(),
+        }
+    }
+}
+
+/// A host-event observer: called inline, in order, for every event of the agent.
+pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
+
+struct StreamSub {
+    id: u64,
+    filter: Option<String>,
+    tx: mpsc::Sender<Arc<str>>,
+}
+
+#[derive(Default)]
+struct HubInner {
+    observers: Vec<(u64, Observer)>,
+    streams: Vec<StreamSub>,
+}
+
+/// Per-agent fan-out of host events to observers and pull streams.
+#[derive(Default)]
+pub struct HostEventHub {
+    inner: Mutex<Arc<HubInner>>,
+    listeners: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("a host-event stream with this session filter is already open")]
+pub struct StreamSubscribeError;
+
+impl HostEventHub {
+    /// Whether anyone listens; events are not even built otherwise.
+    pub fn has_listeners(&self) -> bool {
+        self.listeners.load(Ordering::Acquire) > 0
+    }
+
+    fn update(&self, f: impl FnOnce(&mut HubInner) -> Option<u64>) -> Option<u64> {
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = HubInner {
+            observers: guard.observers.clone(),
+            streams: guard
+                .streams
+                .iter()
+                .map(|s| StreamSub {
+                    id: s.id,
+                    filter: s.filter.clone(),
+                    tx: s.tx.clone(),
+                })
+                .collect(),
+        };
+        let r = f(&mut next);
+        self.listeners
+            .store(next.observers.len() + next.streams.len(), Ordering::Release);
+        *guard = Arc::new(next);
+        r
+    }
+
+    pub fn add_observer(&self, observer: Observer) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        self.update(|h| {
+            h.observers.push((id, observer));
+            None
+        });
+        id
+    }
+
+    /// Idempotent; true when the observer was registered.
+    pub fn remove_observer(&self, id: u64) -> bool {
+        self.update(|h| {
+            let before = h.observers.len();
+            h.observers.retain(|(i, _)| *i != id);
+            (h.observers.len() != before).then_some(1)
+        })
+        .is_some()
+    }
+
+    /// Opens a pull stream. `filter`: only events of that session (None: all of this agent).
+    pub fn open_stream(
+        &self,
+        filter: Option<String>,
+    ) -> Result<(u64, mpsc::Receiver<Arc<str>>), StreamSubscribeError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
+        let mut clash = false;
+        self.update(|h| {
+            if h.streams.iter().any(|s| s.filter == filter && !s.tx.is_closed()) {
+                clash = true;
+            } else {
+                h.streams.retain(|s| !s.tx.is_closed());
+                h.streams.push(StreamSub { id, filter, tx });
+            }
+            None
+        });
+        if clash {
+            Err(StreamSubscribeError)
+        } else {
+            Ok((id, rx))
+        }
+    }
+
+    pub fn close_stream(&self, id: u64) {
+        self.update(|h| {
+            h.streams.retain(|s| s.id != id);
+            None
+        });
+    }
+
+    /// Delivers one event: observers first (inline; a panicking one is contained), then each
+    /// matching stream, waiting for room (back-pressure, never a drop) unless it was closed.
+    pub async fn publish<T: Serialize>(&self, session_id: &str, event: &T) {
+        if !self.has_listeners() {
+            return;
+        }
+        let json = serde_json::to_string(event).expect("host events serialize");
+        let snapshot = self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for (_, obs) in &snapshot.observers {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| obs(&json)));
+        }
+        if snapshot.streams.is_empty() {
+            return;
+        }
+        let shared: Arc<str> = Arc::from(json);
+        for s in &snapshot.streams {
+            if s.filter.as_deref().is_none_or(|f| f == session_id) {
+                let _ = s.tx.send(shared.clone()).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_redaction() {
+        assert_eq!(redact_summary("  a \n\t b "), Some("a b".into()));
+        assert_eq!(redact_summary(" \n"), None);
+        let long = "x".repeat(300);
+        let r = redact_summary(&long).unwrap();
+        assert_eq!(r.chars().count(), 240);
+        assert!(r.ends_with("..."));
+    }
+
+    #[test]
+    fn rule_projection() {
+        let r = serde_json::json!({"tool": "web_fetch", "action": "deny",
+            "domain": {"blocklist": ["a"], "nested": {"x": 1}, "url_arg": "url"},
+            "list": [1, {"x": 1}]});
+        let p = project_rule(&r).unwrap();
+        assert_eq!(p, serde_json::json!({"tool": "web_fetch", "action": "deny",
+            "domain": {"blocklist": ["a"], "url_arg": "url"}, "list": [1]}));
+    }
+
+    #[test]
+    fn timestamps_have_millis_and_z() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 24);
+        assert!(t.ends_with('Z'));
+    }
+
+    #[test]
+    fn one_stream_per_filter() {
+        let hub = HostEventHub::default();
+        let (_, _rx) = hub.open_stream(None).unwrap();
+        assert!(hub.open_stream(None).is_err());
+        assert!(hub.open_stream(Some("s".into())).is_ok());
+    }
+}

@@ -1,0 +1,209 @@
+//! Events: the internal `AgentEvent` stream sent to the transport's `emit`, the transport itself,
+//! and the host-event projection with its observers and pull streams.
+//!
+//! Where a callback is made: `emit` goes through [`Emitter::emit`]; the blocking requests
+//! (`confirm_tool`, `ask_user`, `on_max_iterations`) through [`transport::Transport`]; host
+//! events through [`host::HostEventHub::publish`].
+
+pub mod host;
+pub mod transport;
+
+use std::collections::VecDeque;
+use std::ffi::{CStr, CString};
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use transport::Transport;
+
+/// The envelope version of internal events.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Serializes `emit` per agent without holding a lock across the callback.
+///
+/// One caller at a time owns the gate (one atomic swap) and delivers; anyone who finds it taken
+/// (another thread, or the same thread re-entering from inside `emit`) queues an owned copy that
+/// the owner delivers before it lets go. So callbacks never overlap, a re-entrant emit cannot
+/// deadlock, and the uncontended path costs one compare-and-swap.
+pub struct Emitter {
+    transport: Arc<dyn Transport>,
+    busy: AtomicBool,
+    queued: AtomicUsize,
+    pending: Mutex<VecDeque<CString>>,
+}
+
+impl Emitter {
+    pub fn new(transport: Arc<dyn Transport>) -> Self {
+        Emitter {
+            transport,
+            busy: AtomicBool::new(false),
+            queued: AtomicUsize::new(0),
+            pending: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.transport
+    }
+
+    pub fn emit(&self, event: &CStr) {
+        if self.try_own() {
+            self.drain();
+            self.transport.emit(event);
+            self.release();
+        } else {
+            self.enqueue(event.to_owned());
+        }
+    }
+
+    fn try_own(&self) -> bool {
+        self.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    fn enqueue(&self, event: CString) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(event);
+        self.queued.fetch_add(1, Ordering::Release);
+        // The owner may have let go between our failed swap and the push: deliver it ourselves.
+        if self.try_own() {
+            self.drain();
+            self.release();
+        }
+    }
+
+    fn drain(&self) {
+        while self.queued.load(Ordering::Acquire) > 0 {
+            let next = self
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front();
+            match next {
+                Some(ev) => {
+                    self.queued.fetch_sub(1, Ordering::Release);
+                    self.transport.emit(&ev);
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn release(&self) {
+        loop {
+            self.busy.store(false, Ordering::Release);
+            if self.queued.load(Ordering::Acquire) == 0 || !self.try_own() {
+                return;
+            }
+            self.drain();
+        }
+    }
+}
+
+/// Builds event JSON into one reusable, NUL-terminated buffer per turn, so an event costs no
+/// allocation once the buffer is warm.
+#[derive(Default)]
+pub struct EventWriter {
+    buf: Vec<u8>,
+}
+
+impl EventWriter {
+    /// `{"type":…,"schema_version":1,"data":<data>}`.
+    pub fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> &CStr {
+        self.buf.clear();
+        self.buf.extend_from_slice(b"{\"type\":\"");
+        self.buf.extend_from_slice(ty.as_bytes());
+        self.buf.extend_from_slice(b"\",\"schema_version\":1,\"data\":");
+        serde_json::to_writer(&mut self.buf, data).expect("event data serializes");
+        self.buf.extend_from_slice(b"}\0");
+        self.as_cstr()
+    }
+
+    /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
+    pub fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &CStr {
+        self.buf.clear();
+        let _ = write!(self.buf, "{{\"type\":\"{ty}\",\"schema_version\":1,\"data\":{{\"{key}\":");
+        serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
+        self.buf.extend_from_slice(b"}}\0");
+        self.as_cstr()
+    }
+
+    /// `{"type":"text_delta","text":…}`: the stream entry point's delta item.
+    pub fn text_delta(&mut self, text: &str) -> &CStr {
+        self.buf.clear();
+        self.buf.extend_from_slice(b"{\"type\":\"text_delta\",\"text\":");
+        serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
+        self.buf.extend_from_slice(b"}\0");
+        self.as_cstr()
+    }
+
+    /// Any serializable value, NUL-terminated.
+    pub fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> &CStr {
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, value).expect("value serializes");
+        self.buf.push(0);
+        self.as_cstr()
+    }
+
+    fn as_cstr(&self) -> &CStr {
+        // serde_json escapes U+0000, so the only NUL is the terminator.
+        CStr::from_bytes_with_nul(&self.buf).expect("JSON text has no interior NUL")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    struct Recorder {
+        seen: Mutex<Vec<String>>,
+        inner: Mutex<Option<Arc<Emitter>>>,
+    }
+
+    impl Transport for Recorder {
+        fn emit(&self, event: &CStr) {
+            let s = event.to_str().unwrap().to_owned();
+            let reenter = s.contains("\"first\"");
+            self.seen.lock().unwrap().push(s);
+            if reenter {
+                // Re-entrant emit from inside the callback: queued, delivered after we return.
+                let e = self.inner.lock().unwrap().clone().unwrap();
+                let mut w = EventWriter::default();
+                e.emit(w.text_event("log", "m", "nested"));
+                assert_eq!(self.seen.lock().unwrap().len(), 1);
+            }
+        }
+    }
+
+    #[test]
+    fn reentrant_emit_is_queued_not_deadlocked() {
+        let rec = Arc::new(Recorder {
+            seen: Mutex::new(Vec::new()),
+            inner: Mutex::new(None),
+        });
+        let e = Arc::new(Emitter::new(rec.clone()));
+        *rec.inner.lock().unwrap() = Some(e.clone());
+        let mut w = EventWriter::default();
+        e.emit(w.text_event("log", "m", "first"));
+        e.emit(w.text_event("log", "m", "second"));
+        let seen = rec.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3);
+        assert!(seen[1].contains("nested") && seen[2].contains("second"));
+        *rec.inner.lock().unwrap() = None;
+    }
+
+    #[test]
+    fn writer_escapes() {
+        let mut w = EventWriter::default();
+        let s = w.text_event("llm_text", "chunk", "a\"b\0c").to_str().unwrap().to_owned();
+        assert_eq!(s, r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"a\"b\u0000c"}}"#);
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["data"]["chunk"], "a\"b\u{0}c");
+    }
+}

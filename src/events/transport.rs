@@ -1,0 +1,247 @@
+//! The transport: how the agent talks to its host (spec §1).
+//!
+//! `emit` is fire-and-forget. The three requests answer through a [`Reply`], before the method
+//! returns or later from any thread; the turn waits for it cancellably. Request methods are
+//! always called on a blocking thread, never on a runtime worker, so a host may block in them.
+//! Every method has the NullTransport's behaviour as its default.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+/// What `ask_user` answers when nobody can answer (exact reference text).
+pub const NON_INTERACTIVE_ANSWER: &str = "[ask_user: not available in non-interactive mode]";
+
+/// A listener of a transport's event fan-out; receives each event's JSON.
+pub type Listener = Arc<dyn Fn(&CStr) + Send + Sync>;
+
+/// A `confirm_tool` request.
+#[derive(Debug, Clone)]
+pub struct ConfirmRequest {
+    pub tool_name: String,
+    pub description: String,
+    pub args_json: String,
+    pub call_id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation {
+    Allow,
+    Deny,
+    /// Declined because no person can approve (the reference's `approval-unavailable`).
+    DenyUnavailable,
+}
+
+/// A host's answer to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Confirm(Confirmation),
+    Text(String),
+    /// `on_max_iterations`: `{"action": "stop" | "continue" | "new_instruction", "message"?}`.
+    Json(String),
+    /// The host failed the request (the reference's exception); the message explains.
+    Fail(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyKind {
+    Confirm,
+    AskUser,
+    MaxIterations,
+}
+
+/// The one-shot answer slot of a request. Answering consumes it; dropping it unanswered fails
+/// the request, so a turn never waits on a reply nobody holds.
+#[derive(Debug)]
+pub struct Reply {
+    kind: ReplyKind,
+    tx: Option<oneshot::Sender<Answer>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("this reply expects a {expected} answer")]
+pub struct WrongAnswer {
+    pub expected: &'static str,
+}
+
+impl Reply {
+    pub fn new(kind: ReplyKind) -> (Reply, oneshot::Receiver<Answer>) {
+        let (tx, rx) = oneshot::channel();
+        (Reply { kind, tx: Some(tx) }, rx)
+    }
+
+    pub fn kind(&self) -> ReplyKind {
+        self.kind
+    }
+
+    /// Delivers the answer. An answer of the wrong kind fails the request (and says so).
+    /// A late answer (the turn was cancelled meanwhile) is dropped silently.
+    pub fn answer(mut self, answer: Answer) -> Result<(), WrongAnswer> {
+        let fits = matches!(
+            (self.kind, &answer),
+            (_, Answer::Fail(_))
+                | (ReplyKind::Confirm, Answer::Confirm(_))
+                | (ReplyKind::AskUser, Answer::Text(_))
+                | (ReplyKind::MaxIterations, Answer::Json(_))
+        );
+        let expected = match self.kind {
+            ReplyKind::Confirm => "confirmation",
+            ReplyKind::AskUser => "text",
+            ReplyKind::MaxIterations => "JSON",
+        };
+        let tx = self.tx.take().expect("a reply is answered once");
+        if fits {
+            let _ = tx.send(answer);
+            Ok(())
+        } else {
+            let _ = tx.send(Answer::Fail(format!(
+                "the host answered with the wrong kind (this reply expects a {expected} answer)"
+            )));
+            Err(WrongAnswer { expected })
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Answer::Fail("the host released the request without answering".into()));
+        }
+    }
+}
+
+pub trait Transport: Send + Sync {
+    /// One event's JSON (`{"type","schema_version","data"}`); must return quickly.
+    fn emit(&self, event: &CStr);
+
+    fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
+        let _ = reply.answer(Answer::Confirm(Confirmation::Allow));
+    }
+
+    /// `hints_json`: `{"header": str|null, "options": [str]|null, "multiple": bool, "allow_custom": bool}`.
+    fn ask_user(&self, _question: &str, _hints_json: &str, reply: Reply) {
+        let _ = reply.answer(Answer::Text(NON_INTERACTIVE_ANSWER.to_owned()));
+    }
+
+    /// `pending_json`: the last assistant message's tool calls, `[{"name", "args"}]`.
+    fn on_max_iterations(&self, _count: u32, _pending_json: &str, reply: Reply) {
+        let _ = reply.answer(Answer::Json(r#"{"action":"stop"}"#.to_owned()));
+    }
+
+    /// Whether [`Transport::subscribe`] works (the streaming entry point requires it).
+    fn supports_subscribe(&self) -> bool {
+        false
+    }
+
+    fn subscribe(&self, _listener: Listener) -> Option<u64> {
+        None
+    }
+
+    /// Idempotent.
+    fn unsubscribe(&self, _id: u64) {}
+}
+
+/// Fan-out to listeners by registration id. Delivery iterates over a snapshot, so subscribing or
+/// unsubscribing during delivery takes effect from the next event; a panicking listener is
+/// contained and the others still run.
+#[derive(Default)]
+pub struct Broadcaster {
+    listeners: Mutex<Arc<Vec<(u64, Listener)>>>,
+    count: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+impl Broadcaster {
+    pub fn subscribe(&self, listener: Listener) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut guard = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list = (**guard).clone();
+        list.push((id, listener));
+        self.count.store(list.len(), Ordering::Release);
+        *guard = Arc::new(list);
+        id
+    }
+
+    pub fn unsubscribe(&self, id: u64) {
+        let mut guard = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.iter().any(|(i, _)| *i == id) {
+            let list: Vec<_> = guard.iter().filter(|(i, _)| *i != id).cloned().collect();
+            self.count.store(list.len(), Ordering::Release);
+            *guard = Arc::new(list);
+        }
+    }
+
+    pub fn notify(&self, event: &CStr) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let snapshot = self.listeners.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for (_, listener) in snapshot.iter() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event)));
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The reference's NullTransport: discards events (after notifying subscribers), approves,
+/// answers the fixed non-interactive text, stops at the iteration limit.
+#[derive(Default)]
+pub struct NullTransport {
+    pub broadcaster: Broadcaster,
+}
+
+impl Transport for NullTransport {
+    fn emit(&self, event: &CStr) {
+        self.broadcaster.notify(event);
+    }
+    fn supports_subscribe(&self) -> bool {
+        true
+    }
+    fn subscribe(&self, listener: Listener) -> Option<u64> {
+        Some(self.broadcaster.subscribe(listener))
+    }
+    fn unsubscribe(&self, id: u64) {
+        self.broadcaster.unsubscribe(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcaster_snapshot_and_idempotent_unsubscribe() {
+        let b = Arc::new(Broadcaster::default());
+        let hits = Arc::new(AtomicUsize::new(0));
+        let h = hits.clone();
+        let id = b.subscribe(Arc::new(move |_| {
+            h.fetch_add(1, Ordering::SeqCst);
+        }));
+        b.subscribe(Arc::new(|_| panic!("bad listener")));
+        b.notify(c"{}");
+        b.unsubscribe(id);
+        b.unsubscribe(id);
+        b.notify(c"{}");
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        assert_eq!(b.len(), 1);
+    }
+
+    #[test]
+    fn dropped_reply_fails_and_wrong_kind_is_reported() {
+        let (r, mut rx) = Reply::new(ReplyKind::Confirm);
+        drop(r);
+        assert!(matches!(rx.try_recv(), Ok(Answer::Fail(_))));
+        let (r, mut rx) = Reply::new(ReplyKind::Confirm);
+        assert!(r.answer(Answer::Text("x".into())).is_err());
+        assert!(matches!(rx.try_recv(), Ok(Answer::Fail(_))));
+    }
+}

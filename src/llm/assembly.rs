@@ -1,0 +1,306 @@
+//! Stream assembly: text, reasoning and tool-call slots accumulated from deltas.
+//!
+//! Tool-call deltas are keyed per slot, never by a "current call" cursor: the same `index` is the
+//! same slot unless it arrives with a different `id` (Ollama reuses index 0 for parallel calls);
+//! without an index, an `id` opens (or finds) a slot and an arguments-only delta continues the
+//! latest one (Gemini). A name is assigned once per slot: servers that resend it on every delta
+//! (old llama.cpp) do not get it doubled.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_creation_tokens: u64,
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    /// Reads an OpenAI-style `usage` object; anything that is not a non-negative integer is 0.
+    pub fn from_openai(u: &Value) -> Usage {
+        let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+        let cache_read = u
+            .get("cache_read_input_tokens")
+            .or_else(|| u.pointer("/prompt_tokens_details/cached_tokens"));
+        let cache_creation = u
+            .get("cache_creation_input_tokens")
+            .or_else(|| u.pointer("/prompt_tokens_details/cache_write_tokens"));
+        Usage {
+            prompt_tokens: n(u.get("prompt_tokens")),
+            completion_tokens: n(u.get("completion_tokens")),
+            cache_read_tokens: n(cache_read),
+            cache_creation_tokens: n(cache_creation),
+            reasoning_tokens: n(u.pointer("/completion_tokens_details/reasoning_tokens")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssembledCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// Everything one LLM call produced.
+#[derive(Debug, Clone, Default)]
+pub struct LlmResponse {
+    pub content: String,
+    pub reasoning: String,
+    pub tool_calls: Vec<AssembledCall>,
+    /// `None` when the provider sent no (or an empty) finish reason.
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+    pub model: String,
+    pub duration: Duration,
+    pub first_token: Option<Duration>,
+    pub first_reasoning: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum PieceKind {
+    Text,
+    Reasoning,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    index: Option<u64>,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Accumulates one attempt's deltas.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    content: String,
+    reasoning: String,
+    slots: Vec<Slot>,
+    finish_reason: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    model: String,
+    pending_reasoning: String,
+    pending_text: String,
+    /// The piece handed out last; reused so a delta costs no allocation.
+    pub(crate) out: String,
+    /// Whether text reached the host (no retry after that).
+    pub(crate) progress: bool,
+    pub(crate) first_token: Option<Duration>,
+    pub(crate) first_reasoning: Option<Duration>,
+}
+
+impl Assembler {
+    pub fn text(&mut self, t: &str) {
+        if t.is_empty() {
+            return;
+        }
+        self.content.push_str(t);
+        self.pending_text.push_str(t);
+    }
+
+    pub fn reasoning(&mut self, t: &str) {
+        if t.is_empty() {
+            return;
+        }
+        self.reasoning.push_str(t);
+        self.pending_reasoning.push_str(t);
+    }
+
+    pub fn finish_reason(&mut self, r: &str) {
+        let r = r.trim();
+        if !r.is_empty() {
+            self.finish_reason = Some(r.to_owned());
+        }
+    }
+
+    pub fn usage(&mut self, u: Usage) {
+        self.usage = Some(u);
+    }
+
+    pub fn model(&mut self, m: &str) {
+        if self.model.is_empty() && !m.is_empty() {
+            self.model = m.to_owned();
+        }
+    }
+
+    /// One tool-call delta.
+    pub fn tool_delta(
+        &mut self,
+        index: Option<u64>,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: Option<&str>,
+    ) {
+        let id = id.filter(|s| !s.is_empty());
+        let slot = match index {
+            Some(i) => {
+                let found = self.slots.iter().rposition(|s| s.index == Some(i));
+                match (found, id) {
+                    (Some(pos), Some(id)) if !self.slots[pos].id.is_empty() && self.slots[pos].id != id => {
+                        // A reused index with a new id is a new call; an id seen before goes back
+                        // to its own slot.
+                        match self.slots.iter().position(|s| s.id == id) {
+                            Some(p) => p,
+                            None => self.open(index),
+                        }
+                    }
+                    (Some(pos), _) => pos,
+                    (None, _) => self.open(index),
+                }
+            }
+            None => match id {
+                Some(id) => match self.slots.iter().position(|s| s.id == id) {
+                    Some(p) => p,
+                    None => self.open(None),
+                },
+                None if self.slots.is_empty() => self.open(None),
+                None => self.slots.len() - 1,
+            },
+        };
+        let s = &mut self.slots[slot];
+        if let Some(id) = id {
+            if s.id != id {
+                s.id = id.to_owned();
+            }
+        }
+        if let Some(n) = name.filter(|n| !n.is_empty()) {
+            if s.name.is_empty() {
+                s.name = n.to_owned();
+            } else if s.name != n {
+                s.name.push_str(n);
+            }
+        }
+        if let Some(a) = arguments {
+            s.arguments.push_str(a);
+        }
+    }
+
+    fn open(&mut self, index: Option<u64>) -> usize {
+        self.slots.push(Slot {
+            index,
+            ..Default::default()
+        });
+        self.slots.len() - 1
+    }
+
+    /// Moves the next pending piece (reasoning before text) into `out`.
+    pub(crate) fn pop_piece(&mut self) -> Option<PieceKind> {
+        if !self.pending_reasoning.is_empty() {
+            self.out.clear();
+            std::mem::swap(&mut self.out, &mut self.pending_reasoning);
+            return Some(PieceKind::Reasoning);
+        }
+        if !self.pending_text.is_empty() {
+            self.out.clear();
+            std::mem::swap(&mut self.out, &mut self.pending_text);
+            self.progress = true;
+            return Some(PieceKind::Text);
+        }
+        None
+    }
+
+    /// Forgets a failed attempt (no text reached the host, or we would not retry).
+    pub(crate) fn reset_for_retry(&mut self) {
+        let out = std::mem::take(&mut self.out);
+        *self = Assembler {
+            out,
+            ..Default::default()
+        };
+    }
+
+    pub(crate) fn finish(self) -> LlmResponse {
+        LlmResponse {
+            content: self.content,
+            reasoning: self.reasoning,
+            tool_calls: self
+                .slots
+                .into_iter()
+                .map(|s| AssembledCall {
+                    id: s.id,
+                    name: s.name,
+                    arguments: s.arguments,
+                })
+                .collect(),
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+            model: self.model,
+            duration: Duration::ZERO,
+            first_token: self.first_token,
+            first_reasoning: self.first_reasoning,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(a: Assembler) -> Vec<(String, String, String)> {
+        a.finish()
+            .tool_calls
+            .into_iter()
+            .map(|c| (c.id, c.name, c.arguments))
+            .collect()
+    }
+
+    #[test]
+    fn fragments_by_index_interleaved() {
+        let mut a = Assembler::default();
+        a.tool_delta(Some(0), Some("a"), Some("read_file"), Some(""));
+        a.tool_delta(Some(1), Some("b"), Some("list_directory"), Some("{\"d"));
+        a.tool_delta(Some(0), None, None, Some("{\"f\":"));
+        a.tool_delta(Some(1), None, None, Some("\":1}"));
+        a.tool_delta(Some(0), None, None, Some("1}"));
+        assert_eq!(
+            calls(a),
+            vec![
+                ("a".into(), "read_file".into(), "{\"f\":1}".into()),
+                ("b".into(), "list_directory".into(), "{\"d\":1}".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn reused_index_with_new_id_opens_a_slot() {
+        let mut a = Assembler::default();
+        a.tool_delta(Some(0), Some("x"), Some("f"), Some("{}"));
+        a.tool_delta(Some(0), Some("y"), Some("g"), Some("{}"));
+        assert_eq!(calls(a).len(), 2);
+    }
+
+    #[test]
+    fn missing_index_uses_id_then_latest() {
+        let mut a = Assembler::default();
+        a.tool_delta(None, Some("x"), Some("f"), Some("{\"a\""));
+        a.tool_delta(None, None, None, Some(":1}"));
+        a.tool_delta(None, Some("y"), Some("g"), Some("{}"));
+        let c = calls(a);
+        assert_eq!(c[0].2, "{\"a\":1}");
+        assert_eq!(c[1].1, "g");
+    }
+
+    #[test]
+    fn repeated_name_is_not_doubled() {
+        let mut a = Assembler::default();
+        a.tool_delta(Some(0), Some("x"), Some("read_file"), Some("{"));
+        a.tool_delta(Some(0), None, Some("read_file"), Some("}"));
+        assert_eq!(calls(a)[0].1, "read_file");
+    }
+
+    #[test]
+    fn reasoning_pops_before_text() {
+        let mut a = Assembler::default();
+        a.text("t");
+        a.reasoning("r");
+        assert!(matches!(a.pop_piece(), Some(PieceKind::Reasoning)));
+        assert_eq!(a.out, "r");
+        assert!(matches!(a.pop_piece(), Some(PieceKind::Text)));
+        assert_eq!(a.out, "t");
+        assert!(a.progress);
+    }
+}

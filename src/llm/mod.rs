@@ -1,0 +1,431 @@
+//! The LLM layer: one streamed chat-completions call with the reference's retry policy.
+//!
+//! A call is pulled, not pushed: the turn loop asks [`LlmCall::next`] for the next [`Piece`]
+//! (a text delta, a reasoning delta, or a retry notice) and does its own async work (emitting,
+//! back-pressure) between pieces. Pieces borrow the call's reusable buffers, so streaming a delta
+//! allocates nothing here. Where a delta is parsed: [`openai`] (wire chunks) and [`assembly`]
+//! (accumulation of text, reasoning and tool-call slots).
+
+pub mod assembly;
+pub mod openai;
+pub mod retry;
+pub mod script;
+pub mod scripted;
+pub mod sse;
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::cancel::CancelToken;
+use crate::config::{LlmConfig, RetryConfig};
+use assembly::Assembler;
+pub use assembly::{AssembledCall, LlmResponse, Usage};
+
+/// What the turn loop receives while a call streams.
+#[derive(Debug)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    Reasoning(&'a str),
+    /// Emitted before the backoff sleep of a retry.
+    Retry {
+        retry: u32,
+        max_retries: u32,
+        delay: Duration,
+        reason: String,
+    },
+}
+
+/// A failed LLM call, after retries.
+#[derive(Debug, Clone)]
+pub struct LlmError {
+    /// The reference's exception class name (`APIStatusError`, `APIConnectionError`, ...).
+    pub class: &'static str,
+    pub message: String,
+    pub status: Option<u16>,
+    pub retryable: bool,
+    pub retry_after: Option<Duration>,
+    /// Whether text had reached the host before the failure.
+    pub streamed: bool,
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(code) => write!(f, "Error code: {code} - {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+impl LlmError {
+    pub fn connection(message: impl Into<String>) -> Self {
+        LlmError {
+            class: "APIConnectionError",
+            message: message.into(),
+            status: None,
+            retryable: true,
+            retry_after: None,
+            streamed: false,
+        }
+    }
+
+    pub fn timeout() -> Self {
+        LlmError {
+            class: "APITimeoutError",
+            message: "Request timed out.".into(),
+            status: None,
+            retryable: true,
+            retry_after: None,
+            streamed: false,
+        }
+    }
+
+    /// An HTTP error status (or an in-stream error mapped to one), classified per the policy.
+    pub fn status(status: u16, message: String, code: Option<&str>, error_type: Option<&str>) -> Self {
+        LlmError {
+            class: retry::status_class(status),
+            message,
+            status: Some(status),
+            retryable: retry::is_retryable_status(status, code, error_type),
+            retry_after: None,
+            streamed: false,
+        }
+    }
+}
+
+/// The request as the turn loop assembles it.
+pub struct ChatRequest<'a> {
+    pub system: &'a str,
+    pub history: &'a [Value],
+    /// Request-only volatile `user` message, never stored in history.
+    pub tail: Option<&'a str>,
+    /// The `tools` array (already sorted by name); empty means none are sent.
+    pub tools: &'a [Value],
+}
+
+/// Session totals of provider-reported usage (failed attempts included).
+#[derive(Default)]
+pub struct UsageTotals {
+    pub prompt: AtomicU64,
+    pub completion: AtomicU64,
+    pub cache_read: AtomicU64,
+    pub cache_creation: AtomicU64,
+    pub reasoning: AtomicU64,
+}
+
+impl UsageTotals {
+    fn add(&self, u: &Usage) {
+        self.prompt.fetch_add(u.prompt_tokens, Ordering::Relaxed);
+        self.completion.fetch_add(u.completion_tokens, Ordering::Relaxed);
+        self.cache_read.fetch_add(u.cache_read_tokens, Ordering::Relaxed);
+        self.cache_creation.fetch_add(u.cache_creation_tokens, Ordering::Relaxed);
+        self.reasoning.fetch_add(u.reasoning_tokens, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt.load(Ordering::Relaxed),
+            completion_tokens: self.completion.load(Ordering::Relaxed),
+            cache_read_tokens: self.cache_read.load(Ordering::Relaxed),
+            cache_creation_tokens: self.cache_creation.load(Ordering::Relaxed),
+            reasoning_tokens: self.reasoning.load(Ordering::Relaxed),
+        }
+    }
+}
+
+enum Backend {
+    OpenAi(openai::OpenAiBackend),
+    Scripted(scripted::ScriptedBackend),
+}
+
+/// One agent's model client.
+pub struct LlmClient {
+    backend: Backend,
+    retry: RetryConfig,
+    pub usage: UsageTotals,
+}
+
+impl LlmClient {
+    pub fn new(config: &LlmConfig) -> Result<Self, String> {
+        Ok(match config {
+            LlmConfig::OpenAi(c) => LlmClient {
+                backend: Backend::OpenAi(openai::OpenAiBackend::new(c)?),
+                retry: c.retry,
+                usage: UsageTotals::default(),
+            },
+            LlmConfig::Scripted(s) => LlmClient {
+                backend: Backend::Scripted(scripted::ScriptedBackend::new(s.clone())),
+                // Scripted faults retry at once: the script is a test double, not a server.
+                retry: RetryConfig {
+                    max_attempts: 5,
+                    backoff_base: Duration::ZERO,
+                    backoff_cap: Duration::ZERO,
+                },
+                usage: UsageTotals::default(),
+            },
+        })
+    }
+
+    pub fn model(&self) -> &str {
+        match &self.backend {
+            Backend::OpenAi(b) => b.model(),
+            Backend::Scripted(b) => b.model(),
+        }
+    }
+
+    /// `temperature` as sent (`None`: not sent).
+    pub fn temperature(&self) -> Option<f64> {
+        match &self.backend {
+            Backend::OpenAi(b) => b.temperature(),
+            Backend::Scripted(_) => None,
+        }
+    }
+
+    pub fn max_tokens(&self) -> u32 {
+        match &self.backend {
+            Backend::OpenAi(b) => b.max_tokens(),
+            Backend::Scripted(_) => crate::config::DEFAULT_MAX_TOKENS,
+        }
+    }
+
+    pub fn max_retries(&self) -> u32 {
+        self.retry.max_attempts.saturating_sub(1)
+    }
+
+    /// Starts a call; nothing is sent until the first [`LlmCall::next`].
+    pub fn start<'c>(&'c self, req: &ChatRequest<'_>, cancel: &CancelToken) -> LlmCall<'c> {
+        let body = match &self.backend {
+            Backend::OpenAi(b) => Some(b.render_body(req)),
+            Backend::Scripted(_) => None,
+        };
+        LlmCall {
+            client: self,
+            body,
+            cancel: cancel.clone(),
+            asm: Assembler::default(),
+            stream: None,
+            attempt: 0,
+            pending_sleep: None,
+            done: false,
+            cancelled: false,
+            started: Instant::now(),
+        }
+    }
+}
+
+enum AttemptStream {
+    OpenAi(openai::OpenAiStream),
+    Scripted(scripted::ScriptedStream),
+}
+
+/// One LLM call in flight (all its attempts).
+pub struct LlmCall<'c> {
+    client: &'c LlmClient,
+    body: Option<bytes::Bytes>,
+    cancel: CancelToken,
+    asm: Assembler,
+    stream: Option<AttemptStream>,
+    attempt: u32,
+    pending_sleep: Option<(Duration, LlmError)>,
+    done: bool,
+    cancelled: bool,
+    started: Instant,
+}
+
+impl LlmCall<'_> {
+    /// The next piece, `Ok(None)` at the end of the stream (or when the token was cancelled:
+    /// what arrived is kept), or the final error.
+    pub async fn next(&mut self) -> Result<Option<Piece<'_>>, LlmError> {
+        loop {
+            if let Some(kind) = self.asm.pop_piece() {
+                let first = match kind {
+                    assembly::PieceKind::Text => &mut self.asm.first_token,
+                    assembly::PieceKind::Reasoning => &mut self.asm.first_reasoning,
+                };
+                first.get_or_insert_with(|| self.started.elapsed());
+                return Ok(Some(match kind {
+                    assembly::PieceKind::Text => Piece::Text(&self.asm.out),
+                    assembly::PieceKind::Reasoning => Piece::Reasoning(&self.asm.out),
+                }));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            if let Some((delay, original)) = self.pending_sleep.take() {
+                if !delay.is_zero() {
+                    tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => return Err(original),
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
+                if self.cancel.is_cancelled() {
+                    return Err(original);
+                }
+            }
+            if self.cancel.is_cancelled() {
+                self.cancelled = true;
+                self.done = true;
+                continue;
+            }
+            let step = match &mut self.stream {
+                None => {
+                    self.attempt += 1;
+                    let opened = match &self.client.backend {
+                        Backend::OpenAi(b) => {
+                            let body = self.body.clone().unwrap_or_default();
+                            tokio::select! {
+                                biased;
+                                _ = self.cancel.cancelled() => None,
+                                r = b.open(body) => Some(r.map(AttemptStream::OpenAi)),
+                            }
+                        }
+                        Backend::Scripted(b) => Some(b.open().map(AttemptStream::Scripted)),
+                    };
+                    match opened {
+                        None => {
+                            self.cancelled = true;
+                            self.done = true;
+                            continue;
+                        }
+                        Some(Ok(s)) => {
+                            self.stream = Some(s);
+                            continue;
+                        }
+                        Some(Err(e)) => Err(e),
+                    }
+                }
+                Some(stream) => {
+                    let asm = &mut self.asm;
+                    tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => {
+                            self.cancelled = true;
+                            self.done = true;
+                            continue;
+                        }
+                        r = async {
+                            match stream {
+                                AttemptStream::OpenAi(s) => s.next(asm).await,
+                                AttemptStream::Scripted(s) => s.next(asm).await,
+                            }
+                        } => r,
+                    }
+                }
+            };
+            match step {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.finish_attempt();
+                    self.done = true;
+                }
+                Err(mut e) => {
+                    self.finish_attempt();
+                    self.stream = None;
+                    let max = self.client.retry.max_attempts;
+                    if e.retryable && !self.asm.progress && self.attempt < max {
+                        let delay = retry::backoff(&self.client.retry, self.attempt - 1, e.retry_after);
+                        let reason = match e.status {
+                            Some(s) => format!("status={s}"),
+                            None => e.class.to_owned(),
+                        };
+                        self.asm.reset_for_retry();
+                        let retry = self.attempt;
+                        self.pending_sleep = Some((delay, e));
+                        return Ok(Some(Piece::Retry {
+                            retry,
+                            max_retries: self.client.max_retries(),
+                            delay,
+                            reason,
+                        }));
+                    }
+                    e.streamed = self.asm.progress;
+                    self.done = true;
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    fn finish_attempt(&mut self) {
+        if let Some(u) = self.asm.usage.as_ref() {
+            self.client.usage.add(u);
+        }
+    }
+
+    /// Whether the stream stopped because the token was cancelled.
+    pub fn was_cancelled(&self) -> bool {
+        self.cancelled
+    }
+
+    /// The attempt's provider-reported usage, when any.
+    pub fn usage(&self) -> Option<&Usage> {
+        self.asm.usage.as_ref()
+    }
+
+    /// Builds the response from everything that arrived.
+    pub fn finish(self) -> LlmResponse {
+        let mut r = self.asm.finish();
+        r.duration = self.started.elapsed();
+        if r.model.is_empty() {
+            r.model = self.client.model().to_owned();
+        }
+        r
+    }
+}
+
+/// Python's `json.dumps` layout (`", "` and `": "` separators, UTF-8 kept), which is what the
+/// reference writes into history for canonical tool arguments.
+pub fn python_json(v: &Value) -> String {
+    struct PyFormatter;
+    impl serde_json::ser::Formatter for PyFormatter {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::with_capacity(64);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
+    serde::Serialize::serialize(v, &mut ser).expect("serializing a Value cannot fail");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn python_layout() {
+        assert_eq!(
+            python_json(&json!({"a": [1, 2], "b": "é"})),
+            r#"{"a": [1, 2], "b": "é"}"#
+        );
+    }
+}

@@ -1,0 +1,617 @@
+//! OpenAI chat completions over SSE: request rendering, the HTTP exchange, and chunk decoding.
+//!
+//! Chunks are decoded with serde visitors that write straight into the [`Assembler`], so a text
+//! delta is copied once from the network buffer and nothing is allocated for it (no `Vec` of
+//! choices, no owned strings). Every quirk of `openai-wire-and-quirks.md` §4 is tolerated here:
+//! null, empty or missing `choices`, usage-only chunks, errors inside a 200 stream in both
+//! shapes, `reasoning_content` or `reasoning`, arguments as a string or an object.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer as _};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use super::assembly::{Assembler, Usage};
+use super::sse::SseParser;
+use super::{retry, ChatRequest, LlmError};
+use crate::config::OpenAiConfig;
+
+/// Bodies of failed responses are read up to this size for their error message.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+pub struct OpenAiBackend {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    temperature: Option<f64>,
+    max_tokens: u32,
+    extra_body: Map<String, Value>,
+    read_timeout: Duration,
+}
+
+impl OpenAiBackend {
+    pub fn new(c: &OpenAiConfig) -> Result<Self, String> {
+        let mut headers = HeaderMap::new();
+        let auth = HeaderValue::from_str(&format!("Bearer {}", c.api_key))
+            .map_err(|_| "config field `llm.api_key`: not a valid header value".to_owned())?;
+        headers.insert(AUTHORIZATION, auth);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (k, v) in &c.headers {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| format!("config field `llm.headers.{k}`: bad header name"))?;
+            let value = HeaderValue::from_str(v)
+                .map_err(|_| format!("config field `llm.headers.{k}`: bad header value"))?;
+            headers.insert(name, value);
+        }
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(c.connect_timeout)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(OpenAiBackend {
+            http,
+            url: format!("{}/chat/completions", c.base_url),
+            model: c.model.clone(),
+            temperature: c.temperature,
+            max_tokens: c.max_tokens,
+            extra_body: c.extra_body.clone(),
+            read_timeout: c.read_timeout,
+        })
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn temperature(&self) -> Option<f64> {
+        self.temperature
+    }
+
+    pub fn max_tokens(&self) -> u32 {
+        self.max_tokens
+    }
+
+    /// The request body, in the reference's key order; `extra_body` keys win.
+    pub fn render_body(&self, req: &ChatRequest<'_>) -> Bytes {
+        let mut out = Vec::with_capacity(4096);
+        let mut ser = serde_json::Serializer::new(&mut out);
+        let extra = &self.extra_body;
+        let own = |k: &str| !extra.contains_key(k);
+        let result = (|| -> Result<(), serde_json::Error> {
+            let mut m = ser.serialize_map(None)?;
+            if own("model") {
+                m.serialize_entry("model", &self.model)?;
+            }
+            if own("messages") {
+                m.serialize_entry("messages", &Messages(req))?;
+            }
+            if own("stream") {
+                m.serialize_entry("stream", &true)?;
+            }
+            if own("stream_options") {
+                m.serialize_entry("stream_options", &serde_json::json!({"include_usage": true}))?;
+            }
+            if let Some(t) = self.temperature.filter(|_| own("temperature")) {
+                m.serialize_entry("temperature", &t)?;
+            }
+            if !req.tools.is_empty() {
+                if own("tools") {
+                    m.serialize_entry("tools", req.tools)?;
+                }
+                if own("tool_choice") {
+                    m.serialize_entry("tool_choice", "auto")?;
+                }
+            }
+            if own("max_tokens") {
+                m.serialize_entry("max_tokens", &self.max_tokens)?;
+            }
+            for (k, v) in extra {
+                m.serialize_entry(k, v)?;
+            }
+            m.end()
+        })();
+        result.expect("serializing JSON values into a Vec cannot fail");
+        Bytes::from(out)
+    }
+
+    /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
+    pub async fn open(&self, body: Bytes) -> Result<OpenAiStream, LlmError> {
+        let sent = self
+            .http
+            .post(&self.url)
+            .header("accept", "text/event-stream")
+            .body(body)
+            .send();
+        let resp = match tokio::time::timeout(self.read_timeout, sent).await {
+            Err(_) => return Err(LlmError::timeout()),
+            Ok(Err(e)) if e.is_timeout() => return Err(LlmError::timeout()),
+            Ok(Err(e)) => return Err(LlmError::connection(connection_message(&e))),
+            Ok(Ok(r)) => r,
+        };
+        let status = resp.status();
+        if !status.is_success() {
+            let retry_after = resp
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(retry::parse_retry_after);
+            let body = read_limited(resp, self.read_timeout).await;
+            let (message, code, error_type) = parse_error_body(&body);
+            let mut e = LlmError::status(
+                status.as_u16(),
+                message,
+                code.as_deref(),
+                error_type.as_deref(),
+            );
+            e.retry_after = retry_after;
+            return Err(e);
+        }
+        Ok(OpenAiStream {
+            resp,
+            buf: Bytes::new(),
+            pos: 0,
+            parser: SseParser::default(),
+            read_timeout: self.read_timeout,
+            deadline: Instant::now() + self.read_timeout,
+            eof: false,
+        })
+    }
+}
+
+fn connection_message(e: &reqwest::Error) -> String {
+    let mut msg = String::from("Connection error.");
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg = format!("Connection error: {s}");
+        src = s.source();
+    }
+    msg
+}
+
+async fn read_limited(mut resp: reqwest::Response, timeout: Duration) -> Vec<u8> {
+    let mut body = Vec::new();
+    let deadline = Instant::now() + timeout;
+    while body.len() < ERROR_BODY_LIMIT {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(c))) => body.extend_from_slice(&c),
+            _ => break,
+        }
+    }
+    body.truncate(ERROR_BODY_LIMIT);
+    body
+}
+
+/// `(message, code, type)` from `{"error": {...}}`, `{"object":"error","message":…}`, or raw text.
+fn parse_error_body(body: &[u8]) -> (String, Option<String>, Option<String>) {
+    let text = String::from_utf8_lossy(body);
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) => {
+            let e = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+            let s = |k: &str| match e.get(k) {
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(Value::Number(n)) => Some(n.to_string()),
+                _ => None,
+            };
+            let message = s("message")
+                .or_else(|| v.get("error").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_else(|| text.trim().to_owned());
+            (message, s("code"), s("type"))
+        }
+        Err(_) => (text.trim().chars().take(500).collect(), None, None),
+    }
+}
+
+/// An in-stream error object, mapped to an HTTP status where the policy says so.
+fn in_stream_error(e: &Value) -> LlmError {
+    let message = e
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("error in stream")
+        .to_owned();
+    let code = e.get("code");
+    let error_type = e.get("type").and_then(Value::as_str);
+    let status = match code {
+        Some(Value::Number(n)) => n.as_u64().map(|n| n as u16),
+        Some(Value::String(s)) if s == "server_error" => Some(500),
+        Some(Value::String(s)) if s == "rate_limit_exceeded" => Some(429),
+        Some(Value::String(s)) => s.parse::<u16>().ok(),
+        _ if error_type == Some("server_error") => Some(500),
+        _ => None,
+    };
+    match status {
+        Some(s) => LlmError::status(s, message, code.and_then(Value::as_str), error_type),
+        None => LlmError {
+            class: "APIError",
+            message,
+            status: None,
+            retryable: false,
+            retry_after: None,
+            streamed: false,
+        },
+    }
+}
+
+/// The body of one attempt, read event by event.
+pub struct OpenAiStream {
+    resp: reqwest::Response,
+    buf: Bytes,
+    pos: usize,
+    parser: SseParser,
+    read_timeout: Duration,
+    /// Reset by data events only: keep-alive comments do not hide a stalled stream.
+    deadline: Instant,
+    eof: bool,
+}
+
+impl OpenAiStream {
+    /// Processes the next data event into `asm`. `Ok(false)`: the stream is over.
+    pub async fn next(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
+        loop {
+            if self.pos < self.buf.len() {
+                let (n, ready) = self.parser.advance(&self.buf[self.pos..]);
+                self.pos += n;
+                if ready {
+                    self.deadline = Instant::now() + self.read_timeout;
+                    match decode_event(self.parser.data(), asm)? {
+                        Decoded::Chunk => return Ok(true),
+                        Decoded::Done => return Ok(false),
+                    }
+                }
+                continue;
+            }
+            if self.eof {
+                if self.parser.finish() {
+                    if let Decoded::Chunk = decode_event(self.parser.data(), asm)? {
+                        return Ok(true);
+                    }
+                }
+                return Ok(false);
+            }
+            match tokio::time::timeout_at(self.deadline, self.resp.chunk()).await {
+                Err(_) => return Err(LlmError::timeout()),
+                Ok(Ok(Some(b))) => {
+                    self.buf = b;
+                    self.pos = 0;
+                }
+                Ok(Ok(None)) => self.eof = true,
+                Ok(Err(e)) => {
+                    return Err(LlmError::connection(format!(
+                        "Connection dropped while reading the response body: {}",
+                        connection_message(&e)
+                    )))
+                }
+            }
+        }
+    }
+}
+
+enum Decoded {
+    Chunk,
+    Done,
+}
+
+fn decode_event(data: &[u8], asm: &mut Assembler) -> Result<Decoded, LlmError> {
+    let trimmed = data.trim_ascii();
+    if trimmed == b"[DONE]" {
+        return Ok(Decoded::Done);
+    }
+    let mut error = None;
+    let mut de = serde_json::Deserializer::from_slice(trimmed);
+    // A line that is not a chunk is skipped: one garbled keep-alive must not end a good stream.
+    let seed = ChunkSeed {
+        asm,
+        error: &mut error,
+    };
+    if seed.deserialize(&mut de).is_err() {
+        return Ok(Decoded::Chunk);
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(Decoded::Chunk),
+    }
+}
+
+struct ChunkSeed<'a> {
+    asm: &'a mut Assembler,
+    error: &'a mut Option<LlmError>,
+}
+
+impl<'de> DeserializeSeed<'de> for ChunkSeed<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChunkSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a chat.completion.chunk object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut object_error = false;
+        let mut message: Option<String> = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "choices" => map.next_value_seed(ChoicesSeed(self.asm))?,
+                "usage" => {
+                    if let Some(u) = map.next_value::<Option<Value>>()? {
+                        if u.is_object() {
+                            self.asm.usage(Usage::from_openai(&u));
+                        }
+                    }
+                }
+                "model" => {
+                    if let Some(m) = map.next_value::<Option<Cow<'de, str>>>()? {
+                        self.asm.model(&m);
+                    }
+                }
+                "error" => {
+                    let e = map.next_value::<Value>()?;
+                    if !e.is_null() {
+                        let obj = if e.is_object() {
+                            e
+                        } else {
+                            serde_json::json!({"message": e.as_str().unwrap_or("error in stream")})
+                        };
+                        *self.error = Some(in_stream_error(&obj));
+                    }
+                }
+                "object" => {
+                    object_error = map.next_value::<Option<Cow<'de, str>>>()?.as_deref() == Some("error");
+                }
+                "message" => {
+                    message = map.next_value::<Option<String>>().ok().flatten();
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if object_error && self.error.is_none() {
+            let msg = message.unwrap_or_else(|| "error in stream".into());
+            *self.error = Some(in_stream_error(&serde_json::json!({"message": msg})));
+        }
+        Ok(())
+    }
+}
+
+struct ChoicesSeed<'a>(&'a mut Assembler);
+
+impl<'de> DeserializeSeed<'de> for ChoicesSeed<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChoicesSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of choices or null")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(MapSeed(&mut *self.0, Level::Choice))?.is_some() {}
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Level {
+    Choice,
+    Delta,
+}
+
+struct MapSeed<'a>(&'a mut Assembler, Level);
+
+impl<'de> DeserializeSeed<'de> for MapSeed<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MapSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let asm = self.0;
+        let mut saw_reasoning_content = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match (self.1, key.as_ref()) {
+                (Level::Choice, "delta") | (Level::Choice, "message") => {
+                    map.next_value_seed(MapSeed(&mut *asm, Level::Delta))?
+                }
+                (Level::Choice, "finish_reason") => {
+                    if let Some(r) = map.next_value::<Option<Cow<'de, str>>>()? {
+                        asm.finish_reason(&r);
+                    }
+                }
+                (Level::Delta, "content") => map.next_value_seed(TextSeed(&mut *asm, false))?,
+                (Level::Delta, "reasoning_content") => {
+                    saw_reasoning_content = true;
+                    map.next_value_seed(TextSeed(&mut *asm, true))?
+                }
+                (Level::Delta, "reasoning") if !saw_reasoning_content => {
+                    map.next_value_seed(TextSeed(&mut *asm, true))?
+                }
+                (Level::Delta, "tool_calls") => {
+                    for call in map.next_value::<Option<Vec<ToolCallDelta<'de>>>>()?.unwrap_or_default() {
+                        let f = call.function.as_ref();
+                        let args = f.and_then(|f| f.arguments.as_ref()).map(|a| match a {
+                            Value::String(s) => Cow::Borrowed(s.as_str()),
+                            Value::Null => Cow::Borrowed(""),
+                            other => Cow::Owned(other.to_string()),
+                        });
+                        let id = call.id.as_deref().or(f.and_then(|f| f.id.as_deref()));
+                        asm.tool_delta(
+                            call.index,
+                            id,
+                            f.and_then(|f| f.name.as_deref()),
+                            args.as_deref(),
+                        );
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta<'a> {
+    index: Option<u64>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    arguments: Option<Value>,
+    // Old llama.cpp put the call id here.
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+}
+
+/// Writes a string value straight into the assembler (text or reasoning); null is nothing.
+struct TextSeed<'a>(&'a mut Assembler, bool);
+
+impl<'de> DeserializeSeed<'de> for TextSeed<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string or null")
+    }
+    fn visit_str<E>(self, s: &str) -> Result<(), E> {
+        if self.1 {
+            self.0.reasoning(s);
+        } else {
+            self.0.text(s);
+        }
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(lines: &[&str]) -> (Assembler, Option<LlmError>) {
+        let mut asm = Assembler::default();
+        for l in lines {
+            if let Err(e) = decode_event(l.as_bytes(), &mut asm) {
+                return (asm, Some(e));
+            }
+        }
+        (asm, None)
+    }
+
+    #[test]
+    fn decodes_text_reasoning_tools_usage() {
+        let (asm, err) = feed(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null}}],"usage":null}"#,
+            r#"{"choices":[{"delta":{"content":"Hi \"there\"","reasoning_content":"think"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"read_file","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"x","arguments":{"k":2}}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}"#,
+            r#"{"choices":null,"usage":null}"#,
+            r#"{"id":"x"}"#,
+        ]);
+        assert!(err.is_none());
+        let r = asm.finish();
+        assert_eq!(r.content, "Hi \"there\"");
+        assert_eq!(r.reasoning, "think");
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].arguments, "{\"a\":1}");
+        assert_eq!(r.tool_calls[1].arguments, "{\"k\":2}");
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+        let u = r.usage.unwrap();
+        assert_eq!((u.prompt_tokens, u.cache_read_tokens, u.reasoning_tokens), (5, 2, 1));
+    }
+
+    #[test]
+    fn errors_inside_a_200_stream() {
+        let (_, e) = feed(&[r#"{"error":{"message":"overloaded","type":"server_error","code":"server_error"}}"#]);
+        let e = e.unwrap();
+        assert_eq!(e.status, Some(500));
+        assert!(e.retryable);
+        let (_, e) = feed(&[r#"{"object":"error","message":"bad things","code":400}"#]);
+        let e = e.unwrap();
+        assert!(e.message.contains("bad things"));
+        let (_, e) = feed(&[r#"{"error":{"message":"nope","code":"invalid_request"}}"#]);
+        assert!(!e.unwrap().retryable);
+    }
+
+    #[test]
+    fn malformed_lines_are_skipped() {
+        let (asm, err) = feed(&["{not json", r#"{"choices":[{"delta":{"content":"ok"}}]}"#]);
+        assert!(err.is_none());
+        assert_eq!(asm.finish().content, "ok");
+    }
+
+    #[test]
+    fn error_body_shapes() {
+        let (m, c, t) = parse_error_body(br#"{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}"#);
+        assert_eq!((m.as_str(), c.as_deref(), t.as_deref()), ("quota", Some("insufficient_quota"), Some("insufficient_quota")));
+        let (m, _, _) = parse_error_body(b"Bad Gateway");
+        assert_eq!(m, "Bad Gateway");
+    }
+}
+
+/// The `messages` array without copying history: system, history, then the volatile tail.
+struct Messages<'a, 'b>(&'a ChatRequest<'b>);
+
+impl serde::Serialize for Messages<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let r = self.0;
+        let mut seq = s.serialize_seq(None)?;
+        seq.serialize_element(&serde_json::json!({"role": "system", "content": r.system}))?;
+        for m in r.history {
+            seq.serialize_element(m)?;
+        }
+        if let Some(tail) = r.tail {
+            seq.serialize_element(&serde_json::json!({"role": "user", "content": tail}))?;
+        }
+        seq.end()
+    }
+}
