@@ -1,1 +1,376 @@
-//! The agent.
+//! One agent session: config, history, the turn lock, the last turn, and the entry points
+//! (blocking, asynchronous with a completion, streaming).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use once_cell::sync::OnceCell;
+use serde_json::{json, Value};
+
+use crate::cancel::CancelToken;
+use crate::config::AgentConfig;
+use crate::events::host::HostEventHub;
+use crate::events::transport::{NullTransport, Transport};
+use crate::events::{Emitter, EventWriter};
+use crate::llm::LlmClient;
+use crate::permissions::{ActivePermissions, Mode, PermissionEngine};
+use crate::tools::{ToolRegistry, ToolServices};
+use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
+
+/// Why an entry point refused or failed; the C layer maps each to a status code.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AgentError {
+    #[error("{0}")]
+    InvalidConfig(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("{0}")]
+    InvalidJson(String),
+    #[error("a turn is already running on this agent")]
+    TurnInProgress,
+    #[error("the transport has no subscribe, so the streaming entry point cannot attach to it")]
+    NoSubscribe,
+    #[error("{0}")]
+    StreamSubscribe(String),
+    #[error("a blocking call was made from a library callback or runtime thread")]
+    Reentrant,
+    #[error("{0}")]
+    Timeout(String),
+    #[error("{0}")]
+    HostError(String),
+    #[error("the turn panicked: {0}")]
+    Panic(String),
+    #[error("{0}")]
+    Internal(String),
+    #[error("{0}")]
+    NoEngine(String),
+}
+
+static RUNTIME: OnceCell<tokio::runtime::Runtime> = OnceCell::new();
+static WORKER_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sets the runtime's worker count; only before the runtime exists (first agent). Returns
+/// false when it is too late.
+pub fn set_worker_threads(n: usize) -> bool {
+    if RUNTIME.get().is_some() {
+        return false;
+    }
+    WORKER_THREADS.store(n, Ordering::Relaxed);
+    true
+}
+
+/// The process-wide runtime, built on first use.
+pub fn runtime() -> Result<&'static tokio::runtime::Runtime, AgentError> {
+    RUNTIME.get_or_try_init(|| {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.enable_all().thread_name("agentao-worker");
+        let n = WORKER_THREADS.load(Ordering::Relaxed);
+        if n > 0 {
+            b.worker_threads(n);
+        }
+        b.build()
+            .map_err(|e| AgentError::Internal(format!("cannot start the runtime: {e}")))
+    })
+}
+
+/// Whether the calling thread belongs to a runtime (a worker, a blocking-pool thread running a
+/// callback or a tool): a blocking entry point there could deadlock.
+pub fn on_runtime_thread() -> bool {
+    tokio::runtime::Handle::try_current().is_ok()
+}
+
+/// Options of one turn.
+#[derive(Default, Clone)]
+pub struct TurnOptions {
+    pub max_iterations: Option<u32>,
+    /// The host's token, linked one way: cancelling it cancels the turn, never the reverse.
+    pub cancel: Option<CancelToken>,
+}
+
+/// The result of a finished turn, as handed to completions.
+pub type TurnResult = Result<TurnOutcome, (AgentError, Option<TurnOutcome>)>;
+
+pub struct AgentCore {
+    pub session_id: String,
+    config: AgentConfig,
+    llm: LlmClient,
+    tools: ToolRegistry,
+    tool_services: Arc<ToolServices>,
+    system_prompt: String,
+    emitter: Emitter,
+    hub: HostEventHub,
+    engine: RwLock<Option<PermissionEngine>>,
+    read_only: AtomicBool,
+    history: Mutex<Vec<Value>>,
+    last_turn: Mutex<Option<TurnOutcome>>,
+    busy: AtomicBool,
+    active: Mutex<Option<CancelToken>>,
+}
+
+/// A handle to one agent; clones share it.
+#[derive(Clone)]
+pub struct Agent {
+    core: Arc<AgentCore>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Releases the turn lock when the turn (or its refusal path) ends, even by panic.
+struct TurnSlot {
+    core: Arc<AgentCore>,
+}
+
+impl Drop for TurnSlot {
+    fn drop(&mut self) {
+        *lock(&self.core.active) = None;
+        self.core.busy.store(false, Ordering::Release);
+    }
+}
+
+impl Agent {
+    /// Builds an agent from a config JSON document. `transport`: `None` is the NullTransport.
+    pub fn new(config_json: &str, transport: Option<Arc<dyn Transport>>) -> Result<Agent, AgentError> {
+        let config = AgentConfig::from_json(config_json).map_err(|e| AgentError::InvalidConfig(e.0))?;
+        let llm = LlmClient::new(&config.llm).map_err(AgentError::InvalidConfig)?;
+        let tools = ToolRegistry::builtin(&config.tools).map_err(AgentError::InvalidConfig)?;
+        let tool_services = Arc::new(
+            ToolServices::new(&config.tools, &config.working_directory).map_err(AgentError::InvalidConfig)?,
+        );
+        let engine = PermissionEngine::from_config(config.permissions.as_ref(), &config.working_directory)
+            .map_err(AgentError::InvalidConfig)?;
+        let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
+        let system_prompt =
+            turn::prompt::system_prompt(&config.working_directory, config.system_prompt_extra.as_deref());
+        // Make sure the runtime can start before we hand out a handle.
+        runtime()?;
+        let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
+        Ok(Agent {
+            core: Arc::new(AgentCore {
+                session_id: uuid::Uuid::new_v4().to_string(),
+                config,
+                llm,
+                tools,
+                tool_services,
+                system_prompt,
+                emitter: Emitter::new(transport),
+                hub: HostEventHub::default(),
+                engine: RwLock::new(engine),
+                read_only: AtomicBool::new(read_only),
+                history: Mutex::new(Vec::new()),
+                last_turn: Mutex::new(None),
+                busy: AtomicBool::new(false),
+                active: Mutex::new(None),
+            }),
+        })
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.core.session_id
+    }
+
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        self.core.emitter.transport()
+    }
+
+    pub fn host_events(&self) -> &HostEventHub {
+        &self.core.hub
+    }
+
+    /// Takes the turn lock without waiting and mints the turn's token.
+    fn begin(&self, opts: &TurnOptions) -> Result<(TurnSlot, CancelToken), AgentError> {
+        if self
+            .core
+            .busy
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(AgentError::TurnInProgress);
+        }
+        let slot = TurnSlot { core: self.core.clone() };
+        let token = CancelToken::new();
+        if let Some(parent) = &opts.cancel {
+            parent.link_child(&token);
+        }
+        *lock(&self.core.active) = Some(token.clone());
+        Ok((slot, token))
+    }
+
+    /// Starts a turn on the runtime; `done` runs exactly once, on a blocking thread, with the
+    /// outcome (or the error and whatever outcome there is).
+    pub fn start_turn(
+        &self,
+        message: String,
+        opts: TurnOptions,
+        deltas: DeltaSink,
+        done: impl FnOnce(TurnResult) + Send + 'static,
+    ) -> Result<CancelToken, AgentError> {
+        let rt = runtime()?;
+        let (slot, token) = self.begin(&opts)?;
+        let core = self.core.clone();
+        let max_iterations = opts.max_iterations.unwrap_or(core.config.max_iterations);
+        let turn_token = token.clone();
+        let task = rt.spawn(async move {
+            let _slot = slot;
+            let env = core.env();
+            turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await
+        });
+        rt.spawn(async move {
+            let result = match task.await {
+                Ok((outcome, None)) => Ok(outcome),
+                Ok((outcome, Some(TurnFailure::Host(m)))) => Err((AgentError::HostError(m), Some(outcome))),
+                Ok((outcome, Some(TurnFailure::Timeout(m)))) => Err((AgentError::Timeout(m), Some(outcome))),
+                Err(e) if e.is_panic() => {
+                    let msg = panic_message(e.into_panic());
+                    Err((AgentError::Panic(msg), None))
+                }
+                Err(e) => Err((AgentError::Internal(e.to_string()), None)),
+            };
+            // Completions are host code: keep them off the workers.
+            let _ = tokio::task::spawn_blocking(move || done(result)).await;
+        });
+        Ok(token)
+    }
+
+    /// Runs a turn and blocks the calling (non-runtime) thread until it ends.
+    pub fn run_blocking(&self, message: &str, opts: TurnOptions) -> TurnResult {
+        if on_runtime_thread() {
+            return Err((AgentError::Reentrant, None));
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.start_turn(message.to_owned(), opts, DeltaSink::None, move |r| {
+            let _ = tx.send(r);
+        })
+        .map_err(|e| (e, None))?;
+        rx.recv()
+            .unwrap_or_else(|_| Err((AgentError::Internal("the turn ended without a result".into()), None)))
+    }
+
+    /// Cancels the running turn, if any (used when the host frees the agent).
+    pub fn cancel_active(&self, reason: &str) {
+        if let Some(t) = lock(&self.core.active).clone() {
+            t.cancel(reason);
+        }
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.core.busy.load(Ordering::Acquire)
+    }
+
+    pub fn last_turn(&self) -> Option<TurnOutcome> {
+        lock(&self.core.last_turn).clone()
+    }
+
+    pub fn history_json(&self) -> String {
+        Value::Array(lock(&self.core.history).clone()).to_string()
+    }
+
+    /// Replaces the history (between turns only): a JSON array of message objects with a
+    /// string `role`.
+    pub fn set_history_json(&self, json: &str) -> Result<(), AgentError> {
+        let v: Value = serde_json::from_str(json).map_err(|e| AgentError::InvalidJson(format!("history: {e}")))?;
+        let Value::Array(messages) = v else {
+            return Err(AgentError::InvalidArgument("history must be a JSON array".into()));
+        };
+        for (i, m) in messages.iter().enumerate() {
+            match m.get("role").and_then(Value::as_str) {
+                Some("system" | "user" | "assistant" | "tool") => {}
+                _ => {
+                    return Err(AgentError::InvalidArgument(format!(
+                        "history[{i}]: needs a role of system, user, assistant or tool"
+                    )))
+                }
+            }
+        }
+        if self.is_busy() {
+            return Err(AgentError::TurnInProgress);
+        }
+        *lock(&self.core.history) = messages;
+        Ok(())
+    }
+
+    pub fn active_permissions(&self) -> ActivePermissions {
+        let engine = self.core.engine.read().unwrap_or_else(|e| e.into_inner());
+        engine
+            .as_ref()
+            .map_or_else(ActivePermissions::no_engine, PermissionEngine::active_permissions)
+    }
+
+    /// Switches the permission mode; returns the previous one. Emits
+    /// `readonly_mode_changed` (when the read-only flag flips) and `permission_mode_changed`.
+    pub fn set_permission_mode(&self, mode: Mode) -> Result<Mode, AgentError> {
+        let previous = {
+            let mut engine = self.core.engine.write().unwrap_or_else(|e| e.into_inner());
+            let Some(engine) = engine.as_mut() else {
+                return Err(AgentError::NoEngine(
+                    "this agent has no permission engine (set `permissions` in its config)".into(),
+                ));
+            };
+            engine.set_mode(mode)
+        };
+        let now_ro = mode == Mode::ReadOnly;
+        let was_ro = self.core.read_only.swap(now_ro, Ordering::AcqRel);
+        let mut w = EventWriter::default();
+        if was_ro != now_ro {
+            self.core.emitter.emit(w.event(
+                "readonly_mode_changed",
+                &json!({"previous": was_ro, "current": now_ro}),
+            ));
+        }
+        if previous != mode {
+            self.core.emitter.emit(w.event(
+                "permission_mode_changed",
+                &json!({"previous": previous.as_str(), "current": mode.as_str(), "cause": "host"}),
+            ));
+        }
+        Ok(previous)
+    }
+
+    /// Runs `f` on the engine (host-injected rules, sources), if there is one.
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut PermissionEngine) -> R) -> Result<R, AgentError> {
+        let mut engine = self.core.engine.write().unwrap_or_else(|e| e.into_inner());
+        match engine.as_mut() {
+            Some(e) => Ok(f(e)),
+            None => Err(AgentError::NoEngine(
+                "this agent has no permission engine (set `permissions` in its config)".into(),
+            )),
+        }
+    }
+
+    /// Provider usage totals of the session.
+    pub fn usage(&self) -> crate::llm::Usage {
+        self.core.llm.usage.snapshot()
+    }
+}
+
+impl AgentCore {
+    fn env(&self) -> TurnEnv<'_> {
+        TurnEnv {
+            session_id: &self.session_id,
+            llm: &self.llm,
+            tools: &self.tools,
+            tool_services: &self.tool_services,
+            tools_config: &self.config.tools,
+            workspace: &self.config.working_directory,
+            system_prompt: &self.system_prompt,
+            emitter: &self.emitter,
+            hub: &self.hub,
+            engine: &self.engine,
+            read_only: &self.read_only,
+            history: &self.history,
+            last_turn: &self.last_turn,
+            reply_timeout: self.config.reply_timeout,
+        }
+    }
+}
+
+pub fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}
