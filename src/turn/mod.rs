@@ -929,9 +929,14 @@ impl<'e, 'a> Turn<'e, 'a> {
                     None => groups.push((plans[i].name.clone(), vec![i])),
                 }
             }
+            // Announced together, in call order, so the start events do not depend on how
+            // fast the first call happens to finish.
+            for &i in &runnable {
+                self.call_started(plans, i, &mut started_at).await;
+            }
             let (tx, rx) = mpsc::unbounded_channel();
             for (_, group) in groups {
-                self.spawn_calls(plans, group, tx.clone());
+                self.spawn_calls(plans, group, tx.clone(), false);
             }
             drop(tx);
             self.pump(plans, rx, &mut results, &mut started_at).await;
@@ -942,7 +947,7 @@ impl<'e, 'a> Turn<'e, 'a> {
                     continue;
                 }
                 let (tx, rx) = mpsc::unbounded_channel();
-                self.spawn_calls(plans, vec![i], tx);
+                self.spawn_calls(plans, vec![i], tx, true);
                 self.pump(plans, rx, &mut results, &mut started_at).await;
             }
         }
@@ -998,7 +1003,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
     }
 
-    fn spawn_calls(&self, plans: &[Plan], group: Vec<usize>, tx: mpsc::UnboundedSender<ExecEvent>) {
+    fn spawn_calls(&self, plans: &[Plan], group: Vec<usize>, tx: mpsc::UnboundedSender<ExecEvent>, announce: bool) {
         let jobs: Vec<(usize, Arc<dyn Tool>, Map<String, Value>, String)> = group
             .into_iter()
             .map(|i| (i, plans[i].tool.clone(), plans[i].args.clone(), plans[i].call_id.clone()))
@@ -1015,7 +1020,9 @@ impl<'e, 'a> Turn<'e, 'a> {
         let services = self.env.tool_services.clone();
         drop(tokio::task::spawn_blocking(move || {
             for (i, tool, args, call_id) in jobs {
-                let _ = tx.send(ExecEvent::Started(i));
+                if announce {
+                    let _ = tx.send(ExecEvent::Started(i));
+                }
                 let t0 = Instant::now();
                 let out_tx = tx.clone();
                 let output = move |chunk: &str| {
@@ -1087,6 +1094,17 @@ impl<'e, 'a> Turn<'e, 'a> {
         }));
     }
 
+    async fn call_started(&mut self, plans: &[Plan], i: usize, started_at: &mut [String]) {
+        let p = &plans[i];
+        self.emit(
+            "tool_start",
+            &json!({"tool": p.name, "args": Value::Object(p.args.clone()), "call_id": p.call_id}),
+        );
+        started_at[i] = crate::events::host::now_rfc3339();
+        let ev = ToolLifecycleEvent::started(&self.ids(p), &started_at[i]);
+        self.publish(&ev).await;
+    }
+
     /// Turns execution reports into events, in the order they happen.
     async fn pump(
         &mut self,
@@ -1097,16 +1115,7 @@ impl<'e, 'a> Turn<'e, 'a> {
     ) {
         while let Some(ev) = rx.recv().await {
             match ev {
-                ExecEvent::Started(i) => {
-                    let p = &plans[i];
-                    self.emit(
-                        "tool_start",
-                        &json!({"tool": p.name, "args": Value::Object(p.args.clone()), "call_id": p.call_id}),
-                    );
-                    started_at[i] = crate::events::host::now_rfc3339();
-                    let ev = ToolLifecycleEvent::started(&self.ids(p), &started_at[i]);
-                    self.publish(&ev).await;
-                }
+                ExecEvent::Started(i) => self.call_started(plans, i, started_at).await,
                 ExecEvent::Output(i, chunk) => {
                     let p = &plans[i];
                     self.emit(
