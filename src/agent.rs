@@ -92,6 +92,7 @@ pub type TurnResult = Result<TurnOutcome, (AgentError, Option<TurnOutcome>)>;
 
 pub struct AgentCore {
     pub session_id: String,
+    session_id_c: std::ffi::CString,
     config: AgentConfig,
     llm: LlmClient,
     tools: ToolRegistry,
@@ -146,9 +147,11 @@ impl Agent {
         // Make sure the runtime can start before we hand out a handle.
         runtime()?;
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
+        let session_id = uuid::Uuid::new_v4().to_string();
         Ok(Agent {
             core: Arc::new(AgentCore {
-                session_id: uuid::Uuid::new_v4().to_string(),
+                session_id_c: std::ffi::CString::new(session_id.clone()).unwrap_or_default(),
+                session_id,
                 config,
                 llm,
                 tools,
@@ -168,6 +171,11 @@ impl Agent {
 
     pub fn session_id(&self) -> &str {
         &self.core.session_id
+    }
+
+    /// The session id as a C string (lives as long as the agent).
+    pub fn session_id_cstr(&self) -> &std::ffi::CStr {
+        &self.core.session_id_c
     }
 
     pub fn transport(&self) -> &Arc<dyn Transport> {

@@ -1,1 +1,259 @@
-//! C boundary.
+//! The C boundary: every `extern "C"` function, the panic boundary, handles, C strings and
+//! status codes. Nothing outside this module is `unsafe`.
+//!
+//! Conventions (see `docs/c-api.md`): every fallible function returns [`agentao_status`] and
+//! writes its outputs only on success (NULL on failure); `agentao_error **err_out` may be NULL;
+//! strings passed in are borrowed for the call and copied; strings handed out belong to the
+//! caller and are released with [`agentao_string_free`]; strings passed to callbacks are valid
+//! until the callback returns.
+
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+pub mod agent;
+pub mod cancel;
+pub mod library;
+pub mod reply;
+pub mod stream;
+pub mod transport;
+
+use std::cell::Cell;
+use std::ffi::{c_char, CStr, CString};
+
+use crate::agent::AgentError;
+
+/// Status of every fallible call. Values are stable: new codes are appended, none renumbered.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum agentao_status {
+    Ok = 0,
+    /// A required pointer argument was NULL.
+    NullArgument = 1,
+    /// An argument is out of range or malformed (the message says which).
+    InvalidArgument = 2,
+    /// A string argument is not valid UTF-8.
+    InvalidUtf8 = 3,
+    /// A JSON argument does not parse.
+    InvalidJson = 4,
+    /// The agent config is invalid (the message names the field).
+    InvalidConfig = 5,
+    /// Another turn is running on this agent.
+    TurnInProgress = 6,
+    /// The transport has no `subscribe`, which the streaming entry point requires.
+    NoSubscribe = 7,
+    /// A host-event stream with the same session filter is already open.
+    StreamSubscribe = 8,
+    /// The turn was cancelled.
+    Cancelled = 9,
+    /// A wait ran out of time (a pull stream's `next`, or a reply past the configured timeout).
+    Timeout = 10,
+    /// A blocking call was made from inside a library callback or a library thread.
+    Reentrant = 11,
+    /// A panic inside the library was contained.
+    Panic = 12,
+    /// An internal failure (the message explains).
+    Internal = 13,
+    /// The host failed a request (`agentao_reply_fail` on a confirmation or max-iterations
+    /// request): the turn ended with status `error`.
+    HostError = 14,
+    /// A pull stream has delivered its last item.
+    Closed = 15,
+    /// The agent has no permission engine (configure `permissions`).
+    NoEngine = 16,
+}
+
+/// An error: a status and a message. Owned by the caller; release with [`agentao_error_free`].
+pub struct agentao_error {
+    status: agentao_status,
+    message: CString,
+}
+
+impl agentao_error {
+    pub(crate) fn new(status: agentao_status, message: &str) -> Self {
+        agentao_error {
+            status,
+            message: to_cstring(message),
+        }
+    }
+}
+
+/// A CString from text that may hold NUL bytes (they are replaced, never truncate).
+pub(crate) fn to_cstring(s: &str) -> CString {
+    CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', "\u{fffd}")).unwrap_or_default())
+}
+
+pub(crate) fn status_of(e: &AgentError) -> agentao_status {
+    match e {
+        AgentError::InvalidConfig(_) => agentao_status::InvalidConfig,
+        AgentError::InvalidArgument(_) => agentao_status::InvalidArgument,
+        AgentError::InvalidJson(_) => agentao_status::InvalidJson,
+        AgentError::TurnInProgress => agentao_status::TurnInProgress,
+        AgentError::NoSubscribe => agentao_status::NoSubscribe,
+        AgentError::StreamSubscribe(_) => agentao_status::StreamSubscribe,
+        AgentError::Reentrant => agentao_status::Reentrant,
+        AgentError::Timeout(_) => agentao_status::Timeout,
+        AgentError::HostError(_) => agentao_status::HostError,
+        AgentError::Panic(_) => agentao_status::Panic,
+        AgentError::Internal(_) => agentao_status::Internal,
+        AgentError::NoEngine(_) => agentao_status::NoEngine,
+    }
+}
+
+/// A failure on its way out: status plus message.
+pub(crate) struct Fail(pub agentao_status, pub String);
+
+impl From<AgentError> for Fail {
+    fn from(e: AgentError) -> Self {
+        Fail(status_of(&e), e.to_string())
+    }
+}
+
+pub(crate) type FfiResult<T> = Result<T, Fail>;
+
+/// Stores an error object in `*err_out` (if given) and returns the status.
+pub(crate) unsafe fn set_error(err_out: *mut *mut agentao_error, fail: Fail) -> agentao_status {
+    if !err_out.is_null() {
+        *err_out = Box::into_raw(Box::new(agentao_error::new(fail.0, &fail.1)));
+    }
+    fail.0
+}
+
+/// Clears `*err_out` (if given) at the start of a call.
+pub(crate) unsafe fn clear_error(err_out: *mut *mut agentao_error) {
+    if !err_out.is_null() {
+        *err_out = std::ptr::null_mut();
+    }
+}
+
+/// Borrows a C string argument as UTF-8.
+pub(crate) unsafe fn str_arg<'a>(p: *const c_char, name: &str) -> FfiResult<&'a str> {
+    if p.is_null() {
+        return Err(Fail(agentao_status::NullArgument, format!("`{name}` is NULL")));
+    }
+    CStr::from_ptr(p)
+        .to_str()
+        .map_err(|e| Fail(agentao_status::InvalidUtf8, format!("`{name}` is not valid UTF-8: {e}")))
+}
+
+/// Like [`str_arg`], but NULL is `None`.
+pub(crate) unsafe fn opt_str_arg<'a>(p: *const c_char, name: &str) -> FfiResult<Option<&'a str>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        str_arg(p, name).map(Some)
+    }
+}
+
+/// Hands a string to the caller (release with `agentao_string_free`).
+pub(crate) fn out_string(s: &str) -> *mut c_char {
+    to_cstring(s).into_raw()
+}
+
+/// Runs a status-returning body behind the panic boundary, handling `err_out`.
+pub(crate) fn guard(err_out: *mut *mut agentao_error, body: impl FnOnce() -> FfiResult<()>) -> agentao_status {
+    // SAFETY: err_out is either NULL or a valid `agentao_error **` per the API contract.
+    unsafe { clear_error(err_out) };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|p| {
+        Err(Fail(
+            agentao_status::Panic,
+            format!("panic contained at the C boundary: {}", crate::agent::panic_message(p)),
+        ))
+    });
+    match result {
+        Ok(()) => agentao_status::Ok,
+        // SAFETY: as above.
+        Err(f) => unsafe { set_error(err_out, f) },
+    }
+}
+
+/// Runs a body that has no status behind the panic boundary; a panic yields `fallback`.
+pub(crate) fn guard_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
+thread_local! {
+    static IN_CALLBACK: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks the current thread as inside a host callback for the duration of `f`.
+pub(crate) fn in_callback<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_CALLBACK.with(|c| c.set(c.get().saturating_sub(1)));
+        }
+    }
+    IN_CALLBACK.with(|c| c.set(c.get() + 1));
+    let _reset = Reset;
+    f()
+}
+
+/// Whether a blocking entry point must refuse with REENTRANT here.
+pub(crate) fn reentrant() -> bool {
+    IN_CALLBACK.with(|c| c.get() > 0) || crate::agent::on_runtime_thread()
+}
+
+/// Releases a string the library handed out. NULL is a no-op.
+///
+/// Ownership: takes back a string returned through a `char **..._out` parameter. Never pass
+/// a string you allocated yourself, a string given to a callback, or a static string such as
+/// `agentao_version()`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        guard_or((), || drop(CString::from_raw(s)));
+    }
+}
+
+/// The status of an error. A NULL error is `AGENTAO_STATUS_NULL_ARGUMENT`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_error_status(err: *const agentao_error) -> agentao_status {
+    if err.is_null() {
+        return agentao_status::NullArgument;
+    }
+    (*err).status
+}
+
+/// The message of an error, borrowed from the error object (valid until
+/// `agentao_error_free`). A NULL error gives a static empty string.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_error_message(err: *const agentao_error) -> *const c_char {
+    if err.is_null() {
+        return c"".as_ptr();
+    }
+    (*err).message.as_ptr()
+}
+
+/// Releases an error. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_error_free(err: *mut agentao_error) {
+    if !err.is_null() {
+        guard_or((), || drop(Box::from_raw(err)));
+    }
+}
+
+/// A short, static name of a status (for logs); never NULL, never freed.
+#[no_mangle]
+pub extern "C" fn agentao_status_name(status: i32) -> *const c_char {
+    let name: &CStr = match status {
+        0 => c"OK",
+        1 => c"NULL_ARGUMENT",
+        2 => c"INVALID_ARGUMENT",
+        3 => c"INVALID_UTF8",
+        4 => c"INVALID_JSON",
+        5 => c"INVALID_CONFIG",
+        6 => c"TURN_IN_PROGRESS",
+        7 => c"NO_SUBSCRIBE",
+        8 => c"STREAM_SUBSCRIBE",
+        9 => c"CANCELLED",
+        10 => c"TIMEOUT",
+        11 => c"REENTRANT",
+        12 => c"PANIC",
+        13 => c"INTERNAL",
+        14 => c"HOST_ERROR",
+        15 => c"CLOSED",
+        16 => c"NO_ENGINE",
+        _ => c"UNKNOWN",
+    };
+    name.as_ptr()
+}

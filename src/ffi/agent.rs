@@ -1,0 +1,416 @@
+//! The agent handle and its entry points.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Arc;
+
+use super::cancel::agentao_cancel_token;
+use super::transport::{agentao_transport, FfiTransport};
+use super::{
+    agentao_error, agentao_status, guard, guard_or, in_callback, out_string, reentrant, status_of,
+    str_arg, Fail, FfiResult,
+};
+use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
+use crate::events::transport::Transport;
+use crate::permissions::Mode;
+use crate::turn::{DeltaSink, TurnOutcome, TurnStatus};
+
+/// An agent: one session with its history, tools, permissions and transport. Thread-safe.
+pub struct agentao_agent {
+    pub(crate) agent: Agent,
+}
+
+/// Completion of an asynchronous turn: called exactly once per accepted call, on a library
+/// thread. `status` is `AGENTAO_STATUS_OK` for a turn that ended `ok`, `_CANCELLED` for a
+/// cancelled one, and the failure's status otherwise. `outcome_json` (the TurnOutcome, see
+/// `docs/c-api.md`) and `err` (NULL on OK) are borrowed for the call; `outcome_json` is NULL
+/// only when the turn could not produce one (a contained panic).
+pub type agentao_done_fn = Option<
+    unsafe extern "C" fn(userdata: *mut c_void, status: agentao_status, outcome_json: *const c_char, err: *const agentao_error),
+>;
+
+/// A text delta of a streaming turn: `{"type":"text_delta","text":"..."}`, borrowed for the
+/// call, on a library thread, in order. Deltas are for display; the outcome is the result.
+pub type agentao_delta_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, delta_json: *const c_char)>;
+
+/// A host-event observer: the event's JSON (v3 wire form), borrowed for the call.
+pub type agentao_event_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
+
+pub(crate) unsafe fn agent_ref<'a>(a: *const agentao_agent) -> FfiResult<&'a Agent> {
+    if a.is_null() {
+        return Err(Fail(agentao_status::NullArgument, "`agent` is NULL".into()));
+    }
+    Ok(&(*a).agent)
+}
+
+pub(crate) unsafe fn turn_options(max_iterations: i32, cancel: *const agentao_cancel_token) -> TurnOptions {
+    TurnOptions {
+        max_iterations: u32::try_from(max_iterations).ok(),
+        cancel: (!cancel.is_null()).then(|| (*cancel).token.clone()),
+    }
+}
+
+/// The status a finished turn reports, and its error message.
+pub(crate) fn turn_status(result: &TurnResult) -> (agentao_status, Option<String>, Option<TurnOutcome>) {
+    match result {
+        Ok(o) if o.status == TurnStatus::Cancelled => (
+            agentao_status::Cancelled,
+            Some(format!("the turn was cancelled: {}", o.error.as_deref().unwrap_or("cancelled"))),
+            Some(o.clone()),
+        ),
+        Ok(o) => (agentao_status::Ok, None, Some(o.clone())),
+        Err((e, o)) => (status_of(e), Some(e.to_string()), o.clone()),
+    }
+}
+
+/// Creates an agent from a config JSON document (borrowed; see `docs/config.md`) and a
+/// transport vtable (borrowed and copied; NULL means the built-in null transport).
+///
+/// On success `*agent_out` owns a new agent; release it with `agentao_agent_free`. On failure
+/// `*agent_out` is NULL, the status says why (`AGENTAO_STATUS_INVALID_CONFIG` with a message
+/// naming the field, `_INVALID_JSON`, `_INVALID_UTF8`, `_NULL_ARGUMENT`, `_INVALID_ARGUMENT`
+/// for a bad `struct_size`), and the transport's `userdata_free` has already been called.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_new(
+    config_json: *const c_char,
+    transport: *const agentao_transport,
+    agent_out: *mut *mut agentao_agent,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if !agent_out.is_null() {
+        *agent_out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        // Take the transport first so its finalizer runs exactly once whatever happens next.
+        let transport: Option<Arc<dyn Transport>> = if transport.is_null() {
+            None
+        } else {
+            match FfiTransport::from_vtable(transport) {
+                Ok(t) => Some(Arc::new(t)),
+                Err(f) => {
+                    if let Some(free) = (*transport).userdata_free {
+                        in_callback(|| free((*transport).userdata));
+                    }
+                    return Err(f);
+                }
+            }
+        };
+        if agent_out.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "`agent_out` is NULL".into()));
+        }
+        let json = str_arg(config_json, "config_json")?;
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
+            return Err(Fail(agentao_status::InvalidJson, format!("config_json: {e}")));
+        }
+        let agent = Agent::new(json, transport)?;
+        *agent_out = Box::into_raw(Box::new(agentao_agent { agent }));
+        Ok(())
+    })
+}
+
+/// Releases the agent handle. A turn still running is cancelled (reason `"session-closed"`)
+/// without waiting: its completion still fires (with `AGENTAO_STATUS_CANCELLED`), and the
+/// transport's `userdata_free` runs once that turn and every pending request are gone. Streams
+/// opened on the agent stay valid until freed. NULL is a no-op.
+/// Allowed inside a callback of the agent's own turn (that turn then ends cancelled).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_free(agent: *mut agentao_agent) {
+    if agent.is_null() {
+        return;
+    }
+    guard_or((), || {
+        let a = Box::from_raw(agent);
+        a.agent.cancel_active("session-closed");
+    });
+}
+
+/// The agent's session id (UUID), borrowed: valid until `agentao_agent_free`. NULL agent: NULL.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_session_id(agent: *const agentao_agent) -> *const c_char {
+    if agent.is_null() {
+        return std::ptr::null();
+    }
+    (*agent).agent.session_id_cstr().as_ptr()
+}
+
+/// Runs one turn and blocks until it ends. `message` is borrowed; `max_iterations < 0` uses the
+/// config's value; `cancel` (may be NULL) is linked one way to the turn.
+///
+/// On `AGENTAO_STATUS_OK` `*text_out` receives the answer (release with
+/// `agentao_string_free`). A cancelled turn returns `_CANCELLED`, a host failure `_HOST_ERROR`,
+/// a reply past its timeout `_TIMEOUT`; `*text_out` is then NULL and the full TurnOutcome is
+/// readable with `agentao_agent_last_turn`. Another turn running: `_TURN_IN_PROGRESS`. Called
+/// from inside a library callback or thread: `_REENTRANT` (never a deadlock).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_chat(
+    agent: *mut agentao_agent,
+    message: *const c_char,
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+    text_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if !text_out.is_null() {
+        *text_out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let message = str_arg(message, "message")?;
+        if text_out.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "`text_out` is NULL".into()));
+        }
+        if reentrant() {
+            return Err(AgentError::Reentrant.into());
+        }
+        let result = agent.run_blocking(message, turn_options(max_iterations, cancel));
+        let (status, msg, outcome) = turn_status(&result);
+        match (status, outcome) {
+            (agentao_status::Ok, Some(o)) => {
+                *text_out = out_string(&o.text);
+                Ok(())
+            }
+            (s, _) => Err(Fail(s, msg.unwrap_or_default())),
+        }
+    })
+}
+
+/// Starts one turn and returns at once; `on_done(userdata, ...)` fires exactly once when it
+/// ends (see `agentao_done_fn`), on a library thread. Arguments as `agentao_agent_chat`.
+/// If the call itself fails (e.g. `_TURN_IN_PROGRESS`), `on_done` is not called.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_run(
+    agent: *mut agentao_agent,
+    message: *const c_char,
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+    on_done: agentao_done_fn,
+    userdata: *mut c_void,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    start(agent, message, max_iterations, cancel, None, on_done, userdata, err_out)
+}
+
+/// Like `agentao_agent_run`, and each text delta also goes to `on_delta(userdata, json)`,
+/// in order, before `on_done`. Refuses with `AGENTAO_STATUS_NO_SUBSCRIBE` (before any turn
+/// starts) when the transport has no `subscribe`, as the reference's `astream` does.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_stream(
+    agent: *mut agentao_agent,
+    message: *const c_char,
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+    on_delta: agentao_delta_fn,
+    on_done: agentao_done_fn,
+    userdata: *mut c_void,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if on_delta.is_none() {
+        return guard(err_out, || Err(Fail(agentao_status::NullArgument, "`on_delta` is NULL".into())));
+    }
+    start(agent, message, max_iterations, cancel, on_delta, on_done, userdata, err_out)
+}
+
+struct HostPtr(*mut c_void);
+// SAFETY: the host hands us userdata to be used from library threads (documented).
+unsafe impl Send for HostPtr {}
+unsafe impl Sync for HostPtr {}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn start(
+    agent: *mut agentao_agent,
+    message: *const c_char,
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+    on_delta: agentao_delta_fn,
+    on_done: agentao_done_fn,
+    userdata: *mut c_void,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let message = str_arg(message, "message")?.to_owned();
+        let Some(done) = on_done else {
+            return Err(Fail(agentao_status::NullArgument, "`on_done` is NULL".into()));
+        };
+        let deltas = match on_delta {
+            None => DeltaSink::None,
+            Some(f) => {
+                if !agent.transport().supports_subscribe() {
+                    return Err(AgentError::NoSubscribe.into());
+                }
+                let ud = HostPtr(userdata);
+                DeltaSink::Callback(Arc::new(move |json: &CStr| {
+                    let ud = &ud;
+                    // SAFETY: host callback with its own userdata.
+                    in_callback(|| unsafe { f(ud.0, json.as_ptr()) });
+                }))
+            }
+        };
+        let ud = HostPtr(userdata);
+        agent.start_turn(message, turn_options(max_iterations, cancel), deltas, move |result| {
+            let ud = ud;
+            let (status, msg, outcome) = turn_status(&result);
+            let json = outcome.map(|o| super::to_cstring(&o.to_json()));
+            let err = msg.map(|m| super::agentao_error::new(status, &m));
+            let json_ptr = json.as_ref().map_or(std::ptr::null(), |j| j.as_ptr());
+            let err_ptr = err.as_ref().map_or(std::ptr::null(), |e| e as *const agentao_error);
+            // SAFETY: host callback; both pointers live until it returns.
+            in_callback(|| unsafe { done(ud.0, status, json_ptr, err_ptr) });
+        })?;
+        Ok(())
+    })
+}
+
+/// Writes the last turn's TurnOutcome JSON to `*outcome_json_out` (`"null"` before the first
+/// turn); release it with `agentao_string_free`. The last turn may be another caller's.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_last_turn(
+    agent: *const agentao_agent,
+    outcome_json_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    json_getter(agent, outcome_json_out, err_out, |a| {
+        a.last_turn().map_or_else(|| "null".to_owned(), |o| o.to_json())
+    })
+}
+
+/// Writes the conversation history (a JSON array of chat messages) to `*history_json_out`;
+/// release it with `agentao_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_history(
+    agent: *const agentao_agent,
+    history_json_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    json_getter(agent, history_json_out, err_out, Agent::history_json)
+}
+
+/// Replaces the history with `history_json` (borrowed): a JSON array of message objects with
+/// `role` system / user / assistant / tool. Between turns only (`_TURN_IN_PROGRESS`).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_set_history(
+    agent: *mut agentao_agent,
+    history_json: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let json = str_arg(history_json, "history_json")?;
+        agent.set_history_json(json)?;
+        Ok(())
+    })
+}
+
+/// Writes the permission snapshot `{"mode", "rules", "loaded_sources"}` to `*json_out`
+/// (`default:no-engine` when no engine is configured); release with `agentao_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_active_permissions(
+    agent: *const agentao_agent,
+    json_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    json_getter(agent, json_out, err_out, |a| {
+        serde_json::to_string(&a.active_permissions()).unwrap_or_default()
+    })
+}
+
+/// Switches the permission mode (`"read-only"`, `"workspace-write"`, `"full-access"`,
+/// `"plan"`), effective for the next decision; writes the previous mode to `*previous_out`
+/// (may be NULL; release with `agentao_string_free`). Emits `readonly_mode_changed` and
+/// `permission_mode_changed` through the transport. No engine: `AGENTAO_STATUS_NO_ENGINE`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_set_permission_mode(
+    agent: *mut agentao_agent,
+    mode: *const c_char,
+    previous_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if !previous_out.is_null() {
+        *previous_out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let mode_str = str_arg(mode, "mode")?;
+        let mode = Mode::parse(mode_str)
+            .ok_or_else(|| Fail(agentao_status::InvalidArgument, format!("unknown permission mode '{mode_str}'")))?;
+        let previous = agent.set_permission_mode(mode)?;
+        if !previous_out.is_null() {
+            *previous_out = out_string(previous.as_str());
+        }
+        Ok(())
+    })
+}
+
+struct Observer {
+    f: unsafe extern "C" fn(*mut c_void, *const c_char),
+    userdata: *mut c_void,
+    free: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+// SAFETY: the host registers observers callable from library threads (documented).
+unsafe impl Send for Observer {}
+unsafe impl Sync for Observer {}
+impl Drop for Observer {
+    fn drop(&mut self) {
+        if let Some(free) = self.free {
+            // SAFETY: called once, when the observer is gone.
+            in_callback(|| unsafe { free(self.userdata) });
+        }
+    }
+}
+
+/// Adds a host-event observer: `observer(userdata, event_json)` runs inline for every host
+/// event of this agent, in order, never concurrently with another observer call of the same
+/// agent, on a library thread. `userdata_free` (may be NULL) runs once when the observer is
+/// removed or the agent is gone. Writes the registration id to `*id_out`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
+    agent: *mut agentao_agent,
+    observer: agentao_event_fn,
+    userdata: *mut c_void,
+    userdata_free: Option<unsafe extern "C" fn(*mut c_void)>,
+    id_out: *mut u64,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let (Some(f), false) = (observer, id_out.is_null()) else {
+            return Err(Fail(agentao_status::NullArgument, "`observer` and `id_out` are required".into()));
+        };
+        let obs = Arc::new(Observer { f, userdata, free: userdata_free });
+        let id = agent.host_events().add_observer(Arc::new(move |json: &str| {
+            let c = super::to_cstring(json);
+            // SAFETY: host callback with its own userdata.
+            in_callback(|| unsafe { (obs.f)(obs.userdata, c.as_ptr()) });
+        }));
+        *id_out = id;
+        Ok(())
+    })
+}
+
+/// Removes an observer; true when it was registered. Idempotent.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_remove_host_event_observer(agent: *mut agentao_agent, id: u64) -> bool {
+    if agent.is_null() {
+        return false;
+    }
+    guard_or(false, || (*agent).agent.host_events().remove_observer(id))
+}
+
+unsafe fn json_getter(
+    agent: *const agentao_agent,
+    out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+    f: impl FnOnce(&Agent) -> String,
+) -> agentao_status {
+    if !out.is_null() {
+        *out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        if out.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "output pointer is NULL".into()));
+        }
+        *out = out_string(&f(agent));
+        Ok(())
+    })
+}
+

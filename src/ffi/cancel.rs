@@ -1,0 +1,84 @@
+//! Cancellation tokens as handles: refcounted, thread-safe, usable inside callbacks.
+
+use std::ffi::c_char;
+
+use super::{agentao_error, agentao_status, guard, guard_or, opt_str_arg, out_string, Fail};
+use crate::cancel::{CancelToken, DEFAULT_REASON};
+
+/// A cancellation token. Thread-safe; every handle from `agentao_cancel_token_new` or
+/// `agentao_cancel_token_child` is released with `agentao_cancel_token_free`, and the token
+/// lives as long as any handle or running turn uses it.
+pub struct agentao_cancel_token {
+    pub(crate) token: CancelToken,
+}
+
+/// A new, uncancelled token. Never NULL except on allocation failure (which aborts).
+#[no_mangle]
+pub extern "C" fn agentao_cancel_token_new() -> *mut agentao_cancel_token {
+    Box::into_raw(Box::new(agentao_cancel_token { token: CancelToken::new() }))
+}
+
+/// Cancels the token with `reason` (borrowed; NULL means `"user-cancel"`). Idempotent: the
+/// first reason wins. Non-blocking; any thread, including inside callbacks. Cancelling a token
+/// passed to a turn wakes that turn at once (a pending confirmation or question is abandoned,
+/// the HTTP body stops being read). NULL token: no-op.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_cancel_token_cancel(token: *const agentao_cancel_token, reason: *const c_char) {
+    if token.is_null() {
+        return;
+    }
+    guard_or((), || {
+        let reason = opt_str_arg(reason, "reason").ok().flatten().unwrap_or(DEFAULT_REASON);
+        (*token).token.cancel(reason);
+    });
+}
+
+/// Whether the token is cancelled. NULL: false.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_cancel_token_is_cancelled(token: *const agentao_cancel_token) -> bool {
+    !token.is_null() && (*token).token.is_cancelled()
+}
+
+/// Writes a copy of the reason (`""` while not cancelled) to `*reason_out`; release it with
+/// `agentao_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_cancel_token_reason(
+    token: *const agentao_cancel_token,
+    reason_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if !reason_out.is_null() {
+        *reason_out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        if token.is_null() || reason_out.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "`token` and `reason_out` are required".into()));
+        }
+        *reason_out = out_string((*token).token.reason());
+        Ok(())
+    })
+}
+
+/// A new token linked one way under `parent`: cancelling the parent cancels the child (with
+/// the parent's reason), never the reverse. Release it with `agentao_cancel_token_free`.
+/// NULL parent: NULL.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_cancel_token_child(parent: *const agentao_cancel_token) -> *mut agentao_cancel_token {
+    if parent.is_null() {
+        return std::ptr::null_mut();
+    }
+    guard_or(std::ptr::null_mut(), || {
+        Box::into_raw(Box::new(agentao_cancel_token {
+            token: (*parent).token.child(),
+        }))
+    })
+}
+
+/// Releases this handle. The token itself stays valid for turns and other handles that use
+/// it. NULL is a no-op. Freeing does not cancel.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_cancel_token_free(token: *mut agentao_cancel_token) {
+    if !token.is_null() {
+        guard_or((), || drop(Box::from_raw(token)));
+    }
+}

@@ -1,0 +1,135 @@
+//! Answers to the transport's requests.
+
+use std::ffi::c_char;
+
+use super::{agentao_error, agentao_status, guard, str_arg, Fail};
+use crate::events::transport::{Answer, Confirmation, Reply};
+
+/// The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call. Answer it
+/// exactly once with one of the `agentao_reply_*` functions, which consume it, from any thread,
+/// before or after the callback returns. An answer that arrives after the turn was cancelled
+/// is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
+/// cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
+pub struct agentao_reply {
+    pub(crate) reply: Reply,
+}
+
+/// The answers to `confirm_tool` (passed to `agentao_reply_confirm` as an `int32_t`).
+#[repr(i32)]
+pub enum agentao_confirmation {
+    /// Approve the call.
+    Allow = 0,
+    /// Decline it: the model is told it was not approved.
+    Deny = 1,
+    /// Decline because no person can approve: the model is told approval is unavailable.
+    DenyUnavailable = 2,
+}
+
+const ALLOW: i32 = agentao_confirmation::Allow as i32;
+const DENY: i32 = agentao_confirmation::Deny as i32;
+const DENY_UNAVAILABLE: i32 = agentao_confirmation::DenyUnavailable as i32;
+
+unsafe fn take(reply: *mut agentao_reply) -> Result<Reply, Fail> {
+    if reply.is_null() {
+        return Err(Fail(agentao_status::NullArgument, "`reply` is NULL".into()));
+    }
+    Ok(Box::from_raw(reply).reply)
+}
+
+fn deliver(reply: Reply, answer: Answer) -> Result<(), Fail> {
+    reply
+        .answer(answer)
+        .map_err(|e| Fail(agentao_status::InvalidArgument, format!("{e}; the request was failed")))
+}
+
+/// Answers a `confirm_tool` request with `AGENTAO_CONFIRMATION_ALLOW`, `_DENY` or
+/// `_DENY_UNAVAILABLE`. Consumes `reply` whatever the outcome; an unknown value or a reply of
+/// another kind fails the request and returns `AGENTAO_STATUS_INVALID_ARGUMENT`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_reply_confirm(
+    reply: *mut agentao_reply,
+    confirmation: i32,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let reply = take(reply)?;
+        let c = match confirmation {
+            ALLOW => Confirmation::Allow,
+            DENY => Confirmation::Deny,
+            DENY_UNAVAILABLE => Confirmation::DenyUnavailable,
+            other => {
+                let _ = reply.answer(Answer::Fail(format!("invalid confirmation value {other}")));
+                return Err(Fail(agentao_status::InvalidArgument, format!("invalid confirmation value {other}")));
+            }
+        };
+        deliver(reply, Answer::Confirm(c))
+    })
+}
+
+/// Answers an `ask_user` request with `text` (borrowed, copied). Consumes `reply`. Invalid
+/// UTF-8 fails the request and returns `AGENTAO_STATUS_INVALID_UTF8`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_reply_text(
+    reply: *mut agentao_reply,
+    text: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let reply = take(reply)?;
+        match str_arg(text, "text") {
+            Ok(t) => deliver(reply, Answer::Text(t.to_owned())),
+            Err(f) => {
+                let _ = reply.answer(Answer::Fail(f.1.clone()));
+                Err(f)
+            }
+        }
+    })
+}
+
+/// Answers an `on_max_iterations` request with a JSON object (borrowed, copied), e.g.
+/// `{"action":"continue"}`. Consumes `reply`. Text that is not a JSON object fails the request
+/// (the turn ends with status error) and returns `AGENTAO_STATUS_INVALID_JSON`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_reply_json(
+    reply: *mut agentao_reply,
+    json: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let reply = take(reply)?;
+        let parsed = str_arg(json, "json").and_then(|s| {
+            match serde_json::from_str::<serde_json::Value>(s) {
+                Ok(v) if v.is_object() => Ok(s),
+                Ok(_) => Err(Fail(agentao_status::InvalidJson, "the answer must be a JSON object".into())),
+                Err(e) => Err(Fail(agentao_status::InvalidJson, format!("the answer is not JSON: {e}"))),
+            }
+        });
+        match parsed {
+            Ok(s) => deliver(reply, Answer::Json(s.to_owned())),
+            Err(f) => {
+                let _ = reply.answer(Answer::Fail(f.1.clone()));
+                Err(f)
+            }
+        }
+    })
+}
+
+/// Fails a request with `message` (borrowed; NULL allowed): a failed confirmation or
+/// max-iterations request ends the turn with status error (`AGENTAO_STATUS_HOST_ERROR`); a
+/// failed question becomes the tool's error result and the turn goes on. Consumes `reply`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_reply_fail(
+    reply: *mut agentao_reply,
+    message: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let reply = take(reply)?;
+        let msg = super::opt_str_arg(message, "message")
+            .ok()
+            .flatten()
+            .unwrap_or("the host failed the request")
+            .to_owned();
+        deliver(reply, Answer::Fail(msg))
+    })
+}

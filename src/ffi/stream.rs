@@ -1,0 +1,246 @@
+//! Pull handles: a streaming turn (`agentao_stream`) and the host-event stream
+//! (`agentao_host_event_stream`). `next` blocks the calling host thread up to a timeout.
+
+use std::ffi::c_char;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::agent::{agent_ref, agentao_agent, turn_options, turn_status};
+use super::cancel::agentao_cancel_token;
+use super::{agentao_error, agentao_status, guard, guard_or, opt_str_arg, out_string, reentrant, str_arg, Fail};
+use crate::agent::{runtime, Agent, AgentError};
+use crate::cancel::CancelToken;
+use crate::turn::DeltaSink;
+
+/// Queue capacity of a streaming turn (the producer waits when it is full).
+const TURN_STREAM_CAPACITY: usize = 64;
+
+/// A streaming turn read by pulling: text deltas, then the TurnOutcome as the last item.
+pub struct agentao_stream {
+    state: Mutex<TurnStreamState>,
+    token: CancelToken,
+}
+
+struct TurnStreamState {
+    deltas: mpsc::Receiver<String>,
+    end: Option<oneshot::Receiver<Result<String, Fail>>>,
+    finished: bool,
+}
+
+/// Starts a turn whose text deltas are read with `agentao_stream_next`. Arguments as
+/// `agentao_agent_chat`. Refuses with `AGENTAO_STATUS_NO_SUBSCRIBE` (before any turn starts)
+/// when the transport has no `subscribe`, and `_TURN_IN_PROGRESS` when a turn runs. The queue
+/// holds 64 items; a turn whose reader falls behind waits (nothing is dropped). On success
+/// `*stream_out` owns the stream; `agentao_stream_free` closes it and cancels the turn if it is
+/// still running (reason `"async-cancel"`).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_stream_open(
+    agent: *mut agentao_agent,
+    message: *const c_char,
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+    stream_out: *mut *mut agentao_stream,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if !stream_out.is_null() {
+        *stream_out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let message = str_arg(message, "message")?.to_owned();
+        if stream_out.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "`stream_out` is NULL".into()));
+        }
+        if !agent.transport().supports_subscribe() {
+            return Err(AgentError::NoSubscribe.into());
+        }
+        let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
+        let (end_tx, end_rx) = oneshot::channel();
+        let token = agent.start_turn(message, turn_options(max_iterations, cancel), DeltaSink::Queue(tx), move |result| {
+            let (status, msg, outcome) = turn_status(&result);
+            let item = match (status, outcome) {
+                (agentao_status::Ok, Some(o)) => Ok(o.to_json()),
+                (s, _) => Err(Fail(s, msg.unwrap_or_default())),
+            };
+            let _ = end_tx.send(item);
+        })?;
+        *stream_out = Box::into_raw(Box::new(agentao_stream {
+            state: Mutex::new(TurnStreamState {
+                deltas: rx,
+                end: Some(end_rx),
+                finished: false,
+            }),
+            token,
+        }));
+        Ok(())
+    })
+}
+
+fn timeout_of(ms: u32) -> Duration {
+    Duration::from_millis(ms as u64)
+}
+
+/// Waits up to `timeout_ms` for the next item and writes it to `*item_json_out` (release with
+/// `agentao_string_free`): a `{"type":"text_delta","text":...}`, or the final
+/// `{"type":"turn_outcome",...}`. Then `AGENTAO_STATUS_CLOSED`. A turn that ended cancelled or
+/// in error delivers its deltas, then that status (with the message in `err_out`), then
+/// CLOSED; its outcome is readable with `agentao_agent_last_turn`. Nothing yet:
+/// `AGENTAO_STATUS_TIMEOUT`. From inside a library callback: `_REENTRANT`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_stream_next(
+    stream: *mut agentao_stream,
+    timeout_ms: u32,
+    item_json_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if !item_json_out.is_null() {
+        *item_json_out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        if stream.is_null() || item_json_out.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "`stream` and `item_json_out` are required".into()));
+        }
+        if reentrant() {
+            return Err(AgentError::Reentrant.into());
+        }
+        let rt = runtime()?;
+        let mut st = (*stream).state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.finished {
+            return Err(Fail(agentao_status::Closed, "the stream has ended".into()));
+        }
+        let st = &mut *st;
+        let item = rt.block_on(async {
+            tokio::time::timeout(timeout_of(timeout_ms), async {
+                if let Some(d) = st.deltas.recv().await {
+                    return Some(Ok(d));
+                }
+                match st.end.take() {
+                    Some(end) => Some(end.await.unwrap_or_else(|_| {
+                        Err(Fail(agentao_status::Internal, "the turn ended without an outcome".into()))
+                    })),
+                    None => None,
+                }
+            })
+            .await
+        });
+        match item {
+            Err(_) => Err(Fail(agentao_status::Timeout, "no item within the timeout".into())),
+            Ok(None) => {
+                st.finished = true;
+                Err(Fail(agentao_status::Closed, "the stream has ended".into()))
+            }
+            Ok(Some(Ok(json))) => {
+                *item_json_out = out_string(&json);
+                Ok(())
+            }
+            Ok(Some(Err(f))) => {
+                st.finished = true;
+                Err(f)
+            }
+        }
+    })
+}
+
+/// Closes the stream: a turn still running is cancelled (reason `"async-cancel"`) and any
+/// write it is blocked on is released; the call does not wait for the turn's cleanup. NULL is
+/// a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_stream_free(stream: *mut agentao_stream) {
+    if stream.is_null() {
+        return;
+    }
+    guard_or((), || {
+        let s = Box::from_raw(stream);
+        s.token.cancel("async-cancel");
+    });
+}
+
+/// A pull stream of host events (the reference's `agent.events()`).
+pub struct agentao_host_event_stream {
+    rx: Mutex<mpsc::Receiver<Arc<str>>>,
+    agent: Agent,
+    id: u64,
+}
+
+/// Opens a pull stream of this agent's host events. `session_filter` (borrowed; NULL for all)
+/// keeps only events of that session. No replay: only events published after it opened. The
+/// queue holds 64 events; a slow reader slows the turn, nothing is dropped. A second live
+/// stream with the same filter: `AGENTAO_STATUS_STREAM_SUBSCRIBE`. Release with
+/// `agentao_host_event_stream_free`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_host_events_open(
+    agent: *mut agentao_agent,
+    session_filter: *const c_char,
+    stream_out: *mut *mut agentao_host_event_stream,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if !stream_out.is_null() {
+        *stream_out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
+        if stream_out.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "`stream_out` is NULL".into()));
+        }
+        let (id, rx) = agent
+            .host_events()
+            .open_stream(filter)
+            .map_err(|e| Fail(agentao_status::StreamSubscribe, e.to_string()))?;
+        *stream_out = Box::into_raw(Box::new(agentao_host_event_stream {
+            rx: Mutex::new(rx),
+            agent: agent.clone(),
+            id,
+        }));
+        Ok(())
+    })
+}
+
+/// Waits up to `timeout_ms` for the next host event and writes its JSON to `*event_json_out`
+/// (release with `agentao_string_free`). Nothing yet: `AGENTAO_STATUS_TIMEOUT`. From inside a
+/// library callback: `_REENTRANT`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_host_event_stream_next(
+    stream: *mut agentao_host_event_stream,
+    timeout_ms: u32,
+    event_json_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    if !event_json_out.is_null() {
+        *event_json_out = std::ptr::null_mut();
+    }
+    guard(err_out, || {
+        if stream.is_null() || event_json_out.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "`stream` and `event_json_out` are required".into()));
+        }
+        if reentrant() {
+            return Err(AgentError::Reentrant.into());
+        }
+        let rt = runtime()?;
+        let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
+        let got = rt.block_on(tokio::time::timeout(timeout_of(timeout_ms), rx.recv()));
+        match got {
+            Err(_) => Err(Fail(agentao_status::Timeout, "no event within the timeout".into())),
+            Ok(None) => Err(Fail(agentao_status::Closed, "the stream is closed".into())),
+            Ok(Some(json)) => {
+                *event_json_out = out_string(&json);
+                Ok(())
+            }
+        }
+    })
+}
+
+/// Closes the stream and releases its queue; a turn blocked on it resumes (the event is
+/// dropped for this stream). NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_host_event_stream_free(stream: *mut agentao_host_event_stream) {
+    if stream.is_null() {
+        return;
+    }
+    guard_or((), || {
+        let s = Box::from_raw(stream);
+        s.agent.host_events().close_stream(s.id);
+    });
+}

@@ -1,0 +1,56 @@
+//! The committed header is exactly what cbindgen generates now, and its version macros agree
+//! with Cargo.toml and with `agentao_version*()`.
+
+use std::ffi::CStr;
+
+#[test]
+fn committed_header_is_fresh() {
+    let generated = std::fs::read_to_string(env!("AGENTAO_GENERATED_HEADER")).expect("build.rs generated the header");
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/agentao.h"))
+        .expect("include/agentao.h is committed");
+    assert!(
+        generated == committed,
+        "include/agentao.h is stale: regenerate it with `AGENTAO_UPDATE_HEADER=1 cargo build` and commit it"
+    );
+}
+
+#[test]
+fn version_macros_match_cargo_toml() {
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/agentao.h")).unwrap();
+    let cargo = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let version = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("Cargo.toml has a package version");
+    let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap()).collect();
+    let define = |name: &str| -> String {
+        header
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
+            .unwrap_or_else(|| panic!("{name} is defined"))
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(define("AGENTAO_VERSION"), format!("\"{version}\""));
+    assert_eq!(define("AGENTAO_VERSION_MAJOR"), parts[0].to_string());
+    assert_eq!(define("AGENTAO_VERSION_MINOR"), parts[1].to_string());
+    assert_eq!(define("AGENTAO_VERSION_PATCH"), parts[2].to_string());
+    let number = parts[0] * 1_000_000 + parts[1] * 1_000 + parts[2];
+    assert_eq!(define("AGENTAO_VERSION_NUMBER"), number.to_string());
+    assert_eq!(agentao::ffi::library::agentao_version_number(), number);
+    // SAFETY: a static NUL-terminated string.
+    let v = unsafe { CStr::from_ptr(agentao::ffi::library::agentao_version()) };
+    assert_eq!(v.to_str().unwrap(), version);
+}
+
+#[test]
+fn exported_schema_is_the_committed_v3_copy() {
+    // SAFETY: a static NUL-terminated string.
+    let exported = unsafe { CStr::from_ptr(agentao::ffi::library::agentao_host_events_schema()) };
+    let ours = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schema/host.events.v3.schema.json")).unwrap();
+    let reference = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/host.events.v3.schema.json"))
+        .expect("shared/conformance beside the repo");
+    assert_eq!(exported.to_str().unwrap(), ours);
+    assert_eq!(ours, reference);
+}
