@@ -132,18 +132,26 @@ impl Drop for TurnSlot {
 
 impl Agent {
     /// Builds an agent from a config JSON document. `transport`: `None` is the NullTransport.
-    pub fn new(config_json: &str, transport: Option<Arc<dyn Transport>>) -> Result<Agent, AgentError> {
-        let config = AgentConfig::from_json(config_json).map_err(|e| AgentError::InvalidConfig(e.0))?;
+    pub fn new(
+        config_json: &str,
+        transport: Option<Arc<dyn Transport>>,
+    ) -> Result<Agent, AgentError> {
+        let config =
+            AgentConfig::from_json(config_json).map_err(|e| AgentError::InvalidConfig(e.0))?;
         let llm = LlmClient::new(&config.llm).map_err(AgentError::InvalidConfig)?;
         let tools = ToolRegistry::builtin(&config.tools).map_err(AgentError::InvalidConfig)?;
         let tool_services = Arc::new(
-            ToolServices::new(&config.tools, &config.working_directory).map_err(AgentError::InvalidConfig)?,
+            ToolServices::new(&config.tools, &config.working_directory)
+                .map_err(AgentError::InvalidConfig)?,
         );
-        let engine = PermissionEngine::from_config(config.permissions.as_ref(), &config.working_directory)
-            .map_err(AgentError::InvalidConfig)?;
+        let engine =
+            PermissionEngine::from_config(config.permissions.as_ref(), &config.working_directory)
+                .map_err(AgentError::InvalidConfig)?;
         let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
-        let system_prompt =
-            turn::prompt::system_prompt(&config.working_directory, config.system_prompt_extra.as_deref());
+        let system_prompt = turn::prompt::system_prompt(
+            &config.working_directory,
+            config.system_prompt_extra.as_deref(),
+        );
         // Make sure the runtime can start before we hand out a handle.
         runtime()?;
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
@@ -196,7 +204,9 @@ impl Agent {
         {
             return Err(AgentError::TurnInProgress);
         }
-        let slot = TurnSlot { core: self.core.clone() };
+        let slot = TurnSlot {
+            core: self.core.clone(),
+        };
         let token = CancelToken::new();
         if let Some(parent) = &opts.cancel {
             parent.link_child(&token);
@@ -227,8 +237,12 @@ impl Agent {
         rt.spawn(async move {
             let result = match task.await {
                 Ok((outcome, None)) => Ok(outcome),
-                Ok((outcome, Some(TurnFailure::Host(m)))) => Err((AgentError::HostError(m), Some(outcome))),
-                Ok((outcome, Some(TurnFailure::Timeout(m)))) => Err((AgentError::Timeout(m), Some(outcome))),
+                Ok((outcome, Some(TurnFailure::Host(m)))) => {
+                    Err((AgentError::HostError(m), Some(outcome)))
+                }
+                Ok((outcome, Some(TurnFailure::Timeout(m)))) => {
+                    Err((AgentError::Timeout(m), Some(outcome)))
+                }
                 Err(e) if e.is_panic() => {
                     let msg = panic_message(e.into_panic());
                     Err((AgentError::Panic(msg), None))
@@ -251,8 +265,12 @@ impl Agent {
             let _ = tx.send(r);
         })
         .map_err(|e| (e, None))?;
-        rx.recv()
-            .unwrap_or_else(|_| Err((AgentError::Internal("the turn ended without a result".into()), None)))
+        rx.recv().unwrap_or_else(|_| {
+            Err((
+                AgentError::Internal("the turn ended without a result".into()),
+                None,
+            ))
+        })
     }
 
     /// Cancels the running turn, if any (used when the host frees the agent).
@@ -277,9 +295,12 @@ impl Agent {
     /// Replaces the history (between turns only): a JSON array of message objects with a
     /// string `role`.
     pub fn set_history_json(&self, json: &str) -> Result<(), AgentError> {
-        let v: Value = serde_json::from_str(json).map_err(|e| AgentError::InvalidJson(format!("history: {e}")))?;
+        let v: Value = serde_json::from_str(json)
+            .map_err(|e| AgentError::InvalidJson(format!("history: {e}")))?;
         let Value::Array(messages) = v else {
-            return Err(AgentError::InvalidArgument("history must be a JSON array".into()));
+            return Err(AgentError::InvalidArgument(
+                "history must be a JSON array".into(),
+            ));
         };
         for (i, m) in messages.iter().enumerate() {
             match m.get("role").and_then(Value::as_str) {
@@ -300,9 +321,10 @@ impl Agent {
 
     pub fn active_permissions(&self) -> ActivePermissions {
         let engine = self.core.engine.read().unwrap_or_else(|e| e.into_inner());
-        engine
-            .as_ref()
-            .map_or_else(ActivePermissions::no_engine, PermissionEngine::active_permissions)
+        engine.as_ref().map_or_else(
+            ActivePermissions::no_engine,
+            PermissionEngine::active_permissions,
+        )
     }
 
     /// Switches the permission mode; returns the previous one. Emits
@@ -336,7 +358,10 @@ impl Agent {
     }
 
     /// Runs `f` on the engine (host-injected rules, sources), if there is one.
-    pub fn with_engine<R>(&self, f: impl FnOnce(&mut PermissionEngine) -> R) -> Result<R, AgentError> {
+    pub fn with_engine<R>(
+        &self,
+        f: impl FnOnce(&mut PermissionEngine) -> R,
+    ) -> Result<R, AgentError> {
         let mut engine = self.core.engine.write().unwrap_or_else(|e| e.into_inner());
         match engine.as_mut() {
             Some(e) => Ok(f(e)),

@@ -3,9 +3,11 @@
 
 #[test]
 fn committed_header_is_fresh() {
-    let generated = std::fs::read_to_string(env!("AGENTAO_GENERATED_HEADER")).expect("build.rs generated the header");
-    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/agentao.h"))
-        .expect("include/agentao.h is committed");
+    let generated = std::fs::read_to_string(env!("AGENTAO_GENERATED_HEADER"))
+        .expect("build.rs generated the header");
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/agentao.h"))
+            .expect("include/agentao.h is committed");
     assert!(
         generated == committed,
         "include/agentao.h is stale: regenerate it with `AGENTAO_UPDATE_HEADER=1 cargo build` and commit it"
@@ -14,8 +16,10 @@ fn committed_header_is_fresh() {
 
 #[test]
 fn version_macros_match_cargo_toml() {
-    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/agentao.h")).unwrap();
-    let cargo = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let header =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/agentao.h")).unwrap();
+    let cargo =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
     let version = cargo
         .lines()
         .find_map(|l| l.strip_prefix("version = \""))
@@ -44,8 +48,15 @@ fn version_macros_match_cargo_toml() {
 #[test]
 fn committed_schema_is_the_reference_v3() {
     // The exported copy (agentao_host_events_schema) is compared with this file by the C tests.
-    let ours = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schema/host.events.v3.schema.json")).unwrap();
-    let reference = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/host.events.v3.schema.json"))
-        .expect("shared/conformance beside the repo");
+    let ours = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/schema/host.events.v3.schema.json"
+    ))
+    .unwrap();
+    let reference = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/conformance/host.events.v3.schema.json"
+    ))
+    .expect("shared/conformance beside the repo");
     assert_eq!(ours, reference);
 }

@@ -25,21 +25,35 @@ impl Transport for Recorder {
     }
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
         let ok = self.confirm.unwrap_or(true);
-        self.calls.lock().unwrap().push(json!({"kind": "confirm_tool", "tool_name": req.tool_name,
+        self.calls
+            .lock()
+            .unwrap()
+            .push(json!({"kind": "confirm_tool", "tool_name": req.tool_name,
             "args": serde_json::from_str::<Value>(&req.args_json).unwrap(), "returned": ok}));
-        let c = if ok { Confirmation::Allow } else { Confirmation::Deny };
+        let c = if ok {
+            Confirmation::Allow
+        } else {
+            Confirmation::Deny
+        };
         reply.answer(Answer::Confirm(c)).unwrap();
     }
     fn on_max_iterations(&self, count: u32, pending_json: &str, reply: Reply) {
         let answer = self.max_iter.lock().unwrap().remove(0);
-        self.calls.lock().unwrap().push(json!({"kind": "on_max_iterations", "count": count,
+        self.calls
+            .lock()
+            .unwrap()
+            .push(json!({"kind": "on_max_iterations", "count": count,
             "pending": serde_json::from_str::<Value>(pending_json).unwrap(), "returned": answer}));
         reply.answer(Answer::Json(answer.to_string())).unwrap();
     }
 }
 
 fn seed_workspace(dir: &Path, name: &str) {
-    std::fs::write(dir.join("notes.txt"), "Project notes\nline 2: the build uses make\nline 3: tests live in tests/\n").unwrap();
+    std::fs::write(
+        dir.join("notes.txt"),
+        "Project notes\nline 2: the build uses make\nline 3: tests live in tests/\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("data.csv"), "id,name\n1,alpha\n2,beta\n").unwrap();
     if name == "max_iterations_stop" {
         let lines: String = (1..=10).map(|i| format!("l{i}\n")).collect();
@@ -59,15 +73,26 @@ fn normalize_tool_text(s: &str) -> String {
 }
 
 fn run(name: &str) {
-    let path = format!("{}/../shared/conformance/transcripts/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("transcript present")).unwrap();
+    let path = format!(
+        "{}/../shared/conformance/transcripts/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let t: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("transcript present")).unwrap();
     let script = &t["model_script"];
     let turn = &t["turns"][0];
     let dir = tempfile::tempdir().unwrap();
     seed_workspace(dir.path(), name);
     let rec = Arc::new(Recorder {
-        confirm: script["host"]["confirm_tool"].as_str().map(|m| m == "approve"),
-        max_iter: Mutex::new(script["host"]["on_max_iterations"].as_array().cloned().unwrap_or_default()),
+        confirm: script["host"]["confirm_tool"]
+            .as_str()
+            .map(|m| m == "approve"),
+        max_iter: Mutex::new(
+            script["host"]["on_max_iterations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        ),
         ..Default::default()
     });
     let mut llm = script["llm"].clone();
@@ -91,15 +116,30 @@ fn run(name: &str) {
 
     // Outcome.
     let expected = &turn["outcome"];
-    assert_eq!(outcome.text, expected["text"].as_str().unwrap(), "{name}: text");
-    assert_eq!(outcome.status.as_str(), expected["status"], "{name}: status");
+    assert_eq!(
+        outcome.text,
+        expected["text"].as_str().unwrap(),
+        "{name}: text"
+    );
+    assert_eq!(
+        outcome.status.as_str(),
+        expected["status"],
+        "{name}: status"
+    );
     assert_eq!(
         outcome.incomplete_reason.map(|r| r.as_str()),
         expected["incomplete_reason"].as_str(),
         "{name}: incomplete_reason"
     );
-    assert_eq!(outcome.tool_count, expected["tool_count"].as_u64().unwrap(), "{name}: tool_count");
-    assert_eq!(outcome.finish_reason_missing, expected["finish_reason_missing"], "{name}");
+    assert_eq!(
+        outcome.tool_count,
+        expected["tool_count"].as_u64().unwrap(),
+        "{name}: tool_count"
+    );
+    assert_eq!(
+        outcome.finish_reason_missing, expected["finish_reason_missing"],
+        "{name}"
+    );
     assert_eq!(outcome.is_answer(), turn["is_answer"], "{name}: is_answer");
 
     // Internal event order (the recording leaves out llm_text).
@@ -109,8 +149,12 @@ fn run(name: &str) {
         .map(|e| e["type"].as_str().unwrap())
         .filter(|t| *t != "llm_text")
         .collect();
-    let expected_order: Vec<&str> =
-        turn["transport_event_order"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let expected_order: Vec<&str> = turn["transport_event_order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     assert_eq!(order, expected_order, "{name}: event order");
     for e in &events {
         assert_eq!(e["schema_version"], 1);
@@ -122,8 +166,12 @@ fn run(name: &str) {
         .filter(|e| e["type"] == "llm_text")
         .map(|e| e["data"]["chunk"].as_str().unwrap())
         .collect();
-    let expected_deltas: Vec<&str> =
-        turn["text_deltas"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let expected_deltas: Vec<&str> = turn["text_deltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     assert_eq!(deltas, expected_deltas, "{name}: deltas");
 
     // Model-visible tool results: what the last request would carry.
@@ -155,14 +203,17 @@ fn run(name: &str) {
         .collect();
     // The reference writes agentao.log and .agentao/ into the workspace; we write nothing.
     for m in &mut expected_msgs {
-        m.2 = m
-            .2
-            .lines()
-            .filter(|l| !l.contains(".agentao/") && !l.contains("agentao.log"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        m.2 =
+            m.2.lines()
+                .filter(|l| !l.contains(".agentao/") && !l.contains("agentao.log"))
+                .collect::<Vec<_>>()
+                .join("\n");
     }
-    let seen: Vec<_> = tool_msgs.iter().take(expected_msgs.len()).cloned().collect();
+    let seen: Vec<_> = tool_msgs
+        .iter()
+        .take(expected_msgs.len())
+        .cloned()
+        .collect();
     assert_eq!(seen, expected_msgs, "{name}: tool messages");
 
     // Host events: same sequence, same shape.
@@ -170,10 +221,19 @@ fn run(name: &str) {
     let seq: Vec<String> = host
         .iter()
         .map(|e| match e["event_type"].as_str().unwrap() {
-            "permission_decision" => format!("permission({})={}", e["tool_name"].as_str().unwrap(), e["outcome"].as_str().unwrap()),
+            "permission_decision" => format!(
+                "permission({})={}",
+                e["tool_name"].as_str().unwrap(),
+                e["outcome"].as_str().unwrap()
+            ),
             "tool_lifecycle" => match e["phase"].as_str().unwrap() {
                 "started" => format!("tool({}).started", e["tool_name"].as_str().unwrap()),
-                phase => format!("tool({}).{}[{}]", e["tool_name"].as_str().unwrap(), phase, e["outcome"].as_str().unwrap()),
+                phase => format!(
+                    "tool({}).{}[{}]",
+                    e["tool_name"].as_str().unwrap(),
+                    phase,
+                    e["outcome"].as_str().unwrap()
+                ),
             },
             other => other.to_owned(),
         })
@@ -186,9 +246,28 @@ fn run(name: &str) {
         .collect();
     assert_eq!(seq, expected_seq, "{name}: host events");
     for (ours, theirs) in host.iter().zip(turn["host_events"].as_array().unwrap()) {
-        let keys = |v: &Value| v.as_object().unwrap().keys().filter(|k| *k != "_t_ms").cloned().collect::<Vec<_>>();
+        let keys = |v: &Value| {
+            v.as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| *k != "_t_ms")
+                .cloned()
+                .collect::<Vec<_>>()
+        };
         assert_eq!(keys(ours), keys(theirs), "{name}: field order");
-        for k in ["event_type", "tool_call_id", "tool_name", "phase", "outcome", "summary", "error_type", "mode", "reason", "loaded_sources", "matched_rule"] {
+        for k in [
+            "event_type",
+            "tool_call_id",
+            "tool_name",
+            "phase",
+            "outcome",
+            "summary",
+            "error_type",
+            "mode",
+            "reason",
+            "loaded_sources",
+            "matched_rule",
+        ] {
             if theirs.get(k).is_some() {
                 assert_eq!(ours[k], theirs[k], "{name}: {k}");
             }

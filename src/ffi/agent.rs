@@ -25,15 +25,22 @@ pub struct agentao_agent {
 /// `docs/c-api.md`) and `err` (NULL on OK) are borrowed for the call; `outcome_json` is NULL
 /// only when the turn could not produce one (a contained panic).
 pub type agentao_done_fn = Option<
-    unsafe extern "C" fn(userdata: *mut c_void, status: agentao_status, outcome_json: *const c_char, err: *const agentao_error),
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        status: agentao_status,
+        outcome_json: *const c_char,
+        err: *const agentao_error,
+    ),
 >;
 
 /// A text delta of a streaming turn: `{"type":"text_delta","text":"..."}`, borrowed for the
 /// call, on a library thread, in order. Deltas are for display; the outcome is the result.
-pub type agentao_delta_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, delta_json: *const c_char)>;
+pub type agentao_delta_fn =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, delta_json: *const c_char)>;
 
 /// A host-event observer: the event's JSON (v3 wire form), borrowed for the call.
-pub type agentao_event_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
+pub type agentao_event_fn =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
 pub(crate) unsafe fn agent_ref<'a>(a: *const agentao_agent) -> FfiResult<&'a Agent> {
     if a.is_null() {
@@ -42,7 +49,10 @@ pub(crate) unsafe fn agent_ref<'a>(a: *const agentao_agent) -> FfiResult<&'a Age
     Ok(&(*a).agent)
 }
 
-pub(crate) unsafe fn turn_options(max_iterations: i32, cancel: *const agentao_cancel_token) -> TurnOptions {
+pub(crate) unsafe fn turn_options(
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+) -> TurnOptions {
     TurnOptions {
         max_iterations: u32::try_from(max_iterations).ok(),
         cancel: (!cancel.is_null()).then(|| (*cancel).token.clone()),
@@ -50,11 +60,16 @@ pub(crate) unsafe fn turn_options(max_iterations: i32, cancel: *const agentao_ca
 }
 
 /// The status a finished turn reports, and its error message.
-pub(crate) fn turn_status(result: &TurnResult) -> (agentao_status, Option<String>, Option<TurnOutcome>) {
+pub(crate) fn turn_status(
+    result: &TurnResult,
+) -> (agentao_status, Option<String>, Option<TurnOutcome>) {
     match result {
         Ok(o) if o.status == TurnStatus::Cancelled => (
             agentao_status::Cancelled,
-            Some(format!("the turn was cancelled: {}", o.error.as_deref().unwrap_or("cancelled"))),
+            Some(format!(
+                "the turn was cancelled: {}",
+                o.error.as_deref().unwrap_or("cancelled")
+            )),
             Some(o.clone()),
         ),
         Ok(o) => (agentao_status::Ok, None, Some(o.clone())),
@@ -95,11 +110,17 @@ pub unsafe extern "C" fn agentao_agent_new(
             }
         };
         if agent_out.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "`agent_out` is NULL".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`agent_out` is NULL".into(),
+            ));
         }
         let json = str_arg(config_json, "config_json")?;
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
-            return Err(Fail(agentao_status::InvalidJson, format!("config_json: {e}")));
+            return Err(Fail(
+                agentao_status::InvalidJson,
+                format!("config_json: {e}"),
+            ));
         }
         let agent = Agent::new(json, transport)?;
         *agent_out = Box::into_raw(Box::new(agentao_agent { agent }));
@@ -156,7 +177,10 @@ pub unsafe extern "C" fn agentao_agent_chat(
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?;
         if text_out.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "`text_out` is NULL".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`text_out` is NULL".into(),
+            ));
         }
         if reentrant() {
             return Err(AgentError::Reentrant.into());
@@ -186,7 +210,16 @@ pub unsafe extern "C" fn agentao_agent_run(
     userdata: *mut c_void,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    start(agent, message, max_iterations, cancel, None, on_done, userdata, err_out)
+    start(
+        agent,
+        message,
+        max_iterations,
+        cancel,
+        None,
+        on_done,
+        userdata,
+        err_out,
+    )
 }
 
 /// Like `agentao_agent_run`, and each text delta also goes to `on_delta(userdata, json)`,
@@ -204,9 +237,23 @@ pub unsafe extern "C" fn agentao_agent_stream(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     if on_delta.is_none() {
-        return guard(err_out, || Err(Fail(agentao_status::NullArgument, "`on_delta` is NULL".into())));
+        return guard(err_out, || {
+            Err(Fail(
+                agentao_status::NullArgument,
+                "`on_delta` is NULL".into(),
+            ))
+        });
     }
-    start(agent, message, max_iterations, cancel, on_delta, on_done, userdata, err_out)
+    start(
+        agent,
+        message,
+        max_iterations,
+        cancel,
+        on_delta,
+        on_done,
+        userdata,
+        err_out,
+    )
 }
 
 struct HostPtr(*mut c_void);
@@ -229,7 +276,10 @@ unsafe fn start(
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?.to_owned();
         let Some(done) = on_done else {
-            return Err(Fail(agentao_status::NullArgument, "`on_done` is NULL".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`on_done` is NULL".into(),
+            ));
         };
         let deltas = match on_delta {
             None => DeltaSink::None,
@@ -246,16 +296,23 @@ unsafe fn start(
             }
         };
         let ud = HostPtr(userdata);
-        agent.start_turn(message, turn_options(max_iterations, cancel), deltas, move |result| {
-            let ud = ud;
-            let (status, msg, outcome) = turn_status(&result);
-            let json = outcome.map(|o| super::to_cstring(&o.to_json()));
-            let err = msg.map(|m| super::agentao_error::new(status, &m));
-            let json_ptr = json.as_ref().map_or(std::ptr::null(), |j| j.as_ptr());
-            let err_ptr = err.as_ref().map_or(std::ptr::null(), |e| e as *const agentao_error);
-            // SAFETY: host callback; both pointers live until it returns.
-            in_callback(|| unsafe { done(ud.0, status, json_ptr, err_ptr) });
-        })?;
+        agent.start_turn(
+            message,
+            turn_options(max_iterations, cancel),
+            deltas,
+            move |result| {
+                let ud = ud;
+                let (status, msg, outcome) = turn_status(&result);
+                let json = outcome.map(|o| super::to_cstring(&o.to_json()));
+                let err = msg.map(|m| super::agentao_error::new(status, &m));
+                let json_ptr = json.as_ref().map_or(std::ptr::null(), |j| j.as_ptr());
+                let err_ptr = err
+                    .as_ref()
+                    .map_or(std::ptr::null(), |e| e as *const agentao_error);
+                // SAFETY: host callback; both pointers live until it returns.
+                in_callback(|| unsafe { done(ud.0, status, json_ptr, err_ptr) });
+            },
+        )?;
         Ok(())
     })
 }
@@ -269,7 +326,8 @@ pub unsafe extern "C" fn agentao_agent_last_turn(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     json_getter(agent, outcome_json_out, err_out, |a| {
-        a.last_turn().map_or_else(|| "null".to_owned(), |o| o.to_json())
+        a.last_turn()
+            .map_or_else(|| "null".to_owned(), |o| o.to_json())
     })
 }
 
@@ -330,8 +388,12 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
     guard(err_out, || {
         let agent = agent_ref(agent)?;
         let mode_str = str_arg(mode, "mode")?;
-        let mode = Mode::parse(mode_str)
-            .ok_or_else(|| Fail(agentao_status::InvalidArgument, format!("unknown permission mode '{mode_str}'")))?;
+        let mode = Mode::parse(mode_str).ok_or_else(|| {
+            Fail(
+                agentao_status::InvalidArgument,
+                format!("unknown permission mode '{mode_str}'"),
+            )
+        })?;
         let previous = agent.set_permission_mode(mode)?;
         if !previous_out.is_null() {
             *previous_out = out_string(previous.as_str());
@@ -373,14 +435,23 @@ pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
     guard(err_out, || {
         let agent = agent_ref(agent)?;
         let (Some(f), false) = (observer, id_out.is_null()) else {
-            return Err(Fail(agentao_status::NullArgument, "`observer` and `id_out` are required".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`observer` and `id_out` are required".into(),
+            ));
         };
-        let obs = Arc::new(Observer { f, userdata, free: userdata_free });
-        let id = agent.host_events().add_observer(Arc::new(move |json: &str| {
-            let c = super::to_cstring(json);
-            // SAFETY: host callback with its own userdata.
-            in_callback(|| unsafe { (obs.f)(obs.userdata, c.as_ptr()) });
-        }));
+        let obs = Arc::new(Observer {
+            f,
+            userdata,
+            free: userdata_free,
+        });
+        let id = agent
+            .host_events()
+            .add_observer(Arc::new(move |json: &str| {
+                let c = super::to_cstring(json);
+                // SAFETY: host callback with its own userdata.
+                in_callback(|| unsafe { (obs.f)(obs.userdata, c.as_ptr()) });
+            }));
         *id_out = id;
         Ok(())
     })
@@ -388,7 +459,10 @@ pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
 
 /// Removes an observer; true when it was registered. Idempotent.
 #[no_mangle]
-pub unsafe extern "C" fn agentao_agent_remove_host_event_observer(agent: *mut agentao_agent, id: u64) -> bool {
+pub unsafe extern "C" fn agentao_agent_remove_host_event_observer(
+    agent: *mut agentao_agent,
+    id: u64,
+) -> bool {
     if agent.is_null() {
         return false;
     }
@@ -407,10 +481,12 @@ unsafe fn json_getter(
     guard(err_out, || {
         let agent = agent_ref(agent)?;
         if out.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "output pointer is NULL".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "output pointer is NULL".into(),
+            ));
         }
         *out = out_string(&f(agent));
         Ok(())
     })
 }
-

@@ -15,7 +15,9 @@ pub struct agentao_cancel_token {
 /// A new, uncancelled token. Never NULL except on allocation failure (which aborts).
 #[no_mangle]
 pub extern "C" fn agentao_cancel_token_new() -> *mut agentao_cancel_token {
-    Box::into_raw(Box::new(agentao_cancel_token { token: CancelToken::new() }))
+    Box::into_raw(Box::new(agentao_cancel_token {
+        token: CancelToken::new(),
+    }))
 }
 
 /// Cancels the token with `reason` (borrowed; NULL means `"user-cancel"`). Idempotent: the
@@ -23,19 +25,27 @@ pub extern "C" fn agentao_cancel_token_new() -> *mut agentao_cancel_token {
 /// passed to a turn wakes that turn at once (a pending confirmation or question is abandoned,
 /// the HTTP body stops being read). NULL token: no-op.
 #[no_mangle]
-pub unsafe extern "C" fn agentao_cancel_token_cancel(token: *const agentao_cancel_token, reason: *const c_char) {
+pub unsafe extern "C" fn agentao_cancel_token_cancel(
+    token: *const agentao_cancel_token,
+    reason: *const c_char,
+) {
     if token.is_null() {
         return;
     }
     guard_or((), || {
-        let reason = opt_str_arg(reason, "reason").ok().flatten().unwrap_or(DEFAULT_REASON);
+        let reason = opt_str_arg(reason, "reason")
+            .ok()
+            .flatten()
+            .unwrap_or(DEFAULT_REASON);
         (*token).token.cancel(reason);
     });
 }
 
 /// Whether the token is cancelled. NULL: false.
 #[no_mangle]
-pub unsafe extern "C" fn agentao_cancel_token_is_cancelled(token: *const agentao_cancel_token) -> bool {
+pub unsafe extern "C" fn agentao_cancel_token_is_cancelled(
+    token: *const agentao_cancel_token,
+) -> bool {
     !token.is_null() && (*token).token.is_cancelled()
 }
 
@@ -52,7 +62,10 @@ pub unsafe extern "C" fn agentao_cancel_token_reason(
     }
     guard(err_out, || {
         if token.is_null() || reason_out.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "`token` and `reason_out` are required".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`token` and `reason_out` are required".into(),
+            ));
         }
         *reason_out = out_string((*token).token.reason());
         Ok(())
@@ -63,7 +76,9 @@ pub unsafe extern "C" fn agentao_cancel_token_reason(
 /// the parent's reason), never the reverse. Release it with `agentao_cancel_token_free`.
 /// NULL parent: NULL.
 #[no_mangle]
-pub unsafe extern "C" fn agentao_cancel_token_child(parent: *const agentao_cancel_token) -> *mut agentao_cancel_token {
+pub unsafe extern "C" fn agentao_cancel_token_child(
+    parent: *const agentao_cancel_token,
+) -> *mut agentao_cancel_token {
     if parent.is_null() {
         return std::ptr::null_mut();
     }

@@ -4,13 +4,18 @@ use std::ffi::{c_char, CStr};
 
 use super::{agentao_error, agentao_status, guard, Fail};
 
-const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
-    Ok(v) => v,
-    Err(_) => panic!("the package version has no NUL"),
-};
+const VERSION: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(v) => v,
+        Err(_) => panic!("the package version has no NUL"),
+    };
 
 const SCHEMA: &CStr = match CStr::from_bytes_with_nul(
-    concat!(include_str!("../../docs/schema/host.events.v3.schema.json"), "\0").as_bytes(),
+    concat!(
+        include_str!("../../docs/schema/host.events.v3.schema.json"),
+        "\0"
+    )
+    .as_bytes(),
 ) {
     Ok(v) => v,
     Err(_) => panic!("the schema has no NUL"),
@@ -50,14 +55,18 @@ pub unsafe extern "C" fn agentao_runtime_set_worker_threads(
 ) -> agentao_status {
     guard(err_out, || {
         if threads == 0 {
-            return Err(Fail(agentao_status::InvalidArgument, "threads must be at least 1".into()));
+            return Err(Fail(
+                agentao_status::InvalidArgument,
+                "threads must be at least 1".into(),
+            ));
         }
         if crate::agent::set_worker_threads(threads as usize) {
             Ok(())
         } else {
             Err(Fail(
                 agentao_status::InvalidArgument,
-                "the runtime is already running (set the worker count before the first agent)".into(),
+                "the runtime is already running (set the worker count before the first agent)"
+                    .into(),
             ))
         }
     })

@@ -79,7 +79,8 @@ impl agentao_error {
 
 /// A CString from text that may hold NUL bytes (they are replaced, never truncate).
 pub(crate) fn to_cstring(s: &str) -> CString {
-    CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', "\u{fffd}")).unwrap_or_default())
+    CString::new(s)
+        .unwrap_or_else(|_| CString::new(s.replace('\0', "\u{fffd}")).unwrap_or_default())
 }
 
 pub(crate) fn status_of(e: &AgentError) -> agentao_status {
@@ -128,11 +129,17 @@ pub(crate) unsafe fn clear_error(err_out: *mut *mut agentao_error) {
 /// Borrows a C string argument as UTF-8.
 pub(crate) unsafe fn str_arg<'a>(p: *const c_char, name: &str) -> FfiResult<&'a str> {
     if p.is_null() {
-        return Err(Fail(agentao_status::NullArgument, format!("`{name}` is NULL")));
+        return Err(Fail(
+            agentao_status::NullArgument,
+            format!("`{name}` is NULL"),
+        ));
     }
-    CStr::from_ptr(p)
-        .to_str()
-        .map_err(|e| Fail(agentao_status::InvalidUtf8, format!("`{name}` is not valid UTF-8: {e}")))
+    CStr::from_ptr(p).to_str().map_err(|e| {
+        Fail(
+            agentao_status::InvalidUtf8,
+            format!("`{name}` is not valid UTF-8: {e}"),
+        )
+    })
 }
 
 /// Like [`str_arg`], but NULL is `None`.
@@ -150,13 +157,19 @@ pub(crate) fn out_string(s: &str) -> *mut c_char {
 }
 
 /// Runs a status-returning body behind the panic boundary, handling `err_out`.
-pub(crate) fn guard(err_out: *mut *mut agentao_error, body: impl FnOnce() -> FfiResult<()>) -> agentao_status {
+pub(crate) fn guard(
+    err_out: *mut *mut agentao_error,
+    body: impl FnOnce() -> FfiResult<()>,
+) -> agentao_status {
     // SAFETY: err_out is either NULL or a valid `agentao_error **` per the API contract.
     unsafe { clear_error(err_out) };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|p| {
         Err(Fail(
             agentao_status::Panic,
-            format!("panic contained at the C boundary: {}", crate::agent::panic_message(p)),
+            format!(
+                "panic contained at the C boundary: {}",
+                crate::agent::panic_message(p)
+            ),
         ))
     });
     match result {

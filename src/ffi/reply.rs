@@ -37,9 +37,12 @@ unsafe fn take(reply: *mut agentao_reply) -> Result<Reply, Fail> {
 }
 
 fn deliver(reply: Reply, answer: Answer) -> Result<(), Fail> {
-    reply
-        .answer(answer)
-        .map_err(|e| Fail(agentao_status::InvalidArgument, format!("{e}; the request was failed")))
+    reply.answer(answer).map_err(|e| {
+        Fail(
+            agentao_status::InvalidArgument,
+            format!("{e}; the request was failed"),
+        )
+    })
 }
 
 /// Answers a `confirm_tool` request with `AGENTAO_CONFIRMATION_ALLOW`, `_DENY` or
@@ -59,7 +62,10 @@ pub unsafe extern "C" fn agentao_reply_confirm(
             DENY_UNAVAILABLE => Confirmation::DenyUnavailable,
             other => {
                 let _ = reply.answer(Answer::Fail(format!("invalid confirmation value {other}")));
-                return Err(Fail(agentao_status::InvalidArgument, format!("invalid confirmation value {other}")));
+                return Err(Fail(
+                    agentao_status::InvalidArgument,
+                    format!("invalid confirmation value {other}"),
+                ));
             }
         };
         deliver(reply, Answer::Confirm(c))
@@ -100,8 +106,14 @@ pub unsafe extern "C" fn agentao_reply_json(
         let parsed = str_arg(json, "json").and_then(|s| {
             match serde_json::from_str::<serde_json::Value>(s) {
                 Ok(v) if v.is_object() => Ok(s),
-                Ok(_) => Err(Fail(agentao_status::InvalidJson, "the answer must be a JSON object".into())),
-                Err(e) => Err(Fail(agentao_status::InvalidJson, format!("the answer is not JSON: {e}"))),
+                Ok(_) => Err(Fail(
+                    agentao_status::InvalidJson,
+                    "the answer must be a JSON object".into(),
+                )),
+                Err(e) => Err(Fail(
+                    agentao_status::InvalidJson,
+                    format!("the answer is not JSON: {e}"),
+                )),
             }
         });
         match parsed {

@@ -9,7 +9,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::agent::{agent_ref, agentao_agent, turn_options, turn_status};
 use super::cancel::agentao_cancel_token;
-use super::{agentao_error, agentao_status, guard, guard_or, opt_str_arg, out_string, reentrant, str_arg, Fail};
+use super::{
+    agentao_error, agentao_status, guard, guard_or, opt_str_arg, out_string, reentrant, str_arg,
+    Fail,
+};
 use crate::agent::{runtime, Agent, AgentError};
 use crate::cancel::CancelToken;
 use crate::turn::DeltaSink;
@@ -51,21 +54,29 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?.to_owned();
         if stream_out.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "`stream_out` is NULL".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`stream_out` is NULL".into(),
+            ));
         }
         if !agent.transport().supports_subscribe() {
             return Err(AgentError::NoSubscribe.into());
         }
         let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
         let (end_tx, end_rx) = oneshot::channel();
-        let token = agent.start_turn(message, turn_options(max_iterations, cancel), DeltaSink::Queue(tx), move |result| {
-            let (status, msg, outcome) = turn_status(&result);
-            let item = match (status, outcome) {
-                (agentao_status::Ok, Some(o)) => Ok(o.to_json()),
-                (s, _) => Err(Fail(s, msg.unwrap_or_default())),
-            };
-            let _ = end_tx.send(item);
-        })?;
+        let token = agent.start_turn(
+            message,
+            turn_options(max_iterations, cancel),
+            DeltaSink::Queue(tx),
+            move |result| {
+                let (status, msg, outcome) = turn_status(&result);
+                let item = match (status, outcome) {
+                    (agentao_status::Ok, Some(o)) => Ok(o.to_json()),
+                    (s, _) => Err(Fail(s, msg.unwrap_or_default())),
+                };
+                let _ = end_tx.send(item);
+            },
+        )?;
         *stream_out = Box::into_raw(Box::new(agentao_stream {
             state: Mutex::new(TurnStreamState {
                 deltas: rx,
@@ -100,7 +111,10 @@ pub unsafe extern "C" fn agentao_stream_next(
     }
     guard(err_out, || {
         if stream.is_null() || item_json_out.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "`stream` and `item_json_out` are required".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`stream` and `item_json_out` are required".into(),
+            ));
         }
         if reentrant() {
             return Err(AgentError::Reentrant.into());
@@ -118,7 +132,10 @@ pub unsafe extern "C" fn agentao_stream_next(
                 }
                 match st.end.take() {
                     Some(end) => Some(end.await.unwrap_or_else(|_| {
-                        Err(Fail(agentao_status::Internal, "the turn ended without an outcome".into()))
+                        Err(Fail(
+                            agentao_status::Internal,
+                            "the turn ended without an outcome".into(),
+                        ))
                     })),
                     None => None,
                 }
@@ -126,7 +143,10 @@ pub unsafe extern "C" fn agentao_stream_next(
             .await
         });
         match item {
-            Err(_) => Err(Fail(agentao_status::Timeout, "no item within the timeout".into())),
+            Err(_) => Err(Fail(
+                agentao_status::Timeout,
+                "no item within the timeout".into(),
+            )),
             Ok(None) => {
                 st.finished = true;
                 Err(Fail(agentao_status::Closed, "the stream has ended".into()))
@@ -183,7 +203,10 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
         let agent = agent_ref(agent)?;
         let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
         if stream_out.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "`stream_out` is NULL".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`stream_out` is NULL".into(),
+            ));
         }
         let (id, rx) = agent
             .host_events()
@@ -213,7 +236,10 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
     }
     guard(err_out, || {
         if stream.is_null() || event_json_out.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "`stream` and `event_json_out` are required".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`stream` and `event_json_out` are required".into(),
+            ));
         }
         if reentrant() {
             return Err(AgentError::Reentrant.into());
@@ -222,7 +248,10 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
         let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
         let got = rt.block_on(tokio::time::timeout(timeout_of(timeout_ms), rx.recv()));
         match got {
-            Err(_) => Err(Fail(agentao_status::Timeout, "no event within the timeout".into())),
+            Err(_) => Err(Fail(
+                agentao_status::Timeout,
+                "no event within the timeout".into(),
+            )),
             Ok(None) => Err(Fail(agentao_status::Closed, "the stream is closed".into())),
             Ok(Some(json)) => {
                 *event_json_out = out_string(&json);

@@ -4,12 +4,15 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
 use super::reply::agentao_reply;
-use super::{agentao_error, agentao_status, guard, guard_or, in_callback, str_arg, to_cstring, Fail};
+use super::{
+    agentao_error, agentao_status, guard, guard_or, in_callback, str_arg, to_cstring, Fail,
+};
 use crate::events::transport::{Broadcaster, ConfirmRequest, Listener, Reply, Transport};
 
 /// A listener a transport's `subscribe` receives: call it with each event's JSON (borrowed
 /// for the call) and `listener_userdata`.
-pub type agentao_listener_fn = Option<unsafe extern "C" fn(listener_userdata: *mut c_void, event_json: *const c_char)>;
+pub type agentao_listener_fn =
+    Option<unsafe extern "C" fn(listener_userdata: *mut c_void, event_json: *const c_char)>;
 
 /// The host transport: how the agent talks to its host (spec §1 of the reference). Copied by
 /// `agentao_agent_new`; any slot may be NULL.
@@ -90,11 +93,27 @@ pub(crate) struct FfiTransport {
     userdata_free: Option<unsafe extern "C" fn(*mut c_void)>,
     emit: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
     confirm_tool: Option<
-        unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *const c_char, *const c_char, *mut agentao_reply),
+        unsafe extern "C" fn(
+            *mut c_void,
+            *const c_char,
+            *const c_char,
+            *const c_char,
+            *const c_char,
+            *mut agentao_reply,
+        ),
     >,
-    ask_user: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *mut agentao_reply)>,
-    on_max_iterations: Option<unsafe extern "C" fn(*mut c_void, u32, *const c_char, *mut agentao_reply)>,
-    subscribe: Option<unsafe extern "C" fn(*mut c_void, agentao_listener_fn, *mut c_void, *mut u64) -> agentao_status>,
+    ask_user:
+        Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *mut agentao_reply)>,
+    on_max_iterations:
+        Option<unsafe extern "C" fn(*mut c_void, u32, *const c_char, *mut agentao_reply)>,
+    subscribe: Option<
+        unsafe extern "C" fn(
+            *mut c_void,
+            agentao_listener_fn,
+            *mut c_void,
+            *mut u64,
+        ) -> agentao_status,
+    >,
     unsubscribe: Option<unsafe extern "C" fn(*mut c_void, u64)>,
 }
 
@@ -116,7 +135,8 @@ impl FfiTransport {
     /// Copies a host vtable, honouring `struct_size`.
     pub(crate) unsafe fn from_vtable(t: *const agentao_transport) -> Result<FfiTransport, Fail> {
         let size = (*t).struct_size as usize;
-        let base = std::mem::offset_of!(agentao_transport, userdata_free) + std::mem::size_of::<usize>();
+        let base =
+            std::mem::offset_of!(agentao_transport, userdata_free) + std::mem::size_of::<usize>();
         if size < base {
             return Err(Fail(
                 agentao_status::InvalidArgument,
@@ -125,7 +145,10 @@ impl FfiTransport {
         }
         macro_rules! slot {
             ($field:ident) => {
-                if size >= std::mem::offset_of!(agentao_transport, $field) + std::mem::size_of::<usize>() {
+                if size
+                    >= std::mem::offset_of!(agentao_transport, $field)
+                        + std::mem::size_of::<usize>()
+                {
                     (*t).$field
                 } else {
                     None
@@ -172,7 +195,14 @@ impl Transport for FfiTransport {
         );
         // SAFETY: as above; the reply pointer is owned by the host until it answers.
         in_callback(|| unsafe {
-            f(self.userdata, name.as_ptr(), desc.as_ptr(), args.as_ptr(), id.as_ptr(), reply_ptr(reply))
+            f(
+                self.userdata,
+                name.as_ptr(),
+                desc.as_ptr(),
+                args.as_ptr(),
+                id.as_ptr(),
+                reply_ptr(reply),
+            )
         });
     }
 
@@ -190,7 +220,9 @@ impl Transport for FfiTransport {
 
     fn on_max_iterations(&self, count: u32, pending_json: &str, reply: Reply) {
         let Some(f) = self.on_max_iterations else {
-            let _ = reply.answer(crate::events::transport::Answer::Json(r#"{"action":"stop"}"#.into()));
+            let _ = reply.answer(crate::events::transport::Answer::Json(
+                r#"{"action":"stop"}"#.into(),
+            ));
             return;
         };
         let p = to_cstring(pending_json);
@@ -208,7 +240,8 @@ impl Transport for FfiTransport {
         let state = Box::into_raw(Box::new(listener)) as *mut c_void;
         let mut id = 0u64;
         // SAFETY: host callback; `state` stays valid until unsubscribe.
-        let st = in_callback(|| unsafe { f(self.userdata, Some(listener_trampoline), state, &mut id) });
+        let st =
+            in_callback(|| unsafe { f(self.userdata, Some(listener_trampoline), state, &mut id) });
         if st == agentao_status::Ok {
             LISTENERS.with_lock(|m| m.push((id, state as usize)));
             Some(id)
@@ -278,7 +311,10 @@ pub unsafe extern "C" fn agentao_broadcaster_notify(
 ) -> agentao_status {
     guard(err_out, || {
         if b.is_null() {
-            return Err(Fail(agentao_status::NullArgument, "`broadcaster` is NULL".into()));
+            return Err(Fail(
+                agentao_status::NullArgument,
+                "`broadcaster` is NULL".into(),
+            ));
         }
         str_arg(event_json, "event_json")?;
         (*b).inner.notify(CStr::from_ptr(event_json));
@@ -308,7 +344,10 @@ pub unsafe extern "C" fn agentao_broadcaster_subscribe(
             return Err(Fail(agentao_status::NullArgument, "NULL argument".into()));
         };
         let b = &*(b as *const agentao_broadcaster);
-        let l = Arc::new(CListener { f, userdata: listener_userdata });
+        let l = Arc::new(CListener {
+            f,
+            userdata: listener_userdata,
+        });
         *subscription_out = b.inner.subscribe(Arc::new(move |ev: &CStr| {
             // SAFETY: the host's listener with its own userdata.
             in_callback(|| unsafe { (l.f)(l.userdata, ev.as_ptr()) })
@@ -321,7 +360,11 @@ pub unsafe extern "C" fn agentao_broadcaster_subscribe(
 #[no_mangle]
 pub unsafe extern "C" fn agentao_broadcaster_unsubscribe(b: *mut c_void, subscription: u64) {
     if !b.is_null() {
-        guard_or((), || (*(b as *const agentao_broadcaster)).inner.unsubscribe(subscription));
+        guard_or((), || {
+            (*(b as *const agentao_broadcaster))
+                .inner
+                .unsubscribe(subscription)
+        });
     }
 }
 

@@ -25,7 +25,9 @@ use crate::events::host::{CallIds, HostEventHub, PermissionDecisionEvent, ToolLi
 use crate::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, ReplyKind, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Piece};
-use crate::permissions::{self, ActivePermissions, Decision, DenyKind, PermissionEngine, ToolFacts, Verdict};
+use crate::permissions::{
+    self, ActivePermissions, Decision, DenyKind, PermissionEngine, ToolFacts, Verdict,
+};
 use crate::tools::result_format::{format_result, strip_tag_chars};
 use crate::tools::{HostRequests, Tool, ToolContext, ToolRegistry, ToolServices};
 pub use outcome::{IncompleteReason, TurnOutcome, TurnStatus};
@@ -88,7 +90,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn hex16(data: &[u8]) -> String {
-    Sha256::digest(data)[..8].iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(data)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn cancelled_text(reason: &str) -> String {
@@ -231,11 +236,17 @@ pub fn backfill_orphans(history: &mut Vec<Value>) {
             }
             j += 1;
         }
-        let calls = history[i]["tool_calls"].as_array().cloned().unwrap_or_default();
+        let calls = history[i]["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         for call in calls {
             let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
             if !answered.iter().any(|a| a == id) {
-                let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("unknown");
+                let name = call
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
                 history.insert(
                     j,
                     json!({"role": "tool", "tool_call_id": id, "name": name, "content": ORPHAN_TEXT}),
@@ -288,6 +299,9 @@ struct CallResult {
     error: Option<String>,
     duration_ms: f64,
 }
+
+/// One call handed to a blocking thread: index, tool, arguments, call id.
+type Job = (usize, Arc<dyn Tool>, Map<String, Value>, String);
 
 enum ExecEvent {
     Started(usize),
@@ -387,7 +401,11 @@ impl<'e, 'a> Turn<'e, 'a> {
             let n_tool = history.iter().filter(|m| m["role"] == "tool").count();
             let n_reminders = history
                 .iter()
-                .filter(|m| m["content"].as_str().is_some_and(|c| c.contains("<system-reminder>")))
+                .filter(|m| {
+                    m["content"]
+                        .as_str()
+                        .is_some_and(|c| c.contains("<system-reminder>"))
+                })
                 .count();
             let started = json!({
                 "attempt": attempt,
@@ -453,7 +471,12 @@ impl<'e, 'a> Turn<'e, 'a> {
                         DeltaSink::None => {}
                         DeltaSink::Callback(cb) => cb(self.delta_writer.text_delta(t)),
                         DeltaSink::Queue(tx) => {
-                            let item = self.delta_writer.text_delta(t).to_str().unwrap_or_default().to_owned();
+                            let item = self
+                                .delta_writer
+                                .text_delta(t)
+                                .to_str()
+                                .unwrap_or_default()
+                                .to_owned();
                             // Once cancelled, a blocked write is dropped instead of waiting.
                             tokio::select! {
                                 biased;
@@ -483,7 +506,8 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
         let cancelled = call.was_cancelled();
         let r = call.finish();
-        let ms = |d: Option<Duration>| d.map(|d| (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
+        let ms =
+            |d: Option<Duration>| d.map(|d| (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
         let duration_ms = ms(Some(r.duration));
         let u = r.usage;
         self.emit(
@@ -510,13 +534,21 @@ impl<'e, 'a> Turn<'e, 'a> {
         let blank = r.content.trim().is_empty();
         let (text, reason) = if truncated {
             let text = if blank {
-                if r.reasoning.is_empty() { NO_RESPONSE } else { NO_TEXT_RESPONSE }.to_owned()
+                if r.reasoning.is_empty() {
+                    NO_RESPONSE
+                } else {
+                    NO_TEXT_RESPONSE
+                }
+                .to_owned()
             } else {
                 strip_tag_chars(&r.content)
             };
             (text, Some(IncompleteReason::LengthTruncated))
         } else if blank && !r.reasoning.trim().is_empty() {
-            (NO_TEXT_RESPONSE.to_owned(), Some(IncompleteReason::ReasoningOnly))
+            (
+                NO_TEXT_RESPONSE.to_owned(),
+                Some(IncompleteReason::ReasoningOnly),
+            )
         } else if blank {
             (NO_RESPONSE.to_owned(), Some(IncompleteReason::NoOutput))
         } else {
@@ -538,7 +570,11 @@ impl<'e, 'a> Turn<'e, 'a> {
         {
             let mut h = lock(self.env.history);
             for (id, name, _) in &calls {
-                let name = if name.trim().is_empty() { "unknown" } else { name };
+                let name = if name.trim().is_empty() {
+                    "unknown"
+                } else {
+                    name
+                };
                 h.push(json!({"role": "tool", "tool_call_id": id, "name": name, "content": planning::TRUNCATED_CALL_TEXT}));
             }
         }
@@ -631,16 +667,25 @@ impl<'e, 'a> Turn<'e, 'a> {
             Answer::Fail(m) => return Err(LoopError::Failed(TurnFailure::Host(m))),
             _ => Value::Null,
         };
-        match decision.get("action").and_then(Value::as_str).unwrap_or("stop") {
+        match decision
+            .get("action")
+            .and_then(Value::as_str)
+            .unwrap_or("stop")
+        {
             "continue" => Ok(None),
             "new_instruction" => {
-                if let Some(m) = decision.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()) {
+                if let Some(m) = decision
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty())
+                {
                     lock(self.env.history).push(json!({"role": "user", "content": m}));
                 }
                 Ok(None)
             }
             _ => {
-                let text = last_text.unwrap_or_else(|| "Maximum tool call iterations reached.".to_owned());
+                let text =
+                    last_text.unwrap_or_else(|| "Maximum tool call iterations reached.".to_owned());
                 lock(self.env.history).push(json!({"role": "assistant", "content": text}));
                 Ok(Some(LoopEnd {
                     text,
@@ -715,8 +760,8 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
 
         // Confirmations: in call order, before anything runs.
-        for i in 0..plans.len() {
-            if plans[i].decision.verdict != Verdict::Ask {
+        for p in plans.iter_mut() {
+            if p.decision.verdict != Verdict::Ask {
                 continue;
             }
             if self.cancel.is_cancelled() {
@@ -724,7 +769,6 @@ impl<'e, 'a> Turn<'e, 'a> {
                 self.append_results(&early, &[]);
                 return Err(LoopError::Cancelled);
             }
-            let p = &plans[i];
             let args_value = Value::Object(p.args.clone());
             self.emit(
                 "tool_confirmation",
@@ -737,7 +781,9 @@ impl<'e, 'a> Turn<'e, 'a> {
                 call_id: p.call_id.clone(),
             };
             let answer = match self
-                .request(ReplyKind::Confirm, move |t, reply| t.confirm_tool(req, reply))
+                .request(ReplyKind::Confirm, move |t, reply| {
+                    t.confirm_tool(req, reply)
+                })
                 .await
             {
                 Ok(a) => a,
@@ -749,7 +795,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             match answer {
                 Answer::Confirm(Confirmation::Allow) => {}
                 Answer::Confirm(c) => {
-                    plans[i].state = if c == Confirmation::DenyUnavailable {
+                    p.state = if c == Confirmation::DenyUnavailable {
                         PlanState::DeclinedUnavailable
                     } else {
                         PlanState::Declined
@@ -797,7 +843,12 @@ impl<'e, 'a> Turn<'e, 'a> {
     fn plan_batch(
         &mut self,
         calls: &[(String, String, String)],
-    ) -> (Vec<(String, String, String)>, Vec<Plan>, bool, Option<ActivePermissions>) {
+    ) -> (
+        Vec<(String, String, String)>,
+        Vec<Plan>,
+        bool,
+        Option<ActivePermissions>,
+    ) {
         let mut early: Vec<(String, String, String)> = Vec::new(); // (id, name, text)
         let mut plans: Vec<Plan> = Vec::new();
         let mut doom = false;
@@ -810,8 +861,16 @@ impl<'e, 'a> Turn<'e, 'a> {
                     early.push((p.call_id, p.name, planning::HALTED_TEXT.to_owned()));
                 }
                 for (id, name, _) in &calls[n + 1..] {
-                    let name = if name.trim().is_empty() { "unknown" } else { name };
-                    early.push((id.clone(), name.to_owned(), planning::HALTED_TEXT.to_owned()));
+                    let name = if name.trim().is_empty() {
+                        "unknown"
+                    } else {
+                        name
+                    };
+                    early.push((
+                        id.clone(),
+                        name.to_owned(),
+                        planning::HALTED_TEXT.to_owned(),
+                    ));
                 }
             };
             if name.trim().is_empty() {
@@ -845,7 +904,11 @@ impl<'e, 'a> Turn<'e, 'a> {
                         doom = true;
                         break;
                     }
-                    early.push((id.clone(), name.clone(), planning::parse_error_text(name, &why)));
+                    early.push((
+                        id.clone(),
+                        name.clone(),
+                        planning::parse_error_text(name, &why),
+                    ));
                     continue;
                 }
             };
@@ -854,7 +917,10 @@ impl<'e, 'a> Turn<'e, 'a> {
                 early.push((
                     id.clone(),
                     name.clone(),
-                    format!("Tool '{name}' not found. Available tools: {}", available.join(", ")),
+                    format!(
+                        "Tool '{name}' not found. Available tools: {}",
+                        available.join(", ")
+                    ),
                 ));
                 continue;
             };
@@ -886,14 +952,21 @@ impl<'e, 'a> Turn<'e, 'a> {
             });
         }
         let snapshot = if !doom && self.env.hub.has_listeners() {
-            Some(engine.map_or_else(ActivePermissions::no_engine, PermissionEngine::active_permissions))
+            Some(engine.map_or_else(
+                ActivePermissions::no_engine,
+                PermissionEngine::active_permissions,
+            ))
         } else {
             None
         };
         (early, plans, doom, snapshot)
     }
 
-    fn append_results(&self, early: &[(String, String, String)], planned: &[(String, String, String)]) {
+    fn append_results(
+        &self,
+        early: &[(String, String, String)],
+        planned: &[(String, String, String)],
+    ) {
         let mut h = lock(self.env.history);
         for (id, name, text) in early.iter().chain(planned) {
             h.push(json!({"role": "tool", "tool_call_id": id, "name": name, "content": text}));
@@ -913,7 +986,9 @@ impl<'e, 'a> Turn<'e, 'a> {
     /// time), anything else in call order. Results come back in call order.
     async fn execute(&mut self, plans: &[Plan]) -> Vec<CallResult> {
         let mut results: Vec<Option<CallResult>> = plans.iter().map(|_| None).collect();
-        let runnable: Vec<usize> = (0..plans.len()).filter(|&i| plans[i].state == PlanState::Allow).collect();
+        let runnable: Vec<usize> = (0..plans.len())
+            .filter(|&i| plans[i].state == PlanState::Allow)
+            .collect();
         let parallel = runnable.len() > 1 && runnable.iter().all(|&i| plans[i].tool.is_read_only());
         let mut started_at: Vec<String> = vec![String::new(); plans.len()];
         if parallel {
@@ -1003,10 +1078,23 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
     }
 
-    fn spawn_calls(&self, plans: &[Plan], group: Vec<usize>, tx: mpsc::UnboundedSender<ExecEvent>, announce: bool) {
-        let jobs: Vec<(usize, Arc<dyn Tool>, Map<String, Value>, String)> = group
+    fn spawn_calls(
+        &self,
+        plans: &[Plan],
+        group: Vec<usize>,
+        tx: mpsc::UnboundedSender<ExecEvent>,
+        announce: bool,
+    ) {
+        let jobs: Vec<Job> = group
             .into_iter()
-            .map(|i| (i, plans[i].tool.clone(), plans[i].args.clone(), plans[i].call_id.clone()))
+            .map(|i| {
+                (
+                    i,
+                    plans[i].tool.clone(),
+                    plans[i].args.clone(),
+                    plans[i].call_id.clone(),
+                )
+            })
             .collect();
         let cancel = self.cancel.clone();
         let workspace = self.env.workspace.to_path_buf();
@@ -1048,7 +1136,9 @@ impl<'e, 'a> Turn<'e, 'a> {
                         settings: &settings,
                         services: &services,
                     };
-                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(&args, &ctx)));
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        tool.execute(&args, &ctx)
+                    }));
                     let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
                     match run {
                         Ok(Ok(text)) if cancel.is_cancelled() => (
@@ -1135,7 +1225,13 @@ impl<'e, 'a> Turn<'e, 'a> {
                         "error" => ("error", format!("{} failed", p.name)),
                         _ => ("cancelled", "cancelled by user".to_owned()),
                     };
-                    let ev = ToolLifecycleEvent::finished(&self.ids(p), &started_at[i], outcome, &summary, error_type);
+                    let ev = ToolLifecycleEvent::finished(
+                        &self.ids(p),
+                        &started_at[i],
+                        outcome,
+                        &summary,
+                        error_type,
+                    );
                     self.publish(&ev).await;
                     results[i] = Some(res);
                 }
@@ -1197,4 +1293,3 @@ impl HostRequests for TurnHost {
         })
     }
 }
-
