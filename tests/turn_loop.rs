@@ -1,0 +1,586 @@
+//! The turn loop through the Rust API on the scripted provider: guards, truncation, failures,
+//! cancellation, the iteration budget, and every host event checked against the v3 schema.
+
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentao::agent::{Agent, AgentError, TurnOptions};
+use agentao::cancel::CancelToken;
+use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
+use agentao::turn::{DeltaSink, IncompleteReason, TurnStatus};
+use serde_json::{json, Value};
+
+type ConfirmFn = dyn Fn(ConfirmRequest, Reply) + Send + Sync;
+
+#[derive(Default)]
+struct Host {
+    events: Mutex<Vec<Value>>,
+    confirm: Option<Box<ConfirmFn>>,
+    max_iter: Mutex<Vec<Value>>,
+    held: Mutex<Vec<Reply>>,
+}
+
+impl Transport for Host {
+    fn emit(&self, event: &CStr) {
+        self.events
+            .lock()
+            .unwrap()
+            .push(serde_json::from_slice(event.to_bytes()).unwrap());
+    }
+    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
+        match &self.confirm {
+            Some(f) => f(req, reply),
+            None => reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap(),
+        }
+    }
+    fn on_max_iterations(&self, _count: u32, _pending: &str, reply: Reply) {
+        let mut q = self.max_iter.lock().unwrap();
+        let a = if q.is_empty() {
+            json!({"action": "stop"})
+        } else {
+            q.remove(0)
+        };
+        reply.answer(Answer::Json(a.to_string())).unwrap();
+    }
+}
+
+struct Run {
+    agent: Agent,
+    host: Arc<Host>,
+    host_events: Arc<Mutex<Vec<Value>>>,
+    _dir: tempfile::TempDir,
+}
+
+fn setup(responses: Value, host: Host, extra: Value) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let mut config = json!({"working_directory": dir.path(), "llm": {"provider": "scripted", "script": {"responses": responses}}});
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            config[k] = v;
+        }
+    }
+    let host = Arc::new(host);
+    let agent = Agent::new(&config.to_string(), Some(host.clone())).unwrap();
+    let host_events = Arc::new(Mutex::new(Vec::new()));
+    let he = host_events.clone();
+    agent.host_events().add_observer(Arc::new(move |j: &str| {
+        he.lock().unwrap().push(serde_json::from_str(j).unwrap())
+    }));
+    Run {
+        agent,
+        host,
+        host_events,
+        _dir: dir,
+    }
+}
+
+fn tool_messages(agent: &Agent) -> Vec<String> {
+    let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
+    h.as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn types(run: &Run) -> Vec<String> {
+    run.host
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn validate_host_events(run: &Run) {
+    let schema: Value = serde_json::from_str(agentao::events::host::HOST_EVENTS_SCHEMA_V3).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for e in run.host_events.lock().unwrap().iter() {
+        let errors: Vec<String> = validator.iter_errors(e).map(|x| x.to_string()).collect();
+        assert!(errors.is_empty(), "host event {e} fails v3: {errors:?}");
+    }
+}
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"tool_calls": [{"id": "c", "name": name, "arguments": args}]})
+}
+
+#[test]
+fn identical_calls_trip_the_doom_loop() {
+    let r = json!([{"repeat": 3, "tool_calls": [{"id": "c{i}", "name": "read_file", "arguments": "{\"file_path\": \"a.txt\"}"}]}]);
+    let run = setup(r, Host::default(), json!({}));
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::DoomLoop));
+    assert_eq!(o.text, "Tool execution halted by doom-loop detection.");
+    assert_eq!(o.tool_count, 3);
+    let msgs = tool_messages(&run.agent);
+    assert!(
+        msgs[2].starts_with("[Doom-loop detected] Tool 'read_file' was called 3 times"),
+        "{msgs:?}"
+    );
+    validate_host_events(&run);
+}
+
+#[test]
+fn unparseable_arguments_three_times_stop() {
+    let r = json!([{"repeat": 3, "tool_calls": [{"id": "c{i}", "name": "read_file", "arguments": "{\"file_path\": {i}x"}]}]);
+    let run = setup(r, Host::default(), json!({}));
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::DoomLoop));
+    let msgs = tool_messages(&run.agent);
+    assert!(
+        msgs[0].starts_with("Error: could not parse arguments for 'read_file': "),
+        "{msgs:?}"
+    );
+    assert!(msgs[0].ends_with(". Please retry with valid JSON."));
+    assert!(msgs[2].starts_with("[Parse-failure doom-loop] Tool 'read_file'"));
+    // Early-rejected calls produce no host events.
+    assert!(run.host_events.lock().unwrap().is_empty());
+}
+
+#[test]
+fn blank_names_three_times_stop() {
+    let r = json!([{"repeat": 3, "text": "hm", "tool_calls": [{"id": "c{i}", "name": "", "arguments": "{}"}]}]);
+    let run = setup(r, Host::default(), json!({}));
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::DoomLoop));
+    assert_eq!(o.text, "hm");
+    let msgs = tool_messages(&run.agent);
+    assert!(
+        msgs[2].ends_with(" Repeated empty-name tool calls detected; stopping to prevent a loop.")
+    );
+}
+
+#[test]
+fn tool_calls_cut_off_at_the_limit_never_run() {
+    let r = json!([{"repeat": 3, "finish_reason": "length", "tool_calls": [{"id": "c{i}", "name": "write_file", "arguments": "{\"file_path\": \"x\", \"content\": \"y{i}\"}"}]}]);
+    let run = setup(r, Host::default(), json!({}));
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::LengthTruncated));
+    assert_eq!(
+        o.text,
+        "Tool calls were repeatedly cut off at the output-token limit and could not be completed."
+    );
+    assert!(!run._dir.path().join("x").exists());
+    assert!(!types(&run).iter().any(|t| t.starts_with("tool_")));
+    assert!(tool_messages(&run.agent)[0]
+        .starts_with("Tool call not executed: the assistant message was cut off"));
+}
+
+#[test]
+fn truncated_and_missing_finish_reasons() {
+    let run = setup(
+        json!([{"text": "partial", "finish_reason": "length"}]),
+        Host::default(),
+        json!({}),
+    );
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(
+        (o.text.as_str(), o.incomplete_reason),
+        ("partial", Some(IncompleteReason::LengthTruncated))
+    );
+    let run = setup(
+        json!([{"text": "done", "finish_reason": null}]),
+        Host::default(),
+        json!({}),
+    );
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert!(o.finish_reason_missing);
+    assert!(o.is_answer());
+    let completed = run
+        .host
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "llm_call_completed")
+        .cloned()
+        .unwrap();
+    assert_eq!(completed["data"]["finish_reason"], "stop");
+    assert_eq!(completed["data"]["finish_reason_reported"], false);
+}
+
+#[test]
+fn a_failed_confirmation_ends_the_turn_in_error() {
+    let host = Host {
+        confirm: Some(Box::new(|_, reply| {
+            reply.answer(Answer::Fail("UI crashed".into())).unwrap()
+        })),
+        ..Default::default()
+    };
+    let run = setup(
+        json!([call("write_file", json!({"file_path": "o.txt", "content": "x"})), {"text": "never"}]),
+        host,
+        json!({}),
+    );
+    let err = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(err.0, AgentError::HostError(ref m) if m == "UI crashed"),
+        "{:?}",
+        err.0
+    );
+    let last = run.agent.last_turn().unwrap();
+    assert_eq!(
+        (last.status, last.text.as_str(), last.error.as_deref()),
+        (TurnStatus::Error, "", Some("UI crashed"))
+    );
+    // The unanswered call was backfilled, so history stays valid for the next turn.
+    assert!(tool_messages(&run.agent)[0].starts_with("Tool call interrupted"));
+    assert_eq!(types(&run).last().unwrap(), "turn_end");
+}
+
+#[test]
+fn an_unanswered_confirmation_times_out_when_configured() {
+    let held: Arc<Mutex<Vec<Reply>>> = Arc::default();
+    let h = held.clone();
+    let host = Host {
+        confirm: Some(Box::new(move |_, reply| h.lock().unwrap().push(reply))),
+        ..Default::default()
+    };
+    let run = setup(
+        json!([call(
+            "write_file",
+            json!({"file_path": "o.txt", "content": "x"})
+        )]),
+        host,
+        json!({"reply_timeout_ms": 100}),
+    );
+    let t0 = Instant::now();
+    let err = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap_err();
+    assert!(matches!(err.0, AgentError::Timeout(_)));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    // Answering late is harmless.
+    for r in held.lock().unwrap().drain(..) {
+        let _ = r.answer(Answer::Confirm(Confirmation::Allow));
+    }
+    assert!(!run._dir.path().join("o.txt").exists());
+}
+
+#[test]
+fn cancel_during_a_pending_confirmation_wakes_at_once() {
+    let host = Host {
+        confirm: Some(Box::new(|_, reply| drop(Box::leak(Box::new(reply))))),
+        ..Default::default()
+    };
+    let run = setup(
+        json!([call(
+            "write_file",
+            json!({"file_path": "o.txt", "content": "x"})
+        )]),
+        host,
+        json!({}),
+    );
+    let token = CancelToken::new();
+    let t2 = token.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        t2.cancel("user-cancel");
+    });
+    let t0 = Instant::now();
+    let o = run
+        .agent
+        .run_blocking(
+            "go",
+            TurnOptions {
+                cancel: Some(token),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    assert_eq!(o.status, TurnStatus::Cancelled);
+    assert_eq!(o.text, "[Cancelled: user-cancel]");
+    assert_eq!(o.error.as_deref(), Some("user-cancel"));
+    assert!(!run._dir.path().join("o.txt").exists());
+}
+
+#[test]
+fn cancel_mid_stream_keeps_the_partial_text() {
+    let r = json!([{"chunks": ["one ", "two ", "three ", "four "], "delay_ms": 150}]);
+    let run = setup(r, Host::default(), json!({}));
+    let token = CancelToken::new();
+    let t2 = token.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(380));
+        t2.cancel("stop-now");
+    });
+    let t0 = Instant::now();
+    let o = run
+        .agent
+        .run_blocking(
+            "go",
+            TurnOptions {
+                cancel: Some(token),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_millis(600),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(o.status, TurnStatus::Cancelled);
+    assert_eq!(o.text, "one two ");
+    assert!(!o.finish_reason_missing);
+    assert_eq!(o.error.as_deref(), Some("stop-now"));
+}
+
+#[test]
+fn iteration_budget_continue_and_new_instruction() {
+    let step = json!({"repeat": 4, "text": "step {i}", "tool_calls": [{"id": "c{i}", "name": "read_file", "arguments": "{\"file_path\": \"a.txt\", \"offset\": {i}}"}]});
+    let host = Host {
+        max_iter: Mutex::new(vec![
+            json!({"action": "new_instruction", "message": "keep going"}),
+            json!({"action": "continue"}),
+        ]),
+        ..Default::default()
+    };
+    let run = setup(json!([step, {"text": "finished"}]), host, json!({}));
+    let o = run
+        .agent
+        .run_blocking(
+            "go",
+            TurnOptions {
+                max_iterations: Some(2),
+                cancel: None,
+            },
+        )
+        .unwrap();
+    assert_eq!(o.text, "finished");
+    assert!(o.is_answer());
+    let h: Value = serde_json::from_str(&run.agent.history_json()).unwrap();
+    assert!(h
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["role"] == "user" && m["content"] == "keep going"));
+
+    let run = setup(json!([{"text": "never"}]), Host::default(), json!({}));
+    let o = run
+        .agent
+        .run_blocking(
+            "go",
+            TurnOptions {
+                max_iterations: Some(0),
+                cancel: None,
+            },
+        )
+        .unwrap();
+    assert_eq!(o.text, "Maximum tool call iterations reached.");
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::MaxIterations));
+    assert!(!types(&run).contains(&"llm_call_started".to_owned()));
+}
+
+#[test]
+fn a_400_is_an_llm_error_not_retried() {
+    let r = json!([{"fault": {"type": "http_error", "status": 400, "message": "bad request body"}}, {"text": "unreached"}]);
+    let run = setup(r, Host::default(), json!({}));
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::LlmError));
+    assert_eq!(
+        o.text,
+        "[LLM API error: Error code: 400 - bad request body]"
+    );
+    assert_eq!(o.status, TurnStatus::Ok);
+    assert!(o.error.is_none());
+    assert!(!types(&run).contains(&"llm_retry".to_owned()));
+}
+
+#[test]
+fn a_second_turn_is_refused_while_one_runs() {
+    let run = setup(
+        json!([{"chunks": ["a", "b"], "delay_ms": 200}]),
+        Host::default(),
+        json!({}),
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    run.agent
+        .start_turn(
+            "one".into(),
+            TurnOptions::default(),
+            DeltaSink::None,
+            move |r| tx.send(r).unwrap(),
+        )
+        .unwrap();
+    let second = run.agent.run_blocking("two", TurnOptions::default());
+    assert!(matches!(second, Err((AgentError::TurnInProgress, None))));
+    let first = rx.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+    assert_eq!(first.text, "ab");
+}
+
+#[test]
+fn orphaned_tool_calls_are_backfilled() {
+    let run = setup(json!([{"text": "ok"}]), Host::default(), json!({}));
+    run.agent
+        .set_history_json(r#"[{"role":"user","content":"x"},{"role":"assistant","content":"","tool_calls":[{"id":"old","type":"function","function":{"name":"read_file","arguments":"{}"}}]}]"#)
+        .unwrap();
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let h: Value = serde_json::from_str(&run.agent.history_json()).unwrap();
+    assert_eq!(h[2]["role"], "tool");
+    assert_eq!(h[2]["tool_call_id"], "old");
+    assert!(h[2]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Tool call interrupted: the turn ended"));
+}
+
+#[test]
+fn tool_errors_and_read_only_denials_are_reported() {
+    let r = json!([
+        {"tool_calls": [
+            {"id": "bad", "name": "read_file", "arguments": {"file_path": 5}},
+            {"id": "w", "name": "write_file", "arguments": {"file_path": "o.txt", "content": "x"}}]},
+        {"text": "done"}]);
+    let run = setup(
+        r,
+        Host::default(),
+        json!({"permissions": {"mode": "read-only"}}),
+    );
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "done");
+    let msgs = tool_messages(&run.agent);
+    assert!(
+        msgs[0].starts_with("Error executing read_file: argument 'file_path' must be a string"),
+        "{msgs:?}"
+    );
+    assert_eq!(msgs[1], "[Readonly mode] Tool 'write_file' is blocked — only read-only tools are permitted in readonly mode. Do not retry this call, rephrase its arguments, or use a different tool to achieve the same outcome.");
+    let host = run.host_events.lock().unwrap().clone();
+    let failed_error = host
+        .iter()
+        .find(|e| e["tool_call_id"] == "bad" && e["phase"] == "failed")
+        .unwrap();
+    assert_eq!(failed_error["outcome"], "error");
+    assert_eq!(failed_error["summary"], "read_file failed");
+    assert_eq!(failed_error["error_type"], "TypeError");
+    let deny = host
+        .iter()
+        .find(|e| e["tool_call_id"] == "w" && e["event_type"] == "permission_decision")
+        .unwrap();
+    assert_eq!(
+        (
+            deny["outcome"].as_str(),
+            deny["reason"].as_str(),
+            deny["mode"].as_str()
+        ),
+        (
+            Some("deny"),
+            Some("mode-preset:read-only"),
+            Some("read-only")
+        )
+    );
+    let denied = host
+        .iter()
+        .find(|e| e["tool_call_id"] == "w" && e["event_type"] == "tool_lifecycle")
+        .unwrap();
+    assert_eq!(
+        (
+            denied["phase"].as_str(),
+            denied["outcome"].as_str(),
+            denied["summary"].as_str()
+        ),
+        (
+            Some("failed"),
+            Some("cancelled"),
+            Some("denied by permission engine")
+        )
+    );
+    // Permission decisions of a batch come before any started.
+    let first_started = host.iter().position(|e| e["phase"] == "started").unwrap();
+    let last_decision = host
+        .iter()
+        .rposition(|e| e["event_type"] == "permission_decision")
+        .unwrap();
+    assert!(last_decision < first_started);
+    validate_host_events(&run);
+    assert!(!run._dir.path().join("o.txt").exists());
+}
+
+#[test]
+fn permission_mode_switch_emits_events() {
+    let run = setup(
+        json!([]),
+        Host::default(),
+        json!({"permissions": {"mode": "workspace-write"}}),
+    );
+    let prev = run
+        .agent
+        .set_permission_mode(agentao::permissions::Mode::ReadOnly)
+        .unwrap();
+    assert_eq!(prev, agentao::permissions::Mode::WorkspaceWrite);
+    let ev = run.host.events.lock().unwrap().clone();
+    assert_eq!(ev[0]["type"], "readonly_mode_changed");
+    assert_eq!(
+        ev[1]["data"],
+        json!({"previous": "workspace-write", "current": "read-only", "cause": "host"})
+    );
+    let none = setup(json!([]), Host::default(), json!({}));
+    assert!(matches!(
+        none.agent
+            .set_permission_mode(agentao::permissions::Mode::ReadOnly),
+        Err(AgentError::NoEngine(_))
+    ));
+    assert_eq!(
+        serde_json::to_value(none.agent.active_permissions()).unwrap(),
+        json!({"mode": "workspace-write", "rules": [], "loaded_sources": ["default:no-engine"]})
+    );
+}
+
+#[test]
+fn host_event_examples_validate_and_round_trip() {
+    let schema: Value = serde_json::from_str(agentao::events::host::HOST_EVENTS_SCHEMA_V3).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/conformance/host-event-examples.jsonl"
+    ))
+    .unwrap();
+    let mut n = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert!(validator.is_valid(&v), "{line}");
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            line,
+            "round trip keeps bytes"
+        );
+        n += 1;
+    }
+    assert_eq!(n, 10);
+}
