@@ -48,7 +48,11 @@ fn client(server: &MockServer, extra: Value) -> LlmClient {
 enum P {
     Text(String),
     Reasoning(String),
-    Retry { retry: u32, delay: Duration, reason: String },
+    Retry {
+        retry: u32,
+        delay: Duration,
+        reason: String,
+    },
 }
 
 fn owned(p: Piece<'_>) -> P {
@@ -237,8 +241,16 @@ async fn tool_calls_fragmented_across_deltas() {
     assert_eq!(
         calls(&out.response),
         vec![
-            ("call_a".into(), "read_file".into(), r#"{"file_path": "data.csv"}"#.into()),
-            ("call_b".into(), "list_directory".into(), r#"{"directory_path": "."}"#.into()),
+            (
+                "call_a".into(),
+                "read_file".into(),
+                r#"{"file_path": "data.csv"}"#.into()
+            ),
+            (
+                "call_b".into(),
+                "list_directory".into(),
+                r#"{"directory_path": "."}"#.into()
+            ),
         ]
     );
     assert_eq!(out.response.finish_reason.as_deref(), Some("tool_calls"));
@@ -258,7 +270,11 @@ async fn tool_call_whole_in_one_chunk_with_text() {
     assert_eq!(out.texts(), ["Reading."]);
     assert_eq!(
         calls(&out.response),
-        vec![("c1".into(), "read_file".into(), r#"{"file_path":"a"}"#.into())]
+        vec![(
+            "c1".into(),
+            "read_file".into(),
+            r#"{"file_path":"a"}"#.into()
+        )]
     );
     // Ollama-style: calls with finish_reason stop are still assembled.
     assert_eq!(out.response.finish_reason.as_deref(), Some("stop"));
@@ -296,7 +312,11 @@ async fn tool_calls_without_index() {
     assert_eq!(
         calls(&out.response),
         vec![
-            ("g1".into(), "read_file".into(), r#"{"file_path": "a"}"#.into()),
+            (
+                "g1".into(),
+                "read_file".into(),
+                r#"{"file_path": "a"}"#.into()
+            ),
             ("g2".into(), "glob".into(), r#"{"pattern": "*"}"#.into()),
         ]
     );
@@ -317,8 +337,16 @@ async fn reused_index_zero_with_different_ids() {
     assert_eq!(
         calls(&out.response),
         vec![
-            ("o1".into(), "read_file".into(), r#"{"file_path": "a"}"#.into()),
-            ("o2".into(), "read_file".into(), r#"{"file_path": "b"}"#.into()),
+            (
+                "o1".into(),
+                "read_file".into(),
+                r#"{"file_path": "a"}"#.into()
+            ),
+            (
+                "o2".into(),
+                "read_file".into(),
+                r#"{"file_path": "b"}"#.into()
+            ),
         ]
     );
 }
@@ -334,8 +362,14 @@ async fn usage_with_choices(mode: &str) {
     .await;
     ok(&out);
     assert_eq!(out.texts(), ["hi"]);
-    let u = out.response.usage.unwrap_or_else(|| panic!("usage with choices {mode}"));
-    assert_eq!((u.prompt_tokens, u.completion_tokens, u.cache_read_tokens), (7, 1, 3));
+    let u = out
+        .response
+        .usage
+        .unwrap_or_else(|| panic!("usage with choices {mode}"));
+    assert_eq!(
+        (u.prompt_tokens, u.completion_tokens, u.cache_read_tokens),
+        (7, 1, 3)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -410,7 +444,11 @@ async fn missing_finish_reason_is_none() {
     ok(&out);
     assert_eq!(out.texts(), ["cut"]);
     assert_eq!(out.response.finish_reason, None);
-    assert_eq!(server.request_count(), 1, "a missing finish reason is not retried");
+    assert_eq!(
+        server.request_count(),
+        1,
+        "a missing finish reason is not retried"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -545,7 +583,11 @@ async fn retried_500_then_success() {
     }
     assert_eq!(out.pieces[1], P::Text("after retry".into()));
     assert_eq!(server.request_count(), 2);
-    assert_eq!(server.requests()[0], server.requests()[1], "a retry resends the same body");
+    assert_eq!(
+        server.requests()[0],
+        server.requests()[1],
+        "a retry resends the same body"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -564,8 +606,14 @@ async fn retry_after_on_429_is_honoured() {
     ok(&out);
     let r = out.retries();
     assert_eq!(r.len(), 2, "{:?}", out.pieces);
-    assert_eq!((r[0].0, r[0].1, r[0].2.as_str()), (1, Duration::from_millis(200), "status=429"));
-    assert_eq!((r[1].0, r[1].1, r[1].2.as_str()), (2, Duration::ZERO, "status=500"));
+    assert_eq!(
+        (r[0].0, r[0].1, r[0].2.as_str()),
+        (1, Duration::from_millis(200), "status=429")
+    );
+    assert_eq!(
+        (r[1].0, r[1].1, r[1].2.as_str()),
+        (2, Duration::ZERO, "status=500")
+    );
     assert!(elapsed >= Duration::from_millis(200), "slept {elapsed:?}");
     assert_eq!(out.texts(), ["Hello ", "after ", "two re", "tries."]);
     assert_eq!(server.request_count(), 3);
@@ -676,7 +724,11 @@ async fn stall_beyond_read_timeout_is_a_retryable_timeout() {
     assert_eq!(e.class, "APITimeoutError");
     assert!(e.retryable);
     assert!(!e.streamed);
-    assert!(t.elapsed() < Duration::from_millis(1500), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -706,7 +758,11 @@ async fn keepalive_comments_do_not_hide_a_stall() {
     let t = Instant::now();
     let out = run(&c).await;
     assert_eq!(out.error.expect("timeout").class, "APITimeoutError");
-    assert!(t.elapsed() < Duration::from_millis(1500), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -808,7 +864,11 @@ async fn cancel_during_backoff_ends_promptly() {
     });
     let t = Instant::now();
     let out = run_with(&c, &[], &cancel).await;
-    assert!(t.elapsed() < Duration::from_millis(1000), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(1000),
+        "{:?}",
+        t.elapsed()
+    );
     assert_eq!(out.retries().len(), 1);
     // Either shape ends the call; the second request is never sent.
     assert!(out.cancelled || out.error.is_some());
@@ -831,7 +891,13 @@ async fn request_body_without_tools() {
     let b = &reqs[0];
     assert_eq!(
         keys(b),
-        ["model", "messages", "stream", "stream_options", "max_tokens"]
+        [
+            "model",
+            "messages",
+            "stream",
+            "stream_options",
+            "max_tokens"
+        ]
     );
     assert_eq!(b["model"], "mock-model");
     assert_eq!(b["stream"], true);

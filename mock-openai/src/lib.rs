@@ -197,7 +197,10 @@ impl MockBuilder {
         let script = Script::from_value(v).map_err(bad)?;
         let wire = self.wire.or(wire).unwrap_or_default();
         MockServer::spawn(
-            Mode::Scripted { script, wire },
+            Mode::Scripted {
+                script: Box::new(script),
+                wire,
+            },
             self.record_bodies.unwrap_or(true),
         )
     }
@@ -228,8 +231,14 @@ impl MockBuilder {
 }
 
 enum Mode {
-    Scripted { script: Script, wire: WireOptions },
-    Prerendered { keep_alive: Bytes, close: Bytes },
+    Scripted {
+        script: Box<Script>,
+        wire: WireOptions,
+    },
+    Prerendered {
+        keep_alive: Bytes,
+        close: Bytes,
+    },
 }
 
 struct State {
@@ -460,10 +469,9 @@ async fn serve_conn(mut stream: TcpStream, state: Arc<State>) {
                 return;
             }
         };
-        let keep = match handle(&mut stream, &state, req, &mut busy).await {
-            Ok(keep) => keep,
-            Err(_) => false,
-        };
+        let keep = handle(&mut stream, &state, req, &mut busy)
+            .await
+            .unwrap_or_default();
         busy.stop();
         if !keep {
             let _ = stream.shutdown().await;
@@ -689,7 +697,11 @@ async fn handle(
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{}\r\n",
             body.len(),
-            if req.close { "connection: close\r\n" } else { "" }
+            if req.close {
+                "connection: close\r\n"
+            } else {
+                ""
+            }
         );
         stream.write_all(head.as_bytes()).await?;
         stream.write_all(body.as_bytes()).await?;
@@ -769,7 +781,11 @@ impl Ctx {
                 delta.insert("content".into(), json!(t));
                 self.chunk(Some(self.choice(delta, None)), Value::Null)
             }
-            ScriptEvent::ToolCall { slot: _, call, piece } => {
+            ScriptEvent::ToolCall {
+                slot: _,
+                call,
+                piece,
+            } => {
                 let mut tc = Map::new();
                 if let Some(i) = call.index {
                     tc.insert("index".into(), json!(i));
@@ -841,8 +857,9 @@ async fn stream_response(
                 "invalid_request_error".into()
             }
         });
-        let body = json!({"error": {"message": message, "type": error_type, "param": null, "code": code}})
-            .to_string();
+        let body =
+            json!({"error": {"message": message, "type": error_type, "param": null, "code": code}})
+                .to_string();
         let mut head = format!(
             "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
             reason_phrase(*status),

@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use mock_openai::MockServer;
 
-const USAGE: &str = "usage: mock-openai --script FILE [--port-file FILE] [--requests-out FILE] [--no-stdin]";
+const USAGE: &str =
+    "usage: mock-openai --script FILE [--port-file FILE] [--requests-out FILE] [--no-stdin]";
 
 struct Args {
     script: PathBuf,
@@ -108,17 +109,19 @@ async fn wait_for_exit(watch_stdin: bool) -> Result<(), String> {
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
     let (tx, stdin_closed) = tokio::sync::oneshot::channel::<()>();
-    if watch_stdin {
+    // Without --no-stdin a thread reads stdin to its end; with it, the sender is held so the
+    // receiver never resolves.
+    let _held = if watch_stdin {
         std::thread::spawn(move || {
             let mut sink = [0u8; 4096];
             let mut stdin = std::io::stdin().lock();
             while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
             let _ = tx.send(());
         });
+        None
     } else {
-        // Keep the sender alive so the receiver never resolves.
-        std::mem::forget(tx);
-    }
+        Some(tx)
+    };
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
