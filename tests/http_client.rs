@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use agentao::cancel::CancelToken;
 use agentao::config::{AgentConfig, Env, LlmConfig};
 use agentao::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Piece};
-use mock_openai::MockServer;
+use mock_openai::{render_sse, MockServer};
 use serde_json::{json, Value};
 
 /// No environment fallbacks: tests must not depend on the developer's `LLM_*` variables.
@@ -19,9 +19,13 @@ impl Env for NoEnv {
 }
 
 fn config(server: &MockServer, extra: Value) -> LlmConfig {
+    config_for(&server.base_url(), extra)
+}
+
+fn config_for(base_url: &str, extra: Value) -> LlmConfig {
     let mut llm = json!({
         "provider": "openai",
-        "base_url": server.base_url(),
+        "base_url": base_url,
         "api_key": "test",
         "model": "mock-model",
         "retry_backoff_base_ms": 10,
@@ -873,6 +877,127 @@ async fn cancel_during_backoff_ends_promptly() {
     // Either shape ends the call; the second request is never sent.
     assert!(out.cancelled || out.error.is_some());
     assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stall_before_the_response_head_times_out() {
+    let server = MockServer::start(json!({
+        "wire": {"stall_before_headers": true},
+        "responses": [{"text": "late", "fault": {"type": "stall", "ms": 3000}}]
+    }))
+    .unwrap();
+    let c = client(&server, json!({"read_timeout_ms": 200, "max_attempts": 1}));
+    let t = Instant::now();
+    let out = run(&c).await;
+    let e = out.error.clone().expect("timeout error");
+    assert_eq!(e.class, "APITimeoutError");
+    assert!(e.retryable);
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_before_the_response_head() {
+    let server = MockServer::start(json!({
+        "wire": {"stall_before_headers": true},
+        "responses": [{"text": "never", "fault": {"type": "stall", "ms": 10000}}]
+    }))
+    .unwrap();
+    let c = client(&server, json!({}));
+    let cancel = CancelToken::new();
+    let token = cancel.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Instant>();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let at = Instant::now();
+        token.cancel("test-cancel");
+        let _ = tx.send(at);
+    });
+    let out = run_with(&c, &[], &cancel).await;
+    let lag = Instant::now().duration_since(rx.await.unwrap());
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert!(out.cancelled);
+    assert!(out.pieces.is_empty());
+    assert!(lag < Duration::from_millis(100), "{lag:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_refused_is_retried_then_fails() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let c = LlmClient::new(&config_for(
+        &format!("http://127.0.0.1:{port}/v1"),
+        json!({"max_attempts": 2}),
+    ))
+    .unwrap();
+    let out = run(&c).await;
+    let e = out.error.clone().expect("connection error");
+    assert_eq!(e.class, "APIConnectionError");
+    assert!(e.retryable && !e.streamed);
+    assert_eq!(out.retries().len(), 1);
+    assert_eq!(out.retries()[0].2, "APIConnectionError");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prerendered_server_serves_repeated_calls() {
+    let body = render_sse(
+        json!({"responses": [{"text": "same answer", "chunk_size": 5,
+        "usage": {"prompt_tokens": 2, "completion_tokens": 3}}]}),
+    )
+    .unwrap();
+    let server = MockServer::start_prerendered(body).unwrap();
+    let c = client(&server, json!({}));
+    for _ in 0..5 {
+        let out = run(&c).await;
+        ok(&out);
+        assert_eq!(out.texts(), ["same ", "answe", "r"]);
+    }
+    assert_eq!(server.request_count(), 5);
+    assert!(server.server_busy_nanos() > 0);
+    assert_eq!(c.usage.snapshot().completion_tokens, 15);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "NOT IMPLEMENTED (spec runtime §4.6 one-shot repair): src/llm/mod.rs never switches max_tokens to max_completion_tokens"]
+async fn max_tokens_repair_switches_to_max_completion_tokens() {
+    let (server, out) = serve(
+        json!({"responses": [
+            {"fault": {"type": "http_error", "status": 400, "code": "unsupported_parameter",
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."}},
+            {"text": "ok"}
+        ]}),
+        json!({}),
+    )
+    .await;
+    ok(&out);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1].get("max_tokens").is_none());
+    assert_eq!(reqs[1]["max_completion_tokens"], 65536);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "NOT IMPLEMENTED (spec runtime §4.6 one-shot repair): src/llm/mod.rs never drops an unsupported temperature"]
+async fn unsupported_temperature_is_dropped_once() {
+    let (server, out) = serve(
+        json!({"responses": [
+            {"fault": {"type": "http_error", "status": 400, "code": "unsupported_value",
+                "message": "Unsupported value: 'temperature' does not support 0.5 with this model. Only the default (1) value is supported."}},
+            {"text": "ok"}
+        ]}),
+        json!({"temperature": 0.5}),
+    )
+    .await;
+    ok(&out);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0]["temperature"], 0.5);
+    assert!(reqs[1].get("temperature").is_none());
 }
 
 // ---------------------------------------------------------------------------------------------

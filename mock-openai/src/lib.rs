@@ -60,6 +60,8 @@ pub struct WireOptions {
     pub omit_done: bool,
     /// Write `data:` without the space.
     pub no_space: bool,
+    /// A `stall` fault happens before the response head instead of after it.
+    pub stall_before_headers: bool,
     pub usage_choices: UsageChoices,
 }
 
@@ -71,6 +73,7 @@ impl Default for WireOptions {
             keepalive_interval_ms: 50,
             omit_done: false,
             no_space: false,
+            stall_before_headers: false,
             usage_choices: UsageChoices::Empty,
         }
     }
@@ -78,7 +81,8 @@ impl Default for WireOptions {
 
 impl WireOptions {
     /// Reads `{"crlf": bool, "keepalive_comments": bool, "keepalive_interval_ms": n,
-    /// "omit_done": bool, "no_space": bool, "usage_choices": "empty"|"null"|"absent"}`.
+    /// "omit_done": bool, "no_space": bool, "stall_before_headers": bool,
+    /// "usage_choices": "empty"|"null"|"absent"}`.
     pub fn from_value(v: &Value) -> Result<WireOptions, String> {
         let o = v.as_object().ok_or("`wire` must be an object")?;
         let mut w = WireOptions::default();
@@ -92,6 +96,7 @@ impl WireOptions {
                 "keepalive_comments" => w.keepalive_comments = flag()?,
                 "omit_done" => w.omit_done = flag()?,
                 "no_space" => w.no_space = flag()?,
+                "stall_before_headers" => w.stall_before_headers = flag()?,
                 "keepalive_interval_ms" => {
                     w.keepalive_interval_ms = val
                         .as_u64()
@@ -883,6 +888,13 @@ async fn stream_response(
         _ => (None, None),
     };
     let close = client_close || drop_after.is_some() || error_after.is_some();
+    let stall_ms = match &resp.fault {
+        Some(Fault::Stall { ms }) => Some(Duration::from_millis(*ms)),
+        _ => None,
+    };
+    if let (Some(d), true) = (stall_ms, ctx.wire.stall_before_headers) {
+        busy.sleep(d).await;
+    }
     let head = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
          transfer-encoding: chunked\r\n{}\r\n",
@@ -892,7 +904,9 @@ async fn stream_response(
 
     let mut out = Vec::with_capacity(512);
     match &resp.fault {
-        Some(Fault::Stall { ms }) => stall(stream, ctx, Duration::from_millis(*ms), busy).await?,
+        Some(Fault::Stall { ms }) if !ctx.wire.stall_before_headers => {
+            stall(stream, ctx, Duration::from_millis(*ms), busy).await?
+        }
         Some(Fault::Malformed { line }) => {
             out.extend_from_slice(line.as_bytes());
             out.extend_from_slice(ctx.wire.eol());

@@ -629,3 +629,28 @@ fn binary_rejects_bad_arguments() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage"));
 }
+
+#[test]
+fn stall_before_headers() {
+    let s = MockServer::start(json!({
+        "wire": {"stall_before_headers": true},
+        "responses": [{"text": "x", "fault": {"type": "stall", "ms": 250}}]
+    }))
+    .unwrap();
+    let mut c = connect(&s);
+    let t = Instant::now();
+    send(
+        &mut c,
+        "POST",
+        "/v1/chat/completions",
+        REQ,
+        "connection: close\r\n",
+    );
+    let status = read_line(&mut c).unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK");
+}
