@@ -654,3 +654,47 @@ fn stall_before_headers() {
     );
     assert_eq!(status, "HTTP/1.1 200 OK");
 }
+
+#[test]
+fn serves_every_conformance_transcript_script() {
+    use agentao::llm::script::{Fault, Script};
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/conformance/transcripts"
+    );
+    let mut n = 0;
+    for e in std::fs::read_dir(dir)
+        .expect("shared/ beside the repo")
+        .flatten()
+    {
+        let p = e.path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let script = v["model_script"].clone();
+        let parsed = Script::from_value(script.clone()).unwrap();
+        let s = MockServer::start(script).unwrap();
+        for (i, want) in parsed.responses.iter().enumerate() {
+            let r = post(&s, REQ);
+            if let Some(Fault::HttpError { status, .. }) = &want.fault {
+                assert_eq!(r.status, *status, "{} #{i}", p.display());
+                continue;
+            }
+            assert_eq!(r.status, 200, "{} #{i}", p.display());
+            let text: String = r
+                .chunks()
+                .iter()
+                .filter_map(|c| {
+                    c["choices"][0]["delta"]["content"]
+                        .as_str()
+                        .map(str::to_owned)
+                })
+                .collect();
+            assert_eq!(text, want.text_chunks.concat(), "{} #{i}", p.display());
+        }
+        assert_eq!(s.request_count(), parsed.responses.len());
+        n += 1;
+    }
+    assert_eq!(n, 10);
+}
