@@ -1,0 +1,131 @@
+//! `mock-openai --script FILE [--port-file FILE] [--requests-out FILE] [--no-stdin]`
+//!
+//! Serves the script on `127.0.0.1:0`, prints `listening on http://127.0.0.1:PORT/v1` on stdout,
+//! and runs until stdin closes (unless `--no-stdin`), SIGTERM or SIGINT. On exit the received
+//! request bodies go to `--requests-out` as JSON lines.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use mock_openai::MockServer;
+
+const USAGE: &str =
+    "usage: mock-openai --script FILE [--port-file FILE] [--requests-out FILE] [--no-stdin]";
+
+struct Args {
+    script: PathBuf,
+    port_file: Option<PathBuf>,
+    requests_out: Option<PathBuf>,
+    watch_stdin: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut script = None;
+    let mut port_file = None;
+    let mut requests_out = None;
+    let mut watch_stdin = true;
+    let mut it = std::env::args_os().skip(1);
+    while let Some(a) = it.next() {
+        let a = a.to_string_lossy().into_owned();
+        let mut value = |name: &str| {
+            it.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match a.as_str() {
+            "--script" => script = Some(value("--script")?),
+            "--port-file" => port_file = Some(value("--port-file")?),
+            "--requests-out" => requests_out = Some(value("--requests-out")?),
+            "--no-stdin" => watch_stdin = false,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(Args {
+        script: script.ok_or("--script is required")?,
+        port_file,
+        requests_out,
+        watch_stdin,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("mock-openai: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mock-openai: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let text = std::fs::read_to_string(&args.script)
+        .map_err(|e| format!("cannot read {}: {e}", args.script.display()))?;
+    let script: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not JSON: {e}", args.script.display()))?;
+    let server = MockServer::start(script).map_err(|e| e.to_string())?;
+    if let Some(p) = &args.port_file {
+        // Write then rename, so a reader never sees a half-written port.
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, format!("{}\n", server.port()))
+            .and_then(|()| std::fs::rename(&tmp, p))
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "listening on {}", server.base_url());
+        let _ = out.flush();
+    }
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(wait_for_exit(args.watch_stdin))?;
+
+    if let Some(p) = &args.requests_out {
+        server
+            .write_requests_jsonl(p)
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    drop(server);
+    Ok(())
+}
+
+async fn wait_for_exit(watch_stdin: bool) -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let (tx, stdin_closed) = tokio::sync::oneshot::channel::<()>();
+    // Without --no-stdin a thread reads stdin to its end; with it, the sender is held so the
+    // receiver never resolves.
+    let _held = if watch_stdin {
+        std::thread::spawn(move || {
+            let mut sink = [0u8; 4096];
+            let mut stdin = std::io::stdin().lock();
+            while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+            let _ = tx.send(());
+        });
+        None
+    } else {
+        Some(tx)
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+        _ = stdin_closed => {}
+    }
+    Ok(())
+}
