@@ -963,7 +963,6 @@ async fn prerendered_server_serves_repeated_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "NOT IMPLEMENTED (spec runtime §4.6 one-shot repair): src/llm/mod.rs never switches max_tokens to max_completion_tokens"]
 async fn max_tokens_repair_switches_to_max_completion_tokens() {
     let (server, out) = serve(
         json!({"responses": [
@@ -982,7 +981,6 @@ async fn max_tokens_repair_switches_to_max_completion_tokens() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "NOT IMPLEMENTED (spec runtime §4.6 one-shot repair): src/llm/mod.rs never drops an unsupported temperature"]
 async fn unsupported_temperature_is_dropped_once() {
     let (server, out) = serve(
         json!({"responses": [
@@ -1081,4 +1079,45 @@ async fn extra_body_keys_win() {
     assert_eq!(&k[..3], ["model", "messages", "stream"]);
     assert_eq!(k.len(), 7, "{k:?}");
     assert_eq!(k.last(), Some(&"stream_options"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_whole_json_completion_is_decoded() {
+    // A server that ignores `stream` and answers one chat.completion document.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 65536];
+        let _ = sock.read(&mut buf).await.unwrap();
+        let body = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"whole answer","tool_calls":[{"id":"t1","type":"function","function":{"name":"read_file","arguments":"{\"file_path\":\"a\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#;
+        let resp = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+        sock.write_all(resp.as_bytes()).await.unwrap();
+    });
+    let config = agentao::config::AgentConfig::from_json(
+        &json!({"working_directory": std::env::temp_dir(), "llm": {"provider": "openai",
+            "base_url": format!("http://127.0.0.1:{port}/v1"), "api_key": "k", "model": "m"}})
+        .to_string(),
+    )
+    .unwrap();
+    let client = agentao::llm::LlmClient::new(&config.llm).unwrap();
+    let req = agentao::llm::ChatRequest {
+        system: "s",
+        history: &[],
+        tail: None,
+        tools: &[],
+    };
+    let mut call = client.start(&req, &agentao::cancel::CancelToken::new());
+    let mut text = String::new();
+    while let Some(p) = call.next().await.unwrap() {
+        if let agentao::llm::Piece::Text(t) = p {
+            text.push_str(t);
+        }
+    }
+    let r = call.finish();
+    assert_eq!(text, "whole answer");
+    assert_eq!(r.tool_calls[0].name, "read_file");
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(r.usage.unwrap().prompt_tokens, 3);
 }

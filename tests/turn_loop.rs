@@ -18,7 +18,6 @@ struct Host {
     events: Mutex<Vec<Value>>,
     confirm: Option<Box<ConfirmFn>>,
     max_iter: Mutex<Vec<Value>>,
-    held: Mutex<Vec<Reply>>,
 }
 
 impl Transport for Host {
@@ -286,8 +285,11 @@ fn an_unanswered_confirmation_times_out_when_configured() {
 
 #[test]
 fn cancel_during_a_pending_confirmation_wakes_at_once() {
+    // The host keeps the reply and never answers.
+    let held: Arc<Mutex<Vec<Reply>>> = Arc::default();
+    let h = held.clone();
     let host = Host {
-        confirm: Some(Box::new(|_, reply| drop(Box::leak(Box::new(reply))))),
+        confirm: Some(Box::new(move |_, reply| h.lock().unwrap().push(reply))),
         ..Default::default()
     };
     let run = setup(

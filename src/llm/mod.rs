@@ -336,6 +336,23 @@ impl LlmCall<'_> {
                 Err(mut e) => {
                     self.finish_attempt();
                     self.stream = None;
+                    if !self.asm.progress {
+                        if let (Backend::OpenAi(b), Some(body)) = (&self.client.backend, &self.body)
+                        {
+                            if let Some(repaired) = b.repair(&e, body) {
+                                // A repair is not a retry: it spends no attempt.
+                                self.body = Some(repaired);
+                                self.attempt -= 1;
+                                self.asm.reset_for_retry();
+                                return Ok(Some(Piece::Retry {
+                                    retry: self.attempt + 1,
+                                    max_retries: self.client.max_retries(),
+                                    delay: Duration::ZERO,
+                                    reason: "parameter_repair".to_owned(),
+                                }));
+                            }
+                        }
+                    }
                     let max = self.client.retry.max_attempts;
                     if e.retryable && !self.asm.progress && self.attempt < max {
                         let delay =

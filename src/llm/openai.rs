@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -34,6 +35,9 @@ pub struct OpenAiBackend {
     max_tokens: u32,
     extra_body: Map<String, Value>,
     read_timeout: Duration,
+    /// One-shot repairs (spec §4.6), latched for the client's life once a server asked.
+    use_max_completion_tokens: AtomicBool,
+    drop_temperature: AtomicBool,
 }
 
 impl OpenAiBackend {
@@ -63,6 +67,8 @@ impl OpenAiBackend {
             max_tokens: c.max_tokens,
             extra_body: c.extra_body.clone(),
             read_timeout: c.read_timeout,
+            use_max_completion_tokens: AtomicBool::new(false),
+            drop_temperature: AtomicBool::new(false),
         })
     }
 
@@ -101,7 +107,10 @@ impl OpenAiBackend {
                     &serde_json::json!({"include_usage": true}),
                 )?;
             }
-            if let Some(t) = self.temperature.filter(|_| own("temperature")) {
+            let temperature = self
+                .temperature
+                .filter(|_| !self.drop_temperature.load(Ordering::Relaxed));
+            if let Some(t) = temperature.filter(|_| own("temperature")) {
                 m.serialize_entry("temperature", &t)?;
             }
             if !req.tools.is_empty() {
@@ -112,8 +121,13 @@ impl OpenAiBackend {
                     m.serialize_entry("tool_choice", "auto")?;
                 }
             }
-            if own("max_tokens") {
-                m.serialize_entry("max_tokens", &self.max_tokens)?;
+            let max_key = if self.use_max_completion_tokens.load(Ordering::Relaxed) {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            if own(max_key) {
+                m.serialize_entry(max_key, &self.max_tokens)?;
             }
             for (k, v) in extra {
                 m.serialize_entry(k, v)?;
@@ -122,6 +136,48 @@ impl OpenAiBackend {
         })();
         result.expect("serializing JSON values into a Vec cannot fail");
         Bytes::from(out)
+    }
+
+    /// The one-shot request repairs of spec §4.6: a server that rejects `max_tokens` in favour
+    /// of `max_completion_tokens`, or rejects `temperature`, gets the body fixed once (and every
+    /// later request of this client). Returns the repaired body, or `None` when no repair fits.
+    pub fn repair(&self, e: &LlmError, body: &Bytes) -> Option<Bytes> {
+        if !matches!(e.status, Some(400) | Some(422)) {
+            return None;
+        }
+        let msg = e.message.to_ascii_lowercase();
+        let mut v: Map<String, Value> = serde_json::from_slice(body).ok()?;
+        if msg.contains("max_tokens")
+            && msg.contains("max_completion_tokens")
+            && !self.use_max_completion_tokens.swap(true, Ordering::Relaxed)
+        {
+            v = v
+                .into_iter()
+                .map(|(k, val)| {
+                    if k == "max_tokens" {
+                        ("max_completion_tokens".to_owned(), val)
+                    } else {
+                        (k, val)
+                    }
+                })
+                .collect();
+        } else if msg.contains("temperature")
+            && [
+                "unsupported",
+                "not supported",
+                "does not support",
+                "deprecated",
+            ]
+            .iter()
+            .any(|w| msg.contains(w))
+            && v.contains_key("temperature")
+            && !self.drop_temperature.swap(true, Ordering::Relaxed)
+        {
+            v.remove("temperature");
+        } else {
+            return None;
+        }
+        serde_json::to_vec(&v).ok().map(Bytes::from)
     }
 
     /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
@@ -156,7 +212,13 @@ impl OpenAiBackend {
             e.retry_after = retry_after;
             return Err(e);
         }
+        let whole_json = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("application/json"));
         Ok(OpenAiStream {
+            whole_json,
             resp,
             buf: Bytes::new(),
             pos: 0,
@@ -243,6 +305,9 @@ fn in_stream_error(e: &Value) -> LlmError {
 
 /// The body of one attempt, read event by event.
 pub struct OpenAiStream {
+    /// The server answered with one JSON document instead of a stream (a non-streaming
+    /// completion, or an error object with status 200): decoded as one chunk.
+    whole_json: bool,
     resp: reqwest::Response,
     buf: Bytes,
     pos: usize,
@@ -256,6 +321,23 @@ pub struct OpenAiStream {
 impl OpenAiStream {
     /// Processes the next data event into `asm`. `Ok(false)`: the stream is over.
     pub async fn next(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
+        if self.whole_json {
+            if self.eof {
+                return Ok(false);
+            }
+            self.eof = true;
+            let mut body = Vec::new();
+            loop {
+                match tokio::time::timeout_at(self.deadline, self.resp.chunk()).await {
+                    Err(_) => return Err(LlmError::timeout()),
+                    Ok(Ok(Some(b))) => body.extend_from_slice(&b),
+                    Ok(Ok(None)) => break,
+                    Ok(Err(e)) => return Err(LlmError::connection(connection_message(&e))),
+                }
+            }
+            decode_event(&body, asm)?;
+            return Ok(true);
+        }
         loop {
             if self.pos < self.buf.len() {
                 let (n, ready) = self.parser.advance(&self.buf[self.pos..]);
@@ -341,6 +423,8 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut object_error = false;
         let mut message: Option<String> = None;
+        let mut code: Option<Value> = None;
+        let mut error_type: Option<Value> = None;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
                 "choices" => map.next_value_seed(ChoicesSeed(self.asm))?,
@@ -374,6 +458,8 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                 "message" => {
                     message = map.next_value::<Option<String>>().ok().flatten();
                 }
+                "code" => code = Some(map.next_value::<Value>()?),
+                "type" => error_type = Some(map.next_value::<Value>()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -381,7 +467,9 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
         }
         if object_error && self.error.is_none() {
             let msg = message.unwrap_or_else(|| "error in stream".into());
-            *self.error = Some(in_stream_error(&serde_json::json!({"message": msg})));
+            *self.error = Some(in_stream_error(
+                &serde_json::json!({"message": msg, "code": code, "type": error_type}),
+            ));
         }
         Ok(())
     }
