@@ -27,8 +27,25 @@ use crate::config::OpenAiConfig;
 /// Bodies of failed responses are read up to this size for their error message.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
+/// One HTTP client (connection pool, TLS roots) per connect timeout, shared by every agent of
+/// the process: building a rustls client per agent would cost milliseconds and hundreds of KiB.
+fn shared_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+    static CLIENTS: std::sync::Mutex<Vec<(Duration, reqwest::Client)>> = std::sync::Mutex::new(Vec::new());
+    let mut clients = CLIENTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, c)) = clients.iter().find(|(t, _)| *t == connect_timeout) {
+        return Ok(c.clone());
+    }
+    let c = reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    clients.push((connect_timeout, c.clone()));
+    Ok(c)
+}
+
 pub struct OpenAiBackend {
     http: reqwest::Client,
+    headers: HeaderMap,
     url: String,
     model: String,
     temperature: Option<f64>,
@@ -54,13 +71,10 @@ impl OpenAiBackend {
                 .map_err(|_| format!("config field `llm.headers.{k}`: bad header value"))?;
             headers.insert(name, value);
         }
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .connect_timeout(c.connect_timeout)
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("text/event-stream"));
         Ok(OpenAiBackend {
-            http,
+            http: shared_client(c.connect_timeout)?,
+            headers,
             url: format!("{}/chat/completions", c.base_url),
             model: c.model.clone(),
             temperature: c.temperature,
@@ -185,7 +199,7 @@ impl OpenAiBackend {
         let sent = self
             .http
             .post(&self.url)
-            .header("accept", "text/event-stream")
+            .headers(self.headers.clone())
             .body(body)
             .send();
         let resp = match tokio::time::timeout(self.read_timeout, sent).await {
