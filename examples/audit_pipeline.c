@@ -1,0 +1,173 @@
+/*
+ * audit_pipeline.c: the tenant audit pipeline of the reference docs, in C.
+ *
+ * A consumer thread reads the agent's host-event pull stream while a turn runs and writes one
+ * row per host event (tool lifecycle, permission decisions) into a SQLite database; afterwards
+ * the audit table is printed. Host events carry no prompt text, tool arguments or output, so
+ * the audit log is safe to keep. Runs offline on the scripted provider.
+ *
+ * Usage: audit_pipeline [DATABASE]   (default: audit.db in a temporary directory)
+ */
+#define _DEFAULT_SOURCE /* mkdtemp */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agentao.h"
+
+static const char *SCRIPT =
+    "{\"responses\": ["
+    " {\"tool_calls\": [{\"id\": \"call_read\", \"name\": \"read_file\", \"arguments\": {\"file_path\": \"ledger.csv\"}},"
+    "                 {\"id\": \"call_list\", \"name\": \"list_directory\", \"arguments\": {}}]},"
+    " {\"tool_calls\": [{\"id\": \"call_write\", \"name\": \"write_file\","
+    "                   \"arguments\": {\"file_path\": \"report.txt\", \"content\": \"total: 42\\n\"}}]},"
+    " {\"tool_calls\": [{\"id\": \"call_wipe\", \"name\": \"write_file\","
+    "                   \"arguments\": {\"file_path\": \"ledger.csv\", \"content\": \"\"}}]},"
+    " {\"text\": \"Report written; I did not wipe the ledger.\"}"
+    "]}";
+
+struct consumer {
+    agentao_host_event_stream *stream;
+    sqlite3 *db;
+    atomic_int stop;
+    int rows;
+};
+
+/* Pulls a JSON string field out of a flat host event (enough for this example). */
+static void field(const char *json, const char *key, char *out, size_t n) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(json, pat);
+    out[0] = 0;
+    if (!p) return;
+    p += strlen(pat);
+    if (*p != '"') { /* null or a non-string */
+        size_t i = 0;
+        while (*p && *p != ',' && *p != '}' && i + 1 < n) out[i++] = *p++;
+        out[i] = 0;
+        return;
+    }
+    p++;
+    size_t i = 0;
+    while (*p && *p != '"' && i + 1 < n) out[i++] = *p++;
+    out[i] = 0;
+}
+
+static void *consume(void *arg) {
+    struct consumer *c = arg;
+    sqlite3_stmt *ins = NULL;
+    sqlite3_prepare_v2(c->db,
+                       "INSERT INTO audit(event_type, session_id, tool_call_id, tool_name, phase_or_outcome,"
+                       " detail, at, raw) VALUES(?,?,?,?,?,?,?,?)", -1, &ins, NULL);
+    for (;;) {
+        char *json = NULL;
+        agentao_status st = agentao_host_event_stream_next(c->stream, 100, &json, NULL);
+        if (st == AGENTAO_STATUS_TIMEOUT) {
+            if (atomic_load(&c->stop)) break; /* the turn is over and the queue is drained */
+            continue;
+        }
+        if (st != AGENTAO_STATUS_OK) break;
+        char type[64], sid[64], call[128], tool[128], what[64], detail[256], at[40];
+        field(json, "event_type", type, sizeof type);
+        field(json, "session_id", sid, sizeof sid);
+        field(json, "tool_call_id", call, sizeof call);
+        field(json, "tool_name", tool, sizeof tool);
+        if (strcmp(type, "permission_decision") == 0) {
+            field(json, "outcome", what, sizeof what);
+            field(json, "reason", detail, sizeof detail);
+            field(json, "decided_at", at, sizeof at);
+        } else {
+            char outcome[32];
+            field(json, "phase", what, sizeof what);
+            field(json, "outcome", outcome, sizeof outcome);
+            if (strcmp(outcome, "null") != 0) {
+                strncat(what, "/", sizeof what - strlen(what) - 1);
+                strncat(what, outcome, sizeof what - strlen(what) - 1);
+            }
+            field(json, "summary", detail, sizeof detail);
+            field(json, "started_at", at, sizeof at);
+        }
+        const char *vals[] = {type, sid, call, tool, what, detail, at, json};
+        for (int i = 0; i < 8; i++) sqlite3_bind_text(ins, i + 1, vals[i], -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(ins) == SQLITE_DONE) c->rows++;
+        sqlite3_reset(ins);
+        agentao_string_free(json);
+    }
+    sqlite3_finalize(ins);
+    return NULL;
+}
+
+/* The approver: approve the report, decline anything that touches the ledger. */
+static void confirm(void *ud, const char *tool, const char *desc, const char *args, const char *call_id,
+                    agentao_reply *reply) {
+    (void)ud; (void)tool; (void)desc; (void)call_id;
+    int touches_ledger = strstr(args, "ledger.csv") != NULL;
+    agentao_reply_confirm(reply, touches_ledger ? AGENTAO_CONFIRMATION_DENY : AGENTAO_CONFIRMATION_ALLOW, NULL);
+}
+
+int main(int argc, char **argv) {
+    char dir[] = "/tmp/agentao-audit-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char path[600], dbpath[600];
+    snprintf(path, sizeof path, "%s/ledger.csv", dir);
+    FILE *f = fopen(path, "w");
+    fputs("id,amount\n1,40\n2,2\n", f);
+    fclose(f);
+    if (argc > 1) snprintf(dbpath, sizeof dbpath, "%s", argv[1]);
+    else snprintf(dbpath, sizeof dbpath, "%s/audit.db", dir);
+    remove(dbpath);
+
+    sqlite3 *db = NULL;
+    if (sqlite3_open(dbpath, &db) != SQLITE_OK) { fprintf(stderr, "sqlite: cannot open %s\n", dbpath); return 1; }
+    sqlite3_exec(db, "CREATE TABLE audit(id INTEGER PRIMARY KEY, event_type TEXT, session_id TEXT, tool_call_id TEXT,"
+                     " tool_name TEXT, phase_or_outcome TEXT, detail TEXT, at TEXT, raw TEXT)", NULL, NULL, NULL);
+
+    char config[4096];
+    snprintf(config, sizeof config,
+             "{\"working_directory\": \"%s\", \"llm\": {\"provider\": \"scripted\", \"script\": %s}}", dir, SCRIPT);
+    agentao_transport t = {0};
+    t.struct_size = sizeof t;
+    t.confirm_tool = confirm;
+    agentao_agent *agent = NULL;
+    agentao_error *err = NULL;
+    if (agentao_agent_new(config, &t, &agent, &err) != AGENTAO_STATUS_OK) {
+        fprintf(stderr, "agentao_agent_new: %s\n", agentao_error_message(err));
+        return 1;
+    }
+
+    struct consumer c = {0};
+    c.db = db;
+    if (agentao_agent_host_events_open(agent, NULL, &c.stream, &err) != AGENTAO_STATUS_OK) {
+        fprintf(stderr, "host_events_open: %s\n", agentao_error_message(err));
+        return 1;
+    }
+    pthread_t th;
+    pthread_create(&th, NULL, consume, &c);
+
+    char *text = NULL;
+    agentao_status st = agentao_agent_chat(agent, "Summarise the ledger into report.txt.", -1, NULL, &text, &err);
+    printf("turn: %s: %s\n", agentao_status_name(st), st == AGENTAO_STATUS_OK ? text : agentao_error_message(err));
+    agentao_string_free(text);
+    atomic_store(&c.stop, 1);
+    pthread_join(th, NULL);
+    agentao_host_event_stream_free(c.stream);
+
+    printf("\nsession %s\n", agentao_agent_session_id(agent));
+    printf("%-3s %-20s %-11s %-15s %-18s %s\n", "id", "event_type", "call", "tool", "phase/outcome", "detail");
+    sqlite3_stmt *q = NULL;
+    sqlite3_prepare_v2(db, "SELECT id, event_type, tool_call_id, tool_name, phase_or_outcome, detail FROM audit ORDER BY id",
+                       -1, &q, NULL);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        printf("%-3d %-20s %-11s %-15s %-18s %s\n", sqlite3_column_int(q, 0), sqlite3_column_text(q, 1),
+               sqlite3_column_text(q, 2), sqlite3_column_text(q, 3), sqlite3_column_text(q, 4),
+               sqlite3_column_text(q, 5));
+    }
+    sqlite3_finalize(q);
+    printf("rows: %d\n", c.rows);
+    sqlite3_close(db);
+    agentao_agent_free(agent);
+    return c.rows > 0 ? 0 : 1;
+}

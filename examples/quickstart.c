@@ -1,0 +1,129 @@
+/*
+ * quickstart.c: the libagentao demo.
+ *
+ * Runs one agent turn. Offline by default, on the scripted provider: the "model" reads a
+ * file, asks to write another (the host approves), and answers. With OPENAI_API_KEY set (and
+ * optionally OPENAI_BASE_URL, OPENAI_MODEL) the same program talks to a real endpoint.
+ *
+ * Build and run: scripts/demo.sh
+ */
+#define _DEFAULT_SOURCE /* mkdtemp, usleep */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agentao.h"
+
+/* The offline model: one response per request. */
+static const char *SCRIPT =
+    "{\"responses\": ["
+    " {\"text\": \"Let me look at the notes first.\", \"chunk_size\": 8,"
+    "  \"tool_calls\": [{\"id\": \"call_1\", \"name\": \"read_file\", \"arguments\": {\"file_path\": \"notes.txt\"}}]},"
+    " {\"tool_calls\": [{\"id\": \"call_2\", \"name\": \"write_file\","
+    "   \"arguments\": {\"file_path\": \"summary.txt\", \"content\": \"The build uses make.\\n\"}}]},"
+    " {\"text\": \"I read notes.txt and wrote a one-line summary to summary.txt.\", \"chunk_size\": 6}"
+    "]}";
+
+/* emit: every internal event, as JSON. We print just the type. */
+static void on_emit(void *userdata, const char *event_json) {
+    (void)userdata;
+    const char *t = strstr(event_json, "\"type\":\"");
+    if (t && strncmp(t + 8, "llm_text", 8) != 0) {
+        const char *end = strchr(t + 8, '"');
+        printf("\n  [event] %.*s", (int)(end - (t + 8)), t + 8);
+        fflush(stdout);
+    }
+}
+
+/* confirm_tool: a risky tool wants to run. A real host would ask a person. */
+static void on_confirm(void *userdata, const char *tool, const char *description, const char *args_json,
+                       const char *call_id, agentao_reply *reply) {
+    (void)userdata; (void)description; (void)call_id;
+    printf("\n  [approve] %s %s -> yes", tool, args_json);
+    agentao_reply_confirm(reply, AGENTAO_CONFIRMATION_ALLOW, NULL);
+}
+
+static void on_delta(void *userdata, const char *delta_json) {
+    (void)userdata;
+    /* {"type":"text_delta","text":"..."}: print the raw JSON text field. */
+    const char *t = strstr(delta_json, "\"text\":\"");
+    if (t) {
+        printf("\n  [text] %.*s", (int)(strlen(t + 8) - 2), t + 8);
+        fflush(stdout);
+    }
+}
+
+static void on_done(void *userdata, agentao_status status, const char *outcome_json, const agentao_error *err) {
+    printf("\n\n[outcome] status=%s %s%s\n", agentao_status_name(status), outcome_json ? outcome_json : "",
+           err ? agentao_error_message(err) : "");
+    atomic_store((atomic_int *)userdata, 1);
+}
+
+static int subscribe_unused(void *userdata, agentao_listener_fn listener, void *listener_userdata, uint64_t *id_out) {
+    (void)userdata; (void)listener; (void)listener_userdata;
+    *id_out = 1;
+    return AGENTAO_STATUS_OK;
+}
+
+int main(void) {
+    char dir[] = "/tmp/agentao-demo-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("Project notes\nThe build uses make.\n", f);
+    fclose(f);
+
+    char config[4096];
+    const char *key = getenv("OPENAI_API_KEY");
+    if (key && *key) {
+        const char *base = getenv("OPENAI_BASE_URL");
+        const char *model = getenv("OPENAI_MODEL");
+        snprintf(config, sizeof config,
+                 "{\"working_directory\": \"%s\", \"llm\": {\"provider\": \"openai\", \"base_url\": \"%s\", \"model\": \"%s\"}}",
+                 dir, base && *base ? base : "https://api.openai.com/v1", model && *model ? model : "gpt-4o-mini");
+        printf("libagentao %s, model %s\n", agentao_version(), model && *model ? model : "gpt-4o-mini");
+    } else {
+        snprintf(config, sizeof config,
+                 "{\"working_directory\": \"%s\", \"llm\": {\"provider\": \"scripted\", \"script\": %s}}", dir, SCRIPT);
+        printf("libagentao %s, offline (scripted provider)\n", agentao_version());
+    }
+
+    agentao_transport transport = {0};
+    transport.struct_size = sizeof transport;
+    transport.emit = on_emit;
+    transport.confirm_tool = on_confirm;
+    transport.subscribe = subscribe_unused;
+
+    agentao_agent *agent = NULL;
+    agentao_error *err = NULL;
+    if (agentao_agent_new(config, &transport, &agent, &err) != AGENTAO_STATUS_OK) {
+        fprintf(stderr, "agentao_agent_new: %s\n", agentao_error_message(err));
+        agentao_error_free(err);
+        return 1;
+    }
+
+    atomic_int done = 0;
+    printf("> Summarise notes.txt into summary.txt.\n");
+    if (agentao_agent_stream(agent, "Summarise notes.txt into summary.txt.", -1, NULL, on_delta, on_done,
+                             (void *)&done, &err) != AGENTAO_STATUS_OK) {
+        fprintf(stderr, "agentao_agent_stream: %s\n", agentao_error_message(err));
+        agentao_error_free(err);
+        agentao_agent_free(agent);
+        return 1;
+    }
+    while (!atomic_load(&done)) usleep(1000);
+
+    snprintf(path, sizeof path, "%s/summary.txt", dir);
+    f = fopen(path, "r");
+    char line[256] = "";
+    if (f) {
+        if (!fgets(line, sizeof line, f)) line[0] = 0;
+        fclose(f);
+    }
+    printf("[file] summary.txt: %s", line[0] ? line : "(not written)\n");
+    agentao_agent_free(agent);
+    return 0;
+}
