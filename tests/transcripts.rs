@@ -10,6 +10,8 @@ use agentao::agent::{Agent, TurnOptions};
 use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
 use serde_json::{json, Value};
 
+mod common;
+
 #[derive(Default)]
 struct Recorder {
     events: Mutex<Vec<Value>>,
@@ -245,6 +247,7 @@ fn run(name: &str) {
         .map(|v| v.as_str().unwrap().to_owned())
         .collect();
     assert_eq!(seq, expected_seq, "{name}: host events");
+    common::validate_host_events(&host);
     for (ours, theirs) in host.iter().zip(turn["host_events"].as_array().unwrap()) {
         let keys = |v: &Value| {
             v.as_object()

@@ -11,6 +11,8 @@ use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Tr
 use agentao::turn::{DeltaSink, IncompleteReason, TurnStatus};
 use serde_json::{json, Value};
 
+mod common;
+
 type ConfirmFn = dyn Fn(ConfirmRequest, Reply) + Send + Sync;
 
 #[derive(Default)]
@@ -96,12 +98,7 @@ fn types(run: &Run) -> Vec<String> {
 }
 
 fn validate_host_events(run: &Run) {
-    let schema: Value = serde_json::from_str(agentao::events::host::HOST_EVENTS_SCHEMA_V3).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    for e in run.host_events.lock().unwrap().iter() {
-        let errors: Vec<String> = validator.iter_errors(e).map(|x| x.to_string()).collect();
-        assert!(errors.is_empty(), "host event {e} fails v3: {errors:?}");
-    }
+    common::validate_host_events(&run.host_events.lock().unwrap());
 }
 
 fn call(name: &str, args: Value) -> Value {

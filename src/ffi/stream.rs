@@ -247,7 +247,8 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
         let rt = runtime()?;
         let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
         // The timer must be created inside the runtime's context.
-        let got = rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.recv()).await });
+        let got =
+            rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.recv()).await });
         match got {
             Err(_) => Err(Fail(
                 agentao_status::Timeout,

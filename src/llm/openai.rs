@@ -30,7 +30,8 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// One HTTP client (connection pool, TLS roots) per connect timeout, shared by every agent of
 /// the process: building a rustls client per agent would cost milliseconds and hundreds of KiB.
 fn shared_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
-    static CLIENTS: std::sync::Mutex<Vec<(Duration, reqwest::Client)>> = std::sync::Mutex::new(Vec::new());
+    static CLIENTS: std::sync::Mutex<Vec<(Duration, reqwest::Client)>> =
+        std::sync::Mutex::new(Vec::new());
     let mut clients = CLIENTS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, c)) = clients.iter().find(|(t, _)| *t == connect_timeout) {
         return Ok(c.clone());
@@ -71,7 +72,10 @@ impl OpenAiBackend {
                 .map_err(|_| format!("config field `llm.headers.{k}`: bad header value"))?;
             headers.insert(name, value);
         }
-        headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
         Ok(OpenAiBackend {
             http: shared_client(c.connect_timeout)?,
             headers,
