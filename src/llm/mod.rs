@@ -385,6 +385,11 @@ impl LlmCall<'_> {
         }
     }
 
+    /// Milliseconds since the call started (all attempts).
+    pub fn elapsed_ms(&self) -> f64 {
+        (self.started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
+    }
+
     /// Whether the stream stopped because the token was cancelled.
     pub fn was_cancelled(&self) -> bool {
         self.cancelled

@@ -210,51 +210,42 @@ fn cancel_reason(cancel: &CancelToken) -> &str {
     }
 }
 
-/// Answers every assistant tool call that has no tool result yet.
+/// Answers every assistant tool call that has no tool result yet (right after that message's
+/// existing results), so the history is always valid for the next request.
 pub fn backfill_orphans(history: &mut Vec<Value>) {
     let mut i = 0;
     while i < history.len() {
-        let ids: Vec<String> = history[i]
+        let is_assistant = history[i].get("role").and_then(Value::as_str) == Some("assistant");
+        let Some(calls) = history[i]
             .get("tool_calls")
             .and_then(Value::as_array)
-            .map(|calls| {
-                calls
-                    .iter()
-                    .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if history[i].get("role").and_then(Value::as_str) != Some("assistant") || ids.is_empty() {
+            .filter(|_| is_assistant)
+        else {
             i += 1;
             continue;
-        }
+        };
         let mut j = i + 1;
-        let mut answered = Vec::new();
         while j < history.len() && history[j].get("role").and_then(Value::as_str) == Some("tool") {
-            if let Some(id) = history[j].get("tool_call_id").and_then(Value::as_str) {
-                answered.push(id.to_owned());
-            }
             j += 1;
         }
-        let calls = history[i]["tool_calls"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for call in calls {
-            let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-            if !answered.iter().any(|a| a == id) {
-                let name = call
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown");
-                history.insert(
-                    j,
-                    json!({"role": "tool", "tool_call_id": id, "name": name, "content": ORPHAN_TEXT}),
-                );
-                j += 1;
-            }
-        }
-        i = j;
+        let answered = |id: &str| {
+            history[i + 1..j]
+                .iter()
+                .any(|m| m.get("tool_call_id").and_then(Value::as_str) == Some(id))
+        };
+        let missing: Vec<Value> = calls
+            .iter()
+            .filter_map(|call| {
+                let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+                (!answered(id)).then(|| {
+                    let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("unknown");
+                    json!({"role": "tool", "tool_call_id": id, "name": name, "content": ORPHAN_TEXT})
+                })
+            })
+            .collect();
+        let added = missing.len();
+        history.splice(j..j, missing);
+        i = j + added;
     }
 }
 
@@ -447,7 +438,7 @@ impl<'e, 'a> Turn<'e, 'a> {
                     let first_token_ms = None::<f64>;
                     let data = json!({
                         "attempt": attempt, "status": "error",
-                        "duration_ms": 0, "model_latency_ms": 0,
+                        "duration_ms": call.elapsed_ms(), "model_latency_ms": call.elapsed_ms(),
                         "first_token_ms": first_token_ms, "first_reasoning_ms": first_token_ms,
                         "error_class": e.class, "error_message": e.to_string().chars().take(500).collect::<String>(),
                         "finish_reason": Value::Null,
