@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -73,35 +73,105 @@ pub fn project_rule(rule: &Value) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One host event: the closed union of the v3 schema, discriminated by `event_type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event_type", rename_all = "snake_case")]
+pub enum HostEvent {
+    ToolLifecycle(ToolLifecycleEvent),
+    PermissionDecision(PermissionDecisionEvent),
+    /// Reserved: sub-agents are not in this library yet, but the shape is part of the contract.
+    SubagentLifecycle(SubagentLifecycleEvent),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPhase {
+    Started,
+    Completed,
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutcome {
+    Ok,
+    Error,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionOutcome {
+    Allow,
+    Deny,
+    Prompt,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolLifecycleEvent {
-    pub event_type: &'static str,
     pub session_id: String,
     pub turn_id: Option<String>,
     pub tool_call_id: String,
     pub tool_name: String,
-    pub phase: &'static str,
+    pub phase: ToolPhase,
     pub started_at: String,
     pub completed_at: Option<String>,
-    pub outcome: Option<&'static str>,
+    pub outcome: Option<ToolOutcome>,
     pub summary: Option<String>,
     pub error_type: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PermissionDecisionEvent {
-    pub event_type: &'static str,
     pub session_id: String,
     pub turn_id: Option<String>,
     pub tool_call_id: Option<String>,
     pub tool_name: String,
     pub decision_id: String,
-    pub outcome: &'static str,
+    pub outcome: PermissionOutcome,
     pub mode: String,
     pub matched_rule: Option<Value>,
     pub reason: Option<String>,
     pub loaded_sources: Vec<String>,
     pub decided_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubagentPhase {
+    Spawned,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentLifecycleEvent {
+    pub session_id: String,
+    pub parent_session_id: Option<String>,
+    pub parent_task_id: Option<String>,
+    pub parent_tool_call_id: Option<String>,
+    pub child_session_id: Option<String>,
+    pub child_task_id: String,
+    pub phase: SubagentPhase,
+    pub task_summary: Option<String>,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+    pub error_type: Option<String>,
+    pub usage: Option<SubagentUsage>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_creation_tokens: u64,
+    pub reasoning_tokens: u64,
 }
 
 /// Identity shared by the events of one tool call.
@@ -113,24 +183,32 @@ pub struct CallIds<'a> {
 }
 
 impl ToolLifecycleEvent {
-    pub fn started(ids: &CallIds<'_>, started_at: &str) -> Self {
-        Self::new(ids, "started", started_at, None, None, None, None)
+    pub fn started(ids: &CallIds<'_>, started_at: &str) -> HostEvent {
+        HostEvent::ToolLifecycle(Self::new(
+            ids,
+            ToolPhase::Started,
+            started_at,
+            None,
+            None,
+            None,
+            None,
+        ))
     }
 
     /// A terminal event: `completed` for ok, `failed` for error and cancelled.
     pub fn finished(
         ids: &CallIds<'_>,
         started_at: &str,
-        outcome: &'static str,
+        outcome: ToolOutcome,
         summary: &str,
         error_type: Option<String>,
-    ) -> Self {
-        let phase = if outcome == "ok" {
-            "completed"
+    ) -> HostEvent {
+        let phase = if outcome == ToolOutcome::Ok {
+            ToolPhase::Completed
         } else {
-            "failed"
+            ToolPhase::Failed
         };
-        Self::new(
+        HostEvent::ToolLifecycle(Self::new(
             ids,
             phase,
             started_at,
@@ -138,20 +216,19 @@ impl ToolLifecycleEvent {
             Some(outcome),
             redact_summary(summary),
             error_type,
-        )
+        ))
     }
 
     fn new(
         ids: &CallIds<'_>,
-        phase: &'static str,
+        phase: ToolPhase,
         started_at: &str,
         completed_at: Option<String>,
-        outcome: Option<&'static str>,
+        outcome: Option<ToolOutcome>,
         summary: Option<String>,
         error_type: Option<String>,
     ) -> Self {
         ToolLifecycleEvent {
-            event_type: "tool_lifecycle",
             session_id: ids.session_id.to_owned(),
             turn_id: Some(ids.turn_id.to_owned()),
             tool_call_id: ids.tool_call_id.to_owned(),
@@ -167,15 +244,14 @@ impl ToolLifecycleEvent {
 }
 
 impl PermissionDecisionEvent {
-    pub fn new(
+    pub fn decided(
         ids: &CallIds<'_>,
-        outcome: &'static str,
+        outcome: PermissionOutcome,
         snapshot: &crate::permissions::ActivePermissions,
         matched_rule: Option<&Value>,
         reason: &str,
-    ) -> Self {
-        PermissionDecisionEvent {
-            event_type: "permission_decision",
+    ) -> HostEvent {
+        HostEvent::PermissionDecision(PermissionDecisionEvent {
             session_id: ids.session_id.to_owned(),
             turn_id: Some(ids.turn_id.to_owned()),
             tool_call_id: Some(ids.tool_call_id.to_owned()),
@@ -187,7 +263,7 @@ impl PermissionDecisionEvent {
             reason: redact_summary(reason),
             loaded_sources: snapshot.loaded_sources.clone(),
             decided_at: now_rfc3339(),
-        }
+        })
     }
 }
 
@@ -300,7 +376,7 @@ impl HostEventHub {
 
     /// Delivers one event: observers first (inline; a panicking one is contained), then each
     /// matching stream, waiting for room (back-pressure, never a drop) unless it was closed.
-    pub async fn publish<T: Serialize>(&self, session_id: &str, event: &T) {
+    pub async fn publish(&self, session_id: &str, event: &HostEvent) {
         if !self.has_listeners() {
             return;
         }
@@ -353,6 +429,28 @@ mod tests {
         let t = now_rfc3339();
         assert_eq!(t.len(), 24);
         assert!(t.ends_with('Z'));
+    }
+
+    #[test]
+    fn reference_examples_round_trip_through_our_types() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/conformance/host-event-examples.jsonl"
+        ))
+        .expect("shared/conformance beside the repo");
+        let mut n = 0;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let ev: HostEvent =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            assert_eq!(serde_json::to_string(&ev).unwrap(), line);
+            n += 1;
+        }
+        assert_eq!(n, 10);
+        let extra = r#"{"event_type":"tool_lifecycle","session_id":"s","turn_id":null,"tool_call_id":"c","tool_name":"t","phase":"started","started_at":"2026-01-01T00:00:00.000Z","completed_at":null,"outcome":null,"summary":null,"error_type":null,"x":1}"#;
+        assert!(
+            serde_json::from_str::<HostEvent>(extra).is_err(),
+            "closed models"
+        );
     }
 
     #[test]

@@ -21,7 +21,10 @@ use tokio::sync::mpsc;
 
 use crate::cancel::CancelToken;
 use crate::config::ToolsConfig;
-use crate::events::host::{CallIds, HostEventHub, PermissionDecisionEvent, ToolLifecycleEvent};
+use crate::events::host::{
+    CallIds, HostEvent, HostEventHub, PermissionDecisionEvent, PermissionOutcome,
+    ToolLifecycleEvent, ToolOutcome,
+};
 use crate::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, ReplyKind, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Piece};
@@ -310,7 +313,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         self.env.emitter.transport().clone()
     }
 
-    async fn publish<T: serde::Serialize>(&self, event: &T) {
+    async fn publish(&self, event: &HostEvent) {
         self.env.hub.publish(self.env.session_id, event).await;
     }
 
@@ -739,9 +742,13 @@ impl<'e, 'a> Turn<'e, 'a> {
 
         if let Some(snapshot) = &snapshot {
             for p in &plans {
-                let ev = PermissionDecisionEvent::new(
+                let ev = PermissionDecisionEvent::decided(
                     &self.ids(p),
-                    p.decision.verdict.outcome(),
+                    match p.decision.verdict {
+                        Verdict::Allow => PermissionOutcome::Allow,
+                        Verdict::Deny => PermissionOutcome::Deny,
+                        Verdict::Ask => PermissionOutcome::Prompt,
+                    },
                     snapshot,
                     p.decision.matched_rule.as_ref(),
                     &p.decision.reason,
@@ -1059,7 +1066,8 @@ impl<'e, 'a> Turn<'e, 'a> {
             &json!({"tool": p.name, "call_id": p.call_id, "status": "cancelled", "duration_ms": 0.0, "error": error}),
         );
         let now = crate::events::host::now_rfc3339();
-        let ev = ToolLifecycleEvent::finished(&self.ids(p), &now, "cancelled", error, None);
+        let ev =
+            ToolLifecycleEvent::finished(&self.ids(p), &now, ToolOutcome::Cancelled, error, None);
         self.publish(&ev).await;
         CallResult {
             raw: text,
@@ -1212,9 +1220,9 @@ impl<'e, 'a> Turn<'e, 'a> {
                                 "duration_ms": res.duration_ms, "error": res.error}),
                     );
                     let (outcome, summary) = match res.status {
-                        "ok" => ("ok", format!("{} succeeded", p.name)),
-                        "error" => ("error", format!("{} failed", p.name)),
-                        _ => ("cancelled", "cancelled by user".to_owned()),
+                        "ok" => (ToolOutcome::Ok, format!("{} succeeded", p.name)),
+                        "error" => (ToolOutcome::Error, format!("{} failed", p.name)),
+                        _ => (ToolOutcome::Cancelled, "cancelled by user".to_owned()),
                     };
                     let ev = ToolLifecycleEvent::finished(
                         &self.ids(p),
