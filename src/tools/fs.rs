@@ -15,6 +15,14 @@ pub struct FileEntry {
     pub size: u64,
 }
 
+/// One entry of [`FileSystem::walk`] (kinds follow symlinks).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WalkEntry {
+    pub path: PathBuf,
+    pub is_dir: bool,
+    pub is_file: bool,
+}
+
 /// What the tools need of `stat` (symlinks followed).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FileStat {
@@ -39,14 +47,14 @@ pub trait FileSystem: Send + Sync {
     fn write_bytes(&self, path: &Path, data: &[u8], append: bool) -> std::io::Result<()>;
     fn list_dir(&self, path: &Path) -> std::io::Result<Vec<FileEntry>>;
     /// Every descendant of `base` (not `base` itself) down to `max_depth` (1 = the entries of
-    /// `base`), as absolute paths with their stat, without descending into symlinked directories. `should_stop` is polled so a cancelled turn ends a
+    /// `base`), as absolute paths with their kinds, without descending into symlinked directories. `should_stop` is polled so a cancelled turn ends a
     /// long walk.
     fn walk(
         &self,
         base: &Path,
         max_depth: Option<usize>,
         should_stop: &dyn Fn() -> bool,
-    ) -> std::io::Result<Vec<(PathBuf, FileStat)>>;
+    ) -> std::io::Result<Vec<WalkEntry>>;
     fn stat(&self, path: &Path) -> std::io::Result<FileStat>;
     fn exists(&self, path: &Path) -> bool {
         self.stat(path).is_ok()
@@ -166,7 +174,7 @@ impl FileSystem for LocalFileSystem {
         base: &Path,
         max_depth: Option<usize>,
         should_stop: &dyn Fn() -> bool,
-    ) -> std::io::Result<Vec<(PathBuf, FileStat)>> {
+    ) -> std::io::Result<Vec<WalkEntry>> {
         std::fs::read_dir(base)?;
         let mut out = Vec::new();
         let walker = ignore::WalkBuilder::new(base)
@@ -183,19 +191,18 @@ impl FileSystem for LocalFileSystem {
             if entry.depth() == 0 {
                 continue;
             }
+            let file_type = entry.file_type();
             let path = entry.into_path();
-            // Follows a symlink for the kind, as `Path.is_file()` does; a dangling one is kept
-            // with a zeroed stat.
-            let stat = match std::fs::metadata(&path) {
-                Ok(m) => stat_of(&m),
-                Err(_) => FileStat {
-                    size: 0,
-                    mtime: 0.0,
-                    is_dir: false,
-                    is_file: false,
+            // Follows a symlink for the kind, as `Path.is_file()` does; a dangling one is
+            // neither a file nor a directory.
+            let (is_dir, is_file) = match file_type {
+                Some(t) if !t.is_symlink() => (t.is_dir(), t.is_file()),
+                _ => match std::fs::metadata(&path) {
+                    Ok(m) => (m.is_dir(), m.is_file()),
+                    Err(_) => (false, false),
                 },
             };
-            out.push((path, stat));
+            out.push(WalkEntry { path, is_dir, is_file });
         }
         Ok(out)
     }

@@ -110,14 +110,15 @@ pub(crate) fn find(ctx: &ToolContext<'_>, base: &Path, pattern: &str) -> Result<
     }
     let stop = || ctx.cancel.is_cancelled();
     let entries = fs.walk(&start, max_depth, &stop).map_err(|e| e.to_string())?;
-    for (path, stat) in entries {
-        if !stat.is_file {
+    for entry in entries {
+        if !entry.is_file {
             continue;
         }
-        let Ok(rel) = path.strip_prefix(base) else { continue };
+        let Ok(rel) = entry.path.strip_prefix(base) else { continue };
         let rel = rel.to_string_lossy();
         if glob.is_match(rel.as_ref()) {
-            out.push((rel.into_owned(), stat.mtime));
+            let mtime = fs.stat(&entry.path).map(|s| s.mtime).unwrap_or(0.0);
+            out.push((rel.into_owned(), mtime));
         }
     }
     Ok(out)

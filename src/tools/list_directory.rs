@@ -48,13 +48,15 @@ impl Tool for ListDirectory {
                 Ok(e) => e,
                 Err(e) => return Ok(format!("Error listing directory: {}", os_error(&e, &path))),
             };
-            for (item, stat) in entries {
-                let rel = item.strip_prefix(&path).unwrap_or(&item).to_string_lossy().into_owned();
+            for entry in entries {
+                let item = &entry.path;
+                let rel = item.strip_prefix(&path).unwrap_or(item).to_string_lossy().into_owned();
                 let key = item.to_string_lossy().to_lowercase();
-                if stat.is_dir {
+                if entry.is_dir {
                     rows.push((true, key, format!("[DIR]  {rel}/")));
                 } else {
-                    rows.push((false, key, format!("[FILE] {rel} ({} bytes)", stat.size)));
+                    let size = fs.stat(item).map(|s| s.size).unwrap_or(0);
+                    rows.push((false, key, format!("[FILE] {rel} ({size} bytes)")));
                 }
             }
         } else {

@@ -31,7 +31,7 @@ use crate::cancel::CancelToken;
 use crate::config::ToolsConfig;
 use crate::permissions::{path_policy, url_policy};
 
-pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem};
+pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
 pub use shell_exec::{
     note_credential_value, BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect, ShellExecutor,
     ShellRequest, ShellResult, ShellSpec,

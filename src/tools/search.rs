@@ -315,13 +315,14 @@ fn search_via_fs(
     }
     let stop = || ctx.cancel.is_cancelled();
     let mut entries = fs.walk(dir, None, &stop).map_err(|e| e.to_string())?;
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
     let mut searcher = searcher();
-    for (path, stat) in entries {
+    for entry in entries {
+        let path = entry.path;
         if ctx.cancel.is_cancelled() {
             break;
         }
-        if !stat.is_file {
+        if !entry.is_file {
             continue;
         }
         let rel_path: PathBuf = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
