@@ -23,7 +23,10 @@ fn read_file_layout_window_and_errors() {
         "File: notes.txt (3 lines)\nShowing lines 1-3\n     1\tProject notes\n     2\tline 2\n     3\tline 3"
     );
     assert_eq!(
-        env.call("read_file", json!({"file_path": "notes.txt", "offset": 2, "limit": 1})),
+        env.call(
+            "read_file",
+            json!({"file_path": "notes.txt", "offset": 2, "limit": 1})
+        ),
         "File: notes.txt (3 lines)\nShowing lines 2-2\n     2\tline 2"
     );
     // Past the end: the reference's own (odd) range.
@@ -31,11 +34,20 @@ fn read_file_layout_window_and_errors() {
         env.call("read_file", json!({"file_path": "notes.txt", "offset": 10})),
         "File: notes.txt (3 lines)\nShowing lines 10-3\n"
     );
-    assert_eq!(env.call("read_file", json!({"file_path": "nope.txt"})), "Error: File nope.txt does not exist");
+    assert_eq!(
+        env.call("read_file", json!({"file_path": "nope.txt"})),
+        "Error: File nope.txt does not exist"
+    );
     std::fs::create_dir(env.path("d")).unwrap();
-    assert_eq!(env.call("read_file", json!({"file_path": "d"})), "Error: File d does not exist");
+    assert_eq!(
+        env.call("read_file", json!({"file_path": "d"})),
+        "Error: File d does not exist"
+    );
     let err = env.try_call("read_file", json!({})).unwrap_err();
-    assert_eq!(err.message, "read_file() missing 1 required positional argument: 'file_path'");
+    assert_eq!(
+        err.message,
+        "read_file() missing 1 required positional argument: 'file_path'"
+    );
 }
 
 #[test]
@@ -45,7 +57,9 @@ fn read_file_caps_lines_and_line_length() {
     env.write("big.txt", &text);
     let out = env.call("read_file", json!({"file_path": "big.txt"}));
     assert!(out.starts_with("File: big.txt (2500 lines)\nShowing lines 1-2000\n"));
-    assert!(out.ends_with("\n\n[Truncated: showing lines 1–2000 of 2500 total. Use offset=2001 to continue reading.]"));
+    assert!(out.ends_with(
+        "\n\n[Truncated: showing lines 1–2000 of 2500 total. Use offset=2001 to continue reading.]"
+    ));
     // An explicit limit is not capped at 2000 and adds no note.
     let out = env.call("read_file", json!({"file_path": "big.txt", "limit": 2400}));
     assert!(out.contains("Showing lines 1-2400\n") && !out.contains("[Truncated"));
@@ -61,17 +75,26 @@ fn read_file_caps_lines_and_line_length() {
 fn read_file_hostile_contents() {
     let env = Env::new();
     env.write("empty.txt", "");
-    assert_eq!(env.call("read_file", json!({"file_path": "empty.txt"})), "File: empty.txt (0 lines)\nShowing lines 1-0\n");
+    assert_eq!(
+        env.call("read_file", json!({"file_path": "empty.txt"})),
+        "File: empty.txt (0 lines)\nShowing lines 1-0\n"
+    );
 
     env.write("nul.bin", b"abc\0def");
-    assert_eq!(env.call("read_file", json!({"file_path": "nul.bin"})), "Binary file: nul.bin (7 bytes)");
+    assert_eq!(
+        env.call("read_file", json!({"file_path": "nul.bin"})),
+        "Binary file: nul.bin (7 bytes)"
+    );
 
     // Invalid UTF-8 beyond the sniff window is still binary.
     let mut late = vec![b'a'; 10_000];
     late.push(b'\n');
     late.extend_from_slice(&[0xff, 0xfe, b'\n']);
     env.write("late.txt", &late);
-    assert_eq!(env.call("read_file", json!({"file_path": "late.txt"})), "Binary file: late.txt (10004 bytes)");
+    assert_eq!(
+        env.call("read_file", json!({"file_path": "late.txt"})),
+        "Binary file: late.txt (10004 bytes)"
+    );
 
     // CRLF and lone CR end lines the way Python's text mode does.
     env.write("crlf.txt", "a\r\nb\r\nc\rd");
@@ -82,18 +105,30 @@ fn read_file_hostile_contents() {
 
     // 100 MB sparse file of zeros: detected from the first 8 KiB, never read whole.
     let big = env.path("sparse.bin");
-    File::create(&big).unwrap().set_len(100 * 1024 * 1024).unwrap();
+    File::create(&big)
+        .unwrap()
+        .set_len(100 * 1024 * 1024)
+        .unwrap();
     let t = Instant::now();
-    assert_eq!(env.call("read_file", json!({"file_path": "sparse.bin"})), "Binary file: sparse.bin (104857600 bytes)");
+    assert_eq!(
+        env.call("read_file", json!({"file_path": "sparse.bin"})),
+        "Binary file: sparse.bin (104857600 bytes)"
+    );
     assert!(t.elapsed() < Duration::from_secs(2));
 
     // A NUL byte in the path finds nothing (as Python's is_file() does).
-    assert_eq!(env.call("read_file", json!({"file_path": "a\u{0}b"})), "Error: File a\u{0}b does not exist");
+    assert_eq!(
+        env.call("read_file", json!({"file_path": "a\u{0}b"})),
+        "Error: File a\u{0}b does not exist"
+    );
 
     // A symlink loop is not a file.
     symlink(env.path("loop2"), env.path("loop1")).unwrap();
     symlink(env.path("loop1"), env.path("loop2")).unwrap();
-    assert_eq!(env.call("read_file", json!({"file_path": "loop1"})), "Error: File loop1 does not exist");
+    assert_eq!(
+        env.call("read_file", json!({"file_path": "loop1"})),
+        "Error: File loop1 does not exist"
+    );
 }
 
 #[test]
@@ -108,8 +143,15 @@ fn read_file_100mb_text_is_streamed() {
     f.flush().unwrap();
     drop(f);
     let t = Instant::now();
-    let out = env.call("read_file", json!({"file_path": "huge.txt", "offset": 102_400, "limit": 5}));
-    assert!(out.starts_with("File: huge.txt (102400 lines)\nShowing lines 102400-102400\n102400\ty"), "{}", &out[..80]);
+    let out = env.call(
+        "read_file",
+        json!({"file_path": "huge.txt", "offset": 102_400, "limit": 5}),
+    );
+    assert!(
+        out.starts_with("File: huge.txt (102400 lines)\nShowing lines 102400-102400\n102400\ty"),
+        "{}",
+        &out[..80]
+    );
     assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
 }
 
@@ -128,8 +170,12 @@ fn reads_outside_workspace_are_refused_unless_allowed() {
         )
     );
     symlink(&outside, env.path("link")).unwrap();
-    assert!(env.call("read_file", json!({"file_path": "link/secret.txt"})).starts_with("Error: PathPolicy: refused"));
-    assert!(env.call("list_directory", json!({"directory_path": ".."})).starts_with("Error: PathPolicy: refused"));
+    assert!(env
+        .call("read_file", json!({"file_path": "link/secret.txt"}))
+        .starts_with("Error: PathPolicy: refused"));
+    assert!(env
+        .call("list_directory", json!({"directory_path": ".."}))
+        .starts_with("Error: PathPolicy: refused"));
 
     let open = Env::with_config(ToolsConfig {
         allow_reads_outside_workspace: true,
@@ -147,22 +193,44 @@ fn reads_outside_workspace_are_refused_unless_allowed() {
 fn write_file_creates_overwrites_appends() {
     let env = Env::new();
     assert_eq!(
-        env.call("write_file", json!({"file_path": "a/b/c.txt", "content": "x\r\ny\n"})),
+        env.call(
+            "write_file",
+            json!({"file_path": "a/b/c.txt", "content": "x\r\ny\n"})
+        ),
         "Successfully wrote to a/b/c.txt"
     );
     assert_eq!(std::fs::read(env.path("a/b/c.txt")).unwrap(), b"x\r\ny\n");
-    std::fs::set_permissions(env.path("a/b/c.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert_eq!(env.call("write_file", json!({"file_path": "a/b/c.txt", "content": "new"})), "Successfully wrote to a/b/c.txt");
+    std::fs::set_permissions(
+        env.path("a/b/c.txt"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    assert_eq!(
+        env.call(
+            "write_file",
+            json!({"file_path": "a/b/c.txt", "content": "new"})
+        ),
+        "Successfully wrote to a/b/c.txt"
+    );
     let meta = std::fs::metadata(env.path("a/b/c.txt")).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o755);
     assert_eq!(
-        env.call("write_file", json!({"file_path": "a/b/c.txt", "content": "+", "append": true})),
+        env.call(
+            "write_file",
+            json!({"file_path": "a/b/c.txt", "content": "+", "append": true})
+        ),
         "Successfully appended to a/b/c.txt"
     );
-    assert_eq!(std::fs::read_to_string(env.path("a/b/c.txt")).unwrap(), "new+");
+    assert_eq!(
+        std::fs::read_to_string(env.path("a/b/c.txt")).unwrap(),
+        "new+"
+    );
     // No temp files left behind.
     assert_eq!(std::fs::read_dir(env.path("a/b")).unwrap().count(), 1);
-    assert_eq!(env.call("write_file", json!({"file_path": "empty", "content": ""})), "Successfully wrote to empty");
+    assert_eq!(
+        env.call("write_file", json!({"file_path": "empty", "content": ""})),
+        "Successfully wrote to empty"
+    );
     assert_eq!(std::fs::metadata(env.path("empty")).unwrap().len(), 0);
 }
 
@@ -175,7 +243,9 @@ fn write_file_containment() {
         env.call("write_file", json!({"file_path": "../x.txt", "content": "no"})),
         format!("Error: PathPolicy: refused '../x.txt' — resolves to '{parent}/x.txt', outside project_root '{root}'")
     );
-    assert!(!tools_support::exists(&env.root.parent().unwrap().join("x.txt")));
+    assert!(!tools_support::exists(
+        &env.root.parent().unwrap().join("x.txt")
+    ));
     assert_eq!(
         env.call("write_file", json!({"file_path": "/etc/agentao-test", "content": "no"})),
         format!("Error: PathPolicy: refused '/etc/agentao-test' — resolves to '/etc/agentao-test', outside project_root '{root}'")
@@ -184,17 +254,38 @@ fn write_file_containment() {
     let outside = std::fs::canonicalize(outside.path()).unwrap();
     symlink(&outside, env.path("out")).unwrap();
     let r = env.call("write_file", json!({"file_path": "out/f", "content": "no"}));
-    assert!(r.starts_with("Error: PathPolicy: refused 'out/f' — resolves to '"), "{r}");
+    assert!(
+        r.starts_with("Error: PathPolicy: refused 'out/f' — resolves to '"),
+        "{r}"
+    );
     assert!(!outside.join("f").exists());
     std::fs::write(outside.join("target"), "keep").unwrap();
     symlink(outside.join("target"), env.path("leaf")).unwrap();
-    assert!(env.call("write_file", json!({"file_path": "leaf", "content": "no"})).starts_with("Error: PathPolicy: refused 'leaf'"));
-    assert_eq!(std::fs::read_to_string(outside.join("target")).unwrap(), "keep");
+    assert!(env
+        .call("write_file", json!({"file_path": "leaf", "content": "no"}))
+        .starts_with("Error: PathPolicy: refused 'leaf'"));
+    assert_eq!(
+        std::fs::read_to_string(outside.join("target")).unwrap(),
+        "keep"
+    );
     // `sub/../..` climbs out even when `sub` exists.
     std::fs::create_dir(env.path("sub")).unwrap();
-    assert!(env.call("write_file", json!({"file_path": "sub/../../y", "content": "no"})).starts_with("Error: PathPolicy: refused"));
-    let err = env.try_call("write_file", json!({"file_path": "a\u{0}b", "content": "no"})).unwrap_err();
-    assert_eq!((err.kind.as_str(), err.message.as_str()), ("ValueError", "embedded null byte"));
+    assert!(env
+        .call(
+            "write_file",
+            json!({"file_path": "sub/../../y", "content": "no"})
+        )
+        .starts_with("Error: PathPolicy: refused"));
+    let err = env
+        .try_call(
+            "write_file",
+            json!({"file_path": "a\u{0}b", "content": "no"}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        (err.kind.as_str(), err.message.as_str()),
+        ("ValueError", "embedded null byte")
+    );
     // A symlink loop inside the workspace is contained but cannot be written.
     symlink(env.path("l2"), env.path("l1")).unwrap();
     symlink(env.path("l1"), env.path("l2")).unwrap();
@@ -213,14 +304,26 @@ fn replace_tiers_and_messages() {
         "Replaced the first of 2 occurrences in f.txt. 1 occurrence(s) of old_text remain — if you meant a different \
          one, include more surrounding context to make it unique, or pass replace_all=true to change all."
     );
-    assert_eq!(std::fs::read_to_string(env.path("f.txt")).unwrap(), "1 two one two\n");
     assert_eq!(
-        env.call("replace", json!({"file_path": "f.txt", "old_text": "two", "new_text": "2", "replace_all": true})),
+        std::fs::read_to_string(env.path("f.txt")).unwrap(),
+        "1 two one two\n"
+    );
+    assert_eq!(
+        env.call(
+            "replace",
+            json!({"file_path": "f.txt", "old_text": "two", "new_text": "2", "replace_all": true})
+        ),
         "Replaced 2 occurrence(s) in f.txt"
     );
-    assert_eq!(std::fs::read_to_string(env.path("f.txt")).unwrap(), "1 2 one 2\n");
     assert_eq!(
-        env.call("replace", json!({"file_path": "f.txt", "old_text": "zzz", "new_text": "y"})),
+        std::fs::read_to_string(env.path("f.txt")).unwrap(),
+        "1 2 one 2\n"
+    );
+    assert_eq!(
+        env.call(
+            "replace",
+            json!({"file_path": "f.txt", "old_text": "zzz", "new_text": "y"})
+        ),
         "Error: Old text not found in f.txt"
     );
     assert_eq!(
@@ -229,7 +332,10 @@ fn replace_tiers_and_messages() {
     );
     let missing = env.path("missing.txt").display().to_string();
     assert_eq!(
-        env.call("replace", json!({"file_path": "missing.txt", "old_text": "a", "new_text": "b"})),
+        env.call(
+            "replace",
+            json!({"file_path": "missing.txt", "old_text": "a", "new_text": "b"})
+        ),
         format!("Error editing file: [Errno 2] No such file or directory: '{missing}'")
     );
     env.write("bin.txt", [0xffu8, b'a']);
@@ -239,12 +345,18 @@ fn replace_tiers_and_messages() {
     );
     env.write("crlf.txt", "a\r\nb\r\n");
     assert_eq!(
-        env.call("replace", json!({"file_path": "crlf.txt", "old_text": "a\nb", "new_text": "x\ny"})),
+        env.call(
+            "replace",
+            json!({"file_path": "crlf.txt", "old_text": "a\nb", "new_text": "x\ny"})
+        ),
         "Replaced 1 occurrence(s) in crlf.txt"
     );
     assert_eq!(std::fs::read(env.path("crlf.txt")).unwrap(), b"x\r\ny\r\n");
     assert!(env
-        .call("replace", json!({"file_path": "../f.txt", "old_text": "a", "new_text": "b"}))
+        .call(
+            "replace",
+            json!({"file_path": "../f.txt", "old_text": "a", "new_text": "b"})
+        )
         .starts_with("Error: PathPolicy: refused '../f.txt'"));
 }
 
@@ -265,14 +377,23 @@ fn list_directory_layout() {
         env.call("list_directory", json!({"directory_path": ".", "recursive": true})),
         "Directory: .\n\n[DIR]  a/\n[DIR]  Sub/\n[FILE] a/inner.txt (2 bytes)\n[FILE] B.txt (3 bytes)\n[FILE] c.txt (0 bytes)"
     );
-    assert_eq!(env.call("list_directory", json!({"directory_path": "nope"})), "Error: Directory nope does not exist");
-    assert_eq!(env.call("list_directory", json!({"directory_path": "c.txt"})), "Error: c.txt is not a directory");
+    assert_eq!(
+        env.call("list_directory", json!({"directory_path": "nope"})),
+        "Error: Directory nope does not exist"
+    );
+    assert_eq!(
+        env.call("list_directory", json!({"directory_path": "c.txt"})),
+        "Error: c.txt is not a directory"
+    );
     // A symlink loop neither hangs nor breaks the listing.
     symlink(env.path("a"), env.path("a/back")).unwrap();
     symlink(env.path("x2"), env.path("x1")).unwrap();
     symlink(env.path("x1"), env.path("x2")).unwrap();
     let out = env.call("list_directory", json!({"recursive": true}));
-    assert!(out.contains("[DIR]  a/back/") && out.contains("[FILE] x1 (0 bytes)"), "{out}");
+    assert!(
+        out.contains("[DIR]  a/back/") && out.contains("[FILE] x1 (0 bytes)"),
+        "{out}"
+    );
 }
 
 // ---------------------------------------------------------------- glob
@@ -280,29 +401,67 @@ fn list_directory_layout() {
 #[test]
 fn glob_matching_and_order() {
     let env = Env::new();
-    for f in ["a.py", "b.py", "src/x.rs", "src/deep/y.rs", "node_modules/m.py", ".git/h.py", "note.txt"] {
+    for f in [
+        "a.py",
+        "b.py",
+        "src/x.rs",
+        "src/deep/y.rs",
+        "node_modules/m.py",
+        ".git/h.py",
+        "note.txt",
+    ] {
         env.write(f, "");
     }
     let old = SystemTime::now() - Duration::from_secs(3 * 86_400);
-    for f in ["a.py", "b.py", "src/x.rs", "src/deep/y.rs", "node_modules/m.py", ".git/h.py"] {
-        File::options().write(true).open(env.path(f)).unwrap().set_modified(old).unwrap();
+    for f in [
+        "a.py",
+        "b.py",
+        "src/x.rs",
+        "src/deep/y.rs",
+        "node_modules/m.py",
+        ".git/h.py",
+    ] {
+        File::options()
+            .write(true)
+            .open(env.path(f))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
     }
-    assert_eq!(env.call("glob", json!({"pattern": "*.py"})), "Found 2 file(s):\n\na.py\nb.py");
+    assert_eq!(
+        env.call("glob", json!({"pattern": "*.py"})),
+        "Found 2 file(s):\n\na.py\nb.py"
+    );
     assert_eq!(
         env.call("glob", json!({"pattern": "**/*.py"})),
         "Found 4 file(s):\n\n.git/h.py\na.py\nb.py\nnode_modules/m.py"
     );
-    assert_eq!(env.call("glob", json!({"pattern": "src/**/*.rs"})), "Found 2 file(s):\n\nsrc/deep/y.rs\nsrc/x.rs");
-    assert_eq!(env.call("glob", json!({"pattern": "*.rs", "directory": "src"})), "Found 1 file(s):\n\nx.rs");
+    assert_eq!(
+        env.call("glob", json!({"pattern": "src/**/*.rs"})),
+        "Found 2 file(s):\n\nsrc/deep/y.rs\nsrc/x.rs"
+    );
+    assert_eq!(
+        env.call("glob", json!({"pattern": "*.rs", "directory": "src"})),
+        "Found 1 file(s):\n\nx.rs"
+    );
     // Recently modified files first, newest first.
     env.write("fresh.py", "");
     let out = env.call("glob", json!({"pattern": "**/*"}));
     assert!(out.starts_with("Found 8 file(s):\n\n"), "{out}");
     let lines: Vec<&str> = out.lines().skip(2).collect();
     assert_eq!(&lines[..2], &["fresh.py", "note.txt"]);
-    assert_eq!(env.call("glob", json!({"pattern": "*.java"})), "No files found matching pattern: *.java");
-    assert_eq!(env.call("glob", json!({"pattern": "*", "directory": "gone"})), "Error: Directory gone does not exist");
-    assert_eq!(env.call("glob", json!({"pattern": "/etc/*"})), "Error finding files: Non-relative patterns are unsupported");
+    assert_eq!(
+        env.call("glob", json!({"pattern": "*.java"})),
+        "No files found matching pattern: *.java"
+    );
+    assert_eq!(
+        env.call("glob", json!({"pattern": "*", "directory": "gone"})),
+        "Error: Directory gone does not exist"
+    );
+    assert_eq!(
+        env.call("glob", json!({"pattern": "/etc/*"})),
+        "Error finding files: Non-relative patterns are unsupported"
+    );
 }
 
 // ---------------------------------------------------------------- 100,000 entries
@@ -333,7 +492,9 @@ fn hundred_thousand_entries() {
     assert_eq!(out, "Found 1 match(es):\n\nmany/f050000.txt:1:needle here");
     let t_search = t.elapsed();
     assert!(
-        t_list < Duration::from_secs(5) && t_glob < Duration::from_secs(5) && t_search < Duration::from_secs(10),
+        t_list < Duration::from_secs(5)
+            && t_glob < Duration::from_secs(5)
+            && t_search < Duration::from_secs(10),
         "list {t_list:?} glob {t_glob:?} search {t_search:?}"
     );
 }
@@ -343,13 +504,27 @@ fn hundred_thousand_entries() {
 #[test]
 fn ask_user_passes_every_hint() {
     let env = Env::new();
-    assert_eq!(env.call("ask_user", json!({"question": "Which?", "options": ["a", "b"]})), "yes");
+    assert_eq!(
+        env.call(
+            "ask_user",
+            json!({"question": "Which?", "options": ["a", "b"]})
+        ),
+        "yes"
+    );
     let asked = env.host.asked.lock().unwrap().clone();
     assert_eq!(asked[0].0, "Which?");
-    assert_eq!(asked[0].1, json!({"header": null, "options": ["a", "b"], "multiple": false, "allow_custom": true}));
+    assert_eq!(
+        asked[0].1,
+        json!({"header": null, "options": ["a", "b"], "multiple": false, "allow_custom": true})
+    );
     let mut failing = Env::new();
     failing.host.answer = Some(Err("host went away".to_owned()));
-    let err = failing.try_call("ask_user", json!({"question": "q", "header": "H", "multiple": true, "allow_custom": false})).unwrap_err();
+    let err = failing
+        .try_call(
+            "ask_user",
+            json!({"question": "q", "header": "H", "multiple": true, "allow_custom": false}),
+        )
+        .unwrap_err();
     assert_eq!(err.message, "host went away");
     assert_eq!(
         failing.host.asked.lock().unwrap()[0].1,
@@ -368,12 +543,23 @@ fn todo_write_replaces_the_list() {
             {"content": "c", "status": "pending"},
             {"content": "d", "status": "pending"}]}),
     );
-    assert_eq!(out, "Todo list updated: 4 task(s) (1 completed, 1 in progress, 2 pending)");
+    assert_eq!(
+        out,
+        "Todo list updated: 4 task(s) (1 completed, 1 in progress, 2 pending)"
+    );
     assert_eq!(env.services.todos().len(), 4);
-    assert_eq!(env.call("todo_write", json!({"todos": []})), "Todo list updated: 0 task(s) (0 completed, 0 in progress, 0 pending)");
+    assert_eq!(
+        env.call("todo_write", json!({"todos": []})),
+        "Todo list updated: 0 task(s) (0 completed, 0 in progress, 0 pending)"
+    );
     assert!(env.services.todos().is_empty());
-    let err = env.try_call("todo_write", json!({"todos": [{"status": "pending"}]})).unwrap_err();
-    assert_eq!((err.kind.as_str(), err.message.as_str()), ("KeyError", "'content'"));
+    let err = env
+        .try_call("todo_write", json!({"todos": [{"status": "pending"}]}))
+        .unwrap_err();
+    assert_eq!(
+        (err.kind.as_str(), err.message.as_str()),
+        ("KeyError", "'content'")
+    );
 }
 
 // ---------------------------------------------------------------- registry and config
@@ -409,7 +595,9 @@ fn registry_catalogue_and_flags() {
         assert_eq!(s["function"]["parameters"]["type"], "object");
     }
     let shell = reg.get("run_shell_command").unwrap();
-    assert!(shell.description().starts_with("Run a shell command as `/bin/bash -c <command>`."));
+    assert!(shell
+        .description()
+        .starts_with("Run a shell command as `/bin/bash -c <command>`."));
 
     let err = ToolRegistry::builtin(&ToolsConfig {
         disabled: vec!["rm_rf".into()],
@@ -417,7 +605,10 @@ fn registry_catalogue_and_flags() {
     })
     .err()
     .unwrap();
-    assert!(err.starts_with("config field `tools`: unknown tool 'rm_rf'"), "{err}");
+    assert!(
+        err.starts_with("config field `tools`: unknown tool 'rm_rf'"),
+        "{err}"
+    );
     let only = ToolRegistry::builtin(&ToolsConfig {
         enabled: Some(vec!["read_file".into(), "glob".into()]),
         ..ToolsConfig::default()
@@ -442,8 +633,10 @@ fn settings_are_validated_with_field_names() {
         bad(json!({"web_fetch": {"allow_private": ["127.0.0.1", "nope"]}})),
         "config field `tools.settings.web_fetch.allow_private`: 'nope' is not an IP address or CIDR"
     );
-    assert!(bad(json!({"web_fetch": {"x": 1}})).starts_with("config field `tools.settings.web_fetch.x`: unknown setting"));
-    assert!(bad(json!({"tool_outputs_dir": 3})).starts_with("config field `tools.settings.tool_outputs_dir`"));
+    assert!(bad(json!({"web_fetch": {"x": 1}}))
+        .starts_with("config field `tools.settings.web_fetch.x`: unknown setting"));
+    assert!(bad(json!({"tool_outputs_dir": 3}))
+        .starts_with("config field `tools.settings.tool_outputs_dir`"));
     let ok = ToolServices::new(
         &settings(json!({"shell": {"timeout_s": 5, "scrub_env": false}, "web_fetch": {"allow_private": "10.0.0.0/8 127.0.0.1"}, "tool_outputs_dir": "out"})),
         &root,
@@ -467,7 +660,12 @@ fn spill_to_configured_dir_and_prune() {
         .unwrap()
         .set_modified(SystemTime::now() - Duration::from_secs(8 * 86_400))
         .unwrap();
-    let raw = format!("{} ghp_{}{}", "h".repeat(9_000), "A".repeat(40), " t".repeat(20_000));
+    let raw = format!(
+        "{} ghp_{}{}",
+        "h".repeat(9_000),
+        "A".repeat(40),
+        " t".repeat(20_000)
+    );
     let r = env.services.format_result("list_directory", &raw);
     assert!(r.saved_to_disk);
     let path = r.disk_path.unwrap();
@@ -476,7 +674,11 @@ fn spill_to_configured_dir_and_prune() {
     let saved = std::fs::read_to_string(&path).unwrap();
     assert!(saved.contains("[REDACTED:github_token]") && !saved.contains("ghp_AAAA"));
     // The model's excerpt is verbatim (not redacted) and bounded.
-    assert!(r.model_text.contains("[… 9,045 chars omitted …]"), "{}", &r.model_text[..300]);
+    assert!(
+        r.model_text.contains("[… 9,045 chars omitted …]"),
+        "{}",
+        &r.model_text[..300]
+    );
     assert_eq!(r.original_chars, 49_045);
     let small = env.services.format_result("read_file", "tiny");
     assert!(!small.saved_to_disk && small.model_text == "tiny");

@@ -160,10 +160,19 @@ mod tests {
     fn containment() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
-        assert_eq!(contain_file(&root, "a/b.txt").unwrap(), root.join("a/b.txt"));
+        assert_eq!(
+            contain_file(&root, "a/b.txt").unwrap(),
+            root.join("a/b.txt")
+        );
         let e = contain_file(&root, "../x").unwrap_err();
-        assert!(e.starts_with("PathPolicy: refused '../x' — resolves to '"), "{e}");
-        assert!(e.ends_with(&format!("outside project_root '{}'", root.display())), "{e}");
+        assert!(
+            e.starts_with("PathPolicy: refused '../x' — resolves to '"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with(&format!("outside project_root '{}'", root.display())),
+            "{e}"
+        );
         assert!(contain_file(&root, "/etc/passwd").is_err());
         std::os::unix::fs::symlink("/tmp", root.join("out")).unwrap();
         assert!(contain_file(&root, "out/x").is_err());

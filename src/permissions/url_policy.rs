@@ -12,8 +12,18 @@ use url::{Host, Url};
 pub const MAX_REDIRECTS: usize = 20;
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
-const LOCAL_HOSTNAMES: &[&str] = &["localhost", "localhost.localdomain", "metadata.google.internal"];
-const LOCAL_SUFFIXES: &[&str] = &[".localhost", ".local", ".localdomain", ".internal", ".cluster.local"];
+const LOCAL_HOSTNAMES: &[&str] = &[
+    "localhost",
+    "localhost.localdomain",
+    "metadata.google.internal",
+];
+const LOCAL_SUFFIXES: &[&str] = &[
+    ".localhost",
+    ".local",
+    ".localdomain",
+    ".internal",
+    ".cluster.local",
+];
 
 const NON_PUBLIC: &[&str] = &[
     "0.0.0.0/8",
@@ -67,7 +77,12 @@ const METADATA_V4: &[Ipv4Addr] = &[
     Ipv4Addr::new(192, 0, 0, 192),
     Ipv4Addr::new(169, 254, 42, 42),
 ];
-const METADATA_V6: &[&str] = &["fd00:ec2::254", "fd00:ec2::23", "fd20:ce::254", "fd00:42::42"];
+const METADATA_V6: &[&str] = &[
+    "fd00:ec2::254",
+    "fd00:ec2::23",
+    "fd20:ce::254",
+    "fd00:42::42",
+];
 
 const NAT64_OFFSETS: &[(u8, [usize; 4])] = &[
     (32, [4, 5, 6, 7]),
@@ -91,7 +106,9 @@ fn in_any(addr: IpAddr, networks: &[IpNet]) -> bool {
 }
 
 /// Parses allow-list tokens: CIDRs or bare IPs (a bare IP is a /32 or /128).
-pub fn parse_allow_list<'a>(tokens: impl IntoIterator<Item = &'a str>) -> Result<Vec<IpNet>, String> {
+pub fn parse_allow_list<'a>(
+    tokens: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<IpNet>, String> {
     let mut out = Vec::new();
     for token in tokens {
         let token = token.trim();
@@ -121,7 +138,12 @@ pub fn allow_list_from_env() -> Vec<IpNet> {
 }
 
 fn v4_at(octets: &[u8; 16], idx: [usize; 4]) -> Ipv4Addr {
-    Ipv4Addr::new(octets[idx[0]], octets[idx[1]], octets[idx[2]], octets[idx[3]])
+    Ipv4Addr::new(
+        octets[idx[0]],
+        octets[idx[1]],
+        octets[idx[2]],
+        octets[idx[3]],
+    )
 }
 
 fn is_isatap(o: &[u8; 16]) -> bool {
@@ -154,7 +176,9 @@ fn offsets(n: u8) -> [usize; 4] {
 
 /// The IPv4 addresses an IPv6 address carries through a translation mechanism.
 fn embedded_ipv4s(addr: IpAddr) -> Vec<Ipv4Addr> {
-    let IpAddr::V6(a) = addr else { return Vec::new() };
+    let IpAddr::V6(a) = addr else {
+        return Vec::new();
+    };
     let o = a.octets();
     if let Some(v4) = a.to_ipv4_mapped() {
         return vec![v4];
@@ -167,7 +191,10 @@ fn embedded_ipv4s(addr: IpAddr) -> Vec<Ipv4Addr> {
         return vec![v4_at(&o, offsets(96))];
     }
     if in_any(ip, &nets(&["64:ff9b:1::/48"])) {
-        let mut v: Vec<Ipv4Addr> = nat64_local_layouts(&o).into_iter().map(|n| v4_at(&o, offsets(n))).collect();
+        let mut v: Vec<Ipv4Addr> = nat64_local_layouts(&o)
+            .into_iter()
+            .map(|n| v4_at(&o, offsets(n)))
+            .collect();
         v.sort();
         v.dedup();
         return v;
@@ -193,7 +220,10 @@ fn cloud_metadata_targets(addr: IpAddr) -> Vec<IpAddr> {
                 return vec![addr];
             }
             let o = v6.octets();
-            let mut candidates: Vec<Ipv4Addr> = NAT64_OFFSETS.iter().map(|(_, idx)| v4_at(&o, *idx)).collect();
+            let mut candidates: Vec<Ipv4Addr> = NAT64_OFFSETS
+                .iter()
+                .map(|(_, idx)| v4_at(&o, *idx))
+                .collect();
             candidates.push(v4_at(&o, [2, 3, 4, 5]));
             if in_any(addr, &nets(&["2001::/32"])) {
                 candidates.push(Ipv4Addr::from((u128::from(v6) as u32) ^ 0xFFFF_FFFF));
@@ -217,19 +247,26 @@ fn names_exactly(addr: IpAddr, allow: &[IpNet]) -> bool {
 }
 
 fn is_non_public(addr: IpAddr) -> bool {
-    if addr == IpAddr::V4(Ipv4Addr::new(192, 0, 0, 9)) || addr == IpAddr::V4(Ipv4Addr::new(192, 0, 0, 10)) {
+    if addr == IpAddr::V4(Ipv4Addr::new(192, 0, 0, 9))
+        || addr == IpAddr::V4(Ipv4Addr::new(192, 0, 0, 10))
+    {
         return false;
     }
     if in_any(addr, &NON_PUBLIC_NETS) {
         return true;
     }
-    matches!(addr, IpAddr::V6(_)) && in_any(addr, &PY_PRIVATE_NETS) && !in_any(addr, &PY_EXCEPTION_NETS)
+    matches!(addr, IpAddr::V6(_))
+        && in_any(addr, &PY_PRIVATE_NETS)
+        && !in_any(addr, &PY_EXCEPTION_NETS)
 }
 
 /// True when `addr` may not be fetched: a cloud metadata endpoint in any encoding (unless the
 /// allow list names that exact address), or a non-public address outside the allow list.
 pub fn is_disallowed(addr: IpAddr, allow: &[IpNet]) -> bool {
-    if cloud_metadata_targets(addr).iter().any(|t| !names_exactly(*t, allow)) {
+    if cloud_metadata_targets(addr)
+        .iter()
+        .any(|t| !names_exactly(*t, allow))
+    {
         return true;
     }
     let mut effective: Vec<IpAddr> = embedded_ipv4s(addr).into_iter().map(IpAddr::V4).collect();
@@ -247,7 +284,11 @@ pub fn is_disallowed(addr: IpAddr, allow: &[IpNet]) -> bool {
 
 /// Python's `repr()` of a string, as the reference's messages show URLs.
 pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
@@ -260,7 +301,9 @@ pub fn py_repr(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -281,16 +324,26 @@ pub enum Target {
 pub fn check_shape(raw: &str, allow: &[IpNet]) -> Result<Target, String> {
     let lower = raw.trim_start().to_ascii_lowercase();
     if !(lower.starts_with("http:") || lower.starts_with("https:")) {
-        return Err(format!("only http/https URLs are allowed: {}", py_repr(raw)));
+        return Err(format!(
+            "only http/https URLs are allowed: {}",
+            py_repr(raw)
+        ));
     }
     let url = match Url::parse(raw) {
         Ok(u) => u,
-        Err(url::ParseError::InvalidPort) => return Err(format!("invalid port in URL: {}", py_repr(raw))),
-        Err(url::ParseError::EmptyHost) => return Err(format!("URL has no host: {}", py_repr(raw))),
+        Err(url::ParseError::InvalidPort) => {
+            return Err(format!("invalid port in URL: {}", py_repr(raw)))
+        }
+        Err(url::ParseError::EmptyHost) => {
+            return Err(format!("URL has no host: {}", py_repr(raw)))
+        }
         Err(e) => return Err(format!("invalid URL {}: {e}", py_repr(raw))),
     };
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("only http/https URLs are allowed: {}", py_repr(raw)));
+        return Err(format!(
+            "only http/https URLs are allowed: {}",
+            py_repr(raw)
+        ));
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err("URLs with embedded credentials are not allowed".to_owned());
@@ -305,7 +358,9 @@ pub fn check_shape(raw: &str, allow: &[IpNet]) -> Result<Target, String> {
             if host.is_empty() {
                 return Err(format!("URL has no host: {}", py_repr(raw)));
             }
-            if LOCAL_HOSTNAMES.contains(&host.as_str()) || LOCAL_SUFFIXES.iter().any(|s| host.ends_with(s)) {
+            if LOCAL_HOSTNAMES.contains(&host.as_str())
+                || LOCAL_SUFFIXES.iter().any(|s| host.ends_with(s))
+            {
                 return Err(format!("local/internal hostnames are not allowed: {host}"));
             }
             if !host.contains('.') {
@@ -328,7 +383,11 @@ fn literal(url: Url, ip: IpAddr, allow: &[IpNet]) -> Result<Target, String> {
 }
 
 /// Judges every address a name resolved to; returns the socket addresses to pin.
-pub fn check_resolved(host: &str, addrs: &[SocketAddr], allow: &[IpNet]) -> Result<Vec<SocketAddr>, String> {
+pub fn check_resolved(
+    host: &str,
+    addrs: &[SocketAddr],
+    allow: &[IpNet],
+) -> Result<Vec<SocketAddr>, String> {
     let shown = host.trim_end_matches('.').to_lowercase();
     if addrs.is_empty() {
         return Err(format!("host did not resolve: {shown}"));
@@ -342,11 +401,18 @@ pub fn check_resolved(host: &str, addrs: &[SocketAddr], allow: &[IpNet]) -> Resu
     blocked.sort();
     blocked.dedup();
     if !blocked.is_empty() {
-        let mut rendered = blocked.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+        let mut rendered = blocked
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
         if blocked.len() > 3 {
             rendered.push_str(", ...");
         }
-        return Err(format!("{shown} resolves to non-public address(es): {rendered}"));
+        return Err(format!(
+            "{shown} resolves to non-public address(es): {rendered}"
+        ));
     }
     Ok(addrs.to_vec())
 }
@@ -392,15 +458,42 @@ mod tests {
 
     #[test]
     fn shapes() {
-        assert_eq!(check_shape("ftp://x.com/", &[]).unwrap_err(), "only http/https URLs are allowed: 'ftp://x.com/'");
-        assert_eq!(check_shape("http://u:p@x.com/", &[]).unwrap_err(), "URLs with embedded credentials are not allowed");
-        assert_eq!(check_shape("http://localhost:8/", &[]).unwrap_err(), "local/internal hostnames are not allowed: localhost");
-        assert_eq!(check_shape("http://db.internal/", &[]).unwrap_err(), "local/internal hostnames are not allowed: db.internal");
-        assert_eq!(check_shape("http://intranet/", &[]).unwrap_err(), "single-label hostnames are not allowed: intranet");
-        assert_eq!(check_shape("http://127.0.0.1:9/", &[]).unwrap_err(), "target is a non-public address: 127.0.0.1");
-        assert_eq!(check_shape("http://2130706433/", &[]).unwrap_err(), "target is a non-public address: 127.0.0.1");
-        assert_eq!(check_shape("http://[::1]/", &[]).unwrap_err(), "target is a non-public address: ::1");
-        assert!(matches!(check_shape("https://example.com/a", &[]), Ok(Target::Name { port: 443, .. })));
+        assert_eq!(
+            check_shape("ftp://x.com/", &[]).unwrap_err(),
+            "only http/https URLs are allowed: 'ftp://x.com/'"
+        );
+        assert_eq!(
+            check_shape("http://u:p@x.com/", &[]).unwrap_err(),
+            "URLs with embedded credentials are not allowed"
+        );
+        assert_eq!(
+            check_shape("http://localhost:8/", &[]).unwrap_err(),
+            "local/internal hostnames are not allowed: localhost"
+        );
+        assert_eq!(
+            check_shape("http://db.internal/", &[]).unwrap_err(),
+            "local/internal hostnames are not allowed: db.internal"
+        );
+        assert_eq!(
+            check_shape("http://intranet/", &[]).unwrap_err(),
+            "single-label hostnames are not allowed: intranet"
+        );
+        assert_eq!(
+            check_shape("http://127.0.0.1:9/", &[]).unwrap_err(),
+            "target is a non-public address: 127.0.0.1"
+        );
+        assert_eq!(
+            check_shape("http://2130706433/", &[]).unwrap_err(),
+            "target is a non-public address: 127.0.0.1"
+        );
+        assert_eq!(
+            check_shape("http://[::1]/", &[]).unwrap_err(),
+            "target is a non-public address: ::1"
+        );
+        assert!(matches!(
+            check_shape("https://example.com/a", &[]),
+            Ok(Target::Name { port: 443, .. })
+        ));
         let addrs = [SocketAddr::new(ip("10.0.0.1"), 80)];
         assert_eq!(
             check_resolved("evil.example.com", &addrs, &[]).unwrap_err(),

@@ -33,12 +33,18 @@ impl Tool for AskUser {
     fn requires_confirmation(&self) -> bool {
         false
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let question = required_str(args, "question", "ask_user")?;
         let header = arg_str(args, "header")?;
         let options = match args.get("options") {
             None | Some(Value::Null) => Value::Null,
-            Some(Value::Array(items)) if items.iter().all(Value::is_string) => Value::Array(items.clone()),
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
+                Value::Array(items.clone())
+            }
             Some(_) => {
                 return Err(ToolError::new(
                     "TypeError",

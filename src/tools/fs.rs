@@ -128,11 +128,22 @@ impl FileSystem for LocalFileSystem {
             return Err(std::io::Error::from_raw_os_error(libc::EACCES));
         }
         let dir = target.parent().unwrap_or(Path::new("/"));
-        let tmp = dir.join(format!(".agentao-write-{}.tmp", uuid::Uuid::new_v4().simple()));
-        let staged = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp);
+        let tmp = dir.join(format!(
+            ".agentao-write-{}.tmp",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let staged = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp);
         let mut file = match staged {
             Ok(f) => f,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM | libc::EROFS)) => {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EACCES | libc::EPERM | libc::EROFS)
+                ) =>
+            {
                 // A writable file in a read-only directory: the in-place write still works.
                 return std::fs::write(&target, data);
             }
@@ -156,7 +167,11 @@ impl FileSystem for LocalFileSystem {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let (is_dir, is_file, size) = match std::fs::metadata(entry.path()) {
-                Ok(m) => (m.is_dir(), m.is_file(), if m.is_file() { m.len() } else { 0 }),
+                Ok(m) => (
+                    m.is_dir(),
+                    m.is_file(),
+                    if m.is_file() { m.len() } else { 0 },
+                ),
                 Err(_) => (false, false, 0),
             };
             out.push(FileEntry {
@@ -202,7 +217,11 @@ impl FileSystem for LocalFileSystem {
                     Err(_) => (false, false),
                 },
             };
-            out.push(WalkEntry { path, is_dir, is_file });
+            out.push(WalkEntry {
+                path,
+                is_dir,
+                is_file,
+            });
         }
         Ok(out)
     }

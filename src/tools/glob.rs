@@ -37,7 +37,11 @@ impl Tool for Glob {
     fn requires_confirmation(&self) -> bool {
         false
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let pattern = required_str(args, "pattern", "glob")?;
         let directory = arg_str(args, "directory")?.unwrap_or(".");
         let path = match ctx.resolve_read(directory) {
@@ -59,7 +63,9 @@ impl Tool for Glob {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
-        let (mut recent, mut older): (Vec<_>, Vec<_>) = matches.into_iter().partition(|(_, mtime)| now - mtime < RECENCY_THRESHOLD);
+        let (mut recent, mut older): (Vec<_>, Vec<_>) = matches
+            .into_iter()
+            .partition(|(_, mtime)| now - mtime < RECENCY_THRESHOLD);
         recent.sort_by(|a, b| b.1.total_cmp(&a.1));
         older.sort_by(|a, b| a.0.cmp(&b.0));
         let n = recent.len() + older.len();
@@ -69,7 +75,11 @@ impl Tool for Glob {
 }
 
 /// `(relative path, mtime)` of every file under `base` matching `pattern`.
-pub(crate) fn find(ctx: &ToolContext<'_>, base: &Path, pattern: &str) -> Result<Vec<(String, f64)>, String> {
+pub(crate) fn find(
+    ctx: &ToolContext<'_>,
+    base: &Path,
+    pattern: &str,
+) -> Result<Vec<(String, f64)>, String> {
     if pattern.is_empty() {
         return Err("Unacceptable pattern: ''".to_owned());
     }
@@ -77,7 +87,10 @@ pub(crate) fn find(ctx: &ToolContext<'_>, base: &Path, pattern: &str) -> Result<
         return Err("Non-relative patterns are unsupported".to_owned());
     }
     let pattern = pattern.trim_end_matches('/');
-    let segments: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let segments: Vec<&str> = pattern
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     let glob = GlobBuilder::new(&segments.join("/"))
         .literal_separator(true)
         .backslash_escape(true)
@@ -86,7 +99,11 @@ pub(crate) fn find(ctx: &ToolContext<'_>, base: &Path, pattern: &str) -> Result<
         .compile_matcher();
     // Walk only below the literal head, and only as deep as the pattern reaches.
     let is_magic = |s: &str| s.contains(['*', '?', '[', '{']);
-    let head: Vec<&str> = segments.iter().take_while(|s| !is_magic(s)).copied().collect();
+    let head: Vec<&str> = segments
+        .iter()
+        .take_while(|s| !is_magic(s))
+        .copied()
+        .collect();
     let rest = &segments[head.len()..];
     let max_depth = if rest.iter().any(|s| s.contains("**")) {
         None
@@ -109,12 +126,16 @@ pub(crate) fn find(ctx: &ToolContext<'_>, base: &Path, pattern: &str) -> Result<
         return Ok(out);
     }
     let stop = || ctx.cancel.is_cancelled();
-    let entries = fs.walk(&start, max_depth, &stop).map_err(|e| e.to_string())?;
+    let entries = fs
+        .walk(&start, max_depth, &stop)
+        .map_err(|e| e.to_string())?;
     for entry in entries {
         if !entry.is_file {
             continue;
         }
-        let Ok(rel) = entry.path.strip_prefix(base) else { continue };
+        let Ok(rel) = entry.path.strip_prefix(base) else {
+            continue;
+        };
         let rel = rel.to_string_lossy();
         if glob.is_match(rel.as_ref()) {
             let mtime = fs.stat(&entry.path).map(|s| s.mtime).unwrap_or(0.0);

@@ -26,7 +26,11 @@ impl Tool for ListDirectory {
     fn requires_confirmation(&self) -> bool {
         false
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let p = arg_str(args, "directory_path")?.unwrap_or(".");
         let recursive = arg_bool(args, "recursive")?.unwrap_or(false);
         let path = match ctx.resolve_read(p) {
@@ -50,7 +54,11 @@ impl Tool for ListDirectory {
             };
             for entry in entries {
                 let item = &entry.path;
-                let rel = item.strip_prefix(&path).unwrap_or(item).to_string_lossy().into_owned();
+                let rel = item
+                    .strip_prefix(&path)
+                    .unwrap_or(item)
+                    .to_string_lossy()
+                    .into_owned();
                 let key = item.to_string_lossy().to_lowercase();
                 if entry.is_dir {
                     rows.push((true, key, format!("[DIR]  {rel}/")));

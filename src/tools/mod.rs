@@ -33,8 +33,8 @@ use crate::permissions::{path_policy, url_policy};
 
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
 pub use shell_exec::{
-    note_credential_value, BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect, ShellExecutor,
-    ShellRequest, ShellResult, ShellSpec,
+    note_credential_value, BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect,
+    ShellExecutor, ShellRequest, ShellResult, ShellSpec,
 };
 pub use todo::TodoItem;
 pub use web_fetch::WebSettings;
@@ -137,7 +137,8 @@ fn positive_secs(v: &Value, field: &str) -> Result<f64, String> {
 }
 
 fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, String> {
-    v.as_object().ok_or_else(|| setting_err(field, "must be an object"))
+    v.as_object()
+        .ok_or_else(|| setting_err(field, "must be an object"))
 }
 
 fn parse_shell_settings(v: &Value) -> Result<ShellSettings, String> {
@@ -146,12 +147,23 @@ fn parse_shell_settings(v: &Value) -> Result<ShellSettings, String> {
         let field = format!("shell.{key}");
         match key.as_str() {
             "timeout_s" => out.timeout_s = positive_secs(val, &field)?,
-            "scrub_env" => out.scrub_env = val.as_bool().ok_or_else(|| setting_err(&field, "must be a boolean"))?,
+            "scrub_env" => {
+                out.scrub_env = val
+                    .as_bool()
+                    .ok_or_else(|| setting_err(&field, "must be a boolean"))?
+            }
             "interpreter" => match val.as_str() {
-                Some(s) if Path::new(s).is_absolute() && !s.contains('\0') => out.interpreter = Some(PathBuf::from(s)),
+                Some(s) if Path::new(s).is_absolute() && !s.contains('\0') => {
+                    out.interpreter = Some(PathBuf::from(s))
+                }
                 _ => return Err(setting_err(&field, "must be an absolute path")),
             },
-            _ => return Err(setting_err(&field, "unknown setting (known: interpreter, scrub_env, timeout_s)")),
+            _ => {
+                return Err(setting_err(
+                    &field,
+                    "unknown setting (known: interpreter, scrub_env, timeout_s)",
+                ))
+            }
         }
     }
     Ok(out)
@@ -171,15 +183,27 @@ fn parse_web_settings(v: Option<&Value>) -> Result<WebSettings, String> {
                     Value::String(s) => s.split(|c: char| c == ',' || c.is_whitespace()).collect(),
                     Value::Array(items) => items
                         .iter()
-                        .map(|i| i.as_str().ok_or_else(|| setting_err(&field, "must be a list of CIDRs or IP addresses")))
+                        .map(|i| {
+                            i.as_str().ok_or_else(|| {
+                                setting_err(&field, "must be a list of CIDRs or IP addresses")
+                            })
+                        })
                         .collect::<Result<_, _>>()?,
-                    _ => return Err(setting_err(&field, "must be a list of CIDRs or IP addresses")),
+                    _ => {
+                        return Err(setting_err(
+                            &field,
+                            "must be a list of CIDRs or IP addresses",
+                        ))
+                    }
                 };
-                out.allow
-                    .extend(url_policy::parse_allow_list(tokens).map_err(|e| setting_err(&field, e))?);
+                out.allow.extend(
+                    url_policy::parse_allow_list(tokens).map_err(|e| setting_err(&field, e))?,
+                );
             }
             "timeout_s" => out.phase_timeout = Duration::from_secs_f64(positive_secs(val, &field)?),
-            "total_timeout_s" => out.total_timeout = Duration::from_secs_f64(positive_secs(val, &field)?),
+            "total_timeout_s" => {
+                out.total_timeout = Duration::from_secs_f64(positive_secs(val, &field)?)
+            }
             _ => {
                 return Err(setting_err(
                     &field,
@@ -210,7 +234,12 @@ impl ToolServices {
                     }
                     _ => return Err(setting_err(key, "must be a non-empty path")),
                 },
-                _ => return Err(setting_err(key, format!("unknown setting (known: {KNOWN})"))),
+                _ => {
+                    return Err(setting_err(
+                        key,
+                        format!("unknown setting (known: {KNOWN})"),
+                    ))
+                }
             }
         }
         services.web = parse_web_settings(config.settings.get("web_fetch"))?;
@@ -266,8 +295,12 @@ impl ToolContext<'_> {
     /// config allows it (a deliberate deviation: the reference reads anywhere). A path with a
     /// NUL byte passes through (the tool then finds nothing there, as the reference does).
     pub fn resolve_read(&self, raw: &str) -> Result<PathBuf, String> {
-        path_policy::resolve_for_read(self.workspace, raw, self.settings.allow_reads_outside_workspace)
-            .map_err(|msg| format!("Error: {msg}"))
+        path_policy::resolve_for_read(
+            self.workspace,
+            raw,
+            self.settings.allow_reads_outside_workspace,
+        )
+        .map_err(|msg| format!("Error: {msg}"))
     }
 }
 
@@ -298,7 +331,11 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     fn is_read_only(&self) -> bool;
     fn requires_confirmation(&self) -> bool;
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError>;
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError>;
 }
 
 /// The built-in tool names a config may enable or disable.
@@ -417,13 +454,19 @@ impl ToolRegistry {
 
 /// Reads an optional argument of one JSON type; a wrong type is a ToolError as the reference's
 /// TypeError would be.
-pub(crate) fn arg_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ToolError> {
+pub(crate) fn arg_str<'a>(
+    args: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, ToolError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(ToolError::new(
             "TypeError",
-            format!("argument '{key}' must be a string, not {}", json_type(other)),
+            format!(
+                "argument '{key}' must be a string, not {}",
+                json_type(other)
+            ),
         )),
     }
 }
@@ -434,7 +477,10 @@ pub(crate) fn arg_bool(args: &Map<String, Value>, key: &str) -> Result<Option<bo
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(other) => Err(ToolError::new(
             "TypeError",
-            format!("argument '{key}' must be a boolean, not {}", json_type(other)),
+            format!(
+                "argument '{key}' must be a boolean, not {}",
+                json_type(other)
+            ),
         )),
     }
 }
@@ -448,7 +494,10 @@ pub(crate) fn arg_i64(args: &Map<String, Value>, key: &str) -> Result<Option<i64
         }
         Some(other) => Err(ToolError::new(
             "TypeError",
-            format!("argument '{key}' must be an integer, not {}", json_type(other)),
+            format!(
+                "argument '{key}' must be an integer, not {}",
+                json_type(other)
+            ),
         )),
     }
 }
@@ -459,12 +508,19 @@ pub(crate) fn arg_f64(args: &Map<String, Value>, key: &str) -> Result<Option<f64
         Some(Value::Number(n)) => Ok(n.as_f64()),
         Some(other) => Err(ToolError::new(
             "TypeError",
-            format!("argument '{key}' must be a number, not {}", json_type(other)),
+            format!(
+                "argument '{key}' must be a number, not {}",
+                json_type(other)
+            ),
         )),
     }
 }
 
-pub(crate) fn required_str<'a>(args: &'a Map<String, Value>, key: &str, tool: &str) -> Result<&'a str, ToolError> {
+pub(crate) fn required_str<'a>(
+    args: &'a Map<String, Value>,
+    key: &str,
+    tool: &str,
+) -> Result<&'a str, ToolError> {
     arg_str(args, key)?.ok_or_else(|| {
         ToolError::new(
             "TypeError",

@@ -36,7 +36,11 @@ impl Tool for ReadFile {
     fn requires_confirmation(&self) -> bool {
         false
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let file_path = required_str(args, "file_path", "read_file")?;
         let offset = arg_i64(args, "offset")?.unwrap_or(1);
         let limit = arg_i64(args, "limit")?.unwrap_or(0);
@@ -67,10 +71,13 @@ impl Tool for ReadFile {
         let (total, kept) = match read_window(reader, start_idx, window, ctx) {
             Ok(v) => v,
             Err(ReadError::Decode) => return binary(),
-            Err(ReadError::Io(e)) => return Ok(format!("Error reading file: {}", os_error(&e, &path))),
+            Err(ReadError::Io(e)) => {
+                return Ok(format!("Error reading file: {}", os_error(&e, &path)))
+            }
         };
         let end_line = start_idx.saturating_add(window).min(total);
-        let mut out = format!("File: {file_path} ({total} lines)\nShowing lines {start}-{end_line}\n");
+        let mut out =
+            format!("File: {file_path} ({total} lines)\nShowing lines {start}-{end_line}\n");
         let mut long_lines = 0usize;
         for (i, line) in kept.iter().enumerate() {
             if i > 0 {
@@ -95,7 +102,10 @@ impl Tool for ReadFile {
             );
         }
         if long_lines > 0 {
-            let _ = write!(out, "\n[{long_lines} line(s) truncated to {MAX_LINE_CHARS} chars per line]");
+            let _ = write!(
+                out,
+                "\n[{long_lines} line(s) truncated to {MAX_LINE_CHARS} chars per line]"
+            );
         }
         Ok(out)
     }
@@ -128,7 +138,9 @@ fn read_window(
     };
     loop {
         piece.clear();
-        let n = reader.read_until(b'\n', &mut piece).map_err(ReadError::Io)?;
+        let n = reader
+            .read_until(b'\n', &mut piece)
+            .map_err(ReadError::Io)?;
         if n == 0 {
             break;
         }

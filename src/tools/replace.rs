@@ -40,15 +40,21 @@ impl Tool for Replace {
     fn requires_confirmation(&self) -> bool {
         true
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let file_path = required_str(args, "file_path", "replace")?;
         let old_text = required_str(args, "old_text", "replace")?;
         let new_text = required_str(args, "new_text", "replace")?;
         let replace_all = arg_bool(args, "replace_all")?.unwrap_or(false);
         if old_text.is_empty() {
-            return Ok("Error: old_text is empty. Provide the exact text to replace; to create or \
+            return Ok(
+                "Error: old_text is empty. Provide the exact text to replace; to create or \
                        overwrite a file use write_file instead."
-                .to_owned());
+                    .to_owned(),
+            );
         }
         if file_path.contains('\0') {
             return Err(nul_error());
@@ -64,14 +70,21 @@ impl Tool for Replace {
         };
         let content = match String::from_utf8(bytes) {
             Ok(s) => s,
-            Err(e) => return Ok(format!("Error editing file: {}", utf8_error_text(e.as_bytes(), e.utf8_error()))),
+            Err(e) => {
+                return Ok(format!(
+                    "Error editing file: {}",
+                    utf8_error_text(e.as_bytes(), e.utf8_error())
+                ))
+            }
         };
         let outcome = edit(&content, old_text, new_text, replace_all, file_path);
         match outcome {
-            Edit::Write(new_content, msg) => match fs.write_bytes(&path, new_content.as_bytes(), false) {
-                Ok(()) => Ok(msg),
-                Err(e) => Ok(format!("Error editing file: {}", os_error(&e, &path))),
-            },
+            Edit::Write(new_content, msg) => {
+                match fs.write_bytes(&path, new_content.as_bytes(), false) {
+                    Ok(()) => Ok(msg),
+                    Err(e) => Ok(format!("Error editing file: {}", os_error(&e, &path))),
+                }
+            }
             Edit::Message(msg) => Ok(msg),
         }
     }
@@ -114,7 +127,14 @@ fn to_crlf(text: &str) -> String {
     out
 }
 
-fn ambiguous(total: usize, remaining: usize, old_text: &str, new_text: &str, where_: &str, suffix: &str) -> String {
+fn ambiguous(
+    total: usize,
+    remaining: usize,
+    old_text: &str,
+    new_text: &str,
+    where_: &str,
+    suffix: &str,
+) -> String {
     let grows = new_text.contains(old_text);
     let advice = if grows {
         "include more surrounding context to make it unique"
@@ -134,7 +154,13 @@ fn ambiguous(total: usize, remaining: usize, old_text: &str, new_text: &str, whe
 }
 
 /// The whole matching pyramid on decoded content.
-pub(crate) fn edit(content: &str, old_text: &str, new_text: &str, replace_all: bool, file_path: &str) -> Edit {
+pub(crate) fn edit(
+    content: &str,
+    old_text: &str,
+    new_text: &str,
+    replace_all: bool,
+    file_path: &str,
+) -> Edit {
     let hint_text = old_text;
     let (old_owned, new_owned);
     let (old_text, new_text) = if is_pure_crlf(content) {
@@ -163,11 +189,22 @@ pub(crate) fn edit(content: &str, old_text: &str, new_text: &str, replace_all: b
         return Edit::Write(new_content, msg);
     }
     // 2. Whitespace-flexible, 3. Unicode-fuzzy.
-    let tiers: [(Transform, &str); 2] = [(|s| s.to_owned(), SUFFIX_FLEXIBLE), (unicode_fold, SUFFIX_UNICODE)];
+    let tiers: [(Transform, &str); 2] = [
+        (|s| s.to_owned(), SUFFIX_FLEXIBLE),
+        (unicode_fold, SUFFIX_UNICODE),
+    ];
     for (transform, suffix) in tiers {
         let matches = line_window_matches(content, old_text, transform);
         if !matches.is_empty() {
-            return apply_match(content, &matches, old_text, new_text, replace_all, suffix, file_path);
+            return apply_match(
+                content,
+                &matches,
+                old_text,
+                new_text,
+                replace_all,
+                suffix,
+                file_path,
+            );
         }
     }
     Edit::Message(not_found_hint(content, hint_text, file_path))
@@ -181,7 +218,15 @@ pub(crate) fn splitlines(s: &str, keepends: bool) -> Vec<&str> {
     while let Some((i, c)) = it.next() {
         let is_break = matches!(
             c,
-            '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+            '\n' | '\r'
+                | '\u{0b}'
+                | '\u{0c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
         );
         if !is_break {
             continue;
@@ -193,7 +238,11 @@ pub(crate) fn splitlines(s: &str, keepends: bool) -> Vec<&str> {
                 end += 1;
             }
         }
-        out.push(if keepends { &s[start..end] } else { &s[start..i] });
+        out.push(if keepends {
+            &s[start..end]
+        } else {
+            &s[start..i]
+        });
         start = end;
     }
     if start < s.len() {
@@ -220,7 +269,10 @@ fn unicode_fold(s: &str) -> String {
 }
 
 fn line_window_matches(content: &str, old_text: &str, transform: Transform) -> Vec<(usize, usize)> {
-    let normalized: Vec<&str> = splitlines(old_text, false).into_iter().map(|l| l.trim_end()).collect();
+    let normalized: Vec<&str> = splitlines(old_text, false)
+        .into_iter()
+        .map(|l| l.trim_end())
+        .collect();
     let joined = normalized.join("\n");
     let old_lines = splitlines(&joined, false);
     let content_lines = splitlines(content, true);
@@ -228,8 +280,14 @@ fn line_window_matches(content: &str, old_text: &str, transform: Transform) -> V
     if n == 0 || content_lines.len() < n {
         return Vec::new();
     }
-    let pat: Vec<String> = old_lines.iter().map(|l| py_strip(&transform(l)).to_owned()).collect();
-    let norm: Vec<String> = content_lines.iter().map(|l| py_strip(&transform(l)).to_owned()).collect();
+    let pat: Vec<String> = old_lines
+        .iter()
+        .map(|l| py_strip(&transform(l)).to_owned())
+        .collect();
+    let norm: Vec<String> = content_lines
+        .iter()
+        .map(|l| py_strip(&transform(l)).to_owned())
+        .collect();
     let mut prefix = Vec::with_capacity(content_lines.len() + 1);
     prefix.push(0usize);
     for l in &content_lines {
@@ -272,9 +330,19 @@ fn apply_match(
         new_content.replace_range(start..end, new_text);
     }
     let msg = if replace_all || matches.len() == 1 {
-        format!("Replaced {} occurrence(s) in {file_path}{suffix}", spans.len())
+        format!(
+            "Replaced {} occurrence(s) in {file_path}{suffix}",
+            spans.len()
+        )
     } else {
-        ambiguous(matches.len(), matches.len() - spans.len(), old_text, new_text, file_path, suffix)
+        ambiguous(
+            matches.len(),
+            matches.len() - spans.len(),
+            old_text,
+            new_text,
+            file_path,
+            suffix,
+        )
     };
     Edit::Write(new_content, msg)
 }
@@ -289,7 +357,11 @@ fn not_found_hint(content: &str, old_text: &str, file_path: &str) -> String {
     }
     let old_chars: Vec<char> = old_text.chars().collect();
     let old_bag = char_bag(&old_chars);
-    let windows = content_lines.len().saturating_sub(window).saturating_add(1).max(1);
+    let windows = content_lines
+        .len()
+        .saturating_sub(window)
+        .saturating_add(1)
+        .max(1);
     // Rank every window by difflib's cheap upper bound, then score the best few exactly.
     let mut ranked: Vec<(f64, usize)> = (0..windows)
         .map(|i| {
@@ -422,14 +494,25 @@ mod tests {
         let (_, m) = run("foo foo", "foo", "foobar", false);
         assert!(m.contains("Note: new_text contains old_text"), "{m}");
         let (c, m) = run("one\n", "one", "two", false);
-        assert_eq!((c.unwrap().as_str(), m.as_str()), ("two\n", "Replaced 1 occurrence(s) in f.txt"));
+        assert_eq!(
+            (c.unwrap().as_str(), m.as_str()),
+            ("two\n", "Replaced 1 occurrence(s) in f.txt")
+        );
     }
 
     #[test]
     fn flexible_unicode_crlf() {
-        let (c, m) = run("fn a() {\n    x = 1;  \n}\n", "x = 1;\n}", "x = 2;\n}", false);
+        let (c, m) = run(
+            "fn a() {\n    x = 1;  \n}\n",
+            "x = 1;\n}",
+            "x = 2;\n}",
+            false,
+        );
         assert_eq!(c.unwrap(), "fn a() {\nx = 2;\n}\n");
-        assert_eq!(m, "Replaced 1 occurrence(s) in f.txt (flexible whitespace match)");
+        assert_eq!(
+            m,
+            "Replaced 1 occurrence(s) in f.txt (flexible whitespace match)"
+        );
         let (c, m) = run("say “hi” — ok\n", "say \"hi\" - ok", "bye", false);
         assert_eq!(c.unwrap(), "bye\n");
         assert!(m.ends_with("(unicode-normalized match)"));

@@ -66,7 +66,10 @@ pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> Format
                 ""
             };
             (
-                format!("\nFull output saved to: {}  (use read_file to access){note}", path.display()),
+                format!(
+                    "\nFull output saved to: {}  (use read_file to access){note}",
+                    path.display()
+                ),
                 Some(path),
             )
         }
@@ -82,7 +85,11 @@ pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> Format
         }
     }
     let omitted = original_chars - SAVE_THRESHOLD;
-    let head_end = raw.char_indices().nth(HEAD_CHARS).map(|(i, _)| i).unwrap_or(raw.len());
+    let head_end = raw
+        .char_indices()
+        .nth(HEAD_CHARS)
+        .map(|(i, _)| i)
+        .unwrap_or(raw.len());
     let tail_start = raw
         .char_indices()
         .nth(original_chars - TAIL_CHARS)
@@ -109,11 +116,20 @@ pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> Format
 /// Writes the redacted copy; returns its path and whether anything was redacted.
 fn save(dir: &Path, tool_name: &str, raw: &str) -> std::io::Result<(PathBuf, bool)> {
     std::fs::create_dir_all(dir)?;
-    let ts = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let ts = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let uid = uuid::Uuid::new_v4().simple().to_string();
     let safe: String = tool_name
         .chars()
-        .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let path = dir.join(format!("{safe}_{ts}_{}.txt", &uid[..6]));
     let (redacted, hits) = secrets::scan_and_redact(raw);
@@ -123,8 +139,12 @@ fn save(dir: &Path, tool_name: &str, raw: &str) -> std::io::Result<(PathBuf, boo
 
 /// Deletes saved outputs (`*.txt`) older than the retention; best effort. Returns how many.
 pub fn prune(dir: &Path, now: SystemTime) -> usize {
-    let Some(cutoff) = now.checked_sub(RETENTION) else { return 0 };
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Some(cutoff) = now.checked_sub(RETENTION) else {
+        return 0;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     let mut removed = 0;
     for entry in entries.flatten() {
         let path = entry.path();
@@ -234,29 +254,46 @@ mod tests {
     #[test]
     fn large_results_spill_with_redaction() {
         let dir = tempfile::tempdir().unwrap();
-        let raw = format!("{} password=supersecret99 {}", "a".repeat(10_000), "b".repeat(40_000));
+        let raw = format!(
+            "{} password=supersecret99 {}",
+            "a".repeat(10_000),
+            "b".repeat(40_000)
+        );
         let r = format_result(dir.path(), "run_shell_command", &raw);
         assert!(r.saved_to_disk);
         let path = r.disk_path.clone().unwrap();
         assert!(path.starts_with(dir.path().join(".agentao/tool-outputs")));
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(name.starts_with("run_shell_command_") && name.ends_with(".txt"), "{name}");
+        assert!(
+            name.starts_with("run_shell_command_") && name.ends_with(".txt"),
+            "{name}"
+        );
         let saved = std::fs::read_to_string(&path).unwrap();
         assert!(saved.contains("[REDACTED:kv_secret]"));
         let header = format!(
             "[Output truncated: 50,024 chars total, showing first 8,000 and last 32,000 chars.\nFull output saved to: {}  (use read_file to access)  (credential-shaped strings in the saved copy are replaced with [REDACTED:<kind>]; the excerpt below is verbatim)]\n\n",
             path.display()
         );
-        assert!(r.model_text.starts_with(&header), "{}", &r.model_text[..400]);
+        assert!(
+            r.model_text.starts_with(&header),
+            "{}",
+            &r.model_text[..400]
+        );
         assert!(r.model_text.contains("\n\n[… 10,024 chars omitted …]\n\n"));
         assert!(r.model_text.ends_with(&"b".repeat(100)));
-        assert_eq!(r.model_text.chars().count(), header.chars().count() + 40_000 + "\n\n[… 10,024 chars omitted …]\n\n".chars().count());
+        assert_eq!(
+            r.model_text.chars().count(),
+            header.chars().count() + 40_000 + "\n\n[… 10,024 chars omitted …]\n\n".chars().count()
+        );
     }
 
     #[test]
     fn tags_stripped_flags_kept() {
         let flag = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}";
-        assert_eq!(strip_tag_chars(&format!("a\u{E0041}b{flag}")), format!("ab{flag}"));
+        assert_eq!(
+            strip_tag_chars(&format!("a\u{E0041}b{flag}")),
+            format!("ab{flag}")
+        );
         assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(thousands(999), "999");
     }

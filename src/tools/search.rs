@@ -73,7 +73,11 @@ impl Tool for SearchFileContent {
     fn requires_confirmation(&self) -> bool {
         false
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let pattern = required_str(args, "pattern", "search_file_content")?;
         let file_pattern = arg_str(args, "file_pattern")?.unwrap_or("**/*");
         let directory = arg_str(args, "directory")?.unwrap_or(".");
@@ -121,7 +125,12 @@ impl Tool for SearchFileContent {
 pub fn effective_skip_dirs(file_pattern: &str, directory: &str) -> Vec<&'static str> {
     let referenced: Vec<String> = [file_pattern, directory]
         .iter()
-        .flat_map(|raw| raw.replace('\\', "/").split('/').map(str::to_owned).collect::<Vec<_>>())
+        .flat_map(|raw| {
+            raw.replace('\\', "/")
+                .split('/')
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
         .collect();
     DEFAULT_SKIP_DIRS
         .iter()
@@ -187,9 +196,16 @@ impl Collector {
         if self.total == 0 {
             return format!("No matches found for pattern: {pattern}");
         }
-        let mut out = format!("Found {} match(es):\n\n{}", self.total, self.lines.join("\n"));
+        let mut out = format!(
+            "Found {} match(es):\n\n{}",
+            self.total,
+            self.lines.join("\n")
+        );
         if self.total > MAX_MATCHES {
-            out.push_str(&format!("\n\n... and {} more matches", self.total - MAX_MATCHES));
+            out.push_str(&format!(
+                "\n\n... and {} more matches",
+                self.total - MAX_MATCHES
+            ));
         }
         out
     }
@@ -221,7 +237,11 @@ impl Sink for FileSink {
         Ok(true)
     }
 
-    fn binary_data(&mut self, _searcher: &Searcher, _binary_byte_offset: u64) -> Result<bool, io::Error> {
+    fn binary_data(
+        &mut self,
+        _searcher: &Searcher,
+        _binary_byte_offset: u64,
+    ) -> Result<bool, io::Error> {
         self.binary = true;
         Ok(false)
     }
@@ -253,7 +273,10 @@ fn search_one(
 }
 
 fn rel_string(base: &Path, path: &Path) -> String {
-    path.strip_prefix(base).unwrap_or(path).to_string_lossy().into_owned()
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn search_local(
@@ -279,7 +302,9 @@ fn search_local(
         .require_git(true)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |e| e.depth() == 0 || !skip_owned.iter().any(|s| e.file_name() == s.as_str()))
+        .filter_entry(move |e| {
+            e.depth() == 0 || !skip_owned.iter().any(|s| e.file_name() == s.as_str())
+        })
         .build();
     let mut searcher = searcher();
     for entry in walker {
@@ -296,7 +321,9 @@ fn search_local(
             continue;
         }
         let rel = rel_string(dir, path);
-        search_one(&mut searcher, matcher, collector, &rel, |s, m, sink| s.search_path(m, path, sink));
+        search_one(&mut searcher, matcher, collector, &rel, |s, m, sink| {
+            s.search_path(m, path, sink)
+        });
     }
     Ok(())
 }
@@ -335,9 +362,13 @@ fn search_via_fs(
         if !filter.accepts(&rel_path) {
             continue;
         }
-        let Ok(bytes) = fs.read_bytes(&path) else { continue };
+        let Ok(bytes) = fs.read_bytes(&path) else {
+            continue;
+        };
         let rel = rel_path.to_string_lossy().into_owned();
-        search_one(&mut searcher, matcher, collector, &rel, |s, m, sink| s.search_slice(m, &bytes, sink));
+        search_one(&mut searcher, matcher, collector, &rel, |s, m, sink| {
+            s.search_slice(m, &bytes, sink)
+        });
     }
     Ok(())
 }
@@ -351,7 +382,11 @@ fn dir_is_git_ignored(dir: &Path) -> bool {
         return false;
     }
     let mut ignored = false;
-    let mut chain: Vec<&Path> = dir.ancestors().skip(1).take_while(|a| a.starts_with(root)).collect();
+    let mut chain: Vec<&Path> = dir
+        .ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(root))
+        .collect();
     chain.reverse();
     for ancestor in chain {
         let file = ancestor.join(".gitignore");

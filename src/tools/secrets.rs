@@ -24,7 +24,10 @@ static PATTERNS: Lazy<Vec<(&'static str, Regex)>> = Lazy::new(|| {
             ),
         ),
         ("anthropic_api_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
-        ("openai_api_key", r"\bsk-(?!ant-)(?:proj-)?[A-Za-z0-9_\-]{20,}"),
+        (
+            "openai_api_key",
+            r"\bsk-(?!ant-)(?:proj-)?[A-Za-z0-9_\-]{20,}",
+        ),
         ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
         ("google_oauth_secret", r"\bGOCSPX-[A-Za-z0-9_\-]{20,}"),
         ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
@@ -34,9 +37,15 @@ static PATTERNS: Lazy<Vec<(&'static str, Regex)>> = Lazy::new(|| {
         ("slack_token", r"\bxapp-\d-[A-Za-z0-9\-]{10,}"),
         ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}"),
         ("stripe_key", r"\bwhsec_[A-Za-z0-9]{20,}"),
-        ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\b"),
+        (
+            "jwt",
+            r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\b",
+        ),
         ("bearer", r"(?i)\bbearer\s+[A-Za-z0-9_\-\.=+/]{20,}"),
-        ("bearer", r"(?i)\bauthorization\s*[:=]\s*(?:bearer\s+)?[A-Za-z0-9_\-\.=+/]{20,}"),
+        (
+            "bearer",
+            r"(?i)\bauthorization\s*[:=]\s*(?:bearer\s+)?[A-Za-z0-9_\-\.=+/]{20,}",
+        ),
         (
             "oauth_token",
             concat!(
@@ -104,16 +113,28 @@ mod tests {
     #[test]
     fn patterns_fire_in_order() {
         assert_eq!(PATTERNS.len(), 17, "every pattern compiles");
-        let (out, hits) = scan_and_redact("key sk-ant-abcdefghijklmnopqrstuvwxyz0123 and sk-proj-ABCDEFGHIJKLMNOPQRSTUV");
-        assert_eq!(out, "key [REDACTED:anthropic_api_key] and [REDACTED:openai_api_key]");
+        let (out, hits) = scan_and_redact(
+            "key sk-ant-abcdefghijklmnopqrstuvwxyz0123 and sk-proj-ABCDEFGHIJKLMNOPQRSTUV",
+        );
+        assert_eq!(
+            out,
+            "key [REDACTED:anthropic_api_key] and [REDACTED:openai_api_key]"
+        );
         assert_eq!(hits.get("anthropic_api_key"), Some(&1));
-        let (out, _) = scan_and_redact("export AWS=AKIAABCDEFGHIJKLMNOP\npassword = hunter2hunter2");
-        assert_eq!(out, "export AWS=[REDACTED:aws_access_key]\n[REDACTED:kv_secret]");
+        let (out, _) =
+            scan_and_redact("export AWS=AKIAABCDEFGHIJKLMNOP\npassword = hunter2hunter2");
+        assert_eq!(
+            out,
+            "export AWS=[REDACTED:aws_access_key]\n[REDACTED:kv_secret]"
+        );
         let (out, _) = scan_and_redact("GET /cb?state=1&code=abcdefghij HTTP/1.1");
         assert_eq!(out, "GET /cb?state=1&[REDACTED:oauth_token] HTTP/1.1");
         let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----";
         assert_eq!(redact(pem), "[REDACTED:private_key_block]");
         assert_eq!(redact("short"), "short");
-        assert_eq!(redact("nothing secret in here at all"), "nothing secret in here at all");
+        assert_eq!(
+            redact("nothing secret in here at all"),
+            "nothing secret in here at all"
+        );
     }
 }

@@ -51,7 +51,9 @@ impl RunShellCommand {
         );
         RunShellCommand {
             description,
-            command_description: format!("The exact command to run. The tool runs it as `{invocation}`."),
+            command_description: format!(
+                "The exact command to run. The tool runs it as `{invocation}`."
+            ),
         }
     }
 }
@@ -78,7 +80,11 @@ impl Tool for RunShellCommand {
     fn requires_confirmation(&self) -> bool {
         true
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let command = required_str(args, "command", "run_shell_command")?;
         let _description = arg_str(args, "description")?;
         let working_directory = arg_str(args, "working_directory")?.unwrap_or(".");
@@ -103,7 +109,10 @@ impl Tool for RunShellCommand {
         };
         let executor = &ctx.services.shell;
         if let Err(why) = executor.shell_spec() {
-            return Ok(cap_result(&format!("Error: hardline:no-shell-opaque:{why}"), ""));
+            return Ok(cap_result(
+                &format!("Error: hardline:no-shell-opaque:{why}"),
+                "",
+            ));
         }
         if executor.is_local() && !cwd.is_dir() {
             return Ok(cap_result(
@@ -239,12 +248,14 @@ pub fn clip(text: &str, what: &str) -> String {
 
 fn ansi_re() -> Option<&'static Regex> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])").ok()).as_ref()
+    RE.get_or_init(|| Regex::new(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])").ok())
+        .as_ref()
 }
 
 fn severed_re() -> Option<&'static Regex> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\x1b(?:\[[0-?]*[ -/]*)?\z").ok()).as_ref()
+    RE.get_or_init(|| Regex::new(r"\x1b(?:\[[0-?]*[ -/]*)?\z").ok())
+        .as_ref()
 }
 
 /// Terminal `\r` overwrites collapsed (CRLF first becomes LF), then ANSI escapes removed.
@@ -279,7 +290,10 @@ fn is_binary(data: &[u8]) -> bool {
 fn stream_of(raw: &[u8], omitted: u64, at: usize) -> Stream {
     if is_binary(raw) {
         return Stream {
-            head: format!("[binary output — {} bytes not shown]", thousands(raw.len() as u64 + omitted)),
+            head: format!(
+                "[binary output — {} bytes not shown]",
+                thousands(raw.len() as u64 + omitted)
+            ),
             ..Stream::default()
         };
     }
@@ -318,7 +332,10 @@ fn gap_note(gap: u64, cut: usize) -> String {
 }
 
 fn around(head: &str, note: &str, tail: &str) -> String {
-    format!("{head}{}{note}\n{tail}", if head.is_empty() { "" } else { "\n" })
+    format!(
+        "{head}{}{note}\n{tail}",
+        if head.is_empty() { "" } else { "\n" }
+    )
 }
 
 fn fit_stream(stream: &Stream, budget: usize) -> String {
@@ -338,7 +355,11 @@ fn fit_stream(stream: &Stream, budget: usize) -> String {
         let keep = budget - overhead;
         let first = (keep as f64 * HEAD_SHARE) as usize;
         let last = keep - first;
-        return around(first_chars(head, first), &gap_note(0, hl - keep), last_chars(head, last));
+        return around(
+            first_chars(head, first),
+            &gap_note(0, hl - keep),
+            last_chars(head, last),
+        );
     }
     let whole = around(head, &gap_note(gap, 0), tail);
     if clen(&whole) <= budget {
@@ -353,7 +374,11 @@ fn fit_stream(stream: &Stream, budget: usize) -> String {
     let last = tl.min(keep - first);
     let first = hl.min(keep - last);
     let cut = (hl - first) + (tl - last);
-    around(first_chars(head, first), &gap_note(gap, cut), last_chars(tail, last))
+    around(
+        first_chars(head, first),
+        &gap_note(gap, cut),
+        last_chars(tail, last),
+    )
 }
 
 fn stream_need(stream: &Stream) -> usize {
@@ -390,13 +415,24 @@ fn cap_result(body: &str, suffix: &str) -> String {
         head: body.to_owned(),
         ..Stream::default()
     };
-    format!("{}{suffix}", fit_stream(&stream, MAX_OUTPUT_CHARS.saturating_sub(clen(suffix))))
+    format!(
+        "{}{suffix}",
+        fit_stream(&stream, MAX_OUTPUT_CHARS.saturating_sub(clen(suffix)))
+    )
 }
 
 fn streams_of(result: &ShellResult) -> [Stream; 2] {
     [
-        stream_of(&result.stdout, result.stdout_omitted_bytes, result.stdout_omitted_at),
-        stream_of(&result.stderr, result.stderr_omitted_bytes, result.stderr_omitted_at),
+        stream_of(
+            &result.stdout,
+            result.stdout_omitted_bytes,
+            result.stdout_omitted_at,
+        ),
+        stream_of(
+            &result.stderr,
+            result.stderr_omitted_bytes,
+            result.stderr_omitted_at,
+        ),
     ]
 }
 
@@ -405,8 +441,12 @@ fn partial_report(result: &ShellResult, mut msg: String, prefix: &str, reserve: 
     let streams = streams_of(result);
     let needs = [stream_need(&streams[0]), stream_need(&streams[1])];
     if needs.iter().any(|n| *n > 0) {
-        let whole = [fit_stream(&streams[0], needs[0]), fit_stream(&streams[1], needs[1])];
-        let separator = if !whole[0].is_empty() && !whole[1].is_empty() && !whole[0].ends_with('\n') {
+        let whole = [
+            fit_stream(&streams[0], needs[0]),
+            fit_stream(&streams[1], needs[1]),
+        ];
+        let separator = if !whole[0].is_empty() && !whole[1].is_empty() && !whole[0].ends_with('\n')
+        {
             "\n"
         } else {
             ""
@@ -491,10 +531,19 @@ mod tests {
 
     #[test]
     fn verified_layout() {
-        assert_eq!(format_result(&res(b"out\n", b"err\n", 3), 0), "STDOUT:\nout\n\n\nSTDERR:\nerr\n\n\nExit code: 3");
-        assert_eq!(format_result(&res(b"", b"", 0), 0), "Command completed with no output.");
+        assert_eq!(
+            format_result(&res(b"out\n", b"err\n", 3), 0),
+            "STDOUT:\nout\n\n\nSTDERR:\nerr\n\n\nExit code: 3"
+        );
+        assert_eq!(
+            format_result(&res(b"", b"", 0), 0),
+            "Command completed with no output."
+        );
         assert_eq!(format_result(&res(b"", b"", -9), 0), "Signal: 9");
-        assert_eq!(format_result(&res(b"a\0b", b"", 0), 0), "STDOUT:\n[binary output — 3 bytes not shown]");
+        assert_eq!(
+            format_result(&res(b"a\0b", b"", 0), 0),
+            "STDOUT:\n[binary output — 3 bytes not shown]"
+        );
     }
 
     #[test]
@@ -519,6 +568,12 @@ mod tests {
     #[test]
     fn clip_long_commands() {
         let c = "y".repeat(2_500);
-        assert_eq!(clip(&c, "the command"), format!("{} [... 500 more chars of the command not shown]", "y".repeat(2000)));
+        assert_eq!(
+            clip(&c, "the command"),
+            format!(
+                "{} [... 500 more chars of the command not shown]",
+                "y".repeat(2000)
+            )
+        );
     }
 }

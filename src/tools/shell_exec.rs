@@ -97,7 +97,10 @@ pub trait ShellExecutor: Send + Sync {
     fn shell_spec(&self) -> Result<ShellSpec, String>;
     /// Runs in the foreground. `Err` means the process could not be started.
     fn run(&self, request: &ShellRequest<'_>) -> Result<ShellResult, String>;
-    fn run_background(&self, request: &ShellRequest<'_>) -> Result<BackgroundHandle, BackgroundError> {
+    fn run_background(
+        &self,
+        request: &ShellRequest<'_>,
+    ) -> Result<BackgroundHandle, BackgroundError> {
         let _ = request;
         Err(BackgroundError::Unsupported)
     }
@@ -146,7 +149,10 @@ impl Default for LocalShellExecutor {
 
 fn kill_group(pgid: u32) {
     if let Ok(raw) = i32::try_from(pgid) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(raw), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(raw),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 
@@ -172,7 +178,9 @@ impl LocalShellExecutor {
     }
 
     fn spawn_error(&self, e: &std::io::Error, request: &ShellRequest<'_>) -> String {
-        if request.command.contains('\0') || request.cwd.as_os_str().to_string_lossy().contains('\0') {
+        if request.command.contains('\0')
+            || request.cwd.as_os_str().to_string_lossy().contains('\0')
+        {
             return "embedded null byte".to_owned();
         }
         os_error(e, &self.interpreter)
@@ -198,7 +206,10 @@ impl ShellExecutor for LocalShellExecutor {
         Ok(supervise(&mut child, pgid, rx, request))
     }
 
-    fn run_background(&self, request: &ShellRequest<'_>) -> Result<BackgroundHandle, BackgroundError> {
+    fn run_background(
+        &self,
+        request: &ShellRequest<'_>,
+    ) -> Result<BackgroundHandle, BackgroundError> {
         let mut cmd = self.command(request);
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
         let mut child = cmd
@@ -224,7 +235,11 @@ impl ShellExecutor for LocalShellExecutor {
     }
 }
 
-fn spawn_reader(pipe: Option<impl Read + Send + 'static>, idx: usize, tx: mpsc::Sender<(usize, Option<Vec<u8>>)>) {
+fn spawn_reader(
+    pipe: Option<impl Read + Send + 'static>,
+    idx: usize,
+    tx: mpsc::Sender<(usize, Option<Vec<u8>>)>,
+) {
     let Some(mut pipe) = pipe else {
         let _ = tx.send((idx, None));
         return;
@@ -258,7 +273,10 @@ fn supervise(
     rx: mpsc::Receiver<(usize, Option<Vec<u8>>)>,
     request: &ShellRequest<'_>,
 ) -> ShellResult {
-    let mut bufs = [HeadTailBuffer::new(MAX_RETAINED_BYTES), HeadTailBuffer::new(MAX_RETAINED_BYTES)];
+    let mut bufs = [
+        HeadTailBuffer::new(MAX_RETAINED_BYTES),
+        HeadTailBuffer::new(MAX_RETAINED_BYTES),
+    ];
     let mut decoders = [Utf8Stream::default(), Utf8Stream::default()];
     let mut eof = [false, false];
     let mut last_activity = Instant::now();
@@ -310,7 +328,9 @@ fn supervise(
                 drain_until = Some(Instant::now() + DRAIN);
             }
         }
-        if status.is_some() && (eof == [true, true] || drain_until.is_some_and(|d| Instant::now() > d)) {
+        if status.is_some()
+            && (eof == [true, true] || drain_until.is_some_and(|d| Instant::now() > d))
+        {
             break;
         }
     }
@@ -493,12 +513,20 @@ pub fn note_credential_value(value: &str) {
 pub fn build_child_env(scrub: bool) -> Vec<(OsString, OsString)> {
     let source: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let opt_out = std::env::var("AGENTAO_SCRUB_CHILD_ENV")
-        .map(|v| matches!(v.trim().to_lowercase().as_str(), "0" | "false" | "no" | "off"))
+        .map(|v| {
+            matches!(
+                v.trim().to_lowercase().as_str(),
+                "0" | "false" | "no" | "off"
+            )
+        })
         .unwrap_or(false);
     if !scrub || opt_out {
         return source;
     }
-    let used: HashSet<String> = USED_CREDENTIALS.lock().map(|s| s.clone()).unwrap_or_default();
+    let used: HashSet<String> = USED_CREDENTIALS
+        .lock()
+        .map(|s| s.clone())
+        .unwrap_or_default();
     let mut drop: HashSet<String> = HARNESS_ENV_KEYS.iter().map(|s| (*s).to_owned()).collect();
     if let Ok(provider) = std::env::var("LLM_PROVIDER") {
         let p = provider.trim().to_uppercase();
@@ -509,7 +537,8 @@ pub fn build_child_env(scrub: bool) -> Vec<(OsString, OsString)> {
     source
         .into_iter()
         .filter(|(k, v)| {
-            !k.to_str().is_some_and(|k| drop.contains(k)) && !v.to_str().is_some_and(|v| used.contains(v))
+            !k.to_str().is_some_and(|k| drop.contains(k))
+                && !v.to_str().is_some_and(|v| used.contains(v))
         })
         .collect()
 }

@@ -39,7 +39,11 @@ impl Tool for TodoWrite {
     fn requires_confirmation(&self) -> bool {
         false
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let todos = match args.get("todos") {
             Some(Value::Array(items)) => items,
             None => {
@@ -48,7 +52,12 @@ impl Tool for TodoWrite {
                     "todo_write() missing 1 required positional argument: 'todos'",
                 ))
             }
-            Some(_) => return Err(ToolError::new("TypeError", "argument 'todos' must be an array")),
+            Some(_) => {
+                return Err(ToolError::new(
+                    "TypeError",
+                    "argument 'todos' must be an array",
+                ))
+            }
         };
         let mut list = Vec::with_capacity(todos.len());
         for item in todos {
@@ -68,7 +77,8 @@ impl Tool for TodoWrite {
             });
         }
         let count = |s: &str| list.iter().filter(|t| t.status == s).count();
-        let (pending, in_progress, completed) = (count("pending"), count("in_progress"), count("completed"));
+        let (pending, in_progress, completed) =
+            (count("pending"), count("in_progress"), count("completed"));
         let n = list.len();
         ctx.services.set_todos(list);
         Ok(format!(

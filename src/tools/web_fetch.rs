@@ -71,9 +71,10 @@ pub struct WebFetch {
 
 impl WebFetch {
     pub fn new(settings: &WebSettings) -> Self {
-        let mut description = "Fetch content from a URL via HTTP (GET) and extract readable text. No JS-rendering \
+        let mut description =
+            "Fetch content from a URL via HTTP (GET) and extract readable text. No JS-rendering \
                                fallback is configured."
-            .to_owned();
+                .to_owned();
         if !settings.allow.is_empty() {
             let nets: Vec<String> = settings.allow.iter().map(|n| n.to_string()).collect();
             description.push_str(&format!(
@@ -105,22 +106,38 @@ impl Tool for WebFetch {
     fn requires_confirmation(&self) -> bool {
         true
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let url = required_str(args, "url", "web_fetch")?;
         let extract_text = arg_bool(args, "extract_text")?.unwrap_or(true);
         let settings = &ctx.services.web;
         let run = || run_fetch(url, extract_text, settings, ctx.cancel);
         // Never block on a runtime worker: if one is current, hop to a plain thread.
         if tokio::runtime::Handle::try_current().is_ok() {
-            std::thread::scope(|s| s.spawn(run).join().unwrap_or_else(|_| Ok("Error: fetch thread failed".to_owned())))
+            std::thread::scope(|s| {
+                s.spawn(run)
+                    .join()
+                    .unwrap_or_else(|_| Ok("Error: fetch thread failed".to_owned()))
+            })
         } else {
             run()
         }
     }
 }
 
-fn run_fetch(url: &str, extract_text: bool, settings: &WebSettings, cancel: &CancelToken) -> Result<String, ToolError> {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+fn run_fetch(
+    url: &str,
+    extract_text: bool,
+    settings: &WebSettings,
+    cancel: &CancelToken,
+) -> Result<String, ToolError> {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return Ok(format!("Error: {e}")),
     };
@@ -147,10 +164,11 @@ struct Fetched {
 }
 
 async fn fetch_and_render(url: &str, extract_text: bool, settings: &WebSettings) -> String {
-    let fetched = match tokio::time::timeout(settings.total_timeout, guarded_get(url, settings)).await {
-        Ok(r) => r,
-        Err(_) => Err(FetchError::Timeout),
-    };
+    let fetched =
+        match tokio::time::timeout(settings.total_timeout, guarded_get(url, settings)).await {
+            Ok(r) => r,
+            Err(_) => Err(FetchError::Timeout),
+        };
     let fetched = match fetched {
         Ok(f) => f,
         Err(FetchError::Blocked(why)) => return format!("Error: blocked outbound request — {why}"),
@@ -163,7 +181,10 @@ async fn fetch_and_render(url: &str, extract_text: bool, settings: &WebSettings)
     let code = fetched.status.as_u16();
     let text = String::from_utf8_lossy(&fetched.body).into_owned();
     if is_raw_text(fetched.content_type.as_deref()) {
-        return format!("URL: {url}\nStatus: {code}\n\n{}", truncate(&text, MAX_TEXT_CHARS));
+        return format!(
+            "URL: {url}\nStatus: {code}\n\n{}",
+            truncate(&text, MAX_TEXT_CHARS)
+        );
     }
     let doc = scraper::Html::parse_document(&text);
     let js_note = if needs_js_rendering(&text, &doc) {
@@ -171,8 +192,15 @@ async fn fetch_and_render(url: &str, extract_text: bool, settings: &WebSettings)
     } else {
         ""
     };
-    let body = if extract_text { extract(&doc) } else { text.clone() };
-    format!("URL: {url}\nStatus: {code}\n{js_note}\n{}", truncate(&body, MAX_TEXT_CHARS))
+    let body = if extract_text {
+        extract(&doc)
+    } else {
+        text.clone()
+    };
+    format!(
+        "URL: {url}\nStatus: {code}\n{js_note}\n{}",
+        truncate(&body, MAX_TEXT_CHARS)
+    )
 }
 
 fn http_error(e: reqwest::Error) -> FetchError {
@@ -187,7 +215,8 @@ fn http_error(e: reqwest::Error) -> FetchError {
 async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, FetchError> {
     let mut current = url.to_owned();
     for _ in 0..=url_policy::MAX_REDIRECTS {
-        let target = url_policy::check_shape(&current, &settings.allow).map_err(FetchError::Blocked)?;
+        let target =
+            url_policy::check_shape(&current, &settings.allow).map_err(FetchError::Blocked)?;
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
@@ -197,12 +226,15 @@ async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, Fetch
             Target::Literal(u) => u,
             Target::Name { url, host, port } => {
                 let addrs = resolve(&host, port, &current).await?;
-                let pinned = url_policy::check_resolved(&host, &addrs, &settings.allow).map_err(FetchError::Blocked)?;
+                let pinned = url_policy::check_resolved(&host, &addrs, &settings.allow)
+                    .map_err(FetchError::Blocked)?;
                 builder = builder.resolve_to_addrs(&host, &pinned);
                 url
             }
         };
-        let client = builder.build().map_err(|e| FetchError::Http(e.to_string()))?;
+        let client = builder
+            .build()
+            .map_err(|e| FetchError::Http(e.to_string()))?;
         let send = client.get(request_url.clone()).send();
         let mut response = match tokio::time::timeout(settings.phase_timeout, send).await {
             Err(_) => return Err(FetchError::Timeout),
@@ -210,7 +242,11 @@ async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, Fetch
         };
         let status = response.status();
         if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
-            if let Some(loc) = response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()) {
+            if let Some(loc) = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+            {
                 if !loc.is_empty() {
                     current = match request_url.join(loc) {
                         Ok(u) => u.to_string(),
@@ -220,7 +256,10 @@ async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, Fetch
                 }
             }
         }
-        if response.content_length().is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_BODY_BYTES as u64)
+        {
             return Err(FetchError::TooLarge);
         }
         let content_type = response
@@ -241,7 +280,11 @@ async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, Fetch
             body.extend_from_slice(&chunk);
         }
         if status.as_u16() >= 400 {
-            let kind = if status.as_u16() < 500 { "Client error" } else { "Server error" };
+            let kind = if status.as_u16() < 500 {
+                "Client error"
+            } else {
+                "Server error"
+            };
             return Err(FetchError::Http(format!(
                 "{kind} '{} {}' for url '{}'\nFor more information check: \
                  https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/{}",
@@ -284,7 +327,9 @@ fn is_raw_text(content_type: Option<&str>) -> bool {
     if media == "text/html" || media == "text/xml" {
         return false;
     }
-    media.starts_with("text/") || RAW_TEXT_TYPES.contains(&media.as_str()) || media.ends_with("+json")
+    media.starts_with("text/")
+        || RAW_TEXT_TYPES.contains(&media.as_str())
+        || media.ends_with("+json")
 }
 
 fn truncate(text: &str, limit: usize) -> String {
@@ -315,10 +360,16 @@ fn needs_js_rendering(html: &str, doc: &scraper::Html) -> bool {
         return true;
     }
     // `get_text(separator=" ", strip=True)`.
-    let text: Vec<&str> = text_nodes(doc, &[]).into_iter().map(str::trim).filter(|s| !s.is_empty()).collect();
-    let text_len = text.iter().map(|s| s.chars().count()).sum::<usize>() + text.len().saturating_sub(1);
+    let text: Vec<&str> = text_nodes(doc, &[])
+        .into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let text_len =
+        text.iter().map(|s| s.chars().count()).sum::<usize>() + text.len().saturating_sub(1);
     let html_len = html.chars().count();
-    (html_len > 0 && (text_len as f64) / (html_len as f64) < 0.05) || (text_len < 200 && html_len > 5000)
+    (html_len > 0 && (text_len as f64) / (html_len as f64) < 0.05)
+        || (text_len < 200 && html_len > 5000)
 }
 
 /// Drops script/style/nav/footer, trims lines, splits on double spaces, drops empties.

@@ -37,7 +37,11 @@ impl Tool for WriteFile {
     fn requires_confirmation(&self) -> bool {
         true
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let file_path = required_str(args, "file_path", "write_file")?;
         let content = required_str(args, "content", "write_file")?;
         let append = arg_bool(args, "append")?.unwrap_or(false);
@@ -48,7 +52,11 @@ impl Tool for WriteFile {
             Ok(p) => p,
             Err(msg) => return Ok(format!("Error: {msg}")),
         };
-        match ctx.services.fs.write_bytes(&path, content.as_bytes(), append) {
+        match ctx
+            .services
+            .fs
+            .write_bytes(&path, content.as_bytes(), append)
+        {
             Ok(()) if append => Ok(format!("Successfully appended to {file_path}")),
             Ok(()) => Ok(format!("Successfully wrote to {file_path}")),
             Err(e) => Ok(format!("Error writing file: {}", os_error(&e, &path))),

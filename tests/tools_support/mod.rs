@@ -18,7 +18,10 @@ pub struct Host {
 
 impl HostRequests for Host {
     fn ask_user(&self, question: &str, hints: &Value) -> Result<String, String> {
-        self.asked.lock().unwrap().push((question.to_owned(), hints.clone()));
+        self.asked
+            .lock()
+            .unwrap()
+            .push((question.to_owned(), hints.clone()));
         self.answer.clone().unwrap_or_else(|| Ok("yes".to_owned()))
     }
 }
@@ -105,11 +108,15 @@ impl Env {
             settings: &self.config,
             services: &self.services,
         };
-        self.registry.get(tool).expect("tool registered").execute(&args, &ctx)
+        self.registry
+            .get(tool)
+            .expect("tool registered")
+            .execute(&args, &ctx)
     }
 
     pub fn call(&self, tool: &str, args: Value) -> String {
-        self.try_call(tool, args).unwrap_or_else(|e| panic!("{tool} raised {}: {}", e.kind, e.message))
+        self.try_call(tool, args)
+            .unwrap_or_else(|e| panic!("{tool} raised {}: {}", e.kind, e.message))
     }
 }
 
