@@ -139,6 +139,10 @@ impl Agent {
         let config =
             AgentConfig::from_json(config_json).map_err(|e| AgentError::InvalidConfig(e.0))?;
         let llm = LlmClient::new(&config.llm).map_err(AgentError::InvalidConfig)?;
+        if let crate::config::LlmConfig::OpenAi(c) = &config.llm {
+            // Shell children never see the key, under whatever variable name.
+            crate::tools::note_credential_value(&c.api_key);
+        }
         let tools = ToolRegistry::builtin(&config.tools).map_err(AgentError::InvalidConfig)?;
         let tool_services = Arc::new(
             ToolServices::new(&config.tools, &config.working_directory)

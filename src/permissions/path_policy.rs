@@ -1,1 +1,200 @@
-//! Path containment policy (spec §3.8). See `tools::write_file::contain_file` until it moves here.
+//! Path containment policy (spec §3.8): where write tools and the shell's working directory may
+//! point. Read tools use [`resolve_for_read`] (a port decision: reads outside the workspace are
+//! refused unless the config allows them).
+//!
+//! Resolution follows the OS the way `os.path.realpath(strict=False)` does: components are
+//! walked left to right, every symlink met is dereferenced before a following `..` is applied,
+//! and the part that does not exist yet is appended lexically. A symlink loop leaves the rest
+//! of the path unresolved (the later OS call then fails with ELOOP).
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+/// At most this many symlinks are followed while resolving one path (Linux's MAXSYMLINKS).
+const MAX_SYMLINKS: usize = 40;
+
+/// The reference's refusal text (without the `Error: ` prefix the tools add).
+pub fn refusal(raw: &str, resolved: &Path, root: &Path) -> String {
+    format!(
+        "PathPolicy: refused '{raw}' — resolves to '{}', outside project_root '{}'",
+        resolved.display(),
+        root.display()
+    )
+}
+
+/// `~` expanded, absolute kept, relative joined to `root` (no resolution).
+pub fn join_to_root(root: &Path, raw: &str) -> PathBuf {
+    let expanded = if raw == "~" || raw.starts_with("~/") {
+        match std::env::var_os("HOME") {
+            Some(home) => {
+                let rest = raw.trim_start_matches('~').trim_start_matches('/');
+                if rest.is_empty() {
+                    PathBuf::from(home)
+                } else {
+                    PathBuf::from(home).join(rest)
+                }
+            }
+            None => PathBuf::from(raw),
+        }
+    } else {
+        PathBuf::from(raw)
+    };
+    if expanded.is_absolute() {
+        expanded
+    } else {
+        root.join(expanded)
+    }
+}
+
+/// `realpath(strict=False)` of an absolute path.
+pub fn resolve(path: &Path) -> PathBuf {
+    let mut pending: Vec<OsString> = Vec::new();
+    for c in path.components().rev() {
+        match c {
+            Component::Normal(s) => pending.push(s.to_owned()),
+            Component::ParentDir => pending.push(OsString::from("..")),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    let mut out = PathBuf::from("/");
+    let mut links = 0usize;
+    // Once a component is missing, everything after it is lexical.
+    let mut exists = true;
+    while let Some(part) = pending.pop() {
+        if part == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&part);
+        if !exists {
+            out = next;
+            continue;
+        }
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                let target = match std::fs::read_link(&next) {
+                    Ok(t) if links <= MAX_SYMLINKS => t,
+                    _ => {
+                        // A loop (or unreadable link): keep the rest unresolved.
+                        out = next;
+                        exists = false;
+                        continue;
+                    }
+                };
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                for c in target.components().rev() {
+                    match c {
+                        Component::Normal(s) => pending.push(s.to_owned()),
+                        Component::ParentDir => pending.push(OsString::from("..")),
+                        _ => {}
+                    }
+                }
+            }
+            Ok(_) => out = next,
+            Err(_) => {
+                exists = false;
+                out = next;
+            }
+        }
+    }
+    out
+}
+
+/// `contain_file` (spec §3.8): the parent resolved through every symlink, the leaf put back;
+/// a leaf that is itself a symlink must also point inside. Used by `write_file` and `replace`.
+pub fn contain_file(root: &Path, raw: &str) -> Result<PathBuf, String> {
+    let candidate = join_to_root(root, raw);
+    let resolved = match candidate.file_name() {
+        Some(leaf) if !candidate.as_os_str().to_string_lossy().ends_with("/..") => {
+            let parent = candidate.parent().unwrap_or(Path::new("/"));
+            resolve(parent).join(leaf)
+        }
+        _ => resolve(&candidate),
+    };
+    if !resolved.starts_with(root) {
+        return Err(refusal(raw, &resolved, root));
+    }
+    if std::fs::symlink_metadata(&resolved).is_ok_and(|m| m.file_type().is_symlink()) {
+        let target = resolve(&resolved);
+        if !target.starts_with(root) {
+            return Err(refusal(raw, &target, root));
+        }
+    }
+    Ok(resolved)
+}
+
+/// `contain_directory` (spec §3.8): resolved fully, must lie under the root. Used for the
+/// shell's working directory; existence is the caller's check.
+pub fn contain_directory(root: &Path, raw: &str) -> Result<PathBuf, String> {
+    let resolved = resolve(&join_to_root(root, raw));
+    if resolved.starts_with(root) {
+        Ok(resolved)
+    } else {
+        Err(refusal(raw, &resolved, root))
+    }
+}
+
+/// Read-side check: the fully resolved path must lie under the root unless reads outside are
+/// allowed. Returns the unresolved joined path (error messages keep the caller's spelling).
+pub fn resolve_for_read(root: &Path, raw: &str, allow_outside: bool) -> Result<PathBuf, String> {
+    let path = join_to_root(root, raw);
+    if allow_outside || raw.contains('\0') {
+        return Ok(path);
+    }
+    let resolved = resolve(&path);
+    if resolved.starts_with(root) {
+        Ok(path)
+    } else {
+        Err(refusal(raw, &resolved, root))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containment() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(
+            contain_file(&root, "a/b.txt").unwrap(),
+            root.join("a/b.txt")
+        );
+        let e = contain_file(&root, "../x").unwrap_err();
+        assert!(
+            e.starts_with("PathPolicy: refused '../x' — resolves to '"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with(&format!("outside project_root '{}'", root.display())),
+            "{e}"
+        );
+        assert!(contain_file(&root, "/etc/passwd").is_err());
+        std::os::unix::fs::symlink("/tmp", root.join("out")).unwrap();
+        assert!(contain_file(&root, "out/x").is_err());
+        // `link/..` follows the link before going up, as the OS does.
+        assert!(contain_file(&root, "out/../y").is_err());
+        std::os::unix::fs::symlink("/etc/passwd", root.join("leaf")).unwrap();
+        assert!(contain_file(&root, "leaf").is_err());
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("in")).unwrap();
+        assert_eq!(contain_file(&root, "in/z").unwrap(), root.join("sub/z"));
+        assert!(contain_directory(&root, "sub").is_ok());
+        assert!(contain_directory(&root, "out").is_err());
+        assert!(contain_directory(&root, "..").is_err());
+    }
+
+    #[test]
+    fn symlink_loop_does_not_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink(root.join("b"), root.join("a")).unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("b")).unwrap();
+        let p = resolve(&root.join("a/x"));
+        assert!(p.starts_with(&root));
+    }
+}

@@ -1,9 +1,8 @@
-//! `list_directory`: directories first, then files, case-insensitively sorted.
-
-use std::path::Path;
+//! `list_directory` (spec §1.6): directories first, then files, case-insensitively sorted.
 
 use serde_json::{json, Map, Value};
 
+use super::fs::os_error;
 use super::{arg_bool, arg_str, Tool, ToolContext, ToolError};
 
 pub struct ListDirectory;
@@ -13,13 +12,12 @@ impl Tool for ListDirectory {
         "list_directory"
     }
     fn description(&self) -> &str {
-        "List the entries of a directory: subdirectories first, then files with their sizes. \
-         With `recursive`, every descendant is listed relative to the directory."
+        "List the contents of a directory, showing files and subdirectories."
     }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {
-            "directory_path": {"type": "string", "description": "Directory to list (default: the working directory).", "default": "."},
-            "recursive": {"type": "boolean", "description": "List all descendants.", "default": false}},
+            "directory_path": {"type": "string", "description": "Directory to list. Default: the working directory."},
+            "recursive": {"type": "boolean", "description": "If true, also list the contents of each subdirectory. Default false.", "default": false}},
             "required": []})
     }
     fn is_read_only(&self) -> bool {
@@ -39,70 +37,52 @@ impl Tool for ListDirectory {
             Ok(path) => path,
             Err(msg) => return Ok(msg),
         };
-        if !path.exists() {
+        let fs = &ctx.services.fs;
+        if !fs.exists(&path) {
             return Ok(format!("Error: Directory {p} does not exist"));
         }
-        if !path.is_dir() {
+        if !fs.is_dir(&path) {
             return Ok(format!("Error: {p} is not a directory"));
         }
-        let mut entries = Vec::new();
-        if let Err(e) = collect(&path, "", recursive, ctx, &mut entries) {
-            return Ok(format!(
-                "Error listing directory: {}",
-                super::write_file::os_error(&e, &path)
-            ));
-        }
-        entries.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.key.cmp(&b.key)));
-        let mut out = format!("Directory: {p}\n\n");
-        let lines: Vec<String> = entries
-            .iter()
-            .map(|e| {
-                if e.is_dir {
-                    format!("[DIR]  {}/", e.name)
+        // (is_dir, lower-cased sort key, line)
+        let mut rows: Vec<(bool, String, String)> = Vec::new();
+        if recursive {
+            let stop = || ctx.cancel.is_cancelled();
+            let entries = match fs.walk(&path, None, &stop) {
+                Ok(e) => e,
+                Err(e) => return Ok(format!("Error listing directory: {}", os_error(&e, &path))),
+            };
+            for entry in entries {
+                let item = &entry.path;
+                let rel = item
+                    .strip_prefix(&path)
+                    .unwrap_or(item)
+                    .to_string_lossy()
+                    .into_owned();
+                let key = item.to_string_lossy().to_lowercase();
+                if entry.is_dir {
+                    rows.push((true, key, format!("[DIR]  {rel}/")));
                 } else {
-                    format!("[FILE] {} ({} bytes)", e.name, e.size)
+                    let size = fs.stat(item).map(|s| s.size).unwrap_or(0);
+                    rows.push((false, key, format!("[FILE] {rel} ({size} bytes)")));
                 }
-            })
-            .collect();
-        out.push_str(&lines.join("\n"));
-        Ok(out)
-    }
-}
-
-struct Entry {
-    name: String,
-    key: String,
-    is_dir: bool,
-    size: u64,
-}
-
-fn collect(
-    dir: &Path,
-    prefix: &str,
-    recursive: bool,
-    ctx: &ToolContext<'_>,
-    out: &mut Vec<Entry>,
-) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        if ctx.cancel.is_cancelled() {
-            return Ok(());
+            }
+        } else {
+            let entries = match fs.list_dir(&path) {
+                Ok(e) => e,
+                Err(e) => return Ok(format!("Error listing directory: {}", os_error(&e, &path))),
+            };
+            for e in entries {
+                let key = e.name.to_lowercase();
+                if e.is_dir {
+                    rows.push((true, key, format!("[DIR]  {}/", e.name)));
+                } else {
+                    rows.push((false, key, format!("[FILE] {} ({} bytes)", e.name, e.size)));
+                }
+            }
         }
-        let entry = entry?;
-        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
-        // Follows symlinks for the kind and size, as Path.is_dir() does, but never recurses into
-        // a linked directory, so a symlink loop cannot run away.
-        let meta = std::fs::metadata(entry.path()).or_else(|_| entry.metadata())?;
-        let is_link = entry.file_type().map(|t| t.is_symlink()).unwrap_or(false);
-        let is_dir = meta.is_dir();
-        out.push(Entry {
-            key: name.to_lowercase(),
-            size: if is_dir { 0 } else { meta.len() },
-            name: name.clone(),
-            is_dir,
-        });
-        if recursive && is_dir && !is_link {
-            collect(&entry.path(), &format!("{name}/"), true, ctx, out)?;
-        }
+        rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let lines: Vec<&str> = rows.iter().map(|r| r.2.as_str()).collect();
+        Ok(format!("Directory: {p}\n\n{}", lines.join("\n")))
     }
-    Ok(())
 }

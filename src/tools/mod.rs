@@ -5,19 +5,39 @@
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
+pub mod ask_user;
+pub mod fs;
+pub mod glob;
 pub mod list_directory;
 pub mod read_file;
+pub mod replace;
 pub mod result_format;
+pub mod search;
+pub mod secrets;
+pub mod shell;
+pub mod shell_exec;
+pub mod todo;
+pub mod web_fetch;
 pub mod write_file;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use crate::cancel::CancelToken;
 use crate::config::ToolsConfig;
+use crate::permissions::{path_policy, url_policy};
+
+pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
+pub use shell_exec::{
+    note_credential_value, BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect,
+    ShellExecutor, ShellRequest, ShellResult, ShellSpec,
+};
+pub use todo::TodoItem;
+pub use web_fetch::WebSettings;
 
 /// A tool failure that is not a model-readable result string.
 #[derive(Debug, Clone)]
@@ -56,13 +76,212 @@ pub struct ToolContext<'a> {
     pub services: &'a ToolServices,
 }
 
+/// `tools.settings.shell`, validated.
+#[derive(Debug, Clone)]
+pub struct ShellSettings {
+    /// Default inactivity timeout when a call gives none (`timeout_s`, default 120).
+    pub timeout_s: f64,
+    /// Remove provider credentials from the child environment (`scrub_env`, default true).
+    pub scrub_env: bool,
+    /// The interpreter for the local executor (`interpreter`; default `/bin/bash`, else `bash`
+    /// on PATH, else `/bin/sh`).
+    pub interpreter: Option<PathBuf>,
+}
+
+impl Default for ShellSettings {
+    fn default() -> Self {
+        ShellSettings {
+            timeout_s: shell::DEFAULT_TIMEOUT_S,
+            scrub_env: true,
+            interpreter: None,
+        }
+    }
+}
+
 /// Per-agent state the tools share, built once from the config when the agent is created.
-#[derive(Default)]
-pub struct ToolServices {}
+/// The file system and shell seams default to the local implementations; a host may swap them
+/// with [`ToolServices::with_file_system`] / [`ToolServices::with_shell`].
+pub struct ToolServices {
+    pub fs: Arc<dyn FileSystem>,
+    pub shell: Arc<dyn ShellExecutor>,
+    pub shell_settings: ShellSettings,
+    pub web: WebSettings,
+    /// Where results over 40,000 characters are spilled (`tool_outputs_dir`; default
+    /// `<workspace>/.agentao/tool-outputs`).
+    pub tool_outputs_dir: PathBuf,
+    todos: Mutex<Vec<TodoItem>>,
+}
+
+impl Default for ToolServices {
+    fn default() -> Self {
+        ToolServices {
+            fs: Arc::new(LocalFileSystem),
+            shell: Arc::new(LocalShellExecutor::default()),
+            shell_settings: ShellSettings::default(),
+            web: WebSettings::default(),
+            tool_outputs_dir: PathBuf::from(result_format::DEFAULT_OUTPUT_DIR),
+            todos: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+fn setting_err(field: &str, why: impl std::fmt::Display) -> String {
+    format!("config field `tools.settings.{field}`: {why}")
+}
+
+fn positive_secs(v: &Value, field: &str) -> Result<f64, String> {
+    match v.as_f64() {
+        Some(f) if f > 0.0 && f.is_finite() && f <= 1e9 => Ok(f),
+        _ => Err(setting_err(field, "must be a positive number of seconds")),
+    }
+}
+
+fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, String> {
+    v.as_object()
+        .ok_or_else(|| setting_err(field, "must be an object"))
+}
+
+fn parse_shell_settings(v: &Value) -> Result<ShellSettings, String> {
+    let mut out = ShellSettings::default();
+    for (key, val) in object(v, "shell")? {
+        let field = format!("shell.{key}");
+        match key.as_str() {
+            "timeout_s" => out.timeout_s = positive_secs(val, &field)?,
+            "scrub_env" => {
+                out.scrub_env = val
+                    .as_bool()
+                    .ok_or_else(|| setting_err(&field, "must be a boolean"))?
+            }
+            "interpreter" => match val.as_str() {
+                Some(s) if Path::new(s).is_absolute() && !s.contains('\0') => {
+                    out.interpreter = Some(PathBuf::from(s))
+                }
+                _ => return Err(setting_err(&field, "must be an absolute path")),
+            },
+            _ => {
+                return Err(setting_err(
+                    &field,
+                    "unknown setting (known: interpreter, scrub_env, timeout_s)",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn parse_web_settings(v: Option<&Value>) -> Result<WebSettings, String> {
+    let mut out = WebSettings {
+        allow: url_policy::allow_list_from_env(),
+        ..WebSettings::default()
+    };
+    let Some(v) = v else { return Ok(out) };
+    for (key, val) in object(v, "web_fetch")? {
+        let field = format!("web_fetch.{key}");
+        match key.as_str() {
+            "allow_private" => {
+                let tokens: Vec<&str> = match val {
+                    Value::String(s) => s.split(|c: char| c == ',' || c.is_whitespace()).collect(),
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|i| {
+                            i.as_str().ok_or_else(|| {
+                                setting_err(&field, "must be a list of CIDRs or IP addresses")
+                            })
+                        })
+                        .collect::<Result<_, _>>()?,
+                    _ => {
+                        return Err(setting_err(
+                            &field,
+                            "must be a list of CIDRs or IP addresses",
+                        ))
+                    }
+                };
+                out.allow.extend(
+                    url_policy::parse_allow_list(tokens).map_err(|e| setting_err(&field, e))?,
+                );
+            }
+            "timeout_s" => out.phase_timeout = Duration::from_secs_f64(positive_secs(val, &field)?),
+            "total_timeout_s" => {
+                out.total_timeout = Duration::from_secs_f64(positive_secs(val, &field)?)
+            }
+            _ => {
+                return Err(setting_err(
+                    &field,
+                    "unknown setting (known: allow_private, timeout_s, total_timeout_s)",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
 
 impl ToolServices {
-    pub fn new(_config: &ToolsConfig, _workspace: &Path) -> Result<Self, String> {
-        Ok(ToolServices {})
+    /// Validates `tools.settings` and builds the local services for `workspace` (absolute,
+    /// canonical). Errors name the offending field.
+    pub fn new(config: &ToolsConfig, workspace: &Path) -> Result<Self, String> {
+        const KNOWN: &str = "shell, tool_outputs_dir, web_fetch";
+        let mut services = ToolServices {
+            tool_outputs_dir: workspace.join(result_format::DEFAULT_OUTPUT_DIR),
+            ..ToolServices::default()
+        };
+        for (key, val) in &config.settings {
+            match key.as_str() {
+                "shell" => services.shell_settings = parse_shell_settings(val)?,
+                "web_fetch" => {}
+                "tool_outputs_dir" => match val.as_str() {
+                    Some(s) if !s.is_empty() && !s.contains('\0') => {
+                        services.tool_outputs_dir = path_policy::join_to_root(workspace, s)
+                    }
+                    _ => return Err(setting_err(key, "must be a non-empty path")),
+                },
+                _ => {
+                    return Err(setting_err(
+                        key,
+                        format!("unknown setting (known: {KNOWN})"),
+                    ))
+                }
+            }
+        }
+        services.web = parse_web_settings(config.settings.get("web_fetch"))?;
+        if let Some(interp) = &services.shell_settings.interpreter {
+            services.shell = Arc::new(LocalShellExecutor {
+                interpreter: interp.clone(),
+            });
+        }
+        Ok(services)
+    }
+
+    /// Replaces the file-system seam (spec §5.1).
+    pub fn with_file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// Replaces the shell seam (spec §5.2).
+    pub fn with_shell(mut self, shell: Arc<dyn ShellExecutor>) -> Self {
+        self.shell = shell;
+        self
+    }
+
+    /// The current `todo_write` list (shown to the model in the volatile reminder).
+    pub fn todos(&self) -> Vec<TodoItem> {
+        self.todos.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    pub fn set_todos(&self, todos: Vec<TodoItem>) {
+        if let Ok(mut t) = self.todos.lock() {
+            *t = todos;
+        }
+    }
+
+    /// Empties the list (`clear_history()`).
+    pub fn clear_todos(&self) {
+        self.set_todos(Vec::new());
+    }
+
+    /// [`result_format::format_result`] into the configured spill directory.
+    pub fn format_result(&self, tool_name: &str, raw: &str) -> result_format::FormattedResult {
+        result_format::format_result_in(&self.tool_outputs_dir, tool_name, raw)
     }
 }
 
@@ -73,48 +292,20 @@ impl ToolContext<'_> {
     }
 
     /// Resolves a path a read-side tool wants; outside the workspace it is refused unless the
-    /// config allows it (a deliberate deviation: the reference reads anywhere).
+    /// config allows it (a deliberate deviation: the reference reads anywhere). A path with a
+    /// NUL byte passes through (the tool then finds nothing there, as the reference does).
     pub fn resolve_read(&self, raw: &str) -> Result<PathBuf, String> {
-        if raw.contains('\0') {
-            return Err(format!(
-                "Error: path '{}' contains a NUL byte",
-                raw.replace('\0', "\\0")
-            ));
-        }
-        let path = self.resolve(raw);
-        if self.settings.allow_reads_outside_workspace {
-            return Ok(path);
-        }
-        let resolved = normalize(&path);
-        let resolved = std::fs::canonicalize(&resolved).unwrap_or(resolved);
-        if resolved.starts_with(self.workspace) {
-            Ok(path)
-        } else {
-            Err(format!(
-                "Error: PathPolicy: refused '{raw}' — resolves to '{}', outside project_root '{}'",
-                resolved.display(),
-                self.workspace.display()
-            ))
-        }
+        path_policy::resolve_for_read(
+            self.workspace,
+            raw,
+            self.settings.allow_reads_outside_workspace,
+        )
+        .map_err(|msg| format!("Error: {msg}"))
     }
 }
 
 pub fn resolve_path(workspace: &Path, raw: &str) -> PathBuf {
-    let expanded = if raw == "~" || raw.starts_with("~/") {
-        match std::env::var_os("HOME") {
-            Some(home) => {
-                PathBuf::from(home).join(raw.trim_start_matches('~').trim_start_matches('/'))
-            }
-            None => PathBuf::from(raw),
-        }
-    } else {
-        PathBuf::from(raw)
-    };
-    if expanded.is_absolute() {
-        expanded
-    } else {
-        workspace.join(expanded)
-    }
+    path_policy::join_to_root(workspace, raw)
 }
 
 /// Lexical `.`/`..` folding (no symlink resolution).
@@ -148,7 +339,18 @@ pub trait Tool: Send + Sync {
 }
 
 /// The built-in tool names a config may enable or disable.
-pub const BUILTIN_TOOL_NAMES: &[&str] = &["list_directory", "read_file", "write_file"];
+pub const BUILTIN_TOOL_NAMES: &[&str] = &[
+    "ask_user",
+    "glob",
+    "list_directory",
+    "read_file",
+    "replace",
+    "run_shell_command",
+    "search_file_content",
+    "todo_write",
+    "web_fetch",
+    "write_file",
+];
 
 /// The tools of one agent, by name, with their schemas sorted by name.
 #[derive(Clone, Default)]
@@ -168,9 +370,24 @@ impl ToolRegistry {
                 ));
             }
         }
+        // Descriptions that depend on settings; invalid settings are reported by ToolServices::new.
+        let interpreter = config
+            .settings
+            .get("shell")
+            .and_then(|v| parse_shell_settings(v).ok())
+            .and_then(|s| s.interpreter)
+            .unwrap_or_else(shell_exec::default_interpreter);
+        let web = parse_web_settings(config.settings.get("web_fetch")).unwrap_or_default();
         let all: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(ask_user::AskUser),
+            Arc::new(glob::Glob),
             Arc::new(list_directory::ListDirectory),
             Arc::new(read_file::ReadFile),
+            Arc::new(replace::Replace),
+            Arc::new(shell::RunShellCommand::new(&interpreter)),
+            Arc::new(search::SearchFileContent),
+            Arc::new(todo::TodoWrite),
+            Arc::new(web_fetch::WebFetch::new(&web)),
             Arc::new(write_file::WriteFile),
         ];
         let mut reg = ToolRegistry::default();
@@ -279,6 +496,20 @@ pub(crate) fn arg_i64(args: &Map<String, Value>, key: &str) -> Result<Option<i64
             "TypeError",
             format!(
                 "argument '{key}' must be an integer, not {}",
+                json_type(other)
+            ),
+        )),
+    }
+}
+
+pub(crate) fn arg_f64(args: &Map<String, Value>, key: &str) -> Result<Option<f64>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(other) => Err(ToolError::new(
+            "TypeError",
+            format!(
+                "argument '{key}' must be a number, not {}",
                 json_type(other)
             ),
         )),

@@ -1,8 +1,28 @@
 //! Result post-processing (spec §1.16): what the model sees of a tool's raw result.
+//!
+//! A result over 40,000 characters is saved (secret-redacted) under
+//! `<workspace>/.agentao/tool-outputs/{tool}_{unix_ts}_{6hex}.txt` and the model gets the first
+//! 8,000 and last 32,000 characters with the reference's header and marker. The first save into
+//! a directory prunes files there older than 7 days. Unicode tag characters are stripped from
+//! the model's copy (well-formed flag emoji tag sequences kept).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use once_cell::sync::Lazy;
 use sha2::{Digest, Sha256};
+
+use super::secrets;
+
+pub const SAVE_THRESHOLD: usize = 40_000;
+pub const HEAD_CHARS: usize = 8_000;
+pub const TAIL_CHARS: usize = SAVE_THRESHOLD - HEAD_CHARS;
+pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+/// Where spills go, relative to the workspace, unless `tools.settings.tool_outputs_dir` says
+/// otherwise.
+pub const DEFAULT_OUTPUT_DIR: &str = ".agentao/tool-outputs";
 
 /// A raw result made ready for history and for the `tool_result` event.
 #[derive(Debug, Clone)]
@@ -16,27 +36,265 @@ pub struct FormattedResult {
     pub disk_path: Option<PathBuf>,
 }
 
-/// Formats one result. (Spill to `.agentao/tool-outputs/` lands with the tool catalogue.)
-pub fn format_result(_workspace: &Path, _tool_name: &str, raw: &str) -> FormattedResult {
+/// Directories already pruned by this process (the reference prunes once per formatter).
+static PRUNED: Lazy<Mutex<HashSet<PathBuf>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+
+/// Formats one result, spilling to `<workspace>/.agentao/tool-outputs/`.
+pub fn format_result(workspace: &Path, tool_name: &str, raw: &str) -> FormattedResult {
+    format_result_in(&workspace.join(DEFAULT_OUTPUT_DIR), tool_name, raw)
+}
+
+/// Formats one result, spilling into `output_dir`.
+pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> FormattedResult {
+    let content_hash = hex(&Sha256::digest(raw.as_bytes()));
+    let original_chars = raw.chars().count();
+    if original_chars <= SAVE_THRESHOLD {
+        return FormattedResult {
+            model_text: strip_tag_chars(raw),
+            content_hash,
+            original_chars,
+            saved_to_disk: false,
+            disk_path: None,
+        };
+    }
+    let (file_ref, disk_path) = match save(output_dir, tool_name, raw) {
+        Ok((path, redacted)) => {
+            let note = if redacted {
+                "  (credential-shaped strings in the saved copy are replaced with [REDACTED:<kind>]; \
+                 the excerpt below is verbatim)"
+            } else {
+                ""
+            };
+            (
+                format!(
+                    "\nFull output saved to: {}  (use read_file to access){note}",
+                    path.display()
+                ),
+                Some(path),
+            )
+        }
+        Err(_) => (String::new(), None),
+    };
+    if disk_path.is_some() {
+        let first = PRUNED
+            .lock()
+            .map(|mut set| set.insert(output_dir.to_path_buf()))
+            .unwrap_or(false);
+        if first {
+            prune(output_dir, SystemTime::now());
+        }
+    }
+    let omitted = original_chars - SAVE_THRESHOLD;
+    let head_end = raw
+        .char_indices()
+        .nth(HEAD_CHARS)
+        .map(|(i, _)| i)
+        .unwrap_or(raw.len());
+    let tail_start = raw
+        .char_indices()
+        .nth(original_chars - TAIL_CHARS)
+        .map(|(i, _)| i)
+        .unwrap_or(raw.len());
+    let excerpt = format!(
+        "[Output truncated: {} chars total, showing first {} and last {} chars.{file_ref}]\n\n{}\n\n[… {} chars omitted …]\n\n{}",
+        thousands(original_chars as u64),
+        thousands(HEAD_CHARS as u64),
+        thousands(TAIL_CHARS as u64),
+        &raw[..head_end],
+        thousands(omitted as u64),
+        &raw[tail_start..],
+    );
     FormattedResult {
-        model_text: strip_tag_chars(raw),
-        content_hash: hex(&Sha256::digest(raw.as_bytes())),
-        original_chars: raw.chars().count(),
-        saved_to_disk: false,
-        disk_path: None,
+        model_text: strip_tag_chars(&excerpt),
+        content_hash,
+        original_chars,
+        saved_to_disk: disk_path.is_some(),
+        disk_path,
     }
 }
 
-/// Removes Unicode tag characters (U+E0000–U+E007F) from the model's copy.
+/// Writes the redacted copy; returns its path and whether anything was redacted.
+fn save(dir: &Path, tool_name: &str, raw: &str) -> std::io::Result<(PathBuf, bool)> {
+    std::fs::create_dir_all(dir)?;
+    let ts = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let uid = uuid::Uuid::new_v4().simple().to_string();
+    let safe: String = tool_name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = dir.join(format!("{safe}_{ts}_{}.txt", &uid[..6]));
+    let (redacted, hits) = secrets::scan_and_redact(raw);
+    std::fs::write(&path, redacted.as_bytes())?;
+    Ok((path, !hits.is_empty()))
+}
+
+/// Deletes saved outputs (`*.txt`) older than the retention; best effort. Returns how many.
+pub fn prune(dir: &Path, now: SystemTime) -> usize {
+    let Some(cutoff) = now.checked_sub(RETENTION) else {
+        return 0;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "txt") {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < cutoff);
+        if old && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// `{n:,}`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+const TAG_BASE: char = '\u{1F3F4}';
+const TAG_TERM: char = '\u{E007F}';
+const MAX_TAG_PAYLOAD: usize = 5;
+const MAX_TAG_SEQUENCES: usize = 8;
+
+fn is_tag(c: char) -> bool {
+    ('\u{E0000}'..='\u{E007F}').contains(&c)
+}
+
+fn is_tag_payload(c: char) -> bool {
+    ('\u{E0030}'..='\u{E0039}').contains(&c) || ('\u{E0061}'..='\u{E007A}').contains(&c)
+}
+
+/// Removes Unicode tag characters (U+E0000–U+E007F) from the model's copy, keeping up to 8
+/// well-formed emoji tag sequences (a black flag, 1–5 tag digits/letters, the cancel tag).
 pub fn strip_tag_chars(s: &str) -> String {
-    if !s.chars().any(|c| ('\u{E0000}'..='\u{E007F}').contains(&c)) {
+    if !s.chars().any(is_tag) {
         return s.to_owned();
     }
-    s.chars()
-        .filter(|c| !('\u{E0000}'..='\u{E007F}').contains(c))
-        .collect()
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut kept = 0usize;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == TAG_BASE {
+            let mut j = i + 1;
+            let mut payload = 0;
+            let mut end = None;
+            while j < chars.len() {
+                if chars[j] == TAG_TERM {
+                    if payload > 0 {
+                        end = Some(j + 1);
+                    }
+                    break;
+                }
+                if payload < MAX_TAG_PAYLOAD && is_tag_payload(chars[j]) {
+                    payload += 1;
+                    j += 1;
+                    continue;
+                }
+                break;
+            }
+            if let Some(end) = end.filter(|_| kept < MAX_TAG_SEQUENCES) {
+                out.extend(&chars[i..end]);
+                kept += 1;
+                i = end;
+                continue;
+            }
+            out.push(c);
+        } else if !is_tag(c) {
+            out.push(c);
+        }
+        i += 1;
+    }
+    out
 }
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_results_pass_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = format_result(dir.path(), "read_file", "hello");
+        assert_eq!(r.model_text, "hello");
+        assert!(!r.saved_to_disk);
+        assert_eq!(r.original_chars, 5);
+        assert_eq!(r.content_hash, hex(&Sha256::digest(b"hello")));
+    }
+
+    #[test]
+    fn large_results_spill_with_redaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = format!(
+            "{} password=supersecret99 {}",
+            "a".repeat(10_000),
+            "b".repeat(40_000)
+        );
+        let r = format_result(dir.path(), "run_shell_command", &raw);
+        assert!(r.saved_to_disk);
+        let path = r.disk_path.clone().unwrap();
+        assert!(path.starts_with(dir.path().join(".agentao/tool-outputs")));
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("run_shell_command_") && name.ends_with(".txt"),
+            "{name}"
+        );
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert!(saved.contains("[REDACTED:kv_secret]"));
+        let header = format!(
+            "[Output truncated: 50,024 chars total, showing first 8,000 and last 32,000 chars.\nFull output saved to: {}  (use read_file to access)  (credential-shaped strings in the saved copy are replaced with [REDACTED:<kind>]; the excerpt below is verbatim)]\n\n",
+            path.display()
+        );
+        assert!(
+            r.model_text.starts_with(&header),
+            "{}",
+            &r.model_text[..400]
+        );
+        assert!(r.model_text.contains("\n\n[… 10,024 chars omitted …]\n\n"));
+        assert!(r.model_text.ends_with(&"b".repeat(100)));
+        assert_eq!(
+            r.model_text.chars().count(),
+            header.chars().count() + 40_000 + "\n\n[… 10,024 chars omitted …]\n\n".chars().count()
+        );
+    }
+
+    #[test]
+    fn tags_stripped_flags_kept() {
+        let flag = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}";
+        assert_eq!(
+            strip_tag_chars(&format!("a\u{E0041}b{flag}")),
+            format!("ab{flag}")
+        );
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
 }

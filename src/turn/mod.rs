@@ -31,7 +31,7 @@ use crate::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Piece};
 use crate::permissions::{
     self, ActivePermissions, Decision, DenyKind, PermissionEngine, ToolFacts, Verdict,
 };
-use crate::tools::result_format::{format_result, strip_tag_chars};
+use crate::tools::result_format::strip_tag_chars;
 use crate::tools::{HostRequests, Tool, ToolContext, ToolRegistry, ToolServices};
 pub use outcome::{IncompleteReason, TurnOutcome, TurnStatus};
 use planning::Guards;
@@ -817,7 +817,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         // tool_result events in call order, then history: early rejections first.
         let mut formatted = Vec::with_capacity(plans.len());
         for (p, res) in plans.iter().zip(results) {
-            let f = format_result(self.env.workspace, &p.name, &res.raw);
+            let f = self.env.tool_services.format_result(&p.name, &res.raw);
             self.emit(
                 "tool_result",
                 &json!({

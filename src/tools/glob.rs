@@ -1,0 +1,146 @@
+//! `glob` (spec §1.7): files matching a glob, recently modified first.
+//!
+//! Matching follows pathlib's rules as the reference uses them: `*`, `?` and `[...]` stay inside
+//! one path segment, `**` as a whole segment spans any number of directories, dot files are
+//! matched, case is significant, and nothing is skipped (no `.gitignore`, `.git` or
+//! `node_modules` filtering). Symlinked directories are not descended into.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use globset::GlobBuilder;
+use serde_json::{json, Map, Value};
+
+use super::{arg_str, required_str, Tool, ToolContext, ToolError};
+
+/// Files modified within this many seconds are listed first, newest first.
+const RECENCY_THRESHOLD: f64 = 86_400.0;
+
+pub struct Glob;
+
+impl Tool for Glob {
+    fn name(&self) -> &str {
+        "glob"
+    }
+    fn description(&self) -> &str {
+        "Find files matching a glob pattern (e.g., '*.py', '**/*.txt'). Supports recursive search with '**'."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "pattern": {"type": "string", "description": "Glob pattern to match files (e.g., '*.py', 'src/**/*.js')"},
+            "directory": {"type": "string", "description": "Directory to search. Default: the working directory.", "default": "."}},
+            "required": ["pattern"]})
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn requires_confirmation(&self) -> bool {
+        false
+    }
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
+        let pattern = required_str(args, "pattern", "glob")?;
+        let directory = arg_str(args, "directory")?.unwrap_or(".");
+        let path = match ctx.resolve_read(directory) {
+            Ok(p) => p,
+            Err(msg) => return Ok(msg),
+        };
+        let fs = &ctx.services.fs;
+        if !fs.exists(&path) {
+            return Ok(format!("Error: Directory {directory} does not exist"));
+        }
+        let matches = match find(ctx, &path, pattern) {
+            Ok(m) => m,
+            Err(e) => return Ok(format!("Error finding files: {e}")),
+        };
+        if matches.is_empty() {
+            return Ok(format!("No files found matching pattern: {pattern}"));
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        let (mut recent, mut older): (Vec<_>, Vec<_>) = matches
+            .into_iter()
+            .partition(|(_, mtime)| now - mtime < RECENCY_THRESHOLD);
+        recent.sort_by(|a, b| b.1.total_cmp(&a.1));
+        older.sort_by(|a, b| a.0.cmp(&b.0));
+        let n = recent.len() + older.len();
+        let list: Vec<String> = recent.into_iter().chain(older).map(|(p, _)| p).collect();
+        Ok(format!("Found {n} file(s):\n\n{}", list.join("\n")))
+    }
+}
+
+/// `(relative path, mtime)` of every file under `base` matching `pattern`.
+pub(crate) fn find(
+    ctx: &ToolContext<'_>,
+    base: &Path,
+    pattern: &str,
+) -> Result<Vec<(String, f64)>, String> {
+    if pattern.is_empty() {
+        return Err("Unacceptable pattern: ''".to_owned());
+    }
+    if pattern.starts_with('/') {
+        return Err("Non-relative patterns are unsupported".to_owned());
+    }
+    let pattern = pattern.trim_end_matches('/');
+    let segments: Vec<&str> = pattern
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    let glob = GlobBuilder::new(&segments.join("/"))
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| e.kind().to_string())?
+        .compile_matcher();
+    // Walk only below the literal head, and only as deep as the pattern reaches.
+    let is_magic = |s: &str| s.contains(['*', '?', '[', '{']);
+    let head: Vec<&str> = segments
+        .iter()
+        .take_while(|s| !is_magic(s))
+        .copied()
+        .collect();
+    let rest = &segments[head.len()..];
+    let max_depth = if rest.iter().any(|s| s.contains("**")) {
+        None
+    } else {
+        Some(rest.len().max(1))
+    };
+    let start = head.iter().fold(base.to_path_buf(), |p, s| p.join(s));
+    let fs = &ctx.services.fs;
+    let mut out = Vec::new();
+    if rest.is_empty() {
+        // A literal path: it matches itself when it is a file.
+        if let Ok(stat) = fs.stat(&start) {
+            if stat.is_file {
+                out.push((head.join("/"), stat.mtime));
+            }
+        }
+        return Ok(out);
+    }
+    if !fs.is_dir(&start) {
+        return Ok(out);
+    }
+    let stop = || ctx.cancel.is_cancelled();
+    let entries = fs
+        .walk(&start, max_depth, &stop)
+        .map_err(|e| e.to_string())?;
+    for entry in entries {
+        if !entry.is_file {
+            continue;
+        }
+        let Ok(rel) = entry.path.strip_prefix(base) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy();
+        if glob.is_match(rel.as_ref()) {
+            let mtime = fs.stat(&entry.path).map(|s| s.mtime).unwrap_or(0.0);
+            out.push((rel.into_owned(), mtime));
+        }
+    }
+    Ok(out)
+}

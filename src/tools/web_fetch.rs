@@ -1,0 +1,408 @@
+//! `web_fetch` (spec §1.10): GET a URL under the SSRF policy and return its text.
+//!
+//! Every hop (the first URL and each redirect, at most 20) goes through
+//! [`url_policy`](crate::permissions::url_policy); a host name is resolved here and the request
+//! is pinned to the checked addresses, so the address judged is the address connected to.
+//! Proxies are not used. The body is capped at 5 MiB; 30 s per phase, 60 s for the whole chase
+//! (both configurable). The tool is synchronous: the fetch runs on a small current-thread
+//! runtime of its own.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use reqwest::StatusCode;
+use serde_json::{json, Map, Value};
+
+use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
+use crate::cancel::CancelToken;
+use crate::permissions::url_policy::{self, py_repr, Target};
+
+pub const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
+pub const MAX_TEXT_CHARS: usize = 10_000;
+pub const USER_AGENT: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36";
+
+const JS_MARKERS: &[&str] = &[
+    "__NEXT_DATA__",
+    "__nuxt__",
+    "data-reactroot",
+    "data-react-helmet",
+    "ng-version",
+    "__vue__",
+    "data-server-rendered",
+    "ember-application",
+    "svelte-",
+    "__remix_manifest",
+];
+const RAW_TEXT_TYPES: &[&str] = &[
+    "application/json",
+    "application/javascript",
+    "application/x-javascript",
+    "application/ecmascript",
+    "application/x-ndjson",
+    "application/yaml",
+    "application/x-yaml",
+    "application/toml",
+];
+
+/// `tools.settings.web_fetch`, validated.
+#[derive(Debug, Clone)]
+pub struct WebSettings {
+    /// Non-public ranges the operator allows (`allow_private` plus
+    /// `AGENTAO_WEB_FETCH_ALLOW_CIDRS`).
+    pub allow: Vec<IpNet>,
+    pub phase_timeout: Duration,
+    pub total_timeout: Duration,
+}
+
+impl Default for WebSettings {
+    fn default() -> Self {
+        WebSettings {
+            allow: Vec::new(),
+            phase_timeout: Duration::from_secs(30),
+            total_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+pub struct WebFetch {
+    description: String,
+}
+
+impl WebFetch {
+    pub fn new(settings: &WebSettings) -> Self {
+        let mut description =
+            "Fetch content from a URL via HTTP (GET) and extract readable text. No JS-rendering \
+                               fallback is configured."
+                .to_owned();
+        if !settings.allow.is_empty() {
+            let nets: Vec<String> = settings.allow.iter().map(|n| n.to_string()).collect();
+            description.push_str(&format!(
+                " SSRF allowlist active (tools.settings.web_fetch.allow_private): also permits otherwise-blocked \
+                 non-public target(s) in {}.",
+                nets.join(", ")
+            ));
+        }
+        WebFetch { description }
+    }
+}
+
+impl Tool for WebFetch {
+    fn name(&self) -> &str {
+        "web_fetch"
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "url": {"type": "string", "description": "URL to fetch"},
+            "extract_text": {"type": "boolean", "description": "If true, return only the text content. Default true.", "default": true}},
+            "required": ["url"]})
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn requires_confirmation(&self) -> bool {
+        true
+    }
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
+        let url = required_str(args, "url", "web_fetch")?;
+        let extract_text = arg_bool(args, "extract_text")?.unwrap_or(true);
+        let settings = &ctx.services.web;
+        let run = || run_fetch(url, extract_text, settings, ctx.cancel);
+        // Never block on a runtime worker: if one is current, hop to a plain thread.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| {
+                s.spawn(run)
+                    .join()
+                    .unwrap_or_else(|_| Ok("Error: fetch thread failed".to_owned()))
+            })
+        } else {
+            run()
+        }
+    }
+}
+
+fn run_fetch(
+    url: &str,
+    extract_text: bool,
+    settings: &WebSettings,
+    cancel: &CancelToken,
+) -> Result<String, ToolError> {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return Ok(format!("Error: {e}")),
+    };
+    Ok(rt.block_on(async {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => format!("[Operation Cancelled] {}", cancel.reason()),
+            text = fetch_and_render(url, extract_text, settings) => text,
+        }
+    }))
+}
+
+enum FetchError {
+    Blocked(String),
+    TooLarge,
+    Timeout,
+    Http(String),
+}
+
+struct Fetched {
+    status: StatusCode,
+    content_type: Option<String>,
+    body: Vec<u8>,
+}
+
+async fn fetch_and_render(url: &str, extract_text: bool, settings: &WebSettings) -> String {
+    let fetched =
+        match tokio::time::timeout(settings.total_timeout, guarded_get(url, settings)).await {
+            Ok(r) => r,
+            Err(_) => Err(FetchError::Timeout),
+        };
+    let fetched = match fetched {
+        Ok(f) => f,
+        Err(FetchError::Blocked(why)) => return format!("Error: blocked outbound request — {why}"),
+        Err(FetchError::TooLarge) => {
+            return format!("Error: {url} — response body exceeds the {MAX_BODY_BYTES} byte limit")
+        }
+        Err(FetchError::Timeout) => return format!("Error: Request timed out for {url}"),
+        Err(FetchError::Http(e)) => return format!("Error fetching URL: {e}"),
+    };
+    let code = fetched.status.as_u16();
+    let text = String::from_utf8_lossy(&fetched.body).into_owned();
+    if is_raw_text(fetched.content_type.as_deref()) {
+        return format!(
+            "URL: {url}\nStatus: {code}\n\n{}",
+            truncate(&text, MAX_TEXT_CHARS)
+        );
+    }
+    let doc = scraper::Html::parse_document(&text);
+    let js_note = if needs_js_rendering(&text, &doc) {
+        "Note: page appears to require JS rendering; only the static shell was captured.\n"
+    } else {
+        ""
+    };
+    let body = if extract_text {
+        extract(&doc)
+    } else {
+        text.clone()
+    };
+    format!(
+        "URL: {url}\nStatus: {code}\n{js_note}\n{}",
+        truncate(&body, MAX_TEXT_CHARS)
+    )
+}
+
+fn http_error(e: reqwest::Error) -> FetchError {
+    if e.is_timeout() {
+        FetchError::Timeout
+    } else {
+        FetchError::Http(e.to_string())
+    }
+}
+
+/// The redirect chase with the policy on every hop.
+async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, FetchError> {
+    let mut current = url.to_owned();
+    for _ in 0..=url_policy::MAX_REDIRECTS {
+        let target =
+            url_policy::check_shape(&current, &settings.allow).map_err(FetchError::Blocked)?;
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(settings.phase_timeout)
+            .user_agent(USER_AGENT);
+        let request_url = match target {
+            Target::Literal(u) => u,
+            Target::Name { url, host, port } => {
+                let addrs = resolve(&host, port, &current).await?;
+                let pinned = url_policy::check_resolved(&host, &addrs, &settings.allow)
+                    .map_err(FetchError::Blocked)?;
+                builder = builder.resolve_to_addrs(&host, &pinned);
+                url
+            }
+        };
+        let client = builder
+            .build()
+            .map_err(|e| FetchError::Http(e.to_string()))?;
+        let send = client.get(request_url.clone()).send();
+        let mut response = match tokio::time::timeout(settings.phase_timeout, send).await {
+            Err(_) => return Err(FetchError::Timeout),
+            Ok(r) => r.map_err(http_error)?,
+        };
+        let status = response.status();
+        if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
+            if let Some(loc) = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+            {
+                if !loc.is_empty() {
+                    current = match request_url.join(loc) {
+                        Ok(u) => u.to_string(),
+                        Err(_) => loc.to_owned(),
+                    };
+                    continue;
+                }
+            }
+        }
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_BODY_BYTES as u64)
+        {
+            return Err(FetchError::TooLarge);
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut body = Vec::new();
+        loop {
+            let chunk = match tokio::time::timeout(settings.phase_timeout, response.chunk()).await {
+                Err(_) => return Err(FetchError::Timeout),
+                Ok(c) => c.map_err(http_error)?,
+            };
+            let Some(chunk) = chunk else { break };
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(FetchError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        if status.as_u16() >= 400 {
+            let kind = if status.as_u16() < 500 {
+                "Client error"
+            } else {
+                "Server error"
+            };
+            return Err(FetchError::Http(format!(
+                "{kind} '{} {}' for url '{}'\nFor more information check: \
+                 https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/{}",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or(""),
+                request_url,
+                status.as_u16()
+            )));
+        }
+        return Ok(Fetched {
+            status,
+            content_type,
+            body,
+        });
+    }
+    Err(FetchError::Blocked(format!(
+        "too many redirects ({}) for {}",
+        url_policy::MAX_REDIRECTS,
+        py_repr(url)
+    )))
+}
+
+async fn resolve(host: &str, port: u16, url: &str) -> Result<Vec<SocketAddr>, FetchError> {
+    let lookup = tokio::net::lookup_host((host.to_owned(), port));
+    match tokio::time::timeout(url_policy::RESOLVE_TIMEOUT, lookup).await {
+        Err(_) => Err(FetchError::Blocked(format!(
+            "outbound policy check did not finish within {:?}s: {}",
+            url_policy::RESOLVE_TIMEOUT.as_secs_f64(),
+            py_repr(url)
+        ))),
+        Ok(Ok(addrs)) => Ok(addrs.collect()),
+        // Fail closed: no usable address.
+        Ok(Err(_)) => Ok(Vec::new()),
+    }
+}
+
+fn is_raw_text(content_type: Option<&str>) -> bool {
+    let Some(ct) = content_type else { return false };
+    let media = ct.split(';').next().unwrap_or("").trim().to_lowercase();
+    if media == "text/html" || media == "text/xml" {
+        return false;
+    }
+    media.starts_with("text/")
+        || RAW_TEXT_TYPES.contains(&media.as_str())
+        || media.ends_with("+json")
+}
+
+fn truncate(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((i, _)) => format!("{}\n\n[Content truncated...]", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// Every text node of the document (comments excluded), optionally skipping some elements.
+fn text_nodes<'a>(doc: &'a scraper::Html, skip: &[&str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut stack = vec![doc.tree.root()];
+    while let Some(node) = stack.pop() {
+        match node.value() {
+            scraper::Node::Text(t) => out.push(&**t),
+            scraper::Node::Element(e) if skip.contains(&e.name()) => continue,
+            _ => {}
+        }
+        let children: Vec<_> = node.children().collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+fn needs_js_rendering(html: &str, doc: &scraper::Html) -> bool {
+    if JS_MARKERS.iter().any(|m| html.contains(m)) {
+        return true;
+    }
+    // `get_text(separator=" ", strip=True)`.
+    let text: Vec<&str> = text_nodes(doc, &[])
+        .into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let text_len =
+        text.iter().map(|s| s.chars().count()).sum::<usize>() + text.len().saturating_sub(1);
+    let html_len = html.chars().count();
+    (html_len > 0 && (text_len as f64) / (html_len as f64) < 0.05)
+        || (text_len < 200 && html_len > 5000)
+}
+
+/// Drops script/style/nav/footer, trims lines, splits on double spaces, drops empties.
+fn extract(doc: &scraper::Html) -> String {
+    let text: String = text_nodes(doc, &["script", "style", "nav", "footer"]).concat();
+    let mut chunks = Vec::new();
+    for line in super::replace::splitlines(&text, false) {
+        for phrase in line.trim().split("  ") {
+            let phrase = phrase.trim();
+            if !phrase.is_empty() {
+                chunks.push(phrase);
+            }
+        }
+    }
+    chunks.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extraction_rules() {
+        let doc = scraper::Html::parse_document(
+            "<html><head><title>T</title><style>x{}</style></head><body><nav>menu</nav>\
+             <h1>Hello</h1>\n<p>  one  two </p><script>var a;</script><!-- c --><footer>f</footer></body></html>",
+        );
+        assert_eq!(extract(&doc), "THello\none\ntwo");
+        assert!(is_raw_text(Some("application/json; charset=utf-8")));
+        assert!(is_raw_text(Some("text/plain")));
+        assert!(!is_raw_text(Some("text/html")));
+        assert!(is_raw_text(Some("application/vnd.api+json")));
+        assert!(!is_raw_text(None));
+        assert_eq!(truncate("abcdef", 3), "abc\n\n[Content truncated...]");
+    }
+}
