@@ -219,6 +219,9 @@ impl Agent {
         let core = self.core.clone();
         let max_iterations = opts.max_iterations.unwrap_or(core.config.max_iterations);
         let turn_token = token.clone();
+        // The completion keeps the agent (and so the transport) alive until it has returned:
+        // `userdata_free` must never run before or during the turn's completion.
+        let keep_alive = core.clone();
         let task = rt.spawn(async move {
             let _slot = slot;
             let env = core.env();
@@ -236,7 +239,11 @@ impl Agent {
                 Err(e) => Err((AgentError::Internal(e.to_string()), None)),
             };
             // Completions are host code: keep them off the workers.
-            let _ = tokio::task::spawn_blocking(move || done(result)).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                done(result);
+                drop(keep_alive);
+            })
+            .await;
         });
         Ok(token)
     }
