@@ -220,7 +220,9 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
         }
         let rt = runtime()?;
         let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
-        let got = rt.block_on(tokio::time::timeout(timeout_of(timeout_ms), rx.recv()));
+        // The timer must be created inside the runtime (in the async block), not on this host
+        // thread: `tokio::time::timeout` needs a runtime context when it is constructed.
+        let got = rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.recv()).await });
         match got {
             Err(_) => Err(Fail(agentao_status::Timeout, "no event within the timeout".into())),
             Ok(None) => Err(Fail(agentao_status::Closed, "the stream is closed".into())),
