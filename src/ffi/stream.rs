@@ -58,7 +58,7 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
         }
         let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
         let (end_tx, end_rx) = oneshot::channel();
-        let token = agent.start_turn(message, turn_options(max_iterations, cancel), DeltaSink::Queue(tx), move |result| {
+        let token = agent.start_turn_release_first(message, turn_options(max_iterations, cancel), DeltaSink::Queue(tx), move |result| {
             let (status, msg, outcome) = turn_status(&result);
             let item = match (status, outcome) {
                 (agentao_status::Ok, Some(o)) => Ok(o.to_json()),
