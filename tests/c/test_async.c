@@ -45,7 +45,7 @@ static void test_completion_once(void) {
         tu_done_destroy(&d);
         agentao_agent_free(a);
     }
-    CHECK(atomic_load(&rec.freed) == 1);
+    CHECK(tu_wait_count(&rec.freed, 1, 5000));
     tu_recorder_destroy(&rec);
 }
 
@@ -311,7 +311,7 @@ static void test_free_inside_callback(void) {
         CHECK(tu_wait_count(&rec.freed, 1, 5000));
         tu_sleep_ms(50);
         CHECK(atomic_load(&d.calls) == 1);
-        CHECK(atomic_load(&rec.freed) == 1);
+        CHECK(tu_wait_count(&rec.freed, 1, 5000));
         char *ev = tu_recorder_find(&rec, "turn_end", 0);
         CHECK_CONTAINS(ev, TU_KV("status", "cancelled"));
         free(ev);

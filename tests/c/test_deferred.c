@@ -85,7 +85,7 @@ static void test_confirm_deferred(void) {
         CHECK(atomic_load(&rec.confirms) == 1);
         agentao_agent_free(a);
     }
-    CHECK(atomic_load(&rec.freed) == 1);
+    CHECK(tu_wait_count(&rec.freed, 1, 5000));
     tu_recorder_destroy(&rec);
 }
 
@@ -190,7 +190,7 @@ static void test_max_iterations_deferred(void) {
         CHECK_CONTAINS(last, "\"incomplete_reason\":null");
         free(last);
         agentao_agent_free(a);
-        CHECK(atomic_load(&rec.freed) == 1);
+        CHECK(tu_wait_count(&rec.freed, 1, 5000));
         tu_recorder_destroy(&rec);
     }
 }
@@ -233,7 +233,7 @@ static void test_late_reply_after_cancel(void) {
     agentao_cancel_token_free(tok);
     tu_done_destroy(&d);
     agentao_agent_free(a);
-    CHECK(atomic_load(&rec.freed) == 1);
+    CHECK(tu_wait_count(&rec.freed, 1, 5000));
 out:
     tu_recorder_destroy(&rec);
 }
@@ -263,7 +263,7 @@ static void test_late_max_iter_reply_after_free(void) {
     if (r) CHECK_STATUS(agentao_reply_json(r, "{\"action\":\"continue\"}", NULL), AGENTAO_STATUS_OK);
     tu_sleep_ms(50);
     CHECK(atomic_load(&d.calls) == 1);
-    CHECK(atomic_load(&rec.freed) == 1);
+    CHECK(tu_wait_count(&rec.freed, 1, 5000));
     tu_done_destroy(&d);
 out:
     tu_recorder_destroy(&rec);
@@ -291,7 +291,7 @@ static void test_reply_timeout(void) {
     /* The late answer is harmless. */
     CHECK_STATUS(tu_answer_confirm(&rec, AGENTAO_CONFIRMATION_ALLOW, 1000), AGENTAO_STATUS_OK);
     agentao_agent_free(a);
-    CHECK(atomic_load(&rec.freed) == 1);
+    CHECK(tu_wait_count(&rec.freed, 1, 5000));
 out:
     tu_recorder_destroy(&rec);
 }

@@ -40,7 +40,7 @@ static struct run run_with(const char *answer, int budget) {
     r.max_iters = atomic_load(&rec.max_iters);
     r.count = rec.last_max_count;
     r.pending = rec.last_pending_calls ? strdup(rec.last_pending_calls) : NULL;
-    CHECK(atomic_load(&rec.freed) == 1);
+    CHECK(tu_wait_count(&rec.freed, 1, 5000));
     tu_recorder_destroy(&rec);
     return r;
 }

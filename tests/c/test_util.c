@@ -319,6 +319,17 @@ void tu_recorder_init(tu_recorder *rec) {
 }
 
 void tu_recorder_destroy(tu_recorder *rec) {
+    if (rec->transports) {
+        if (!tu_wait_count(&rec->freed, rec->transports, 5000))
+            tu_fail_at(__FILE__, __LINE__, "userdata_free ran %d times for %d transports",
+                       atomic_load(&rec->freed), rec->transports);
+        tu_sleep_ms(20);
+        if (atomic_load(&rec->freed) != rec->transports)
+            tu_fail_at(__FILE__, __LINE__, "userdata_free ran %d times for %d transports",
+                       atomic_load(&rec->freed), rec->transports);
+        if (atomic_load(&rec->overlaps))
+            tu_fail_at(__FILE__, __LINE__, "%d emit calls overlapped", atomic_load(&rec->overlaps));
+    }
     tu_recorder_clear(rec);
     free(rec->events);
     free(rec->last_pending_calls);
@@ -333,6 +344,7 @@ agentao_transport tu_recorder_transport(tu_recorder *rec, unsigned slots) {
     t.struct_size = (uint32_t)sizeof t;
     t.userdata = rec;
     t.userdata_free = rec_userdata_free;
+    rec->transports++;
     if (slots & TU_SLOT_EMIT) t.emit = rec_emit;
     if (slots & TU_SLOT_CONFIRM) t.confirm_tool = rec_confirm;
     if (slots & TU_SLOT_ASK) t.ask_user = rec_ask;

@@ -136,6 +136,7 @@ typedef struct tu_recorder {
     void (*on_event)(struct tu_recorder *rec, const char *event_json);
     void *user; /* for hooks */
     agentao_broadcaster *bc; /* fan-out behind subscribe/unsubscribe */
+    int transports;          /* vtables handed out: each must be released exactly once */
 } tu_recorder;
 
 /* Slots the transport fills; the rest stay NULL. */
@@ -149,6 +150,9 @@ enum {
 };
 
 void tu_recorder_init(tu_recorder *rec);
+/* Waits (up to 5 s) until every transport handed out was released, checks that each was
+ * released exactly once, then frees the recorder. As a host must, it never frees userdata
+ * before userdata_free. */
 void tu_recorder_destroy(tu_recorder *rec);
 agentao_transport tu_recorder_transport(tu_recorder *rec, unsigned slots);
 size_t tu_recorder_count(tu_recorder *rec);
