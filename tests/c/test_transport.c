@@ -321,7 +321,21 @@ static void test_emit_never_concurrent(void) {
     tu_recorder_destroy(&rec);
 }
 
+static void test_userdata_free_on_failed_new(void) {
+    tu_section("userdata_free exactly once when agentao_agent_new fails");
+    tu_recorder rec;
+    tu_recorder_init(&rec);
+    agentao_transport t = tu_recorder_transport(&rec, TU_SLOT_ALL);
+    agentao_agent *a = (agentao_agent *)1;
+    CHECK_STATUS(agentao_agent_new("{\"working_directory\":42}", &t, &a, NULL), AGENTAO_STATUS_INVALID_CONFIG);
+    CHECK(a == NULL);
+    CHECK(atomic_load(&rec.freed) == 1); /* synchronously, before agent_new returned */
+    CHECK(atomic_load(&rec.emits) == 0);
+    tu_recorder_destroy(&rec);
+}
+
 int main(void) {
+    test_userdata_free_on_failed_new();
     test_canonical_order();
     test_declined_order();
     test_null_slots();
