@@ -220,7 +220,9 @@ impl Agent {
     }
 
     /// Starts a turn on the runtime; `done` runs exactly once, on a blocking thread, with the
-    /// outcome (or the error and whatever outcome there is).
+    /// outcome (or the error and whatever outcome there is). The turn keeps the agent (and so
+    /// the transport) alive until `done` has returned, so a host completion never runs after
+    /// (or during) the transport's `userdata_free`.
     pub fn start_turn(
         &self,
         message: String,
@@ -228,11 +230,37 @@ impl Agent {
         deltas: DeltaSink,
         done: impl FnOnce(TurnResult) + Send + 'static,
     ) -> Result<CancelToken, AgentError> {
+        self.spawn_turn(message, opts, deltas, true, done)
+    }
+
+    /// Like [`Agent::start_turn`], but the turn lets go of the agent before `done` runs: for
+    /// completions that only hand the result to a waiting host thread (blocking chat, pull
+    /// streams), so that a host that frees the agent as soon as it has the result gets its
+    /// `userdata_free` inside `agentao_agent_free`, not later on a library thread.
+    pub fn start_turn_release_first(
+        &self,
+        message: String,
+        opts: TurnOptions,
+        deltas: DeltaSink,
+        done: impl FnOnce(TurnResult) + Send + 'static,
+    ) -> Result<CancelToken, AgentError> {
+        self.spawn_turn(message, opts, deltas, false, done)
+    }
+
+    fn spawn_turn(
+        &self,
+        message: String,
+        opts: TurnOptions,
+        deltas: DeltaSink,
+        hold_through_done: bool,
+        done: impl FnOnce(TurnResult) + Send + 'static,
+    ) -> Result<CancelToken, AgentError> {
         let rt = runtime()?;
         let (slot, token) = self.begin(&opts)?;
         let core = self.core.clone();
         let max_iterations = opts.max_iterations.unwrap_or(core.config.max_iterations);
         let turn_token = token.clone();
+        let keep_alive = core.clone();
         let task = rt.spawn(async move {
             let _slot = slot;
             let env = core.env();
@@ -254,7 +282,16 @@ impl Agent {
                 Err(e) => Err((AgentError::Internal(e.to_string()), None)),
             };
             // Completions are host code: keep them off the workers.
-            let _ = tokio::task::spawn_blocking(move || done(result)).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                if hold_through_done {
+                    done(result);
+                    drop(keep_alive);
+                } else {
+                    drop(keep_alive);
+                    done(result);
+                }
+            })
+            .await;
         });
         Ok(token)
     }
@@ -265,7 +302,7 @@ impl Agent {
             return Err((AgentError::Reentrant, None));
         }
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.start_turn(message.to_owned(), opts, DeltaSink::None, move |r| {
+        self.start_turn_release_first(message.to_owned(), opts, DeltaSink::None, move |r| {
             let _ = tx.send(r);
         })
         .map_err(|e| (e, None))?;

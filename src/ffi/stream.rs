@@ -64,7 +64,7 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
         }
         let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
         let (end_tx, end_rx) = oneshot::channel();
-        let token = agent.start_turn(
+        let token = agent.start_turn_release_first(
             message,
             turn_options(max_iterations, cancel),
             DeltaSink::Queue(tx),
@@ -246,7 +246,8 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
         }
         let rt = runtime()?;
         let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
-        // The timer must be created inside the runtime's context.
+        // The timer must be created inside the runtime (in the async block), not on this host
+        // thread: `tokio::time::timeout` needs a runtime context when it is constructed.
         let got =
             rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.recv()).await });
         match got {

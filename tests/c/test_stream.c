@@ -1,0 +1,330 @@
+/* Streaming: the callback stream (deltas in order, one completion after them, NO_SUBSCRIBE
+ * without a subscribe slot and then nothing runs); the pull stream (deltas, turn_outcome,
+ * CLOSED; TIMEOUT; closing early cancels the turn with "async-cancel"); the host-event pull
+ * stream (one per filter, permission_decision / tool_lifecycle events) and observers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static const char *WRITE_TURN =
+    "{\"tool_calls\":[{\"id\":\"w1\",\"name\":\"write_file\",\"arguments\":{\"file_path\":\"out.txt\",\"content\":\"x\"}}]},"
+    "{\"text\":\"written\"}";
+
+static void test_callback_stream(void) {
+    tu_section("callback stream: deltas in order, then one completion");
+    const char *dir = tu_workspace();
+    char *cfg = tu_config(dir,
+                          "{\"text\":\"Narration. \",\"tool_calls\":[{\"id\":\"l1\",\"name\":\"list_directory\",\"arguments\":{}}]},"
+                          "{\"chunks\":[\"Hel\",\"lo \",\"wor\",\"ld\"]}",
+                          NULL);
+    tu_recorder rec;
+    tu_recorder_init(&rec);
+    agentao_transport t = tu_recorder_transport(&rec, TU_SLOT_ALL);
+    agentao_agent *a = tu_agent(cfg, &t);
+    free(cfg);
+    if (a) {
+        tu_done d;
+        tu_done_init(&d);
+        CHECK_STATUS(agentao_agent_stream(a, "hi", -1, NULL, tu_on_delta, tu_on_done, &d, NULL), AGENTAO_STATUS_OK);
+        CHECK(tu_wait_count(&d.calls, 1, 10000));
+        tu_sleep_ms(100);
+        CHECK(atomic_load(&d.calls) == 1);
+        CHECK(atomic_load(&d.deltas_after_done) == 0);
+        CHECK_STATUS(atomic_load(&d.status), AGENTAO_STATUS_OK);
+        CHECK(atomic_load(&d.n_deltas) == 5);
+        CHECK_STR_EQ(d.deltas,
+                     "{\"type\":\"text_delta\",\"text\":\"Narration. \"}\n"
+                     "{\"type\":\"text_delta\",\"text\":\"Hel\"}\n"
+                     "{\"type\":\"text_delta\",\"text\":\"lo \"}\n"
+                     "{\"type\":\"text_delta\",\"text\":\"wor\"}\n"
+                     "{\"type\":\"text_delta\",\"text\":\"ld\"}\n");
+        /* Deltas are display-only: the outcome is the last call's text. */
+        CHECK_CONTAINS(d.outcome, TU_KV("text", "Hello world"));
+        tu_done_destroy(&d);
+        agentao_agent_free(a);
+    }
+    tu_recorder_destroy(&rec);
+
+    tu_section("NO_SUBSCRIBE without a subscribe slot: nothing runs");
+    dir = tu_workspace();
+    cfg = tu_config(dir, "{\"text\":\"first\"}", NULL);
+    tu_recorder_init(&rec);
+    t = tu_recorder_transport(&rec, TU_SLOT_ALL & ~TU_SLOT_SUBSCRIBE);
+    a = tu_agent(cfg, &t);
+    free(cfg);
+    if (a) {
+        tu_done d;
+        tu_done_init(&d);
+        agentao_error *err = NULL;
+        CHECK_STATUS(agentao_agent_stream(a, "hi", -1, NULL, tu_on_delta, tu_on_done, &d, &err),
+                     AGENTAO_STATUS_NO_SUBSCRIBE);
+        CHECK(err && agentao_error_status(err) == AGENTAO_STATUS_NO_SUBSCRIBE);
+        agentao_error_free(err);
+        agentao_stream *s = (agentao_stream *)1;
+        CHECK_STATUS(agentao_agent_stream_open(a, "hi", -1, NULL, &s, NULL), AGENTAO_STATUS_NO_SUBSCRIBE);
+        CHECK(s == NULL);
+        tu_sleep_ms(100);
+        CHECK(atomic_load(&d.calls) == 0);
+        CHECK(atomic_load(&d.n_deltas) == 0);
+        CHECK_MSG(atomic_load(&rec.emits) == 0, "%d events emitted by a refused stream", atomic_load(&rec.emits));
+        char *last = tu_last_turn(a);
+        CHECK_STR_EQ(last, "null");
+        free(last);
+        /* The script was not consumed: a plain chat gets its first response. */
+        char *text = NULL;
+        CHECK_STATUS(agentao_agent_chat(a, "hi", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+        CHECK_STR_EQ(text, "first");
+        agentao_string_free(text);
+        tu_done_destroy(&d);
+        agentao_agent_free(a);
+    }
+    tu_recorder_destroy(&rec);
+}
+
+static void test_pull_stream(void) {
+    tu_section("pull stream: deltas, turn_outcome, CLOSED");
+    const char *dir = tu_workspace();
+    char *cfg = tu_config(dir,
+                          "{\"chunks\":[\"one \",\"two \",\"three\"]},"
+                          "{\"text\":\"slow\",\"fault\":{\"type\":\"stall\",\"ms\":400}},"
+                          "{\"repeat_text\":{\"unit\":\"tick \",\"count\":200},\"delay_ms\":10}",
+                          NULL);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    agentao_stream *s = NULL;
+    CHECK_STATUS(agentao_agent_stream_open(a, "count", -1, NULL, &s, NULL), AGENTAO_STATUS_OK);
+    const char *want[] = {
+        "{\"type\":\"text_delta\",\"text\":\"one \"}",
+        "{\"type\":\"text_delta\",\"text\":\"two \"}",
+        "{\"type\":\"text_delta\",\"text\":\"three\"}",
+    };
+    for (int i = 0; i < 3; i++) {
+        char *item = NULL;
+        CHECK_STATUS(agentao_stream_next(s, 10000, &item, NULL), AGENTAO_STATUS_OK);
+        CHECK_STR_EQ(item, want[i]);
+        agentao_string_free(item);
+    }
+    char *item = NULL;
+    CHECK_STATUS(agentao_stream_next(s, 10000, &item, NULL), AGENTAO_STATUS_OK);
+    CHECK_CONTAINS(item, "{\"type\":\"turn_outcome\",");
+    CHECK_CONTAINS(item, TU_KV("text", "one two three"));
+    CHECK_CONTAINS(item, TU_KV("status", "ok"));
+    agentao_string_free(item);
+    for (int i = 0; i < 2; i++) { /* and stays closed */
+        item = (char *)1;
+        agentao_error *err = NULL;
+        CHECK_STATUS(agentao_stream_next(s, 100, &item, &err), AGENTAO_STATUS_CLOSED);
+        CHECK(item == NULL);
+        CHECK(err && agentao_error_status(err) == AGENTAO_STATUS_CLOSED);
+        agentao_error_free(err);
+    }
+    agentao_stream_free(s);
+
+    tu_section("pull stream: TIMEOUT while nothing has arrived");
+    CHECK_STATUS(agentao_agent_stream_open(a, "stall", -1, NULL, &s, NULL), AGENTAO_STATUS_OK);
+    uint64_t t0 = tu_now_ms();
+    item = (char *)1;
+    CHECK_STATUS(agentao_stream_next(s, 50, &item, NULL), AGENTAO_STATUS_TIMEOUT);
+    uint64_t took = tu_now_ms() - t0;
+    CHECK(item == NULL);
+    CHECK_MSG(took >= 45 && took < 350, "TIMEOUT after %llu ms", (unsigned long long)took);
+    CHECK_STATUS(agentao_stream_next(s, 0, &item, NULL), AGENTAO_STATUS_TIMEOUT);
+    CHECK_STATUS(agentao_stream_next(s, 10000, &item, NULL), AGENTAO_STATUS_OK);
+    CHECK_STR_EQ(item, "{\"type\":\"text_delta\",\"text\":\"slow\"}");
+    agentao_string_free(item);
+    CHECK_STATUS(agentao_stream_next(s, 10000, &item, NULL), AGENTAO_STATUS_OK);
+    CHECK_CONTAINS(item, TU_KV("type", "turn_outcome"));
+    agentao_string_free(item);
+    agentao_stream_free(s);
+
+    tu_section("pull stream: closing early cancels the turn (async-cancel)");
+    CHECK_STATUS(agentao_agent_stream_open(a, "ticks", -1, NULL, &s, NULL), AGENTAO_STATUS_OK);
+    for (int i = 0; i < 3; i++) {
+        CHECK_STATUS(agentao_stream_next(s, 10000, &item, NULL), AGENTAO_STATUS_OK);
+        CHECK_STR_EQ(item, "{\"type\":\"text_delta\",\"text\":\"tick \"}");
+        agentao_string_free(item);
+    }
+    t0 = tu_now_ms();
+    agentao_stream_free(s);
+    CHECK_MSG(tu_now_ms() - t0 < 200, "agentao_stream_free waited for the turn");
+    /* The turn ends soon, cancelled; then the agent takes a new turn. */
+    char *last = NULL;
+    for (uint64_t end = tu_now_ms() + 5000; tu_now_ms() < end; tu_sleep_ms(10)) {
+        free(last);
+        last = tu_last_turn(a);
+        if (strstr(last, "\"cancelled\"")) break;
+    }
+    CHECK_CONTAINS(last, TU_KV("status", "cancelled"));
+    CHECK_CONTAINS(last, TU_KV("error", "async-cancel"));
+    char *partial = tu_json_str(last, "text");
+    CHECK_MSG(partial && strncmp(partial, "tick tick tick ", 15) == 0 && strlen(partial) < 1000,
+              "partial text: %s", partial ? partial : "(null)");
+    free(partial);
+    free(last);
+    char *text = NULL;
+    agentao_status st;
+    for (uint64_t end = tu_now_ms() + 5000;; tu_sleep_ms(10)) {
+        st = agentao_agent_chat(a, "again", -1, NULL, &text, NULL);
+        if (st != AGENTAO_STATUS_TURN_IN_PROGRESS || tu_now_ms() > end) break;
+    }
+    CHECK_STATUS(st, AGENTAO_STATUS_OK);
+    CHECK_STR_EQ(text, "(script exhausted)");
+    agentao_string_free(text);
+
+    tu_section("pull stream of a cancelled turn: deltas, CANCELLED, CLOSED");
+    agentao_cancel_token *tok = agentao_cancel_token_new();
+    agentao_cancel_token_cancel(tok, "before-start");
+    CHECK_STATUS(agentao_agent_stream_open(a, "x", -1, tok, &s, NULL), AGENTAO_STATUS_OK);
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_stream_next(s, 10000, &item, &err), AGENTAO_STATUS_CANCELLED);
+    CHECK_CONTAINS(agentao_error_message(err), "before-start");
+    agentao_error_free(err);
+    CHECK_STATUS(agentao_stream_next(s, 100, &item, NULL), AGENTAO_STATUS_CLOSED);
+    agentao_stream_free(s);
+    agentao_cancel_token_free(tok);
+
+    tu_section("a stream outlives its agent");
+    CHECK_STATUS(agentao_agent_stream_open(a, "x", -1, NULL, &s, NULL), AGENTAO_STATUS_OK);
+    agentao_agent_free(a);
+    int n = 0;
+    for (;;) {
+        st = agentao_stream_next(s, 5000, &item, NULL);
+        if (st != AGENTAO_STATUS_OK) break;
+        agentao_string_free(item);
+        n++;
+    }
+    CHECK_MSG(st == AGENTAO_STATUS_CANCELLED || st == AGENTAO_STATUS_CLOSED, "ended with %s",
+              agentao_status_name(st));
+    CHECK_STATUS(agentao_stream_next(s, 100, &item, NULL), AGENTAO_STATUS_CLOSED);
+    agentao_stream_free(s);
+    (void)n;
+}
+
+/* ---- host events ---------------------------------------------------------------------------- */
+
+struct obs {
+    atomic_int events;
+    atomic_int freed;
+    atomic_int in_call;
+    atomic_int overlaps;
+    pthread_mutex_t mu;
+    char *first;
+};
+
+static void obs_event(void *ud, const char *ev) {
+    struct obs *o = ud;
+    if (atomic_exchange(&o->in_call, 1)) atomic_fetch_add(&o->overlaps, 1);
+    pthread_mutex_lock(&o->mu);
+    if (!o->first) o->first = strdup(ev);
+    pthread_mutex_unlock(&o->mu);
+    atomic_fetch_add(&o->events, 1);
+    atomic_store(&o->in_call, 0);
+}
+
+static void obs_free(void *ud) {
+    struct obs *o = ud;
+    atomic_fetch_add(&o->freed, 1);
+}
+
+static void test_host_events(void) {
+    tu_section("host-event pull stream");
+    const char *dir = tu_workspace();
+    char *cfg = tu_config(dir, WRITE_TURN, NULL);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    const char *sid = agentao_agent_session_id(a);
+    agentao_host_event_stream *hs = NULL, *hs2 = (agentao_host_event_stream *)1, *hs3 = NULL;
+    CHECK_STATUS(agentao_agent_host_events_open(a, NULL, &hs, NULL), AGENTAO_STATUS_OK);
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_agent_host_events_open(a, NULL, &hs2, &err), AGENTAO_STATUS_STREAM_SUBSCRIBE);
+    CHECK(hs2 == NULL);
+    CHECK(err && agentao_error_status(err) == AGENTAO_STATUS_STREAM_SUBSCRIBE);
+    agentao_error_free(err);
+    /* Another filter is another stream. */
+    CHECK_STATUS(agentao_agent_host_events_open(a, sid, &hs3, NULL), AGENTAO_STATUS_OK);
+    CHECK_STATUS(agentao_agent_host_events_open(a, sid, &hs2, NULL), AGENTAO_STATUS_STREAM_SUBSCRIBE);
+
+    struct obs o;
+    memset(&o, 0, sizeof o);
+    pthread_mutex_init(&o.mu, NULL);
+    uint64_t oid = 0;
+    CHECK_STATUS(agentao_agent_add_host_event_observer(a, obs_event, &o, obs_free, &oid, NULL), AGENTAO_STATUS_OK);
+
+    char *item = (char *)1;
+    CHECK_STATUS(agentao_host_event_stream_next(hs, 20, &item, NULL), AGENTAO_STATUS_TIMEOUT);
+    CHECK(item == NULL);
+
+    char *text = NULL;
+    CHECK_STATUS(agentao_agent_chat(a, "write", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+    agentao_string_free(text);
+
+    const char *want[] = {"permission_decision", "tool_lifecycle", "tool_lifecycle"};
+    const char *phase[] = {NULL, "started", "completed"};
+    for (int i = 0; i < 3; i++) {
+        CHECK_STATUS(agentao_host_event_stream_next(hs, 5000, &item, NULL), AGENTAO_STATUS_OK);
+        char *ty = tu_json_str(item, "event_type");
+        CHECK_STR_EQ(ty, want[i]);
+        free(ty);
+        char *s = tu_json_str(item, "session_id");
+        CHECK_STR_EQ(s, sid);
+        free(s);
+        CHECK_CONTAINS(item, TU_KV("tool_name", "write_file"));
+        CHECK_CONTAINS(item, TU_KV("tool_call_id", "w1"));
+        if (phase[i]) {
+            char *p = tu_json_str(item, "phase");
+            CHECK_STR_EQ(p, phase[i]);
+            free(p);
+        } else {
+            CHECK_CONTAINS(item, TU_KV("outcome", "prompt")); /* v3: allow | deny | prompt */
+        }
+        if (i == 2) CHECK_CONTAINS(item, TU_KV("outcome", "ok"));
+        agentao_string_free(item);
+        /* The filtered stream sees the same events. */
+        CHECK_STATUS(agentao_host_event_stream_next(hs3, 5000, &item, NULL), AGENTAO_STATUS_OK);
+        CHECK_CONTAINS(item, want[i]);
+        agentao_string_free(item);
+    }
+    CHECK_STATUS(agentao_host_event_stream_next(hs, 50, &item, NULL), AGENTAO_STATUS_TIMEOUT);
+
+    CHECK(atomic_load(&o.events) == 3);
+    CHECK(atomic_load(&o.overlaps) == 0);
+    CHECK_CONTAINS(o.first, TU_KV("event_type", "permission_decision"));
+
+    tu_section("a closed stream frees its filter");
+    agentao_host_event_stream_free(hs);
+    hs = NULL;
+    CHECK_STATUS(agentao_agent_host_events_open(a, NULL, &hs, NULL), AGENTAO_STATUS_OK);
+
+    tu_section("observers: remove, userdata_free once");
+    CHECK(agentao_agent_remove_host_event_observer(a, oid));
+    CHECK(atomic_load(&o.freed) == 1);
+    CHECK(!agentao_agent_remove_host_event_observer(a, oid));
+    CHECK(atomic_load(&o.freed) == 1);
+    struct obs o2;
+    memset(&o2, 0, sizeof o2);
+    pthread_mutex_init(&o2.mu, NULL);
+    uint64_t oid2 = 0;
+    CHECK_STATUS(agentao_agent_add_host_event_observer(a, obs_event, &o2, obs_free, &oid2, NULL), AGENTAO_STATUS_OK);
+    CHECK(oid2 != oid);
+    /* A stream whose reader never reads must not keep the agent's observers alive forever. */
+    agentao_host_event_stream_free(hs);
+    agentao_host_event_stream_free(hs3);
+    agentao_agent_free(a);
+    CHECK_MSG(atomic_load(&o2.freed) == 1, "observer userdata_free ran %d times at agent_free",
+              atomic_load(&o2.freed));
+    CHECK(atomic_load(&o.events) == 3); /* removed: saw nothing more */
+    free(o.first);
+    free(o2.first);
+    pthread_mutex_destroy(&o.mu);
+    pthread_mutex_destroy(&o2.mu);
+}
+
+int main(void) {
+    test_callback_stream();
+    test_pull_stream();
+    test_host_events();
+    return tu_finish("test_stream");
+}
