@@ -54,7 +54,11 @@ impl CancelToken {
 
     /// Cancels the token (idempotent, non-blocking). An empty reason means `"cancelled"`.
     pub fn cancel(&self, reason: &str) {
-        let reason = if reason.is_empty() { "cancelled" } else { reason };
+        let reason = if reason.is_empty() {
+            "cancelled"
+        } else {
+            reason
+        };
         if self.0.reason.set(reason.to_owned()).is_err() {
             return; // first cancel wins
         }

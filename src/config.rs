@@ -357,7 +357,10 @@ mod tests {
     struct FakeEnv(Vec<(&'static str, &'static str)>);
     impl Env for FakeEnv {
         fn var(&self, key: &str) -> Option<String> {
-            self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string())
+            self.0
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
         }
     }
 
@@ -378,7 +381,9 @@ mod tests {
             &env,
         )
         .unwrap();
-        let LlmConfig::OpenAi(o) = c.llm else { panic!() };
+        let LlmConfig::OpenAi(o) = c.llm else {
+            panic!()
+        };
         assert_eq!(o.base_url, "http://127.0.0.1:1/v1");
         assert_eq!(o.max_tokens, 42);
         assert_eq!(c.max_iterations, 100);
@@ -388,7 +393,10 @@ mod tests {
     fn errors_name_the_field() {
         let env = FakeEnv(vec![]);
         let e = AgentConfig::from_json_with_env(
-            &format!(r#"{{"working_directory":"{}","llm":{{"max_tokens":"x"}}}}"#, wd()),
+            &format!(
+                r#"{{"working_directory":"{}","llm":{{"max_tokens":"x"}}}}"#,
+                wd()
+            ),
             &env,
         )
         .unwrap_err();

@@ -12,14 +12,17 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 /// The v3 schema this library targets (byte-identical to the reference's export).
-pub const HOST_EVENTS_SCHEMA_V3: &str = include_str!("../../docs/schema/host.events.v3.schema.json");
+pub const HOST_EVENTS_SCHEMA_V3: &str =
+    include_str!("../../docs/schema/host.events.v3.schema.json");
 
 /// Capacity of each pull stream's queue (spec §3.8).
 pub const STREAM_CAPACITY: usize = 64;
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, UTC, truncated to milliseconds.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
 }
 
 /// The reference's `redact_summary`: whitespace collapsed, trimmed, empty → none, capped at 240
@@ -122,7 +125,11 @@ impl ToolLifecycleEvent {
         summary: &str,
         error_type: Option<String>,
     ) -> Self {
-        let phase = if outcome == "ok" { "completed" } else { "failed" };
+        let phase = if outcome == "ok" {
+            "completed"
+        } else {
+            "failed"
+        };
         Self::new(
             ids,
             phase,
@@ -266,7 +273,10 @@ impl HostEventHub {
         let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
         let mut clash = false;
         self.update(|h| {
-            if h.streams.iter().any(|s| s.filter == filter && !s.tx.is_closed()) {
+            if h.streams
+                .iter()
+                .any(|s| s.filter == filter && !s.tx.is_closed())
+            {
                 clash = true;
             } else {
                 h.streams.retain(|s| !s.tx.is_closed());
@@ -331,8 +341,11 @@ mod tests {
             "domain": {"blocklist": ["a"], "nested": {"x": 1}, "url_arg": "url"},
             "list": [1, {"x": 1}]});
         let p = project_rule(&r).unwrap();
-        assert_eq!(p, serde_json::json!({"tool": "web_fetch", "action": "deny",
-            "domain": {"blocklist": ["a"], "url_arg": "url"}, "list": [1]}));
+        assert_eq!(
+            p,
+            serde_json::json!({"tool": "web_fetch", "action": "deny",
+            "domain": {"blocklist": ["a"], "url_arg": "url"}, "list": [1]})
+        );
     }
 
     #[test]

@@ -118,7 +118,8 @@ impl EventWriter {
         self.buf.clear();
         self.buf.extend_from_slice(b"{\"type\":\"");
         self.buf.extend_from_slice(ty.as_bytes());
-        self.buf.extend_from_slice(b"\",\"schema_version\":1,\"data\":");
+        self.buf
+            .extend_from_slice(b"\",\"schema_version\":1,\"data\":");
         serde_json::to_writer(&mut self.buf, data).expect("event data serializes");
         self.buf.extend_from_slice(b"}\0");
         self.as_cstr()
@@ -127,7 +128,10 @@ impl EventWriter {
     /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
     pub fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &CStr {
         self.buf.clear();
-        let _ = write!(self.buf, "{{\"type\":\"{ty}\",\"schema_version\":1,\"data\":{{\"{key}\":");
+        let _ = write!(
+            self.buf,
+            "{{\"type\":\"{ty}\",\"schema_version\":1,\"data\":{{\"{key}\":"
+        );
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
         self.buf.extend_from_slice(b"}}\0");
         self.as_cstr()
@@ -136,7 +140,8 @@ impl EventWriter {
     /// `{"type":"text_delta","text":…}`: the stream entry point's delta item.
     pub fn text_delta(&mut self, text: &str) -> &CStr {
         self.buf.clear();
-        self.buf.extend_from_slice(b"{\"type\":\"text_delta\",\"text\":");
+        self.buf
+            .extend_from_slice(b"{\"type\":\"text_delta\",\"text\":");
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
         self.buf.extend_from_slice(b"}\0");
         self.as_cstr()
@@ -201,8 +206,15 @@ mod tests {
     #[test]
     fn writer_escapes() {
         let mut w = EventWriter::default();
-        let s = w.text_event("llm_text", "chunk", "a\"b\0c").to_str().unwrap().to_owned();
-        assert_eq!(s, r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"a\"b\u0000c"}}"#);
+        let s = w
+            .text_event("llm_text", "chunk", "a\"b\0c")
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            s,
+            r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"a\"b\u0000c"}}"#
+        );
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(v["data"]["chunk"], "a\"b\u{0}c");
     }

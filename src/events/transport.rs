@@ -107,7 +107,9 @@ impl Reply {
 impl Drop for Reply {
     fn drop(&mut self) {
         if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Answer::Fail("the host released the request without answering".into()));
+            let _ = tx.send(Answer::Fail(
+                "the host released the request without answering".into(),
+            ));
         }
     }
 }
@@ -177,7 +179,11 @@ impl Broadcaster {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
-        let snapshot = self.listeners.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let snapshot = self
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         for (_, listener) in snapshot.iter() {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event)));
         }

@@ -141,7 +141,9 @@ impl Assembler {
             Some(i) => {
                 let found = self.slots.iter().rposition(|s| s.index == Some(i));
                 match (found, id) {
-                    (Some(pos), Some(id)) if !self.slots[pos].id.is_empty() && self.slots[pos].id != id => {
+                    (Some(pos), Some(id))
+                        if !self.slots[pos].id.is_empty() && self.slots[pos].id != id =>
+                    {
                         // A reused index with a new id is a new call; an id seen before goes back
                         // to its own slot.
                         match self.slots.iter().position(|s| s.id == id) {

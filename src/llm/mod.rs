@@ -86,7 +86,12 @@ impl LlmError {
     }
 
     /// An HTTP error status (or an in-stream error mapped to one), classified per the policy.
-    pub fn status(status: u16, message: String, code: Option<&str>, error_type: Option<&str>) -> Self {
+    pub fn status(
+        status: u16,
+        message: String,
+        code: Option<&str>,
+        error_type: Option<&str>,
+    ) -> Self {
         LlmError {
             class: retry::status_class(status),
             message,
@@ -121,10 +126,14 @@ pub struct UsageTotals {
 impl UsageTotals {
     fn add(&self, u: &Usage) {
         self.prompt.fetch_add(u.prompt_tokens, Ordering::Relaxed);
-        self.completion.fetch_add(u.completion_tokens, Ordering::Relaxed);
-        self.cache_read.fetch_add(u.cache_read_tokens, Ordering::Relaxed);
-        self.cache_creation.fetch_add(u.cache_creation_tokens, Ordering::Relaxed);
-        self.reasoning.fetch_add(u.reasoning_tokens, Ordering::Relaxed);
+        self.completion
+            .fetch_add(u.completion_tokens, Ordering::Relaxed);
+        self.cache_read
+            .fetch_add(u.cache_read_tokens, Ordering::Relaxed);
+        self.cache_creation
+            .fetch_add(u.cache_creation_tokens, Ordering::Relaxed);
+        self.reasoning
+            .fetch_add(u.reasoning_tokens, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> Usage {
@@ -329,7 +338,8 @@ impl LlmCall<'_> {
                     self.stream = None;
                     let max = self.client.retry.max_attempts;
                     if e.retryable && !self.asm.progress && self.attempt < max {
-                        let delay = retry::backoff(&self.client.retry, self.attempt - 1, e.retry_after);
+                        let delay =
+                            retry::backoff(&self.client.retry, self.attempt - 1, e.retry_after);
                         let reason = match e.status {
                             Some(s) => format!("status={s}"),
                             None => e.class.to_owned(),
@@ -406,7 +416,10 @@ pub fn python_json(v: &Value) -> String {
                 w.write_all(b", ")
             }
         }
-        fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+        ) -> std::io::Result<()> {
             w.write_all(b": ")
         }
     }

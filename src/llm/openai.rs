@@ -96,7 +96,10 @@ impl OpenAiBackend {
                 m.serialize_entry("stream", &true)?;
             }
             if own("stream_options") {
-                m.serialize_entry("stream_options", &serde_json::json!({"include_usage": true}))?;
+                m.serialize_entry(
+                    "stream_options",
+                    &serde_json::json!({"include_usage": true}),
+                )?;
             }
             if let Some(t) = self.temperature.filter(|_| own("temperature")) {
                 m.serialize_entry("temperature", &t)?;
@@ -365,7 +368,8 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                     }
                 }
                 "object" => {
-                    object_error = map.next_value::<Option<Cow<'de, str>>>()?.as_deref() == Some("error");
+                    object_error =
+                        map.next_value::<Option<Cow<'de, str>>>()?.as_deref() == Some("error");
                 }
                 "message" => {
                     message = map.next_value::<Option<String>>().ok().flatten();
@@ -404,7 +408,10 @@ impl<'de> Visitor<'de> for ChoicesSeed<'_> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(MapSeed(&mut *self.0, Level::Choice))?.is_some() {}
+        while seq
+            .next_element_seed(MapSeed(&mut *self.0, Level::Choice))?
+            .is_some()
+        {}
         Ok(())
     }
 }
@@ -454,7 +461,10 @@ impl<'de> Visitor<'de> for MapSeed<'_> {
                     map.next_value_seed(TextSeed(&mut *asm, true))?
                 }
                 (Level::Delta, "tool_calls") => {
-                    for call in map.next_value::<Option<Vec<ToolCallDelta<'de>>>>()?.unwrap_or_default() {
+                    for call in map
+                        .next_value::<Option<Vec<ToolCallDelta<'de>>>>()?
+                        .unwrap_or_default()
+                    {
                         let f = call.function.as_ref();
                         let args = f.and_then(|f| f.arguments.as_ref()).map(|a| match a {
                             Value::String(s) => Cow::Borrowed(s.as_str()),
@@ -565,12 +575,17 @@ mod tests {
         assert_eq!(r.tool_calls[1].arguments, "{\"k\":2}");
         assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
         let u = r.usage.unwrap();
-        assert_eq!((u.prompt_tokens, u.cache_read_tokens, u.reasoning_tokens), (5, 2, 1));
+        assert_eq!(
+            (u.prompt_tokens, u.cache_read_tokens, u.reasoning_tokens),
+            (5, 2, 1)
+        );
     }
 
     #[test]
     fn errors_inside_a_200_stream() {
-        let (_, e) = feed(&[r#"{"error":{"message":"overloaded","type":"server_error","code":"server_error"}}"#]);
+        let (_, e) = feed(&[
+            r#"{"error":{"message":"overloaded","type":"server_error","code":"server_error"}}"#,
+        ]);
         let e = e.unwrap();
         assert_eq!(e.status, Some(500));
         assert!(e.retryable);
@@ -591,7 +606,14 @@ mod tests {
     #[test]
     fn error_body_shapes() {
         let (m, c, t) = parse_error_body(br#"{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}"#);
-        assert_eq!((m.as_str(), c.as_deref(), t.as_deref()), ("quota", Some("insufficient_quota"), Some("insufficient_quota")));
+        assert_eq!(
+            (m.as_str(), c.as_deref(), t.as_deref()),
+            (
+                "quota",
+                Some("insufficient_quota"),
+                Some("insufficient_quota")
+            )
+        );
         let (m, _, _) = parse_error_body(b"Bad Gateway");
         assert_eq!(m, "Bad Gateway");
     }

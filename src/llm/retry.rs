@@ -19,7 +19,8 @@ const QUOTA_CODES: &[&str] = &[
 
 pub fn is_retryable_status(status: u16, code: Option<&str>, error_type: Option<&str>) -> bool {
     if status == 429
-        && (code.is_some_and(|c| QUOTA_CODES.contains(&c)) || error_type == Some("insufficient_quota"))
+        && (code.is_some_and(|c| QUOTA_CODES.contains(&c))
+            || error_type == Some("insufficient_quota"))
     {
         return false;
     }
@@ -62,7 +63,8 @@ pub fn backoff(cfg: &RetryConfig, n: u32, retry_after: Option<Duration>) -> Dura
 pub fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)));
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(3600.0)));
     }
     let when = chrono::DateTime::parse_from_rfc2822(v).ok()?;
     let delta = when.timestamp_millis() - chrono::Utc::now().timestamp_millis();
@@ -88,14 +90,23 @@ mod tests {
             let d = backoff(&cfg, n, None).as_secs_f64();
             assert!(d >= lo && d <= (lo * 1.3).min(60.0), "n={n} d={d}");
         }
-        assert_eq!(backoff(&cfg, 0, Some(Duration::from_millis(200))), Duration::from_millis(200));
-        assert_eq!(backoff(&cfg, 0, Some(Duration::from_secs(999))), Duration::from_secs(60));
+        assert_eq!(
+            backoff(&cfg, 0, Some(Duration::from_millis(200))),
+            Duration::from_millis(200)
+        );
+        assert_eq!(
+            backoff(&cfg, 0, Some(Duration::from_secs(999))),
+            Duration::from_secs(60)
+        );
     }
 
     #[test]
     fn retry_after_forms() {
         assert_eq!(parse_retry_after("0.2"), Some(Duration::from_millis(200)));
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
         assert_eq!(parse_retry_after("soon"), None);
     }
 }

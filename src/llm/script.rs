@@ -193,9 +193,8 @@ impl Script {
                 .ok_or_else(|| format!("responses[{n}] must be an object"))?;
             let repeat = as_u64(o, "repeat").map_err(|e| format!("responses[{n}]: {e}"))?;
             match repeat {
-                None => responses.push(
-                    ScriptResponse::parse(o, 1).map_err(|e| format!("responses[{n}]: {e}"))?,
-                ),
+                None => responses
+                    .push(ScriptResponse::parse(o, 1).map_err(|e| format!("responses[{n}]: {e}"))?),
                 Some(count) => {
                     for i in 1..=count as usize {
                         let Value::Object(sub) = substitute(entry, i) else {
@@ -285,11 +284,15 @@ impl ScriptResponse {
                 let args = match c.get("arguments") {
                     None | Some(Value::Null) => ScriptArgs::Pieces(vec![String::new()]),
                     Some(Value::String(s)) => ScriptArgs::Pieces(split_even(s, arg_chunks)),
-                    Some(v @ Value::Object(_)) if c.get("arguments_as_object") == Some(&json!(true)) => {
+                    Some(v @ Value::Object(_))
+                        if c.get("arguments_as_object") == Some(&json!(true)) =>
+                    {
                         ScriptArgs::Object(v.clone())
                     }
                     // Python's json.dumps default separators, as the reference's mock sends them.
-                    Some(v) => ScriptArgs::Pieces(split_even(&crate::llm::python_json(v), arg_chunks)),
+                    Some(v) => {
+                        ScriptArgs::Pieces(split_even(&crate::llm::python_json(v), arg_chunks))
+                    }
                 };
                 let index = match c.get("index") {
                     Some(Value::Null) => None,
@@ -330,7 +333,11 @@ impl ScriptResponse {
     /// The chunks of this response in the order a server sends them.
     pub fn events(&self) -> Vec<ScriptEvent<'_>> {
         let mut out = Vec::new();
-        out.extend(self.reasoning_chunks.iter().map(|r| ScriptEvent::Reasoning(r)));
+        out.extend(
+            self.reasoning_chunks
+                .iter()
+                .map(|r| ScriptEvent::Reasoning(r)),
+        );
         out.extend(self.text_chunks.iter().map(|t| ScriptEvent::Text(t)));
         for (slot, call) in self.tool_calls.iter().enumerate() {
             let pieces = match &call.args {
@@ -363,7 +370,9 @@ fn split_even(s: &str, n: usize) -> Vec<String> {
 
 fn parse_fault(f: &Map<String, Value>) -> Result<Fault, String> {
     let kind = as_str(f, "type")?.ok_or("fault needs a `type`")?;
-    let after = as_u64(f, "after_events")?.or(as_u64(f, "after")?).unwrap_or(0) as usize;
+    let after = as_u64(f, "after_events")?
+        .or(as_u64(f, "after")?)
+        .unwrap_or(0) as usize;
     Ok(match kind {
         "http_error" => Fault::HttpError {
             status: as_u64(f, "status")?.unwrap_or(500) as u16,
@@ -409,8 +418,12 @@ mod tests {
 
     #[test]
     fn transcript_scripts_parse() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/transcripts");
-        let entries = std::fs::read_dir(dir).expect("shared/conformance/transcripts beside the repo");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/conformance/transcripts"
+        );
+        let entries =
+            std::fs::read_dir(dir).expect("shared/conformance/transcripts beside the repo");
         let mut n = 0;
         for e in entries.flatten() {
             let p = e.path();

@@ -36,7 +36,12 @@ impl ScriptedBackend {
             headers,
         }) = &resp.fault
         {
-            let mut e = LlmError::status(*status, message.clone(), code.as_deref(), error_type.as_deref());
+            let mut e = LlmError::status(
+                *status,
+                message.clone(),
+                code.as_deref(),
+                error_type.as_deref(),
+            );
             e.retry_after = headers
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
@@ -111,7 +116,9 @@ impl ScriptedStream {
                     },
                 };
                 return Err(match status {
-                    Some(s) => LlmError::status(s, message.clone(), code_str, error_type.as_deref()),
+                    Some(s) => {
+                        LlmError::status(s, message.clone(), code_str, error_type.as_deref())
+                    }
                     None => LlmError {
                         class: "APIError",
                         message: message.clone(),
@@ -145,7 +152,11 @@ impl ScriptedStream {
                 asm.tool_delta(
                     call.index,
                     if first { call.id.as_deref() } else { None },
-                    if first { Some(call.name.as_str()) } else { None },
+                    if first {
+                        Some(call.name.as_str())
+                    } else {
+                        None
+                    },
                     Some(&args),
                 );
             }

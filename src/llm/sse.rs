@@ -140,14 +140,22 @@ mod tests {
 
     #[test]
     fn line_endings_and_splits() {
-        assert_eq!(events(&[b"data: a\r\n\r\ndata:b\n\ndata: c\r\rdata: d"]), ["a", "b", "c", "d"]);
-        assert_eq!(events(&[b"data: a\r", b"\n\r", b"\ndata: b\n", b"\n"]), ["a", "b"]);
+        assert_eq!(
+            events(&[b"data: a\r\n\r\ndata:b\n\ndata: c\r\rdata: d"]),
+            ["a", "b", "c", "d"]
+        );
+        assert_eq!(
+            events(&[b"data: a\r", b"\n\r", b"\ndata: b\n", b"\n"]),
+            ["a", "b"]
+        );
     }
 
     #[test]
     fn comments_multiline_and_other_fields() {
         assert_eq!(
-            events(&[b": keep-alive\n\nevent: x\nid: 3\ndata: 1\ndata: 2\n\n: OPENROUTER PROCESSING\n\n"]),
+            events(&[
+                b": keep-alive\n\nevent: x\nid: 3\ndata: 1\ndata: 2\n\n: OPENROUTER PROCESSING\n\n"
+            ]),
             ["1\n2"]
         );
     }

@@ -6,6 +6,7 @@
 //! snapshot reports `default:no-engine`.
 
 pub mod engine;
+pub mod hardline;
 pub mod path_policy;
 pub mod url_policy;
 
@@ -107,8 +108,8 @@ pub struct ToolFacts<'a> {
 /// The hardline floor for a shell command (spec §3.7): `Some(description)` when the command
 /// is refused in every mode. Used by the planner through the engine and by `run_shell_command`
 /// at launch when no engine is configured.
-pub fn hardline_verdict(_command: &str) -> Option<String> {
-    None
+pub fn hardline_verdict(command: &str) -> Option<String> {
+    hardline::check(command).map(str::to_owned)
 }
 
 /// The planner's decision for one call (spec §3.1 / §5.6).

@@ -28,7 +28,11 @@ impl Tool for ListDirectory {
     fn requires_confirmation(&self) -> bool {
         false
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let p = arg_str(args, "directory_path")?.unwrap_or(".");
         let recursive = arg_bool(args, "recursive")?.unwrap_or(false);
         let path = match ctx.resolve_read(p) {
@@ -72,7 +76,13 @@ struct Entry {
     size: u64,
 }
 
-fn collect(dir: &Path, prefix: &str, recursive: bool, ctx: &ToolContext<'_>, out: &mut Vec<Entry>) -> std::io::Result<()> {
+fn collect(
+    dir: &Path,
+    prefix: &str,
+    recursive: bool,
+    ctx: &ToolContext<'_>,
+    out: &mut Vec<Entry>,
+) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         if ctx.cancel.is_cancelled() {
             return Ok(());

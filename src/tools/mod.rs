@@ -6,8 +6,8 @@
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
 pub mod list_directory;
-pub mod result_format;
 pub mod read_file;
+pub mod result_format;
 pub mod write_file;
 
 use std::collections::BTreeMap;
@@ -76,7 +76,10 @@ impl ToolContext<'_> {
     /// config allows it (a deliberate deviation: the reference reads anywhere).
     pub fn resolve_read(&self, raw: &str) -> Result<PathBuf, String> {
         if raw.contains('\0') {
-            return Err(format!("Error: path '{}' contains a NUL byte", raw.replace('\0', "\\0")));
+            return Err(format!(
+                "Error: path '{}' contains a NUL byte",
+                raw.replace('\0', "\\0")
+            ));
         }
         let path = self.resolve(raw);
         if self.settings.allow_reads_outside_workspace {
@@ -99,7 +102,9 @@ impl ToolContext<'_> {
 pub fn resolve_path(workspace: &Path, raw: &str) -> PathBuf {
     let expanded = if raw == "~" || raw.starts_with("~/") {
         match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(raw.trim_start_matches('~').trim_start_matches('/')),
+            Some(home) => {
+                PathBuf::from(home).join(raw.trim_start_matches('~').trim_start_matches('/'))
+            }
             None => PathBuf::from(raw),
         }
     } else {
@@ -135,7 +140,11 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     fn is_read_only(&self) -> bool;
     fn requires_confirmation(&self) -> bool;
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError>;
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError>;
 }
 
 /// The built-in tool names a config may enable or disable.
@@ -228,13 +237,19 @@ impl ToolRegistry {
 
 /// Reads an optional argument of one JSON type; a wrong type is a ToolError as the reference's
 /// TypeError would be.
-pub(crate) fn arg_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ToolError> {
+pub(crate) fn arg_str<'a>(
+    args: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, ToolError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(ToolError::new(
             "TypeError",
-            format!("argument '{key}' must be a string, not {}", json_type(other)),
+            format!(
+                "argument '{key}' must be a string, not {}",
+                json_type(other)
+            ),
         )),
     }
 }
@@ -245,7 +260,10 @@ pub(crate) fn arg_bool(args: &Map<String, Value>, key: &str) -> Result<Option<bo
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(other) => Err(ToolError::new(
             "TypeError",
-            format!("argument '{key}' must be a boolean, not {}", json_type(other)),
+            format!(
+                "argument '{key}' must be a boolean, not {}",
+                json_type(other)
+            ),
         )),
     }
 }
@@ -259,12 +277,19 @@ pub(crate) fn arg_i64(args: &Map<String, Value>, key: &str) -> Result<Option<i64
         }
         Some(other) => Err(ToolError::new(
             "TypeError",
-            format!("argument '{key}' must be an integer, not {}", json_type(other)),
+            format!(
+                "argument '{key}' must be an integer, not {}",
+                json_type(other)
+            ),
         )),
     }
 }
 
-pub(crate) fn required_str<'a>(args: &'a Map<String, Value>, key: &str, tool: &str) -> Result<&'a str, ToolError> {
+pub(crate) fn required_str<'a>(
+    args: &'a Map<String, Value>,
+    key: &str,
+    tool: &str,
+) -> Result<&'a str, ToolError> {
     arg_str(args, key)?.ok_or_else(|| {
         ToolError::new(
             "TypeError",

@@ -34,7 +34,11 @@ impl Tool for ReadFile {
     fn requires_confirmation(&self) -> bool {
         false
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let file_path = required_str(args, "file_path", "read_file")?;
         let offset = arg_i64(args, "offset")?.unwrap_or(1).max(1) as usize;
         let limit = arg_i64(args, "limit")?.unwrap_or(0).max(0) as usize;
@@ -47,7 +51,12 @@ impl Tool for ReadFile {
         }
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
-            Err(e) => return Ok(format!("Error reading file: {}", super::write_file::os_error(&e, &path))),
+            Err(e) => {
+                return Ok(format!(
+                    "Error reading file: {}",
+                    super::write_file::os_error(&e, &path)
+                ))
+            }
         };
         let sniff = &bytes[..bytes.len().min(SNIFF_BYTES)];
         let text = match std::str::from_utf8(&bytes) {
@@ -61,7 +70,11 @@ impl Tool for ReadFile {
 fn render(file_path: &str, text: &str, offset: usize, limit: usize) -> String {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let total = lines.len();
-    let window = if limit == 0 { MAX_LINES } else { limit.min(MAX_LINES) };
+    let window = if limit == 0 {
+        MAX_LINES
+    } else {
+        limit.min(MAX_LINES)
+    };
     let start_idx = (offset - 1).min(total);
     let end_idx = (start_idx + window).min(total);
     let shown = &lines[start_idx..end_idx];
@@ -86,7 +99,10 @@ fn render(file_path: &str, text: &str, offset: usize, limit: usize) -> String {
         }
     }
     if cut > 0 {
-        let _ = write!(out, "\n[{cut} line(s) truncated to {MAX_LINE_CHARS} chars per line]");
+        let _ = write!(
+            out,
+            "\n[{cut} line(s) truncated to {MAX_LINE_CHARS} chars per line]"
+        );
     }
     if (limit == 0 || limit > MAX_LINES) && end_idx < total {
         let _ = write!(
@@ -118,7 +134,9 @@ mod tests {
     fn long_files_and_lines_are_capped() {
         let text: String = (1..=2500).map(|i| format!("{i}\n")).collect();
         let out = render("big", &text, 1, 0);
-        assert!(out.ends_with("[Truncated: showing lines 1–2000 of 2500 total. Use offset=2001 to continue reading.]"));
+        assert!(out.ends_with(
+            "[Truncated: showing lines 1–2000 of 2500 total. Use offset=2001 to continue reading.]"
+        ));
         let long = "x".repeat(2005);
         let out = render("w", &long, 1, 0);
         assert!(out.contains("[+5 chars]"));

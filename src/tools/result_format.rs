@@ -32,7 +32,9 @@ pub fn strip_tag_chars(s: &str) -> String {
     if !s.chars().any(|c| ('\u{E0000}'..='\u{E007F}').contains(&c)) {
         return s.to_owned();
     }
-    s.chars().filter(|c| !('\u{E0000}'..='\u{E007F}').contains(c)).collect()
+    s.chars()
+        .filter(|c| !('\u{E0000}'..='\u{E007F}').contains(c))
+        .collect()
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -69,7 +69,10 @@ fn resolve_existing_prefix(p: &Path) -> PathBuf {
             }
             return out;
         }
-        match (existing.file_name().map(|s| s.to_owned()), existing.parent()) {
+        match (
+            existing.file_name().map(|s| s.to_owned()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -108,7 +111,11 @@ impl Tool for WriteFile {
     fn requires_confirmation(&self) -> bool {
         true
     }
-    fn execute(&self, args: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let file_path = required_str(args, "file_path", "write_file")?;
         let content = required_str(args, "content", "write_file")?;
         let append = arg_bool(args, "append")?.unwrap_or(false);
@@ -129,7 +136,10 @@ fn write(path: &Path, data: &[u8], append: bool) -> std::io::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     if append {
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
         return f.write_all(data);
     }
     let meta = match std::fs::metadata(path) {
@@ -141,7 +151,10 @@ fn write(path: &Path, data: &[u8], append: bool) -> std::io::Result<()> {
     }
     // Overwrite atomically: a sibling temp file renamed over the target, old mode kept.
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -166,7 +179,10 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         assert!(contain_file(&root, "a/b.txt").is_ok());
         let e = contain_file(&root, "../x").unwrap_err();
-        assert!(e.starts_with("PathPolicy: refused '../x' — resolves to '"), "{e}");
+        assert!(
+            e.starts_with("PathPolicy: refused '../x' — resolves to '"),
+            "{e}"
+        );
         assert!(contain_file(&root, "/etc/passwd").is_err());
         std::os::unix::fs::symlink("/tmp", root.join("out")).unwrap();
         assert!(contain_file(&root, "out/x").is_err());
