@@ -8,6 +8,8 @@
 pub mod engine;
 pub mod hardline;
 pub mod path_policy;
+pub mod presets;
+pub mod rules;
 pub mod url_policy;
 
 use serde::Serialize;
@@ -150,18 +152,14 @@ pub fn decide(
             matched_rule: rule,
             reason,
         },
-        // An engine `ask` on a tool that does not itself need confirmation: the reference runs it
-        // as `allow`. (Issue 5 decides whether we keep that.)
+        // An engine `ask` always prompts, even on a tool that does not itself need confirmation
+        // (deviation: the reference runs such a call as `allow`; see docs/deviations.md).
         Some(EngineMatch {
             action: EngineAction::Ask,
             rule,
             reason,
         }) => Decision {
-            verdict: if tool.requires_confirmation {
-                Verdict::Ask
-            } else {
-                Verdict::Allow
-            },
+            verdict: Verdict::Ask,
             deny_kind: None,
             matched_rule: rule,
             reason,
