@@ -192,25 +192,16 @@ fn is_ts(c: char) -> bool {
 }
 
 fn at_ci(c: &[char], i: usize, w: &str) -> bool {
-    let mut k = i;
-    for b in w.bytes() {
-        if k >= c.len() || fold(c[k]) != b as char {
-            return false;
-        }
-        k += 1;
-    }
-    true
+    i + w.len() <= c.len()
+        && c[i..]
+            .iter()
+            .zip(w.bytes())
+            .all(|(&x, b)| fold(x) == b as char)
 }
 
 fn at_exact(c: &[char], i: usize, w: &str) -> bool {
-    let mut k = i;
-    for ch in w.chars() {
-        if k >= c.len() || c[k] != ch {
-            return false;
-        }
-        k += 1;
-    }
-    true
+    let l = w.chars().count();
+    i + l <= c.len() && c[i..].iter().zip(w.chars()).all(|(&x, y)| x == y)
 }
 
 /// The end of a bare command name such as `reboot`: not followed by a word character, `-` or
@@ -908,6 +899,9 @@ fn flag_marker(c: &[char], k: usize, lo: char, up: char, long: &str) -> bool {
 }
 
 impl<'a> PatTables<'a> {
+    // One arm per leading letter keeps the table readable; clippy would fold the conditions
+    // into match guards.
+    #[allow(clippy::collapsible_match)]
     fn new(c: &'a [char]) -> PatTables<'a> {
         let ix = Idx::new(c);
         let n = ix.n;
@@ -1326,8 +1320,9 @@ impl<'a> PatTables<'a> {
             }
             self.ifl[i] = m;
         }
+        let needed = needed_positions(&self.ix);
         for i in (0..n).rev() {
-            if self.ix.ws[i] {
+            if self.ix.ws[i] || !needed[i] {
                 continue;
             }
             let wrap = head_wrap(&self.ix, i, self.rest(i), &self.flags);
@@ -1557,6 +1552,41 @@ fn is_sep(ch: char) -> bool {
     )
 }
 
+/// Every command-position candidate of `c`: (match start, head starts after whitespace).
+fn candidates(c: &[char], skip_ws: &[usize]) -> Vec<(usize, [usize; 3], usize)> {
+    let n = c.len();
+    let mut out = Vec::new();
+    for i in 0..n {
+        if i != 0 && !is_sep(c[i]) && c[i] != '$' {
+            continue;
+        }
+        let (mut heads, k) = candidate_heads(c, i);
+        if k == 0 {
+            continue;
+        }
+        for h in heads.iter_mut().take(k) {
+            *h = skip_ws[(*h).min(n)];
+        }
+        out.push((i, heads, k));
+    }
+    out
+}
+
+/// Positions whose prefix states are ever read: token starts and the head start of every
+/// command-position candidate.
+fn needed_positions(ix: &Idx) -> Vec<bool> {
+    let n = ix.n;
+    let mut v: Vec<bool> = (0..=n)
+        .map(|i| i < n && !ix.ws[i] && (i == 0 || ix.ws[i - 1]))
+        .collect();
+    for (_, heads, k) in candidates(ix.c, &ix.skip_ws) {
+        for &x in &heads[..k] {
+            v[x] = true;
+        }
+    }
+    v
+}
+
 /// Command-position candidates: (match start, head starts in priority order).
 fn candidate_heads(c: &[char], i: usize) -> ([usize; 3], usize) {
     let mut heads = [0usize; 3];
@@ -1583,6 +1613,9 @@ fn match_table(masked: &[char], ctx: &Contexts) -> Option<&'static str> {
     }
     let t = PatTables::new(&norm);
     let n = norm.len();
+    let cands = candidates(&norm, &t.ix.skip_ws);
+    let gts: Vec<usize> = (0..n).filter(|&i| norm[i] == '>').collect();
+    let colons: Vec<usize> = (0..n).filter(|&i| norm[i] == ':').collect();
     let valid = |start: usize| -> bool {
         if start == 0 && !SEP_FIRST.contains(&norm[0]) {
             return true;
@@ -1602,19 +1635,14 @@ fn match_table(masked: &[char], ctx: &Contexts) -> Option<&'static str> {
         match pat {
             Pat::Cmd(b) => {
                 let want = bit(*b);
-                for i in 0..n {
+                for &(i, heads, k) in &cands {
                     if i < last_end {
                         continue;
                     }
-                    let (heads, k) = candidate_heads(&norm, i);
-                    let mut hit = None;
-                    for &h in &heads[..k] {
-                        let x = t.ix.skip_ws[h.min(n)];
-                        if x < n && t.env[x] & want != 0 {
-                            hit = Some(x);
-                            break;
-                        }
-                    }
+                    let hit = heads[..k]
+                        .iter()
+                        .copied()
+                        .find(|&x| x < n && t.env[x] & want != 0);
                     let Some(x) = hit else { continue };
                     if valid(i) {
                         return Some(desc);
@@ -1627,8 +1655,8 @@ fn match_table(masked: &[char], ctx: &Contexts) -> Option<&'static str> {
                 }
             }
             Pat::Redirect => {
-                for i in 0..n {
-                    if i < last_end || norm[i] != '>' {
+                for &i in &gts {
+                    if i < last_end {
                         continue;
                     }
                     let s = t.ix.skip_ws[i + 1];
@@ -1641,8 +1669,8 @@ fn match_table(masked: &[char], ctx: &Contexts) -> Option<&'static str> {
                 }
             }
             Pat::ForkBomb => {
-                for i in 0..n {
-                    if i < last_end || norm[i] != ':' {
+                for &i in &colons {
+                    if i < last_end {
                         continue;
                     }
                     if let Some(e) = fork_bomb_at(&t.ix, i) {
@@ -1809,8 +1837,9 @@ impl<'a> ExtTables<'a> {
             env: vec![0; n + 1],
             flags: vec![0; n + 1],
         };
+        let needed = needed_positions(&t.ix);
         for i in (0..n).rev() {
-            if t.ix.ws[i] {
+            if t.ix.ws[i] || !needed[i] {
                 continue;
             }
             let rest = t.rest(i);
@@ -2070,28 +2099,24 @@ fn extract_bodies(text: &[char], ctx: &Contexts, out: &mut Vec<Vec<char>>) {
         return;
     }
     let t = ExtTables::new(text);
+    let cands = candidates(text, &t.ix.skip_ws);
     let valid = |start: usize| -> bool {
         if ctx.escaped[start] {
             return false;
         }
-        !(matches!(ctx.ctx[start], Ctx::Sq | Ctx::Dq) && !matches!(text[start], '$' | '`'))
+        !matches!(ctx.ctx[start], Ctx::Sq | Ctx::Dq) || matches!(text[start], '$' | '`')
     };
     for b in [E_WRAPPER, E_HERESTRING, E_ECHO_PIPE, E_PROCSUBST, E_CMDSUB] {
         let want = bit(b);
         let mut last_end = 0usize;
-        for i in 0..n {
+        for &(i, heads, k) in &cands {
             if i < last_end {
                 continue;
             }
-            let (heads, k) = candidate_heads(text, i);
-            let mut hit = None;
-            for &h in &heads[..k] {
-                let x = t.ix.skip_ws[h.min(n)];
-                if x < n && t.env[x] & want != 0 {
-                    hit = Some(x);
-                    break;
-                }
-            }
+            let hit = heads[..k]
+                .iter()
+                .copied()
+                .find(|&x| x < n && t.env[x] & want != 0);
             let Some(x) = hit else { continue };
             let Some(pos) = head_walk(&t.ix, x, want, &t.env, &t.flags, |p| t.rest(p) & want != 0)
             else {
