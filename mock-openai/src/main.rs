@@ -83,17 +83,25 @@ fn run(args: Args) -> Result<(), String> {
             .and_then(|()| std::fs::rename(&tmp, p))
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    // Signal handlers go in before the listen line: a caller may send SIGTERM as soon as it
+    // has read it.
+    let signals = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok::<_, String>((
+            signal(SignalKind::terminate()).map_err(|e| e.to_string())?,
+            signal(SignalKind::interrupt()).map_err(|e| e.to_string())?,
+        ))
+    })?;
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on {}", server.base_url());
         let _ = out.flush();
     }
-
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(wait_for_exit(args.watch_stdin))?;
+    rt.block_on(wait_for_exit(args.watch_stdin, signals))?;
 
     if let Some(p) = &args.requests_out {
         server
@@ -104,10 +112,10 @@ fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-async fn wait_for_exit(watch_stdin: bool) -> Result<(), String> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+async fn wait_for_exit(
+    watch_stdin: bool,
+    (mut term, mut int): (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
+) -> Result<(), String> {
     let (tx, stdin_closed) = tokio::sync::oneshot::channel::<()>();
     // Without --no-stdin a thread reads stdin to its end; with it, the sender is held so the
     // receiver never resolves.

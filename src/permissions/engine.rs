@@ -1,9 +1,23 @@
-//! The permission engine: a mode plus rules. (Placeholder until the rule engine lands: it knows
-//! its mode and matches nothing.)
+//! The permission engine: a mode, its preset rules, user rules, run-scope rules, the hardline
+//! floor, and the cached snapshot (spec §3.1, §3.4, §3.5).
+//!
+//! Evaluation order of [`PermissionEngine::decide_detail`]:
+//! 1. the hardline floor (`run_shell_command` only, unless disabled);
+//! 2. run-scope deny rules (`add_run_rules(deny=…)`);
+//! 3. the rule lists, first match wins:
+//!    - `workspace-write`, `read-only`: user rules, then the preset;
+//!    - `plan`: the preset, then user rules;
+//!    - `full-access`: the first matching user rule if it is a **deny** (deviation from the
+//!      reference, see docs/deviations.md), otherwise the allow-everything preset.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use super::{ActivePermissions, Mode};
+use super::presets::preset_rules;
+use super::rules::{Action, CallCtx, Rule};
+use super::{hardline, ActivePermissions, Mode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineAction {
@@ -15,55 +29,374 @@ pub enum EngineAction {
 #[derive(Debug, Clone)]
 pub struct EngineMatch {
     pub action: EngineAction,
+    /// The matched rule as it stands in the rules; `None` for the hardline floor.
     pub rule: Option<Value>,
     pub reason: String,
 }
 
-#[derive(Debug, Clone)]
+/// The `permissions` config keys (closed set).
+pub const CONFIG_KEYS: &[&str] = &["mode", "rules_file", "rules", "hardline"];
+/// Top-level keys of a permissions file (closed set).
+const FILE_KEYS: &[&str] = &["rules", "shell"];
+
+#[derive(Debug)]
 pub struct PermissionEngine {
     mode: Mode,
+    workspace: PathBuf,
+    presets: Vec<Rule>,
+    /// File rules, inline config rules, host-injected rules, then run-scope allow rules.
+    user_rules: Vec<Rule>,
+    /// Run-scope deny rules with their source name.
+    run_deny: Vec<(Rule, String)>,
+    /// `user:<path>` and `injected:<name>` labels, in order, deduplicated.
+    sources: Vec<String>,
+    hardline: bool,
+    cache: Mutex<Option<ActivePermissions>>,
+}
+
+impl Clone for PermissionEngine {
+    fn clone(&self) -> Self {
+        PermissionEngine {
+            mode: self.mode,
+            workspace: self.workspace.clone(),
+            presets: self.presets.clone(),
+            user_rules: self.user_rules.clone(),
+            run_deny: self.run_deny.clone(),
+            sources: self.sources.clone(),
+            hardline: self.hardline,
+            cache: Mutex::new(None),
+        }
+    }
+}
+
+/// Parses a JSON list of rules; errors carry `rules[i]: …`.
+fn parse_rule_list(v: &Value, what: &str) -> Result<Vec<Rule>, String> {
+    let items = v
+        .as_array()
+        .ok_or_else(|| format!("{what}: must be a list of rule objects"))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Rule::parse(r).map_err(|e| format!("{what}[{i}]: {e}")))
+        .collect()
 }
 
 impl PermissionEngine {
-    pub fn new(mode: Mode) -> Self {
-        PermissionEngine { mode }
+    /// An engine in `mode` with no user rules, the floor on, paths resolved against
+    /// `workspace`.
+    pub fn new(mode: Mode, workspace: &Path) -> Self {
+        PermissionEngine {
+            mode,
+            workspace: workspace.to_path_buf(),
+            presets: preset_rules(mode),
+            user_rules: Vec::new(),
+            run_deny: Vec::new(),
+            sources: Vec::new(),
+            hardline: true,
+            cache: Mutex::new(None),
+        }
     }
 
-    /// Builds the engine the config's `permissions` object asks for; `Ok(None)` when the config
-    /// has none (the reference's default: no engine, `default:no-engine`).
+    /// Builds the engine the config's `permissions` object asks for; `Ok(None)` when the
+    /// config has none (the reference's default: no engine, `default:no-engine`).
+    ///
+    /// Keys (closed set, see docs/permissions.md): `mode` (`read-only` | `workspace-write` |
+    /// `full-access`; default `workspace-write`; `plan` is refused), `rules_file` (path of a
+    /// permissions.json, relative paths resolved against the workspace), `rules` (inline
+    /// list, labelled `injected:config`), `hardline` (bool, default true).
+    ///
+    /// Errors name the field, or the file and the rule index, e.g.
+    /// `permissions file '/x/permissions.json': rules[2]: unknown key `foo``.
     pub fn from_config(
         permissions: Option<&Value>,
-        _workspace: &std::path::Path,
+        workspace: &Path,
     ) -> Result<Option<PermissionEngine>, String> {
         let Some(p) = permissions else {
             return Ok(None);
         };
-        let mode = match p.get("mode") {
-            None => Mode::WorkspaceWrite,
-            Some(Value::String(s)) => Mode::parse(s)
-                .ok_or_else(|| format!("config field `permissions.mode`: unknown mode '{s}'"))?,
+        let obj = p
+            .as_object()
+            .ok_or_else(|| "config field `permissions`: must be an object".to_owned())?;
+        for k in obj.keys() {
+            if !CONFIG_KEYS.contains(&k.as_str()) {
+                return Err(format!(
+                    "config field `permissions`: unknown key `{k}` (allowed: {})",
+                    CONFIG_KEYS.join(", ")
+                ));
+            }
+        }
+        let mode = match obj.get("mode") {
+            None | Some(Value::Null) => Mode::WorkspaceWrite,
+            Some(Value::String(s)) => match Mode::parse(s) {
+                Some(Mode::Plan) => {
+                    return Err("config field `permissions.mode`: 'plan' cannot be set at construction; plan mode is entered through the plan session".into())
+                }
+                Some(m) => m,
+                None => {
+                    return Err(format!(
+                        "config field `permissions.mode`: unknown mode '{s}' (expected read-only, workspace-write or full-access)"
+                    ))
+                }
+            },
             Some(_) => return Err("config field `permissions.mode`: must be a string".into()),
         };
-        Ok(Some(PermissionEngine::new(mode)))
+        let mut engine = PermissionEngine::new(mode, workspace);
+        match obj.get("hardline") {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => engine.hardline = *b,
+            Some(_) => return Err("config field `permissions.hardline`: must be a boolean".into()),
+        }
+        match obj.get("rules_file") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(f)) => {
+                let path = if Path::new(f).is_absolute() {
+                    PathBuf::from(f)
+                } else {
+                    workspace.join(f)
+                };
+                engine.load_file(&path)?;
+            }
+            Some(_) => return Err("config field `permissions.rules_file`: must be a string".into()),
+        }
+        match obj.get("rules") {
+            None | Some(Value::Null) => {}
+            Some(v) => {
+                let rules = parse_rule_list(v, "config field `permissions.rules`")?;
+                engine.user_rules.extend(rules);
+                engine.add_loaded_source("injected:config");
+            }
+        }
+        Ok(Some(engine))
+    }
+
+    /// Loads a user permissions file (UTF-8, BOM accepted; keys `rules` and `shell`), appends
+    /// its rules and records `user:<absolute path>`.
+    pub fn load_file(&mut self, path: &Path) -> Result<(), String> {
+        let shown = path.display().to_string();
+        let err = |m: String| format!("permissions file '{shown}': {m}");
+        let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|_| err("not valid UTF-8".into()))?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let v: Value = serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| err("must be a JSON object".into()))?;
+        for k in obj.keys() {
+            if !FILE_KEYS.contains(&k.as_str()) {
+                return Err(err(format!("unknown key `{k}` (allowed: rules, shell)")));
+            }
+        }
+        if let Some(shell) = obj.get("shell") {
+            if !shell.is_object() && !shell.is_null() {
+                return Err(err("`shell` must be an object".into()));
+            }
+        }
+        let rules = match obj.get("rules") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(r) => parse_rule_list(r, "rules").map_err(err)?,
+        };
+        self.user_rules.extend(rules);
+        let abs = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(path))
+                .unwrap_or_else(|_| path.to_path_buf())
+        };
+        self.add_loaded_source(&format!("user:{}", abs.display()));
+        Ok(())
     }
 
     pub fn mode(&self) -> Mode {
         self.mode
     }
 
+    /// Switches the mode (and its preset) and returns the previous one. Invalidates the
+    /// snapshot cache. (The agent-level switch also sets the runner's read-only flag and emits
+    /// the mode-change events; that is the caller's job.)
     pub fn set_mode(&mut self, mode: Mode) -> Mode {
-        std::mem::replace(&mut self.mode, mode)
-    }
-
-    pub fn decide_detail(&self, _tool: &str, _args: &Map<String, Value>) -> Option<EngineMatch> {
-        None
-    }
-
-    pub fn active_permissions(&self) -> ActivePermissions {
-        ActivePermissions {
-            mode: self.mode.as_str().to_owned(),
-            rules: Vec::new(),
-            loaded_sources: vec![format!("preset:{}", self.mode.as_str())],
+        let prev = std::mem::replace(&mut self.mode, mode);
+        if prev != mode {
+            self.presets = preset_rules(mode);
         }
+        self.invalidate();
+        prev
+    }
+
+    /// Whether the hardline floor is on (config `hardline`, default true).
+    pub fn hardline_enabled(&self) -> bool {
+        self.hardline
+    }
+
+    /// Appends a source label exactly as given (hosts use `injected:<name>`). Empty and
+    /// duplicate labels are ignored (returns false); a new label invalidates the snapshot
+    /// cache. It does not add rules.
+    pub fn add_loaded_source(&mut self, label: &str) -> bool {
+        if label.is_empty() || self.sources.iter().any(|s| s == label) {
+            return false;
+        }
+        self.sources.push(label.to_owned());
+        self.invalidate();
+        true
+    }
+
+    /// Host-injected rules (a JSON list in the permissions.json rule format), appended to the
+    /// user rules, labelled `injected:<name>` (a `source_label` already starting with
+    /// `injected:` is used as is). All-or-nothing: on error nothing is added. Errors read
+    /// `rules[i]: …`.
+    pub fn add_rules(&mut self, rules: &Value, source_label: &str) -> Result<(), String> {
+        let parsed = parse_rule_list(rules, "rules")?;
+        self.user_rules.extend(parsed);
+        let label = if source_label.starts_with("injected:") {
+            source_label.to_owned()
+        } else {
+            format!("injected:{source_label}")
+        };
+        self.add_loaded_source(&label);
+        self.invalidate();
+        Ok(())
+    }
+
+    /// Run-scope rules: `deny` rules go to the tier checked right after the floor (reason
+    /// `injected:<source>:<tool>`), `allow` rules are appended to the user rules (reason
+    /// `user-rule:<tool>`); records `injected:<source>` and invalidates the cache. Both
+    /// arguments are JSON lists (`null` = empty). All-or-nothing. Errors read
+    /// `allow[i]: …` / `deny[i]: …`.
+    pub fn add_run_rules(
+        &mut self,
+        allow: &Value,
+        deny: &Value,
+        source: &str,
+    ) -> Result<(), String> {
+        let list = |v: &Value, what: &str| -> Result<Vec<Rule>, String> {
+            if v.is_null() {
+                Ok(Vec::new())
+            } else {
+                parse_rule_list(v, what)
+            }
+        };
+        let allow = list(allow, "allow")?;
+        let deny = list(deny, "deny")?;
+        let source = if source.is_empty() {
+            "run-spec"
+        } else {
+            source
+        };
+        self.run_deny
+            .extend(deny.into_iter().map(|r| (r, source.to_owned())));
+        self.user_rules.extend(allow);
+        self.add_loaded_source(&format!("injected:{source}"));
+        self.invalidate();
+        Ok(())
+    }
+
+    fn invalidate(&self) {
+        if let Ok(mut c) = self.cache.lock() {
+            *c = None;
+        }
+    }
+
+    /// The engine's verdict for one call (steps 2a–2c of the pipeline), or `None` when no
+    /// rule matched.
+    pub fn decide_detail(&self, tool: &str, args: &Map<String, Value>) -> Option<EngineMatch> {
+        if self.hardline && tool == "run_shell_command" {
+            let cmd = args
+                .get("command")
+                .map(super::rules::python_str)
+                .unwrap_or_default();
+            if let Some(desc) = hardline::check(&cmd) {
+                return Some(EngineMatch {
+                    action: EngineAction::Deny,
+                    rule: None,
+                    reason: format!("hardline:{desc}"),
+                });
+            }
+        }
+        let call = CallCtx {
+            tool,
+            args,
+            dialect: (tool == "run_shell_command").then_some("posix"),
+            workspace: &self.workspace,
+        };
+        for (rule, source) in &self.run_deny {
+            if rule.matches(&call) {
+                return Some(found(
+                    rule,
+                    format!("injected:{source}:{}", rule.tool_field),
+                ));
+            }
+        }
+        let user = |r: &Rule| found(r, format!("user-rule:{}", r.tool_field));
+        let preset = |r: &Rule| found(r, format!("mode-preset:{}", r.tool_field));
+        match self.mode {
+            Mode::FullAccess => {
+                if let Some(r) = self.user_rules.iter().find(|r| r.matches(&call)) {
+                    if r.action == Action::Deny {
+                        return Some(user(r));
+                    }
+                }
+                self.presets.iter().find(|r| r.matches(&call)).map(preset)
+            }
+            Mode::Plan => self
+                .presets
+                .iter()
+                .find(|r| r.matches(&call))
+                .map(preset)
+                .or_else(|| self.user_rules.iter().find(|r| r.matches(&call)).map(user)),
+            Mode::ReadOnly | Mode::WorkspaceWrite => self
+                .user_rules
+                .iter()
+                .find(|r| r.matches(&call))
+                .map(user)
+                .or_else(|| self.presets.iter().find(|r| r.matches(&call)).map(preset)),
+        }
+    }
+
+    /// The `ActivePermissions` snapshot: mode, rules in evaluation order (run-scope denies,
+    /// then user and preset rules in the mode's order), and source labels (`preset:<mode>`,
+    /// then file and injected labels). Cached until `set_mode`, a new `add_loaded_source`
+    /// label, `add_rules` or `add_run_rules`.
+    pub fn active_permissions(&self) -> ActivePermissions {
+        if let Ok(c) = self.cache.lock() {
+            if let Some(s) = c.as_ref() {
+                return s.clone();
+            }
+        }
+        let mut rules: Vec<Value> = self.run_deny.iter().map(|(r, _)| r.raw.clone()).collect();
+        let user = self.user_rules.iter().map(|r| r.raw.clone());
+        let preset = self.presets.iter().map(|r| r.raw.clone());
+        match self.mode {
+            Mode::Plan => {
+                rules.extend(preset);
+                rules.extend(user);
+            }
+            _ => {
+                rules.extend(user);
+                rules.extend(preset);
+            }
+        }
+        let mut loaded_sources = vec![format!("preset:{}", self.mode.as_str())];
+        loaded_sources.extend(self.sources.iter().cloned());
+        let snap = ActivePermissions {
+            mode: self.mode.as_str().to_owned(),
+            rules,
+            loaded_sources,
+        };
+        if let Ok(mut c) = self.cache.lock() {
+            *c = Some(snap.clone());
+        }
+        snap
+    }
+}
+
+fn found(rule: &Rule, reason: String) -> EngineMatch {
+    EngineMatch {
+        action: match rule.action {
+            Action::Allow => EngineAction::Allow,
+            Action::Deny => EngineAction::Deny,
+            Action::Ask => EngineAction::Ask,
+        },
+        rule: Some(rule.raw.clone()),
+        reason,
     }
 }

@@ -6,7 +6,10 @@
 //! snapshot reports `default:no-engine`.
 
 pub mod engine;
+pub mod hardline;
 pub mod path_policy;
+pub mod presets;
+pub mod rules;
 pub mod url_policy;
 
 use serde::Serialize;
@@ -107,8 +110,8 @@ pub struct ToolFacts<'a> {
 /// The hardline floor for a shell command (spec §3.7): `Some(description)` when the command
 /// is refused in every mode. Used by the planner through the engine and by `run_shell_command`
 /// at launch when no engine is configured.
-pub fn hardline_verdict(_command: &str) -> Option<String> {
-    None
+pub fn hardline_verdict(command: &str) -> Option<String> {
+    hardline::check(command).map(str::to_owned)
 }
 
 /// The planner's decision for one call (spec §3.1 / §5.6).
@@ -149,18 +152,14 @@ pub fn decide(
             matched_rule: rule,
             reason,
         },
-        // An engine `ask` on a tool that does not itself need confirmation: the reference runs it
-        // as `allow`. (Issue 5 decides whether we keep that.)
+        // An engine `ask` always prompts, even on a tool that does not itself need confirmation
+        // (deviation: the reference runs such a call as `allow`; see docs/deviations.md).
         Some(EngineMatch {
             action: EngineAction::Ask,
             rule,
             reason,
         }) => Decision {
-            verdict: if tool.requires_confirmation {
-                Verdict::Ask
-            } else {
-                Verdict::Allow
-            },
+            verdict: Verdict::Ask,
             deny_kind: None,
             matched_rule: rule,
             reason,
