@@ -393,6 +393,36 @@ agentao_status agentao_agent_add_host_event_observer(struct agentao_agent *agent
 bool agentao_agent_remove_host_event_observer(struct agentao_agent *agent, uint64_t id);
 
 /*
+ Injects permission rules (`rules_json`: a JSON list in the permissions.json rule format,
+ borrowed) labelled `injected:<source_name>`, evaluated with the user rules. All or nothing:
+ an invalid rule is `AGENTAO_STATUS_INVALID_ARGUMENT` naming it, and nothing is added. Takes
+ effect from the next decision. No engine: `AGENTAO_STATUS_NO_ENGINE`.
+ */
+agentao_status agentao_agent_add_permission_rules(struct agentao_agent *agent, const char *rules_json, const char *source_name, struct agentao_error **err_out);
+
+/*
+ Run-scope rules (`allow_json`, `deny_json`: JSON lists or `null`, borrowed): deny rules are
+ checked right after the hardline floor, before any mode preset; allow rules join the user
+ rules. Recorded as the source `injected:<source_name>` (NULL: `run-spec`). Errors as
+ `agentao_agent_add_permission_rules`.
+ */
+agentao_status agentao_agent_add_run_rules(struct agentao_agent *agent, const char *allow_json, const char *deny_json, const char *source_name, struct agentao_error **err_out);
+
+/*
+ Adds a source label (hosts use `injected:<name>`) to the permission snapshot's
+ `loaded_sources`; it adds no rule. An empty or duplicate label is ignored.
+ */
+agentao_status agentao_agent_add_permission_source(struct agentao_agent *agent, const char *label, struct agentao_error **err_out);
+
+/*
+ Writes the session's provider-reported token totals to `*usage_json_out`:
+ `{"prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_creation_tokens",
+ "reasoning_tokens"}` (failed attempts that reported usage included). Release with
+ `agentao_string_free`.
+ */
+agentao_status agentao_agent_usage(const struct agentao_agent *agent, char **usage_json_out, struct agentao_error **err_out);
+
+/*
  A new, uncancelled token. Never NULL except on allocation failure (which aborts).
  */
 struct agentao_cancel_token *agentao_cancel_token_new(void);

@@ -490,3 +490,101 @@ unsafe fn json_getter(
         Ok(())
     })
 }
+
+fn parse_json_arg(text: &str, name: &str) -> FfiResult<serde_json::Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Fail(agentao_status::InvalidJson, format!("`{name}`: {e}")))
+}
+
+/// Injects permission rules (`rules_json`: a JSON list in the permissions.json rule format,
+/// borrowed) labelled `injected:<source_name>`, evaluated with the user rules. All or nothing:
+/// an invalid rule is `AGENTAO_STATUS_INVALID_ARGUMENT` naming it, and nothing is added. Takes
+/// effect from the next decision. No engine: `AGENTAO_STATUS_NO_ENGINE`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_add_permission_rules(
+    agent: *mut agentao_agent,
+    rules_json: *const c_char,
+    source_name: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let rules = parse_json_arg(str_arg(rules_json, "rules_json")?, "rules_json")?;
+        let source = str_arg(source_name, "source_name")?;
+        agent
+            .with_engine(|e| e.add_rules(&rules, source))?
+            .map_err(|m| Fail(agentao_status::InvalidArgument, m))
+    })
+}
+
+/// Run-scope rules (`allow_json`, `deny_json`: JSON lists or `null`, borrowed): deny rules are
+/// checked right after the hardline floor, before any mode preset; allow rules join the user
+/// rules. Recorded as the source `injected:<source_name>` (NULL: `run-spec`). Errors as
+/// `agentao_agent_add_permission_rules`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_add_run_rules(
+    agent: *mut agentao_agent,
+    allow_json: *const c_char,
+    deny_json: *const c_char,
+    source_name: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let list = |p: *const c_char, name: &str| -> FfiResult<serde_json::Value> {
+            match super::opt_str_arg(p, name)? {
+                Some(t) => parse_json_arg(t, name),
+                None => Ok(serde_json::Value::Null),
+            }
+        };
+        let (allow, deny) = (
+            list(allow_json, "allow_json")?,
+            list(deny_json, "deny_json")?,
+        );
+        let source = super::opt_str_arg(source_name, "source_name")?.unwrap_or("run-spec");
+        agent
+            .with_engine(|e| e.add_run_rules(&allow, &deny, source))?
+            .map_err(|m| Fail(agentao_status::InvalidArgument, m))
+    })
+}
+
+/// Adds a source label (hosts use `injected:<name>`) to the permission snapshot's
+/// `loaded_sources`; it adds no rule. An empty or duplicate label is ignored.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_add_permission_source(
+    agent: *mut agentao_agent,
+    label: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        let label = str_arg(label, "label")?;
+        agent.with_engine(|e| {
+            e.add_loaded_source(label);
+        })?;
+        Ok(())
+    })
+}
+
+/// Writes the session's provider-reported token totals to `*usage_json_out`:
+/// `{"prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_creation_tokens",
+/// "reasoning_tokens"}` (failed attempts that reported usage included). Release with
+/// `agentao_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_usage(
+    agent: *const agentao_agent,
+    usage_json_out: *mut *mut c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    json_getter(agent, usage_json_out, err_out, |a| {
+        let u = a.usage();
+        serde_json::json!({
+            "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens,
+            "cache_read_tokens": u.cache_read_tokens,
+            "cache_creation_tokens": u.cache_creation_tokens,
+            "reasoning_tokens": u.reasoning_tokens,
+        })
+        .to_string()
+    })
+}
