@@ -42,12 +42,12 @@ fi
 step "C tests (ctest)"
 cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build/c --parallel 2 >/dev/null
-ctest --test-dir build/c --output-on-failure --timeout 120
+ctest --test-dir build/c --output-on-failure --timeout 120 | tee build/ctest.log
 
 step "C tests under AddressSanitizer (ctest)"
 cmake -S tests/c -B build/c-asan -DCMAKE_BUILD_TYPE=Debug -DAGENTAO_SANITIZE=ON >/dev/null
 cmake --build build/c-asan --parallel 2 >/dev/null
-ctest --test-dir build/c-asan --output-on-failure --timeout 180
+ctest --test-dir build/c-asan --output-on-failure --timeout 180 | tee build/ctest-asan.log
 
 step "examples"
 cargo build --release --quiet
@@ -67,3 +67,7 @@ cc "${CFLAGS[@]}" build/examples/readme_quickstart.c -lagentao -o build/examples
 grep -qx 'Hello from the agent.' build/examples/readme.out
 
 step "all tests passed"
+rust=$(grep -oE '^test result: ok\. [0-9]+ passed' target/cargo-test.log | awk '{s+=$4} END {print s+0}')
+c=$(grep -ohE 'tests passed, 0 tests failed out of [0-9]+' build/ctest.log build/ctest-asan.log | awk '{s+=$NF} END {print s+0}')
+echo "Rust tests: $rust, C tests (plain + ASan): $c, examples: 3"
+echo "summary: $((rust + c + 3)) passed, 0 failed"

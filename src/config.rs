@@ -12,8 +12,6 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::llm::script::Script;
-
 pub const DEFAULT_MAX_ITERATIONS: u32 = 100;
 pub const DEFAULT_MAX_TOKENS: u32 = 65536;
 
@@ -39,14 +37,15 @@ pub struct AgentConfig {
 #[derive(Debug, Clone)]
 pub enum LlmConfig {
     OpenAi(OpenAiConfig),
-    Scripted(Script),
+    /// The scripted provider's script, validated by the LLM layer when the agent is built.
+    Scripted(Value),
 }
 
 impl LlmConfig {
     pub fn model(&self) -> &str {
         match self {
             LlmConfig::OpenAi(c) => &c.model,
-            LlmConfig::Scripted(s) => s.model.as_deref().unwrap_or("scripted"),
+            LlmConfig::Scripted(s) => s.get("model").and_then(Value::as_str).unwrap_or("scripted"),
         }
     }
 }
@@ -245,8 +244,6 @@ fn parse_llm(raw: Option<RawLlm>, env: &dyn Env) -> Result<LlmConfig, ConfigErro
             let script = raw
                 .script
                 .ok_or_else(|| err("config field `llm.script`: required for provider `scripted`"))?;
-            let script = Script::from_value(script)
-                .map_err(|e| err(format!("config field `llm.script`: {e}")))?;
             Ok(LlmConfig::Scripted(script))
         }
         "openai" => {

@@ -247,7 +247,8 @@ impl PermissionDecisionEvent {
     pub fn decided(
         ids: &CallIds<'_>,
         outcome: PermissionOutcome,
-        snapshot: &crate::permissions::ActivePermissions,
+        mode: &str,
+        loaded_sources: &[String],
         matched_rule: Option<&Value>,
         reason: &str,
     ) -> HostEvent {
@@ -258,10 +259,10 @@ impl PermissionDecisionEvent {
             tool_name: ids.tool_name.to_owned(),
             decision_id: uuid::Uuid::new_v4().to_string(),
             outcome,
-            mode: snapshot.mode.clone(),
+            mode: mode.to_owned(),
             matched_rule: matched_rule.and_then(project_rule),
             reason: redact_summary(reason),
-            loaded_sources: snapshot.loaded_sources.clone(),
+            loaded_sources: loaded_sources.to_vec(),
             decided_at: now_rfc3339(),
         })
     }

@@ -168,7 +168,10 @@ impl LlmClient {
                 usage: UsageTotals::default(),
             },
             LlmConfig::Scripted(s) => LlmClient {
-                backend: Backend::Scripted(scripted::ScriptedBackend::new(s.clone())),
+                backend: Backend::Scripted(scripted::ScriptedBackend::new(
+                    script::Script::from_value(s.clone())
+                        .map_err(|e| format!("config field `llm.script`: {e}"))?,
+                )),
                 // Scripted faults retry at once: the script is a test double, not a server.
                 retry: RetryConfig {
                     max_attempts: 5,

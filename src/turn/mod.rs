@@ -749,7 +749,8 @@ impl<'e, 'a> Turn<'e, 'a> {
                         Verdict::Deny => PermissionOutcome::Deny,
                         Verdict::Ask => PermissionOutcome::Prompt,
                     },
-                    snapshot,
+                    &snapshot.mode,
+                    &snapshot.loaded_sources,
                     p.decision.matched_rule.as_ref(),
                     &p.decision.reason,
                 );
