@@ -246,7 +246,10 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
         }
         let rt = runtime()?;
         let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
-        let got = rt.block_on(tokio::time::timeout(timeout_of(timeout_ms), rx.recv()));
+        // The timer must be created inside the runtime: `timeout()` registers it at once.
+        let got = rt.block_on(async {
+            tokio::time::timeout(timeout_of(timeout_ms), rx.recv()).await
+        });
         match got {
             Err(_) => Err(Fail(
                 agentao_status::Timeout,
