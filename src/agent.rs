@@ -224,6 +224,20 @@ impl Agent {
         deltas: DeltaSink,
         done: impl FnOnce(TurnResult) + Send + 'static,
     ) -> Result<CancelToken, AgentError> {
+        self.start_turn_with(message, opts, deltas, false, done)
+    }
+
+    /// `inline_done`: `done` is library code that only hands the result over (never blocks),
+    /// so it runs on the worker that finished the turn instead of hopping to a blocking
+    /// thread first (one thread wake-up less per turn).
+    pub(crate) fn start_turn_with(
+        &self,
+        message: String,
+        opts: TurnOptions,
+        deltas: DeltaSink,
+        inline_done: bool,
+        done: impl FnOnce(TurnResult) + Send + 'static,
+    ) -> Result<CancelToken, AgentError> {
         let rt = runtime()?;
         let (slot, token) = self.begin(&opts)?;
         let core = self.core.clone();
@@ -249,8 +263,12 @@ impl Agent {
                 }
                 Err(e) => Err((AgentError::Internal(e.to_string()), None)),
             };
-            // Completions are host code: keep them off the workers.
-            let _ = tokio::task::spawn_blocking(move || done(result)).await;
+            if inline_done {
+                done(result);
+            } else {
+                // Completions are host code: keep them off the workers.
+                let _ = tokio::task::spawn_blocking(move || done(result)).await;
+            }
         });
         Ok(token)
     }
@@ -261,7 +279,7 @@ impl Agent {
             return Err((AgentError::Reentrant, None));
         }
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.start_turn(message.to_owned(), opts, DeltaSink::None, move |r| {
+        self.start_turn_with(message.to_owned(), opts, DeltaSink::None, true, move |r| {
             let _ = tx.send(r);
         })
         .map_err(|e| (e, None))?;

@@ -64,10 +64,12 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
         }
         let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
         let (end_tx, end_rx) = oneshot::channel();
-        let token = agent.start_turn(
+        // The completion only sends on a oneshot: it may run on the worker (no extra hop).
+        let token = agent.start_turn_with(
             message,
             turn_options(max_iterations, cancel),
             DeltaSink::Queue(tx),
+            true,
             move |result| {
                 let (status, msg, outcome) = turn_status(&result);
                 let item = match (status, outcome) {
