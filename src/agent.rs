@@ -79,6 +79,15 @@ pub fn on_runtime_thread() -> bool {
     tokio::runtime::Handle::try_current().is_ok()
 }
 
+/// Where a turn's completion runs.
+#[derive(Clone, Copy)]
+enum Completion {
+    /// Host code: on a blocking thread, with the agent kept alive until it returns.
+    Host,
+    /// Library code that hands the result over: inline, after the agent is released.
+    Handoff,
+}
+
 /// Options of one turn.
 #[derive(Default, Clone)]
 pub struct TurnOptions {
@@ -230,21 +239,22 @@ impl Agent {
         deltas: DeltaSink,
         done: impl FnOnce(TurnResult) + Send + 'static,
     ) -> Result<CancelToken, AgentError> {
-        self.spawn_turn(message, opts, deltas, true, done)
+        self.spawn_turn(message, opts, deltas, Completion::Host, done)
     }
 
-    /// Like [`Agent::start_turn`], but the turn lets go of the agent before `done` runs: for
-    /// completions that only hand the result to a waiting host thread (blocking chat, pull
-    /// streams), so that a host that frees the agent as soon as it has the result gets its
-    /// `userdata_free` inside `agentao_agent_free`, not later on a library thread.
-    pub fn start_turn_release_first(
+    /// Like [`Agent::start_turn`], for completions that only hand the result to a waiting host
+    /// thread (blocking chat, pull streams): `done` runs on the worker that finished the turn
+    /// (one thread wake-up less per turn), after the turn let go of the agent, so a host that
+    /// frees the agent as soon as it has the result gets its `userdata_free` inside
+    /// `agentao_agent_free`.
+    pub fn start_turn_handoff(
         &self,
         message: String,
         opts: TurnOptions,
         deltas: DeltaSink,
         done: impl FnOnce(TurnResult) + Send + 'static,
     ) -> Result<CancelToken, AgentError> {
-        self.spawn_turn(message, opts, deltas, false, done)
+        self.spawn_turn(message, opts, deltas, Completion::Handoff, done)
     }
 
     fn spawn_turn(
@@ -252,7 +262,7 @@ impl Agent {
         message: String,
         opts: TurnOptions,
         deltas: DeltaSink,
-        hold_through_done: bool,
+        completion: Completion,
         done: impl FnOnce(TurnResult) + Send + 'static,
     ) -> Result<CancelToken, AgentError> {
         let rt = runtime()?;
@@ -281,17 +291,21 @@ impl Agent {
                 }
                 Err(e) => Err((AgentError::Internal(e.to_string()), None)),
             };
-            // Completions are host code: keep them off the workers.
-            let _ = tokio::task::spawn_blocking(move || {
-                if hold_through_done {
-                    done(result);
-                    drop(keep_alive);
-                } else {
+            match completion {
+                Completion::Handoff => {
                     drop(keep_alive);
                     done(result);
                 }
-            })
-            .await;
+                // Completions are host code: keep them off the workers, and keep the agent
+                // alive until the host's completion has returned.
+                Completion::Host => {
+                    let _ = tokio::task::spawn_blocking(move || {
+                        done(result);
+                        drop(keep_alive);
+                    })
+                    .await;
+                }
+            }
         });
         Ok(token)
     }
@@ -302,7 +316,7 @@ impl Agent {
             return Err((AgentError::Reentrant, None));
         }
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.start_turn_release_first(message.to_owned(), opts, DeltaSink::None, move |r| {
+        self.start_turn_handoff(message.to_owned(), opts, DeltaSink::None, move |r| {
             let _ = tx.send(r);
         })
         .map_err(|e| (e, None))?;

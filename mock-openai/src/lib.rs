@@ -17,6 +17,8 @@
 //!
 //! For benchmarks, [`MockServer::start_prerendered`] answers every request with the same bytes
 //! and [`MockServer::server_busy_nanos`] tells how long the server worked, so it can be subtracted.
+//! The same figures are served as `GET /v1/_stats` (`{"busy_nanos": N, "requests": N}`) for
+//! clients in another process (the `mock-openai` binary run by `bench/`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -153,13 +155,28 @@ fn split_wire(script: Value) -> Result<(Value, Option<WireOptions>), String> {
 pub fn render_sse(script: Value) -> Result<Bytes, String> {
     let (v, wire) = split_wire(script)?;
     let script = Script::from_value(v)?;
-    let resp = script.response(0);
+    Ok(render_one(&script, 0, wire.as_ref()))
+}
+
+/// Renders every listed response of a script (at least one) the way [`render_sse`] renders
+/// the first: the input of [`MockBuilder::start_prerendered_many`].
+pub fn render_sse_all(script: Value) -> Result<Vec<Bytes>, String> {
+    let (v, wire) = split_wire(script)?;
+    let script = Script::from_value(v)?;
+    let n = script.responses.len().max(1);
+    Ok((0..n)
+        .map(|i| render_one(&script, i, wire.as_ref()))
+        .collect())
+}
+
+fn render_one(script: &Script, n: usize, wire: Option<&WireOptions>) -> Bytes {
+    let resp = script.response(n);
     let model = script.model.as_deref().unwrap_or("mock-model");
     let ctx = Ctx {
-        id: "chatcmpl-mock-1".into(),
+        id: format!("chatcmpl-mock-{}", n + 1),
         model: model.into(),
         created: unix_now(),
-        wire: wire.unwrap_or_default(),
+        wire: wire.cloned().unwrap_or_default(),
     };
     let mut out = Vec::new();
     for (i, ev) in resp.events().iter().enumerate() {
@@ -171,7 +188,7 @@ pub fn render_sse(script: Value) -> Result<Bytes, String> {
     if !ctx.wire.omit_done {
         ctx.data(&mut out, b"[DONE]");
     }
-    Ok(Bytes::from(out))
+    Bytes::from(out)
 }
 
 /// Configures a [`MockServer`] before it starts.
@@ -212,23 +229,35 @@ impl MockBuilder {
 
     /// Starts a server that answers every chat request with `body` (a complete SSE body).
     pub fn start_prerendered(self, body: Bytes) -> io::Result<MockServer> {
-        let head = |close: bool| {
-            format!(
+        self.start_prerendered_many(vec![body])
+    }
+
+    /// Starts a server with several pre-rendered bodies (at least one): a chat request whose
+    /// body carries `k` tool results (`"role":"tool"` messages) gets `bodies[k]` (the last one
+    /// when `k` is past the end). So a stateless server still plays a multi-request turn (tool
+    /// call, tool call, final answer) for any number of concurrent clients.
+    pub fn start_prerendered_many(self, bodies: Vec<Bytes>) -> io::Result<MockServer> {
+        if bodies.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "at least one pre-rendered body is needed",
+            ));
+        }
+        let full = |body: &Bytes, close: bool| {
+            let mut v = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
                  content-length: {}\r\n{}\r\n",
                 body.len(),
                 if close { "connection: close\r\n" } else { "" }
             )
-        };
-        let full = |close: bool| {
-            let mut v = head(close).into_bytes();
-            v.extend_from_slice(&body);
+            .into_bytes();
+            v.extend_from_slice(body);
             Bytes::from(v)
         };
         MockServer::spawn(
             Mode::Prerendered {
-                keep_alive: full(false),
-                close: full(true),
+                keep_alive: bodies.iter().map(|b| full(b, false)).collect(),
+                close: bodies.iter().map(|b| full(b, true)).collect(),
             },
             self.record_bodies.unwrap_or(false),
         )
@@ -241,9 +270,15 @@ enum Mode {
         wire: WireOptions,
     },
     Prerendered {
-        keep_alive: Bytes,
-        close: Bytes,
+        keep_alive: Vec<Bytes>,
+        close: Vec<Bytes>,
     },
+}
+
+/// How many tool-result messages a request body carries (serde_json's compact form).
+fn tool_results(body: &[u8]) -> usize {
+    const NEEDLE: &[u8] = b"\"role\":\"tool\"";
+    body.windows(NEEDLE.len()).filter(|w| *w == NEEDLE).count()
 }
 
 struct State {
@@ -437,6 +472,11 @@ impl Busy<'_> {
             self.total
                 .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
+    }
+
+    /// Drops the running interval without counting it.
+    fn discard(&mut self) {
+        self.since = None;
     }
 
     async fn sleep(&mut self, d: Duration) {
@@ -665,7 +705,12 @@ async fn handle(
         }
         return match &state.mode {
             Mode::Prerendered { keep_alive, close } => {
-                let out = if req.close { close } else { keep_alive };
+                let all = if req.close { close } else { keep_alive };
+                let out = if all.len() == 1 {
+                    &all[0]
+                } else {
+                    &all[tool_results(&req.body).min(all.len() - 1)]
+                };
                 stream.write_all(out).await?;
                 Ok(!req.close)
             }
@@ -690,6 +735,26 @@ async fn handle(
                 Ok(keep)
             }
         };
+    }
+    if req.method == "GET" && path.ends_with("/_stats") {
+        // Not the server's work for a client: leave it out of the busy time.
+        busy.discard();
+        let body = format!(
+            "{{\"busy_nanos\":{},\"requests\":{}}}",
+            state.busy_nanos.load(Ordering::Relaxed),
+            state.next.load(Ordering::SeqCst)
+        );
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{}\r\n",
+            body.len(),
+            if req.close {
+                "connection: close\r\n"
+            } else {
+                ""
+            }
+        );
+        stream.write_all(format!("{head}{body}").as_bytes()).await?;
+        return Ok(!req.close);
     }
     if req.method == "GET" && path.ends_with("/models") {
         let model = match &state.mode {

@@ -1,8 +1,15 @@
-//! `mock-openai --script FILE [--port-file FILE] [--requests-out FILE] [--no-stdin]`
+//! `mock-openai (--script FILE [--prerender] | --prerendered FILE...) [--port-file FILE]
+//!  [--requests-out FILE] [--no-stdin]`
 //!
 //! Serves the script on `127.0.0.1:0`, prints `listening on http://127.0.0.1:PORT/v1` on stdout,
 //! and runs until stdin closes (unless `--no-stdin`), SIGTERM or SIGINT. On exit the received
 //! request bodies go to `--requests-out` as JSON lines.
+//!
+//! For benchmarks the server can answer from bytes rendered in advance, doing next to no work
+//! per request: `--prerendered FILE` (repeatable) serves complete SSE bodies, and
+//! `--script FILE --prerender` renders each response of the script once. With several bodies a
+//! request carrying `k` tool results gets body `k` (see `MockBuilder::start_prerendered_many`).
+//! `GET /v1/_stats` answers `{"busy_nanos": N, "requests": N}`.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -10,11 +17,13 @@ use std::process::ExitCode;
 
 use mock_openai::MockServer;
 
-const USAGE: &str =
-    "usage: mock-openai --script FILE [--port-file FILE] [--requests-out FILE] [--no-stdin]";
+const USAGE: &str = "usage: mock-openai (--script FILE [--prerender] | --prerendered FILE...) \
+     [--port-file FILE] [--requests-out FILE] [--no-stdin]";
 
 struct Args {
-    script: PathBuf,
+    script: Option<PathBuf>,
+    prerender: bool,
+    prerendered: Vec<PathBuf>,
     port_file: Option<PathBuf>,
     requests_out: Option<PathBuf>,
     watch_stdin: bool,
@@ -22,6 +31,8 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut script = None;
+    let mut prerender = false;
+    let mut prerendered = Vec::new();
     let mut port_file = None;
     let mut requests_out = None;
     let mut watch_stdin = true;
@@ -37,13 +48,23 @@ fn parse_args() -> Result<Args, String> {
             "--script" => script = Some(value("--script")?),
             "--port-file" => port_file = Some(value("--port-file")?),
             "--requests-out" => requests_out = Some(value("--requests-out")?),
+            "--prerender" => prerender = true,
+            "--prerendered" => prerendered.push(value("--prerendered")?),
             "--no-stdin" => watch_stdin = false,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
+    if script.is_some() != prerendered.is_empty() {
+        return Err("give either --script or --prerendered".into());
+    }
+    if prerender && script.is_none() {
+        return Err("--prerender needs --script".into());
+    }
     Ok(Args {
-        script: script.ok_or("--script is required")?,
+        script,
+        prerender,
+        prerendered,
         port_file,
         requests_out,
         watch_stdin,
@@ -71,11 +92,34 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    let text = std::fs::read_to_string(&args.script)
-        .map_err(|e| format!("cannot read {}: {e}", args.script.display()))?;
-    let script: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not JSON: {e}", args.script.display()))?;
-    let server = MockServer::start(script).map_err(|e| e.to_string())?;
+    let server = match &args.script {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let script: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+            if args.prerender {
+                let bodies = mock_openai::render_sse_all(script)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                MockServer::builder().start_prerendered_many(bodies)
+            } else {
+                MockServer::start(script)
+            }
+        }
+        None => {
+            let bodies = args
+                .prerendered
+                .iter()
+                .map(|p| {
+                    std::fs::read(p)
+                        .map(bytes::Bytes::from)
+                        .map_err(|e| format!("cannot read {}: {e}", p.display()))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            MockServer::builder().start_prerendered_many(bodies)
+        }
+    }
+    .map_err(|e| e.to_string())?;
     if let Some(p) = &args.port_file {
         // Write then rename, so a reader never sees a half-written port.
         let tmp = p.with_extension("tmp");

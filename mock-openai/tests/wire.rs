@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mock_openai::{render_sse, MockServer, UsageChoices, WireOptions};
+use mock_openai::{render_sse, render_sse_all, MockServer, UsageChoices, WireOptions};
 use serde_json::{json, Value};
 
 #[derive(Debug)]
@@ -500,6 +500,39 @@ fn prerendered_matches_the_scripted_rendering() {
     let r = post(&rec, "{\"x\":1}");
     assert_eq!(r.text(), "data: [DONE]\n\n");
     assert_eq!(rec.requests(), vec![json!({"x": 1})]);
+}
+
+#[test]
+fn prerendered_bodies_follow_tool_results_and_stats_report_busy_time() {
+    let script = json!({"responses": [
+        {"tool_calls": [{"id": "a", "name": "read_file", "arguments": {"file_path": "x"}}]},
+        {"text": "final"}]});
+    let bodies = render_sse_all(script).unwrap();
+    assert_eq!(bodies.len(), 2);
+    let s = MockServer::builder()
+        .start_prerendered_many(bodies.clone())
+        .unwrap();
+    let r = post(&s, r#"{"messages":[{"role":"user","content":"q"}]}"#);
+    assert_eq!(r.body, bodies[0].as_ref());
+    let two = r#"{"messages":[{"role":"tool","content":"1"},{"role":"tool","content":"2"}]}"#;
+    let r = post(&s, two);
+    assert_eq!(r.body, bodies[1].as_ref(), "past the end: the last body");
+    let busy = s.server_busy_nanos();
+    assert!(busy > 0);
+    let mut c = connect(&s);
+    let mut stats = || {
+        send(&mut c, "GET", "/v1/_stats", "", "");
+        let r = read_response(&mut c);
+        assert_eq!(r.status, 200);
+        serde_json::from_slice::<Value>(&r.body).unwrap()
+    };
+    let v = stats();
+    assert_eq!(v["requests"], 2);
+    assert!(v["busy_nanos"].as_u64().unwrap() >= busy);
+    assert_eq!(stats(), v, "stats requests are not counted");
+    assert!(MockServer::builder()
+        .start_prerendered_many(vec![])
+        .is_err());
 }
 
 #[test]

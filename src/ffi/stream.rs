@@ -64,7 +64,8 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
         }
         let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
         let (end_tx, end_rx) = oneshot::channel();
-        let token = agent.start_turn_release_first(
+        // The completion only sends on a oneshot: it runs on the worker (no extra hop).
+        let token = agent.start_turn_handoff(
             message,
             turn_options(max_iterations, cancel),
             DeltaSink::Queue(tx),

@@ -443,7 +443,7 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
         let mut message: Option<String> = None;
         let mut code: Option<Value> = None;
         let mut error_type: Option<Value> = None;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(key) = map.next_key::<Str<'de>>()? {
             match key.as_ref() {
                 "choices" => map.next_value_seed(ChoicesSeed(self.asm))?,
                 "usage" => {
@@ -454,7 +454,7 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                     }
                 }
                 "model" => {
-                    if let Some(m) = map.next_value::<Option<Cow<'de, str>>>()? {
+                    if let Some(m) = map.next_value::<Option<Str<'de>>>()? {
                         self.asm.model(&m);
                     }
                 }
@@ -471,7 +471,7 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
                 }
                 "object" => {
                     object_error =
-                        map.next_value::<Option<Cow<'de, str>>>()?.as_deref() == Some("error");
+                        map.next_value::<Option<Str<'de>>>()?.as_deref() == Some("error");
                 }
                 "message" => {
                     message = map.next_value::<Option<String>>().ok().flatten();
@@ -490,6 +490,45 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
             ));
         }
         Ok(())
+    }
+}
+
+/// A key or short string value, borrowed from the chunk when it has no escapes. (serde's own
+/// `Cow<str>` always deserializes owned: that was one allocation per key, ~10 per delta.)
+struct Str<'de>(Cow<'de, str>);
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Str<'_> {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Str<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -548,13 +587,13 @@ impl<'de> Visitor<'de> for MapSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let asm = self.0;
         let mut saw_reasoning_content = false;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(key) = map.next_key::<Str<'de>>()? {
             match (self.1, key.as_ref()) {
                 (Level::Choice, "delta") | (Level::Choice, "message") => {
                     map.next_value_seed(MapSeed(&mut *asm, Level::Delta))?
                 }
                 (Level::Choice, "finish_reason") => {
-                    if let Some(r) = map.next_value::<Option<Cow<'de, str>>>()? {
+                    if let Some(r) = map.next_value::<Option<Str<'de>>>()? {
                         asm.finish_reason(&r);
                     }
                 }

@@ -1,0 +1,982 @@
+/*
+ * bench.c: the libagentao benchmark (issue 6). Drives the library only through its C ABI
+ * (include/agentao.h) against (a) the loopback OpenAI mock serving pre-rendered SSE
+ * (`mock-openai --script F --prerender`, its own time read from GET /v1/_stats and
+ * subtracted) and (b) the scripted provider.
+ *
+ *   bench --mock PATH/mock-openai [--out results.json] [--quick]
+ *
+ * Every figure is the median and p90 over repeated runs after a warm-up. Memory and scale
+ * figures come from fresh child processes (this program re-executed with --child), so one
+ * scenario's heap never inflates another's. See docs/performance.md.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentao.h"
+
+/* ------------------------------------------------------------------ utilities */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static void check(agentao_status st, agentao_error *err, const char *what) {
+    if (st != AGENTAO_STATUS_OK) {
+        die("%s: %s: %s", what, agentao_status_name(st), err ? agentao_error_message(err) : "");
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    double median, p90;
+    int n;
+} stat_t;
+
+/* Median and p90 (nearest rank) of n samples; sorts them. */
+static stat_t stats(double *v, int n) {
+    stat_t s = {0, 0, n};
+    if (n <= 0) return s;
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    s.median = (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    int r = (int)((90 * n + 99) / 100); /* ceil(0.9 n) */
+    if (r < 1) r = 1;
+    s.p90 = v[r - 1];
+    return s;
+}
+
+/* Resident memory in KiB, from /proc/self/statm. */
+static long rss_kib(void) {
+    long size = 0, res = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return -1;
+    if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
+    fclose(f);
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Peak resident memory (VmHWM) in KiB. */
+static long hwm_kib(void) {
+    char line[256];
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &v) == 1) break;
+    fclose(f);
+    return v;
+}
+
+static void raise_nofile(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* A growable string. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        size_t room = b->cap - b->len;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) die("vsnprintf");
+        if (b->p && (size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = (b->cap + (size_t)n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p) die("out of memory");
+    }
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) die("cannot write %s", path);
+}
+
+/* ------------------------------------------------------------------ environment */
+
+static char g_ws[512];      /* workspace with small files f1.txt .. f200.txt */
+static char g_tmp[256];     /* scratch directory (scripts, port files) */
+static char g_mock[1024];   /* path of the mock-openai binary */
+static char g_self[1024];   /* this program, for --child */
+static int g_quick = 0;
+static const char *g_only = NULL; /* --only turn|stream|loop|events|memory|scale */
+
+static int want(const char *section) { return !g_only || strcmp(g_only, section) == 0; }
+
+static void make_workspace(void) {
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/agentao-bench-XXXXXX");
+    _Static_assert(sizeof g_tmp < sizeof g_ws - 16, "paths fit");
+    if (!mkdtemp(g_tmp)) die("mkdtemp: %s", strerror(errno));
+    snprintf(g_ws, sizeof g_ws, "%s/ws", g_tmp);
+    if (mkdir(g_ws, 0700) != 0) die("mkdir %s", g_ws);
+    for (int i = 1; i <= 200; i++) {
+        char p[600], body[128];
+        snprintf(p, sizeof p, "%s/f%d.txt", g_ws, i);
+        snprintf(body, sizeof body, "line one of file %d\nline two\nline three\n", i);
+        write_file(p, body);
+    }
+}
+
+static void rm_rf(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", dir);
+}
+
+/* ------------------------------------------------------------------ scripts */
+
+/* A response calling read_file on f<k>.txt (distinct arguments, so no loop guard trips). */
+static void add_tool_response(sbuf *b, int k) {
+    sb_add(b,
+           "{\"tool_calls\":[{\"id\":\"call_%d\",\"name\":\"read_file\","
+           "\"arguments\":{\"file_path\":\"f%d.txt\"}}]}",
+           k, k);
+}
+
+/* {"responses":[ n read_file calls ..., final text ]} */
+static char *script_tool_loop(int n, const char *final_text) {
+    sbuf b = {0};
+    sb_add(&b, "{\"responses\":[");
+    for (int k = 1; k <= n; k++) {
+        add_tool_response(&b, k);
+        sb_add(&b, ",");
+    }
+    sb_add(&b, "{\"text\":\"%s\"}]}", final_text);
+    return b.p;
+}
+
+/* One response with `calls` parallel read_file calls, `iters` times (distinct arguments via
+ * `limit`), then a final text: host-event traffic. */
+static char *script_host_events(int iters, int calls) {
+    sbuf b = {0};
+    sb_add(&b, "{\"responses\":[");
+    for (int it = 1; it <= iters; it++) {
+        sb_add(&b, "{\"tool_calls\":[");
+        for (int c = 1; c <= calls; c++)
+            sb_add(&b,
+                   "%s{\"id\":\"c%d_%d\",\"name\":\"read_file\",\"arguments\":{\"file_path\":"
+                   "\"f%d.txt\",\"limit\":%d}}",
+                   c > 1 ? "," : "", it, c, c, it);
+        sb_add(&b, "]},");
+    }
+    sb_add(&b, "{\"text\":\"done\"}]}");
+    return b.p;
+}
+
+static char *script_text_stream(int chunks, int chunk_chars, int as_exhausted) {
+    static const char alpha[] = "abcdefghijklmnopqrstuvwxyz";
+    char unit[64];
+    memcpy(unit, alpha, (size_t)chunk_chars);
+    unit[chunk_chars] = 0;
+    sbuf b = {0};
+    if (as_exhausted)
+        sb_add(&b, "{\"responses\":[],\"exhausted\":{\"repeat_text\":{\"unit\":\"%s\",\"count\":%d}}}",
+               unit, chunks);
+    else
+        sb_add(&b, "{\"responses\":[{\"repeat_text\":{\"unit\":\"%s\",\"count\":%d}}]}", unit,
+               chunks);
+    return b.p;
+}
+
+static const char *ONE_TEXT = "Hello from the benchmark.";
+
+static char *config_scripted(const char *script) {
+    sbuf b = {0};
+    sb_add(&b, "{\"working_directory\":\"%s\",\"llm\":{\"provider\":\"scripted\",\"script\":%s}}",
+           g_ws, script);
+    return b.p;
+}
+
+static char *config_openai(const char *base_url) {
+    sbuf b = {0};
+    sb_add(&b,
+           "{\"working_directory\":\"%s\",\"llm\":{\"provider\":\"openai\",\"base_url\":\"%s\","
+           "\"api_key\":\"sk-bench\",\"model\":\"bench-model\",\"max_attempts\":1}}",
+           g_ws, base_url);
+    return b.p;
+}
+
+/* ------------------------------------------------------------------ the mock server */
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char base_url[64];
+} mock_t;
+
+static int mock_seq = 0;
+
+/* Starts `mock-openai --script <script> --prerender`: every response rendered once. */
+static mock_t mock_start(const char *script) {
+    mock_t m = {0};
+    char sp[512], pf[512];
+    int id = ++mock_seq;
+    snprintf(sp, sizeof sp, "%s/mock%d.json", g_tmp, id);
+    snprintf(pf, sizeof pf, "%s/mock%d.port", g_tmp, id);
+    write_file(sp, script);
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 1);
+        execl(g_mock, g_mock, "--script", sp, "--prerender", "--port-file", pf, "--no-stdin",
+              (char *)NULL);
+        _exit(127);
+    }
+    m.pid = pid;
+    for (int i = 0; i < 2000; i++) {
+        FILE *f = fopen(pf, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", &m.port) == 1;
+            fclose(f);
+            if (ok) break;
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) die("mock-openai exited (status %d)", st);
+        usleep(5000);
+    }
+    if (!m.port) die("mock-openai did not start");
+    snprintf(m.base_url, sizeof m.base_url, "http://127.0.0.1:%d/v1", m.port);
+    return m;
+}
+
+static void mock_stop(mock_t *m) {
+    if (m->pid > 0) {
+        kill(m->pid, SIGTERM);
+        waitpid(m->pid, NULL, 0);
+        m->pid = 0;
+    }
+}
+
+/* The server's busy nanoseconds so far (GET /v1/_stats). */
+static double mock_busy_ns(const mock_t *m) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)m->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) die("stats: connect");
+    const char *req = "GET /v1/_stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (write(fd, req, strlen(req)) < 0) die("stats: write");
+    char buf[2048];
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = 0;
+    close(fd);
+    const char *p = strstr(buf, "\"busy_nanos\":");
+    if (!p) die("stats: bad answer");
+    return strtod(p + 13, NULL);
+}
+
+/* ------------------------------------------------------------------ host callbacks */
+
+typedef struct {
+    atomic_long emits;
+    atomic_long deltas;
+    double tool_ms; /* sum of tool_complete duration_ms (emit calls of one agent never overlap) */
+    double t_first_delta;
+    double t_done;
+    agentao_status status;
+    int done;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} host_t;
+
+static void host_init(host_t *h) {
+    memset(h, 0, sizeof *h);
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+}
+
+static void host_reset(host_t *h) {
+    atomic_store(&h->emits, 0);
+    atomic_store(&h->deltas, 0);
+    h->tool_ms = 0;
+    h->t_first_delta = 0;
+    h->t_done = 0;
+    h->done = 0;
+}
+
+static void on_emit(void *ud, const char *json) {
+    host_t *h = ud;
+    atomic_fetch_add_explicit(&h->emits, 1, memory_order_relaxed);
+    /* {"type":"tool_complete",...,"duration_ms":1.23,...} */
+    if (json[9] == 't' && strncmp(json + 9, "tool_complete\"", 14) == 0) {
+        const char *p = strstr(json, "\"duration_ms\":");
+        if (p) h->tool_ms += strtod(p + 14, NULL);
+    }
+}
+
+static agentao_status on_subscribe(void *ud, agentao_listener_fn l, void *lud, uint64_t *id) {
+    (void)ud, (void)l, (void)lud;
+    *id = 1;
+    return AGENTAO_STATUS_OK;
+}
+
+static void on_unsubscribe(void *ud, uint64_t id) { (void)ud, (void)id; }
+
+static void on_delta(void *ud, const char *json) {
+    host_t *h = ud;
+    (void)json;
+    if (atomic_fetch_add_explicit(&h->deltas, 1, memory_order_relaxed) == 0)
+        h->t_first_delta = now_s();
+}
+
+static void on_done(void *ud, agentao_status st, const char *outcome, const agentao_error *err) {
+    host_t *h = ud;
+    (void)outcome, (void)err;
+    double t = now_s();
+    pthread_mutex_lock(&h->mu);
+    h->t_done = t;
+    h->status = st;
+    h->done = 1;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void host_wait(host_t *h) {
+    pthread_mutex_lock(&h->mu);
+    while (!h->done) pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static agentao_agent *agent_new(const char *config, host_t *h) {
+    agentao_transport t;
+    memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    t.userdata = h;
+    t.emit = on_emit;
+    t.subscribe = on_subscribe;
+    t.unsubscribe = on_unsubscribe;
+    agentao_agent *a = NULL;
+    agentao_error *err = NULL;
+    check(agentao_agent_new(config, h ? &t : NULL, &a, &err), err, "agentao_agent_new");
+    return a;
+}
+
+static void reset_history(agentao_agent *a) {
+    agentao_error *err = NULL;
+    check(agentao_agent_set_history(a, "[]", &err), err, "set_history");
+}
+
+/* ------------------------------------------------------------------ results */
+
+static sbuf g_json;  /* results.json body */
+static sbuf g_table; /* the printed table */
+static int g_json_first = 1;
+
+static void json_stat(const char *name, const char *unit, stat_t s) {
+    sb_add(&g_json, "%s\n    \"%s\": {\"unit\": \"%s\", \"median\": %.6g, \"p90\": %.6g, \"runs\": %d}",
+           g_json_first ? "" : ",", name, unit, s.median, s.p90, s.n);
+    g_json_first = 0;
+}
+
+static void json_value(const char *name, const char *unit, double v) {
+    sb_add(&g_json, "%s\n    \"%s\": {\"unit\": \"%s\", \"value\": %.6g}", g_json_first ? "" : ",",
+           name, unit, v);
+    g_json_first = 0;
+}
+
+static void row(const char *name, const char *unit, stat_t s, const char *target) {
+    sb_add(&g_table, "%-44s %14.6g %14.6g  %-10s %s\n", name, s.median, s.p90, unit, target);
+    json_stat(name, unit, s);
+    printf("%-44s %14.6g %14.6g  %-10s %s\n", name, s.median, s.p90, unit, target);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ 1. per-turn overhead */
+
+static void bench_turn(void) {
+    int warm = g_quick ? 10 : 50, runs = g_quick ? 50 : 400;
+    double *v = calloc((size_t)runs, sizeof(double));
+    host_t h;
+    host_init(&h);
+
+    /* scripted */
+    char script[256];
+    snprintf(script, sizeof script, "{\"responses\":[],\"exhausted\":{\"text\":\"%s\"}}", ONE_TEXT);
+    char *cfg = config_scripted(script);
+    agentao_agent *a = agent_new(cfg, &h);
+    for (int i = 0; i < warm + runs; i++) {
+        reset_history(a);
+        char *text = NULL;
+        agentao_error *err = NULL;
+        double t0 = now_s();
+        check(agentao_agent_chat(a, "hi", -1, NULL, &text, &err), err, "chat");
+        double t1 = now_s();
+        if (!text || strcmp(text, ONE_TEXT) != 0) die("scripted turn: unexpected answer");
+        agentao_string_free(text);
+        if (i >= warm) v[i - warm] = (t1 - t0) * 1e6;
+    }
+    row("turn overhead, scripted (agentao_agent_chat)", "us", stats(v, runs), "< 50 us");
+    agentao_agent_free(a);
+    free(cfg);
+
+    /* mock: wall minus the server's own time */
+    snprintf(script, sizeof script, "{\"responses\":[{\"text\":\"%s\"}]}", ONE_TEXT);
+    mock_t m = mock_start(script);
+    cfg = config_openai(m.base_url);
+    a = agent_new(cfg, &h);
+    double server_sum = 0;
+    double *wall = calloc((size_t)runs, sizeof(double));
+    for (int i = 0; i < warm + runs; i++) {
+        reset_history(a);
+        char *text = NULL;
+        agentao_error *err = NULL;
+        double b0 = mock_busy_ns(&m);
+        double t0 = now_s();
+        check(agentao_agent_chat(a, "hi", -1, NULL, &text, &err), err, "chat (mock)");
+        double t1 = now_s();
+        double b1 = mock_busy_ns(&m);
+        if (!text || strcmp(text, ONE_TEXT) != 0) die("mock turn: unexpected answer");
+        agentao_string_free(text);
+        if (i >= warm) {
+            v[i - warm] = (t1 - t0) * 1e6 - (b1 - b0) / 1e3;
+            wall[i - warm] = (t1 - t0) * 1e6;
+            server_sum += (b1 - b0) / 1e3;
+        }
+    }
+    row("turn overhead, mock (wall - server)", "us", stats(v, runs), "< 50 us");
+    row("  turn wall time, mock", "us", stats(wall, runs), "");
+    json_value("  server time per turn, mock (mean)", "us", server_sum / runs);
+    printf("%-44s %14.6g %14s  us\n", "  server time per turn, mock (mean)", server_sum / runs, "");
+    sb_add(&g_table, "%-44s %14.6g %14s  us\n", "  server time per turn, mock (mean)",
+           server_sum / runs, "");
+    agentao_agent_free(a);
+    free(cfg);
+    mock_stop(&m);
+    free(v);
+    free(wall);
+}
+
+/* ------------------------------------------------------------------ 2. streaming */
+
+#define STREAM_CHUNKS 20000
+
+static void stream_runs(agentao_agent *a, host_t *h, mock_t *m, int warm, int runs,
+                        const char *label_provider, int chunk) {
+    double *rate = calloc((size_t)runs, sizeof(double));
+    double *ttfd = calloc((size_t)runs, sizeof(double));
+    double *emits = calloc((size_t)runs, sizeof(double));
+    for (int i = 0; i < warm + runs; i++) {
+        reset_history(a);
+        host_reset(h);
+        agentao_error *err = NULL;
+        double b0 = m ? mock_busy_ns(m) : 0;
+        double t0 = now_s();
+        check(agentao_agent_stream(a, "go", -1, NULL, on_delta, on_done, h, &err), err, "stream");
+        host_wait(h);
+        double b1 = m ? mock_busy_ns(m) : 0;
+        if (h->status != AGENTAO_STATUS_OK) die("stream turn failed: %s", agentao_status_name(h->status));
+        long nd = atomic_load(&h->deltas);
+        if (nd != STREAM_CHUNKS) die("stream: %ld deltas, expected %d", nd, STREAM_CHUNKS);
+        double secs = (h->t_done - t0) - (b1 - b0) * 1e-9;
+        if (i >= warm) {
+            rate[i - warm] = (double)nd / secs;
+            ttfd[i - warm] = (h->t_first_delta - t0) * 1e6;
+            emits[i - warm] = (double)atomic_load(&h->emits);
+        }
+    }
+    char name[128];
+    snprintf(name, sizeof name, "deltas/s, %s, %d-char chunks", label_provider, chunk);
+    row(name, "deltas/s", stats(rate, runs), "> 1e6/s");
+    snprintf(name, sizeof name, "  time to first delta, %s, %d-char", label_provider, chunk);
+    row(name, "us", stats(ttfd, runs), "");
+    snprintf(name, sizeof name, "  emit calls per turn, %s, %d-char", label_provider, chunk);
+    row(name, "calls", stats(emits, runs), "");
+    free(rate);
+    free(ttfd);
+    free(emits);
+}
+
+static void bench_stream(void) {
+    int warm = 1, runs = g_quick ? 3 : 7;
+    static const int sizes[3] = {1, 4, 16};
+    host_t h;
+    host_init(&h);
+    for (int s = 0; s < 3; s++) {
+        char *script = script_text_stream(STREAM_CHUNKS, sizes[s], 0);
+        mock_t m = mock_start(script);
+        char *cfg = config_openai(m.base_url);
+        agentao_agent *a = agent_new(cfg, &h);
+        stream_runs(a, &h, &m, warm, runs, "mock", sizes[s]);
+        agentao_agent_free(a);
+        mock_stop(&m);
+        free(cfg);
+        free(script);
+
+        script = script_text_stream(STREAM_CHUNKS, sizes[s], 1);
+        cfg = config_scripted(script);
+        a = agent_new(cfg, &h);
+        stream_runs(a, &h, NULL, warm, runs, "scripted", sizes[s]);
+        agentao_agent_free(a);
+        free(cfg);
+        free(script);
+    }
+}
+
+/* ------------------------------------------------------------------ 3. tool loop */
+
+#define LOOP_ITERS 20
+
+static void bench_tool_loop(void) {
+    int warm = 2, runs = g_quick ? 5 : 15;
+    double *v = calloc((size_t)runs, sizeof(double));
+    double *tools = calloc((size_t)runs, sizeof(double));
+    host_t h;
+    host_init(&h);
+    char *script = script_tool_loop(LOOP_ITERS, "loop done");
+
+    /* scripted: the script is consumed, so a fresh agent per run (creation not timed) */
+    char *cfg = config_scripted(script);
+    for (int i = 0; i < warm + runs; i++) {
+        agentao_agent *a = agent_new(cfg, &h);
+        host_reset(&h);
+        char *text = NULL;
+        agentao_error *err = NULL;
+        double t0 = now_s();
+        check(agentao_agent_chat(a, "loop", -1, NULL, &text, &err), err, "tool loop");
+        double t1 = now_s();
+        if (!text || strcmp(text, "loop done") != 0) die("tool loop: unexpected answer");
+        agentao_string_free(text);
+        agentao_agent_free(a);
+        if (i >= warm) {
+            v[i - warm] = ((t1 - t0) * 1e6 - h.tool_ms * 1e3) / LOOP_ITERS;
+            tools[i - warm] = h.tool_ms * 1e3 / LOOP_ITERS;
+        }
+    }
+    row("tool-loop overhead/iteration, scripted", "us", stats(v, runs), "< 50 us");
+    row("  tool's own time/iteration, scripted", "us", stats(tools, runs), "");
+    free(cfg);
+
+    /* mock: body k answers a request carrying k tool results */
+    mock_t m = mock_start(script);
+    cfg = config_openai(m.base_url);
+    agentao_agent *a = agent_new(cfg, &h);
+    for (int i = 0; i < warm + runs; i++) {
+        reset_history(a);
+        host_reset(&h);
+        char *text = NULL;
+        agentao_error *err = NULL;
+        double b0 = mock_busy_ns(&m);
+        double t0 = now_s();
+        check(agentao_agent_chat(a, "loop", -1, NULL, &text, &err), err, "tool loop (mock)");
+        double t1 = now_s();
+        double b1 = mock_busy_ns(&m);
+        if (!text || strcmp(text, "loop done") != 0) die("tool loop (mock): unexpected answer");
+        agentao_string_free(text);
+        if (i >= warm) {
+            v[i - warm] = ((t1 - t0) * 1e6 - h.tool_ms * 1e3 - (b1 - b0) / 1e3) / LOOP_ITERS;
+            tools[i - warm] = h.tool_ms * 1e3 / LOOP_ITERS;
+        }
+    }
+    row("tool-loop overhead/iteration, mock", "us", stats(v, runs), "< 50 us");
+    agentao_agent_free(a);
+    mock_stop(&m);
+    free(cfg);
+    free(script);
+    free(v);
+    free(tools);
+}
+
+/* ------------------------------------------------------------------ 4. host events */
+
+typedef struct {
+    agentao_host_event_stream *s;
+    long expected;
+    long got;
+    double t_last;
+} consumer_t;
+
+static void *consume(void *arg) {
+    consumer_t *c = arg;
+    while (c->got < c->expected) {
+        char *ev = NULL;
+        agentao_error *err = NULL;
+        agentao_status st = agentao_host_event_stream_next(c->s, 5000, &ev, &err);
+        if (st != AGENTAO_STATUS_OK) {
+            agentao_error_free(err);
+            break;
+        }
+        agentao_string_free(ev); /* the no-op consumer */
+        c->got++;
+        c->t_last = now_s();
+    }
+    return NULL;
+}
+
+static void bench_host_events(void) {
+    int warm = 1, runs = g_quick ? 3 : 7;
+    int iters = 5, calls = 100;
+    long expected = (long)iters * calls * 3; /* permission decision, started, completed */
+    char *script = script_host_events(iters, calls);
+    char *cfg = config_scripted(script);
+    double *v = calloc((size_t)runs, sizeof(double));
+    host_t h;
+    host_init(&h);
+    for (int i = 0; i < warm + runs; i++) {
+        agentao_agent *a = agent_new(cfg, &h);
+        host_reset(&h);
+        consumer_t c = {0};
+        c.expected = expected;
+        agentao_error *err = NULL;
+        check(agentao_agent_host_events_open(a, NULL, &c.s, &err), err, "host_events_open");
+        pthread_t th;
+        pthread_create(&th, NULL, consume, &c);
+        double t0 = now_s();
+        check(agentao_agent_run(a, "events", -1, NULL, on_done, &h, &err), err, "run");
+        pthread_join(th, NULL);
+        agentao_host_event_stream_free(c.s); /* releases a turn blocked on a full queue */
+        host_wait(&h);
+        if (c.got != expected) die("host events: got %ld, expected %ld", c.got, expected);
+        agentao_agent_free(a);
+        if (i >= warm) v[i - warm] = (double)c.got / (c.t_last - t0);
+    }
+    row("host events/s (pull stream, 1500/turn)", "events/s", stats(v, runs), "");
+    free(v);
+    free(script);
+    free(cfg);
+}
+
+/* ------------------------------------------------------------------ children */
+
+/* Finds `key=` in a line of k=v pairs. */
+static double kv(const char *line, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(line, pat);
+    if (!p) die("child output lacks %s: %s", key, line);
+    return strtod(p + strlen(pat), NULL);
+}
+
+/* Runs this program with --child args and returns its one output line. */
+static char *run_child(char *const argv[]) {
+    int fds[2];
+    if (pipe(fds) != 0) die("pipe");
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(g_self, argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    sbuf b = {0};
+    sb_add(&b, " ");
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf - 1)) > 0) {
+        buf[n] = 0;
+        sb_add(&b, "%s", buf);
+    }
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die("child %s %s failed (status %d)", argv[2], argv[3], st);
+    return b.p;
+}
+
+/* child: mem <scripted|openai> <base_url>. Per idle agent: RSS growth and creation time at
+ * 1, 100 and 10,000 agents (cumulative). */
+static int child_mem(const char *provider, const char *base_url) {
+    char *cfg = strcmp(provider, "scripted") == 0
+                    ? config_scripted("{\"responses\":[],\"exhausted\":{\"text\":\"x\"}}")
+                    : config_openai(base_url);
+    /* warm-up: the runtime, the shared HTTP client and lazily built statics */
+    agentao_agent_free(agent_new(cfg, NULL));
+    static const int steps[3] = {1, 100, 10000};
+    agentao_agent **agents = calloc(10000, sizeof *agents);
+    long base = rss_kib();
+    int have = 0;
+    printf("ok");
+    for (int s = 0; s < 3; s++) {
+        double t0 = now_s();
+        for (; have < steps[s]; have++) agents[have] = agent_new(cfg, NULL);
+        double t1 = now_s();
+        int made = steps[s] - (s ? steps[s - 1] : 0);
+        long r = rss_kib();
+        printf(" rss%d=%.3f create%d=%.3f", steps[s], (double)(r - base) / steps[s], steps[s],
+               (t1 - t0) * 1e6 / made);
+    }
+    printf("\n");
+    for (int i = 0; i < have; i++) agentao_agent_free(agents[i]);
+    free(agents);
+    free(cfg);
+    return 0;
+}
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    long done, errors, target;
+    double t_last;
+    const char *expect;
+} scale_t;
+
+static void on_scale_done(void *ud, agentao_status st, const char *outcome, const agentao_error *err) {
+    scale_t *s = ud;
+    (void)err;
+    int bad = st != AGENTAO_STATUS_OK || !outcome || !strstr(outcome, s->expect);
+    double t = now_s();
+    pthread_mutex_lock(&s->mu);
+    s->errors += bad;
+    if (++s->done == s->target) {
+        s->t_last = t;
+        pthread_cond_signal(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* child: scale <scripted|mock> <N> <runs> <base_url>. N agents each run a three-request turn
+ * (read_file, read_file, answer) at the same time. */
+static int child_scale(const char *provider, int n, int runs, const char *base_url) {
+    raise_nofile();
+    char *script = script_tool_loop(2, "scale done");
+    char *cfg = strcmp(provider, "scripted") == 0 ? config_scripted(script) : config_openai(base_url);
+    agentao_agent_free(agent_new(cfg, NULL)); /* warm-up */
+    long base = rss_kib();
+    agentao_agent **agents = calloc((size_t)n, sizeof *agents);
+    double *wall = calloc((size_t)runs, sizeof(double));
+    double *tps = calloc((size_t)runs, sizeof(double));
+    long errors = 0, rss_agents = 0;
+    scale_t s;
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    s.expect = "scale done";
+    for (int r = 0; r < runs; r++) {
+        for (int i = 0; i < n; i++) agents[i] = agent_new(cfg, NULL);
+        if (r == 0) rss_agents = rss_kib() - base;
+        s.done = 0;
+        s.errors = 0;
+        s.target = n;
+        double t0 = now_s();
+        for (int i = 0; i < n; i++) {
+            agentao_error *err = NULL;
+            agentao_status st = agentao_agent_run(agents[i], "scale", -1, NULL, on_scale_done, &s, &err);
+            if (st != AGENTAO_STATUS_OK) {
+                agentao_error_free(err);
+                pthread_mutex_lock(&s.mu);
+                s.errors++;
+                if (++s.done == s.target) s.t_last = now_s();
+                pthread_mutex_unlock(&s.mu);
+            }
+        }
+        pthread_mutex_lock(&s.mu);
+        while (s.done < s.target) pthread_cond_wait(&s.cv, &s.mu);
+        pthread_mutex_unlock(&s.mu);
+        wall[r] = (s.t_last - t0) * 1e3;
+        tps[r] = n / (s.t_last - t0);
+        errors += s.errors;
+        for (int i = 0; i < n; i++) agentao_agent_free(agents[i]);
+    }
+    stat_t w = stats(wall, runs), t = stats(tps, runs);
+    long hwm = hwm_kib();
+    printf("ok wall_med=%.3f wall_p90=%.3f tps_med=%.3f tps_p90=%.3f errors=%ld hwm=%ld base=%ld "
+           "agents_kib=%ld runs=%d\n",
+           w.median, w.p90, t.median, t.p90, errors, hwm, base, rss_agents, runs);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ 5. memory, 6. scale */
+
+static void bench_memory(mock_t *m) {
+    int reps = g_quick ? 1 : 3;
+    static const char *providers[2] = {"scripted", "openai"};
+    for (int p = 0; p < 2; p++) {
+        double rss[3][3], cr[3][3];
+        for (int r = 0; r < reps; r++) {
+            char *argv[] = {g_self, "--child", "mem", (char *)providers[p], m->base_url, NULL};
+            char *line = run_child(argv);
+            static const char *keys[3][2] = {{"rss1", "create1"}, {"rss100", "create100"},
+                                             {"rss10000", "create10000"}};
+            for (int k = 0; k < 3; k++) {
+                rss[k][r] = kv(line, keys[k][0]);
+                cr[k][r] = kv(line, keys[k][1]);
+            }
+            free(line);
+        }
+        static const int ns[3] = {1, 100, 10000};
+        for (int k = 0; k < 3; k++) {
+            char name[128];
+            snprintf(name, sizeof name, "idle agent RSS, %s, %d agents", providers[p], ns[k]);
+            row(name, "KiB/agent", stats(rss[k], reps), "< 64 KiB");
+            snprintf(name, sizeof name, "  agent_new time, %s, %d agents", providers[p], ns[k]);
+            row(name, "us/agent", stats(cr[k], reps), "< 100 us");
+        }
+    }
+}
+
+static void scale_case(const char *provider, int n, int runs, const char *base_url) {
+    char ns[32], rs[32];
+    snprintf(ns, sizeof ns, "%d", n);
+    snprintf(rs, sizeof rs, "%d", runs);
+    char *argv[] = {g_self, "--child", "scale", (char *)provider, ns, rs, (char *)base_url, NULL};
+    char *line = run_child(argv);
+    stat_t w = {kv(line, "wall_med"), kv(line, "wall_p90"), (int)kv(line, "runs")};
+    stat_t t = {kv(line, "tps_med"), kv(line, "tps_p90"), w.n};
+    double errors = kv(line, "errors"), hwm = kv(line, "hwm"), base = kv(line, "base");
+    char name[128];
+    snprintf(name, sizeof name, "scale %s %d agents: turns/s", provider, n);
+    row(name, "turns/s", t, n == 10000 ? "> 3200/s" : "");
+    snprintf(name, sizeof name, "  scale %s %d: wall time", provider, n);
+    row(name, "ms", w, "");
+    snprintf(name, sizeof name, "  scale %s %d: errors", provider, n);
+    stat_t e = {errors, errors, w.n};
+    row(name, "count", e, "0");
+    snprintf(name, sizeof name, "  scale %s %d: peak RSS", provider, n);
+    stat_t h = {hwm / 1024.0, hwm / 1024.0, 1};
+    row(name, "MiB", h, "");
+    snprintf(name, sizeof name, "  scale %s %d: peak RSS over base/agent", provider, n);
+    stat_t pa = {(hwm - base) / n, (hwm - base) / n, 1};
+    row(name, "KiB/agent", pa, "linear");
+    if (errors != 0) fprintf(stderr, "bench: %s %d: %g errors\n", provider, n, errors);
+    free(line);
+}
+
+static void bench_scale(void) {
+    char *script = script_tool_loop(2, "scale done");
+    mock_t m = mock_start(script);
+    scale_case("scripted", 1, g_quick ? 5 : 20, m.base_url);
+    scale_case("scripted", 100, g_quick ? 3 : 10, m.base_url);
+    scale_case("scripted", 1000, g_quick ? 2 : 5, m.base_url);
+    scale_case("scripted", 10000, g_quick ? 1 : 3, m.base_url);
+    scale_case("mock", 1000, g_quick ? 1 : 3, m.base_url);
+    mock_stop(&m);
+    free(script);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void machine(sbuf *b) {
+    char model[256] = "unknown", line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "model name", 10) == 0) {
+                char *p = strchr(line, ':');
+                if (p) {
+                    snprintf(model, sizeof model, "%s", p + 2);
+                    model[strcspn(model, "\n")] = 0;
+                }
+                break;
+            }
+        fclose(f);
+    }
+    long mem = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
+    sb_add(b, "\"nproc\": %ld, \"cpu\": \"%s\", \"memory_mib\": %ld", sysconf(_SC_NPROCESSORS_ONLN),
+           model, mem);
+    printf("machine: %ld cpus, %s, %ld MiB; libagentao %s\n", sysconf(_SC_NPROCESSORS_ONLN), model,
+           mem, agentao_version());
+}
+
+int main(int argc, char **argv) {
+    const char *out = "bench/results.json";
+    ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+    if (n <= 0) die("readlink /proc/self/exe");
+    g_self[n] = 0;
+    signal(SIGPIPE, SIG_IGN);
+
+    if (argc >= 3 && strcmp(argv[1], "--child") == 0) {
+        const char *ws = getenv("AGENTAO_BENCH_WS");
+        if (!ws) die("child without AGENTAO_BENCH_WS");
+        snprintf(g_ws, sizeof g_ws, "%s", ws);
+        if (strcmp(argv[2], "mem") == 0 && argc == 5) return child_mem(argv[3], argv[4]);
+        if (strcmp(argv[2], "scale") == 0 && argc == 7)
+            return child_scale(argv[3], atoi(argv[4]), atoi(argv[5]), argv[6]);
+        die("bad child arguments");
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--mock") == 0 && i + 1 < argc) {
+            if (!realpath(argv[++i], g_mock)) die("--mock %s: %s", argv[i], strerror(errno));
+        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+            out = argv[++i];
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            g_only = argv[++i];
+        } else if (strcmp(argv[i], "--quick") == 0) {
+            g_quick = 1;
+        } else {
+            die("usage: bench --mock PATH [--out FILE] [--quick] [--only SECTION]");
+        }
+    }
+    if (!g_mock[0]) die("usage: bench --mock PATH [--out FILE] [--quick]");
+    raise_nofile();
+    make_workspace();
+    setenv("AGENTAO_BENCH_WS", g_ws, 1);
+
+    sbuf mach = {0};
+    machine(&mach);
+    printf("%-44s %14s %14s  %-10s %s\n", "figure", "median", "p90", "unit", "target");
+    sb_add(&g_table, "%-44s %14s %14s  %-10s %s\n", "figure", "median", "p90", "unit", "target");
+    double t0 = now_s();
+    sb_add(&g_json, "{\n  \"library_version\": \"%s\",\n  \"machine\": {%s},\n  \"quick\": %s,\n  \"figures\": {",
+           agentao_version(), mach.p, g_quick ? "true" : "false");
+
+    if (want("turn")) bench_turn();
+    if (want("stream")) bench_stream();
+    if (want("loop")) bench_tool_loop();
+    if (want("events")) bench_host_events();
+    if (want("memory")) {
+        /* memory: the openai config points at a live mock (never contacted while idle) */
+        mock_t m = mock_start("{\"responses\":[{\"text\":\"x\"}]}");
+        bench_memory(&m);
+        mock_stop(&m);
+    }
+    if (want("scale")) bench_scale();
+
+    double total = now_s() - t0;
+    sb_add(&g_json, "\n  },\n  \"total_seconds\": %.1f\n}\n", total);
+    write_file(out, g_json.p);
+    printf("total %.1f s; results in %s\n", total, out);
+    rm_rf(g_tmp);
+    return 0;
+}

@@ -1,0 +1,13 @@
+#!/bin/sh
+# The libagentao benchmark, in one command:  bench/run.sh [--quick]
+# Builds the release library and the release mock server, compiles bench/bench.c with -O2
+# against include/agentao.h and target/release/libagentao.so, runs it, and writes
+# bench/results.json (the printed table holds the same figures). See docs/performance.md.
+set -eu
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+cargo build --release -p agentao -p mock-openai
+mkdir -p target/bench
+cc -O2 -std=c11 -Wall -Wextra -Iinclude -o target/bench/bench bench/bench.c \
+   -Ltarget/release -lagentao -Wl,-rpath,"$ROOT/target/release" -lpthread
+exec target/bench/bench --mock target/release/mock-openai --out bench/results.json "$@"
