@@ -126,22 +126,29 @@ pub unsafe extern "C" fn agentao_stream_next(
             return Err(Fail(agentao_status::Closed, "the stream has ended".into()));
         }
         let st = &mut *st;
-        let item = rt.block_on(async {
-            tokio::time::timeout(timeout_of(timeout_ms), async {
-                if let Some(d) = st.deltas.recv().await {
-                    return Some(Ok(d));
-                }
-                match st.end.take() {
-                    Some(end) => Some(end.await.unwrap_or_else(|_| {
-                        Err(Fail(
-                            agentao_status::Internal,
-                            "the turn ended without an outcome".into(),
-                        ))
-                    })),
-                    None => None,
-                }
+        // Fast path: an item already queued needs no runtime round trip.
+        let ready = match st.deltas.try_recv() {
+            Ok(d) => Some(Ok(Some(Ok(d)))),
+            Err(_) => None,
+        };
+        let item = ready.unwrap_or_else(|| {
+            rt.block_on(async {
+                tokio::time::timeout(timeout_of(timeout_ms), async {
+                    if let Some(d) = st.deltas.recv().await {
+                        return Some(Ok(d));
+                    }
+                    match st.end.take() {
+                        Some(end) => Some(end.await.unwrap_or_else(|_| {
+                            Err(Fail(
+                                agentao_status::Internal,
+                                "the turn ended without an outcome".into(),
+                            ))
+                        })),
+                        None => None,
+                    }
+                })
+                .await
             })
-            .await
         });
         match item {
             Err(_) => Err(Fail(
@@ -249,8 +256,13 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
         let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
         // The timer must be created inside the runtime (in the async block), not on this host
         // thread: `tokio::time::timeout` needs a runtime context when it is constructed.
-        let got =
-            rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.recv()).await });
+        let got = match rx.try_recv() {
+            // Fast path: an event already queued needs no runtime round trip.
+            Ok(ev) => Ok(Some(ev)),
+            Err(_) => {
+                rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.recv()).await })
+            }
+        };
         match got {
             Err(_) => Err(Fail(
                 agentao_status::Timeout,

@@ -2,6 +2,7 @@
 //! the same assembler and retry policy as the HTTP client.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::assembly::{Assembler, Usage};
@@ -9,25 +10,31 @@ use super::script::{Fault, Script, ScriptArgs, ScriptResponse};
 use super::{retry, LlmError};
 
 pub struct ScriptedBackend {
-    script: Script,
+    model: Option<String>,
+    // Shared, so a request does not copy its response.
+    responses: Vec<Arc<ScriptResponse>>,
+    exhausted: Arc<ScriptResponse>,
     next: AtomicUsize,
 }
 
 impl ScriptedBackend {
     pub fn new(script: Script) -> Self {
+        let exhausted = script.response(usize::MAX);
         ScriptedBackend {
-            script,
+            model: script.model,
+            responses: script.responses.into_iter().map(Arc::new).collect(),
+            exhausted: Arc::new(exhausted),
             next: AtomicUsize::new(0),
         }
     }
 
     pub fn model(&self) -> &str {
-        self.script.model.as_deref().unwrap_or("scripted")
+        self.model.as_deref().unwrap_or("scripted")
     }
 
     pub fn open(&self) -> Result<ScriptedStream, LlmError> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let resp = self.script.response(n);
+        let resp = self.responses.get(n).unwrap_or(&self.exhausted).clone();
         if let Some(Fault::HttpError {
             status,
             message,
@@ -82,7 +89,7 @@ enum Ev {
 }
 
 pub struct ScriptedStream {
-    resp: ScriptResponse,
+    resp: Arc<ScriptResponse>,
     order: Vec<Ev>,
     pos: usize,
 }

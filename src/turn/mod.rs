@@ -923,7 +923,11 @@ impl<'e, 'a> Turn<'e, 'a> {
                 ));
                 continue;
             };
-            let args = drop_optional_nulls(args, &tool.parameters());
+            let args = if args.values().any(Value::is_null) {
+                drop_optional_nulls(args, &tool.parameters())
+            } else {
+                args
+            };
             let decision = permissions::decide(
                 engine,
                 read_only,
