@@ -104,7 +104,7 @@ pub struct AgentCore {
     session_id_c: std::ffi::CString,
     config: AgentConfig,
     llm: LlmClient,
-    tools: ToolRegistry,
+    tools: Arc<ToolRegistry>,
     tool_services: Arc<ToolServices>,
     system_prompt: String,
     emitter: Emitter,
@@ -152,14 +152,18 @@ impl Agent {
             // Shell children never see the key, under whatever variable name.
             crate::tools::note_credential_value(&c.api_key);
         }
-        let tools = ToolRegistry::builtin(&config.tools).map_err(AgentError::InvalidConfig)?;
-        let tool_services = Arc::new(
-            ToolServices::new(&config.tools, &config.working_directory)
-                .map_err(AgentError::InvalidConfig)?,
-        );
+        let tools = shared_registry(&config.tools).map_err(AgentError::InvalidConfig)?;
+        let mut tool_services = ToolServices::new(&config.tools, &config.working_directory)
+            .map_err(AgentError::InvalidConfig)?;
         let engine =
             PermissionEngine::from_config(config.permissions.as_ref(), &config.working_directory)
                 .map_err(AgentError::InvalidConfig)?;
+        // Without an engine the floor applies when a command launches (as in the reference);
+        // an engine applies it while planning, unless its config turned it off.
+        if let Some(e) = &engine {
+            tool_services.shell_settings.hardline_at_launch = e.hardline_enabled();
+        }
+        let tool_services = Arc::new(tool_services);
         let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
         let system_prompt = turn::prompt::system_prompt(
             &config.working_directory,
@@ -451,6 +455,28 @@ impl AgentCore {
             reply_timeout: self.config.reply_timeout,
         }
     }
+}
+
+/// The built-in registry for a tool selection, built once per distinct selection and shared:
+/// tool schemas are the largest part of an idle agent otherwise.
+fn shared_registry(config: &crate::config::ToolsConfig) -> Result<Arc<ToolRegistry>, String> {
+    static CACHE: Mutex<Vec<(String, Arc<ToolRegistry>)>> = Mutex::new(Vec::new());
+    let key = json!([
+        config.enabled,
+        config.disabled,
+        config.settings.get("shell"),
+        config.settings.get("web_fetch")
+    ])
+    .to_string();
+    let mut cache = lock(&CACHE);
+    if let Some((_, r)) = cache.iter().find(|(k, _)| *k == key) {
+        return Ok(r.clone());
+    }
+    let r = Arc::new(ToolRegistry::builtin(config)?);
+    if cache.len() < 64 {
+        cache.push((key, r.clone()));
+    }
+    Ok(r)
 }
 
 pub fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {

@@ -583,3 +583,37 @@ fn host_event_examples_validate_and_round_trip() {
     }
     assert_eq!(n, 10);
 }
+
+#[test]
+fn the_hardline_floor_holds_with_and_without_an_engine() {
+    let rm = || json!([call("run_shell_command", json!({"command": "rm -rf /"})), {"text": "ok"}]);
+    // No engine: the call prompts (and the null-like host approves), the floor refuses at launch.
+    let run = setup(rm(), Host::default(), json!({}));
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let msgs = tool_messages(&run.agent);
+    assert!(msgs[0].contains("Error: hardline:"), "{msgs:?}");
+    let decision = run.host_events.lock().unwrap()[0].clone();
+    assert_eq!(decision["outcome"], "prompt");
+    // Full access with an engine: denied while planning, never prompted.
+    let run = setup(
+        rm(),
+        Host::default(),
+        json!({"permissions": {"mode": "full-access"}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let decision = run.host_events.lock().unwrap()[0].clone();
+    assert_eq!(decision["outcome"], "deny");
+    assert!(
+        decision["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("hardline:"),
+        "{decision}"
+    );
+    assert!(tool_messages(&run.agent)[0].starts_with("Tool execution denied: 'run_shell_command'"));
+    validate_host_events(&run);
+}

@@ -86,6 +86,9 @@ pub struct ShellSettings {
     /// The interpreter for the local executor (`interpreter`; default `/bin/bash`, else `bash`
     /// on PATH, else `/bin/sh`).
     pub interpreter: Option<PathBuf>,
+    /// Apply the hardline floor when the command is launched (default true). The agent turns
+    /// it off only when a permission engine is configured with `hardline: false`.
+    pub hardline_at_launch: bool,
 }
 
 impl Default for ShellSettings {
@@ -94,6 +97,7 @@ impl Default for ShellSettings {
             timeout_s: shell::DEFAULT_TIMEOUT_S,
             scrub_env: true,
             interpreter: None,
+            hardline_at_launch: true,
         }
     }
 }

@@ -91,7 +91,11 @@ impl Tool for RunShellCommand {
         let timeout = arg_f64(args, "timeout")?.unwrap_or(ctx.services.shell_settings.timeout_s);
         let is_background = arg_bool(args, "is_background")?.unwrap_or(false);
 
-        if let Some(desc) = crate::permissions::hardline_verdict(command) {
+        let floor = ctx.services.shell_settings.hardline_at_launch;
+        if let Some(desc) = floor
+            .then(|| crate::permissions::hardline_verdict(command))
+            .flatten()
+        {
             return Ok(cap_result(&format!("Error: hardline:{desc}"), ""));
         }
         if working_directory.contains('\0') {

@@ -113,6 +113,12 @@ pub trait ShellExecutor: Send + Sync {
 
 /// `/bin/bash` if present, else `bash` on PATH, else `/bin/sh`.
 pub fn default_interpreter() -> PathBuf {
+    // Looked up once per process: agents are created by the thousand.
+    static FOUND: once_cell::sync::OnceCell<PathBuf> = once_cell::sync::OnceCell::new();
+    FOUND.get_or_init(find_interpreter).clone()
+}
+
+fn find_interpreter() -> PathBuf {
     let bash = Path::new("/bin/bash");
     if is_executable(bash) {
         return bash.to_path_buf();
