@@ -230,6 +230,8 @@ impl LlmClient {
     }
 }
 
+// One lives in each call, never in a collection: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum AttemptStream {
     OpenAi(openai::OpenAiStream),
     Scripted(scripted::ScriptedStream),
