@@ -47,7 +47,7 @@ pub fn format_result(workspace: &Path, tool_name: &str, raw: &str) -> FormattedR
 /// Formats one result, spilling into `output_dir`.
 pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> FormattedResult {
     let content_hash = hex(&Sha256::digest(raw.as_bytes()));
-    let original_chars = raw.chars().count();
+    let original_chars = char_count(raw);
     if original_chars <= SAVE_THRESHOLD {
         return FormattedResult {
             model_text: strip_tag_chars(raw),
@@ -190,8 +190,18 @@ fn is_tag_payload(c: char) -> bool {
 
 /// Removes Unicode tag characters (U+E0000–U+E007F) from the model's copy, keeping up to 8
 /// well-formed emoji tag sequences (a black flag, 1–5 tag digits/letters, the cancel tag).
+/// Code points in `s` (what Python's `len` counts), without decoding when it is ASCII.
+fn char_count(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
 pub fn strip_tag_chars(s: &str) -> String {
-    if !s.chars().any(is_tag) {
+    // Tag characters encode as F3 A0 xx xx: text without an F3 byte has none (fast path).
+    if !s.as_bytes().contains(&0xF3) || !s.chars().any(is_tag) {
         return s.to_owned();
     }
     let chars: Vec<char> = s.chars().collect();

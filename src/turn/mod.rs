@@ -5,6 +5,7 @@
 //! are in canonical order by construction. Tools run on blocking threads and report back
 //! through a channel; host requests run on blocking threads and answer through replies.
 
+pub mod events;
 pub mod outcome;
 pub mod planning;
 pub mod prompt;
@@ -298,13 +299,12 @@ struct CallResult {
 type Job = (usize, Arc<dyn Tool>, Map<String, Value>, String);
 
 enum ExecEvent {
-    Started(usize),
     Output(usize, String),
     Finished(usize, CallResult, Option<String>),
 }
 
 impl<'e, 'a> Turn<'e, 'a> {
-    fn emit(&mut self, ty: &str, data: &Value) {
+    fn emit<T: serde::Serialize + ?Sized>(&mut self, ty: &str, data: &T) {
         let ev = self.writer.event(ty, data);
         self.env.emitter.emit(ev);
     }
@@ -341,7 +341,12 @@ impl<'e, 'a> Turn<'e, 'a> {
             if self.cancel.is_cancelled() {
                 return Err(LoopError::Cancelled);
             }
-            self.emit("turn_start", &json!({}));
+            self.emit(
+                "turn_start",
+                &events::TurnStart {
+                    display_reset: false,
+                },
+            );
             let response = match self.call_llm(&schemas).await {
                 Ok(r) => r,
                 Err(e) => {
@@ -401,25 +406,29 @@ impl<'e, 'a> Turn<'e, 'a> {
                         .is_some_and(|c| c.contains("<system-reminder>"))
                 })
                 .count();
-            let started = json!({
-                "attempt": attempt,
-                "model": env.llm.model(),
-                "temperature": env.llm.temperature(),
-                "max_tokens": env.llm.max_tokens(),
-                "n_messages": history.len() + 1,
-                "n_tool_messages": n_tool,
-                "n_system_reminder_blocks": n_reminders,
-                "system_prompt_hash": self.system_prompt_hash,
-                "tools_hash": self.tools_hash,
-                "tool_count": schemas.len(),
-            });
+            let started = events::LlmCallStarted {
+                attempt,
+                model: env.llm.model(),
+                temperature: env.llm.temperature(),
+                max_tokens: env.llm.max_tokens(),
+                n_messages: history.len() + 1,
+                n_tool_messages: n_tool,
+                n_system_reminder_blocks: n_reminders,
+                system_prompt_hash: &self.system_prompt_hash,
+                tools_hash: &self.tools_hash,
+                tool_count: schemas.len(),
+            };
+            env.emitter
+                .emit(self.writer.event("llm_call_started", &started));
             let start = self.delta_baseline.min(history.len());
-            let delta = json!({
-                "attempt": attempt,
-                "delta_start_index": start,
-                "total_messages": history.len(),
-                "added_messages": &history[start..],
-            });
+            let delta = events::LlmCallDelta {
+                attempt,
+                delta_start_index: start,
+                total_messages: history.len(),
+                added_messages: &history[start..],
+            };
+            env.emitter
+                .emit(self.writer.event("llm_call_delta", &delta));
             self.delta_baseline = history.len();
             let req = ChatRequest {
                 system: env.system_prompt,
@@ -427,11 +436,7 @@ impl<'e, 'a> Turn<'e, 'a> {
                 tail: None,
                 tools: schemas,
             };
-            let call = env.llm.start(&req, &self.cancel);
-            drop(history);
-            self.emit("llm_call_started", &started);
-            self.emit("llm_call_delta", &delta);
-            call
+            env.llm.start(&req, &self.cancel)
         };
         loop {
             let piece = match call.next().await {
@@ -502,23 +507,28 @@ impl<'e, 'a> Turn<'e, 'a> {
         let r = call.finish();
         let ms =
             |d: Option<Duration>| d.map(|d| (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
-        let duration_ms = ms(Some(r.duration));
+        let duration_ms = ms(Some(r.duration)).unwrap_or_default();
         let u = r.usage;
         self.emit(
             "llm_call_completed",
-            &json!({
-                "attempt": attempt, "status": "ok",
-                "duration_ms": duration_ms, "model_latency_ms": duration_ms,
-                "first_token_ms": ms(r.first_token), "first_reasoning_ms": ms(r.first_reasoning),
-                "error_class": Value::Null, "error_message": Value::Null,
-                "finish_reason": r.finish_reason.as_deref().unwrap_or("stop"),
-                "finish_reason_reported": r.finish_reason.is_some(),
-                "prompt_tokens": u.map(|u| u.prompt_tokens),
-                "completion_tokens": u.map(|u| u.completion_tokens),
-                "cache_read_tokens": u.map(|u| u.cache_read_tokens),
-                "cache_creation_tokens": u.map(|u| u.cache_creation_tokens),
-                "reasoning_tokens": u.map(|u| u.reasoning_tokens),
-            }),
+            &events::LlmCallCompleted {
+                attempt,
+                status: "ok",
+                duration_ms,
+                model_latency_ms: duration_ms,
+                first_token_ms: ms(r.first_token),
+                first_reasoning_ms: ms(r.first_reasoning),
+                error_class: None,
+                error_message: None,
+                finish_reason: Some(r.finish_reason.as_deref().unwrap_or("stop")),
+                finish_reason_reported: Some(r.finish_reason.is_some()),
+                prompt_tokens: u.map(|u| u.prompt_tokens),
+                completion_tokens: u.map(|u| u.completion_tokens),
+                cache_read_tokens: u.map(|u| u.cache_read_tokens),
+                cache_creation_tokens: u.map(|u| u.cache_creation_tokens),
+                reasoning_tokens: u.map(|u| u.reasoning_tokens),
+                streamed: None,
+            },
         );
         let _ = cancelled;
         Ok(r)
@@ -799,7 +809,12 @@ impl<'e, 'a> Turn<'e, 'a> {
                     } else {
                         PlanState::Declined
                     };
-                    self.emit("turn_start", &json!({"display_reset": true}));
+                    self.emit(
+                        "turn_start",
+                        &events::TurnStart {
+                            display_reset: true,
+                        },
+                    );
                 }
                 Answer::Fail(m) => {
                     self.append_results(&early, &[]);
@@ -821,13 +836,18 @@ impl<'e, 'a> Turn<'e, 'a> {
             let f = self.env.tool_services.format_result(&p.name, &res.raw);
             self.emit(
                 "tool_result",
-                &json!({
-                    "tool": p.name, "call_id": p.call_id, "content": res.raw,
-                    "content_hash": f.content_hash, "original_chars": f.original_chars,
-                    "saved_to_disk": f.saved_to_disk,
-                    "disk_path": f.disk_path.as_ref().map(|d| d.display().to_string()),
-                    "status": res.status, "duration_ms": res.duration_ms, "error": res.error,
-                }),
+                &events::ToolResult {
+                    tool: &p.name,
+                    call_id: &p.call_id,
+                    content: &res.raw,
+                    content_hash: &f.content_hash,
+                    original_chars: f.original_chars,
+                    saved_to_disk: f.saved_to_disk,
+                    disk_path: f.disk_path.as_ref().map(|d| d.display().to_string()),
+                    status: res.status,
+                    duration_ms: res.duration_ms,
+                    error: res.error.as_deref(),
+                },
             );
             formatted.push((p.call_id.clone(), p.name.clone(), f.model_text));
         }
@@ -1014,7 +1034,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             }
             let (tx, rx) = mpsc::unbounded_channel();
             for (_, group) in groups {
-                self.spawn_calls(plans, group, tx.clone(), false);
+                self.spawn_calls(plans, group, tx.clone());
             }
             drop(tx);
             self.pump(plans, rx, &mut results, &mut started_at).await;
@@ -1024,8 +1044,10 @@ impl<'e, 'a> Turn<'e, 'a> {
                     results[i] = Some(self.refuse(&plans[i]).await);
                     continue;
                 }
+                // Announced here rather than from the tool's thread: one thread wake-up less.
+                self.call_started(plans, i, &mut started_at).await;
                 let (tx, rx) = mpsc::unbounded_channel();
-                self.spawn_calls(plans, vec![i], tx, true);
+                self.spawn_calls(plans, vec![i], tx);
                 self.pump(plans, rx, &mut results, &mut started_at).await;
             }
         }
@@ -1082,13 +1104,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
     }
 
-    fn spawn_calls(
-        &self,
-        plans: &[Plan],
-        group: Vec<usize>,
-        tx: mpsc::UnboundedSender<ExecEvent>,
-        announce: bool,
-    ) {
+    fn spawn_calls(&self, plans: &[Plan], group: Vec<usize>, tx: mpsc::UnboundedSender<ExecEvent>) {
         let jobs: Vec<Job> = group
             .into_iter()
             .map(|i| {
@@ -1112,9 +1128,6 @@ impl<'e, 'a> Turn<'e, 'a> {
         let services = self.env.tool_services.clone();
         drop(tokio::task::spawn_blocking(move || {
             for (i, tool, args, call_id) in jobs {
-                if announce {
-                    let _ = tx.send(ExecEvent::Started(i));
-                }
                 let t0 = Instant::now();
                 let out_tx = tx.clone();
                 let output = move |chunk: &str| {
@@ -1192,7 +1205,11 @@ impl<'e, 'a> Turn<'e, 'a> {
         let p = &plans[i];
         self.emit(
             "tool_start",
-            &json!({"tool": p.name, "args": Value::Object(p.args.clone()), "call_id": p.call_id}),
+            &events::ToolCall {
+                tool: &p.name,
+                args: &p.args,
+                call_id: &p.call_id,
+            },
         );
         started_at[i] = crate::events::host::now_rfc3339();
         let ev = ToolLifecycleEvent::started(&self.ids(p), &started_at[i]);
@@ -1209,20 +1226,28 @@ impl<'e, 'a> Turn<'e, 'a> {
     ) {
         while let Some(ev) = rx.recv().await {
             match ev {
-                ExecEvent::Started(i) => self.call_started(plans, i, started_at).await,
                 ExecEvent::Output(i, chunk) => {
                     let p = &plans[i];
                     self.emit(
                         "tool_output",
-                        &json!({"tool": p.name, "chunk": chunk, "call_id": p.call_id}),
+                        &events::ToolOutput {
+                            tool: &p.name,
+                            chunk: &chunk,
+                            call_id: &p.call_id,
+                        },
                     );
                 }
                 ExecEvent::Finished(i, res, error_type) => {
                     let p = &plans[i];
                     self.emit(
                         "tool_complete",
-                        &json!({"tool": p.name, "call_id": p.call_id, "status": res.status,
-                                "duration_ms": res.duration_ms, "error": res.error}),
+                        &events::ToolComplete {
+                            tool: &p.name,
+                            call_id: &p.call_id,
+                            status: res.status,
+                            duration_ms: res.duration_ms,
+                            error: res.error.as_deref(),
+                        },
                     );
                     let (outcome, summary) = match res.status {
                         "ok" => (ToolOutcome::Ok, format!("{} succeeded", p.name)),
