@@ -316,19 +316,31 @@ impl LlmCall<'_> {
                 }
                 Some(stream) => {
                     let asm = &mut self.asm;
-                    tokio::select! {
-                        biased;
-                        _ = self.cancel.cancelled() => {
-                            self.cancelled = true;
-                            self.done = true;
-                            continue;
-                        }
-                        r = async {
-                            match stream {
-                                AttemptStream::OpenAi(s) => s.next(asm).await,
-                                AttemptStream::Scripted(s) => s.next(asm).await,
+                    // Buffered data needs no wait, so no cancellation waiter either: the token
+                    // was checked above, and a delta costs no lock.
+                    let ready = match stream {
+                        AttemptStream::OpenAi(s) => s.try_ready(asm),
+                        AttemptStream::Scripted(s) => s.try_ready(asm),
+                    };
+                    if let Some(r) = ready {
+                        // A long buffered run still lets the worker's other tasks in.
+                        tokio::task::consume_budget().await;
+                        r
+                    } else {
+                        tokio::select! {
+                            biased;
+                            _ = self.cancel.cancelled() => {
+                                self.cancelled = true;
+                                self.done = true;
+                                continue;
                             }
-                        } => r,
+                            r = async {
+                                match stream {
+                                    AttemptStream::OpenAi(s) => s.next(asm).await,
+                                    AttemptStream::Scripted(s) => s.next(asm).await,
+                                }
+                            } => r,
+                        }
                     }
                 }
             };

@@ -337,6 +337,27 @@ pub struct OpenAiStream {
 }
 
 impl OpenAiStream {
+    /// The next data event from what is already buffered, without waiting; `None` when the
+    /// network must be read.
+    pub fn try_ready(&mut self, asm: &mut Assembler) -> Option<Result<bool, LlmError>> {
+        if self.whole_json {
+            return None;
+        }
+        while self.pos < self.buf.len() {
+            let (n, ready) = self.parser.advance(&self.buf[self.pos..]);
+            self.pos += n;
+            if ready {
+                self.deadline = Instant::now() + self.read_timeout;
+                return Some(match decode_event(self.parser.data(), asm) {
+                    Ok(Decoded::Chunk) => Ok(true),
+                    Ok(Decoded::Done) => Ok(false),
+                    Err(e) => Err(e),
+                });
+            }
+        }
+        None
+    }
+
     /// Processes the next data event into `asm`. `Ok(false)`: the stream is over.
     pub async fn next(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
         if self.whole_json {

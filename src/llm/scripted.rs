@@ -95,12 +95,33 @@ pub struct ScriptedStream {
 }
 
 impl ScriptedStream {
+    /// The next event at once, when nothing (a delay or a stall) is due before it.
+    pub fn try_ready(&mut self, asm: &mut Assembler) -> Option<Result<bool, LlmError>> {
+        let stall_due = self.pos == 0 && matches!(self.resp.fault, Some(Fault::Stall { .. }));
+        if self.resp.delay_ms > 0 || stall_due {
+            return None;
+        }
+        Some(self.step(asm))
+    }
+
     pub async fn next(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
         if self.pos == 0 {
             if let Some(Fault::Stall { ms }) = &self.resp.fault {
                 tokio::time::sleep(Duration::from_millis(*ms)).await;
             }
         }
+        let fault_due = match &self.resp.fault {
+            Some(Fault::Drop { after_events })
+            | Some(Fault::InStreamError { after_events, .. }) => self.pos >= *after_events,
+            _ => false,
+        };
+        if self.resp.delay_ms > 0 && !fault_due && self.pos < self.order.len() {
+            tokio::time::sleep(Duration::from_millis(self.resp.delay_ms)).await;
+        }
+        self.step(asm)
+    }
+
+    fn step(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
         match &self.resp.fault {
             Some(Fault::Drop { after_events }) if self.pos >= *after_events => {
                 return Err(LlmError::connection(
@@ -141,9 +162,6 @@ impl ScriptedStream {
         let Some(ev) = self.order.get(self.pos).copied() else {
             return Ok(false);
         };
-        if self.resp.delay_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(self.resp.delay_ms)).await;
-        }
         self.pos += 1;
         let r = &self.resp;
         match ev {
