@@ -10,7 +10,6 @@ pub mod transport;
 
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString};
-use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -128,10 +127,11 @@ impl EventWriter {
     /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
     pub fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &CStr {
         self.buf.clear();
-        let _ = write!(
-            self.buf,
-            "{{\"type\":\"{ty}\",\"schema_version\":1,\"data\":{{\"{key}\":"
-        );
+        self.buf.extend_from_slice(b"{\"type\":\"");
+        self.buf.extend_from_slice(ty.as_bytes());
+        self.buf.extend_from_slice(b"\",\"schema_version\":1,\"data\":{\"");
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
         self.buf.extend_from_slice(b"}}\0");
         self.as_cstr()

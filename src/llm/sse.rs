@@ -34,7 +34,7 @@ impl SseParser {
                 }
             }
             let rest = &input[i..];
-            match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            match memchr::memchr2(b'\n', b'\r', rest) {
                 None => {
                     self.line.extend_from_slice(rest);
                     return (input.len(), false);
