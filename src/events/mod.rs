@@ -129,7 +129,8 @@ impl EventWriter {
         self.buf.clear();
         self.buf.extend_from_slice(b"{\"type\":\"");
         self.buf.extend_from_slice(ty.as_bytes());
-        self.buf.extend_from_slice(b"\",\"schema_version\":1,\"data\":{\"");
+        self.buf
+            .extend_from_slice(b"\",\"schema_version\":1,\"data\":{\"");
         self.buf.extend_from_slice(key.as_bytes());
         self.buf.extend_from_slice(b"\":");
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
