@@ -187,8 +187,8 @@ typedef void (*agentao_listener_fn)(void *listener_userdata, const char *event_j
  The host transport: how the agent talks to its host (spec §1 of the reference). Copied by
  `agentao_agent_new`; any slot may be NULL.
 
- Threads: every callback arrives on a library thread, never the thread that called into the
- library. `emit` calls of one agent never overlap and arrive in the canonical event order.
+ Threads: callbacks arrive on library threads; the one exception is the mode-change events
+ that `agentao_agent_set_permission_mode` emits on its caller's thread. `emit` calls of one agent never overlap and arrive in the canonical event order.
  `confirm_tool`, `ask_user` and `on_max_iterations` run on a thread where blocking is fine;
  each receives an `agentao_reply` that must be answered exactly once, before returning or
  later from any thread (`agentao_reply_*`). Strings passed to callbacks are valid until the
@@ -233,7 +233,10 @@ typedef struct agentao_transport {
    */
   void (*on_max_iterations)(void *userdata, uint32_t count, const char *pending_calls_json, struct agentao_reply *reply);
   /*
-   Optional fan-out: register `listener`; write an id to `*subscription_out`.
+   Optional fan-out: register `listener`; write an id to `*subscription_out`. Its presence
+   marks a transport that can fan out, which the streaming entry points require (as the
+   reference's `astream` does); the library itself delivers stream deltas directly and does
+   not call it today. `agentao_broadcaster_subscribe` fits this slot.
    */
   agentao_status (*subscribe)(void *userdata, agentao_listener_fn listener, void *listener_userdata, uint64_t *subscription_out);
   /*

@@ -132,17 +132,11 @@ pub trait Transport: Send + Sync {
         let _ = reply.answer(Answer::Json(r#"{"action":"stop"}"#.to_owned()));
     }
 
-    /// Whether [`Transport::subscribe`] works (the streaming entry point requires it).
+    /// Whether the transport can fan events out to subscribers; the streaming entry points
+    /// require it, as the reference's `astream` does.
     fn supports_subscribe(&self) -> bool {
         false
     }
-
-    fn subscribe(&self, _listener: Listener) -> Option<u64> {
-        None
-    }
-
-    /// Idempotent.
-    fn unsubscribe(&self, _id: u64) {}
 }
 
 /// Fan-out to listeners by registration id. Delivery iterates over a snapshot, so subscribing or
@@ -211,12 +205,6 @@ impl Transport for NullTransport {
     }
     fn supports_subscribe(&self) -> bool {
         true
-    }
-    fn subscribe(&self, listener: Listener) -> Option<u64> {
-        Some(self.broadcaster.subscribe(listener))
-    }
-    fn unsubscribe(&self, id: u64) {
-        self.broadcaster.unsubscribe(id);
     }
 }
 

@@ -7,7 +7,7 @@ use super::reply::agentao_reply;
 use super::{
     agentao_error, agentao_status, guard, guard_or, in_callback, str_arg, to_cstring, Fail,
 };
-use crate::events::transport::{Broadcaster, ConfirmRequest, Listener, Reply, Transport};
+use crate::events::transport::{Broadcaster, ConfirmRequest, Reply, Transport};
 
 /// A listener a transport's `subscribe` receives: call it with each event's JSON (borrowed
 /// for the call) and `listener_userdata`.
@@ -17,8 +17,8 @@ pub type agentao_listener_fn =
 /// The host transport: how the agent talks to its host (spec §1 of the reference). Copied by
 /// `agentao_agent_new`; any slot may be NULL.
 ///
-/// Threads: every callback arrives on a library thread, never the thread that called into the
-/// library. `emit` calls of one agent never overlap and arrive in the canonical event order.
+/// Threads: callbacks arrive on library threads; the one exception is the mode-change events
+/// that `agentao_agent_set_permission_mode` emits on its caller's thread. `emit` calls of one agent never overlap and arrive in the canonical event order.
 /// `confirm_tool`, `ask_user` and `on_max_iterations` run on a thread where blocking is fine;
 /// each receives an `agentao_reply` that must be answered exactly once, before returning or
 /// later from any thread (`agentao_reply_*`). Strings passed to callbacks are valid until the
@@ -73,7 +73,10 @@ pub struct agentao_transport {
             reply: *mut agentao_reply,
         ),
     >,
-    /// Optional fan-out: register `listener`; write an id to `*subscription_out`.
+    /// Optional fan-out: register `listener`; write an id to `*subscription_out`. Its presence
+    /// marks a transport that can fan out, which the streaming entry points require (as the
+    /// reference's `astream` does); the library itself delivers stream deltas directly and does
+    /// not call it today. `agentao_broadcaster_subscribe` fits this slot.
     pub subscribe: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
@@ -114,7 +117,6 @@ pub(crate) struct FfiTransport {
             *mut u64,
         ) -> agentao_status,
     >,
-    unsubscribe: Option<unsafe extern "C" fn(*mut c_void, u64)>,
 }
 
 // SAFETY: the host promises (header docs) that its callbacks and userdata may be used from
@@ -163,7 +165,6 @@ impl FfiTransport {
             ask_user: slot!(ask_user),
             on_max_iterations: slot!(on_max_iterations),
             subscribe: slot!(subscribe),
-            unsubscribe: slot!(unsubscribe),
         })
     }
 }
@@ -233,57 +234,6 @@ impl Transport for FfiTransport {
     fn supports_subscribe(&self) -> bool {
         self.subscribe.is_some()
     }
-
-    fn subscribe(&self, listener: Listener) -> Option<u64> {
-        let f = self.subscribe?;
-        // The listener box is leaked into the subscription and reclaimed by `unsubscribe`.
-        let state = Box::into_raw(Box::new(listener)) as *mut c_void;
-        let mut id = 0u64;
-        // SAFETY: host callback; `state` stays valid until unsubscribe.
-        let st =
-            in_callback(|| unsafe { f(self.userdata, Some(listener_trampoline), state, &mut id) });
-        if st == agentao_status::Ok {
-            LISTENERS.with_lock(|m| m.push((id, state as usize)));
-            Some(id)
-        } else {
-            // SAFETY: the host refused, so it holds no reference to `state`.
-            drop(unsafe { Box::from_raw(state as *mut Listener) });
-            None
-        }
-    }
-
-    fn unsubscribe(&self, id: u64) {
-        if let Some(f) = self.unsubscribe {
-            // SAFETY: host callback.
-            in_callback(|| unsafe { f(self.userdata, id) });
-        }
-        let state = LISTENERS.with_lock(|m| {
-            let pos = m.iter().position(|(i, _)| *i == id)?;
-            Some(m.remove(pos).1)
-        });
-        if let Some(state) = state {
-            // SAFETY: created by `subscribe` above and no longer registered with the host.
-            drop(unsafe { Box::from_raw(state as *mut Listener) });
-        }
-    }
-}
-
-struct ListenerTable(std::sync::Mutex<Vec<(u64, usize)>>);
-impl ListenerTable {
-    fn with_lock<R>(&self, f: impl FnOnce(&mut Vec<(u64, usize)>) -> R) -> R {
-        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-static LISTENERS: ListenerTable = ListenerTable(std::sync::Mutex::new(Vec::new()));
-
-unsafe extern "C" fn listener_trampoline(state: *mut c_void, event_json: *const c_char) {
-    if state.is_null() || event_json.is_null() {
-        return;
-    }
-    guard_or((), || {
-        let listener = &*(state as *const Listener);
-        listener(CStr::from_ptr(event_json));
-    });
 }
 
 /// A ready-made fan-out for hosts that write their own transport: keep one in your userdata,
