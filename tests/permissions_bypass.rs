@@ -140,7 +140,9 @@ fn one_megabyte_inputs_are_linear() {
             "verdict for the long input starting {:?}",
             &cmd[..12]
         );
-        assert!(secs < 5.0, "too slow: {secs}s");
+        // Speed is measured by the printed figure; this bound only catches a super-linear
+        // blow-up (quadratic on 1 MB would take hours), robust to a loaded 2-core CI machine.
+        assert!(secs < 30.0, "too slow: {secs}s");
     }
     eprintln!("worst 1 MB hardline time: {worst:.3}s");
 }
