@@ -383,7 +383,7 @@ fn python_repr(v: &Value) -> String {
                 n.to_string()
             }
         }
-        Value::String(s) => python_str_repr(s),
+        Value::String(s) => super::url_policy::py_repr(s),
         Value::Array(items) => format!(
             "[{}]",
             items.iter().map(python_repr).collect::<Vec<_>>().join(", ")
@@ -391,7 +391,7 @@ fn python_repr(v: &Value) -> String {
         Value::Object(m) => format!(
             "{{{}}}",
             m.iter()
-                .map(|(k, v)| format!("{}: {}", python_str_repr(k), python_repr(v)))
+                .map(|(k, v)| format!("{}: {}", super::url_policy::py_repr(k), python_repr(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -425,34 +425,6 @@ fn python_float(f: f64) -> String {
     } else {
         format!("{f}")
     }
-}
-
-fn python_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::new();
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
