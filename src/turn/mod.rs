@@ -443,20 +443,26 @@ impl<'e, 'a> Turn<'e, 'a> {
                 Ok(Some(p)) => p,
                 Ok(None) => break,
                 Err(e) => {
-                    let first_token_ms = None::<f64>;
-                    let data = json!({
-                        "attempt": attempt, "status": "error",
-                        "duration_ms": call.elapsed_ms(), "model_latency_ms": call.elapsed_ms(),
-                        "first_token_ms": first_token_ms, "first_reasoning_ms": first_token_ms,
-                        "error_class": e.class, "error_message": e.to_string().chars().take(500).collect::<String>(),
-                        "finish_reason": Value::Null,
-                        "prompt_tokens": call.usage().map(|u| u.prompt_tokens),
-                        "completion_tokens": call.usage().map(|u| u.completion_tokens),
-                        "cache_read_tokens": call.usage().map(|u| u.cache_read_tokens),
-                        "cache_creation_tokens": call.usage().map(|u| u.cache_creation_tokens),
-                        "reasoning_tokens": call.usage().map(|u| u.reasoning_tokens),
-                        "streamed": e.streamed,
-                    });
+                    let message: String = e.to_string().chars().take(500).collect();
+                    let u = call.usage().copied();
+                    let data = events::LlmCallCompleted {
+                        attempt,
+                        status: "error",
+                        duration_ms: call.elapsed_ms(),
+                        model_latency_ms: call.elapsed_ms(),
+                        first_token_ms: None,
+                        first_reasoning_ms: None,
+                        error_class: Some(e.class),
+                        error_message: Some(&message),
+                        finish_reason: None,
+                        finish_reason_reported: None,
+                        prompt_tokens: u.map(|u| u.prompt_tokens),
+                        completion_tokens: u.map(|u| u.completion_tokens),
+                        cache_read_tokens: u.map(|u| u.cache_read_tokens),
+                        cache_creation_tokens: u.map(|u| u.cache_creation_tokens),
+                        reasoning_tokens: u.map(|u| u.reasoning_tokens),
+                        streamed: Some(e.streamed),
+                    };
                     drop(call);
                     self.emit("llm_call_completed", &data);
                     return Err(e);
@@ -778,15 +784,18 @@ impl<'e, 'a> Turn<'e, 'a> {
                 self.append_results(&early, &[]);
                 return Err(LoopError::Cancelled);
             }
-            let args_value = Value::Object(p.args.clone());
             self.emit(
                 "tool_confirmation",
-                &json!({"tool": p.name, "args": args_value, "call_id": p.call_id}),
+                &events::ToolCall {
+                    tool: &p.name,
+                    args: &p.args,
+                    call_id: &p.call_id,
+                },
             );
             let req = ConfirmRequest {
                 tool_name: p.name.clone(),
                 description: p.tool.description().to_owned(),
-                args_json: args_value.to_string(),
+                args_json: serde_json::to_string(&p.args).unwrap_or_default(),
                 call_id: p.call_id.clone(),
             };
             let answer = match self
@@ -1086,11 +1095,21 @@ impl<'e, 'a> Turn<'e, 'a> {
         };
         self.emit(
             "tool_start",
-            &json!({"tool": p.name, "args": Value::Object(p.args.clone()), "call_id": p.call_id}),
+            &events::ToolCall {
+                tool: &p.name,
+                args: &p.args,
+                call_id: &p.call_id,
+            },
         );
         self.emit(
             "tool_complete",
-            &json!({"tool": p.name, "call_id": p.call_id, "status": "cancelled", "duration_ms": 0.0, "error": error}),
+            &events::ToolComplete {
+                tool: &p.name,
+                call_id: &p.call_id,
+                status: "cancelled",
+                duration_ms: 0.0,
+                error: Some(error),
+            },
         );
         let now = crate::events::host::now_rfc3339();
         let ev =
