@@ -1,73 +1,49 @@
 #!/usr/bin/env bash
-# Runs every test: formatting and lints, the Rust tests, the C tests under ctest (plain and
-# with AddressSanitizer), the examples, and the README quickstart. Installs missing system
-# packages itself when it runs as root (Debian).
+# Runs every test. Each step is a file in scripts/test.d/, sourced in name order with this
+# script's helpers; a step records what passed with `record`, and says clearly when and why it
+# cannot run here with `skipped`. Installs missing system packages itself when it runs as root.
+#
+#   scripts/test.sh            every step
+#   scripts/test.sh go cpp     only the steps whose file name contains one of the words
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+ROOT=$PWD
 
 step() { printf '\n==> %s\n' "$*"; }
-
-step "prerequisites"
-need=()
-command -v cc >/dev/null || need+=(build-essential)
-command -v cmake >/dev/null || need+=(cmake)
-command -v pkg-config >/dev/null || need+=(pkg-config)
-dpkg -s libsqlite3-dev >/dev/null 2>&1 || need+=(libsqlite3-dev)
-if [ ${#need[@]} -gt 0 ]; then
+# record WHAT PASSED: adds PASSED tests to the summary under the name WHAT.
+record() { printf '%s %s\n' "$2" "$1" >> "$ROOT/build/summary.counts"; }
+# skipped WHY: the step did not run; said in the log and repeated in the summary.
+skipped() { printf 'SKIPPED: %s\n' "$*" | tee -a "$ROOT/build/summary.skipped"; }
+# apt_need PKG...: installs the Debian packages that are missing (root only).
+apt_need() {
+  local missing=() p
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing: ${need[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    echo "installing: ${missing[*]}"
+    if [ -z "${AGENTAO_APT_UPDATED:-}" ]; then apt-get update -qq; AGENTAO_APT_UPDATED=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "missing packages: ${need[*]} (install them, or run as root)"; exit 1
+    echo "missing packages: ${missing[*]} (install them, or run as root)"; return 1
   fi
-fi
-command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)"; exit 1; }
-rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+}
 
-step "cargo fmt --check"
-cargo fmt --all -- --check
+mkdir -p build
+rm -f build/summary.counts build/summary.skipped
+started=$SECONDS
+for f in scripts/test.d/*.sh; do
+  if [ $# -gt 0 ]; then
+    keep=0; for w in "$@"; do case "$(basename "$f")" in *"$w"*) keep=1 ;; esac; done
+    [ $keep = 1 ] || continue
+  fi
+  t0=$SECONDS
+  # shellcheck source=/dev/null
+  source "$f"
+  printf '    (%s: %ss)\n' "$(basename "$f" .sh)" $((SECONDS - t0))
+done
 
-step "cargo clippy"
-cargo clippy --workspace --all-targets --quiet -- -D warnings
-
-step "Rust tests"
-rm -f target/validated-host-events.log
-cargo test --workspace --quiet 2>&1 | tee target/cargo-test.log | grep -E '^(test result|running|failures|---- )' || true
-grep -q "FAILED\|error\[" target/cargo-test.log && { cat target/cargo-test.log; exit 1; }
-if [ -f target/validated-host-events.log ]; then
-  echo "host events validated against the v3 schema: $(awk '{s+=$1} END {print s}' target/validated-host-events.log)"
-fi
-
-step "C tests (ctest)"
-cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build/c --parallel 2 >/dev/null
-ctest --test-dir build/c --output-on-failure --timeout 120 | tee build/ctest.log
-
-step "C tests under AddressSanitizer (ctest)"
-cmake -S tests/c -B build/c-asan -DCMAKE_BUILD_TYPE=Debug -DAGENTAO_SANITIZE=ON >/dev/null
-cmake --build build/c-asan --parallel 2 >/dev/null
-ctest --test-dir build/c-asan --output-on-failure --timeout 180 | tee build/ctest-asan.log
-
-step "examples"
-cargo build --release --quiet
-mkdir -p build/examples
-CFLAGS=(-std=c11 -Wall -Wextra -Werror -O2 -Iinclude -Ltarget/release -Wl,-rpath,"$PWD/target/release")
-cc "${CFLAGS[@]}" examples/quickstart.c -lagentao -o build/examples/quickstart
-build/examples/quickstart | tee build/examples/quickstart.out
-grep -q '"is_answer":true' build/examples/quickstart.out
-cc "${CFLAGS[@]}" examples/audit_pipeline.c -lagentao -lsqlite3 -lpthread -o build/examples/audit_pipeline
-build/examples/audit_pipeline build/examples/audit.db | tee build/examples/audit.out
-grep -q 'rows: [1-9]' build/examples/audit.out
-
-step "README quickstart compiles as written"
-awk '/^## Quickstart/{q=1} q&&/^```c$/{c=1;next} c&&/^```$/{exit} c' README.md > build/examples/readme_quickstart.c
-cc "${CFLAGS[@]}" build/examples/readme_quickstart.c -lagentao -o build/examples/readme_quickstart
-(cd build/examples && ./readme_quickstart) | tee build/examples/readme.out
-grep -qx 'Hello from the agent.' build/examples/readme.out
-
-step "all tests passed"
-rust=$(grep -oE '^test result: ok\. [0-9]+ passed' target/cargo-test.log | awk '{s+=$4} END {print s+0}')
-c=$(grep -ohE 'tests passed, 0 tests failed out of [0-9]+' build/ctest.log build/ctest-asan.log | awk '{s+=$NF} END {print s+0}')
-echo "Rust tests: $rust, C tests (plain + ASan): $c, examples: 3"
-echo "summary: $((rust + c + 3)) passed, 0 failed"
+step "all tests passed in $((SECONDS - started))s"
+[ -f build/summary.counts ] && awk '{printf "  %-28s %s\n", $2, $1}' build/summary.counts
+[ -f build/summary.skipped ] && { echo "skipped steps:"; sed 's/^/  /' build/summary.skipped; }
+echo "summary: $(awk '{s+=$1} END {print s+0}' build/summary.counts 2>/dev/null || echo 0) passed, 0 failed"

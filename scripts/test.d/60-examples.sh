@@ -1,0 +1,18 @@
+step "examples"
+cargo build --release --quiet
+mkdir -p build/examples
+CFLAGS=(-std=c11 -Wall -Wextra -Werror -O2 -Iinclude -Ltarget/release -Wl,-rpath,"$PWD/target/release")
+cc "${CFLAGS[@]}" examples/quickstart.c -lagentao -o build/examples/quickstart
+build/examples/quickstart | tee build/examples/quickstart.out
+grep -q '"is_answer":true' build/examples/quickstart.out
+cc "${CFLAGS[@]}" examples/audit_pipeline.c -lagentao -lsqlite3 -lpthread -o build/examples/audit_pipeline
+build/examples/audit_pipeline build/examples/audit.db | tee build/examples/audit.out
+grep -q 'rows: [1-9]' build/examples/audit.out
+record "C examples" 2
+
+step "README quickstart compiles as written"
+awk '/^## Quickstart/{q=1} q&&/^```c$/{c=1;next} c&&/^```$/{exit} c' README.md > build/examples/readme_quickstart.c
+cc "${CFLAGS[@]}" build/examples/readme_quickstart.c -lagentao -o build/examples/readme_quickstart
+(cd build/examples && ./readme_quickstart) | tee build/examples/readme.out
+grep -qx 'Hello from the agent.' build/examples/readme.out
+record "README quickstarts" 1
