@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Status is the library's status code (agentao_status). A Status is also an error value, so
@@ -56,9 +55,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Message == "" {
-		return fmt.Sprintf("agentao: %s", e.Status)
+		return "agentao: " + e.Status.String()
 	}
-	return fmt.Sprintf("agentao: %s: %s", e.Status, e.Message)
+	return "agentao: " + e.Status.String() + ": " + e.Message
 }
 
 // Is matches a Status, or another *Error with the same status.

@@ -77,7 +77,7 @@ func panicMessage(method string, p any) string {
 //export goAgentaoConfirm
 func goAgentaoConfirm(h C.uintptr_t, tool, description, argsJSON, callID *C.char, p *C.agentao_reply) {
 	r := &ConfirmReply{}
-	r.p.Store(p)
+	r.p = p
 	defer func() {
 		if v := recover(); v != nil {
 			_ = r.Fail(panicMessage("ConfirmTool", v))
@@ -96,7 +96,7 @@ func goAgentaoConfirm(h C.uintptr_t, tool, description, argsJSON, callID *C.char
 //export goAgentaoAsk
 func goAgentaoAsk(h C.uintptr_t, question, hintsJSON *C.char, p *C.agentao_reply) {
 	r := &AnswerReply{}
-	r.p.Store(p)
+	r.p = p
 	defer func() {
 		if v := recover(); v != nil {
 			_ = r.Fail(panicMessage("AskUser", v))
@@ -115,7 +115,7 @@ func goAgentaoAsk(h C.uintptr_t, question, hintsJSON *C.char, p *C.agentao_reply
 //export goAgentaoMaxIterations
 func goAgentaoMaxIterations(h C.uintptr_t, count C.uint32_t, pendingJSON *C.char, p *C.agentao_reply) {
 	r := &MaxIterationsReply{}
-	r.p.Store(p)
+	r.p = p
 	defer func() {
 		if v := recover(); v != nil {
 			_ = r.Fail(panicMessage("OnMaxIterations", v))

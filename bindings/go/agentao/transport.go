@@ -8,7 +8,6 @@ import "C"
 import (
 	"encoding/json"
 	"sync"
-	"sync/atomic"
 )
 
 // Transport is how an agent talks to its host (the reference's Transport). Its methods run on
@@ -142,10 +141,17 @@ const (
 
 // reply owns one agentao_reply until it is answered.
 type reply struct {
-	p atomic.Pointer[C.agentao_reply]
+	mu sync.Mutex
+	p  *C.agentao_reply // nil once answered
 }
 
-func (r *reply) take() *C.agentao_reply { return r.p.Swap(nil) }
+func (r *reply) take() *C.agentao_reply {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.p
+	r.p = nil
+	return p
+}
 
 // Fail fails the request with message: a failed confirmation or max-iterations request ends
 // the turn with StatusHostError; a failed question becomes the tool's error result.
@@ -161,7 +167,11 @@ func (r *reply) Fail(message string) error {
 }
 
 // Answered reports whether the reply has been answered (or failed).
-func (r *reply) Answered() bool { return r.p.Load() == nil }
+func (r *reply) Answered() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p == nil
+}
 
 // failDropped is the finalizer of an unanswered reply.
 func failDropped(r *reply) {
