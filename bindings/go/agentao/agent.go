@@ -7,10 +7,12 @@ import "C"
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"iter"
 	"runtime"
 	"sync"
+	"unsafe"
 )
 
 // Agent is one session: history, tools, permissions and a transport. Safe for concurrent use;
@@ -331,24 +333,27 @@ func (a *Agent) Stream(ctx context.Context, message string, opts ...TurnOption) 
 			return
 		}
 		defer C.agentao_stream_free(s)
+		// One cgo call reads every item that is ready (see agentao_go_stream_batch).
+		buf := make([]byte, 16<<10)
 		for {
-			var item *C.char
-			st := C.agentao_stream_next(s, 3600_000, &item, &cerr)
+			var used C.size_t
+			var big *C.char
+			st := C.agentao_go_stream_batch(s, 3600_000, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &used, &big, &cerr)
+			for b := buf[:used]; len(b) >= 4; {
+				n := int(binary.NativeEndian.Uint32(b))
+				item := b[4 : 4+n]
+				b = b[4+n:]
+				if !t.deliver(item, yield) {
+					return
+				}
+			}
+			if big != nil {
+				if !t.deliver(takeBytes(big), yield) {
+					return
+				}
+			}
 			switch st {
 			case C.AGENTAO_STATUS_OK:
-				if text, ok := deltaText(item); ok {
-					C.agentao_string_free(item)
-					if !yield(Chunk{Text: text}, nil) {
-						return
-					}
-					continue
-				}
-				out, err := parseOutcome(takeBytes(item))
-				if err == nil && out == nil {
-					err = &Error{Status: StatusInternal, Message: "stream item is neither a delta nor an outcome"}
-				}
-				yield(Chunk{Outcome: out}, err)
-				return
 			case C.AGENTAO_STATUS_TIMEOUT:
 				C.agentao_error_free(cerr)
 				cerr = nil
@@ -364,4 +369,18 @@ func (a *Agent) Stream(ctx context.Context, message string, opts ...TurnOption) 
 			}
 		}
 	}
+}
+
+// deliver yields one stream item; false ends the iteration (the consumer stopped, or this was
+// the outcome).
+func (t *turn) deliver(item []byte, yield func(Chunk, error) bool) bool {
+	if text, ok := deltaText(item); ok {
+		return yield(Chunk{Text: text}, nil)
+	}
+	out, err := parseOutcome(item)
+	if err == nil && out == nil {
+		err = &Error{Status: StatusInternal, Message: "stream item is neither a delta nor an outcome"}
+	}
+	yield(Chunk{Outcome: out}, err)
+	return false
 }

@@ -7,15 +7,13 @@ import "C"
 
 import (
 	"encoding/json"
-	"unsafe"
 )
 
-// deltaText reads {"type":"text_delta","text":"..."} in place: a plain string is copied once,
-// one with escapes goes through the JSON decoder.
-func deltaText(item *C.char) (string, bool) {
+// deltaText reads {"type":"text_delta","text":"..."}: a plain string is copied once, one
+// with escapes goes through the JSON decoder.
+func deltaText(b []byte) (string, bool) {
 	const pre, suf = `{"type":"text_delta","text":"`, `"}`
-	n := int(C.strlen(item))
-	b := unsafe.Slice((*byte)(unsafe.Pointer(item)), n)
+	n := len(b)
 	if n < len(pre)+len(suf) || string(b[:len(pre)]) != pre || string(b[n-len(suf):]) != suf {
 		return "", false
 	}

@@ -75,3 +75,37 @@ agentao_status agentao_go_add_observer(agentao_agent *agent, uintptr_t handle, u
 void agentao_go_call_listener(agentao_listener_fn fn, void *listener_userdata, const char *event_json) {
     fn(listener_userdata, event_json);
 }
+
+agentao_status agentao_go_stream_batch(agentao_stream *s, uint32_t timeout_ms, char *buf, size_t cap,
+                                       size_t *used_out, char **big_out, agentao_error **err_out) {
+    size_t used = 0;
+    int n = 0;
+    *big_out = NULL;
+    for (;;) {
+        char *item = NULL;
+        agentao_status st = agentao_stream_next(s, n == 0 ? timeout_ms : 0, &item, err_out);
+        if (st != AGENTAO_STATUS_OK) {
+            if (n > 0 && st == AGENTAO_STATUS_TIMEOUT) {
+                if (err_out) {
+                    agentao_error_free(*err_out);
+                    *err_out = NULL;
+                }
+                st = AGENTAO_STATUS_OK;
+            }
+            *used_out = used;
+            return st;
+        }
+        size_t len = strlen(item);
+        if (len > UINT32_MAX || cap - used < 4 + len) {
+            *big_out = item;
+            *used_out = used;
+            return AGENTAO_STATUS_OK;
+        }
+        uint32_t len32 = (uint32_t)len;
+        memcpy(buf + used, &len32, 4);
+        memcpy(buf + used + 4, item, len);
+        used += 4 + len;
+        n++;
+        agentao_string_free(item);
+    }
+}

@@ -25,4 +25,13 @@ agentao_status agentao_go_add_observer(agentao_agent *agent, uintptr_t handle, u
 /* Calls a listener a transport's subscribe received. */
 void agentao_go_call_listener(agentao_listener_fn fn, void *listener_userdata, const char *event_json);
 
+
+/* Reads a batch of a pull stream in one call: waits up to timeout_ms for the first item, then
+ * takes whatever is ready without waiting. Items are copied to buf as [uint32 length][bytes]
+ * (and released); an item that does not fit in the room left ends the batch and is handed over
+ * in *big_out (release with agentao_string_free). Returns OK when items were read (a later
+ * TIMEOUT ends the batch quietly), or the status that ended the batch: the items before it come
+ * first. */
+agentao_status agentao_go_stream_batch(agentao_stream *s, uint32_t timeout_ms, char *buf, size_t cap,
+                                       size_t *used_out, char **big_out, agentao_error **err_out);
 #endif

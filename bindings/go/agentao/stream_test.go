@@ -120,3 +120,26 @@ func TestStreamContextCancel(t *testing.T) {
 		t.Fatalf("%d items", items)
 	}
 }
+
+// Many short streamed turns, read in batches: every one ends with its outcome (the library
+// once lost it when a zero-timeout read interrupted the wait for it).
+func TestStreamManyTurnsKeepTheirOutcome(t *testing.T) {
+	a := newAgent(t, benchConfig(t.TempDir(), `{"chunks":["a","b"]}`), nil)
+	for i := range 300 {
+		var text string
+		var out *Outcome
+		for c, err := range a.Stream(context.Background(), "go") {
+			if err != nil {
+				t.Fatalf("turn %d: %v", i, err)
+			}
+			text += c.Text
+			out = c.Outcome
+		}
+		if text != "ab" || out == nil || out.Text != "ab" {
+			t.Fatalf("turn %d: deltas %q, outcome %+v", i, text, out)
+		}
+		if err := a.SetHistory("[]"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
