@@ -38,10 +38,10 @@ func goAgentaoFreeHandle(h C.uintptr_t) {
 }
 
 //export goAgentaoEmit
-func goAgentaoEmit(h C.uintptr_t, eventJSON *C.char) {
+func goAgentaoEmit(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
 	defer func() { _ = recover() }() // a panicking EmitEvent loses that event
 	box := cgo.Handle(h).Value().(*transportBox)
-	box.t.EmitEvent(parseEvent(C.GoStringN(eventJSON, C.int(C.strlen(eventJSON)))))
+	box.t.EmitEvent(parseEvent(C.GoStringN(eventJSON, C.int(n))))
 }
 
 // parseEvent reads the envelope the library writes, {"type":"T","schema_version":1,"data":D},
@@ -170,14 +170,14 @@ type doneResult struct {
 }
 
 //export goAgentaoDone
-func goAgentaoDone(h C.uintptr_t, status C.int32_t, outcomeJSON, message *C.char) {
+func goAgentaoDone(h C.uintptr_t, status C.int32_t, outcomeJSON *C.char, n C.size_t, message *C.char) {
 	handle := cgo.Handle(h)
 	ch := handle.Value().(chan doneResult)
 	handle.Delete()
 	liveHandles.Add(-1)
 	res := doneResult{status: Status(status)}
 	if outcomeJSON != nil {
-		res.outcome = C.GoBytes(unsafe.Pointer(outcomeJSON), C.int(C.strlen(outcomeJSON)))
+		res.outcome = C.GoBytes(unsafe.Pointer(outcomeJSON), C.int(n))
 	}
 	if message != nil {
 		res.message = C.GoString(message)
@@ -186,10 +186,10 @@ func goAgentaoDone(h C.uintptr_t, status C.int32_t, outcomeJSON, message *C.char
 }
 
 //export goAgentaoObserve
-func goAgentaoObserve(h C.uintptr_t, eventJSON *C.char) {
+func goAgentaoObserve(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
 	defer func() { _ = recover() }() // a panicking observer loses that event
 	fn := cgo.Handle(h).Value().(func(HostEvent))
-	ev, err := decodeHostEvent(C.GoBytes(unsafe.Pointer(eventJSON), C.int(C.strlen(eventJSON))))
+	ev, err := decodeHostEvent(C.GoBytes(unsafe.Pointer(eventJSON), C.int(n)))
 	if err == nil {
 		fn(ev)
 	}

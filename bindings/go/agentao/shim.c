@@ -7,7 +7,8 @@
 static void tr_free(void *ud) { goAgentaoFreeHandle((uintptr_t)ud); }
 
 static void tr_emit(void *ud, const char *event_json) {
-    goAgentaoEmit((uintptr_t)ud, (char *)event_json);
+    /* The length is taken here: a strlen called from Go would be a second cgo call per event. */
+    goAgentaoEmit((uintptr_t)ud, (char *)event_json, strlen(event_json));
 }
 
 static void tr_confirm(void *ud, const char *tool, const char *description, const char *args_json,
@@ -53,6 +54,7 @@ agentao_transport agentao_go_transport(uintptr_t handle, int with_subscribe) {
 static void tr_done(void *ud, agentao_status status, const char *outcome_json,
                     const agentao_error *err) {
     goAgentaoDone((uintptr_t)ud, (int32_t)status, (char *)outcome_json,
+                  outcome_json ? strlen(outcome_json) : 0,
                   (char *)(err ? agentao_error_message(err) : NULL));
 }
 
@@ -63,7 +65,7 @@ agentao_status agentao_go_run(agentao_agent *agent, const char *message, int32_t
 }
 
 static void tr_observe(void *ud, const char *event_json) {
-    goAgentaoObserve((uintptr_t)ud, (char *)event_json);
+    goAgentaoObserve((uintptr_t)ud, (char *)event_json, strlen(event_json));
 }
 
 agentao_status agentao_go_add_observer(agentao_agent *agent, uintptr_t handle, uint64_t *id_out,
