@@ -21,7 +21,7 @@ type Agent struct {
 	mu        sync.Mutex
 	ptr       *C.agentao_agent
 	closed    bool
-	active    int                                 // calls inside the library
+	active    int                                  // calls inside the library
 	turns     map[*C.agentao_cancel_token]struct{} // tokens of running turns, cancelled by Close
 	sessionID string
 }

@@ -182,8 +182,6 @@ func failDropped(r *reply) {
 	}
 }
 
-
-
 // ConfirmReply answers a ConfirmTool request.
 type ConfirmReply struct{ reply }
 
