@@ -143,3 +143,25 @@ func TestStreamManyTurnsKeepTheirOutcome(t *testing.T) {
 		}
 	}
 }
+
+// A delta larger than the batch buffer comes through whole, between the small ones.
+func TestStreamLargeDelta(t *testing.T) {
+	big := strings.Repeat("y", 40<<10)
+	a := newAgent(t, config(t.TempDir(), `{"chunks":["a","`+big+`","b"]}`, ""), nil)
+	var got []string
+	for c, err := range a.Stream(context.Background(), "go") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Outcome != nil {
+			if c.Outcome.Text != "a"+big+"b" {
+				t.Fatalf("outcome text of %d bytes", len(c.Outcome.Text))
+			}
+			continue
+		}
+		got = append(got, c.Text)
+	}
+	if len(got) != 3 || got[0] != "a" || got[1] != big || got[2] != "b" {
+		t.Fatalf("%d deltas", len(got))
+	}
+}
