@@ -62,12 +62,13 @@ fn set_soname(major: &str, minor: &str) {
     // dependency, so the uninstalled library needs a link of that name beside it (the C tests,
     // the examples and the bindings run against target/ without installing).
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    #[cfg(unix)]
     if let Some(profile_dir) = out_dir.ancestors().nth(3) {
         let link = profile_dir.join(&soname);
-        if std::fs::read_link(&link).ok().as_deref() != Some(std::path::Path::new("libagentao.so")) {
+        let target = std::path::Path::new("libagentao.so");
+        if std::fs::read_link(&link).ok().as_deref() != Some(target) {
             let _ = std::fs::remove_file(&link);
-            #[cfg(unix)]
-            if let Err(e) = std::os::unix::fs::symlink("libagentao.so", &link) {
+            if let Err(e) = std::os::unix::fs::symlink(target, &link) {
                 println!("cargo:warning=cannot link {}: {e}", link.display());
             }
         }
