@@ -9,26 +9,30 @@ lib="$prefix/lib"
 ver=$(awk '$2 == "AGENTAO_VERSION" {gsub(/"/, "", $3); print $3}' include/agentao.h)
 major=${ver%%.*} rest=${ver#*.} minor=${rest%%.*}
 soname="libagentao.so.$major.$minor"; [ "$major" = 0 ] || soname="libagentao.so.$major"
-readelf -d "$lib/libagentao.so.$ver" | grep -F "Library soname: [$soname]"
+dyn=$(readelf -d "$lib/libagentao.so.$ver")
+grep -F "Library soname: [$soname]" <<<"$dyn"
 [ "$(readlink "$lib/$soname")" = "libagentao.so.$ver" ] && [ "$(readlink "$lib/libagentao.so")" = "$soname" ]
-for f in include/agentao.h include/agentao.hpp lib/libagentao.a lib/pkgconfig/agentao.pc \
+for file in include/agentao.h include/agentao.hpp lib/libagentao.a lib/pkgconfig/agentao.pc \
          lib/cmake/agentao/agentaoConfig.cmake lib/cmake/agentao/agentaoConfigVersion.cmake; do
-  [ -f "$prefix/$f" ] || { echo "not installed: $f"; exit 1; }
+  [ -f "$prefix/$file" ] || { echo "not installed: $file"; exit 1; }
 done
 grep -q '^Libs.private: .*-lpthread' "$lib/pkgconfig/agentao.pc"
 
 # check_consumer EXE LINKAGE: runs it and checks its output and how it is linked.
 check_consumer() {
-  local exe=$1 linkage=$2
+  # (Outputs are captured before grep -q, which would SIGPIPE the producer under pipefail.)
+  local exe=$1 linkage=$2 dyn libs
   "$exe" "$out/ws" | tee "$exe.out"
   grep -qx 'answer: installed and working' "$exe.out"
   grep -qx 'events: yes' "$exe.out"
   grep -qx "version: $ver" "$exe.out"
+  dyn=$(readelf -d "$exe")
   if [ "$linkage" = shared ]; then
-    readelf -d "$exe" | grep -qF "Shared library: [$soname]"
-    ldd "$exe" | grep -qF "$lib/$soname"
+    libs=$(ldd "$exe")
+    grep -qF "Shared library: [$soname]" <<<"$dyn"
+    grep -qF "$lib/$soname" <<<"$libs"
   else
-    if readelf -d "$exe" | grep -q 'libagentao'; then echo "$exe depends on a shared libagentao"; exit 1; fi
+    if grep -q 'libagentao' <<<"$dyn"; then echo "$exe depends on a shared libagentao"; exit 1; fi
   fi
 }
 
