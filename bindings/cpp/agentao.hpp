@@ -174,6 +174,9 @@ inline std::optional<agentao::error> check_view(std::string_view s, const char* 
     return agentao::error(status::invalid_argument, std::string(what) + " contains a NUL byte");
 }
 
+// Strings the library passes to callbacks are never NULL; this keeps a view well-defined if one were.
+inline std::string_view view(const char* s) noexcept { return s ? std::string_view(s) : std::string_view(); }
+
 inline std::string take_string(char* s) {
     std::string out = s ? s : "";
     agentao_string_free(s);
@@ -434,7 +437,7 @@ struct transport_box {
 
     static void emit_cb(void* ud, const char* event_json) noexcept {
         transport_box* b = of(ud);
-        if (b->t.emit) guarded([&] { b->t.emit(event_json); }, [](const char*) {});
+        if (b->t.emit) guarded([&] { b->t.emit(view(event_json)); }, [](const char*) {});
         if (b->bc) agentao_broadcaster_notify(b->bc, event_json, nullptr);
     }
 
@@ -450,7 +453,7 @@ struct transport_box {
                            const char* args_json, const char* call_id, agentao_reply* raw) noexcept {
         transport_box* b = of(ud);
         reply r(raw);
-        tool_confirmation call{tool_name, description, args_json, call_id};
+        tool_confirmation call{view(tool_name), view(description), view(args_json), view(call_id)};
         guarded([&] { b->t.confirm_tool(call, std::move(r)); },
                 [&](const char* what) { fail_unanswered(r, "confirm_tool", what); });
     }
@@ -459,7 +462,7 @@ struct transport_box {
                        agentao_reply* raw) noexcept {
         transport_box* b = of(ud);
         reply r(raw);
-        guarded([&] { b->t.ask_user(question, hints_json, std::move(r)); },
+        guarded([&] { b->t.ask_user(view(question), view(hints_json), std::move(r)); },
                 [&](const char* what) { fail_unanswered(r, "ask_user", what); });
     }
 
@@ -467,7 +470,7 @@ struct transport_box {
                             agentao_reply* raw) noexcept {
         transport_box* b = of(ud);
         reply r(raw);
-        guarded([&] { b->t.on_max_iterations(count, pending_calls_json, std::move(r)); },
+        guarded([&] { b->t.on_max_iterations(count, view(pending_calls_json), std::move(r)); },
                 [&](const char* what) { fail_unanswered(r, "on_max_iterations", what); });
     }
 
@@ -503,7 +506,7 @@ struct turn_box {
 
     static void delta_cb(void* ud, const char* delta_json) noexcept {
         auto* b = static_cast<turn_box*>(ud);
-        if (b->on_delta) guarded([&] { b->on_delta(delta_json); }, [](const char*) {});
+        if (b->on_delta) guarded([&] { b->on_delta(view(delta_json)); }, [](const char*) {});
     }
     // Called exactly once per accepted turn: the last use of the box.
     static void done_cb(void* ud, agentao_status st, const char* outcome_json,
@@ -526,7 +529,7 @@ struct observer_box {
     std::function<void(std::string_view)> fn;
     static void event_cb(void* ud, const char* event_json) noexcept {
         auto* b = static_cast<observer_box*>(ud);
-        guarded([&] { b->fn(event_json); }, [](const char*) {});
+        guarded([&] { b->fn(view(event_json)); }, [](const char*) {});
     }
     static void free_cb(void* ud) noexcept { delete static_cast<observer_box*>(ud); }
 };
@@ -636,11 +639,11 @@ public:
     }
     /// An agent talking to `t`.
     static result<agent> try_create(std::string_view config_json, transport t) {
-        auto* box = new detail::transport_box(std::move(t));
-        agentao_transport v = box->vtable();
-        return create_raw(config_json, &v);
+        return create_raw(config_json, &t);
     }
 
+    /// An empty agent (as after a move): calls on it fail with status::null_argument.
+    agent() noexcept = default;
     agent(agent&& o) noexcept = default;
     agent& operator=(agent&& o) noexcept = default;
 
@@ -708,6 +711,7 @@ public:
 
     /// Adds an observer of host events (runs inline, in order, on a library thread).
     result<observer_id> try_add_observer(std::function<void(std::string_view event_json)> fn) {
+        if (!fn) return agentao::error(status::null_argument, "the observer is empty");
         auto* box = new detail::observer_box{std::move(fn)};
         uint64_t id = 0;
         agentao_error* err = nullptr;
@@ -853,17 +857,16 @@ private:
         return opts.cancel ? opts.cancel->get() : nullptr;
     }
 
-    static result<agent> create_raw(std::string_view config_json, const agentao_transport* t) {
-        // On any failure the library calls userdata_free, which deletes the transport box;
-        // a config refused here must release it the same way.
-        if (auto bad = detail::check_view(config_json, "the config")) {
-            if (t) t->userdata_free(t->userdata);
-            return *bad;
-        }
+    static result<agent> create_raw(std::string_view config_json, transport* t) {
+        if (auto bad = detail::check_view(config_json, "the config")) return *bad;
         std::string c(config_json);
+        // From here the library owns the box: userdata_free deletes it, on failure too.
+        agentao_transport v{};
+        if (t) v = (new detail::transport_box(std::move(*t)))->vtable();
         agentao_agent* raw = nullptr;
-        result<void> r =
-            detail::call([&](agentao_error** e) { return agentao_agent_new(c.c_str(), t, &raw, e); });
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_agent_new(c.c_str(), t ? &v : nullptr, &raw, e);
+        });
         if (!r) return r.error();
         return agent(raw);
     }

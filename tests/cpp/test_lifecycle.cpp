@@ -61,6 +61,12 @@ TEST(Lifecycle, MovedFromAgentIsNullArgument) {
     } catch (const agentao::error& e) {
         EXPECT_EQ(e.code(), agentao::status::null_argument);
     }
+    agentao::agent empty;
+    EXPECT_EQ(empty.try_usage().code(), agentao::status::null_argument);
+    EXPECT_EQ(empty.try_add_observer([](std::string_view) {}).code(), agentao::status::null_argument);
+    EXPECT_FALSE(empty.remove_observer(1));
+    // An empty function is refused before it could be called.
+    EXPECT_EQ(b.try_add_observer(nullptr).code(), agentao::status::null_argument);
     // Move assignment releases the target's agent.
     auto c = agentao::agent::create(config(ws, R"({"text":"y"})"));
     c = std::move(b);
