@@ -54,7 +54,6 @@ setup_root() {
     echo "swift root: cached ($ROOT_DIR)"
     return 0
   fi
-  [ "$(id -u)" = 0 ] || cannot "not root (debootstrap, mount and chroot need root)"
   if ! command -v debootstrap >/dev/null; then
     command -v apt-get >/dev/null || cannot "no debootstrap and no apt-get to install it"
     echo "installing debootstrap"
@@ -139,7 +138,10 @@ let package = Package(
     ]
 )
 EOF
-  in_root sh -c "cd /src/readme-quickstart && swift build -Xswiftc -warnings-as-errors 2>&1 && .build/debug/Quickstart"
+  in_root sh -c "cd /src/readme-quickstart && swift build -Xswiftc -warnings-as-errors 2>&1" | grep -v '^\['
+  in_root sh -c "cd /src/readme-quickstart && .build/debug/Quickstart" | tee "$REPO/build/swift-readme.out"
+  grep -qx 'Hello from the agent.' "$REPO/build/swift-readme.out" ||
+    { echo "the README Swift quickstart did not print the answer"; exit 1; }
 }
 
 run_tests() {
@@ -153,6 +155,7 @@ run_tests() {
   readme_quickstart
 }
 
+[ "$(id -u)" = 0 ] || cannot "not root (debootstrap, mount and chroot need root)"
 case "${1:-all}" in
   setup) setup_root ;;
   shell) setup_root; mount_fs; chroot "$ROOT_DIR" /bin/bash ;;
