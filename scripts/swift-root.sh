@@ -32,13 +32,25 @@ mirror() {
   echo "${u:-http://deb.debian.org/debian}"
 }
 
+# Processes still running in the root when the script stops (an interrupted or timed-out test
+# run); they are ours, found by their root directory.
+kill_root_procs() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$ROOT_DIR" ] && kill -9 "${p#/proc/}" 2>/dev/null
+  done
+  return 0
+}
+
 mounted=()
 unmount_all() {
   local i
+  kill_root_procs
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
   mounted=()
 }
-trap unmount_all EXIT INT TERM
+trap unmount_all EXIT
+trap 'exit 130' INT TERM
 
 mount_fs() {
   mountpoint -q "$ROOT_DIR/proc" || { mount -t proc proc "$ROOT_DIR/proc"; mounted+=("$ROOT_DIR/proc"); }
@@ -139,7 +151,7 @@ let package = Package(
 )
 EOF
   in_root sh -c "cd /src/readme-quickstart && swift build -Xswiftc -warnings-as-errors 2>&1" | grep -v '^\['
-  in_root sh -c "cd /src/readme-quickstart && .build/debug/Quickstart" | tee "$REPO/build/swift-readme.out"
+  in_root sh -c "cd /src/readme-quickstart && exec timeout -k 10 60 .build/debug/Quickstart" | tee "$REPO/build/swift-readme.out"
   grep -qx 'Hello from the agent.' "$REPO/build/swift-readme.out" ||
     { echo "the README Swift quickstart did not print the answer"; exit 1; }
 }
@@ -150,7 +162,7 @@ run_tests() {
   echo "swift build (Swift 6 language mode, warnings as errors)"
   in_root sh -c "cd $PKG_DIR && swift build --build-tests -Xswiftc -warnings-as-errors 2>&1"
   echo "swift test"
-  in_root sh -c "cd $PKG_DIR && swift test --skip-build 2>&1"
+  in_root timeout -k 10 600 sh -c "cd $PKG_DIR && swift test --skip-build 2>&1"
   echo "README Swift quickstart"
   readme_quickstart
 }

@@ -139,7 +139,9 @@ final class CancelTests: XCTestCase {
     func testCancelWhileAConfirmationIsPendingAndLateAnswerIsIgnored() async throws {
         let dir = workspace()
         let (transport, pending) = GatedTransport.make()
-        let agent = try Agent(config: scripted([writeCall("late.txt", "x"), ["text": "done"]], dir: dir), transport: transport)
+        // The reply timeout only bounds the test if the cancellation were lost.
+        let config = scripted([writeCall("late.txt", "x"), ["text": "done"]], dir: dir, replyTimeoutMs: 10_000)
+        let agent = try Agent(config: config, transport: transport)
         let turn = Task { try await agent.run("write") }
         var iterator = pending.makeAsyncIterator()
         let request = await iterator.next()

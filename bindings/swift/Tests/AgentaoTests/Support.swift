@@ -10,12 +10,15 @@ func workspace() -> String {
 }
 
 /// A config for the offline scripted provider (docs/config.md) in `dir`.
-func scripted(_ responses: [[String: Any]], dir: String = workspace(), maxIterations: Int? = nil) -> String {
+func scripted(
+    _ responses: [[String: Any]], dir: String = workspace(), maxIterations: Int? = nil, replyTimeoutMs: Int? = nil
+) -> String {
     var config: [String: Any] = [
         "working_directory": dir,
         "llm": ["provider": "scripted", "script": ["responses": responses]],
     ]
     if let maxIterations { config["max_iterations"] = maxIterations }
+    if let replyTimeoutMs { config["reply_timeout_ms"] = replyTimeoutMs }
     let data = try! JSONSerialization.data(withJSONObject: config)
     return String(decoding: data, as: UTF8.self)
 }
