@@ -67,6 +67,10 @@ public final class Agent: @unchecked Sendable {
     public func stream(_ message: String, maxIterations: Int? = nil) -> AsyncThrowingStream<StreamItem, any Error> {
         AsyncThrowingStream { cont in
             let token = CancelToken()
+            // Set before the turn starts, so that no early end can be missed.
+            cont.onTermination = { reason in
+                if case .cancelled = reason { token.cancel(reason: "stream-ended") }
+            }
             let box = Unmanaged.passRetained(StreamBox(cont, agent: self))
             var err: OpaquePointer?
             let status = agentao_agent_stream(
@@ -92,9 +96,6 @@ public final class Agent: @unchecked Sendable {
                 box.release()
                 cont.finish(throwing: AgentaoError(status: status, owned: err))
                 return
-            }
-            cont.onTermination = { reason in
-                if case .cancelled = reason { token.cancel(reason: "stream-ended") }
             }
         }
     }

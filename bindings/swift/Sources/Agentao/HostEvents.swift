@@ -49,7 +49,8 @@ public struct PermissionDecisionEvent: Decodable, Sendable {
     /// `allow`, `deny` or `prompt`.
     public let outcome: String
     public let mode: String
-    public let matchedRule: [String: JSONValue]?
+    /// The rule that decided, as written (its keys are not converted).
+    public internal(set) var matchedRule: [String: JSONValue]?
     public let reason: String?
     public let loadedSources: [String]
     public let decidedAt: String
@@ -85,6 +86,12 @@ extension HostEvent {
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         switch try? decoder.decode(HostEvent.self, from: Data(json.utf8)) {
         case .unknown(let type, _): return .unknown(eventType: type, json: json)
+        case .permissionDecision(var decision)?:
+            // Older Foundations apply the snake-case strategy to dictionary keys too, which
+            // would rename the rule's own keys (swift-corelibs 6 does not).
+            struct Rule: Decodable { let matched_rule: [String: JSONValue]? }
+            decision.matchedRule = (try? JSONDecoder().decode(Rule.self, from: Data(json.utf8)))?.matched_rule
+            return .permissionDecision(decision)
         case let event?: return event
         case nil:
             let type = (try? decoder.decode(Header.self, from: Data(json.utf8)))?.eventType ?? ""

@@ -301,6 +301,22 @@ final class HostEventTests: XCTestCase {
     }
 }
 
+extension HostEventTests {
+    func testPermissionDecisionKeepsTheMatchedRuleAsWritten() async throws {
+        let rule: [String: Any] = ["tool": "write_file", "action": "allow", "args": ["file_path": "r\\.txt$"]]
+        let agent = try Agent(
+            config: scripted([writeCall("r.txt", "x"), ["text": "done"]], permissions: ["rules": [rule]]))
+        let events = agent.events()
+        _ = try await agent.run("write")
+        var iterator = events.makeAsyncIterator()
+        guard case .permissionDecision(let decision)? = await iterator.next() else { return XCTFail("no decision") }
+        XCTAssertEqual(decision.outcome, "allow")
+        XCTAssertTrue(decision.loadedSources.contains("injected:config"), "\(decision.loadedSources)")
+        XCTAssertEqual(decision.matchedRule?["tool"], .string("write_file"))
+        XCTAssertEqual(decision.matchedRule?["args"], .object(["file_path": .string("r\\.txt$")]))
+    }
+}
+
 final class ErrorTests: XCTestCase {
     func testInvalidConfigCarriesTheStatusAndTheField() async {
         let e = await XCTAssertThrowsStatus(.invalidConfig) {
