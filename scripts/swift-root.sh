@@ -23,9 +23,11 @@ PKG_DIR=/src/agentao-swift
 
 cannot() { echo "cannot run the Swift tests here: $*" >&2; exit 3; }
 
-# The same mirror host this machine's apt uses, so the root needs no other network access.
+# The same mirror host this machine's apt uses, so the root needs no other network access
+# (AGENTAO_DEBIAN_MIRROR overrides it).
 mirror() {
   local u
+  [ -n "${AGENTAO_DEBIAN_MIRROR:-}" ] && { echo "$AGENTAO_DEBIAN_MIRROR"; return; }
   u=$(grep -hoE '^(URIs:|deb)[[:space:]]+[a-z]+://[^ ]+/debian/?([[:space:]]|$)' \
         /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list \
         2>/dev/null | grep -oE '[a-z]+://[^ ]+' | head -n1 || true)
