@@ -50,6 +50,13 @@ static_libs=$(pkg-config --static --libs-only-l agentao | tr ' ' '\n' | grep -vx
 $CC -std=c11 -Wall -Wextra -Werror tests/install/consumer.c $(pkg-config --cflags agentao) \
   "$(pkg-config --variable=libdir agentao)/libagentao.a" $static_libs -o "$out/pc_static"
 check_consumer "$out/pc_static" static
+# The installed C++ binding: the README's C++ quickstart against the installed headers.
+awk '/^## Quickstart/{q=1} q&&/^```cpp$/{c=1;next} c&&/^```$/{exit} c' README.md > "$out/quickstart.cpp"
+# shellcheck disable=SC2046
+c++ -std=c++17 -Wall -Wextra -Werror "$out/quickstart.cpp" $(pkg-config --cflags --libs agentao) \
+  -Wl,-rpath,"$lib" -o "$out/cpp_shared"
+(cd "$out/ws" && "$out/cpp_shared") > "$out/cpp_shared.out"
+grep -qx 'Hello from the agent.' "$out/cpp_shared.out"
 unset PKG_CONFIG_LIBDIR
 
 cmake -S tests/install -B "$out/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
@@ -62,4 +69,4 @@ if cmake -S tests/install -B "$out/cmake-bad" -DCMAKE_PREFIX_PATH="$prefix" \
      -DAGENTAO_WANT_VERSION="$major.$((minor + 1))" >/dev/null 2>&1; then
   echo "find_package accepted agentao $major.$((minor + 1))"; exit 1
 fi
-record "install consumers (pkg-config/CMake x shared/static)" 4
+record "install consumers (C: pkg-config/CMake x shared/static; C++)" 5
