@@ -43,4 +43,34 @@ fn main() {
         Err(e) => println!("cargo:warning=cbindgen could not generate the header: {e}"),
     }
     println!("cargo:rustc-env=AGENTAO_GENERATED_HEADER={}", out.display());
+    set_soname(&major, &minor);
+}
+
+/// The SONAME policy of docs/bindings.md: before 1.0 every minor release may break the ABI
+/// (`libagentao.so.0.MINOR`), from 1.0 only a major one (`libagentao.so.MAJOR`).
+fn set_soname(major: &str, minor: &str) {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
+        return;
+    }
+    let soname = if major == "0" {
+        format!("libagentao.so.0.{minor}")
+    } else {
+        format!("libagentao.so.{major}")
+    };
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
+    // A program linked against target/<profile>/libagentao.so records the SONAME as its
+    // dependency, so the uninstalled library needs a link of that name beside it (the C tests,
+    // the examples and the bindings run against target/ without installing).
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    #[cfg(unix)]
+    if let Some(profile_dir) = out_dir.ancestors().nth(3) {
+        let link = profile_dir.join(&soname);
+        let target = std::path::Path::new("libagentao.so");
+        if std::fs::read_link(&link).ok().as_deref() != Some(target) {
+            let _ = std::fs::remove_file(&link);
+            if let Err(e) = std::os::unix::fs::symlink(target, &link) {
+                println!("cargo:warning=cannot link {}: {e}", link.display());
+            }
+        }
+    }
 }

@@ -44,6 +44,6 @@ for f in scripts/test.d/*.sh; do
 done
 
 step "all tests passed in $((SECONDS - started))s"
-[ -f build/summary.counts ] && awk '{n=$1; sub(/^[0-9]+ /, ""); printf "  %-28s %s\n", $0, n}' build/summary.counts
+[ -f build/summary.counts ] && awk '{n=$1; $1=""; printf "  %-28s %s\n", substr($0,2), n}' build/summary.counts
 [ -f build/summary.skipped ] && { echo "skipped steps:"; sed 's/^/  /' build/summary.skipped; }
 echo "summary: $(awk '{s+=$1} END {print s+0}' build/summary.counts 2>/dev/null || echo 0) passed, 0 failed"

@@ -51,5 +51,5 @@ replace github.com/agentao/libagentao/bindings/go => $ROOT/bindings/go
 MOD
   (cd build/go/readme && go vet . && go run .) | tee build/go/readme.out
   grep -qx 'Hello from the agent.' build/go/readme.out
-  record "README quickstarts" 1
+  record "README Go quickstart" 1
 fi

@@ -139,6 +139,8 @@ static void bad_json_max_iter(void *ud, uint32_t count, const char *pending, str
     atomic_store(st, (int)agentao_reply_json(reply, "[\"not an object\"]", NULL));
 }
 
+static bool st_is_set(void *arg) { return atomic_load((atomic_int *)arg) != -1; }
+
 static void test_replies(const char *dir) {
     tu_section("reply functions");
     EXPECT_FAIL(agentao_reply_confirm(NULL, AGENTAO_CONFIRMATION_ALLOW, &err), AGENTAO_STATUS_NULL_ARGUMENT);
@@ -168,6 +170,9 @@ static void test_replies(const char *dir) {
         CHECK(text == NULL);
         CHECK(err && agentao_error_status(err) == AGENTAO_STATUS_HOST_ERROR);
         agentao_error_free(err);
+        /* The failed reply wakes the turn before the callback has stored what the reply call
+           returned, so the turn can end first: wait for the callback's store. */
+        CHECK(tu_wait_until(st_is_set, &st, 5000));
         CHECK_STATUS(atomic_load(&st), AGENTAO_STATUS_INVALID_ARGUMENT);
         char *last = tu_last_turn(a);
         CHECK_CONTAINS(last, TU_KV("status", "error"));
@@ -191,6 +196,7 @@ static void test_replies(const char *dir) {
     if (a) {
         char *text = NULL;
         CHECK_STATUS(agentao_agent_chat(a, "loop", 1, NULL, &text, NULL), AGENTAO_STATUS_HOST_ERROR);
+        CHECK(tu_wait_until(st_is_set, &st, 5000));
         CHECK_STATUS(atomic_load(&st), AGENTAO_STATUS_INVALID_JSON);
         agentao_agent_free(a);
     }

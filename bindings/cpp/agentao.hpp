@@ -1,0 +1,901 @@
+// agentao.hpp: the C++17 binding of libagentao (header-only, over agentao.h).
+//
+// Ownership: `agent`, `cancel_token`, `stream`, `host_event_stream` and `reply` own one C
+// handle each; they are movable, not copyable, and release it in their destructor.
+// Strings go in as std::string_view (copied for the call; an embedded NUL is
+// status::invalid_argument) and come out as std::string.
+//
+// Errors: every fallible call has a throwing form (`chat`) that throws agentao::error, and a
+// non-throwing form (`try_chat`) that returns agentao::result<T>. Define AGENTAO_NO_EXCEPTIONS
+// (implied by -fno-exceptions) to get only the non-throwing forms.
+//
+// Callbacks (transport, observers, completions, deltas) run on library threads. An exception
+// a callback throws never reaches the library: it is caught at the C boundary, and a request
+// it leaves unanswered is failed with the exception's message (see docs/bindings.md).
+#ifndef AGENTAO_HPP
+#define AGENTAO_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <variant>
+
+#include "agentao.h"
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define AGENTAO_DETAIL_CAN_CATCH 1
+#else
+#define AGENTAO_DETAIL_CAN_CATCH 0
+#ifndef AGENTAO_NO_EXCEPTIONS
+#define AGENTAO_NO_EXCEPTIONS 1
+#endif
+#endif
+
+namespace agentao {
+
+/// The status of a failed call: agentao_status, one to one.
+enum class status : int32_t {
+    ok = AGENTAO_STATUS_OK,
+    null_argument = AGENTAO_STATUS_NULL_ARGUMENT,
+    invalid_argument = AGENTAO_STATUS_INVALID_ARGUMENT,
+    invalid_utf8 = AGENTAO_STATUS_INVALID_UTF8,
+    invalid_json = AGENTAO_STATUS_INVALID_JSON,
+    invalid_config = AGENTAO_STATUS_INVALID_CONFIG,
+    turn_in_progress = AGENTAO_STATUS_TURN_IN_PROGRESS,
+    no_subscribe = AGENTAO_STATUS_NO_SUBSCRIBE,
+    stream_subscribe = AGENTAO_STATUS_STREAM_SUBSCRIBE,
+    cancelled = AGENTAO_STATUS_CANCELLED,
+    timeout = AGENTAO_STATUS_TIMEOUT,
+    reentrant = AGENTAO_STATUS_REENTRANT,
+    panic = AGENTAO_STATUS_PANIC,
+    internal = AGENTAO_STATUS_INTERNAL,
+    host_error = AGENTAO_STATUS_HOST_ERROR,
+    closed = AGENTAO_STATUS_CLOSED,
+    no_engine = AGENTAO_STATUS_NO_ENGINE,
+};
+
+/// A short static name of a status ("AGENTAO_STATUS_CANCELLED"), for logs.
+inline const char* status_name(status s) noexcept {
+    return agentao_status_name(static_cast<int32_t>(s));
+}
+
+/// The answers to a tool confirmation.
+enum class confirmation : int32_t {
+    allow = AGENTAO_CONFIRMATION_ALLOW,
+    deny = AGENTAO_CONFIRMATION_DENY,
+    deny_unavailable = AGENTAO_CONFIRMATION_DENY_UNAVAILABLE,
+};
+
+/// A failure: a status and the library's message. Thrown by the throwing API, carried by
+/// result<T> in the non-throwing one.
+class error : public std::runtime_error {
+public:
+    error(status code, const std::string& message) : std::runtime_error(message), code_(code) {}
+    status code() const noexcept { return code_; }
+
+private:
+    status code_;
+};
+
+namespace detail {
+[[noreturn]] inline void fail_unchecked(const agentao::error& e) {
+#if defined(AGENTAO_NO_EXCEPTIONS) || !AGENTAO_DETAIL_CAN_CATCH
+    std::fprintf(stderr, "agentao: value() of a failed result: %s: %s\n", status_name(e.code()),
+                 e.what());
+    std::abort();
+#else
+    throw e;
+#endif
+}
+}  // namespace detail
+
+/// The outcome of a non-throwing call: a T, or an agentao::error. value() on a failed result
+/// throws that error (aborts when built without exceptions): check ok() first.
+template <class T>
+class [[nodiscard]] result {
+public:
+    result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+    result(agentao::error e) : v_(std::in_place_index<1>, std::move(e)) {}
+
+    bool ok() const noexcept { return v_.index() == 0; }
+    explicit operator bool() const noexcept { return ok(); }
+    status code() const noexcept { return ok() ? status::ok : std::get_if<1>(&v_)->code(); }
+
+    T& value() & {
+        check();
+        return *std::get_if<0>(&v_);
+    }
+    const T& value() const& {
+        check();
+        return *std::get_if<0>(&v_);
+    }
+    T&& value() && {
+        check();
+        return std::move(*std::get_if<0>(&v_));
+    }
+    T* operator->() { return &value(); }
+    T& operator*() & { return value(); }
+
+    /// The error; only on a failed result.
+    const agentao::error& error() const& {
+        if (ok()) std::abort();
+        return *std::get_if<1>(&v_);
+    }
+
+private:
+    void check() const {
+        if (!ok()) detail::fail_unchecked(*std::get_if<1>(&v_));
+    }
+    std::variant<T, agentao::error> v_;
+};
+
+template <>
+class [[nodiscard]] result<void> {
+public:
+    result() = default;
+    result(agentao::error e) : e_(std::move(e)) {}
+
+    bool ok() const noexcept { return !e_.has_value(); }
+    explicit operator bool() const noexcept { return ok(); }
+    status code() const noexcept { return ok() ? status::ok : e_->code(); }
+    void value() const {
+        if (e_) detail::fail_unchecked(*e_);
+    }
+    const agentao::error& error() const& {
+        if (ok()) std::abort();
+        return *e_;
+    }
+
+private:
+    std::optional<agentao::error> e_;
+};
+
+namespace detail {
+
+inline agentao::error take_error(agentao_status st, agentao_error* err) {
+    std::string message = err ? agentao_error_message(err) : agentao_status_name(st);
+    agentao_error_free(err);
+    return agentao::error(static_cast<status>(st), message);
+}
+
+// The library stops a C string at its first NUL; a view with one inside would be silently
+// cut short, so it is refused instead.
+inline std::optional<agentao::error> check_view(std::string_view s, const char* what) {
+    if (s.find('\0') == std::string_view::npos) return std::nullopt;
+    return agentao::error(status::invalid_argument, std::string(what) + " contains a NUL byte");
+}
+
+// Strings the library passes to callbacks are never NULL; this keeps a view well-defined if one were.
+inline std::string_view view(const char* s) noexcept { return s ? std::string_view(s) : std::string_view(); }
+
+inline std::string take_string(char* s) {
+    std::string out = s ? s : "";
+    agentao_string_free(s);
+    return out;
+}
+
+template <class F>
+result<void> call(F&& f) {
+    agentao_error* err = nullptr;
+    agentao_status st = f(&err);
+    if (st == AGENTAO_STATUS_OK) {
+        agentao_error_free(err);
+        return {};
+    }
+    return take_error(st, err);
+}
+
+// A call with one `char **out`: the string on success.
+template <class F>
+result<std::string> call_string(F&& f) {
+    char* out = nullptr;
+    result<void> r = call([&](agentao_error** e) { return f(&out, e); });
+    if (!r) {
+        agentao_string_free(out);
+        return r.error();
+    }
+    return take_string(out);
+}
+
+inline uint32_t to_ms(std::chrono::milliseconds t) {
+    if (t.count() <= 0) return 0;
+    if (t.count() >= std::numeric_limits<uint32_t>::max())
+        return std::numeric_limits<uint32_t>::max();
+    return static_cast<uint32_t>(t.count());
+}
+
+// try { body } catch (everything) { on_exception(message) }, and plain `body` without
+// exceptions. `on_exception` must not throw; its argument is a static or borrowed string.
+template <class Body, class Handler>
+void guarded(Body&& body, Handler&& on_exception) noexcept {
+#if AGENTAO_DETAIL_CAN_CATCH
+    try {
+        body();
+    } catch (const std::exception& e) {
+        on_exception(e.what());
+    } catch (...) {
+        on_exception("an exception that is not a std::exception");
+    }
+#else
+    (void)on_exception;
+    body();
+#endif
+}
+
+}  // namespace detail
+
+/// Waits "forever" (the longest timeout the C API takes, about 49 days).
+inline constexpr std::chrono::milliseconds wait_forever{std::numeric_limits<uint32_t>::max()};
+
+/// The library version ("MAJOR.MINOR.PATCH").
+inline std::string version() { return agentao_version(); }
+/// MAJOR * 1000000 + MINOR * 1000 + PATCH.
+inline uint32_t version_number() noexcept { return agentao_version_number(); }
+/// The JSON Schema of the host events (v3).
+inline std::string host_events_schema() { return agentao_host_events_schema(); }
+
+/// Sets the runtime's worker threads; only before the first agent is created.
+inline result<void> try_set_worker_threads(uint32_t threads) {
+    return detail::call([&](agentao_error** e) { return agentao_runtime_set_worker_threads(threads, e); });
+}
+
+/// A cancellation token (agentao_cancel_token). Cancel it from any thread, including inside
+/// callbacks; pass it to a turn through turn_options.
+class cancel_token {
+public:
+    cancel_token() : raw_(agentao_cancel_token_new()) {}
+    cancel_token(cancel_token&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    cancel_token& operator=(cancel_token&& o) noexcept {
+        if (this != &o) {
+            agentao_cancel_token_free(raw_);
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    cancel_token(const cancel_token&) = delete;
+    cancel_token& operator=(const cancel_token&) = delete;
+    ~cancel_token() { agentao_cancel_token_free(raw_); }
+
+    /// Cancels with reason "user-cancel". Idempotent: the first reason wins.
+    void cancel() const noexcept { agentao_cancel_token_cancel(raw_, nullptr); }
+    /// Cancels with `reason` (up to its first NUL byte).
+    void cancel(std::string_view reason) const {
+        std::string r(reason);
+        agentao_cancel_token_cancel(raw_, r.c_str());
+    }
+    bool is_cancelled() const noexcept { return agentao_cancel_token_is_cancelled(raw_); }
+    /// The reason ("" while not cancelled).
+    result<std::string> try_reason() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_cancel_token_reason(raw_, out, e); });
+    }
+    /// A token cancelled with this one (never the reverse).
+    cancel_token child() const { return cancel_token(agentao_cancel_token_child(raw_)); }
+
+    /// The C handle, still owned by this object (NULL after a move).
+    const agentao_cancel_token* get() const noexcept { return raw_; }
+
+#ifndef AGENTAO_NO_EXCEPTIONS
+    std::string reason() const { return try_reason().value(); }
+#endif
+
+private:
+    explicit cancel_token(agentao_cancel_token* raw) noexcept : raw_(raw) {}
+    agentao_cancel_token* raw_;
+};
+
+/// The pending answer of one confirmation, question or max-iterations request. Answer it
+/// exactly once, from any thread, during the callback or later (move it out to keep it).
+/// A reply destroyed unanswered fails its request ("the host dropped the reply without
+/// answering"), so a forgotten reply never leaves a turn waiting.
+class reply {
+public:
+    explicit reply(agentao_reply* raw) noexcept : raw_(raw) {}
+    reply(reply&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    reply& operator=(reply&& o) noexcept {
+        if (this != &o) {
+            drop();
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    reply(const reply&) = delete;
+    reply& operator=(const reply&) = delete;
+    ~reply() { drop(); }
+
+    /// Whether the reply is still unanswered (and owned by this object).
+    bool pending() const noexcept { return raw_ != nullptr; }
+
+    /// Answers a confirmation.
+    result<void> try_confirm(confirmation c) {
+        agentao_reply* r = take();
+        if (!r) return answered();
+        return detail::call([&](agentao_error** e) {
+            return agentao_reply_confirm(r, static_cast<int32_t>(c), e);
+        });
+    }
+    /// Answers a question.
+    result<void> try_text(std::string_view text) {
+        agentao_reply* r = take();
+        if (!r) return answered();
+        if (auto bad = detail::check_view(text, "the answer")) return refuse(r, std::move(*bad));
+        std::string t(text);
+        return detail::call([&](agentao_error** e) { return agentao_reply_text(r, t.c_str(), e); });
+    }
+    /// Answers a max-iterations request with a JSON object, e.g. {"action":"continue"}.
+    result<void> try_json(std::string_view json) {
+        agentao_reply* r = take();
+        if (!r) return answered();
+        if (auto bad = detail::check_view(json, "the JSON answer")) return refuse(r, std::move(*bad));
+        std::string j(json);
+        return detail::call([&](agentao_error** e) { return agentao_reply_json(r, j.c_str(), e); });
+    }
+    /// Fails the request (a confirmation or max-iterations request then ends the turn with
+    /// status::host_error; a failed question becomes the tool's error and the turn goes on).
+    result<void> try_fail(std::string_view message) {
+        agentao_reply* r = take();
+        if (!r) return answered();
+        std::string m(message);
+        return detail::call([&](agentao_error** e) { return agentao_reply_fail(r, m.c_str(), e); });
+    }
+
+    /// Gives up ownership of the C handle (which must then be answered with agentao_reply_*).
+    agentao_reply* release() noexcept { return take(); }
+
+#ifndef AGENTAO_NO_EXCEPTIONS
+    void confirm(confirmation c) { try_confirm(c).value(); }
+    void text(std::string_view t) { try_text(t).value(); }
+    void json(std::string_view j) { try_json(j).value(); }
+    void fail(std::string_view message) { try_fail(message).value(); }
+#endif
+
+private:
+    agentao_reply* take() noexcept { return std::exchange(raw_, nullptr); }
+    void drop() noexcept {
+        if (agentao_reply* r = take())
+            agentao_reply_fail(r, "the host dropped the reply without answering", nullptr);
+    }
+    static agentao::error answered() {
+        return agentao::error(status::null_argument, "the reply was already answered or moved");
+    }
+    static result<void> refuse(agentao_reply* r, agentao::error e) {
+        agentao_reply_fail(r, e.what(), nullptr);
+        return e;
+    }
+    agentao_reply* raw_;
+};
+
+/// A tool call waiting for approval; the views are valid during the callback only.
+struct tool_confirmation {
+    std::string_view tool_name;
+    std::string_view description;
+    std::string_view args_json;
+    std::string_view call_id;
+};
+
+/// How the agent talks to its host. Every member may be left empty: an empty function
+/// behaves like the C API's NULL slot (emit discards, confirmations approve, questions get
+/// the non-interactive answer, the iteration limit stops). Copied into the agent; called on
+/// library threads (see docs/c-api.md for which calls may overlap).
+struct transport {
+    /// One internal event, `{"type": ..., "schema_version": 1, "data": {...}}`.
+    std::function<void(std::string_view event_json)> emit;
+    /// Approve a tool call: r.confirm(...) or r.fail(...), now or later from any thread.
+    std::function<void(const tool_confirmation& call, reply&& r)> confirm_tool;
+    /// Answer a question: r.text(...) or r.fail(...).
+    std::function<void(std::string_view question, std::string_view hints_json, reply&& r)> ask_user;
+    /// The iteration budget is spent: r.json(R"({"action":"continue"})") etc.
+    std::function<void(uint32_t count, std::string_view pending_calls_json, reply&& r)>
+        on_max_iterations;
+    /// Whether the transport fans out (the C `subscribe` slot, through a broadcaster that
+    /// gets every emitted event). The streaming calls require it.
+    bool fan_out = true;
+};
+
+/// Options of one turn.
+struct turn_options {
+    /// The iteration budget; negative uses the config's value.
+    int32_t max_iterations = -1;
+    /// A token linked one way to the turn (may be null; must outlive the call that takes it).
+    const cancel_token* cancel = nullptr;
+};
+
+/// How an asynchronous turn ended: status::ok, or the failure and its message. `outcome_json`
+/// is the TurnOutcome ("" when the turn could not produce one, e.g. a contained panic).
+struct turn_result {
+    status code = status::ok;
+    std::string outcome_json;
+    std::string message;
+    bool ok() const noexcept { return code == status::ok; }
+};
+
+namespace detail {
+
+struct transport_box {
+    transport t;
+    agentao_broadcaster* bc = nullptr;
+
+    explicit transport_box(transport&& tr) : t(std::move(tr)) {
+        if (t.fan_out) bc = agentao_broadcaster_new();
+    }
+    ~transport_box() { agentao_broadcaster_free(bc); }
+    transport_box(const transport_box&) = delete;
+    transport_box& operator=(const transport_box&) = delete;
+
+    static transport_box* of(void* ud) noexcept { return static_cast<transport_box*>(ud); }
+
+    static void free_cb(void* ud) noexcept { delete of(ud); }
+
+    static void emit_cb(void* ud, const char* event_json) noexcept {
+        transport_box* b = of(ud);
+        if (b->t.emit) guarded([&] { b->t.emit(view(event_json)); }, [](const char*) {});
+        if (b->bc) agentao_broadcaster_notify(b->bc, event_json, nullptr);
+    }
+
+    // A callback that threw before answering fails its request with the exception's text.
+    static void fail_unanswered(reply& r, const char* slot, const char* what) noexcept {
+        if (!r.pending()) return;
+        char message[512];
+        std::snprintf(message, sizeof message, "the host's %s callback threw: %s", slot, what);
+        agentao_reply_fail(r.release(), message, nullptr);
+    }
+
+    static void confirm_cb(void* ud, const char* tool_name, const char* description,
+                           const char* args_json, const char* call_id, agentao_reply* raw) noexcept {
+        transport_box* b = of(ud);
+        reply r(raw);
+        tool_confirmation call{view(tool_name), view(description), view(args_json), view(call_id)};
+        guarded([&] { b->t.confirm_tool(call, std::move(r)); },
+                [&](const char* what) { fail_unanswered(r, "confirm_tool", what); });
+    }
+
+    static void ask_cb(void* ud, const char* question, const char* hints_json,
+                       agentao_reply* raw) noexcept {
+        transport_box* b = of(ud);
+        reply r(raw);
+        guarded([&] { b->t.ask_user(view(question), view(hints_json), std::move(r)); },
+                [&](const char* what) { fail_unanswered(r, "ask_user", what); });
+    }
+
+    static void max_iter_cb(void* ud, uint32_t count, const char* pending_calls_json,
+                            agentao_reply* raw) noexcept {
+        transport_box* b = of(ud);
+        reply r(raw);
+        guarded([&] { b->t.on_max_iterations(count, view(pending_calls_json), std::move(r)); },
+                [&](const char* what) { fail_unanswered(r, "on_max_iterations", what); });
+    }
+
+    static agentao_status subscribe_cb(void* ud, agentao_listener_fn listener, void* listener_ud,
+                                       uint64_t* out) noexcept {
+        return agentao_broadcaster_subscribe(of(ud)->bc, listener, listener_ud, out);
+    }
+    static void unsubscribe_cb(void* ud, uint64_t sub) noexcept {
+        agentao_broadcaster_unsubscribe(of(ud)->bc, sub);
+    }
+
+    // The vtable; the library owns the box from here on (userdata_free deletes it).
+    agentao_transport vtable() noexcept {
+        agentao_transport v{};
+        v.struct_size = sizeof v;
+        v.userdata = this;
+        v.userdata_free = &free_cb;
+        if (t.emit || bc) v.emit = &emit_cb;
+        if (t.confirm_tool) v.confirm_tool = &confirm_cb;
+        if (t.ask_user) v.ask_user = &ask_cb;
+        if (t.on_max_iterations) v.on_max_iterations = &max_iter_cb;
+        if (bc) {
+            v.subscribe = &subscribe_cb;
+            v.unsubscribe = &unsubscribe_cb;
+        }
+        return v;
+    }
+};
+
+struct turn_box {
+    std::function<void(std::string_view)> on_delta;
+    std::function<void(turn_result)> on_done;
+
+    static void delta_cb(void* ud, const char* delta_json) noexcept {
+        auto* b = static_cast<turn_box*>(ud);
+        if (b->on_delta) guarded([&] { b->on_delta(view(delta_json)); }, [](const char*) {});
+    }
+    // Called exactly once per accepted turn: the last use of the box.
+    static void done_cb(void* ud, agentao_status st, const char* outcome_json,
+                        const agentao_error* err) noexcept {
+        auto* b = static_cast<turn_box*>(ud);
+        guarded(
+            [&] {
+                turn_result r;
+                r.code = static_cast<status>(st);
+                if (outcome_json) r.outcome_json = outcome_json;
+                if (err) r.message = agentao_error_message(err);
+                if (b->on_done) b->on_done(std::move(r));
+            },
+            [](const char*) {});
+        delete b;
+    }
+};
+
+struct observer_box {
+    std::function<void(std::string_view)> fn;
+    static void event_cb(void* ud, const char* event_json) noexcept {
+        auto* b = static_cast<observer_box*>(ud);
+        guarded([&] { b->fn(view(event_json)); }, [](const char*) {});
+    }
+    static void free_cb(void* ud) noexcept { delete static_cast<observer_box*>(ud); }
+};
+
+template <class Raw, void (*Free)(Raw*)>
+class handle {
+public:
+    handle() noexcept = default;
+    explicit handle(Raw* raw) noexcept : raw_(raw) {}
+    handle(handle&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    handle& operator=(handle&& o) noexcept {
+        if (this != &o) {
+            Free(raw_);
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    handle(const handle&) = delete;
+    handle& operator=(const handle&) = delete;
+    ~handle() { Free(raw_); }
+    Raw* get() const noexcept { return raw_; }
+
+private:
+    Raw* raw_ = nullptr;
+};
+
+// A pull: the item, std::nullopt once the stream is closed, or the error.
+template <class F>
+result<std::optional<std::string>> pull(F&& f) {
+    char* out = nullptr;
+    agentao_error* err = nullptr;
+    agentao_status st = f(&out, &err);
+    if (st == AGENTAO_STATUS_OK) {
+        agentao_error_free(err);
+        return std::optional<std::string>(take_string(out));
+    }
+    agentao_string_free(out);
+    if (st == AGENTAO_STATUS_CLOSED) {
+        agentao_error_free(err);
+        return std::optional<std::string>();
+    }
+    return take_error(st, err);
+}
+
+}  // namespace detail
+
+/// A streaming turn read by pulling (agentao_stream): text deltas, then the TurnOutcome.
+/// Destroying it closes it and cancels the turn if it still runs.
+class stream {
+public:
+    stream() noexcept = default;
+    /// The next item (`{"type":"text_delta",...}` or the final `{"type":"turn_outcome",...}`),
+    /// std::nullopt after the last one, or the error: status::timeout when nothing came in
+    /// time, or how the turn ended (status::cancelled, status::host_error, ...).
+    result<std::optional<std::string>> try_next(std::chrono::milliseconds timeout = wait_forever) {
+        return detail::pull([&](char** out, agentao_error** e) {
+            return agentao_stream_next(h_.get(), detail::to_ms(timeout), out, e);
+        });
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    std::optional<std::string> next(std::chrono::milliseconds timeout = wait_forever) {
+        return try_next(timeout).value();
+    }
+#endif
+    agentao_stream* get() const noexcept { return h_.get(); }
+
+private:
+    friend class agent;
+    explicit stream(agentao_stream* raw) noexcept : h_(raw) {}
+    detail::handle<agentao_stream, agentao_stream_free> h_;
+};
+
+/// A pull stream of an agent's host events (v3 JSON). Destroying it closes it.
+class host_event_stream {
+public:
+    host_event_stream() noexcept = default;
+    /// The next event, or the error (status::timeout when none came in time).
+    result<std::optional<std::string>> try_next(std::chrono::milliseconds timeout = wait_forever) {
+        return detail::pull([&](char** out, agentao_error** e) {
+            return agentao_host_event_stream_next(h_.get(), detail::to_ms(timeout), out, e);
+        });
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    std::optional<std::string> next(std::chrono::milliseconds timeout = wait_forever) {
+        return try_next(timeout).value();
+    }
+#endif
+    agentao_host_event_stream* get() const noexcept { return h_.get(); }
+
+private:
+    friend class agent;
+    explicit host_event_stream(agentao_host_event_stream* raw) noexcept : h_(raw) {}
+    detail::handle<agentao_host_event_stream, agentao_host_event_stream_free> h_;
+};
+
+/// The id of a host-event observer.
+using observer_id = uint64_t;
+
+/// An agent (agentao_agent): one session with its history, tools, permissions and
+/// transport. Thread-safe; one turn at a time. Destroying it cancels a running turn
+/// ("session-closed"), whose completion still fires.
+class agent {
+public:
+    /// An agent with the built-in null transport.
+    static result<agent> try_create(std::string_view config_json) {
+        return create_raw(config_json, nullptr);
+    }
+    /// An agent talking to `t`.
+    static result<agent> try_create(std::string_view config_json, transport t) {
+        return create_raw(config_json, &t);
+    }
+
+    /// An empty agent (as after a move): calls on it fail with status::null_argument.
+    agent() noexcept = default;
+    agent(agent&& o) noexcept = default;
+    agent& operator=(agent&& o) noexcept = default;
+
+    /// The session id (a UUID).
+    std::string session_id() const {
+        const char* s = agentao_agent_session_id(h_.get());
+        return s ? s : "";
+    }
+
+    /// Runs one turn and waits for its answer. A turn that did not end ok fails with its
+    /// status (cancelled, host_error, timeout); last_turn() then has the full outcome.
+    result<std::string> try_chat(std::string_view message, const turn_options& opts = {}) {
+        if (auto bad = detail::check_view(message, "the message")) return *bad;
+        std::string m(message);
+        return detail::call_string([&](char** out, agentao_error** e) {
+            return agentao_agent_chat(h_.get(), m.c_str(), opts.max_iterations, token(opts), out, e);
+        });
+    }
+
+    /// Starts one turn and returns at once; `on_done` runs exactly once, on a library
+    /// thread, when it ends (not at all when this call fails).
+    result<void> try_run(std::string_view message, std::function<void(turn_result)> on_done,
+                         const turn_options& opts = {}) {
+        return start(message, false, nullptr, std::move(on_done), opts);
+    }
+
+    /// Like try_run, and each text delta (`{"type":"text_delta","text":...}`) goes to
+    /// `on_delta` first, in order. Needs a transport that fans out (status::no_subscribe).
+    result<void> try_stream(std::string_view message,
+                            std::function<void(std::string_view delta_json)> on_delta,
+                            std::function<void(turn_result)> on_done,
+                            const turn_options& opts = {}) {
+        return start(message, true, std::move(on_delta), std::move(on_done), opts);
+    }
+
+    /// Starts a turn read by pulling (see stream).
+    result<agentao::stream> try_stream_open(std::string_view message, const turn_options& opts = {}) {
+        if (auto bad = detail::check_view(message, "the message")) return *bad;
+        std::string m(message);
+        agentao_stream* raw = nullptr;
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_agent_stream_open(h_.get(), m.c_str(), opts.max_iterations, token(opts),
+                                             &raw, e);
+        });
+        if (!r) return r.error();
+        return agentao::stream(raw);
+    }
+
+    /// A pull stream of this agent's host events, of one session or (nullopt) all.
+    result<host_event_stream> try_host_events(
+        std::optional<std::string_view> session_filter = std::nullopt) {
+        std::string f;
+        if (session_filter) {
+            if (auto bad = detail::check_view(*session_filter, "the session filter")) return *bad;
+            f.assign(*session_filter);
+        }
+        agentao_host_event_stream* raw = nullptr;
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_agent_host_events_open(h_.get(), session_filter ? f.c_str() : nullptr,
+                                                  &raw, e);
+        });
+        if (!r) return r.error();
+        return host_event_stream(raw);
+    }
+
+    /// Adds an observer of host events (runs inline, in order, on a library thread).
+    result<observer_id> try_add_observer(std::function<void(std::string_view event_json)> fn) {
+        if (!fn) return agentao::error(status::null_argument, "the observer is empty");
+        auto* box = new detail::observer_box{std::move(fn)};
+        uint64_t id = 0;
+        agentao_error* err = nullptr;
+        agentao_status st = agentao_agent_add_host_event_observer(
+            h_.get(), &detail::observer_box::event_cb, box, &detail::observer_box::free_cb, &id, &err);
+        if (st != AGENTAO_STATUS_OK) {
+            // The library took ownership only on success.
+            delete box;
+            return detail::take_error(st, err);
+        }
+        agentao_error_free(err);
+        return id;
+    }
+    /// Removes an observer; true when it was registered.
+    bool remove_observer(observer_id id) noexcept {
+        return agentao_agent_remove_host_event_observer(h_.get(), id);
+    }
+
+    /// The last turn's TurnOutcome JSON ("null" before the first turn).
+    result<std::string> try_last_turn() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_agent_last_turn(h_.get(), out, e); });
+    }
+    /// The conversation history (a JSON array of chat messages).
+    result<std::string> try_history() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_agent_history(h_.get(), out, e); });
+    }
+    /// Replaces the history (between turns only).
+    result<void> try_set_history(std::string_view history_json) {
+        if (auto bad = detail::check_view(history_json, "the history")) return *bad;
+        std::string h(history_json);
+        return detail::call(
+            [&](agentao_error** e) { return agentao_agent_set_history(h_.get(), h.c_str(), e); });
+    }
+    /// The permission snapshot `{"mode", "rules", "loaded_sources"}`.
+    result<std::string> try_active_permissions() const {
+        return detail::call_string([&](char** out, agentao_error** e) {
+            return agentao_agent_active_permissions(h_.get(), out, e);
+        });
+    }
+    /// Switches the permission mode; returns the previous one.
+    result<std::string> try_set_permission_mode(std::string_view mode) {
+        if (auto bad = detail::check_view(mode, "the mode")) return *bad;
+        std::string m(mode);
+        return detail::call_string([&](char** out, agentao_error** e) {
+            return agentao_agent_set_permission_mode(h_.get(), m.c_str(), out, e);
+        });
+    }
+    /// Injects rules (a JSON list) labelled `injected:<source_name>`; all or nothing.
+    result<void> try_add_permission_rules(std::string_view rules_json, std::string_view source_name) {
+        if (auto bad = detail::check_view(rules_json, "the rules")) return *bad;
+        if (auto bad = detail::check_view(source_name, "the source name")) return *bad;
+        std::string r(rules_json), s(source_name);
+        return detail::call([&](agentao_error** e) {
+            return agentao_agent_add_permission_rules(h_.get(), r.c_str(), s.c_str(), e);
+        });
+    }
+    /// Run-scope allow / deny rules (JSON lists; nullopt for none), source `injected:<name>`
+    /// (nullopt: `run-spec`).
+    result<void> try_add_run_rules(std::optional<std::string_view> allow_json,
+                                   std::optional<std::string_view> deny_json,
+                                   std::optional<std::string_view> source_name = std::nullopt) {
+        std::string a, d, s;
+        for (auto [view, out, what] : {std::make_tuple(allow_json, &a, "the allow rules"),
+                                       std::make_tuple(deny_json, &d, "the deny rules"),
+                                       std::make_tuple(source_name, &s, "the source name")}) {
+            if (!view) continue;
+            if (auto bad = detail::check_view(*view, what)) return *bad;
+            out->assign(*view);
+        }
+        return detail::call([&](agentao_error** e) {
+            return agentao_agent_add_run_rules(h_.get(), allow_json ? a.c_str() : nullptr,
+                                               deny_json ? d.c_str() : nullptr,
+                                               source_name ? s.c_str() : nullptr, e);
+        });
+    }
+    /// Adds a source label to the permission snapshot.
+    result<void> try_add_permission_source(std::string_view label) {
+        if (auto bad = detail::check_view(label, "the label")) return *bad;
+        std::string l(label);
+        return detail::call([&](agentao_error** e) {
+            return agentao_agent_add_permission_source(h_.get(), l.c_str(), e);
+        });
+    }
+    /// The session's token totals (JSON).
+    result<std::string> try_usage() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_agent_usage(h_.get(), out, e); });
+    }
+
+    /// The C handle, still owned by this object (NULL after a move).
+    agentao_agent* get() const noexcept { return h_.get(); }
+
+#ifndef AGENTAO_NO_EXCEPTIONS
+    static agent create(std::string_view config_json) { return try_create(config_json).value(); }
+    static agent create(std::string_view config_json, transport t) {
+        return try_create(config_json, std::move(t)).value();
+    }
+    std::string chat(std::string_view message, const turn_options& opts = {}) {
+        return try_chat(message, opts).value();
+    }
+    void run(std::string_view message, std::function<void(turn_result)> on_done,
+             const turn_options& opts = {}) {
+        try_run(message, std::move(on_done), opts).value();
+    }
+    void stream(std::string_view message, std::function<void(std::string_view)> on_delta,
+                     std::function<void(turn_result)> on_done, const turn_options& opts = {}) {
+        try_stream(message, std::move(on_delta), std::move(on_done), opts).value();
+    }
+    agentao::stream stream_open(std::string_view message, const turn_options& opts = {}) {
+        return try_stream_open(message, opts).value();
+    }
+    host_event_stream host_events(std::optional<std::string_view> session_filter = std::nullopt) {
+        return try_host_events(session_filter).value();
+    }
+    observer_id add_observer(std::function<void(std::string_view)> fn) {
+        return try_add_observer(std::move(fn)).value();
+    }
+    std::string last_turn() const { return try_last_turn().value(); }
+    std::string history() const { return try_history().value(); }
+    void set_history(std::string_view history_json) { try_set_history(history_json).value(); }
+    std::string active_permissions() const { return try_active_permissions().value(); }
+    std::string set_permission_mode(std::string_view mode) {
+        return try_set_permission_mode(mode).value();
+    }
+    void add_permission_rules(std::string_view rules_json, std::string_view source_name) {
+        try_add_permission_rules(rules_json, source_name).value();
+    }
+    void add_run_rules(std::optional<std::string_view> allow_json,
+                       std::optional<std::string_view> deny_json,
+                       std::optional<std::string_view> source_name = std::nullopt) {
+        try_add_run_rules(allow_json, deny_json, source_name).value();
+    }
+    void add_permission_source(std::string_view label) { try_add_permission_source(label).value(); }
+    std::string usage() const { return try_usage().value(); }
+#endif
+
+private:
+    explicit agent(agentao_agent* raw) noexcept : h_(raw) {}
+
+    static const agentao_cancel_token* token(const turn_options& opts) noexcept {
+        return opts.cancel ? opts.cancel->get() : nullptr;
+    }
+
+    static result<agent> create_raw(std::string_view config_json, transport* t) {
+        if (auto bad = detail::check_view(config_json, "the config")) return *bad;
+        std::string c(config_json);
+        // From here the library owns the box: userdata_free deletes it, on failure too.
+        agentao_transport v{};
+        if (t) v = (new detail::transport_box(std::move(*t)))->vtable();
+        agentao_agent* raw = nullptr;
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_agent_new(c.c_str(), t ? &v : nullptr, &raw, e);
+        });
+        if (!r) return r.error();
+        return agent(raw);
+    }
+
+    result<void> start(std::string_view message, bool streaming,
+                       std::function<void(std::string_view)> on_delta,
+                       std::function<void(turn_result)> on_done, const turn_options& opts) {
+        if (auto bad = detail::check_view(message, "the message")) return *bad;
+        std::string m(message);
+        auto* box = new detail::turn_box{std::move(on_delta), std::move(on_done)};
+        agentao_error* err = nullptr;
+        agentao_status st =
+            streaming ? agentao_agent_stream(h_.get(), m.c_str(), opts.max_iterations, token(opts),
+                                             &detail::turn_box::delta_cb,
+                                             &detail::turn_box::done_cb, box, &err)
+                      : agentao_agent_run(h_.get(), m.c_str(), opts.max_iterations, token(opts),
+                                          &detail::turn_box::done_cb, box, &err);
+        if (st != AGENTAO_STATUS_OK) {
+            // A refused call never fires on_done, so the box is still ours.
+            delete box;
+            return detail::take_error(st, err);
+        }
+        agentao_error_free(err);
+        return {};
+    }
+
+    detail::handle<agentao_agent, agentao_agent_free> h_;
+};
+
+}  // namespace agentao
+
+#endif  // AGENTAO_HPP

@@ -1,0 +1,182 @@
+import CAgentao
+
+/// One item of a streaming turn: text deltas for display, then the outcome as the last item.
+public enum StreamItem: Sendable, Equatable {
+    case text(String)
+    case outcome(TurnOutcome)
+}
+
+/// An agent: one session with its history, tools, permissions and transport.
+///
+/// The C agent is thread-safe (one turn at a time; a second is `.turnInProgress`), hence
+/// `@unchecked Sendable`. `deinit` frees the handle: a turn still running is cancelled, and
+/// the transport is released once the last turn and request using it are gone.
+public final class Agent: @unchecked Sendable {
+    let handle: OpaquePointer
+    /// The session id (a UUID).
+    public let sessionID: String
+
+    /// Creates an agent from a config JSON document (docs/config.md). Without a transport the
+    /// agent approves every tool, answers questions non-interactively and stops at the
+    /// iteration limit (the reference's NullTransport).
+    public init(config: String, transport: (any Transport)? = nil) throws(AgentaoError) {
+        let box = TransportBox(transport)
+        var vtable = box.vtable()
+        var handle: OpaquePointer?
+        // On failure the library has already released the box through `userdata_free`.
+        try check { agentao_agent_new(config, &vtable, &handle, $0) }
+        self.handle = handle!
+        self.sessionID = String(cString: agentao_agent_session_id(handle))
+    }
+
+    deinit { agentao_agent_free(handle) }
+
+    /// Runs one turn and returns its outcome. `maxIterations` overrides the config's budget.
+    ///
+    /// Cancelling the calling task cancels the turn at once (reason `"task-cancelled"`); it then
+    /// throws `AgentaoError` with status `.cancelled` and the partial outcome. Other failures
+    /// throw `AgentaoError` too (`.turnInProgress`, `.hostError`, `.timeout`, ...).
+    public func run(_ message: String, maxIterations: Int? = nil) async throws -> TurnOutcome {
+        let token = CancelToken()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (cont: CheckedContinuation<TurnOutcome, any Error>) in
+                let box = Unmanaged.passRetained(RunBox(cont))
+                var err: OpaquePointer?
+                let status = agentao_agent_run(
+                    handle, message, budget(maxIterations), token.raw,
+                    { ud, status, outcome, err in
+                        let box = Unmanaged<RunBox>.fromOpaque(ud!).takeRetainedValue()
+                        box.cont.resume(with: turnResult(status, outcome, err))
+                    },
+                    box.toOpaque(), &err)
+                if status != Status.ok.rawValue {
+                    // `on_done` does not fire for a call that was not accepted.
+                    box.release()
+                    cont.resume(throwing: AgentaoError(status: status, owned: err))
+                }
+            }
+        } onCancel: {
+            token.cancel(reason: "task-cancelled")
+        }
+    }
+
+    /// Runs one turn as a stream: `.text` deltas, then `.outcome` as the last item. A turn that
+    /// ends cancelled or in error throws `AgentaoError` after its deltas. Ending the iteration
+    /// early (or cancelling the consuming task) cancels the turn (reason `"stream-ended"`).
+    /// The stream keeps the agent alive until the turn ends.
+    public func stream(_ message: String, maxIterations: Int? = nil) -> AsyncThrowingStream<StreamItem, any Error> {
+        AsyncThrowingStream { cont in
+            let token = CancelToken()
+            // Set before the turn starts, so that no early end can be missed.
+            cont.onTermination = { reason in
+                if case .cancelled = reason { token.cancel(reason: "stream-ended") }
+            }
+            let box = Unmanaged.passRetained(StreamBox(cont, agent: self))
+            var err: OpaquePointer?
+            let status = agentao_agent_stream(
+                handle, message, budget(maxIterations), token.raw,
+                { ud, delta in
+                    let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeUnretainedValue()
+                    if let d = try? decodeJSON(TextDelta.self, String(cString: delta!)) {
+                        box.cont.yield(.text(d.text))
+                    }
+                },
+                { ud, status, outcome, err in
+                    let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeRetainedValue()
+                    switch turnResult(status, outcome, err) {
+                    case .success(let o):
+                        box.cont.yield(.outcome(o))
+                        box.cont.finish()
+                    case .failure(let e):
+                        box.cont.finish(throwing: e)
+                    }
+                },
+                box.toOpaque(), &err)
+            guard status == Status.ok.rawValue else {
+                box.release()
+                cont.finish(throwing: AgentaoError(status: status, owned: err))
+                return
+            }
+        }
+    }
+
+    /// The agent's host events (tool lifecycle, permission decisions, sub-agent lineage) from
+    /// now on, in order. Iteration ends when the consumer stops or the agent is freed. Events
+    /// are buffered without bound, so a slow reader never slows the turn.
+    public func events() -> AsyncStream<HostEvent> {
+        AsyncStream { cont in
+            let box = Unmanaged.passRetained(EventsBox(cont))
+            var id: UInt64 = 0
+            let status = agentao_agent_add_host_event_observer(
+                handle,
+                { ud, json in
+                    let box = Unmanaged<EventsBox>.fromOpaque(ud!).takeUnretainedValue()
+                    box.cont.yield(HostEvent.decode(String(cString: json!)))
+                },
+                box.toOpaque(),
+                { ud in Unmanaged<EventsBox>.fromOpaque(ud!).takeRetainedValue().cont.finish() },
+                &id, nil)
+            guard status == Status.ok.rawValue else {
+                box.release()
+                cont.finish()
+                return
+            }
+            cont.onTermination = { [weak self, id] _ in
+                if let self { _ = agentao_agent_remove_host_event_observer(self.handle, id) }
+            }
+        }
+    }
+
+    /// The last turn's outcome (nil before the first turn).
+    public func lastTurn() throws(AgentaoError) -> TurnOutcome? {
+        var out: UnsafeMutablePointer<CChar>?
+        try check { agentao_agent_last_turn(handle, &out, $0) }
+        guard let json = takeString(out), json != "null" else { return nil }
+        return try? decodeJSON(TurnOutcome.self, json)
+    }
+
+    /// The conversation history: a JSON array of chat messages.
+    public func historyJSON() throws(AgentaoError) -> String {
+        var out: UnsafeMutablePointer<CChar>?
+        try check { agentao_agent_history(handle, &out, $0) }
+        return takeString(out) ?? "[]"
+    }
+}
+
+/// The library version, e.g. `"0.1.0"`.
+public var agentaoVersion: String { String(cString: agentao_version()) }
+
+private struct TextDelta: Decodable { let text: String }
+
+private func budget(_ maxIterations: Int?) -> Int32 {
+    guard let m = maxIterations else { return -1 }
+    return Int32(clamping: m)
+}
+
+/// The result of a finished turn from its `on_done` arguments (borrowed for the call).
+private func turnResult(_ status: Int32, _ outcome: UnsafePointer<CChar>?, _ err: OpaquePointer?)
+    -> Result<TurnOutcome, any Error>
+{
+    let o = TurnOutcome(json: outcome)
+    if status == Status.ok.rawValue, let o { return .success(o) }
+    return .failure(AgentaoError(status: status, borrowed: err, outcome: o))
+}
+
+private final class RunBox: Sendable {
+    let cont: CheckedContinuation<TurnOutcome, any Error>
+    init(_ cont: CheckedContinuation<TurnOutcome, any Error>) { self.cont = cont }
+}
+
+private final class StreamBox: Sendable {
+    let cont: AsyncThrowingStream<StreamItem, any Error>.Continuation
+    let agent: Agent
+    init(_ cont: AsyncThrowingStream<StreamItem, any Error>.Continuation, agent: Agent) {
+        self.cont = cont
+        self.agent = agent
+    }
+}
+
+private final class EventsBox: Sendable {
+    let cont: AsyncStream<HostEvent>.Continuation
+    init(_ cont: AsyncStream<HostEvent>.Continuation) { self.cont = cont }
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Installs libagentao like a C library (what `cargo cinstall` would, see docs/bindings.md):
+#
+#   scripts/install.sh --prefix /usr/local [--libdir lib] [--no-build]
+#
+#   <prefix>/include/agentao.h, agentao.hpp       the C header and the C++ binding
+#   <libdir>/libagentao.so.X.Y.Z (+ SONAME link libagentao.so.0.MINOR, + libagentao.so)
+#   <libdir>/libagentao.a
+#   <libdir>/pkgconfig/agentao.pc                 (Libs.private: the static link's system libs)
+#   <libdir>/cmake/agentao/agentaoConfig.cmake    find_package(agentao CONFIG):
+#                                                 agentao::agentao, agentao::agentao_static
+#
+# --libdir is relative to the prefix (default lib). DESTDIR is honoured for staging.
+# --no-build installs what target/release already holds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+prefix="" libdir="lib" build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
+    --prefix=*) prefix="${1#*=}"; shift ;;
+    --libdir) libdir="${2:?--libdir needs a directory}"; shift 2 ;;
+    --libdir=*) libdir="${1#*=}"; shift ;;
+    --no-build) build=0; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$prefix" ] || { echo "usage: scripts/install.sh --prefix DIR [--libdir lib] [--no-build]" >&2; exit 2; }
+case "$prefix" in /*) ;; *) prefix="$PWD/$prefix" ;; esac
+case "$libdir" in /*|*..*) echo "install.sh: --libdir must be relative to the prefix" >&2; exit 2 ;; esac
+[ "$(uname -s)" = Linux ] || { echo "install.sh: only Linux is supported so far" >&2; exit 2; }
+
+target_dir="${CARGO_TARGET_DIR:-target}"
+if [ $build = 1 ]; then
+  cargo build --release -p agentao --quiet
+fi
+so="$target_dir/release/libagentao.so"
+a="$target_dir/release/libagentao.a"
+[ -f "$so" ] && [ -f "$a" ] || { echo "install.sh: $so or $a is missing (drop --no-build)" >&2; exit 1; }
+
+# The version and SONAME come from the header the library was built with (tests/header.rs keeps
+# include/agentao.h equal to the generated one), with the policy build.rs applies.
+macro() { awk -v m="$1" '$1 == "#define" && $2 == m {gsub(/"/, "", $3); print $3}' include/agentao.h; }
+major=$(macro AGENTAO_VERSION_MAJOR) minor=$(macro AGENTAO_VERSION_MINOR) patch=$(macro AGENTAO_VERSION_PATCH)
+version="$major.$minor.$patch"
+if [ "$major" = 0 ]; then soname="libagentao.so.0.$minor"; else soname="libagentao.so.$major"; fi
+actual=$(readelf -d "$so" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$actual" = "$soname" ] || { echo "install.sh: $so has SONAME '$actual', want '$soname'" >&2; exit 1; }
+
+# What a static link needs besides libagentao.a: the Rust standard library's system libraries.
+# No dependency adds one (ring's C code is bundled in the archive), so rustc's answer for an
+# empty staticlib is the library's answer, without recompiling the crate.
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+: > "$probe/probe.rs"
+native_libs=$(rustc --crate-type staticlib --print native-static-libs -o "$probe/libprobe.a" "$probe/probe.rs" 2>&1 \
+  | sed -n 's/^note: native-static-libs: //p')
+[ -n "$native_libs" ] || { echo "install.sh: rustc did not print native-static-libs" >&2; exit 1; }
+
+dest="${DESTDIR:-}$prefix"
+inc="$dest/include" lib="$dest/$libdir"
+install -d "$inc" "$lib/pkgconfig" "$lib/cmake/agentao"
+install -m 644 include/agentao.h bindings/cpp/agentao.hpp "$inc/"
+install -m 755 "$so" "$lib/libagentao.so.$version"
+ln -sfn "libagentao.so.$version" "$lib/$soname"
+ln -sfn "$soname" "$lib/libagentao.so"
+install -m 644 "$a" "$lib/libagentao.a"
+
+cat > "$lib/pkgconfig/agentao.pc" <<EOF
+prefix=$prefix
+libdir=\${prefix}/$libdir
+includedir=\${prefix}/include
+
+Name: agentao
+Description: Embed a governed LLM agent in a native program (C ABI)
+Version: $version
+Libs: -L\${libdir} -lagentao
+Libs.private: $native_libs
+Cflags: -I\${includedir}
+EOF
+
+# The CMake package finds its prefix from its own location, so a staged or moved tree works.
+up=$(echo "$libdir/cmake/agentao" | awk -F/ '{s=""; for (i = 1; i <= NF; i++) if ($i != "" && $i != ".") s = s "/.."; print substr(s, 2)}')
+cmake_libs=$(for l in $native_libs; do printf '%s;' "${l#-l}"; done)
+cat > "$lib/cmake/agentao/agentaoConfig.cmake" <<EOF
+# CMake package of libagentao $version (written by scripts/install.sh).
+#   find_package(agentao CONFIG REQUIRED)
+#   target_link_libraries(app PRIVATE agentao::agentao)          # shared
+#   target_link_libraries(app PRIVATE agentao::agentao_static)   # static, with its system libs
+# Both targets carry the include directory (agentao.h, and agentao.hpp for C++17).
+get_filename_component(_agentao_prefix "\${CMAKE_CURRENT_LIST_DIR}/$up" ABSOLUTE)
+set(_agentao_libdir "\${_agentao_prefix}/$libdir")
+if(NOT TARGET agentao::agentao)
+  add_library(agentao::agentao SHARED IMPORTED)
+  set_target_properties(agentao::agentao PROPERTIES
+    IMPORTED_LOCATION "\${_agentao_libdir}/libagentao.so.$version"
+    IMPORTED_SONAME "$soname"
+    INTERFACE_INCLUDE_DIRECTORIES "\${_agentao_prefix}/include")
+endif()
+if(NOT TARGET agentao::agentao_static)
+  add_library(agentao::agentao_static STATIC IMPORTED)
+  set_target_properties(agentao::agentao_static PROPERTIES
+    IMPORTED_LOCATION "\${_agentao_libdir}/libagentao.a"
+    IMPORTED_LINK_INTERFACE_LANGUAGES "C"
+    INTERFACE_INCLUDE_DIRECTORIES "\${_agentao_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "$cmake_libs")
+endif()
+set(agentao_INCLUDE_DIR "\${_agentao_prefix}/include")
+unset(_agentao_prefix)
+unset(_agentao_libdir)
+EOF
+
+cat > "$lib/cmake/agentao/agentaoConfigVersion.cmake" <<EOF
+# Before 1.0 each minor release may change the ABI, so only the same MAJOR.MINOR (and a
+# PATCH at least the one asked for) is compatible; from 1.0 the same MAJOR.
+set(PACKAGE_VERSION "$version")
+set(PACKAGE_VERSION_COMPATIBLE FALSE)
+if(NOT PACKAGE_FIND_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+elseif(NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION
+   AND PACKAGE_FIND_VERSION_MAJOR STREQUAL "$major"
+   AND ("$major" STREQUAL "0" AND PACKAGE_FIND_VERSION_MINOR STREQUAL "$minor" OR NOT "$major" STREQUAL "0"))
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+endif()
+if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+  set(PACKAGE_VERSION_EXACT TRUE)
+endif()
+if(NOT CMAKE_SIZEOF_VOID_P STREQUAL "8")
+  set(PACKAGE_VERSION "\${PACKAGE_VERSION} (64-bit)")
+  set(PACKAGE_VERSION_UNSUITABLE TRUE)
+endif()
+EOF
+
+echo "installed libagentao $version (SONAME $soname) into ${DESTDIR:-}$prefix"

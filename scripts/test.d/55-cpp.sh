@@ -1,0 +1,22 @@
+step "C++ binding tests (GoogleTest under ctest)"
+apt_need g++ cmake libgtest-dev
+cmake -S tests/cpp -B build/cpp -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build/cpp --parallel 2 >/dev/null
+ctest --test-dir build/cpp --output-on-failure --timeout 120 | tee build/ctest-cpp.log
+record "C++ tests" "$(grep -ohE 'tests passed, 0 tests failed out of [0-9]+' build/ctest-cpp.log | awk '{print $NF}')"
+
+step "C++ binding tests under ASan+UBSan (ctest)"
+cmake -S tests/cpp -B build/cpp-asan -DCMAKE_BUILD_TYPE=Debug -DAGENTAO_SANITIZE=ON >/dev/null
+cmake --build build/cpp-asan --parallel 2 >/dev/null
+ctest --test-dir build/cpp-asan --output-on-failure --timeout 180 | tee build/ctest-cpp-asan.log
+record "C++ tests (ASan+UBSan)" "$(grep -ohE 'tests passed, 0 tests failed out of [0-9]+' build/ctest-cpp-asan.log | awk '{print $NF}')"
+
+step "README C++ quickstart compiles as written"
+mkdir -p build/examples
+awk '/^## Quickstart/{q=1} q&&/^```cpp$/{c=1;next} c&&/^```$/{exit} c' README.md > build/examples/readme_quickstart.cpp
+[ -s build/examples/readme_quickstart.cpp ] || { echo "README has no C++ quickstart"; exit 1; }
+c++ -std=c++17 -Wall -Wextra -Werror -Iinclude -Ibindings/cpp build/examples/readme_quickstart.cpp \
+  -Ltarget/debug -Wl,-rpath,"$PWD/target/debug" -lagentao -o build/examples/readme_quickstart_cpp
+(cd build/examples && ./readme_quickstart_cpp) | tee build/examples/readme_cpp.out
+grep -qx 'Hello from the agent.' build/examples/readme_cpp.out
+record "README C++ quickstart" 1

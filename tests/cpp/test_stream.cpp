@@ -1,0 +1,183 @@
+// Streams: callback deltas then the completion, pull streams (items, closed, cancelled,
+// closing cancels), NO_SUBSCRIBE, host-event streams and observers.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "helpers.hpp"
+
+using namespace th;
+
+TEST(Stream, CallbackDeltasThenDone) {
+    workspace ws;
+    auto a = agentao::agent::create(config(ws, R"({"text":"streamed answer","chunk_size":3})"),
+                                    agentao::transport{});
+    std::mutex mu;
+    std::string joined;
+    std::atomic<int> after_done{0}, done{0};
+    std::optional<agentao::turn_result> result;
+    a.stream(
+        "go",
+        [&](std::string_view delta) {
+            if (done.load()) after_done++;
+            std::lock_guard<std::mutex> g(mu);
+            joined += json_str(std::string(delta), "text");
+        },
+        [&](agentao::turn_result r) {
+            std::lock_guard<std::mutex> g(mu);
+            result = std::move(r);
+            done = 1;
+        });
+    ASSERT_TRUE(wait_until([&] { return done.load() == 1; }));
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_TRUE(result->ok()) << result->message;
+    EXPECT_EQ(joined, "streamed answer");
+    EXPECT_TRUE(contains(result->outcome_json, kv("text", "streamed answer")));
+    EXPECT_EQ(after_done.load(), 0);
+}
+
+TEST(Stream, RefusedWithoutFanOut) {
+    workspace ws;
+    agentao::transport t;
+    t.fan_out = false;
+    auto a = agentao::agent::create(config(ws, R"({"text":"x"})"), std::move(t));
+    EXPECT_EQ(a.try_stream("go", [](std::string_view) {}, nullptr).code(), agentao::status::no_subscribe);
+    EXPECT_EQ(a.try_stream_open("go").code(), agentao::status::no_subscribe);
+    // The built-in null transport (no transport given) does stream.
+    auto b = agentao::agent::create(config(ws, R"({"text":"y"})"));
+    auto s = b.stream_open("go");
+    std::string last;
+    while (auto item = s.next(5s)) last = *item;
+    EXPECT_TRUE(contains(last, kv("text", "y"))) << last;
+    // Nothing started: the script is untouched.
+    EXPECT_EQ(a.chat("hi"), "x");
+}
+
+TEST(Stream, PullItemsThenClosed) {
+    workspace ws;
+    auto a = agentao::agent::create(config(ws, R"({"text":"pulled text","chunk_size":4})"),
+                                    agentao::transport{});
+    auto s = a.stream_open("go");
+    std::string joined, outcome;
+    int items = 0;
+    while (auto item = s.next(5s)) {
+        items++;
+        if (contains(*item, "\"text_delta\"")) {
+            EXPECT_TRUE(outcome.empty()) << "a delta after the outcome";
+            joined += json_str(*item, "text");
+        } else {
+            outcome = *item;
+        }
+    }
+    EXPECT_EQ(joined, "pulled text");
+    EXPECT_TRUE(contains(outcome, "\"type\":\"turn_outcome\"")) << outcome;
+    EXPECT_GE(items, 3);
+    // Closed stays closed.
+    auto again = s.try_next(10ms);
+    ASSERT_TRUE(again.ok());
+    EXPECT_FALSE(again.value().has_value());
+}
+
+TEST(Stream, PullTimeoutAndCancel) {
+    workspace ws;
+    auto a = agentao::agent::create(
+        config(ws, R"({"text":"slow words here","chunk_size":1,"delay_ms":50})"), agentao::transport{});
+    agentao::cancel_token tok;
+    agentao::turn_options opts;
+    opts.cancel = &tok;
+    auto s = a.stream_open("go", opts);
+    auto first = s.try_next(1ms);
+    if (!first) {
+        EXPECT_EQ(first.code(), agentao::status::timeout);
+    }
+    tok.cancel("pull-stop");
+    agentao::status end = agentao::status::ok;
+    for (int i = 0; i < 100; i++) {
+        auto r = s.try_next(5s);
+        if (!r) {
+            end = r.code();
+            EXPECT_TRUE(contains(r.error().what(), "pull-stop")) << r.error().what();
+            break;
+        }
+        ASSERT_TRUE(r.value().has_value()) << "closed without the cancelled status";
+    }
+    EXPECT_EQ(end, agentao::status::cancelled);
+    EXPECT_TRUE(contains(a.last_turn(), kv("status", "cancelled")));
+}
+
+TEST(Stream, DestroyingTheStreamCancelsTheTurn) {
+    workspace ws;
+    auto a = agentao::agent::create(
+        config(ws, R"({"repeat_text":{"unit":"w ","count":200},"delay_ms":20},{"text":"next"})"),
+        agentao::transport{});
+    {
+        auto s = a.stream_open("go");
+        auto item = s.next(5s);
+        ASSERT_TRUE(item.has_value());
+    }
+    ASSERT_TRUE(wait_until([&] { return contains(a.last_turn(), kv("status", "cancelled")); }, 5s))
+        << a.last_turn();
+    EXPECT_TRUE(contains(a.last_turn(), kv("error", "async-cancel")));
+    EXPECT_TRUE(wait_until([&] { return a.try_chat("again").ok(); }, 5s));
+}
+
+TEST(HostEvents, StreamFiltersAndObservers) {
+    workspace ws;
+    auto a = agentao::agent::create(config(ws, WRITE_TURN));
+    auto sid = a.session_id();
+    auto all = a.host_events();
+    EXPECT_EQ(a.try_host_events().code(), agentao::status::stream_subscribe);
+    auto mine = a.host_events(sid);
+    EXPECT_EQ(a.try_host_events(sid).code(), agentao::status::stream_subscribe);
+
+    std::mutex mu;
+    std::vector<std::string> observed;
+    auto alive = std::make_shared<int>(0);
+    auto id = a.add_observer([&, alive](std::string_view ev) {
+        std::lock_guard<std::mutex> g(mu);
+        observed.emplace_back(ev);
+    });
+    EXPECT_EQ(all.try_next(20ms).code(), agentao::status::timeout);
+    EXPECT_EQ(a.chat("write"), "written");
+
+    const char* want[] = {"permission_decision", "tool_lifecycle", "tool_lifecycle"};
+    for (const char* w : want) {
+        auto ev = all.next(5s);
+        ASSERT_TRUE(ev.has_value());
+        EXPECT_EQ(json_str(*ev, "event_type"), w) << *ev;
+        EXPECT_EQ(json_str(*ev, "session_id"), sid);
+        EXPECT_TRUE(contains(*ev, kv("tool_call_id", "w1")));
+        auto same = mine.next(5s);
+        ASSERT_TRUE(same.has_value());
+        EXPECT_TRUE(contains(*same, w));
+    }
+    EXPECT_EQ(all.try_next(50ms).code(), agentao::status::timeout);
+    {
+        std::lock_guard<std::mutex> g(mu);
+        ASSERT_EQ(observed.size(), 3u);
+        EXPECT_EQ(json_str(observed[0], "event_type"), "permission_decision");
+    }
+    // A closed stream frees its filter.
+    all = agentao::host_event_stream();
+    auto reopened = a.host_events();
+    // Removing the observer releases its function once.
+    EXPECT_TRUE(a.remove_observer(id));
+    EXPECT_FALSE(a.remove_observer(id));
+    EXPECT_EQ(alive.use_count(), 1);
+    a.chat("again");
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_EQ(observed.size(), 3u);
+}
+
+TEST(HostEvents, ObserverReleasedWithTheAgent) {
+    workspace ws;
+    auto alive = std::make_shared<int>(0);
+    {
+        auto a = agentao::agent::create(config(ws, R"({"text":"x"})"));
+        a.add_observer([alive](std::string_view) {});
+        EXPECT_EQ(alive.use_count(), 2);
+    }
+    EXPECT_EQ(alive.use_count(), 1);
+}
