@@ -137,15 +137,17 @@ pub unsafe extern "C" fn agentao_stream_next(
                     if let Some(d) = st.deltas.recv().await {
                         return Some(Ok(d));
                     }
-                    match st.end.take() {
-                        Some(end) => Some(end.await.unwrap_or_else(|_| {
-                            Err(Fail(
-                                agentao_status::Internal,
-                                "the turn ended without an outcome".into(),
-                            ))
-                        })),
-                        None => None,
-                    }
+                    // Awaited in place and cleared only once it resolves: a timeout that
+                    // interrupts this wait must leave the outcome for the next call.
+                    let end = st.end.as_mut()?;
+                    let item = end.await.unwrap_or_else(|_| {
+                        Err(Fail(
+                            agentao_status::Internal,
+                            "the turn ended without an outcome".into(),
+                        ))
+                    });
+                    st.end = None;
+                    Some(item)
                 })
                 .await
             })

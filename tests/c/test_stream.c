@@ -322,7 +322,44 @@ static void test_host_events(void) {
     pthread_mutex_destroy(&o2.mu);
 }
 
+/* A next() whose timeout runs out while the turn is finishing must not lose the outcome: short
+ * timeouts (0 ms) polled in a loop must always see the deltas, the outcome, then CLOSED. */
+static void test_short_timeouts_keep_the_outcome(void) {
+    tu_section("pull stream polled with 0 ms timeouts: the outcome is never lost");
+    const char *dir = tu_workspace();
+    char *cfg = tu_printf("{\"working_directory\":\"%s\",\"llm\":{\"provider\":\"scripted\","
+                          "\"script\":{\"responses\":[],\"exhausted\":{\"chunks\":[\"a\",\"b\"]}}}}", dir);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    int lost = 0;
+    for (int turn = 0; turn < 300; turn++) {
+        agentao_stream *s = NULL;
+        if (agentao_agent_stream_open(a, "x", -1, NULL, &s, NULL) != AGENTAO_STATUS_OK) {
+            tu_sleep_ms(1);
+            continue;
+        }
+        int deltas = 0, outcome = 0;
+        agentao_status st;
+        for (;;) {
+            char *item = NULL;
+            st = agentao_stream_next(s, 0, &item, NULL);
+            if (st == AGENTAO_STATUS_TIMEOUT) continue;
+            if (st != AGENTAO_STATUS_OK) break;
+            if (strstr(item, "turn_outcome")) outcome++;
+            else deltas++;
+            agentao_string_free(item);
+        }
+        if (st != AGENTAO_STATUS_CLOSED || outcome != 1 || deltas != 2) lost++;
+        agentao_stream_free(s);
+        agentao_agent_set_history(a, "[]", NULL);
+    }
+    CHECK_MSG(lost == 0, "%d of 300 turns lost their outcome or ended with another status", lost);
+    agentao_agent_free(a);
+}
+
 int main(void) {
+    test_short_timeouts_keep_the_outcome();
     test_callback_stream();
     test_pull_stream();
     test_host_events();

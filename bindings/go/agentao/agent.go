@@ -1,0 +1,386 @@
+package agentao
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"iter"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Agent is one session: history, tools, permissions and a transport. Safe for concurrent use;
+// one turn runs at a time (a second gets StatusTurnInProgress).
+type Agent struct {
+	mu        sync.Mutex
+	ptr       *C.agentao_agent
+	closed    bool
+	active    int                                  // calls inside the library
+	turns     map[*C.agentao_cancel_token]struct{} // tokens of running turns, cancelled by Close
+	sessionID string
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	observers []func(HostEvent)
+}
+
+// WithHostEventObserver registers a host-event observer before the agent can run a turn, so
+// it sees every event (see AddHostEventObserver).
+func WithHostEventObserver(fn func(HostEvent)) Option {
+	return func(o *options) { o.observers = append(o.observers, fn) }
+}
+
+// New creates an agent. config is the config document (docs/config.md): a JSON string,
+// []byte or json.RawMessage as it is, or any value encoding/json marshals (a map, a struct).
+// transport may be nil for the built-in null transport (which supports Stream); a Go
+// transport supports Stream when it implements Subscriber.
+//
+// Release the agent with Close. An invalid config is an *Error with StatusInvalidConfig and a
+// message naming the field.
+func New(config any, transport Transport, opts ...Option) (*Agent, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	text, err := jsonText(config)
+	if err != nil {
+		return nil, err
+	}
+	ccfg, err := cstring(text)
+	if err != nil {
+		return nil, err
+	}
+	defer freeC(ccfg)
+	var ptr *C.agentao_agent
+	var cerr *C.agentao_error
+	var st C.agentao_status
+	if transport == nil {
+		st = C.agentao_agent_new(ccfg, nil, &ptr, &cerr)
+	} else {
+		box := &transportBox{t: transport}
+		box.sub, _ = transport.(Subscriber)
+		sub := C.int(0)
+		if box.sub != nil {
+			sub = 1
+		}
+		// The library owns the handle from here: it calls userdata_free (which deletes it)
+		// exactly once, even when agent_new fails.
+		vt := C.agentao_go_transport(C.uintptr_t(newHandle(box)), sub)
+		st = C.agentao_agent_new(ccfg, &vt, &ptr, &cerr)
+	}
+	if err := statusErr(st, cerr); err != nil {
+		return nil, err
+	}
+	a := &Agent{ptr: ptr, turns: map[*C.agentao_cancel_token]struct{}{}}
+	a.sessionID = C.GoString(C.agentao_agent_session_id(ptr))
+	for _, fn := range o.observers {
+		if fn == nil {
+			continue
+		}
+		if _, err := addObserver(ptr, fn); err != nil {
+			C.agentao_agent_free(ptr)
+			return nil, err
+		}
+	}
+	runtime.SetFinalizer(a, (*Agent).Close)
+	return a, nil
+}
+
+// Close releases the agent. Running turns are cancelled (reason "session-closed") without
+// waiting: their calls return StatusCancelled, and the library handle is released when the
+// last of them returns. Idempotent; allowed inside a callback of the agent's own turn.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	reason := C.CString("session-closed")
+	for tok := range a.turns {
+		C.agentao_cancel_token_cancel(tok, reason)
+	}
+	freeC(reason)
+	p := a.takeIfIdle()
+	a.mu.Unlock()
+	if p != nil {
+		C.agentao_agent_free(p)
+	}
+	return nil
+}
+
+// takeIfIdle hands out the handle for freeing once the agent is closed and unused (a.mu held).
+func (a *Agent) takeIfIdle() *C.agentao_agent {
+	if !a.closed || a.active > 0 || a.ptr == nil {
+		return nil
+	}
+	p := a.ptr
+	a.ptr = nil
+	return p
+}
+
+// acquire marks a call in progress and returns the handle; release ends it.
+func (a *Agent) acquire() (*C.agentao_agent, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, ErrClosed
+	}
+	a.active++
+	return a.ptr, nil
+}
+
+func (a *Agent) release() {
+	a.mu.Lock()
+	a.active--
+	p := a.takeIfIdle()
+	a.mu.Unlock()
+	if p != nil {
+		C.agentao_agent_free(p)
+	}
+}
+
+// SessionID is the agent's session id (a UUID).
+func (a *Agent) SessionID() string { return a.sessionID }
+
+// TurnOption configures one turn.
+type TurnOption func(*turnOptions)
+
+type turnOptions struct{ maxIterations int32 }
+
+// WithMaxIterations sets the turn's iteration budget (default: the config's max_iterations).
+func WithMaxIterations(n int) TurnOption {
+	return func(o *turnOptions) {
+		if n >= 0 && n <= 1<<31-1 {
+			o.maxIterations = int32(n)
+		}
+	}
+}
+
+// turn is one running turn: its message, cancel token and context link.
+type turn struct {
+	a     *Agent
+	ptr   *C.agentao_agent
+	msg   *C.char
+	max   C.int32_t
+	tok   *C.agentao_cancel_token
+	ctx   context.Context
+	stop  func() bool
+	fired chan struct{}
+}
+
+// beginTurn registers a turn whose token the context's cancellation (and Close) cancels.
+func (a *Agent) beginTurn(ctx context.Context, message string, opts []TurnOption) (*turn, error) {
+	o := turnOptions{maxIterations: -1}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	msg, err := cstring(message)
+	if err != nil {
+		return nil, err
+	}
+	ptr, err := a.acquire()
+	if err != nil {
+		freeC(msg)
+		return nil, err
+	}
+	t := &turn{a: a, ptr: ptr, msg: msg, max: C.int32_t(o.maxIterations), ctx: ctx,
+		tok: C.agentao_cancel_token_new()}
+	a.mu.Lock()
+	a.turns[t.tok] = struct{}{}
+	if a.closed { // Close ran since acquire: this turn starts cancelled
+		cancelToken(t.tok, "session-closed")
+	}
+	a.mu.Unlock()
+	if ctx.Done() != nil {
+		if ctx.Err() != nil {
+			cancelToken(t.tok, context.Cause(ctx).Error())
+		} else {
+			t.fired = make(chan struct{})
+			t.stop = context.AfterFunc(ctx, func() {
+				cancelToken(t.tok, context.Cause(ctx).Error())
+				close(t.fired)
+			})
+		}
+	}
+	return t, nil
+}
+
+func cancelToken(tok *C.agentao_cancel_token, reason string) {
+	r := C.CString(reason)
+	C.agentao_cancel_token_cancel(tok, r)
+	freeC(r)
+}
+
+// end unlinks the context, waits for a cancel already in flight, and releases the token.
+func (t *turn) end() {
+	if t.stop != nil && !t.stop() {
+		<-t.fired
+	}
+	t.a.mu.Lock()
+	delete(t.a.turns, t.tok)
+	t.a.mu.Unlock()
+	C.agentao_cancel_token_free(t.tok)
+	freeC(t.msg)
+	t.a.release()
+}
+
+// wrap adds the context's error to a cancelled turn's error.
+func (t *turn) wrap(err error) error {
+	if e, ok := err.(*Error); ok && e.Status == StatusCancelled && t.ctx.Err() != nil {
+		e.cause = context.Cause(t.ctx)
+	}
+	return err
+}
+
+// Chat runs one turn and returns the answer text. A turn that does not end ok returns an
+// *Error (StatusCancelled, StatusHostError, StatusTimeout, ...); its outcome is then readable
+// with LastTurn. Cancelling ctx cancels the turn.
+func (a *Agent) Chat(ctx context.Context, message string, opts ...TurnOption) (string, error) {
+	t, err := a.beginTurn(ctx, message, opts)
+	if err != nil {
+		return "", err
+	}
+	defer t.end()
+	var text *C.char
+	var cerr *C.agentao_error
+	if err := statusErr(C.agentao_agent_chat(t.ptr, t.msg, t.max, t.tok, &text, &cerr), cerr); err != nil {
+		return "", t.wrap(err)
+	}
+	return takeString(text), nil
+}
+
+// Outcome is a turn's result (the TurnOutcome of docs/c-api.md).
+type Outcome struct {
+	Text string `json:"text"`
+	// Status is "ok", "error" or "cancelled".
+	Status string `json:"status"`
+	// IncompleteReason is nil for a complete answer, else "no_output", "reasoning_only",
+	// "length_truncated", "doom_loop", "max_iterations", "llm_error" or "hook_stop".
+	IncompleteReason    *string `json:"incomplete_reason"`
+	ToolCount           int     `json:"tool_count"`
+	Error               *string `json:"error"`
+	FinishReasonMissing bool    `json:"finish_reason_missing"`
+	IsAnswer            bool    `json:"is_answer"`
+}
+
+func parseOutcome(b []byte) (*Outcome, error) {
+	if len(b) == 0 || string(b) == "null" {
+		return nil, nil
+	}
+	var o Outcome
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
+	}
+	return &o, nil
+}
+
+// Run runs one turn and returns its full outcome. A turn that does not end ok returns its
+// outcome (when it has one: a cancelled turn's partial text) and an *Error.
+func (a *Agent) Run(ctx context.Context, message string, opts ...TurnOption) (*Outcome, error) {
+	t, err := a.beginTurn(ctx, message, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer t.end()
+	done := make(chan doneResult, 1)
+	h := newHandle(done)
+	var cerr *C.agentao_error
+	if err := statusErr(C.agentao_go_run(t.ptr, t.msg, t.max, t.tok, h, &cerr), cerr); err != nil {
+		goAgentaoFreeHandle(h) // not accepted: on_done will not fire
+		return nil, err
+	}
+	res := <-done
+	out, perr := parseOutcome(res.outcome)
+	if res.status != StatusOK {
+		return out, t.wrap(&Error{Status: res.status, Message: res.message})
+	}
+	return out, perr
+}
+
+// Chunk is one item of a streamed turn: a text delta, or (last) the outcome.
+type Chunk struct {
+	Text    string
+	Outcome *Outcome
+}
+
+// Stream runs one turn and yields its text deltas, in order, then a last chunk with the
+// outcome. A turn that does not end ok yields its deltas, then (chunk with its outcome, error).
+// Ending the iteration early cancels the turn (reason "async-cancel"); so does cancelling ctx.
+// The turn starts when the iteration starts. The library queues 64 items: a turn whose
+// reader falls behind waits, nothing is dropped.
+func (a *Agent) Stream(ctx context.Context, message string, opts ...TurnOption) iter.Seq2[Chunk, error] {
+	return func(yield func(Chunk, error) bool) {
+		t, err := a.beginTurn(ctx, message, opts)
+		if err != nil {
+			yield(Chunk{}, err)
+			return
+		}
+		defer t.end()
+		var s *C.agentao_stream
+		var cerr *C.agentao_error
+		if err := statusErr(C.agentao_agent_stream_open(t.ptr, t.msg, t.max, t.tok, &s, &cerr), cerr); err != nil {
+			yield(Chunk{}, t.wrap(err))
+			return
+		}
+		defer C.agentao_stream_free(s)
+		// One cgo call reads every item that is ready (see agentao_go_stream_batch).
+		buf := make([]byte, 16<<10)
+		for {
+			var used C.size_t
+			var big *C.char
+			st := C.agentao_go_stream_batch(s, 3600_000, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &used, &big, &cerr)
+			for b := buf[:used]; len(b) >= 4; {
+				n := int(binary.NativeEndian.Uint32(b))
+				item := b[4 : 4+n]
+				b = b[4+n:]
+				if !t.deliver(item, yield) {
+					return
+				}
+			}
+			if big != nil {
+				if !t.deliver(takeBytes(big), yield) {
+					return
+				}
+			}
+			switch st {
+			case C.AGENTAO_STATUS_OK:
+			case C.AGENTAO_STATUS_TIMEOUT:
+				C.agentao_error_free(cerr)
+				cerr = nil
+			default:
+				err := t.wrap(statusErr(st, cerr))
+				var out *Outcome
+				var last *C.char
+				if C.agentao_agent_last_turn(t.ptr, &last, nil) == C.AGENTAO_STATUS_OK {
+					out, _ = parseOutcome(takeBytes(last))
+				}
+				yield(Chunk{Outcome: out}, err)
+				return
+			}
+		}
+	}
+}
+
+// deliver yields one stream item; false ends the iteration (the consumer stopped, or this was
+// the outcome).
+func (t *turn) deliver(item []byte, yield func(Chunk, error) bool) bool {
+	if text, ok := deltaText(item); ok {
+		return yield(Chunk{Text: text}, nil)
+	}
+	out, err := parseOutcome(item)
+	if err == nil && out == nil {
+		err = &Error{Status: StatusInternal, Message: "stream item is neither a delta nor an outcome"}
+	}
+	yield(Chunk{Outcome: out}, err)
+	return false
+}

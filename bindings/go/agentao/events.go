@@ -1,0 +1,257 @@
+package agentao
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// HostEvent is one host event of the v3 contract (docs/schema/host.events.v3.schema.json):
+// *ToolLifecycleEvent, *PermissionDecisionEvent, *SubagentLifecycleEvent, or
+// *UnknownHostEvent for an event type this binding does not know.
+type HostEvent interface {
+	// EventType is the wire "event_type".
+	EventType() string
+}
+
+// ToolLifecycleEvent is a tool call's lifecycle: phase started, then completed or failed.
+type ToolLifecycleEvent struct {
+	SessionID   string     `json:"session_id"`
+	TurnID      *string    `json:"turn_id"`
+	ToolCallID  string     `json:"tool_call_id"`
+	ToolName    string     `json:"tool_name"`
+	Phase       string     `json:"phase"` // started | completed | failed
+	StartedAt   time.Time  `json:"started_at"`
+	CompletedAt *time.Time `json:"completed_at"`
+	Outcome     *string    `json:"outcome"`
+	Summary     *string    `json:"summary"`
+	ErrorType   *string    `json:"error_type"`
+}
+
+// PermissionDecisionEvent is one permission decision (every decision, allow included).
+type PermissionDecisionEvent struct {
+	SessionID     string          `json:"session_id"`
+	TurnID        *string         `json:"turn_id"`
+	ToolCallID    *string         `json:"tool_call_id"`
+	ToolName      string          `json:"tool_name"`
+	DecisionID    string          `json:"decision_id"`
+	Outcome       string          `json:"outcome"` // allow | deny | prompt
+	Mode          PermissionMode  `json:"mode"`
+	MatchedRule   json.RawMessage `json:"matched_rule"` // an object, or null
+	Reason        *string         `json:"reason"`
+	LoadedSources []string        `json:"loaded_sources"`
+	DecidedAt     time.Time       `json:"decided_at"`
+}
+
+// SubagentLifecycleEvent is a sub-agent task's lineage.
+type SubagentLifecycleEvent struct {
+	SessionID        string         `json:"session_id"`
+	ChildTaskID      string         `json:"child_task_id"`
+	ChildSessionID   *string        `json:"child_session_id"`
+	ParentSessionID  *string        `json:"parent_session_id"`
+	ParentTaskID     *string        `json:"parent_task_id"`
+	ParentToolCallID *string        `json:"parent_tool_call_id"`
+	Phase            string         `json:"phase"` // spawned | completed | failed | cancelled
+	TaskSummary      *string        `json:"task_summary"`
+	StartedAt        time.Time      `json:"started_at"`
+	CompletedAt      *time.Time     `json:"completed_at"`
+	ErrorType        *string        `json:"error_type"`
+	Usage            *SubagentUsage `json:"usage"`
+}
+
+// SubagentUsage is a sub-agent's token totals.
+type SubagentUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	ReasoningTokens     int64 `json:"reasoning_tokens"`
+}
+
+// UnknownHostEvent is an event of a type this binding does not know (readers ignore what
+// they do not understand; the JSON is kept).
+type UnknownHostEvent struct {
+	Type string
+	JSON json.RawMessage
+}
+
+func (*ToolLifecycleEvent) EventType() string      { return "tool_lifecycle" }
+func (*PermissionDecisionEvent) EventType() string { return "permission_decision" }
+func (*SubagentLifecycleEvent) EventType() string  { return "subagent_lifecycle" }
+func (e *UnknownHostEvent) EventType() string      { return e.Type }
+
+// decodeHostEvent decodes the v3 wire form by its event_type.
+func decodeHostEvent(b []byte) (HostEvent, error) {
+	var head struct {
+		EventType string `json:"event_type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
+	}
+	var ev HostEvent
+	switch head.EventType {
+	case "tool_lifecycle":
+		ev = &ToolLifecycleEvent{}
+	case "permission_decision":
+		ev = &PermissionDecisionEvent{}
+	case "subagent_lifecycle":
+		ev = &SubagentLifecycleEvent{}
+	default:
+		return &UnknownHostEvent{Type: head.EventType, JSON: b}, nil
+	}
+	if err := json.Unmarshal(b, ev); err != nil {
+		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
+	}
+	return ev, nil
+}
+
+// HostEventStream reads an agent's host events (the reference's agent.events()). Only events
+// published after it opened arrive. Its queue holds 64 events and a slow reader slows the
+// turn (nothing is dropped), so read it steadily or Close it. Safe for concurrent use.
+type HostEventStream struct {
+	ctx context.Context
+	mu  sync.Mutex
+	s   *C.agentao_host_event_stream
+}
+
+// eventPoll bounds how long Next waits in the library before looking at its context again.
+const eventPoll = 25 * time.Millisecond
+
+// Events opens a host-event stream of this agent, read until ctx is done or the stream is
+// closed. With sessionID set, only that session's events arrive. Only one stream per filter
+// may be open at a time (StatusStreamSubscribe otherwise).
+func (a *Agent) Events(ctx context.Context, sessionID ...string) (*HostEventStream, error) {
+	ptr, err := a.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer a.release()
+	var filter *C.char
+	if len(sessionID) > 0 && sessionID[0] != "" {
+		if filter, err = cstring(sessionID[0]); err != nil {
+			return nil, err
+		}
+		defer freeC(filter)
+	}
+	var s *C.agentao_host_event_stream
+	var cerr *C.agentao_error
+	if err := statusErr(C.agentao_agent_host_events_open(ptr, filter, &s, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	hs := &HostEventStream{ctx: ctx, s: s}
+	runtime.SetFinalizer(hs, (*HostEventStream).Close)
+	return hs, nil
+}
+
+// Next waits for the next event. It returns the context's error once the context is done,
+// and ErrClosed after Close.
+func (hs *HostEventStream) Next() (HostEvent, error) {
+	for {
+		if err := hs.ctx.Err(); err != nil {
+			return nil, err
+		}
+		ev, err, again := hs.poll()
+		if !again {
+			return ev, err
+		}
+	}
+}
+
+func (hs *HostEventStream) poll() (HostEvent, error, bool) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.s == nil {
+		return nil, ErrClosed, false
+	}
+	wait := eventPoll
+	if dl, ok := hs.ctx.Deadline(); ok {
+		wait = min(wait, max(time.Until(dl), 0))
+	}
+	var item *C.char
+	var cerr *C.agentao_error
+	st := C.agentao_host_event_stream_next(hs.s, C.uint32_t(wait.Milliseconds()), &item, &cerr)
+	if st == C.AGENTAO_STATUS_TIMEOUT {
+		C.agentao_error_free(cerr)
+		return nil, nil, true
+	}
+	if err := statusErr(st, cerr); err != nil {
+		return nil, err, false
+	}
+	ev, err := decodeHostEvent(takeBytes(item))
+	return ev, err, false
+}
+
+// All iterates over the events until the context is done or the stream is closed; an error
+// other than those ends the iteration with that error.
+func (hs *HostEventStream) All() iter.Seq2[HostEvent, error] {
+	return func(yield func(HostEvent, error) bool) {
+		for {
+			ev, err := hs.Next()
+			if err == ErrClosed || (err != nil && hs.ctx.Err() != nil) {
+				return
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close closes the stream (idempotent); a turn blocked on its full queue resumes.
+func (hs *HostEventStream) Close() error {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.s != nil {
+		C.agentao_host_event_stream_free(hs.s)
+		hs.s = nil
+	}
+	return nil
+}
+
+// ObserverID identifies a host-event observer.
+type ObserverID uint64
+
+// AddHostEventObserver registers fn for every host event of this agent; it runs inline on a
+// library thread, in order, never concurrently with another observer call of this agent, and
+// must return quickly. A panic in fn loses that event.
+func (a *Agent) AddHostEventObserver(fn func(HostEvent)) (ObserverID, error) {
+	if fn == nil {
+		return 0, &Error{Status: StatusNullArgument, Message: "observer is nil"}
+	}
+	ptr, err := a.acquire()
+	if err != nil {
+		return 0, err
+	}
+	defer a.release()
+	return addObserver(ptr, fn)
+}
+
+func addObserver(ptr *C.agentao_agent, fn func(HostEvent)) (ObserverID, error) {
+	h := newHandle(fn)
+	var id C.uint64_t
+	var cerr *C.agentao_error
+	// On failure the library has not taken the userdata: the handle is ours to delete.
+	if err := statusErr(C.agentao_go_add_observer(ptr, h, &id, &cerr), cerr); err != nil {
+		goAgentaoFreeHandle(h)
+		return 0, err
+	}
+	return ObserverID(id), nil
+}
+
+// RemoveHostEventObserver removes an observer; false when it was not registered.
+func (a *Agent) RemoveHostEventObserver(id ObserverID) bool {
+	ptr, err := a.acquire()
+	if err != nil {
+		return false
+	}
+	defer a.release()
+	return bool(C.agentao_agent_remove_host_event_observer(ptr, C.uint64_t(id)))
+}

@@ -1,0 +1,155 @@
+package agentao
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestHostEvents(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var observed []HostEvent
+	var inCall, overlaps atomic.Int32
+	obs := func(ev HostEvent) {
+		if inCall.Swap(1) == 1 {
+			overlaps.Add(1)
+		}
+		mu.Lock()
+		observed = append(observed, ev)
+		mu.Unlock()
+		inCall.Store(0)
+	}
+	a := newAgent(t, config(dir, writeTurn, ""), nil, WithHostEventObserver(obs))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hs, err := a.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	if _, err := a.Events(ctx); !errors.Is(err, StatusStreamSubscribe) {
+		t.Fatalf("second stream with the same filter: %v", err)
+	}
+	filtered, err := a.Events(ctx, a.SessionID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer filtered.Close()
+	if _, err := a.Chat(context.Background(), "write"); err != nil {
+		t.Fatal(err)
+	}
+
+	ev, err := hs.Next()
+	pd, ok := ev.(*PermissionDecisionEvent)
+	if err != nil || !ok {
+		t.Fatalf("first event %#v, %v", ev, err)
+	}
+	if pd.SessionID != a.SessionID() || pd.ToolName != "write_file" || pd.ToolCallID == nil || *pd.ToolCallID != "w1" ||
+		pd.Outcome != "prompt" || pd.Mode != WorkspaceWrite || pd.DecidedAt.IsZero() || pd.DecisionID == "" {
+		t.Fatalf("permission decision %+v", pd)
+	}
+	for _, phase := range []string{"started", "completed"} {
+		ev, err := hs.Next()
+		tl, ok := ev.(*ToolLifecycleEvent)
+		if err != nil || !ok || tl.Phase != phase || tl.ToolName != "write_file" || tl.ToolCallID != "w1" || tl.StartedAt.IsZero() {
+			t.Fatalf("tool lifecycle (%s) %#v, %v", phase, ev, err)
+		}
+		if phase == "completed" && (tl.Outcome == nil || *tl.Outcome != "ok" || tl.CompletedAt == nil) {
+			t.Fatalf("completed %+v", tl)
+		}
+	}
+	var types []string
+	for ev, err := range filtered.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.EventType())
+		if len(types) == 3 {
+			break
+		}
+	}
+	if strings.Join(types, ",") != "permission_decision,tool_lifecycle,tool_lifecycle" {
+		t.Fatalf("filtered stream %v", types)
+	}
+	mu.Lock()
+	if len(observed) != 3 || overlaps.Load() != 0 {
+		t.Fatalf("observer saw %d events, %d overlaps", len(observed), overlaps.Load())
+	}
+	mu.Unlock()
+
+	// Nothing more: a deadline ends Next with the context's error.
+	short, cancelShort := context.WithTimeout(context.Background(), 60*time.Millisecond)
+	defer cancelShort()
+	hs.Close()
+	hs2, err := a.Events(short) // a closed stream frees its filter
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs2.Next(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next on an idle stream: %v", err)
+	}
+	hs2.Close()
+	if _, err := hs2.Next(); err == nil {
+		t.Fatal("Next after Close")
+	}
+}
+
+func TestHostEventObservers(t *testing.T) {
+	dir := t.TempDir()
+	a := newAgent(t, config(dir, writeTurn, ""), nil)
+	var n atomic.Int32
+	id, err := a.AddHostEventObserver(func(HostEvent) { n.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if liveHandles.Load() != 1 {
+		t.Fatalf("live handles %d", liveHandles.Load())
+	}
+	if _, err := a.Chat(context.Background(), "write"); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 3 {
+		t.Fatalf("observer saw %d events", n.Load())
+	}
+	if !a.RemoveHostEventObserver(id) || a.RemoveHostEventObserver(id) {
+		t.Fatal("RemoveHostEventObserver")
+	}
+	waitHandles(t) // userdata_free deleted the handle
+	if _, err := a.AddHostEventObserver(func(HostEvent) {}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	waitHandles(t)
+}
+
+func TestDecodeConformanceExamples(t *testing.T) {
+	// A copy of the conformance suite's examples (shared/conformance/host-event-examples.jsonl).
+	b, err := os.ReadFile("testdata/host-event-examples.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		ev, err := decodeHostEvent([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if _, unknown := ev.(*UnknownHostEvent); unknown {
+			t.Fatalf("unknown type: %s", line)
+		}
+		kinds[ev.EventType()]++
+	}
+	if len(kinds) < 2 {
+		t.Fatalf("kinds %v", kinds)
+	}
+	ev, err := decodeHostEvent([]byte(`{"event_type":"future_thing","x":1}`))
+	if u, ok := ev.(*UnknownHostEvent); err != nil || !ok || u.Type != "future_thing" {
+		t.Fatalf("unknown event %#v, %v", ev, err)
+	}
+}

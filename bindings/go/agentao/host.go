@@ -1,0 +1,196 @@
+package agentao
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The functions the C trampolines of shim.c call. Each recovers a panic of host code into the
+// documented failure: no Go panic ever unwinds into the library.
+
+// liveHandles counts the cgo.Handles the library still holds (tests check it drops to zero).
+var liveHandles atomic.Int64
+
+func newHandle(v any) C.uintptr_t {
+	liveHandles.Add(1)
+	return C.uintptr_t(cgo.NewHandle(v))
+}
+
+// transportBox is what a transport's cgo.Handle holds.
+type transportBox struct {
+	t   Transport
+	sub Subscriber
+}
+
+//export goAgentaoFreeHandle
+func goAgentaoFreeHandle(h C.uintptr_t) {
+	cgo.Handle(h).Delete()
+	liveHandles.Add(-1)
+}
+
+//export goAgentaoEmit
+func goAgentaoEmit(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
+	defer func() { _ = recover() }() // a panicking EmitEvent loses that event
+	box := cgo.Handle(h).Value().(*transportBox)
+	box.t.EmitEvent(parseEvent(C.GoStringN(eventJSON, C.int(n))))
+}
+
+// parseEvent reads the envelope the library writes, {"type":"T","schema_version":1,"data":D},
+// without a JSON decoder, and falls back to one for anything else.
+func parseEvent(s string) Event {
+	const pre, mid = `{"type":"`, `","schema_version":1,"data":`
+	if len(s) > len(pre)+len(mid)+1 && s[:len(pre)] == pre && s[len(s)-1] == '}' {
+		rest := s[len(pre):]
+		for i := 0; i+len(mid) <= len(rest); i++ {
+			if rest[i] == '\\' {
+				break
+			}
+			if rest[i] == '"' {
+				if rest[i:i+len(mid)] == mid {
+					return Event{Type: rest[:i], Data: json.RawMessage(rest[i+len(mid) : len(rest)-1])}
+				}
+				break
+			}
+		}
+	}
+	var env struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	_ = json.Unmarshal([]byte(s), &env)
+	return Event{Type: env.Type, Data: env.Data}
+}
+
+func panicMessage(method string, p any) string {
+	return fmt.Sprintf("panic in the host's %s: %v", method, p)
+}
+
+//export goAgentaoConfirm
+func goAgentaoConfirm(h C.uintptr_t, tool, description, argsJSON, callID *C.char, p *C.agentao_reply) {
+	r := &ConfirmReply{}
+	r.p = p
+	defer func() {
+		if v := recover(); v != nil {
+			_ = r.Fail(panicMessage("ConfirmTool", v))
+		}
+	}()
+	runtime.SetFinalizer(r, finalizeConfirm)
+	box := cgo.Handle(h).Value().(*transportBox)
+	box.t.ConfirmTool(ConfirmRequest{
+		ToolName:    C.GoString(tool),
+		Description: C.GoString(description),
+		Args:        json.RawMessage(C.GoString(argsJSON)),
+		CallID:      C.GoString(callID),
+	}, r)
+}
+
+//export goAgentaoAsk
+func goAgentaoAsk(h C.uintptr_t, question, hintsJSON *C.char, p *C.agentao_reply) {
+	r := &AnswerReply{}
+	r.p = p
+	defer func() {
+		if v := recover(); v != nil {
+			_ = r.Fail(panicMessage("AskUser", v))
+		}
+	}()
+	runtime.SetFinalizer(r, finalizeAnswer)
+	q := Question{}
+	if hintsJSON != nil {
+		_ = json.Unmarshal([]byte(C.GoString(hintsJSON)), &q)
+	}
+	q.Text = C.GoString(question)
+	box := cgo.Handle(h).Value().(*transportBox)
+	box.t.AskUser(q, r)
+}
+
+//export goAgentaoMaxIterations
+func goAgentaoMaxIterations(h C.uintptr_t, count C.uint32_t, pendingJSON *C.char, p *C.agentao_reply) {
+	r := &MaxIterationsReply{}
+	r.p = p
+	defer func() {
+		if v := recover(); v != nil {
+			_ = r.Fail(panicMessage("OnMaxIterations", v))
+		}
+	}()
+	runtime.SetFinalizer(r, finalizeMaxIter)
+	req := MaxIterationsRequest{Count: int(count)}
+	if pendingJSON != nil {
+		_ = json.Unmarshal([]byte(C.GoString(pendingJSON)), &req.PendingCalls)
+	}
+	box := cgo.Handle(h).Value().(*transportBox)
+	box.t.OnMaxIterations(req, r)
+}
+
+//export goAgentaoSubscribe
+func goAgentaoSubscribe(h C.uintptr_t, listener C.agentao_listener_fn, listenerUserdata unsafe.Pointer, out *C.uint64_t) (st C.int32_t) {
+	defer func() {
+		if v := recover(); v != nil {
+			st = C.AGENTAO_STATUS_INTERNAL
+		}
+	}()
+	box := cgo.Handle(h).Value().(*transportBox)
+	if box.sub == nil || listener == nil || out == nil {
+		return C.AGENTAO_STATUS_NULL_ARGUMENT
+	}
+	// listenerUserdata is the library's memory, not Go's: a closure may keep it.
+	id, err := box.sub.Subscribe(func(eventJSON string) {
+		c := C.CString(eventJSON)
+		C.agentao_go_call_listener(listener, listenerUserdata, c)
+		freeC(c)
+	})
+	if err != nil {
+		return C.AGENTAO_STATUS_INTERNAL
+	}
+	*out = C.uint64_t(id)
+	return C.AGENTAO_STATUS_OK
+}
+
+//export goAgentaoUnsubscribe
+func goAgentaoUnsubscribe(h C.uintptr_t, id C.uint64_t) {
+	defer func() { _ = recover() }()
+	if box := cgo.Handle(h).Value().(*transportBox); box.sub != nil {
+		box.sub.Unsubscribe(uint64(id))
+	}
+}
+
+// doneResult is the completion of an asynchronous turn.
+type doneResult struct {
+	status  Status
+	outcome []byte
+	message string
+}
+
+//export goAgentaoDone
+func goAgentaoDone(h C.uintptr_t, status C.int32_t, outcomeJSON *C.char, n C.size_t, message *C.char) {
+	handle := cgo.Handle(h)
+	ch := handle.Value().(chan doneResult)
+	handle.Delete()
+	liveHandles.Add(-1)
+	res := doneResult{status: Status(status)}
+	if outcomeJSON != nil {
+		res.outcome = C.GoBytes(unsafe.Pointer(outcomeJSON), C.int(n))
+	}
+	if message != nil {
+		res.message = C.GoString(message)
+	}
+	ch <- res // buffered: never blocks
+}
+
+//export goAgentaoObserve
+func goAgentaoObserve(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
+	defer func() { _ = recover() }() // a panicking observer loses that event
+	fn := cgo.Handle(h).Value().(func(HostEvent))
+	ev, err := decodeHostEvent(C.GoBytes(unsafe.Pointer(eventJSON), C.int(n)))
+	if err == nil {
+		fn(ev)
+	}
+}

@@ -1,0 +1,167 @@
+package agentao
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStream(t *testing.T) {
+	dir := t.TempDir()
+	rec := newRecorder()
+	a := newAgent(t, config(dir, `{"text":"Narration. ","tool_calls":[{"id":"l1","name":"list_directory","arguments":{}}]},`+
+		`{"chunks":["Hel","lo \"","wor","ld\n"]}`, ""), rec)
+	var deltas []string
+	var out *Outcome
+	for c, err := range a.Stream(context.Background(), "hi") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Outcome != nil {
+			out = c.Outcome
+			continue
+		}
+		if out != nil {
+			t.Fatal("a delta after the outcome")
+		}
+		deltas = append(deltas, c.Text)
+	}
+	if got := strings.Join(deltas, "|"); got != "Narration. |Hel|lo \"|wor|ld\n" {
+		t.Fatalf("deltas %q", got)
+	}
+	if out == nil || out.Text != "Hello \"world\n" || out.Status != "ok" {
+		t.Fatalf("outcome %+v", out)
+	}
+}
+
+func TestStreamNeedsSubscriber(t *testing.T) {
+	dir := t.TempDir()
+	a := newAgent(t, config(dir, `{"text":"first"}`, ""), NullTransport{})
+	n := 0
+	for _, err := range a.Stream(context.Background(), "hi") {
+		n++
+		if !errors.Is(err, StatusNoSubscribe) {
+			t.Fatalf("Stream: %v", err)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d items", n)
+	}
+	if text, err := a.Chat(context.Background(), "hi"); err != nil || text != "first" {
+		t.Fatalf("Chat = %q, %v", text, err)
+	}
+}
+
+func TestStreamEarlyBreakCancels(t *testing.T) {
+	dir := t.TempDir()
+	a := newAgent(t, config(dir, `{"repeat_text":{"unit":"tick ","count":200},"delay_ms":10}`, ""), nil)
+	n := 0
+	for c, err := range a.Stream(context.Background(), "ticks") {
+		if err != nil || c.Text != "tick " {
+			t.Fatalf("item %+v, %v", c, err)
+		}
+		if n++; n == 3 {
+			break
+		}
+	}
+	var last *Outcome
+	eventually(t, "the broken-off turn to end", 5*time.Second, func() bool {
+		last, _ = a.LastTurn()
+		return last != nil && last.Status == "cancelled"
+	})
+	if last.Error == nil || *last.Error != "async-cancel" || !strings.HasPrefix(last.Text, "tick tick tick ") || len(last.Text) > 1000 {
+		t.Fatalf("outcome %+v", last)
+	}
+	var text string
+	var err error
+	eventually(t, "the next turn", 5*time.Second, func() bool {
+		text, err = a.Chat(context.Background(), "again")
+		return !errors.Is(err, StatusTurnInProgress)
+	})
+	if err != nil || text != "(script exhausted)" {
+		t.Fatalf("Chat = %q, %v", text, err)
+	}
+}
+
+func TestStreamContextCancel(t *testing.T) {
+	dir := t.TempDir()
+	a := newAgent(t, config(dir, `{"repeat_text":{"unit":"tick ","count":500},"delay_ms":5}`, ""), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	var final error
+	var finalOut *Outcome
+	for c, err := range a.Stream(ctx, "ticks") {
+		if err != nil {
+			final, finalOut = err, c.Outcome
+			break
+		}
+		if n++; n == 5 {
+			cancel()
+		}
+	}
+	if !errors.Is(final, StatusCancelled) || !errors.Is(final, context.Canceled) {
+		t.Fatalf("Stream ended with %v", final)
+	}
+	if finalOut == nil || finalOut.Status != "cancelled" {
+		t.Fatalf("outcome %+v", finalOut)
+	}
+	// Cancelled before it starts: the error, nothing else.
+	items := 0
+	for _, err := range a.Stream(ctx, "x") {
+		items++
+		if !errors.Is(err, StatusCancelled) {
+			t.Fatalf("Stream: %v", err)
+		}
+	}
+	if items != 1 {
+		t.Fatalf("%d items", items)
+	}
+}
+
+// Many short streamed turns, read in batches: every one ends with its outcome (the library
+// once lost it when a zero-timeout read interrupted the wait for it).
+func TestStreamManyTurnsKeepTheirOutcome(t *testing.T) {
+	a := newAgent(t, benchConfig(t.TempDir(), `{"chunks":["a","b"]}`), nil)
+	for i := range 300 {
+		var text string
+		var out *Outcome
+		for c, err := range a.Stream(context.Background(), "go") {
+			if err != nil {
+				t.Fatalf("turn %d: %v", i, err)
+			}
+			text += c.Text
+			out = c.Outcome
+		}
+		if text != "ab" || out == nil || out.Text != "ab" {
+			t.Fatalf("turn %d: deltas %q, outcome %+v", i, text, out)
+		}
+		if err := a.SetHistory("[]"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A delta larger than the batch buffer comes through whole, between the small ones.
+func TestStreamLargeDelta(t *testing.T) {
+	big := strings.Repeat("y", 40<<10)
+	a := newAgent(t, config(t.TempDir(), `{"chunks":["a","`+big+`","b"]}`, ""), nil)
+	var got []string
+	for c, err := range a.Stream(context.Background(), "go") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Outcome != nil {
+			if c.Outcome.Text != "a"+big+"b" {
+				t.Fatalf("outcome text of %d bytes", len(c.Outcome.Text))
+			}
+			continue
+		}
+		got = append(got, c.Text)
+	}
+	if len(got) != 3 || got[0] != "a" || got[1] != big || got[2] != "b" {
+		t.Fatalf("%d deltas", len(got))
+	}
+}

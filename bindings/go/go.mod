@@ -1,0 +1,3 @@
+module github.com/agentao/libagentao/bindings/go
+
+go 1.23
