@@ -10,6 +10,7 @@ pub mod hardline;
 pub mod path_policy;
 pub mod presets;
 pub mod rules;
+pub mod shell_reads;
 pub mod url_policy;
 
 use serde::Serialize;
