@@ -20,8 +20,10 @@
 //! them), so inserting words keeps its meaning.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::permissions::presets::is_read_only_shell;
 
@@ -96,13 +98,66 @@ fn driver_keys(names: &str) -> Vec<(String, String)> {
     out
 }
 
+/// How long listing the repository's config may take (a config `include` of a FIFO would
+/// block forever).
+const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `git config --name-only --list` in `cwd` (runs no program from the config). `Ok("")` when
+/// git is not installed (the command itself then fails the same way).
+fn list_config_names(
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    params: &str,
+) -> Result<String, String> {
+    let spawned = Command::new("git")
+        .args(["config", "--name-only", "--list"])
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("GIT_CONFIG_PARAMETERS", params)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(out) = stdout.as_mut() {
+            let _ = out.take(1 << 20).read_to_string(&mut text);
+        }
+        text
+    });
+    let deadline = Instant::now() + LIST_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("git config did not finish".to_owned());
+            }
+        }
+    }
+    reader
+        .join()
+        .map_err(|_| "git config output unreadable".to_owned())
+}
+
 /// Git's `sq_quote` form of one `key=value` parameter.
 fn sq(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// How to launch `command` in `cwd` with `env` (see the module doc).
-pub fn harden(command: &str, cwd: &Path, env: &[(OsString, OsString)]) -> GitLaunch {
+/// How to launch `command` in `cwd` with `env` (see the module doc). `local`: the command runs
+/// on this machine, so the repository's drivers can be listed here first (an injected
+/// executor gets the fixed overrides and flags only).
+pub fn harden(command: &str, cwd: &Path, env: &[(OsString, OsString)], local: bool) -> GitLaunch {
     if !is_read_only_shell(command) {
         return GitLaunch::Unchanged;
     }
@@ -127,17 +182,17 @@ pub fn harden(command: &str, cwd: &Path, env: &[(OsString, OsString)]) -> GitLau
         .iter()
         .map(|(k, v)| sq(&format!("{k}={v}")))
         .collect();
-    let listing = Command::new("git")
-        .args(["config", "--name-only", "--list"])
-        .current_dir(cwd)
-        .env_clear()
-        .envs(child_env.iter().map(|(k, v)| (k, v)))
-        .env("GIT_CONFIG_PARAMETERS", params.join(" "))
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output();
-    if let Ok(out) = listing {
-        for (key, driver) in driver_keys(&String::from_utf8_lossy(&out.stdout)) {
+    if local {
+        let names = match list_config_names(cwd, &child_env, &params.join(" ")) {
+            Ok(names) => names,
+            Err(why) => {
+                return GitLaunch::Refused(format!(
+                    "Error: refused to run '{command}': the repository config could not be \
+                     inspected ({why}); ask the user to run it"
+                ))
+            }
+        };
+        for (key, driver) in driver_keys(&names) {
             // Old gits split a parameter at its first `=`; a driver name must not hold one.
             if driver.contains(['=', '\n', '\0']) {
                 return GitLaunch::Refused(format!(
@@ -185,7 +240,7 @@ mod tests {
     use super::*;
 
     fn hardened(cmd: &str) -> String {
-        match harden(cmd, Path::new("/"), &[]) {
+        match harden(cmd, Path::new("/"), &[], true) {
             GitLaunch::Hardened { command, .. } => command,
             other => panic!("{other:?}"),
         }
@@ -205,10 +260,13 @@ mod tests {
         assert_eq!(hardened("git blame a"), "git blame --no-textconv a");
         assert_eq!(hardened("git status"), "git status");
         assert_eq!(
-            harden("git commit -m x", Path::new("/"), &[]),
+            harden("git commit -m x", Path::new("/"), &[], true),
             GitLaunch::Unchanged
         );
-        assert_eq!(harden("ls -la", Path::new("/"), &[]), GitLaunch::Unchanged);
+        assert_eq!(
+            harden("ls -la", Path::new("/"), &[], true),
+            GitLaunch::Unchanged
+        );
     }
 
     #[test]
@@ -218,7 +276,8 @@ mod tests {
             (OsString::from("GIT_DIR"), OsString::from("/elsewhere")),
             (OsString::from("PATH"), OsString::from("/bin")),
         ];
-        let GitLaunch::Hardened { env, .. } = harden("git status", Path::new("/"), &env) else {
+        let GitLaunch::Hardened { env, .. } = harden("git status", Path::new("/"), &env, true)
+        else {
             panic!()
         };
         assert!(!env

@@ -131,7 +131,7 @@ impl Tool for RunShellCommand {
         let mut env = super::shell_exec::build_child_env(ctx.services.shell_settings.scrub_env);
         let hardened;
         // The read-only git set runs with config-driven execution off (see git_launch).
-        let launch = match super::git_launch::harden(command, &cwd, &env) {
+        let launch = match super::git_launch::harden(command, &cwd, &env, executor.is_local()) {
             GitLaunch::Unchanged => command,
             GitLaunch::Refused(text) => return Ok(cap_result(&text, "")),
             GitLaunch::Hardened { command, env: e } => {
