@@ -14,6 +14,7 @@
 //! - a shell reading its script from a pipe (`printf '%s' '…' | bash`) has the writer's
 //!   arguments judged as texts (backslash escapes decoded, as `printf` and `echo -e` do);
 //! - the contents of `$(…)` and backquotes are judged as texts;
+//! - backslash-newline continuations are removed (they join words);
 //! - a function that calls itself twice through a pipe or `&` and is then called is a fork
 //!   bomb, whatever its name (`f(){ f|f& };f`).
 //!
@@ -635,7 +636,8 @@ pub(super) fn canonicalize(text: &[char]) -> Canon {
     let mut words: Vec<String> = Vec::new();
     let mut prev_words: Vec<String> = Vec::new();
     let mut piped = false;
-    let mut changed = false;
+    // A backslash-newline joins words (`r\<newline>m` is `rm`): the respelling removes it.
+    let mut changed = text.windows(2).any(|w| w == ['\\', '\n']);
     let mut texts = Vec::new();
     let finish = |words: &mut Vec<String>,
                   prev: &mut Vec<String>,
