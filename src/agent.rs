@@ -155,9 +155,12 @@ impl Agent {
         let tools = shared_registry(&config.tools).map_err(AgentError::InvalidConfig)?;
         let mut tool_services = ToolServices::new(&config.tools, &config.working_directory)
             .map_err(AgentError::InvalidConfig)?;
-        let engine =
+        let mut engine =
             PermissionEngine::from_config(config.permissions.as_ref(), &config.working_directory)
                 .map_err(AgentError::InvalidConfig)?;
+        if let Some(e) = engine.as_mut() {
+            e.set_outside_reads_allowed(config.tools.allow_reads_outside_workspace);
+        }
         // Without an engine the floor applies when a command launches (as in the reference);
         // an engine applies it while planning, unless its config turned it off.
         if let Some(e) = &engine {

@@ -2,13 +2,15 @@
 
 use serde_json::Value;
 
-const DIR: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/conformance/permissions/"
-);
+/// `shared/` beside the repository, or `$AGENTAO_SHARED_DIR` (a git worktree elsewhere).
+fn dir() -> String {
+    let shared = std::env::var("AGENTAO_SHARED_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_owned());
+    format!("{shared}/conformance/permissions/")
+}
 
 fn load(name: &str) -> Vec<Value> {
-    let path = format!("{DIR}{name}");
+    let path = format!("{}{name}", dir());
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("conformance file {path} missing: {e}"));
     text.lines()
@@ -17,29 +19,113 @@ fn load(name: &str) -> Vec<Value> {
         .collect()
 }
 
+const RM_ROW: &str = "recursive delete of root / system directory / home";
+
+/// Reference vectors recorded as `allow` that our floor refuses (issue 9: gaps of the
+/// reference closed by `hardline_canon`; docs/deviations.md, "Hardline floor"):
+/// (1-based line in hardline.jsonl, our description, why).
+const HARDLINE_DEVIATIONS: &[(usize, &str, &str)] = &[
+    (643, "fork bomb", "renamed fork bomb"),
+    (644, "fork bomb", "renamed fork bomb"),
+    (852, RM_ROW, "doas is a privilege wrapper"),
+    (904, RM_ROW, "a shell fed by printf through a pipe"),
+    (919, "reboot", "a shell fed by printf through a pipe"),
+    (
+        943,
+        "filesystem creation (mkfs)",
+        "a shell fed by printf through a pipe",
+    ),
+    (
+        992,
+        RM_ROW,
+        "a backslash-newline inside a word joins it (`r\\\nm` is `rm`)",
+    ),
+    (
+        993,
+        "shutdown",
+        "a backslash-newline inside a word joins it",
+    ),
+    (
+        995,
+        "dd write to raw block device",
+        "a backslash-newline between words",
+    ),
+    (
+        1029,
+        RM_ROW,
+        "a command word given as a path is judged by its name",
+    ),
+    (
+        1048,
+        RM_ROW,
+        "the canonical texts have their own budget beyond the reference's 16",
+    ),
+];
+
 #[test]
 fn hardline_vectors() {
     let vectors = load("hardline.jsonl");
     let mut failures = Vec::new();
-    for v in &vectors {
+    let mut deviations_seen = 0;
+    for (i, v) in vectors.iter().enumerate() {
         let cmd = v["command"].as_str().expect("command");
-        let want = v["description"].as_str();
+        let want = match HARDLINE_DEVIATIONS.iter().find(|d| d.0 == i + 1) {
+            Some(d) => {
+                deviations_seen += 1;
+                Some(d.1)
+            }
+            None => v["description"].as_str(),
+        };
         let got = agentao::permissions::hardline_verdict(cmd);
         if got.as_deref() != want {
-            failures.push(format!("{cmd:?}: want {want:?}, got {got:?}"));
+            failures.push(format!(
+                "line {}: {cmd:?}: want {want:?}, got {got:?}",
+                i + 1
+            ));
         }
     }
     eprintln!(
-        "hardline: {} / {} passed",
+        "hardline: {} / {} passed ({} expected deviations)",
         vectors.len() - failures.len(),
-        vectors.len()
+        vectors.len(),
+        deviations_seen
     );
+    assert_eq!(deviations_seen, HARDLINE_DEVIATIONS.len());
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Our own vectors (issue 9): gaps the reference's floor shares, closed here (documented in
+/// docs/deviations.md, "Hardline floor"), and literal forms that must stay allowed.
+#[test]
+fn hardline_vectors_of_our_own() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/hardline-ours.jsonl"
+    );
+    let text = std::fs::read_to_string(path).expect("our vectors");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).expect("vector is JSON");
+        n += 1;
+        let cmd = v["command"].as_str().expect("command");
+        let want = v["description"].as_str();
+        let got = agentao::permissions::hardline_verdict(cmd);
+        if got.as_deref() != want {
+            failures.push(format!(
+                "{cmd:?} ({}): want {want:?}, got {got:?}",
+                v["why"]
+            ));
+        }
+    }
+    eprintln!("hardline (ours): {} / {n} passed", n - failures.len());
+    assert!(n >= 20);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 use agentao::permissions::{decide, Mode, PermissionEngine, ToolFacts};
@@ -102,6 +188,12 @@ fn run_decision(v: &Value) -> (String, String, Value) {
 /// Where we deliberately differ from the reference (docs/deviations.md, "Permissions"):
 /// (1-based line in decisions.jsonl, our outcome, our reason, why).
 const DECISION_DEVIATIONS: &[(usize, &str, &str, &str)] = &[
+    (
+        396,
+        "prompt",
+        "outside-workspace-read:~/.bashrc",
+        OUTSIDE_READ_ASKS,
+    ),
     (
         761,
         "deny",
@@ -175,6 +267,9 @@ const DECISION_DEVIATIONS: &[(usize, &str, &str, &str)] = &[
     ),
 ];
 
+/// Deviation (c), issue 9: a read-only shell command whose path operand resolves outside the
+/// workspace is asked while outside reads are refused (the reference allows it).
+const OUTSIDE_READ_ASKS: &str = "read-only shell command reading outside the workspace prompts";
 /// Deviation (a): an explicit `ask` rule prompts even when the tool itself needs no
 /// confirmation (the reference reports `allow` with the ask rule as the matched rule).
 const ASK_PROMPTS: &str = "explicit ask rule prompts (reference: allow)";

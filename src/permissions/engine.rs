@@ -15,9 +15,9 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use super::presets::preset_rules;
+use super::presets::{preset_rules, READ_ONLY_SHELL};
 use super::rules::{Action, CallCtx, Rule};
-use super::{hardline, ActivePermissions, Mode};
+use super::{hardline, path_policy, shell_reads, ActivePermissions, Mode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineAction {
@@ -35,7 +35,15 @@ pub struct EngineMatch {
 }
 
 /// The `permissions` config keys (closed set).
-pub const CONFIG_KEYS: &[&str] = &["mode", "rules_file", "rules", "hardline"];
+pub const CONFIG_KEYS: &[&str] = &[
+    "mode",
+    "rules_file",
+    "rules",
+    "hardline",
+    "web_fetch_domains",
+];
+/// The source label of the `web_fetch_domains` rules.
+const WEB_DOMAINS_SOURCE: &str = "web_fetch_domains";
 /// Top-level keys of a permissions file (closed set).
 const FILE_KEYS: &[&str] = &["rules", "shell"];
 
@@ -51,6 +59,12 @@ pub struct PermissionEngine {
     /// `user:<path>` and `injected:<name>` labels, in order, deduplicated.
     sources: Vec<String>,
     hardline: bool,
+    /// `web_fetch_domains`: an allow rule for the listed hosts, then `web_fetch` → ask;
+    /// evaluated just before the preset (see `decide_detail`).
+    web_domains: Vec<Rule>,
+    /// `tools.allow_reads_outside_workspace`: when false, an auto-allowed read-only shell
+    /// command with an operand outside the workspace is asked instead.
+    outside_reads: bool,
     cache: Mutex<Option<ActivePermissions>>,
 }
 
@@ -64,6 +78,8 @@ impl Clone for PermissionEngine {
             run_deny: self.run_deny.clone(),
             sources: self.sources.clone(),
             hardline: self.hardline,
+            web_domains: self.web_domains.clone(),
+            outside_reads: self.outside_reads,
             cache: Mutex::new(None),
         }
     }
@@ -93,6 +109,8 @@ impl PermissionEngine {
             run_deny: Vec::new(),
             sources: Vec::new(),
             hardline: true,
+            web_domains: Vec::new(),
+            outside_reads: false,
             cache: Mutex::new(None),
         }
     }
@@ -166,6 +184,10 @@ impl PermissionEngine {
                 engine.add_loaded_source("injected:config");
             }
         }
+        match obj.get("web_fetch_domains") {
+            None | Some(Value::Null) => {}
+            Some(v) => engine.set_web_fetch_domains(v)?,
+        }
         Ok(Some(engine))
     }
 
@@ -205,6 +227,51 @@ impl PermissionEngine {
         };
         self.add_loaded_source(&format!("user:{}", abs.display()));
         Ok(())
+    }
+
+    /// Restricts `web_fetch` to a host allow-list (config `permissions.web_fetch_domains`, a
+    /// list of host names; `.example.com` also matches subdomains): a fetch to a listed host
+    /// is allowed, any other fetch is asked. The two rules are evaluated after the user rules
+    /// and before the preset (in `plan` and `full-access`, before the preset, which those modes
+    /// evaluate first), and appear there in the snapshot. Errors name the field.
+    pub fn set_web_fetch_domains(&mut self, list: &Value) -> Result<(), String> {
+        let field = "config field `permissions.web_fetch_domains`";
+        let items = list
+            .as_array()
+            .ok_or_else(|| format!("{field}: must be a list of host names"))?;
+        let mut hosts = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            match item.as_str() {
+                Some(h)
+                    if !h.is_empty()
+                        && h.trim_start_matches('.').chars().all(|c| {
+                            c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']')
+                        }) =>
+                {
+                    hosts.push(Value::String(h.to_ascii_lowercase()))
+                }
+                _ => {
+                    return Err(format!(
+                        "{field}[{i}]: must be a host name such as \"docs.rs\" or \".python.org\""
+                    ))
+                }
+            }
+        }
+        let allow = Rule::parse(&serde_json::json!({
+            "tool": "web_fetch", "domain": {"allowlist": hosts}, "action": "allow"
+        }))?;
+        let ask = Rule::parse(&serde_json::json!({"tool": "web_fetch", "action": "ask"}))?;
+        self.web_domains = vec![allow, ask];
+        self.add_loaded_source(&format!("injected:{WEB_DOMAINS_SOURCE}"));
+        self.invalidate();
+        Ok(())
+    }
+
+    /// Mirrors `tools.allow_reads_outside_workspace` (default false): when reads outside the
+    /// workspace are refused, a read-only shell command the preset would allow is asked when
+    /// one of its path operands resolves outside (see `shell_reads`).
+    pub fn set_outside_reads_allowed(&mut self, allowed: bool) {
+        self.outside_reads = allowed;
     }
 
     pub fn mode(&self) -> Mode {
@@ -297,8 +364,45 @@ impl PermissionEngine {
     }
 
     /// The engine's verdict for one call (steps 2a–2c of the pipeline), or `None` when no
-    /// rule matched.
+    /// rule matched. A preset allow of a read-only shell command becomes an ask when the
+    /// command reads outside the workspace and such reads are refused.
     pub fn decide_detail(&self, tool: &str, args: &Map<String, Value>) -> Option<EngineMatch> {
+        let found = self.rule_detail(tool, args)?;
+        if found.action != EngineAction::Allow || tool != "run_shell_command" || self.outside_reads
+        {
+            return Some(found);
+        }
+        let by_read_only_set = found
+            .rule
+            .as_ref()
+            .and_then(|r| r.get("args")?.get("command")?.as_str())
+            == Some(READ_ONLY_SHELL);
+        if !by_read_only_set || !found.reason.starts_with("mode-preset:") {
+            return Some(found);
+        }
+        let command = args
+            .get("command")
+            .map(super::rules::python_str)
+            .unwrap_or_default();
+        let wd = args
+            .get("working_directory")
+            .map(super::rules::python_str)
+            .unwrap_or_else(|| ".".to_owned());
+        let outside = match path_policy::contain_directory(&self.workspace, &wd) {
+            Ok(cwd) => shell_reads::outside_operand(&command, &cwd, &self.workspace),
+            Err(_) => Some(wd),
+        };
+        match outside {
+            Some(path) => Some(EngineMatch {
+                action: EngineAction::Ask,
+                rule: found.rule,
+                reason: format!("outside-workspace-read:{path}"),
+            }),
+            None => Some(found),
+        }
+    }
+
+    fn rule_detail(&self, tool: &str, args: &Map<String, Value>) -> Option<EngineMatch> {
         if self.hardline && tool == "run_shell_command" {
             let cmd = args
                 .get("command")
@@ -328,6 +432,12 @@ impl PermissionEngine {
         }
         let user = |r: &Rule| found(r, format!("user-rule:{}", r.tool_field));
         let preset = |r: &Rule| found(r, format!("mode-preset:{}", r.tool_field));
+        let web = || {
+            self.web_domains
+                .iter()
+                .find(|r| r.matches(&call))
+                .map(|r| found(r, format!("injected:{WEB_DOMAINS_SOURCE}:{}", r.tool_field)))
+        };
         match self.mode {
             Mode::FullAccess => {
                 if let Some(r) = self.user_rules.iter().find(|r| r.matches(&call)) {
@@ -335,19 +445,17 @@ impl PermissionEngine {
                         return Some(user(r));
                     }
                 }
-                self.presets.iter().find(|r| r.matches(&call)).map(preset)
+                web().or_else(|| self.presets.iter().find(|r| r.matches(&call)).map(preset))
             }
-            Mode::Plan => self
-                .presets
-                .iter()
-                .find(|r| r.matches(&call))
-                .map(preset)
+            Mode::Plan => web()
+                .or_else(|| self.presets.iter().find(|r| r.matches(&call)).map(preset))
                 .or_else(|| self.user_rules.iter().find(|r| r.matches(&call)).map(user)),
             Mode::ReadOnly | Mode::WorkspaceWrite => self
                 .user_rules
                 .iter()
                 .find(|r| r.matches(&call))
                 .map(user)
+                .or_else(web)
                 .or_else(|| self.presets.iter().find(|r| r.matches(&call)).map(preset)),
         }
     }
@@ -364,14 +472,17 @@ impl PermissionEngine {
         }
         let mut rules: Vec<Value> = self.run_deny.iter().map(|(r, _)| r.raw.clone()).collect();
         let user = self.user_rules.iter().map(|r| r.raw.clone());
+        let web = self.web_domains.iter().map(|r| r.raw.clone());
         let preset = self.presets.iter().map(|r| r.raw.clone());
         match self.mode {
             Mode::Plan => {
+                rules.extend(web);
                 rules.extend(preset);
                 rules.extend(user);
             }
             _ => {
                 rules.extend(user);
+                rules.extend(web);
                 rules.extend(preset);
             }
         }

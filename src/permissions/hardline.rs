@@ -118,17 +118,24 @@ const TABLE: &[(Pat, &str)] = &[
     (Pat::Cmd(T_FIND_EXEC), "find -exec rm on root/system path"),
 ];
 
+/// At most this many extra texts come from the canonical rewrites (`hardline_canon`).
+pub const MAX_CANON_TEXTS: usize = 32;
+
 /// The floor's verdict for a POSIX shell command: `Some(description)` when refused.
 pub fn check(command: &str) -> Option<&'static str> {
     if command.is_empty() {
         return None;
     }
-    let mut queue: VecDeque<Vec<char>> = VecDeque::new();
-    queue.push_back(command.chars().collect());
+    // (text, produced by a canonical rewrite): a rewritten text is not rewritten again.
+    let mut queue: VecDeque<(Vec<char>, bool)> = VecDeque::new();
+    queue.push_back((command.chars().collect(), false));
     let mut pushed = 1usize;
     let mut inspected = 0usize;
-    while let Some(text) = queue.pop_front() {
-        if inspected >= MAX_TEXTS {
+    let mut canon_pushed = 0usize;
+    let mut canon_chars = 0usize;
+    let chars_budget = command.len() + 4096;
+    while let Some((text, rewritten)) = queue.pop_front() {
+        if inspected >= MAX_TEXTS + MAX_CANON_TEXTS {
             break;
         }
         inspected += 1;
@@ -147,7 +154,28 @@ pub fn check(command: &str) -> Option<&'static str> {
                 break;
             }
             pushed += 1;
-            queue.push_back(b);
+            queue.push_back((b, false));
+        }
+        // Our own floor beyond the reference's (issue 9): canonical spellings. Their texts
+        // have a count and a size budget, so the whole judgement stays linear.
+        if !rewritten {
+            let canon = super::hardline_canon::canonicalize(&masked);
+            if canon.fork_bomb {
+                return Some("fork bomb");
+            }
+            let texts = canon
+                .canonical
+                .map(|t| (t, true))
+                .into_iter()
+                .chain(canon.texts.into_iter().map(|t| (t, false)));
+            for (t, is_canonical) in texts {
+                if canon_pushed >= MAX_CANON_TEXTS || canon_chars + t.len() > chars_budget {
+                    break;
+                }
+                canon_pushed += 1;
+                canon_chars += t.len();
+                queue.push_back((t, is_canonical));
+            }
         }
     }
     None
@@ -311,7 +339,7 @@ fn push_code(out: &mut Vec<char>, code: u32) {
 }
 
 /// Decodes the body of a `$'…'` string the way bash does.
-fn decode_ansi_c(body: &[char]) -> Vec<char> {
+pub(super) fn decode_ansi_c(body: &[char]) -> Vec<char> {
     let n = body.len();
     let mut out = Vec::with_capacity(n);
     let mut i = 0;

@@ -7,9 +7,11 @@
 
 pub mod engine;
 pub mod hardline;
+mod hardline_canon;
 pub mod path_policy;
 pub mod presets;
 pub mod rules;
+pub mod shell_reads;
 pub mod url_policy;
 
 use serde::Serialize;

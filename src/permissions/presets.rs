@@ -45,6 +45,10 @@ static READ_ONLY_SHELL_RE: Lazy<Option<Regex>> = Lazy::new(|| {
 
 /// `READ_ONLY_SHELL`, without look-around: the look-aheads become an optional `[ \t]…` tail,
 /// and the git arm's negative look-ahead a substring test on the rest of the command.
+pub fn is_read_only_shell(s: &str) -> bool {
+    read_only_shell(s)
+}
+
 fn read_only_shell(s: &str) -> bool {
     let Some(re) = READ_ONLY_SHELL_RE.as_ref() else {
         return false;

@@ -3,7 +3,8 @@
 //! Matching follows pathlib's rules as the reference uses them: `*`, `?` and `[...]` stay inside
 //! one path segment, `**` as a whole segment spans any number of directories, dot files are
 //! matched, case is significant, and nothing is skipped (no `.gitignore`, `.git` or
-//! `node_modules` filtering). Symlinked directories are not descended into.
+//! `node_modules` filtering). Symlinked directories are not descended into, and the pattern's
+//! literal head must resolve inside the workspace unless reads outside are allowed.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,6 +13,7 @@ use globset::GlobBuilder;
 use serde_json::{json, Map, Value};
 
 use super::{arg_str, required_str, Tool, ToolContext, ToolError};
+use crate::permissions::path_policy;
 
 /// Files modified within this many seconds are listed first, newest first.
 const RECENCY_THRESHOLD: f64 = 86_400.0;
@@ -54,7 +56,8 @@ impl Tool for Glob {
         }
         let matches = match find(ctx, &path, pattern) {
             Ok(m) => m,
-            Err(e) => return Ok(format!("Error finding files: {e}")),
+            Err(FindError::Outside(msg)) => return Ok(format!("Error: {msg}")),
+            Err(FindError::Other(e)) => return Ok(format!("Error finding files: {e}")),
         };
         if matches.is_empty() {
             return Ok(format!("No files found matching pattern: {pattern}"));
@@ -74,17 +77,26 @@ impl Tool for Glob {
     }
 }
 
+/// Why [`find`] found nothing to list.
+pub(crate) enum FindError {
+    /// The pattern reaches outside the workspace (the path policy's refusal text).
+    Outside(String),
+    Other(String),
+}
+
 /// `(relative path, mtime)` of every file under `base` matching `pattern`.
 pub(crate) fn find(
     ctx: &ToolContext<'_>,
     base: &Path,
     pattern: &str,
-) -> Result<Vec<(String, f64)>, String> {
+) -> Result<Vec<(String, f64)>, FindError> {
     if pattern.is_empty() {
-        return Err("Unacceptable pattern: ''".to_owned());
+        return Err(FindError::Other("Unacceptable pattern: ''".to_owned()));
     }
     if pattern.starts_with('/') {
-        return Err("Non-relative patterns are unsupported".to_owned());
+        return Err(FindError::Other(
+            "Non-relative patterns are unsupported".to_owned(),
+        ));
     }
     let pattern = pattern.trim_end_matches('/');
     let segments: Vec<&str> = pattern
@@ -95,7 +107,7 @@ pub(crate) fn find(
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map_err(|e| e.kind().to_string())?
+        .map_err(|e| FindError::Other(e.kind().to_string()))?
         .compile_matcher();
     // Walk only below the literal head, and only as deep as the pattern reaches.
     let is_magic = |s: &str| s.contains(['*', '?', '[', '{']);
@@ -111,6 +123,18 @@ pub(crate) fn find(
         Some(rest.len().max(1))
     };
     let start = head.iter().fold(base.to_path_buf(), |p, s| p.join(s));
+    // The literal head may climb out (`../../etc/*`) or name a symlinked directory: resolved
+    // the way read_file resolves, it must stay inside. The walk below it follows no links.
+    if !ctx.settings.allow_reads_outside_workspace {
+        let resolved = path_policy::resolve(&start);
+        if !resolved.starts_with(ctx.workspace) {
+            return Err(FindError::Outside(path_policy::refusal(
+                pattern,
+                &resolved,
+                ctx.workspace,
+            )));
+        }
+    }
     let fs = &ctx.services.fs;
     let mut out = Vec::new();
     if rest.is_empty() {
@@ -128,7 +152,7 @@ pub(crate) fn find(
     let stop = || ctx.cancel.is_cancelled();
     let entries = fs
         .walk(&start, max_depth, &stop)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| FindError::Other(e.to_string()))?;
     for entry in entries {
         if !entry.is_file {
             continue;

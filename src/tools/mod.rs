@@ -7,6 +7,7 @@
 
 pub mod ask_user;
 pub mod fs;
+pub mod git_launch;
 pub mod glob;
 pub mod list_directory;
 pub mod read_file;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
+use super::git_launch::GitLaunch;
 use super::result_format::thousands;
 use super::shell_exec::{BackgroundError, ShellRequest, ShellResult};
 use super::{arg_bool, arg_f64, arg_str, required_str, Tool, ToolContext, ToolError};
@@ -127,10 +128,21 @@ impl Tool for RunShellCommand {
                 "",
             ));
         }
-        let env = super::shell_exec::build_child_env(ctx.services.shell_settings.scrub_env);
+        let mut env = super::shell_exec::build_child_env(ctx.services.shell_settings.scrub_env);
+        let hardened;
+        // The read-only git set runs with config-driven execution off (see git_launch).
+        let launch = match super::git_launch::harden(command, &cwd, &env, executor.is_local()) {
+            GitLaunch::Unchanged => command,
+            GitLaunch::Refused(text) => return Ok(cap_result(&text, "")),
+            GitLaunch::Hardened { command, env: e } => {
+                env = e;
+                hardened = command;
+                hardened.as_str()
+            }
+        };
         let timeout_d = Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(Duration::MAX);
         let request = ShellRequest {
-            command,
+            command: launch,
             cwd: &cwd,
             env: &env,
             timeout: timeout_d,
