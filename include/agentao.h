@@ -169,6 +169,11 @@ typedef struct agentao_host_event_stream agentao_host_event_stream;
  before or after the callback returns. An answer that arrives after the turn was cancelled
  is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
  cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
+
+ A pending reply keeps the transport's userdata alive: `userdata_free` runs only once every
+ reply handed to the host has been answered, even after `agentao_agent_free`. It may then
+ run on the thread that answers the last one, inside `agentao_reply_*`. A reply that is never
+ answered means `userdata_free` never runs.
  */
 typedef struct agentao_reply agentao_reply;
 
@@ -206,8 +211,10 @@ typedef struct agentao_transport {
   uint32_t struct_size;
   void *userdata;
   /*
-   Called exactly once with `userdata`, when the agent (and every turn and request still
-   using the transport) is gone. Also called when `agentao_agent_new` fails.
+   Called exactly once with `userdata`, when the agent, every turn and every pending
+   request are gone: a reply the host still holds keeps it waiting, even after
+   `agentao_agent_free` (it then runs inside the `agentao_reply_*` that answers the last
+   one). Also called when `agentao_agent_new` fails.
    */
   void (*userdata_free)(void *userdata);
   /*
