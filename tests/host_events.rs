@@ -179,7 +179,12 @@ fn an_unread_stream_does_not_block_cancel() {
     // 64 queued + the one the producer waits on.
     let t0 = Instant::now();
     while published.load(std::sync::atomic::Ordering::SeqCst) < 65 {
-        assert!(t0.elapsed() < Duration::from_secs(10), "the turn never filled the queue: {} events, busy {}", published.load(std::sync::atomic::Ordering::SeqCst), agent.is_busy());
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the turn never filled the queue: {} events, busy {}",
+            published.load(std::sync::atomic::Ordering::SeqCst),
+            agent.is_busy()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(100));
@@ -211,7 +216,11 @@ fn an_unread_stream_does_not_block_cancel() {
         }
     }
     assert_eq!(events, 64);
-    assert_eq!(events + dropped as usize, total, "every event delivered or counted");
+    assert_eq!(
+        events + dropped as usize,
+        total,
+        "every event delivered or counted"
+    );
     // The stream goes on: the next turn's events arrive normally, and the turn starts.
     let next = agent.run_blocking("again", TurnOptions::default()).unwrap();
     assert_eq!(next.text, "done");

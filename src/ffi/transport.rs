@@ -230,7 +230,14 @@ impl Transport for FfiTransport {
         };
         let (q, h) = (to_cstring(question), to_cstring(hints_json));
         // SAFETY: as above.
-        in_callback(|| unsafe { f(self.vtable.userdata, q.as_ptr(), h.as_ptr(), self.reply_ptr(reply)) });
+        in_callback(|| unsafe {
+            f(
+                self.vtable.userdata,
+                q.as_ptr(),
+                h.as_ptr(),
+                self.reply_ptr(reply),
+            )
+        });
     }
 
     fn on_max_iterations(&self, count: u32, pending_json: &str, reply: Reply) {
@@ -242,7 +249,14 @@ impl Transport for FfiTransport {
         };
         let p = to_cstring(pending_json);
         // SAFETY: as above.
-        in_callback(|| unsafe { f(self.vtable.userdata, count, p.as_ptr(), self.reply_ptr(reply)) });
+        in_callback(|| unsafe {
+            f(
+                self.vtable.userdata,
+                count,
+                p.as_ptr(),
+                self.reply_ptr(reply),
+            )
+        });
     }
 
     fn supports_subscribe(&self) -> bool {
