@@ -39,6 +39,8 @@ pub struct AgentConfig {
     pub permissions: Option<Value>,
 }
 
+// One per agent, never in a collection: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum LlmConfig {
     OpenAi(OpenAiConfig),

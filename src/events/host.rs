@@ -494,7 +494,7 @@ impl HostEventHub {
         }
         let shared: Arc<str> = Arc::from(json);
         for s in &snapshot.streams {
-            if !s.filter.as_deref().is_none_or(|f| f == session_id) {
+            if s.filter.as_deref().is_some_and(|f| f != session_id) {
                 continue;
             }
             let dropped_before = s.dropped.swap(0, Ordering::AcqRel);

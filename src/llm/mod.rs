@@ -147,6 +147,8 @@ impl UsageTotals {
     }
 }
 
+// One per agent, never in a collection: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Backend {
     OpenAi(openai::OpenAiBackend),
     Scripted(scripted::ScriptedBackend),
