@@ -214,11 +214,83 @@ out:
     tu_recorder_destroy(&rec);
 }
 
+/* ---- churn: many host threads creating, running, cancelling and freeing agents ---------- */
+
+static atomic_int churn_freed;
+static atomic_int churn_done_twice;
+static const char *churn_cfg;
+
+static void churn_free(void *userdata) {
+    (void)userdata;
+    atomic_fetch_add(&churn_freed, 1);
+}
+
+static void *churn_thread(void *arg) {
+    long id = (long)(intptr_t)arg;
+    int turns = 3;
+    const char *env = getenv("AGENTAO_CHURN_TURNS");
+    if (env && atoi(env) > 0) turns = atoi(env);
+    for (int k = 0; k < turns; k++) {
+        agentao_transport t = {0};
+        t.struct_size = sizeof t;
+        t.userdata_free = churn_free;
+        agentao_agent *a = NULL;
+        if (agentao_agent_new(churn_cfg, &t, &a, NULL) != AGENTAO_STATUS_OK) {
+            tu_fail_at(__FILE__, __LINE__, "agent_new failed in thread %ld", id);
+            continue;
+        }
+        agentao_cancel_token *tok = agentao_cancel_token_new();
+        tu_done d;
+        tu_done_init(&d);
+        CHECK_STATUS(agentao_agent_run(a, "hi", -1, tok, tu_on_done, &d, NULL), AGENTAO_STATUS_OK);
+        switch ((id + k) % 3) {
+        case 0: break;                                            /* let it finish */
+        case 1: agentao_cancel_token_cancel(tok, "churn"); break; /* cancel at once */
+        case 2: agentao_agent_free(a); a = NULL; break;           /* free while it runs */
+        }
+        if (!tu_wait_count(&d.calls, 1, 30000)) tu_fail_at(__FILE__, __LINE__, "no on_done");
+        tu_sleep_ms(1);
+        if (atomic_load(&d.calls) != 1) atomic_fetch_add(&churn_done_twice, 1);
+        if (a) agentao_agent_free(a);
+        agentao_cancel_token_free(tok);
+        tu_done_destroy(&d);
+    }
+    return NULL;
+}
+
+static void churn(void) {
+    enum { THREADS = 200 };
+    int turns = 3;
+    const char *env = getenv("AGENTAO_CHURN_TURNS");
+    if (env && atoi(env) > 0) turns = atoi(env);
+    tu_section("200 host threads: new, run, cancel or free, repeat");
+    const char *dir = tu_workspace();
+    char *cfg = tu_config(dir, "{\"chunks\":[\"a\",\"b\",\"c\"],\"delay_ms\":2}", NULL);
+    churn_cfg = cfg;
+    long rss0 = rss_kb("VmRSS");
+    uint64_t t0 = tu_now_ms();
+    pthread_t th[THREADS];
+    int started = 0;
+    for (long i = 0; i < THREADS; i++)
+        if (pthread_create(&th[started], NULL, churn_thread, (void *)(intptr_t)i) == 0) started++;
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    CHECK(tu_wait_count(&churn_freed, started * turns, 10000));
+    printf("FIGURE host.churn threads=%d turns=%d took_ms=%llu rss_growth_kb=%ld\n", started,
+           started * turns, (unsigned long long)(tu_now_ms() - t0), rss_kb("VmRSS") - rss0);
+    CHECK_MSG(started == THREADS, "only %d threads started", started);
+    CHECK_MSG(atomic_load(&churn_freed) == started * turns, "userdata_free ran %d times for %d agents",
+              atomic_load(&churn_freed), started * turns);
+    CHECK_MSG(atomic_load(&churn_done_twice) == 0, "%d completions fired more than once",
+              atomic_load(&churn_done_twice));
+    free(cfg);
+}
+
 int main(void) {
     unread_stream(false);
     unread_stream(true);
     slow_emit();
     blocking_callback();
+    churn();
     printf("FIGURE host.peak_rss_kb=%ld\n", rss_kb("VmHWM"));
     return tu_finish("test_host_faults");
 }
