@@ -15,6 +15,13 @@ use agentao::turn::DeltaSink;
 use mock_openai::{Hostile, MockServer};
 use serde_json::{json, Value};
 
+/// The tests of this file run one at a time: each measures this process's memory and timing,
+/// which a flood in a neighbouring test would distort.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Current resident set, in KiB.
 fn rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -129,6 +136,7 @@ fn run_until_it_ends(agent: &Agent, limit: Duration) -> (String, Duration, f64) 
 
 #[test]
 fn an_endless_stream_is_cut_at_the_response_bound() {
+    let _serial = serial();
     let server = MockServer::builder()
         .start_hostile(Hostile::EndlessText {
             chunk: 1024,
@@ -151,6 +159,7 @@ fn an_endless_stream_is_cut_at_the_response_bound() {
 
 #[test]
 fn a_line_that_never_ends_is_cut_at_the_event_bound() {
+    let _serial = serial();
     let server = MockServer::builder()
         .start_hostile(Hostile::GiantLine)
         .unwrap();
@@ -169,6 +178,7 @@ fn a_line_that_never_ends_is_cut_at_the_event_bound() {
 
 #[test]
 fn a_line_that_never_ends_is_cut_at_the_default_bound() {
+    let _serial = serial();
     let server = MockServer::builder()
         .start_hostile(Hostile::GiantLine)
         .unwrap();
@@ -187,6 +197,7 @@ fn a_line_that_never_ends_is_cut_at_the_default_bound() {
 
 #[test]
 fn a_json_body_that_never_ends_is_cut_at_the_event_bound() {
+    let _serial = serial();
     let server = MockServer::builder()
         .start_hostile(Hostile::GiantJson)
         .unwrap();
@@ -205,6 +216,7 @@ fn a_json_body_that_never_ends_is_cut_at_the_event_bound() {
 
 #[test]
 fn empty_deltas_and_keepalives_do_not_reset_the_idle_timer() {
+    let _serial = serial();
     let server = MockServer::builder()
         .start_hostile(Hostile::EmptyDeltas { interval_ms: 100 })
         .unwrap();
@@ -217,6 +229,7 @@ fn empty_deltas_and_keepalives_do_not_reset_the_idle_timer() {
 
 #[test]
 fn call_timeout_bounds_a_slowloris() {
+    let _serial = serial();
     // One byte of text every 50 ms: progress, so the idle timer never fires.
     let server = MockServer::builder()
         .start_hostile(Hostile::EndlessText {
@@ -271,6 +284,7 @@ fn cancel_during(hostile: Hostile, llm: Value, name: &str) -> Duration {
 
 #[test]
 fn cancel_ends_a_turn_under_a_flooding_stream() {
+    let _serial = serial();
     // A generous bound, so the flood is still going when the cancel comes.
     let lag = cancel_during(
         Hostile::EndlessText {
@@ -285,6 +299,7 @@ fn cancel_ends_a_turn_under_a_flooding_stream() {
 
 #[test]
 fn cancel_ends_a_turn_under_a_slowloris() {
+    let _serial = serial();
     let lag = cancel_during(
         Hostile::EndlessText {
             chunk: 1,
@@ -298,6 +313,7 @@ fn cancel_ends_a_turn_under_a_slowloris() {
 
 #[test]
 fn cancel_ends_a_turn_under_keepalives() {
+    let _serial = serial();
     let lag = cancel_during(
         Hostile::EmptyDeltas { interval_ms: 20 },
         json!({}),
@@ -344,6 +360,7 @@ fn scripted(
 
 #[test]
 fn scripted_server_faults_end_the_turn_with_a_status() {
+    let _serial = serial();
     let fast = json!({"max_attempts": 3, "read_timeout_ms": 300});
     // Dropped before any byte: retried, then a connection error.
     let (o, _) = scripted(
@@ -395,6 +412,7 @@ fn scripted_server_faults_end_the_turn_with_a_status() {
 
 #[test]
 fn cancel_during_scripted_server_faults() {
+    let _serial = serial();
     let llm = json!({"max_attempts": 5});
     let cases = [
         (
