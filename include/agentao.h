@@ -96,6 +96,11 @@ enum agentao_status
    The agent has no permission engine (configure `permissions`).
    */
   AGENTAO_STATUS_NO_ENGINE = 16,
+  /*
+   A host-event stream reports a gap: events were dropped at this point because a
+   cancelled turn found the stream full (the message says how many). The stream goes on.
+   */
+  AGENTAO_STATUS_EVENTS_DROPPED = 17,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -169,6 +174,11 @@ typedef struct agentao_host_event_stream agentao_host_event_stream;
  before or after the callback returns. An answer that arrives after the turn was cancelled
  is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
  cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
+
+ A pending reply keeps the transport's userdata alive: `userdata_free` runs only once every
+ reply handed to the host has been answered, even after `agentao_agent_free`. It may then
+ run on the thread that answers the last one, inside `agentao_reply_*`. A reply that is never
+ answered means `userdata_free` never runs.
  */
 typedef struct agentao_reply agentao_reply;
 
@@ -206,8 +216,10 @@ typedef struct agentao_transport {
   uint32_t struct_size;
   void *userdata;
   /*
-   Called exactly once with `userdata`, when the agent (and every turn and request still
-   using the transport) is gone. Also called when `agentao_agent_new` fails.
+   Called exactly once with `userdata`, when the agent, every turn and every pending
+   request are gone: a reply the host still holds keeps it waiting, even after
+   `agentao_agent_free` (it then runs inside the `agentao_reply_*` that answers the last
+   one). Also called when `agentao_agent_new` fails.
    */
   void (*userdata_free)(void *userdata);
   /*
@@ -552,7 +564,10 @@ void agentao_stream_free(struct agentao_stream *stream);
 /*
  Opens a pull stream of this agent's host events. `session_filter` (borrowed; NULL for all)
  keeps only events of that session. No replay: only events published after it opened. The
- queue holds 64 events; a slow reader slows the turn, nothing is dropped. A second live
+ queue holds 64 events; a slow reader slows the turn, nothing is dropped, except that a
+ cancelled turn (or a turn of a freed agent) never waits: an event that finds the queue full
+ then is dropped, and `agentao_host_event_stream_next` reports the gap with
+ `AGENTAO_STATUS_EVENTS_DROPPED` where it happened. A second live
  stream with the same filter: `AGENTAO_STATUS_STREAM_SUBSCRIBE`. Release with
  `agentao_host_event_stream_free`.
  */
@@ -560,8 +575,11 @@ agentao_status agentao_agent_host_events_open(struct agentao_agent *agent, const
 
 /*
  Waits up to `timeout_ms` for the next host event and writes its JSON to `*event_json_out`
- (release with `agentao_string_free`). Nothing yet: `AGENTAO_STATUS_TIMEOUT`. From inside a
- library callback: `_REENTRANT`.
+ (release with `agentao_string_free`). Nothing yet: `AGENTAO_STATUS_TIMEOUT`. Events were
+ dropped here (a cancelled turn found the queue full): `AGENTAO_STATUS_EVENTS_DROPPED` once,
+ with the count in the message, and `*event_json_out` NULL; the next call goes on with the
+ event after the gap. Closed: `AGENTAO_STATUS_CLOSED`. From inside a library callback:
+ `_REENTRANT`.
  */
 agentao_status agentao_host_event_stream_next(struct agentao_host_event_stream *stream, uint32_t timeout_ms, char **event_json_out, struct agentao_error **err_out);
 

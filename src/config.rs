@@ -14,6 +14,11 @@ use serde_json::{Map, Value};
 
 pub const DEFAULT_MAX_ITERATIONS: u32 = 100;
 pub const DEFAULT_MAX_TOKENS: u32 = 65536;
+/// Default bound on one SSE line, one event's data, and a whole-JSON response body.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 << 20;
+/// Bytes of text, reasoning and tool calls allowed per token of `max_tokens` by default (a
+/// token is about 4 bytes; escapes and arguments as objects can make it more).
+pub const RESPONSE_BYTES_PER_TOKEN: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -34,6 +39,8 @@ pub struct AgentConfig {
     pub permissions: Option<Value>,
 }
 
+// One per agent, never in a collection: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum LlmConfig {
     OpenAi(OpenAiConfig),
@@ -61,6 +68,12 @@ pub struct OpenAiConfig {
     pub extra_body: Map<String, Value>,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
+    /// Optional bound on one LLM call as a whole (every attempt and backoff included).
+    pub call_timeout: Option<Duration>,
+    /// Bound on one SSE line, one event's data, and a whole-JSON body.
+    pub max_event_bytes: usize,
+    /// Bound on the text, reasoning and tool calls one response accumulates.
+    pub max_response_bytes: usize,
     pub retry: RetryConfig,
 }
 
@@ -119,6 +132,9 @@ struct RawLlm {
     extra_body: Option<Map<String, Value>>,
     connect_timeout_ms: Option<u64>,
     read_timeout_ms: Option<u64>,
+    call_timeout_ms: Option<u64>,
+    max_event_bytes: Option<usize>,
+    max_response_bytes: Option<usize>,
     retry_backoff_base_ms: Option<u64>,
     retry_backoff_cap_ms: Option<u64>,
     max_attempts: Option<u32>,
@@ -233,6 +249,9 @@ fn parse_llm(raw: Option<RawLlm>, env: &dyn Env) -> Result<LlmConfig, ConfigErro
         extra_body: None,
         connect_timeout_ms: None,
         read_timeout_ms: None,
+        call_timeout_ms: None,
+        max_event_bytes: None,
+        max_response_bytes: None,
         retry_backoff_base_ms: None,
         retry_backoff_cap_ms: None,
         max_attempts: None,
@@ -316,6 +335,21 @@ fn parse_llm(raw: Option<RawLlm>, env: &dyn Env) -> Result<LlmConfig, ConfigErro
                     )));
                 }
             }
+            let positive = |v: Option<usize>, field: &str| match v {
+                Some(0) => Err(err(format!("config field `llm.{field}`: must be at least 1"))),
+                other => Ok(other),
+            };
+            let max_event_bytes = positive(raw.max_event_bytes, "max_event_bytes")?
+                .unwrap_or(DEFAULT_MAX_EVENT_BYTES);
+            let max_response_bytes = positive(raw.max_response_bytes, "max_response_bytes")?
+                .unwrap_or_else(|| {
+                    (max_tokens as usize)
+                        .saturating_mul(RESPONSE_BYTES_PER_TOKEN)
+                        .max(DEFAULT_MAX_EVENT_BYTES)
+                });
+            if raw.call_timeout_ms == Some(0) {
+                return Err(err("config field `llm.call_timeout_ms`: must be at least 1"));
+            }
             let defaults = RetryConfig::default();
             let retry = RetryConfig {
                 max_attempts: raw.max_attempts.unwrap_or(defaults.max_attempts).max(1),
@@ -338,6 +372,9 @@ fn parse_llm(raw: Option<RawLlm>, env: &dyn Env) -> Result<LlmConfig, ConfigErro
                 extra_body,
                 connect_timeout: Duration::from_millis(raw.connect_timeout_ms.unwrap_or(10_000)),
                 read_timeout: Duration::from_millis(raw.read_timeout_ms.unwrap_or(600_000)),
+                call_timeout: raw.call_timeout_ms.map(Duration::from_millis),
+                max_event_bytes,
+                max_response_bytes,
                 retry,
             }))
         }

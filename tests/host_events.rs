@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentao::agent::{Agent, TurnOptions};
+use agentao::events::host::{HostEventReceiver, StreamNext};
 use serde_json::{json, Value};
 
 mod common;
@@ -32,7 +33,7 @@ fn a_slow_consumer_slows_the_turn_and_loses_nothing() {
     }));
     let reader = std::thread::spawn(move || {
         let mut got = Vec::new();
-        while let Some(ev) = rx.blocking_recv() {
+        while let StreamNext::Event(ev) = rx.blocking_next() {
             std::thread::sleep(Duration::from_micros(300));
             got.push(ev.to_string());
             if got.len() == 120 {
@@ -84,7 +85,7 @@ fn no_replay_and_one_stream_per_filter() {
     assert_eq!(first.tool_count, 2);
     let (_, mut all) = agent.host_events().open_stream(None).unwrap();
     assert!(
-        all.try_recv().is_err(),
+        all.try_next().is_none(),
         "events published before the stream opened are not replayed"
     );
     assert!(
@@ -101,9 +102,9 @@ fn no_replay_and_one_stream_per_filter() {
         .unwrap();
     let second = agent.run_blocking("two", TurnOptions::default()).unwrap();
     assert_eq!(second.text, "two");
-    let drain = |rx: &mut tokio::sync::mpsc::Receiver<Arc<str>>| {
+    let drain = |rx: &mut HostEventReceiver| {
         let mut v = Vec::new();
-        while let Ok(e) = rx.try_recv() {
+        while let Some(StreamNext::Event(e)) = rx.try_next() {
             v.push(e.to_string());
         }
         v
@@ -135,4 +136,92 @@ fn closing_a_stream_releases_a_blocked_producer() {
     assert!(t0.elapsed() < Duration::from_secs(10));
     // Closed: the filter is free again.
     assert!(agent.host_events().open_stream(None).is_ok());
+}
+
+/// A turn of `n` glob calls (3 host events each) in a fresh workspace.
+fn agent_with_globs(n: usize) -> (Agent, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x\n").unwrap();
+    let calls: Vec<Value> = (0..n)
+        .map(|i| json!({"id": format!("g{i}"), "name": "glob", "arguments": {"pattern": format!("*{i}.txt")}}))
+        .collect();
+    let config = json!({"working_directory": dir.path(), "llm": {"provider": "scripted",
+        "script": {"responses": [{"tool_calls": calls}, {"text": "done"}, {"text": "next turn"}]}}});
+    (Agent::new(&config.to_string(), None).unwrap(), dir)
+}
+
+/// Finding 1 of issue 10: a stream nobody reads fills up; the turn blocked on it must still end
+/// promptly when it is cancelled, and the next turn must start.
+#[test]
+fn an_unread_stream_does_not_block_cancel() {
+    let (agent, _dir) = agent_with_globs(100);
+    let (_id, mut rx) = agent.host_events().open_stream(None).unwrap();
+    let published = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let p = published.clone();
+    agent.host_events().add_observer(Arc::new(move |_: &str| {
+        p.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }));
+    let token = agentao::cancel::CancelToken::new();
+    let (tx, done_rx) = std::sync::mpsc::channel();
+    agent
+        .start_turn(
+            "go".into(),
+            TurnOptions {
+                cancel: Some(token.clone()),
+                ..Default::default()
+            },
+            agentao::turn::DeltaSink::None,
+            move |r| {
+                let _ = tx.send((Instant::now(), r));
+            },
+        )
+        .unwrap();
+    // 64 queued + the one the producer waits on.
+    let t0 = Instant::now();
+    while published.load(std::sync::atomic::Ordering::SeqCst) < 65 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the turn never filled the queue: {} events, busy {}",
+            published.load(std::sync::atomic::Ordering::SeqCst),
+            agent.is_busy()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(agent.is_busy(), "the producer waits for room");
+    let cancelled_at = Instant::now();
+    token.cancel("test-cancel");
+    let (done_at, result) = done_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the cancelled turn must complete while its stream stays unread");
+    let lag = done_at.duration_since(cancelled_at);
+    println!("cancel -> completion with an unread host-event stream: {lag:?}");
+    assert!(lag < Duration::from_millis(500), "{lag:?}");
+    let outcome = result.unwrap();
+    assert_eq!(outcome.status.as_str(), "cancelled");
+    assert!(!agent.is_busy());
+    // Nothing is lost silently: the 64 queued events, then the gap with its exact size, in
+    // order with what the observer saw.
+    let total = published.load(std::sync::atomic::Ordering::SeqCst);
+    let mut events = 0;
+    let mut dropped = 0;
+    loop {
+        match rx.try_next() {
+            Some(StreamNext::Event(_)) => {
+                assert_eq!(dropped, 0, "events after the gap in this turn");
+                events += 1;
+            }
+            Some(StreamNext::Dropped(n)) => dropped += n,
+            Some(StreamNext::Closed) | None => break,
+        }
+    }
+    assert_eq!(events, 64);
+    assert_eq!(
+        events + dropped as usize,
+        total,
+        "every event delivered or counted"
+    );
+    // The stream goes on: the next turn's events arrive normally, and the turn starts.
+    let next = agent.run_blocking("again", TurnOptions::default()).unwrap();
+    assert_eq!(next.text, "done");
 }

@@ -191,6 +191,22 @@ fn render_one(script: &Script, n: usize, wire: Option<&WireOptions>) -> Bytes {
     Bytes::from(out)
 }
 
+/// A hostile server for the fault matrix (`docs/reliability.md`): every chat request gets the
+/// same misbehaving answer, which goes on until the client hangs up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hostile {
+    /// An endless SSE stream of text deltas of `chunk` bytes, one every `interval_ms` (0: as
+    /// fast as the socket takes them). With a small chunk and an interval, a slowloris.
+    EndlessText { chunk: usize, interval_ms: u64 },
+    /// One `data:` line that never ends (no newline), written as fast as the socket takes it.
+    GiantLine,
+    /// A 200 `application/json` body that never ends (chunked), inside one string value.
+    GiantJson,
+    /// Deltas without content (`{"delta":{}}`) and `: keep-alive` comments every
+    /// `interval_ms`, forever: a server that looks alive and makes no progress.
+    EmptyDeltas { interval_ms: u64 },
+}
+
 /// Configures a [`MockServer`] before it starts.
 #[derive(Debug, Clone, Default)]
 pub struct MockBuilder {
@@ -199,6 +215,11 @@ pub struct MockBuilder {
 }
 
 impl MockBuilder {
+    /// Starts a hostile server (see [`Hostile`]).
+    pub fn start_hostile(self, hostile: Hostile) -> io::Result<MockServer> {
+        MockServer::spawn(Mode::Hostile(hostile), self.record_bodies.unwrap_or(false))
+    }
+
     /// Framing options; they override the script's `wire` key.
     pub fn wire(mut self, wire: WireOptions) -> Self {
         self.wire = Some(wire);
@@ -273,6 +294,7 @@ enum Mode {
         keep_alive: Vec<Bytes>,
         close: Vec<Bytes>,
     },
+    Hostile(Hostile),
 }
 
 /// How many tool-result messages a request body carries (serde_json's compact form).
@@ -704,6 +726,11 @@ async fn handle(
             lock(&state.bodies).push(req.body.clone());
         }
         return match &state.mode {
+            Mode::Hostile(h) => {
+                // Only ends when the client hangs up (a write fails).
+                let _ = serve_hostile(stream, *h, busy).await;
+                Ok(false)
+            }
             Mode::Prerendered { keep_alive, close } => {
                 let all = if req.close { close } else { keep_alive };
                 let out = if all.len() == 1 {
@@ -759,7 +786,7 @@ async fn handle(
     if req.method == "GET" && path.ends_with("/models") {
         let model = match &state.mode {
             Mode::Scripted { script, .. } => script.model.clone(),
-            Mode::Prerendered { .. } => None,
+            Mode::Prerendered { .. } | Mode::Hostile(_) => None,
         }
         .unwrap_or_else(|| "mock-model".to_owned());
         let body = json!({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "mock"}]})
@@ -791,6 +818,64 @@ async fn handle(
     )
     .await?;
     Ok(!req.close)
+}
+
+async fn serve_hostile(stream: &mut TcpStream, h: Hostile, busy: &mut Busy<'_>) -> io::Result<()> {
+    let content_type = if h == Hostile::GiantJson {
+        "application/json"
+    } else {
+        "text/event-stream"
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await?;
+    let filler = vec![b'x'; 64 * 1024];
+    match h {
+        Hostile::EndlessText { chunk, interval_ms } => {
+            let text = "x".repeat(chunk.max(1));
+            let event = format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+            );
+            // Batch small events so a fast stream is not one syscall per delta.
+            let per_write = if interval_ms == 0 {
+                (64 * 1024 / event.len()).max(1)
+            } else {
+                1
+            };
+            let batch = event.repeat(per_write);
+            loop {
+                write_chunk(stream, batch.as_bytes()).await?;
+                if interval_ms > 0 {
+                    busy.sleep(Duration::from_millis(interval_ms)).await;
+                }
+            }
+        }
+        Hostile::GiantLine => {
+            write_chunk(
+                stream,
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+            )
+            .await?;
+            loop {
+                write_chunk(stream, &filler).await?;
+            }
+        }
+        Hostile::GiantJson => {
+            write_chunk(stream, b"{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"").await?;
+            loop {
+                write_chunk(stream, &filler).await?;
+            }
+        }
+        Hostile::EmptyDeltas { interval_ms } => loop {
+            write_chunk(
+                stream,
+                b": keep-alive\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":null}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"}}]}\n\n",
+            )
+            .await?;
+            busy.sleep(Duration::from_millis(interval_ms.max(1))).await;
+        },
+    }
 }
 
 /// What every chunk of one response shares.

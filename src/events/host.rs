@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+use crate::cancel::CancelToken;
+
 /// The v3 schema this library targets (byte-identical to the reference's export).
 pub const HOST_EVENTS_SCHEMA_V3: &str =
     include_str!("../../docs/schema/host.events.v3.schema.json");
@@ -274,7 +276,92 @@ pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
 struct StreamSub {
     id: u64,
     filter: Option<String>,
-    tx: mpsc::Sender<Arc<str>>,
+    tx: mpsc::Sender<StreamItem>,
+    /// Events dropped for this stream and not yet reported to its reader.
+    dropped: Arc<AtomicU64>,
+}
+
+/// One queued event, with the number of events dropped just before it.
+pub struct StreamItem {
+    dropped_before: u64,
+    json: Arc<str>,
+}
+
+/// What a host-event stream yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamNext {
+    Event(Arc<str>),
+    /// This many events were dropped here, between the previous event and the next: a turn was
+    /// cancelled (or its agent freed) while the stream was full, and it does not wait for a
+    /// reader once it is cancelled.
+    Dropped(u64),
+    /// The stream was closed.
+    Closed,
+}
+
+/// The reading end of a host-event stream: events in order, and where events were dropped,
+/// one [`StreamNext::Dropped`] at the place of the gap.
+pub struct HostEventReceiver {
+    rx: mpsc::Receiver<StreamItem>,
+    dropped: Arc<AtomicU64>,
+    /// The event that followed a gap, held back while the gap is reported.
+    held: Option<Arc<str>>,
+}
+
+impl HostEventReceiver {
+    fn item(&mut self, item: StreamItem) -> StreamNext {
+        if item.dropped_before > 0 {
+            self.held = Some(item.json);
+            StreamNext::Dropped(item.dropped_before)
+        } else {
+            StreamNext::Event(item.json)
+        }
+    }
+
+    /// Drops not carried by a queued event (nothing was sent since): reported when the queue
+    /// is empty, which is where they happened.
+    fn loose_drops(&self) -> Option<StreamNext> {
+        match self.dropped.swap(0, Ordering::AcqRel) {
+            0 => None,
+            n => Some(StreamNext::Dropped(n)),
+        }
+    }
+
+    /// The next item if one is ready, without waiting.
+    pub fn try_next(&mut self) -> Option<StreamNext> {
+        if let Some(json) = self.held.take() {
+            return Some(StreamNext::Event(json));
+        }
+        match self.rx.try_recv() {
+            Ok(item) => Some(self.item(item)),
+            Err(mpsc::error::TryRecvError::Empty) => self.loose_drops(),
+            Err(mpsc::error::TryRecvError::Disconnected) => {
+                Some(self.loose_drops().unwrap_or(StreamNext::Closed))
+            }
+        }
+    }
+
+    /// Waits for the next item.
+    pub async fn next(&mut self) -> StreamNext {
+        if let Some(n) = self.try_next() {
+            return n;
+        }
+        match self.rx.recv().await {
+            Some(item) => self.item(item),
+            None => self.loose_drops().unwrap_or(StreamNext::Closed),
+        }
+    }
+
+    /// Waits for the next item on a thread outside the runtime.
+    pub fn blocking_next(&mut self) -> StreamNext {
+        if let Some(n) = self.try_next() {
+            return n;
+        }
+        match self.rx.blocking_recv() {
+            Some(item) => self.item(item),
+            None => self.loose_drops().unwrap_or(StreamNext::Closed),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -312,6 +399,7 @@ impl HostEventHub {
                     id: s.id,
                     filter: s.filter.clone(),
                     tx: s.tx.clone(),
+                    dropped: s.dropped.clone(),
                 })
                 .collect(),
         };
@@ -345,9 +433,15 @@ impl HostEventHub {
     pub fn open_stream(
         &self,
         filter: Option<String>,
-    ) -> Result<(u64, mpsc::Receiver<Arc<str>>), StreamSubscribeError> {
+    ) -> Result<(u64, HostEventReceiver), StreamSubscribeError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let receiver = HostEventReceiver {
+            rx,
+            dropped: dropped.clone(),
+            held: None,
+        };
         let mut clash = false;
         self.update(|h| {
             if h.streams
@@ -357,14 +451,19 @@ impl HostEventHub {
                 clash = true;
             } else {
                 h.streams.retain(|s| !s.tx.is_closed());
-                h.streams.push(StreamSub { id, filter, tx });
+                h.streams.push(StreamSub {
+                    id,
+                    filter,
+                    tx,
+                    dropped,
+                });
             }
             None
         });
         if clash {
             Err(StreamSubscribeError)
         } else {
-            Ok((id, rx))
+            Ok((id, receiver))
         }
     }
 
@@ -376,8 +475,12 @@ impl HostEventHub {
     }
 
     /// Delivers one event: observers first (inline; a panicking one is contained), then each
-    /// matching stream, waiting for room (back-pressure, never a drop) unless it was closed.
-    pub async fn publish(&self, session_id: &str, event: &HostEvent) {
+    /// matching stream, waiting for room (back-pressure: a slow reader slows the turn) unless
+    /// the stream was closed or `cancel` fires. Once `cancel` has fired (the turn was cancelled
+    /// or its agent freed) nothing waits: an event that finds its stream full is dropped for
+    /// that stream and counted, and the reader is told how many, where they were dropped (the
+    /// reference drops blocked writes of a cancelled turn the same way).
+    pub async fn publish(&self, session_id: &str, event: &HostEvent, cancel: &CancelToken) {
         if !self.has_listeners() {
             return;
         }
@@ -391,8 +494,27 @@ impl HostEventHub {
         }
         let shared: Arc<str> = Arc::from(json);
         for s in &snapshot.streams {
-            if s.filter.as_deref().is_none_or(|f| f == session_id) {
-                let _ = s.tx.send(shared.clone()).await;
+            if s.filter.as_deref().is_some_and(|f| f != session_id) {
+                continue;
+            }
+            let dropped_before = s.dropped.swap(0, Ordering::AcqRel);
+            let item = StreamItem {
+                dropped_before,
+                json: shared.clone(),
+            };
+            let item = match s.tx.try_send(item) {
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => continue,
+                Err(mpsc::error::TrySendError::Full(item)) => item,
+            };
+            let delivered = !cancel.is_cancelled()
+                && tokio::select! {
+                    biased;
+                    // Err: closed meanwhile, which is not a drop the reader could see.
+                    _ = s.tx.send(item) => true,
+                    _ = cancel.cancelled() => false,
+                };
+            if !delivered {
+                s.dropped.fetch_add(dropped_before + 1, Ordering::AcqRel);
             }
         }
     }

@@ -60,6 +60,9 @@ pub enum agentao_status {
     Closed = 15,
     /// The agent has no permission engine (configure `permissions`).
     NoEngine = 16,
+    /// A host-event stream reports a gap: events were dropped at this point because a
+    /// cancelled turn found the stream full (the message says how many). The stream goes on.
+    EventsDropped = 17,
 }
 
 /// An error: a status and a message. Owned by the caller; release with [`agentao_error_free`].
@@ -266,6 +269,7 @@ pub extern "C" fn agentao_status_name(status: i32) -> *const c_char {
         14 => c"HOST_ERROR",
         15 => c"CLOSED",
         16 => c"NO_ENGINE",
+        17 => c"EVENTS_DROPPED",
         _ => c"UNKNOWN",
     };
     name.as_ptr()

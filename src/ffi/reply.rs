@@ -10,8 +10,14 @@ use crate::events::transport::{Answer, Confirmation, Reply};
 /// before or after the callback returns. An answer that arrives after the turn was cancelled
 /// is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
 /// cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
+///
+/// A pending reply keeps the transport's userdata alive: `userdata_free` runs only once every
+/// reply handed to the host has been answered, even after `agentao_agent_free`. It may then
+/// run on the thread that answers the last one, inside `agentao_reply_*`. A reply that is never
+/// answered means `userdata_free` never runs.
 pub struct agentao_reply {
     pub(crate) reply: Reply,
+    pub(crate) _transport: std::sync::Arc<super::transport::Vtable>,
 }
 
 /// The answers to `confirm_tool` (passed to `agentao_reply_confirm` as an `int32_t`).
@@ -33,6 +39,8 @@ unsafe fn take(reply: *mut agentao_reply) -> Result<Reply, Fail> {
     if reply.is_null() {
         return Err(Fail(agentao_status::NullArgument, "`reply` is NULL".into()));
     }
+    // The keep-alive drops with the box. Order does not matter: it can only be the last
+    // reference once the agent and its turns are gone, and then nobody waits for the answer.
     Ok(Box::from_raw(reply).reply)
 }
 

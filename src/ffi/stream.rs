@@ -2,7 +2,7 @@
 //! (`agentao_host_event_stream`). `next` blocks the calling host thread up to a timeout.
 
 use std::ffi::c_char;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -15,6 +15,7 @@ use super::{
 };
 use crate::agent::{runtime, Agent, AgentError};
 use crate::cancel::CancelToken;
+use crate::events::host::{HostEventReceiver, StreamNext};
 use crate::turn::DeltaSink;
 
 /// Queue capacity of a streaming turn (the producer waits when it is full).
@@ -189,14 +190,17 @@ pub unsafe extern "C" fn agentao_stream_free(stream: *mut agentao_stream) {
 
 /// A pull stream of host events (the reference's `agent.events()`).
 pub struct agentao_host_event_stream {
-    rx: Mutex<mpsc::Receiver<Arc<str>>>,
+    rx: Mutex<HostEventReceiver>,
     agent: Agent,
     id: u64,
 }
 
 /// Opens a pull stream of this agent's host events. `session_filter` (borrowed; NULL for all)
 /// keeps only events of that session. No replay: only events published after it opened. The
-/// queue holds 64 events; a slow reader slows the turn, nothing is dropped. A second live
+/// queue holds 64 events; a slow reader slows the turn, nothing is dropped, except that a
+/// cancelled turn (or a turn of a freed agent) never waits: an event that finds the queue full
+/// then is dropped, and `agentao_host_event_stream_next` reports the gap with
+/// `AGENTAO_STATUS_EVENTS_DROPPED` where it happened. A second live
 /// stream with the same filter: `AGENTAO_STATUS_STREAM_SUBSCRIBE`. Release with
 /// `agentao_host_event_stream_free`.
 #[no_mangle]
@@ -232,8 +236,11 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
 }
 
 /// Waits up to `timeout_ms` for the next host event and writes its JSON to `*event_json_out`
-/// (release with `agentao_string_free`). Nothing yet: `AGENTAO_STATUS_TIMEOUT`. From inside a
-/// library callback: `_REENTRANT`.
+/// (release with `agentao_string_free`). Nothing yet: `AGENTAO_STATUS_TIMEOUT`. Events were
+/// dropped here (a cancelled turn found the queue full): `AGENTAO_STATUS_EVENTS_DROPPED` once,
+/// with the count in the message, and `*event_json_out` NULL; the next call goes on with the
+/// event after the gap. Closed: `AGENTAO_STATUS_CLOSED`. From inside a library callback:
+/// `_REENTRANT`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_host_event_stream_next(
     stream: *mut agentao_host_event_stream,
@@ -258,11 +265,11 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
         let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
         // The timer must be created inside the runtime (in the async block), not on this host
         // thread: `tokio::time::timeout` needs a runtime context when it is constructed.
-        let got = match rx.try_recv() {
+        let got = match rx.try_next() {
             // Fast path: an event already queued needs no runtime round trip.
-            Ok(ev) => Ok(Some(ev)),
-            Err(_) => {
-                rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.recv()).await })
+            Some(n) => Ok(n),
+            None => {
+                rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.next()).await })
             }
         };
         match got {
@@ -270,8 +277,16 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
                 agentao_status::Timeout,
                 "no event within the timeout".into(),
             )),
-            Ok(None) => Err(Fail(agentao_status::Closed, "the stream is closed".into())),
-            Ok(Some(json)) => {
+            Ok(StreamNext::Closed) => {
+                Err(Fail(agentao_status::Closed, "the stream is closed".into()))
+            }
+            Ok(StreamNext::Dropped(n)) => Err(Fail(
+                agentao_status::EventsDropped,
+                format!(
+                    "{n} host event(s) were dropped here: a cancelled turn found this stream full"
+                ),
+            )),
+            Ok(StreamNext::Event(json)) => {
                 *event_json_out = out_string(&json);
                 Ok(())
             }

@@ -33,8 +33,10 @@ pub struct agentao_transport {
     /// `sizeof(agentao_transport)`; a smaller value means the slots past it are NULL.
     pub struct_size: u32,
     pub userdata: *mut c_void,
-    /// Called exactly once with `userdata`, when the agent (and every turn and request still
-    /// using the transport) is gone. Also called when `agentao_agent_new` fails.
+    /// Called exactly once with `userdata`, when the agent, every turn and every pending
+    /// request are gone: a reply the host still holds keeps it waiting, even after
+    /// `agentao_agent_free` (it then runs inside the `agentao_reply_*` that answers the last
+    /// one). Also called when `agentao_agent_new` fails.
     pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
     /// One event: `{"type": ..., "schema_version": 1, "data": {...}}`. Must return quickly.
     pub emit: Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>,
@@ -89,9 +91,15 @@ pub struct agentao_transport {
     pub unsubscribe: Option<unsafe extern "C" fn(userdata: *mut c_void, subscription: u64)>,
 }
 
-/// The copied vtable behind an agent. Dropped when the last user (agent, turn, pending
-/// request) is gone: that is when `userdata_free` runs.
+/// The copied vtable behind an agent.
 pub(crate) struct FfiTransport {
+    vtable: Arc<Vtable>,
+}
+
+/// The host's slots and userdata. Shared by the agent's transport and every reply handle the
+/// host holds: dropped when the last of them is gone, and that is when `userdata_free` runs, so
+/// a host answering a reply after `agentao_agent_free` still has its userdata.
+pub(crate) struct Vtable {
     userdata: *mut c_void,
     userdata_free: Option<unsafe extern "C" fn(*mut c_void)>,
     emit: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
@@ -121,10 +129,10 @@ pub(crate) struct FfiTransport {
 
 // SAFETY: the host promises (header docs) that its callbacks and userdata may be used from
 // library threads; the library serializes `emit` itself.
-unsafe impl Send for FfiTransport {}
-unsafe impl Sync for FfiTransport {}
+unsafe impl Send for Vtable {}
+unsafe impl Sync for Vtable {}
 
-impl Drop for FfiTransport {
+impl Drop for Vtable {
     fn drop(&mut self) {
         if let Some(free) = self.userdata_free {
             // SAFETY: called once, with the userdata the host registered.
@@ -158,31 +166,37 @@ impl FfiTransport {
             };
         }
         Ok(FfiTransport {
-            userdata: (*t).userdata,
-            userdata_free: (*t).userdata_free,
-            emit: slot!(emit),
-            confirm_tool: slot!(confirm_tool),
-            ask_user: slot!(ask_user),
-            on_max_iterations: slot!(on_max_iterations),
-            subscribe: slot!(subscribe),
+            vtable: Arc::new(Vtable {
+                userdata: (*t).userdata,
+                userdata_free: (*t).userdata_free,
+                emit: slot!(emit),
+                confirm_tool: slot!(confirm_tool),
+                ask_user: slot!(ask_user),
+                on_max_iterations: slot!(on_max_iterations),
+                subscribe: slot!(subscribe),
+            }),
         })
     }
-}
 
-fn reply_ptr(reply: Reply) -> *mut agentao_reply {
-    Box::into_raw(Box::new(agentao_reply { reply }))
+    /// A reply handle for the host; it keeps the userdata alive until it is answered.
+    fn reply_ptr(&self, reply: Reply) -> *mut agentao_reply {
+        Box::into_raw(Box::new(agentao_reply {
+            reply,
+            _transport: self.vtable.clone(),
+        }))
+    }
 }
 
 impl Transport for FfiTransport {
     fn emit(&self, event: &CStr) {
-        if let Some(f) = self.emit {
+        if let Some(f) = self.vtable.emit {
             // SAFETY: host callback with its own userdata and a string valid for the call.
-            in_callback(|| unsafe { f(self.userdata, event.as_ptr()) });
+            in_callback(|| unsafe { f(self.vtable.userdata, event.as_ptr()) });
         }
     }
 
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
-        let Some(f) = self.confirm_tool else {
+        let Some(f) = self.vtable.confirm_tool else {
             let _ = reply.answer(crate::events::transport::Answer::Confirm(
                 crate::events::transport::Confirmation::Allow,
             ));
@@ -197,18 +211,18 @@ impl Transport for FfiTransport {
         // SAFETY: as above; the reply pointer is owned by the host until it answers.
         in_callback(|| unsafe {
             f(
-                self.userdata,
+                self.vtable.userdata,
                 name.as_ptr(),
                 desc.as_ptr(),
                 args.as_ptr(),
                 id.as_ptr(),
-                reply_ptr(reply),
+                self.reply_ptr(reply),
             )
         });
     }
 
     fn ask_user(&self, question: &str, hints_json: &str, reply: Reply) {
-        let Some(f) = self.ask_user else {
+        let Some(f) = self.vtable.ask_user else {
             let _ = reply.answer(crate::events::transport::Answer::Text(
                 crate::events::transport::NON_INTERACTIVE_ANSWER.to_owned(),
             ));
@@ -216,11 +230,18 @@ impl Transport for FfiTransport {
         };
         let (q, h) = (to_cstring(question), to_cstring(hints_json));
         // SAFETY: as above.
-        in_callback(|| unsafe { f(self.userdata, q.as_ptr(), h.as_ptr(), reply_ptr(reply)) });
+        in_callback(|| unsafe {
+            f(
+                self.vtable.userdata,
+                q.as_ptr(),
+                h.as_ptr(),
+                self.reply_ptr(reply),
+            )
+        });
     }
 
     fn on_max_iterations(&self, count: u32, pending_json: &str, reply: Reply) {
-        let Some(f) = self.on_max_iterations else {
+        let Some(f) = self.vtable.on_max_iterations else {
             let _ = reply.answer(crate::events::transport::Answer::Json(
                 r#"{"action":"stop"}"#.into(),
             ));
@@ -228,11 +249,18 @@ impl Transport for FfiTransport {
         };
         let p = to_cstring(pending_json);
         // SAFETY: as above.
-        in_callback(|| unsafe { f(self.userdata, count, p.as_ptr(), reply_ptr(reply)) });
+        in_callback(|| unsafe {
+            f(
+                self.vtable.userdata,
+                count,
+                p.as_ptr(),
+                self.reply_ptr(reply),
+            )
+        });
     }
 
     fn supports_subscribe(&self) -> bool {
-        self.subscribe.is_some()
+        self.vtable.subscribe.is_some()
     }
 }
 

@@ -92,13 +92,25 @@ pub struct Assembler {
     pub(crate) progress: bool,
     pub(crate) first_token: Option<Duration>,
     pub(crate) first_reasoning: Option<Duration>,
+    /// Bytes of text, reasoning and tool-call fields received (plus a fixed cost per call
+    /// slot): the measure of progress and of the response's size.
+    received: usize,
 }
 
+/// What one tool-call slot costs beyond its strings, so that a flood of empty calls counts.
+const SLOT_COST: usize = 64;
+
 impl Assembler {
+    /// Bytes of text, reasoning and tool calls received so far in this attempt.
+    pub fn received(&self) -> usize {
+        self.received
+    }
+
     pub fn text(&mut self, t: &str) {
         if t.is_empty() {
             return;
         }
+        self.received += t.len();
         self.content.push_str(t);
         self.pending_text.push_str(t);
     }
@@ -107,6 +119,7 @@ impl Assembler {
         if t.is_empty() {
             return;
         }
+        self.received += t.len();
         self.reasoning.push_str(t);
         self.pending_reasoning.push_str(t);
     }
@@ -165,24 +178,31 @@ impl Assembler {
             },
         };
         let s = &mut self.slots[slot];
+        let mut added = 0;
         if let Some(id) = id {
             if s.id != id {
+                added += id.len();
                 s.id = id.to_owned();
             }
         }
         if let Some(n) = name.filter(|n| !n.is_empty()) {
             if s.name.is_empty() {
+                added += n.len();
                 s.name = n.to_owned();
             } else if s.name != n {
+                added += n.len();
                 s.name.push_str(n);
             }
         }
         if let Some(a) = arguments {
+            added += a.len();
             s.arguments.push_str(a);
         }
+        self.received += added;
     }
 
     fn open(&mut self, index: Option<u64>) -> usize {
+        self.received += SLOT_COST;
         self.slots.push(Slot {
             index,
             ..Default::default()

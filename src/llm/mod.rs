@@ -147,6 +147,8 @@ impl UsageTotals {
     }
 }
 
+// One per agent, never in a collection: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Backend {
     OpenAi(openai::OpenAiBackend),
     Scripted(scripted::ScriptedBackend),
@@ -156,6 +158,8 @@ enum Backend {
 pub struct LlmClient {
     backend: Backend,
     retry: RetryConfig,
+    /// The optional bound on a whole call (`llm.call_timeout_ms`).
+    call_timeout: Option<Duration>,
     pub usage: UsageTotals,
 }
 
@@ -165,6 +169,7 @@ impl LlmClient {
             LlmConfig::OpenAi(c) => LlmClient {
                 backend: Backend::OpenAi(openai::OpenAiBackend::new(c)?),
                 retry: c.retry,
+                call_timeout: c.call_timeout,
                 usage: UsageTotals::default(),
             },
             LlmConfig::Scripted(s) => LlmClient {
@@ -178,6 +183,7 @@ impl LlmClient {
                     backoff_base: Duration::ZERO,
                     backoff_cap: Duration::ZERO,
                 },
+                call_timeout: None,
                 usage: UsageTotals::default(),
             },
         })
@@ -226,7 +232,16 @@ impl LlmClient {
             done: false,
             cancelled: false,
             started: Instant::now(),
+            deadline: self.call_timeout.map(|t| tokio::time::Instant::now() + t),
         }
+    }
+}
+
+/// Waits for the call's deadline (forever without one).
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -249,9 +264,26 @@ pub struct LlmCall<'c> {
     done: bool,
     cancelled: bool,
     started: Instant,
+    deadline: Option<tokio::time::Instant>,
 }
 
 impl LlmCall<'_> {
+    fn deadline_error(&mut self) -> LlmError {
+        self.done = true;
+        self.stream = None;
+        let ms = self.client.call_timeout.map_or(0, |t| t.as_millis());
+        LlmError {
+            class: "APITimeoutError",
+            message: format!(
+                "Request timed out: the LLM call took longer than llm.call_timeout_ms ({ms} ms)."
+            ),
+            status: None,
+            retryable: false,
+            retry_after: None,
+            streamed: self.asm.progress,
+        }
+    }
+
     /// The next piece, `Ok(None)` at the end of the stream (or when the token was cancelled:
     /// what arrived is kept), or the final error.
     pub async fn next(&mut self) -> Result<Option<Piece<'_>>, LlmError> {
@@ -275,6 +307,7 @@ impl LlmCall<'_> {
                     tokio::select! {
                         biased;
                         _ = self.cancel.cancelled() => return Err(original),
+                        _ = until(self.deadline) => return Err(self.deadline_error()),
                         _ = tokio::time::sleep(delay) => {}
                     }
                 }
@@ -287,6 +320,13 @@ impl LlmCall<'_> {
                 self.done = true;
                 continue;
             }
+            if self
+                .deadline
+                .is_some_and(|d| tokio::time::Instant::now() >= d)
+            {
+                return Err(self.deadline_error());
+            }
+            let deadline = self.deadline;
             let step = match &mut self.stream {
                 None => {
                     self.attempt += 1;
@@ -296,6 +336,7 @@ impl LlmCall<'_> {
                             tokio::select! {
                                 biased;
                                 _ = self.cancel.cancelled() => None,
+                                _ = until(deadline) => return Err(self.deadline_error()),
                                 r = b.open(body) => Some(r.map(AttemptStream::OpenAi)),
                             }
                         }
@@ -334,6 +375,7 @@ impl LlmCall<'_> {
                                 self.done = true;
                                 continue;
                             }
+                            _ = until(deadline) => Err(LlmError::timeout()),
                             r = async {
                                 match stream {
                                     AttemptStream::OpenAi(s) => s.next(asm).await,
@@ -344,6 +386,10 @@ impl LlmCall<'_> {
                     }
                 }
             };
+            if step.is_err() && deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                // Whatever failed, the call's time is up: no retry.
+                return Err(self.deadline_error());
+            }
             match step {
                 Ok(true) => {}
                 Ok(false) => {

@@ -53,6 +53,8 @@ pub struct OpenAiBackend {
     max_tokens: u32,
     extra_body: Map<String, Value>,
     read_timeout: Duration,
+    max_event_bytes: usize,
+    max_response_bytes: usize,
     /// One-shot repairs (spec §4.6), latched for the client's life once a server asked.
     use_max_completion_tokens: AtomicBool,
     drop_temperature: AtomicBool,
@@ -85,6 +87,8 @@ impl OpenAiBackend {
             max_tokens: c.max_tokens,
             extra_body: c.extra_body.clone(),
             read_timeout: c.read_timeout,
+            max_event_bytes: c.max_event_bytes,
+            max_response_bytes: c.max_response_bytes,
             use_max_completion_tokens: AtomicBool::new(false),
             drop_temperature: AtomicBool::new(false),
         })
@@ -240,7 +244,9 @@ impl OpenAiBackend {
             resp,
             buf: Bytes::new(),
             pos: 0,
-            parser: SseParser::default(),
+            parser: SseParser::with_limit(self.max_event_bytes),
+            max_event_bytes: self.max_event_bytes,
+            max_response_bytes: self.max_response_bytes,
             read_timeout: self.read_timeout,
             deadline: Instant::now() + self.read_timeout,
             eof: false,
@@ -330,13 +336,57 @@ pub struct OpenAiStream {
     buf: Bytes,
     pos: usize,
     parser: SseParser,
+    max_event_bytes: usize,
+    max_response_bytes: usize,
     read_timeout: Duration,
-    /// Reset by data events only: keep-alive comments do not hide a stalled stream.
+    /// Reset by progress only (text, reasoning or tool-call bytes): keep-alive comments and
+    /// empty deltas do not hide a stalled stream.
     deadline: Instant,
     eof: bool,
 }
 
+/// A response the limits refuse: not retried (the server would send the same again).
+fn too_large(message: String) -> LlmError {
+    LlmError {
+        class: "APIError",
+        message,
+        status: None,
+        retryable: false,
+        retry_after: None,
+        streamed: false,
+    }
+}
+
 impl OpenAiStream {
+    fn event_too_large(&self) -> LlmError {
+        too_large(format!(
+            "The model server sent a line or event larger than llm.max_event_bytes ({} bytes); the response was abandoned.",
+            self.max_event_bytes
+        ))
+    }
+
+    /// Decodes the ready event: `Ok(false)` at `[DONE]`. Progress restarts the idle timer;
+    /// a response past its size bound is abandoned.
+    fn decode_ready(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
+        let before = asm.received();
+        let decoded = decode_event(self.parser.data(), asm)?;
+        self.after_event(asm, before)?;
+        Ok(matches!(decoded, Decoded::Chunk))
+    }
+
+    fn after_event(&mut self, asm: &Assembler, before: usize) -> Result<(), LlmError> {
+        if asm.received() > before {
+            self.deadline = Instant::now() + self.read_timeout;
+        }
+        if asm.received() > self.max_response_bytes {
+            return Err(too_large(format!(
+                "The model server's response exceeded llm.max_response_bytes ({} bytes of text, reasoning and tool calls); the response was abandoned.",
+                self.max_response_bytes
+            )));
+        }
+        Ok(())
+    }
+
     /// The next data event from what is already buffered, without waiting; `None` when the
     /// network must be read.
     pub fn try_ready(&mut self, asm: &mut Assembler) -> Option<Result<bool, LlmError>> {
@@ -346,13 +396,11 @@ impl OpenAiStream {
         while self.pos < self.buf.len() {
             let (n, ready) = self.parser.advance(&self.buf[self.pos..]);
             self.pos += n;
+            if self.parser.overflowed() {
+                return Some(Err(self.event_too_large()));
+            }
             if ready {
-                self.deadline = Instant::now() + self.read_timeout;
-                return Some(match decode_event(self.parser.data(), asm) {
-                    Ok(Decoded::Chunk) => Ok(true),
-                    Ok(Decoded::Done) => Ok(false),
-                    Err(e) => Err(e),
-                });
+                return Some(self.decode_ready(asm));
             }
         }
         None
@@ -369,32 +417,39 @@ impl OpenAiStream {
             loop {
                 match tokio::time::timeout_at(self.deadline, self.resp.chunk()).await {
                     Err(_) => return Err(LlmError::timeout()),
-                    Ok(Ok(Some(b))) => body.extend_from_slice(&b),
+                    Ok(Ok(Some(b))) => {
+                        if body.len() + b.len() > self.max_event_bytes {
+                            return Err(too_large(format!(
+                                "The model server's JSON response is larger than llm.max_event_bytes ({} bytes); the response was abandoned.",
+                                self.max_event_bytes
+                            )));
+                        }
+                        body.extend_from_slice(&b);
+                    }
                     Ok(Ok(None)) => break,
                     Ok(Err(e)) => return Err(LlmError::connection(connection_message(&e))),
                 }
             }
+            let before = asm.received();
             decode_event(&body, asm)?;
+            self.after_event(asm, before)?;
             return Ok(true);
         }
         loop {
             if self.pos < self.buf.len() {
                 let (n, ready) = self.parser.advance(&self.buf[self.pos..]);
                 self.pos += n;
+                if self.parser.overflowed() {
+                    return Err(self.event_too_large());
+                }
                 if ready {
-                    self.deadline = Instant::now() + self.read_timeout;
-                    match decode_event(self.parser.data(), asm)? {
-                        Decoded::Chunk => return Ok(true),
-                        Decoded::Done => return Ok(false),
-                    }
+                    return self.decode_ready(asm);
                 }
                 continue;
             }
             if self.eof {
                 if self.parser.finish() {
-                    if let Decoded::Chunk = decode_event(self.parser.data(), asm)? {
-                        return Ok(true);
-                    }
+                    return self.decode_ready(asm);
                 }
                 return Ok(false);
             }

@@ -15,9 +15,30 @@ pub struct SseParser {
     /// The previous byte was a CR, so a leading LF of the next input belongs to it.
     skip_lf: bool,
     ready: bool,
+    /// Bound on one line and on one event's data (`None`: unbounded).
+    limit: Option<usize>,
+    overflow: bool,
 }
 
 impl SseParser {
+    /// A parser that refuses a line or an event's data longer than `limit` bytes: once that
+    /// happens it consumes nothing more and [`SseParser::overflowed`] is true.
+    pub fn with_limit(limit: usize) -> Self {
+        SseParser {
+            limit: Some(limit),
+            ..Default::default()
+        }
+    }
+
+    /// Whether a line or an event exceeded the limit (the stream cannot go on).
+    pub fn overflowed(&self) -> bool {
+        self.overflow
+    }
+
+    fn over(&self, len: usize) -> bool {
+        self.limit.is_some_and(|l| len > l)
+    }
+
     /// Consumes bytes until one event is complete or the input is exhausted. Returns how many
     /// bytes were consumed and whether an event is ready in [`SseParser::data`].
     pub fn advance(&mut self, input: &[u8]) -> (usize, bool) {
@@ -25,7 +46,7 @@ impl SseParser {
             self.clear_event();
         }
         let mut i = 0;
-        while i < input.len() {
+        while i < input.len() && !self.overflow {
             if self.skip_lf {
                 self.skip_lf = false;
                 if input[i] == b'\n' {
@@ -36,10 +57,18 @@ impl SseParser {
             let rest = &input[i..];
             match memchr::memchr2(b'\n', b'\r', rest) {
                 None => {
+                    if self.over(self.line.len() + rest.len()) {
+                        self.overflow = true;
+                        return (input.len(), false);
+                    }
                     self.line.extend_from_slice(rest);
                     return (input.len(), false);
                 }
                 Some(end) => {
+                    if self.over(self.line.len() + end) {
+                        self.overflow = true;
+                        return (input.len(), false);
+                    }
                     self.skip_lf = rest[end] == b'\r';
                     let dispatched = if self.line.is_empty() {
                         self.process_line(&rest[..end])
@@ -105,6 +134,10 @@ impl SseParser {
             None => (line, &b""[..]),
         };
         if field == b"data" {
+            if self.over(self.data.len() + value.len() + 1) {
+                self.overflow = true;
+                return false;
+            }
             if self.data_lines > 0 {
                 self.data.push(b'\n');
             }
@@ -158,6 +191,21 @@ mod tests {
             ]),
             ["1\n2"]
         );
+    }
+
+    #[test]
+    fn lines_and_events_over_the_limit_overflow() {
+        let mut p = SseParser::with_limit(12);
+        assert_eq!(p.advance(b"data: 1234"), (10, false));
+        assert!(!p.overflowed());
+        p.advance(b"56789 and more without a newline");
+        assert!(p.overflowed());
+        let mut p = SseParser::with_limit(10);
+        let (_, ready) = p.advance(b"data:12345\ndata:12345\ndata:12345\n\n");
+        assert!(!ready && p.overflowed(), "data lines join past the limit");
+        let mut p = SseParser::with_limit(12);
+        assert_eq!(p.advance(b"data: 1234\n\n"), (12, true));
+        assert!(!p.overflowed());
     }
 
     #[test]

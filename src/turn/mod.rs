@@ -314,7 +314,10 @@ impl<'e, 'a> Turn<'e, 'a> {
     }
 
     async fn publish(&self, event: &HostEvent) {
-        self.env.hub.publish(self.env.session_id, event).await;
+        self.env
+            .hub
+            .publish(self.env.session_id, event, &self.cancel)
+            .await;
     }
 
     async fn run(&mut self, user_message: &str, max_iterations: u32) -> Result<LoopEnd, LoopError> {

@@ -204,6 +204,8 @@ static void test_cancel_pending_confirmation(void) {
     CHECK_STATUS(agentao_agent_chat(a, "write", -1, c.tok, &text, NULL), AGENTAO_STATUS_CANCELLED);
     uint64_t returned = tu_now_ms();
     pthread_join(c.thread, NULL);
+    printf("FIGURE host.never_answered_confirm cancel_to_return_ms=%llu\n",
+           (unsigned long long)(returned - c.at_ms));
     CHECK_MSG(returned - c.at_ms < 1000, "chat returned %llu ms after the cancel",
               (unsigned long long)(returned - c.at_ms));
     char *last = tu_last_turn(a);

@@ -257,13 +257,18 @@ static void test_late_max_iter_reply_after_free(void) {
     CHECK(tu_wait_count(&d.calls, 1, 5000));
     CHECK_STATUS(atomic_load(&d.status), AGENTAO_STATUS_CANCELLED);
     CHECK_CONTAINS(d.outcome, TU_KV("error", "session-closed"));
-    CHECK(tu_wait_count(&rec.freed, 1, 5000));
+    /* The header's promise: userdata_free waits for every pending request. The host still
+     * holds the reply (and may keep its state in userdata), so userdata must stay alive. */
+    tu_sleep_ms(200);
+    CHECK_MSG(atomic_load(&rec.freed) == 0,
+              "userdata_free ran while the host still held an unanswered reply");
     agentao_reply *r = atomic_exchange(&rec.pending_reply, NULL);
     CHECK(r != NULL);
     if (r) CHECK_STATUS(agentao_reply_json(r, "{\"action\":\"continue\"}", NULL), AGENTAO_STATUS_OK);
+    /* Answering the last pending request released the transport. */
+    CHECK(tu_wait_count(&rec.freed, 1, 5000));
     tu_sleep_ms(50);
     CHECK(atomic_load(&d.calls) == 1);
-    CHECK(tu_wait_count(&rec.freed, 1, 5000));
     tu_done_destroy(&d);
 out:
     tu_recorder_destroy(&rec);
