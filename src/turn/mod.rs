@@ -9,6 +9,7 @@ pub mod events;
 pub mod outcome;
 pub mod planning;
 pub mod prompt;
+pub mod tool_output;
 
 use std::ffi::CStr;
 use std::path::Path;
@@ -36,6 +37,7 @@ use crate::tools::result_format::strip_tag_chars;
 use crate::tools::{HostRequests, Tool, ToolContext, ToolRegistry, ToolServices};
 pub use outcome::{IncompleteReason, TurnOutcome, TurnStatus};
 use planning::Guards;
+use tool_output::OutputMailbox;
 
 const DNR: &str = "Do not retry this call, rephrase its arguments, or use a different tool to achieve the same outcome.";
 const NO_RESPONSE: &str = "[No response]";
@@ -298,10 +300,8 @@ struct CallResult {
 /// One call handed to a blocking thread: index, tool, arguments, call id.
 type Job = (usize, Arc<dyn Tool>, Map<String, Value>, String);
 
-enum ExecEvent {
-    Output(usize, String),
-    Finished(usize, CallResult, Option<String>),
-}
+/// A call that finished on its thread: index, result, the error type for the host event.
+struct CallDone(usize, CallResult, Option<String>);
 
 impl<'e, 'a> Turn<'e, 'a> {
     fn emit<T: serde::Serialize + ?Sized>(&mut self, ty: &str, data: &T) {
@@ -1023,6 +1023,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             .collect();
         let parallel = runnable.len() > 1 && runnable.iter().all(|&i| plans[i].tool.is_read_only());
         let mut started_at: Vec<String> = vec![String::new(); plans.len()];
+        let mailbox = Arc::new(OutputMailbox::new(plans.len()));
         if parallel {
             for i in 0..plans.len() {
                 if plans[i].state != PlanState::Allow {
@@ -1043,10 +1044,11 @@ impl<'e, 'a> Turn<'e, 'a> {
             }
             let (tx, rx) = mpsc::unbounded_channel();
             for (_, group) in groups {
-                self.spawn_calls(plans, group, tx.clone());
+                self.spawn_calls(plans, group, &mailbox, tx.clone());
             }
             drop(tx);
-            self.pump(plans, rx, &mut results, &mut started_at).await;
+            self.pump(plans, &mailbox, rx, &mut results, &mut started_at)
+                .await;
         } else {
             for i in 0..plans.len() {
                 if plans[i].state != PlanState::Allow {
@@ -1056,8 +1058,9 @@ impl<'e, 'a> Turn<'e, 'a> {
                 // Announced here rather than from the tool's thread: one thread wake-up less.
                 self.call_started(plans, i, &mut started_at).await;
                 let (tx, rx) = mpsc::unbounded_channel();
-                self.spawn_calls(plans, vec![i], tx);
-                self.pump(plans, rx, &mut results, &mut started_at).await;
+                self.spawn_calls(plans, vec![i], &mailbox, tx);
+                self.pump(plans, &mailbox, rx, &mut results, &mut started_at)
+                    .await;
             }
         }
         results
@@ -1123,7 +1126,13 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
     }
 
-    fn spawn_calls(&self, plans: &[Plan], group: Vec<usize>, tx: mpsc::UnboundedSender<ExecEvent>) {
+    fn spawn_calls(
+        &self,
+        plans: &[Plan],
+        group: Vec<usize>,
+        mailbox: &Arc<OutputMailbox>,
+        tx: mpsc::UnboundedSender<CallDone>,
+    ) {
         let jobs: Vec<Job> = group
             .into_iter()
             .map(|i| {
@@ -1145,13 +1154,12 @@ impl<'e, 'a> Turn<'e, 'a> {
             handle: tokio::runtime::Handle::current(),
         };
         let services = self.env.tool_services.clone();
+        let mailbox = mailbox.clone();
         drop(tokio::task::spawn_blocking(move || {
             for (i, tool, args, call_id) in jobs {
                 let t0 = Instant::now();
-                let out_tx = tx.clone();
-                let output = move |chunk: &str| {
-                    let _ = out_tx.send(ExecEvent::Output(i, chunk.to_owned()));
-                };
+                let mailbox = &mailbox;
+                let output = move |chunk: &str| mailbox.push(i, chunk);
                 let (result, error_type) = if cancel.is_cancelled() {
                     (
                         CallResult {
@@ -1215,7 +1223,7 @@ impl<'e, 'a> Turn<'e, 'a> {
                         ),
                     }
                 };
-                let _ = tx.send(ExecEvent::Finished(i, result, error_type));
+                let _ = tx.send(CallDone(i, result, error_type));
             }
         }));
     }
@@ -1235,56 +1243,90 @@ impl<'e, 'a> Turn<'e, 'a> {
         self.publish(&ev).await;
     }
 
-    /// Turns execution reports into events, in the order they happen.
+    /// Turns execution reports into events, in the order they happen. Streamed output is
+    /// taken from the mailbox as it comes; a cancel discards what is queued, and the pump then
+    /// only waits for the calls to finish (the tools see the same token and stop).
     async fn pump(
         &mut self,
         plans: &[Plan],
-        mut rx: mpsc::UnboundedReceiver<ExecEvent>,
+        mailbox: &OutputMailbox,
+        mut rx: mpsc::UnboundedReceiver<CallDone>,
         results: &mut [Option<CallResult>],
         started_at: &mut [String],
     ) {
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                ExecEvent::Output(i, chunk) => {
-                    let p = &plans[i];
-                    self.emit(
-                        "tool_output",
-                        &events::ToolOutput {
-                            tool: &p.name,
-                            chunk: &chunk,
-                            call_id: &p.call_id,
-                        },
-                    );
+        let mut discarding = false;
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled(), if !discarding => {
+                    mailbox.close();
+                    discarding = true;
                 }
-                ExecEvent::Finished(i, res, error_type) => {
-                    let p = &plans[i];
-                    self.emit(
-                        "tool_complete",
-                        &events::ToolComplete {
-                            tool: &p.name,
-                            call_id: &p.call_id,
-                            status: res.status,
-                            duration_ms: res.duration_ms,
-                            error: res.error.as_deref(),
-                        },
-                    );
-                    let (outcome, summary) = match res.status {
-                        "ok" => (ToolOutcome::Ok, format!("{} succeeded", p.name)),
-                        "error" => (ToolOutcome::Error, format!("{} failed", p.name)),
-                        _ => (ToolOutcome::Cancelled, "cancelled by user".to_owned()),
-                    };
-                    let ev = ToolLifecycleEvent::finished(
-                        &self.ids(p),
-                        &started_at[i],
-                        outcome,
-                        &summary,
-                        error_type,
-                    );
-                    self.publish(&ev).await;
-                    results[i] = Some(res);
+                done = rx.recv() => match done {
+                    Some(CallDone(i, res, error_type)) => {
+                        // Its output came before its end.
+                        self.stream_output(plans, mailbox, i);
+                        self.call_finished(&plans[i], &started_at[i], &res, error_type)
+                            .await;
+                        results[i] = Some(res);
+                    }
+                    None => break,
+                },
+                _ = mailbox.pushed(), if !discarding => {
+                    for i in 0..mailbox.calls() {
+                        self.stream_output(plans, mailbox, i);
+                    }
                 }
             }
         }
+    }
+
+    /// One `tool_output` event with everything waiting for call `i`.
+    fn stream_output(&mut self, plans: &[Plan], mailbox: &OutputMailbox, i: usize) {
+        let Some(taken) = mailbox.take(i) else {
+            return;
+        };
+        let notice = taken.skipped_notice();
+        let mut chunk = taken.text;
+        if let Some(notice) = notice {
+            chunk.push_str(&notice);
+        }
+        let p = &plans[i];
+        self.emit(
+            "tool_output",
+            &events::ToolOutput {
+                tool: &p.name,
+                chunk: &chunk,
+                call_id: &p.call_id,
+            },
+        );
+    }
+
+    async fn call_finished(
+        &mut self,
+        p: &Plan,
+        started_at: &str,
+        res: &CallResult,
+        error_type: Option<String>,
+    ) {
+        self.emit(
+            "tool_complete",
+            &events::ToolComplete {
+                tool: &p.name,
+                call_id: &p.call_id,
+                status: res.status,
+                duration_ms: res.duration_ms,
+                error: res.error.as_deref(),
+            },
+        );
+        let (outcome, summary) = match res.status {
+            "ok" => (ToolOutcome::Ok, format!("{} succeeded", p.name)),
+            "error" => (ToolOutcome::Error, format!("{} failed", p.name)),
+            _ => (ToolOutcome::Cancelled, "cancelled by user".to_owned()),
+        };
+        let ev =
+            ToolLifecycleEvent::finished(&self.ids(p), started_at, outcome, &summary, error_type);
+        self.publish(&ev).await;
     }
 }
 

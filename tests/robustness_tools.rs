@@ -1,0 +1,227 @@
+//! The "Tools" rows of the fault matrix (docs/reliability.md): output flood, never-ending
+//! command, huge command, giant file, concurrent edit, SIGKILL mid-write. Each test prints the
+//! figures the matrix quotes (`cargo test --test robustness_tools -- --nocapture`); the long
+//! variants run with `AGENTAO_HEAVY=1`.
+//!
+//! Memory is measured on this process (`/proc/self/status`), so the tests of this file take
+//! one lock and run one at a time.
+
+mod tools_support;
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use agentao::agent::{Agent, TurnOptions, TurnResult};
+use agentao::cancel::CancelToken;
+use agentao::events::transport::Transport;
+use agentao::turn::{DeltaSink, TurnStatus};
+use serde_json::{json, Value};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn heavy() -> bool {
+    std::env::var("AGENTAO_HEAVY").is_ok_and(|v| v == "1")
+}
+
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"))
+}
+
+/// Peak resident memory since [`PeakRss::start`], in MiB above the RSS at that moment.
+struct PeakRss {
+    base_kib: u64,
+}
+
+impl PeakRss {
+    fn start() -> Self {
+        // Resets VmHWM to the current RSS (Linux ≥ 4.0).
+        std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak RSS");
+        PeakRss {
+            base_kib: status_kib("VmRSS:"),
+        }
+    }
+
+    fn growth_mib(&self) -> f64 {
+        status_kib("VmHWM:").saturating_sub(self.base_kib) as f64 / 1024.0
+    }
+}
+
+/// A host that allows every call and counts the streamed output; `emit_delay` makes it slow.
+#[derive(Default)]
+struct CountingHost {
+    emit_delay: Option<Duration>,
+    output_events: AtomicU64,
+    output_bytes: AtomicU64,
+}
+
+impl Transport for CountingHost {
+    fn emit(&self, event: &CStr) {
+        let bytes = event.to_bytes();
+        if bytes.starts_with(br#"{"type":"tool_output""#) {
+            self.output_events.fetch_add(1, Ordering::Relaxed);
+            self.output_bytes
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
+        if let Some(d) = self.emit_delay {
+            std::thread::sleep(d);
+        }
+    }
+}
+
+fn agent_with(host: Arc<CountingHost>, dir: &std::path::Path, calls: Value, extra: Value) -> Agent {
+    let mut config = json!({
+        "working_directory": dir,
+        "llm": {"provider": "scripted", "script": {"responses": [{"tool_calls": calls}]}},
+    });
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            config[k] = v;
+        }
+    }
+    Agent::new(&config.to_string(), Some(host)).unwrap()
+}
+
+fn shell_call(command: &str) -> Value {
+    json!([{"id": "c1", "name": "run_shell_command", "arguments": json!({"command": command}).to_string()}])
+}
+
+/// What one cancelled turn measured.
+struct Cancelled {
+    peak_mib: f64,
+    cancel_to_done: Duration,
+    result: TurnResult,
+}
+
+/// Starts a turn, cancels it after `run_for`, and measures the peak RSS growth over the whole
+/// turn and the time from the cancel to the completion.
+fn cancel_after(agent: &Agent, run_for: Duration) -> Cancelled {
+    let peak = PeakRss::start();
+    let token = CancelToken::new();
+    let (tx, rx) = mpsc::channel();
+    agent
+        .start_turn(
+            "go".into(),
+            TurnOptions {
+                cancel: Some(token.clone()),
+                ..Default::default()
+            },
+            DeltaSink::None,
+            move |r| {
+                let _ = tx.send((Instant::now(), r));
+            },
+        )
+        .unwrap();
+    std::thread::sleep(run_for);
+    let fired = Instant::now();
+    token.cancel("fault-test");
+    let (done_at, result) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the turn did not complete within 30 s of the cancel");
+    Cancelled {
+        peak_mib: peak.growth_mib(),
+        cancel_to_done: done_at.saturating_duration_since(fired),
+        result,
+    }
+}
+
+fn assert_cancelled(c: &Cancelled) -> String {
+    let o = c.result.as_ref().expect("the turn failed");
+    assert_eq!(o.status, TurnStatus::Cancelled);
+    o.text.clone()
+}
+
+/// How long a cancelled turn may take to complete here: the promised 100 ms plus killing the
+/// process group, with a margin for a loaded 2-core machine.
+const CANCEL_BOUND: Duration = Duration::from_millis(1000);
+/// How much a flooding tool may grow this process: the tool's own buffers (1 MiB per stream),
+/// the streamed-output budget, and the allocator's slack.
+const FLOOD_MEMORY_BOUND_MIB: f64 = 64.0;
+
+fn flood(name: &str, host: CountingHost, command: &str, extra: Value) {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let host = Arc::new(host);
+    let agent = agent_with(host.clone(), dir.path(), shell_call(command), extra);
+    let run_for = Duration::from_secs(if heavy() { 10 } else { 2 });
+    let c = cancel_after(&agent, run_for);
+    let text = assert_cancelled(&c);
+    println!(
+        "FIGURE tools/{name}: peak RSS growth {:.1} MiB over {:?}, cancel->completion {} ms, \
+         {} tool_output events ({} bytes) reached the host",
+        c.peak_mib,
+        run_for,
+        c.cancel_to_done.as_millis(),
+        host.output_events.load(Ordering::Relaxed),
+        host.output_bytes.load(Ordering::Relaxed),
+    );
+    assert!(text.starts_with("[Cancelled: fault-test]"), "{text}");
+    assert!(
+        c.peak_mib < FLOOD_MEMORY_BOUND_MIB,
+        "{name}: RSS grew {:.1} MiB",
+        c.peak_mib
+    );
+    assert!(
+        c.cancel_to_done < CANCEL_BOUND,
+        "{name}: cancel took {:?}",
+        c.cancel_to_done
+    );
+    assert!(host.output_events.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn output_flood_with_a_fast_host() {
+    flood("flood-yes", CountingHost::default(), "yes", json!({}));
+}
+
+#[test]
+fn output_flood_with_a_slow_host() {
+    let host = CountingHost {
+        emit_delay: Some(Duration::from_millis(1)),
+        ..Default::default()
+    };
+    flood("flood-yes-slow-emit", host, "yes", json!({}));
+}
+
+#[test]
+fn auto_allowed_recursive_grep_ends_promptly_after_cancel() {
+    flood(
+        "flood-grep",
+        CountingHost::default(),
+        "grep -r . /usr /var /etc",
+        json!({"permissions": {"mode": "full-access"}}),
+    );
+}
+
+#[test]
+fn never_ending_command_ends_promptly_after_cancel() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let host = Arc::new(CountingHost::default());
+    // A busy loop, and a child that left the process group still holding the output pipe.
+    let agent = agent_with(
+        host,
+        dir.path(),
+        shell_call("(setsid sleep 30 &); while :; do :; done"),
+        json!({}),
+    );
+    let c = cancel_after(&agent, Duration::from_millis(500));
+    let text = assert_cancelled(&c);
+    println!(
+        "FIGURE tools/never-ending: peak RSS growth {:.1} MiB, cancel->completion {} ms",
+        c.peak_mib,
+        c.cancel_to_done.as_millis()
+    );
+    assert!(text.starts_with("[Cancelled: fault-test]"), "{text}");
+    assert!(c.cancel_to_done < CANCEL_BOUND, "{:?}", c.cancel_to_done);
+}
