@@ -225,3 +225,45 @@ fn never_ending_command_ends_promptly_after_cancel() {
     assert!(text.starts_with("[Cancelled: fault-test]"), "{text}");
     assert!(c.cancel_to_done < CANCEL_BOUND, "{:?}", c.cancel_to_done);
 }
+
+/// A text file of one line of `len` bytes (`é` then ASCII, so a char count differs from the
+/// byte count), written in pieces.
+fn one_line_file(path: &std::path::Path, len: u64) {
+    use std::io::Write as _;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    f.write_all("é".as_bytes()).unwrap();
+    let block = vec![b'a'; 1 << 20];
+    let mut left = len - 2;
+    while left > 0 {
+        let n = left.min(block.len() as u64) as usize;
+        f.write_all(&block[..n]).unwrap();
+        left -= n as u64;
+    }
+    f.flush().unwrap();
+}
+
+#[test]
+fn giant_single_line_file_is_read_in_bounded_pieces() {
+    let _serial = serial();
+    let env = tools_support::Env::new();
+    let len: u64 = if heavy() { 1 << 30 } else { 256 << 20 };
+    one_line_file(&env.path("line.txt"), len);
+    let peak = PeakRss::start();
+    let t0 = Instant::now();
+    let out = env.call("read_file", serde_json::json!({"file_path": "line.txt"}));
+    let elapsed = t0.elapsed();
+    let grew = peak.growth_mib();
+    println!(
+        "FIGURE tools/giant-line: a {} MiB single-line file, peak RSS growth {grew:.1} MiB, read in {} ms",
+        len >> 20,
+        elapsed.as_millis()
+    );
+    let chars = len - 1;
+    let expected = format!(
+        "File: line.txt (1 lines)\nShowing lines 1-1\n     1\té{}[+{} chars]\n[1 line(s) truncated to 2000 chars per line]",
+        "a".repeat(1999),
+        chars - 2000
+    );
+    assert_eq!(out, expected);
+    assert!(grew < 32.0, "reading grew RSS by {grew:.1} MiB");
+}

@@ -131,7 +131,10 @@ mod tests {
         // Fits again, but comes after the gap: skipped too.
         m.push(1, "b");
         let t = m.take(1).unwrap();
-        assert_eq!((t.text.as_str(), t.skipped), ("a", PENDING_LIMIT as u64 + 1));
+        assert_eq!(
+            (t.text.as_str(), t.skipped),
+            ("a", PENDING_LIMIT as u64 + 1)
+        );
         assert!(t.skipped_notice().unwrap().contains("65,537 bytes"));
     }
 
