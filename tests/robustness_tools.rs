@@ -267,3 +267,152 @@ fn giant_single_line_file_is_read_in_bounded_pieces() {
     assert_eq!(out, expected);
     assert!(grew < 32.0, "reading grew RSS by {grew:.1} MiB");
 }
+
+#[test]
+fn concurrent_append_during_replace_is_never_lost_silently() {
+    let _serial = serial();
+    let env = tools_support::Env::new();
+    // Enough content that each edit takes a while to read and write.
+    let body: String = (0..5_000).map(|i| format!("filler line {i}\n")).collect();
+    env.write("log.txt", format!("version: 0\n{body}"));
+    let appends = if heavy() { 1000 } else { 200 };
+    let mut appender = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "i=0; while [ $i -lt {appends} ]; do i=$((i+1)); echo \"appended $i\" >> log.txt; sleep 0.01; done"
+        ))
+        .current_dir(&env.root)
+        .spawn()
+        .unwrap();
+    let (mut edits, mut refused, mut raced) = (0u32, 0u32, 0u32);
+    let mut version = 0u64;
+    while appender.try_wait().unwrap().is_none() {
+        let out = env.call(
+            "replace",
+            serde_json::json!({"file_path": "log.txt", "old_text": format!("version: {version}\n"), "new_text": format!("version: {}\n", version + 1)}),
+        );
+        if out.starts_with("Replaced 1 occurrence") {
+            version += 1;
+            edits += 1;
+        } else if out.contains("was not applied") {
+            refused += 1;
+        } else if out.contains("That copy is saved as") {
+            version += 1;
+            raced += 1;
+        } else {
+            panic!("unexpected result: {out}");
+        }
+    }
+    let text = std::fs::read_to_string(env.path("log.txt")).unwrap();
+    // Copies the edits replaced while another write landed in them.
+    let kept: Vec<String> = std::fs::read_dir(&env.root)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains(".agentao-conflict-")
+        })
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert_eq!(kept.len(), raced as usize);
+    let missing = |i: &u32| !text.contains(&format!("appended {i}\n"));
+    let in_final = (1..=appends).filter(|i| !missing(i)).count();
+    let lost = (1..=appends)
+        .filter(|i| missing(i) && !kept.iter().any(|k| k.contains(&format!("appended {i}\n"))))
+        .count();
+    println!(
+        "FIGURE tools/concurrent-edit: {edits} edits applied, {refused} refused as changed since the read, \
+         {raced} reported a write racing the rename (its copy kept); {in_final} of {appends} \
+         appended lines in the file, {lost} lost"
+    );
+    assert!(text.starts_with(&format!("version: {version}\n{body}")));
+    assert!(edits > 0, "no edit went through");
+    // A write in the moment between the last check and the rename lands in the replaced copy,
+    // which is kept and reported.
+    assert_eq!(lost, 0, "appended lines lost");
+}
+
+/// Not a test of its own: the child process of `sigkill_mid_write_keeps_the_original`, which
+/// re-runs this binary with `AGENTAO_FAULT_WRITE_CHILD` set to the file to overwrite.
+#[test]
+fn child_process_for_the_sigkill_test() {
+    let Ok(path) = std::env::var("AGENTAO_FAULT_WRITE_CHILD") else {
+        return;
+    };
+    let size: usize = std::env::var("AGENTAO_FAULT_WRITE_SIZE")
+        .unwrap()
+        .parse()
+        .unwrap();
+    use agentao::tools::FileSystem as _;
+    let data = vec![b'x'; size];
+    agentao::tools::LocalFileSystem
+        .write_bytes(std::path::Path::new(&path), &data, false)
+        .unwrap();
+}
+
+fn temp_files(dir: &std::path::Path) -> Vec<(String, u64)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name.starts_with(".agentao-write-") && name.ends_with(".tmp"))
+                .then(|| (name, e.metadata().map(|m| m.len()).unwrap_or(0)))
+        })
+        .collect()
+}
+
+#[test]
+fn sigkill_mid_write_keeps_the_original_and_the_next_write_cleans_up() {
+    let _serial = serial();
+    let env = tools_support::Env::new();
+    let target = env.write("big.txt", "original\n");
+    let size: usize = if heavy() { 300 << 20 } else { 128 << 20 };
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process_for_the_sigkill_test",
+            "--test-threads=1",
+        ])
+        .env("AGENTAO_FAULT_WRITE_CHILD", &target)
+        .env("AGENTAO_FAULT_WRITE_SIZE", size.to_string())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once its temporary file has data in it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let staged = loop {
+        let found = temp_files(&env.root);
+        if let Some((_, len)) = found.iter().find(|(_, len)| *len > 0) {
+            break *len;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the child finished before it could be killed mid-write"
+        );
+        assert!(Instant::now() < deadline, "the child never started writing");
+        std::thread::sleep(Duration::from_micros(200));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = temp_files(&env.root);
+    println!(
+        "FIGURE tools/sigkill-mid-write: killed with {} MiB staged of {} MiB; left {:?}",
+        staged >> 20,
+        size >> 20,
+        left
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "original\n");
+    assert_eq!(left.len(), 1, "the kill left no temporary file: {left:?}");
+    // The next write in that directory removes what a dead writer left.
+    assert_eq!(
+        env.call(
+            "write_file",
+            serde_json::json!({"file_path": "other.txt", "content": "x"})
+        ),
+        "Successfully wrote to other.txt"
+    );
+    assert_eq!(temp_files(&env.root), vec![]);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "original\n");
+}
