@@ -416,3 +416,129 @@ fn sigkill_mid_write_keeps_the_original_and_the_next_write_cleans_up() {
     assert_eq!(temp_files(&env.root), vec![]);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "original\n");
 }
+
+/// A one-line chat on an agent of its own, timed.
+fn one_line_chat(dir: &std::path::Path) -> Duration {
+    let config = json!({
+        "working_directory": dir,
+        "llm": {"provider": "scripted", "script": {"responses": [{"text": "hello"}]}},
+    });
+    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let t0 = Instant::now();
+    let o = agent.run_blocking("hi", TurnOptions::default()).unwrap();
+    assert_eq!(o.text, "hello");
+    t0.elapsed()
+}
+
+/// Starts a turn whose model asks to run `command`, under a permission engine (so planning
+/// scans it), and returns the agent, its token and where its completion arrives.
+fn start_shell_turn(
+    dir: &std::path::Path,
+    command: &str,
+) -> (Agent, CancelToken, mpsc::Receiver<(Instant, TurnResult)>) {
+    let config = json!({
+        "working_directory": dir,
+        "permissions": {"mode": "full-access"},
+        "llm": {"provider": "scripted", "script": {"responses": [
+            {"tool_calls": shell_call(command)}, {"text": "done"}]}},
+    });
+    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let token = CancelToken::new();
+    let (tx, rx) = mpsc::channel();
+    agent
+        .start_turn(
+            "go".into(),
+            TurnOptions {
+                cancel: Some(token.clone()),
+                ..Default::default()
+            },
+            DeltaSink::None,
+            move |r| {
+                let _ = tx.send((Instant::now(), r));
+            },
+        )
+        .unwrap();
+    (agent, token, rx)
+}
+
+fn tool_results(agent: &Agent) -> Vec<String> {
+    let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
+    h.as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn huge_commands_do_not_hold_up_other_agents() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let idle = one_line_chat(dir.path());
+    // Two agents planning a 20 MB command each, on a runtime with as many workers as cores.
+    let huge = format!("echo {}", "a b ".repeat(5 << 20));
+    let t0 = Instant::now();
+    let turns: Vec<_> = (0..2)
+        .map(|_| start_shell_turn(dir.path(), &huge))
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    let busy = one_line_chat(dir.path());
+    let mut planned = Vec::new();
+    for (agent, _token, rx) in &turns {
+        let (done_at, result) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the turn did not end");
+        let o = result.as_ref().unwrap();
+        assert_eq!(o.status, TurnStatus::Ok);
+        planned.push(done_at.duration_since(t0));
+        let results = tool_results(agent);
+        assert_eq!(results.len(), 1);
+        assert!(
+            results[0].starts_with("Error: the command is 20,971,525 bytes"),
+            "{}",
+            &results[0][..results[0].len().min(300)]
+        );
+    }
+    println!(
+        "FIGURE tools/huge-command: a one-line chat took {} ms alone and {} ms while two agents \
+         planned 20 MB commands; those turns ended after {:?}",
+        idle.as_millis(),
+        busy.as_millis(),
+        planned
+    );
+    assert!(busy < Duration::from_secs(1), "the chat took {busy:?}");
+}
+
+#[test]
+fn planning_a_long_command_is_cancellable() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // Under the size bound, but slow to scan: the turn must stop waiting for it on cancel.
+    let long = format!("echo {}", "a b ".repeat(30_000));
+    let mut worst = Duration::ZERO;
+    let mut cancelled_while_planning = 0;
+    for _ in 0..3 {
+        let (agent, token, rx) = start_shell_turn(dir.path(), &long);
+        std::thread::sleep(Duration::from_millis(20));
+        let fired = Instant::now();
+        token.cancel("fault-test");
+        let (done_at, result) = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        let took = done_at.saturating_duration_since(fired);
+        worst = worst.max(took);
+        let o = result.unwrap();
+        if o.status == TurnStatus::Cancelled
+            && tool_results(&agent)
+                .iter()
+                .all(|r| !r.starts_with("STDOUT"))
+        {
+            cancelled_while_planning += 1;
+        }
+    }
+    println!(
+        "FIGURE tools/long-command-cancel: a 120 KB command, cancel->completion at most {} ms \
+         ({cancelled_while_planning} of 3 cancelled before running)",
+        worst.as_millis()
+    );
+    assert!(worst < CANCEL_BOUND, "cancel took {worst:?}");
+}

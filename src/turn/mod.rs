@@ -271,6 +271,54 @@ struct Turn<'e, 'a> {
     system_prompt_hash: String,
 }
 
+/// Arguments up to this size (a whole batch) are prepared on the turn's own worker.
+const INLINE_PLANNING_BYTES: usize = 16 * 1024;
+
+/// One call after the argument-size-dependent part of planning.
+enum Prepared {
+    /// The arguments are not a JSON object (why).
+    Unparsed(String),
+    /// No tool by that name.
+    Unknown,
+    /// The tool refused the arguments before anything looked at them (the result text).
+    Rejected(String),
+    Decided(Arc<dyn Tool>, Map<String, Value>, Decision),
+}
+
+fn prepare_call(
+    engine: Option<&PermissionEngine>,
+    read_only: bool,
+    tool: Option<Arc<dyn Tool>>,
+    raw: &str,
+) -> Prepared {
+    let args = match planning::parse_arguments(raw) {
+        Ok(a) => a,
+        Err(why) => return Prepared::Unparsed(why),
+    };
+    let Some(tool) = tool else {
+        return Prepared::Unknown;
+    };
+    let args = if args.values().any(Value::is_null) {
+        drop_optional_nulls(args, &tool.parameters())
+    } else {
+        args
+    };
+    if let Some(text) = tool.reject_early(&args) {
+        return Prepared::Rejected(text);
+    }
+    let decision = permissions::decide(
+        engine,
+        read_only,
+        ToolFacts {
+            name: tool.name(),
+            is_read_only: tool.is_read_only(),
+            requires_confirmation: tool.requires_confirmation(),
+        },
+        &args,
+    );
+    Prepared::Decided(tool, args, decision)
+}
+
 /// A planned call.
 struct Plan {
     call_id: String,
@@ -740,7 +788,8 @@ impl<'e, 'a> Turn<'e, 'a> {
         self.record_assistant(&r, &calls);
         let content = r.content.trim().to_owned();
 
-        let (early, mut plans, doom, snapshot) = self.plan_batch(&calls);
+        let prepared = self.prepare(&calls).await?;
+        let (early, mut plans, doom, snapshot) = self.plan_batch(&calls, prepared);
 
         if doom {
             self.append_results(&early, &[]);
@@ -864,6 +913,52 @@ impl<'e, 'a> Turn<'e, 'a> {
         Ok(None)
     }
 
+    /// The part of planning whose cost grows with the arguments (parsing, the tool's early
+    /// refusal, the permission decision, which scans a shell command). A large batch is
+    /// prepared on a blocking thread, so no runtime worker scans a huge command, and a cancel
+    /// stops the wait at once (the thread finishes on its own; commands are bounded).
+    async fn prepare(
+        &self,
+        calls: &[(String, String, String)],
+    ) -> Result<Vec<Prepared>, LoopError> {
+        let read_only = self.env.read_only.load(Ordering::Acquire);
+        let tools = self.env.tools;
+        let size: usize = calls.iter().map(|(_, _, raw)| raw.len()).sum();
+        if size <= INLINE_PLANNING_BYTES {
+            let engine = self.env.engine.read().unwrap_or_else(|e| e.into_inner());
+            return Ok(calls
+                .iter()
+                .map(|(_, name, raw)| {
+                    prepare_call(engine.as_ref(), read_only, tools.get(name).cloned(), raw)
+                })
+                .collect());
+        }
+        let engine = self
+            .env
+            .engine
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let jobs: Vec<(Option<Arc<dyn Tool>>, String)> = calls
+            .iter()
+            .map(|(_, name, raw)| (tools.get(name).cloned(), raw.clone()))
+            .collect();
+        let task = tokio::task::spawn_blocking(move || {
+            jobs.into_iter()
+                .map(|(tool, raw)| prepare_call(engine.as_ref(), read_only, tool, &raw))
+                .collect::<Vec<_>>()
+        });
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(LoopError::Cancelled),
+            r = task => match r {
+                Ok(prepared) => Ok(prepared),
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => Err(LoopError::Failed(TurnFailure::Host(format!("planning stopped: {e}")))),
+            },
+        }
+    }
+
     /// Planning (spec §5.5): rejections, guards, argument repair, lookup and the permission
     /// decision of every call. Returns early results, plans, whether a guard tripped, and the
     /// permission snapshot when anyone listens for host events.
@@ -871,6 +966,7 @@ impl<'e, 'a> Turn<'e, 'a> {
     fn plan_batch(
         &mut self,
         calls: &[(String, String, String)],
+        prepared: Vec<Prepared>,
     ) -> (
         Vec<(String, String, String)>,
         Vec<Plan>,
@@ -882,8 +978,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         let mut doom = false;
         let engine_guard = self.env.engine.read().unwrap_or_else(|e| e.into_inner());
         let engine = engine_guard.as_ref();
-        let read_only = self.env.read_only.load(Ordering::Acquire);
-        for (n, (id, name, raw)) in calls.iter().enumerate() {
+        for (n, ((id, name, raw), prep)) in calls.iter().zip(prepared).enumerate() {
             let halt_rest = |early: &mut Vec<(String, String, String)>, plans: &mut Vec<Plan>| {
                 for p in plans.drain(..) {
                     early.push((p.call_id, p.name, planning::HALTED_TEXT.to_owned()));
@@ -920,12 +1015,8 @@ impl<'e, 'a> Turn<'e, 'a> {
                 doom = true;
                 break;
             }
-            let args = match planning::parse_arguments(raw) {
-                Ok(a) => {
-                    self.guards.parse_ok(name);
-                    a
-                }
-                Err(why) => {
+            let prep = match prep {
+                Prepared::Unparsed(why) => {
                     if self.guards.parse_failed(name) {
                         early.push((id.clone(), name.clone(), planning::parse_doom_text(name)));
                         halt_rest(&mut early, &mut plans);
@@ -939,34 +1030,30 @@ impl<'e, 'a> Turn<'e, 'a> {
                     ));
                     continue;
                 }
+                p => {
+                    self.guards.parse_ok(name);
+                    p
+                }
             };
-            let Some(tool) = self.env.tools.get(name).cloned() else {
-                let available: Vec<&str> = self.env.tools.names().collect();
-                early.push((
-                    id.clone(),
-                    name.clone(),
-                    format!(
-                        "Tool '{name}' not found. Available tools: {}",
-                        available.join(", ")
-                    ),
-                ));
-                continue;
+            let (tool, args, decision) = match prep {
+                Prepared::Decided(tool, args, decision) => (tool, args, decision),
+                Prepared::Rejected(text) => {
+                    early.push((id.clone(), name.clone(), text));
+                    continue;
+                }
+                Prepared::Unknown | Prepared::Unparsed(_) => {
+                    let available: Vec<&str> = self.env.tools.names().collect();
+                    early.push((
+                        id.clone(),
+                        name.clone(),
+                        format!(
+                            "Tool '{name}' not found. Available tools: {}",
+                            available.join(", ")
+                        ),
+                    ));
+                    continue;
+                }
             };
-            let args = if args.values().any(Value::is_null) {
-                drop_optional_nulls(args, &tool.parameters())
-            } else {
-                args
-            };
-            let decision = permissions::decide(
-                engine,
-                read_only,
-                ToolFacts {
-                    name,
-                    is_read_only: tool.is_read_only(),
-                    requires_confirmation: tool.requires_confirmation(),
-                },
-                &args,
-            );
             if decision.verdict != Verdict::Deny && !tool.is_read_only() {
                 self.guards.clear_other_identical(name, raw);
             }
