@@ -3,8 +3,9 @@
 //! `io::Error`s, which the tools turn into their error strings.
 
 use std::io::{Read, Write as _};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One directory entry (`list_dir`). `size` is 0 for directories.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +46,28 @@ pub trait FileSystem: Send + Sync {
     /// Creates parent directories; replacing existing content is atomic; no newline
     /// translation.
     fn write_bytes(&self, path: &Path, data: &[u8], append: bool) -> std::io::Result<()>;
+    /// Reads a file, hands its bytes to `edit`, and replaces the file with what `edit` returns
+    /// (as `write_bytes` does; `None` leaves it alone). A change someone else made since the
+    /// read fails the call with a [`FileChanged`] error instead of being overwritten. This
+    /// default compares `stat` around the read and before the write.
+    fn edit_bytes(
+        &self,
+        path: &Path,
+        edit: &mut dyn FnMut(Vec<u8>) -> Option<Vec<u8>>,
+    ) -> std::io::Result<()> {
+        let before = self.stat(path)?;
+        let data = self.read_bytes(path)?;
+        if self.stat(path)? != before {
+            return Err(FileChanged::BeforeWrite.into());
+        }
+        let Some(new) = edit(data) else {
+            return Ok(());
+        };
+        if self.stat(path)? != before {
+            return Err(FileChanged::BeforeWrite.into());
+        }
+        self.write_bytes(path, &new, false)
+    }
     fn list_dir(&self, path: &Path) -> std::io::Result<Vec<FileEntry>>;
     /// Every descendant of `base` (not `base` itself) down to `max_depth` (1 = the entries of
     /// `base`), as absolute paths with their kinds, without descending into symlinked directories. `should_stop` is polled so a cancelled turn ends a
@@ -108,57 +131,25 @@ impl FileSystem for LocalFileSystem {
     }
 
     fn write_bytes(&self, path: &Path, data: &[u8], append: bool) -> std::io::Result<()> {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+        write_local(path, data, append, None)
+    }
+
+    fn edit_bytes(
+        &self,
+        path: &Path,
+        edit: &mut dyn FnMut(Vec<u8>) -> Option<Vec<u8>>,
+    ) -> std::io::Result<()> {
+        let mut file = std::fs::File::open(path)?;
+        let seen = Version::of(&file.metadata()?);
+        let mut data = Vec::with_capacity(usize::try_from(seen.size).unwrap_or(0));
+        file.read_to_end(&mut data)?;
+        if Version::of(&file.metadata()?) != seen {
+            return Err(FileChanged::BeforeWrite.into());
         }
-        if append || std::fs::symlink_metadata(path).is_err() {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(append)
-                .truncate(!append)
-                .open(path)?;
-            return f.write_all(data);
-        }
-        // Overwrite atomically: a sibling temp file renamed over the (symlink-resolved) target,
-        // old mode kept; a target that is not writable is refused like the reference does.
-        let target = std::fs::canonicalize(path)?;
-        let meta = std::fs::metadata(&target)?;
-        if nix::unistd::access(&target, nix::unistd::AccessFlags::W_OK).is_err() {
-            return Err(std::io::Error::from_raw_os_error(libc::EACCES));
-        }
-        let dir = target.parent().unwrap_or(Path::new("/"));
-        let tmp = dir.join(format!(
-            ".agentao-write-{}.tmp",
-            uuid::Uuid::new_v4().simple()
-        ));
-        let staged = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp);
-        let mut file = match staged {
-            Ok(f) => f,
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EACCES | libc::EPERM | libc::EROFS)
-                ) =>
-            {
-                // A writable file in a read-only directory: the in-place write still works.
-                return std::fs::write(&target, data);
-            }
-            Err(e) => return Err(e),
+        let Some(new) = edit(data) else {
+            return Ok(());
         };
-        let result = (|| {
-            file.write_all(data)?;
-            drop(file);
-            std::fs::set_permissions(&tmp, meta.permissions())?;
-            std::fs::rename(&tmp, &target)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+        write_local(path, &new, false, Some(ReadGuard { file: &file, seen }))
     }
 
     fn list_dir(&self, path: &Path) -> std::io::Result<Vec<FileEntry>> {
@@ -233,6 +224,254 @@ impl FileSystem for LocalFileSystem {
     fn is_local(&self) -> bool {
         true
     }
+}
+
+/// Why [`FileSystem::edit_bytes`] failed: someone else changed the file under the edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileChanged {
+    /// Seen before anything was written: the edit was not applied.
+    BeforeWrite,
+    /// Seen right after the rename: the edit was applied, and another process wrote to the
+    /// file in the moment before it, into the copy the rename replaced. That copy, with the
+    /// other write in it, is saved at `kept` (`None` if it could not be saved).
+    DuringRename { kept: Option<PathBuf> },
+}
+
+impl FileChanged {
+    /// The `FileChanged` inside `e`, if that is what `e` is.
+    pub fn of(e: &std::io::Error) -> Option<&FileChanged> {
+        e.get_ref()?.downcast_ref::<FileChanged>()
+    }
+}
+
+impl std::fmt::Display for FileChanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileChanged::BeforeWrite => "the file changed since it was read",
+            FileChanged::DuringRename { .. } => "the file changed while it was being replaced",
+        })
+    }
+}
+
+impl std::error::Error for FileChanged {}
+
+impl From<FileChanged> for std::io::Error {
+    fn from(c: FileChanged) -> Self {
+        std::io::Error::other(c)
+    }
+}
+
+/// What identifies one state of a file: a write through any name changes the size or the
+/// change time; a rename over it changes the inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Version {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Version {
+    fn of(m: &std::fs::Metadata) -> Self {
+        Version {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+}
+
+/// The open file an edit read, and what it was then.
+struct ReadGuard<'a> {
+    file: &'a std::fs::File,
+    seen: Version,
+}
+
+impl ReadGuard<'_> {
+    /// The name still leads to the file we read, and nobody wrote to it.
+    fn unchanged(&self, target: &Path) -> std::io::Result<bool> {
+        Ok(Version::of(&std::fs::metadata(target)?) == self.seen
+            && Version::of(&self.file.metadata()?) == self.seen)
+    }
+}
+
+const TEMP_PREFIX: &str = ".agentao-write-";
+const TEMP_SUFFIX: &str = ".tmp";
+/// A temporary file this old is stale even if its writer's pid is in use (pid reuse, old
+/// names without a pid, another machine on a shared file system).
+const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
+
+/// Removes temporary files of our own pattern in `dir` that their writer left behind (it was
+/// killed mid-write): the writer's process (its pid is in the name) is gone, or the file is
+/// older than [`STALE_TEMP_AGE`]. Runs on every write into `dir`; failures are ignored.
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(middle) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|n| n.strip_suffix(TEMP_SUFFIX))
+        else {
+            continue;
+        };
+        let (pid, id) = match middle.split_once('-') {
+            Some((pid, id)) => (pid.parse::<i32>().ok(), id),
+            None => (None, middle),
+        };
+        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age > STALE_TEMP_AGE);
+        let writer_gone = pid.is_some_and(|pid| {
+            pid > 0
+                && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                    == Err(nix::errno::Errno::ESRCH)
+        });
+        if old || writer_gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Saves the file an edit replaced (still open) next to `target` as
+/// `<name>.agentao-conflict-<pid>-<id>`, so another process's write that landed in it is not
+/// lost.
+fn keep_replaced_copy(mut replaced: &std::fs::File, target: &Path) -> std::io::Result<PathBuf> {
+    use std::io::Seek as _;
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let copy = target.with_file_name(format!(
+        "{name}.agentao-conflict-{}-{}",
+        std::process::id(),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    ));
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&copy)?;
+    replaced.seek(std::io::SeekFrom::Start(0))?;
+    std::io::copy(&mut replaced, &mut out)?;
+    out.sync_all()?;
+    Ok(copy)
+}
+
+/// Makes a rename or a new name durable.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// `write_bytes` of the local file system; with `guard`, the overwrite of an edit, which
+/// fails instead of replacing a file someone else changed since the guard's read.
+fn write_local(
+    path: &Path,
+    data: &[u8],
+    append: bool,
+    guard: Option<ReadGuard<'_>>,
+) -> std::io::Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(parent)?;
+    if append || std::fs::symlink_metadata(path).is_err() {
+        if guard.is_some() {
+            // The file we read is gone.
+            return Err(FileChanged::BeforeWrite.into());
+        }
+        remove_stale_temps(parent);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(path)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        return sync_dir(parent);
+    }
+    // Overwrite atomically: a sibling temp file, synced, renamed over the (symlink-resolved)
+    // target, old mode kept; a target that is not writable is refused like the reference does.
+    let target = std::fs::canonicalize(path)?;
+    let meta = std::fs::metadata(&target)?;
+    if nix::unistd::access(&target, nix::unistd::AccessFlags::W_OK).is_err() {
+        return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+    }
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    remove_stale_temps(dir);
+    let tmp = dir.join(format!(
+        "{TEMP_PREFIX}{}-{}{TEMP_SUFFIX}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let staged = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp);
+    let mut file = match staged {
+        Ok(f) => f,
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EACCES | libc::EPERM | libc::EROFS)
+            ) =>
+        {
+            // A writable file in a read-only directory: the in-place write still works.
+            if let Some(g) = &guard {
+                if !g.unchanged(&target)? {
+                    return Err(FileChanged::BeforeWrite.into());
+                }
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&target)?;
+            f.write_all(data)?;
+            return f.sync_all();
+        }
+        Err(e) => return Err(e),
+    };
+    let result = (|| {
+        file.write_all(data)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::set_permissions(&tmp, meta.permissions())?;
+        // Checked as late as possible: the slow part (writing, syncing) is done.
+        if let Some(g) = &guard {
+            if !g.unchanged(&target)? {
+                return Err(FileChanged::BeforeWrite.into());
+            }
+        }
+        std::fs::rename(&tmp, &target)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result?;
+    sync_dir(dir)?;
+    if let Some(g) = &guard {
+        // Not the change time: the rename itself changes it (one link less).
+        let now = Version::of(&g.file.metadata()?);
+        if (now.size, now.mtime) != (g.seen.size, g.seen.mtime) {
+            let kept = keep_replaced_copy(g.file, &target).ok();
+            return Err(FileChanged::DuringRename { kept }.into());
+        }
+    }
+    Ok(())
 }
 
 /// Python's `str(OSError)` layout, which the model-visible error strings carry:

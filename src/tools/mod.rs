@@ -336,6 +336,11 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     fn is_read_only(&self) -> bool;
     fn requires_confirmation(&self) -> bool;
+    /// A refusal decided from the arguments alone, before planning looks at them (an argument
+    /// too large to check); the text is the call's result.
+    fn reject_early(&self, _args: &Map<String, Value>) -> Option<String> {
+        None
+    }
     fn execute(
         &self,
         args: &Map<String, Value>,

@@ -83,15 +83,10 @@ impl Tool for ReadFile {
             if i > 0 {
                 out.push('\n');
             }
-            let _ = write!(out, "{:>6}\t", start + i);
-            match line.char_indices().nth(MAX_LINE_CHARS) {
-                Some((byte, _)) => {
-                    let extra = line[byte..].chars().count();
-                    out.push_str(&line[..byte]);
-                    let _ = write!(out, "[+{extra} chars]");
-                    long_lines += 1;
-                }
-                None => out.push_str(line),
+            let _ = write!(out, "{:>6}\t{}", start + i, line.head);
+            if line.extra_chars > 0 {
+                let _ = write!(out, "[+{} chars]", line.extra_chars);
+                long_lines += 1;
             }
         }
         if limit == 0 && total.saturating_sub(start_idx) > MAX_LINES {
@@ -116,53 +111,230 @@ enum ReadError {
     Io(std::io::Error),
 }
 
+/// A line of the window: its first [`MAX_LINE_CHARS`] characters and how many more it has.
+struct KeptLine {
+    head: String,
+    extra_chars: usize,
+}
+
+/// Bytes read at a time; a line is never held whole, so this bounds the memory of a read
+/// (plus at most 2000 characters for each line of the window).
+const PIECE: usize = 64 * 1024;
+
 /// Streams the file as Python's universal-newline text mode does (`\n`, `\r\n` and a lone `\r`
-/// end a line; every line must be strict UTF-8) and keeps the lines of the window.
+/// end a line; the whole file must be strict UTF-8) and keeps the lines of the window.
 fn read_window(
     reader: Box<dyn std::io::Read + Send>,
     start_idx: usize,
     window: usize,
     ctx: &ToolContext<'_>,
-) -> Result<(usize, Vec<String>), ReadError> {
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
-    let mut total = 0usize;
-    let mut kept = Vec::new();
-    let mut piece = Vec::new();
-    let mut emit = |line: &[u8], total: &mut usize| -> Result<(), ReadError> {
-        let text = std::str::from_utf8(line).map_err(|_| ReadError::Decode)?;
-        if *total >= start_idx && *total - start_idx < window {
-            kept.push(text.to_owned());
-        }
-        *total += 1;
-        Ok(())
-    };
+) -> Result<(usize, Vec<KeptLine>), ReadError> {
+    let mut lines = Lines::new(start_idx, window);
+    scan(BufReader::with_capacity(PIECE, reader), &mut lines, &|| {
+        ctx.cancel.is_cancelled()
+    })?;
+    Ok((lines.total, lines.kept))
+}
+
+fn scan(
+    mut reader: impl BufRead,
+    lines: &mut Lines,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), ReadError> {
+    // A `\r` ended the last line: a `\n` right after it belongs to the same line end.
+    let mut after_cr = false;
     loop {
-        piece.clear();
-        let n = reader
-            .read_until(b'\n', &mut piece)
-            .map_err(ReadError::Io)?;
-        if n == 0 {
-            break;
-        }
-        if total % 4096 == 0 && ctx.cancel.is_cancelled() {
-            break;
-        }
-        let body = piece.strip_suffix(b"\n").unwrap_or(&piece);
-        let had_newline = body.len() != piece.len();
-        let body = if had_newline {
-            body.strip_suffix(b"\r").unwrap_or(body)
-        } else {
-            body
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadError::Io(e)),
         };
-        // Lone carriage returns inside the piece end lines too.
-        let mut rest = body;
-        while let Some(pos) = rest.iter().position(|&b| b == b'\r') {
-            emit(&rest[..pos], &mut total)?;
+        if buf.is_empty() {
+            break;
+        }
+        let mut rest = buf;
+        if after_cr && rest[0] == b'\n' {
+            rest = &rest[1..];
+        }
+        after_cr = false;
+        while let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) {
+            lines.feed(&rest[..pos])?;
+            lines.end_line()?;
+            if rest[pos] == b'\r' {
+                if rest.get(pos + 1) == Some(&b'\n') {
+                    rest = &rest[pos + 2..];
+                    continue;
+                }
+                after_cr = pos + 1 == rest.len();
+            }
             rest = &rest[pos + 1..];
         }
-        if had_newline || !rest.is_empty() {
-            emit(rest, &mut total)?;
+        lines.feed(rest)?;
+        let n = buf.len();
+        reader.consume(n);
+        if stop() {
+            return Ok(());
         }
     }
-    Ok((total, kept))
+    if lines.open {
+        lines.end_line()?;
+    }
+    Ok(())
+}
+
+/// Line-by-line state fed with pieces of lines.
+struct Lines {
+    start_idx: usize,
+    window: usize,
+    total: usize,
+    kept: Vec<KeptLine>,
+    current: KeptLine,
+    /// The current line has bytes.
+    open: bool,
+    /// The start of a character cut by the end of a piece.
+    carry: Vec<u8>,
+}
+
+impl Lines {
+    fn new(start_idx: usize, window: usize) -> Self {
+        Lines {
+            start_idx,
+            window,
+            total: 0,
+            kept: Vec::new(),
+            current: KeptLine {
+                head: String::new(),
+                extra_chars: 0,
+            },
+            open: false,
+            carry: Vec::new(),
+        }
+    }
+
+    fn in_window(&self) -> bool {
+        self.total >= self.start_idx && self.total - self.start_idx < self.window
+    }
+
+    fn feed(&mut self, mut bytes: &[u8]) -> Result<(), ReadError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.open = true;
+        if let Some(&lead) = self.carry.first() {
+            let need = if lead < 0xE0 {
+                2
+            } else if lead < 0xF0 {
+                3
+            } else {
+                4
+            };
+            let take = (need - self.carry.len()).min(bytes.len());
+            self.carry.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.carry.len() < need {
+                return Ok(());
+            }
+            let carry = std::mem::take(&mut self.carry);
+            let ch = std::str::from_utf8(&carry).map_err(|_| ReadError::Decode)?;
+            self.text(ch);
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.text(text),
+            Err(e) if e.error_len().is_none() => {
+                let (valid, cut) = bytes.split_at(e.valid_up_to());
+                self.text(std::str::from_utf8(valid).map_err(|_| ReadError::Decode)?);
+                self.carry.extend_from_slice(cut);
+            }
+            Err(_) => return Err(ReadError::Decode),
+        }
+        Ok(())
+    }
+
+    fn text(&mut self, text: &str) {
+        if !self.in_window() {
+            return;
+        }
+        let line = &mut self.current;
+        if line.extra_chars == 0 {
+            let room = MAX_LINE_CHARS - line.head.chars().count().min(MAX_LINE_CHARS);
+            match text.char_indices().nth(room) {
+                Some((byte, _)) => {
+                    line.head.push_str(&text[..byte]);
+                    line.extra_chars += text[byte..].chars().count();
+                }
+                None => line.head.push_str(text),
+            }
+        } else {
+            line.extra_chars += text.chars().count();
+        }
+    }
+
+    fn end_line(&mut self) -> Result<(), ReadError> {
+        if !self.carry.is_empty() {
+            return Err(ReadError::Decode);
+        }
+        if self.in_window() {
+            self.kept.push(std::mem::replace(
+                &mut self.current,
+                KeptLine {
+                    head: String::new(),
+                    extra_chars: 0,
+                },
+            ));
+        }
+        self.total += 1;
+        self.open = false;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines as `(head, extra)`, read with pieces of `piece` bytes.
+    fn lines(data: &[u8], piece: usize) -> Result<Vec<(String, usize)>, ()> {
+        let mut l = Lines::new(0, usize::MAX);
+        scan(BufReader::with_capacity(piece, data), &mut l, &|| false).map_err(|_| ())?;
+        assert_eq!(l.total, l.kept.len());
+        Ok(l.kept
+            .into_iter()
+            .map(|k| (k.head, k.extra_chars))
+            .collect())
+    }
+
+    #[test]
+    fn line_ends_and_characters_cut_by_piece_boundaries() {
+        let data = "aé\r\nb€\rc\r\r\nd𝄞\n\ne".as_bytes();
+        let expected: Vec<(String, usize)> = ["aé", "b€", "c", "", "d𝄞", "", "e"]
+            .iter()
+            .map(|s| ((*s).to_owned(), 0))
+            .collect();
+        for piece in 1..=data.len() {
+            assert_eq!(lines(data, piece).unwrap(), expected, "piece {piece}");
+        }
+        assert_eq!(lines(b"a\r", 1).unwrap(), vec![("a".to_owned(), 0)]);
+        assert_eq!(lines(b"", 1).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn bad_utf8_anywhere_is_a_decode_error() {
+        for piece in 1..6 {
+            assert!(lines(b"ok\n\xff", piece).is_err());
+            // A character cut short by a line end.
+            assert!(lines(b"ok\xc3\nx", piece).is_err());
+            assert!(lines(b"ok\xc3", piece).is_err());
+        }
+    }
+
+    #[test]
+    fn long_lines_keep_their_head_and_count_the_rest() {
+        let line = format!("{}{}", "é".repeat(1500), "x".repeat(1000));
+        for piece in [1, 7, 4096] {
+            assert_eq!(
+                lines(line.as_bytes(), piece).unwrap(),
+                vec![(format!("{}{}", "é".repeat(1500), "x".repeat(500)), 500)]
+            );
+        }
+    }
 }

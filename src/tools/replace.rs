@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 use unicode_normalization::UnicodeNormalization;
 
-use super::fs::os_error;
+use super::fs::{os_error, FileChanged};
 use super::write_file::nul_error;
 use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
@@ -63,30 +63,51 @@ impl Tool for Replace {
             Ok(p) => p,
             Err(msg) => return Ok(format!("Error: {msg}")),
         };
-        let fs = &ctx.services.fs;
-        let bytes = match fs.read_bytes(&path) {
-            Ok(b) => b,
-            Err(e) => return Ok(format!("Error editing file: {}", os_error(&e, &path))),
-        };
-        let content = match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => {
-                return Ok(format!(
-                    "Error editing file: {}",
-                    utf8_error_text(e.as_bytes(), e.utf8_error())
-                ))
-            }
-        };
-        let outcome = edit(&content, old_text, new_text, replace_all, file_path);
-        match outcome {
-            Edit::Write(new_content, msg) => {
-                match fs.write_bytes(&path, new_content.as_bytes(), false) {
-                    Ok(()) => Ok(msg),
-                    Err(e) => Ok(format!("Error editing file: {}", os_error(&e, &path))),
+        let mut message = String::new();
+        let written = ctx.services.fs.edit_bytes(&path, &mut |bytes| {
+            let content = match String::from_utf8(bytes) {
+                Ok(s) => s,
+                Err(e) => {
+                    message = format!(
+                        "Error editing file: {}",
+                        utf8_error_text(e.as_bytes(), e.utf8_error())
+                    );
+                    return None;
+                }
+            };
+            match edit(&content, old_text, new_text, replace_all, file_path) {
+                Edit::Write(new_content, msg) => {
+                    message = msg;
+                    Some(new_content.into_bytes())
+                }
+                Edit::Message(msg) => {
+                    message = msg;
+                    None
                 }
             }
-            Edit::Message(msg) => Ok(msg),
-        }
+        });
+        Ok(match written {
+            Ok(()) => message,
+            Err(e) => match FileChanged::of(&e) {
+                Some(FileChanged::BeforeWrite) => format!(
+                    "Error editing file: {file_path} was changed by another process while this \
+                     edit was being made, so the edit was not applied. Read the file again, \
+                     then retry the edit."
+                ),
+                Some(FileChanged::DuringRename { kept: Some(copy) }) => format!(
+                    "Error editing file: the edit of {file_path} was saved, but another process \
+                     wrote to the file at the same moment, into the copy the edit replaced. That \
+                     copy is saved as {}. Compare the two files and merge them.",
+                    copy.display()
+                ),
+                Some(FileChanged::DuringRename { kept: None }) => format!(
+                    "Error editing file: the edit of {file_path} was saved, but another process \
+                     wrote to the file at the same moment, into the copy the edit replaced, \
+                     and that copy could not be saved. Read the file again and check it."
+                ),
+                None => format!("Error editing file: {}", os_error(&e, &path)),
+            },
+        })
     }
 }
 

@@ -18,6 +18,10 @@ use crate::permissions::path_policy;
 pub const MAX_OUTPUT_CHARS: usize = 40_000;
 pub const MAX_COMMAND_ECHO_CHARS: usize = 2_000;
 pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
+/// The longest command planned or run: Linux passes no longer argument to a program
+/// (`MAX_ARG_STRLEN`), so the local executor could not run it anyway, and the floor's scan of a
+/// command grows faster than its length.
+pub const MAX_COMMAND_BYTES: usize = 128 * 1024;
 const HEAD_SHARE: f64 = 0.2;
 
 pub struct RunShellCommand {
@@ -81,6 +85,9 @@ impl Tool for RunShellCommand {
     fn requires_confirmation(&self) -> bool {
         true
     }
+    fn reject_early(&self, args: &Map<String, Value>) -> Option<String> {
+        oversized_command(args.get("command")?.as_str()?)
+    }
     fn execute(
         &self,
         args: &Map<String, Value>,
@@ -92,6 +99,9 @@ impl Tool for RunShellCommand {
         let timeout = arg_f64(args, "timeout")?.unwrap_or(ctx.services.shell_settings.timeout_s);
         let is_background = arg_bool(args, "is_background")?.unwrap_or(false);
 
+        if let Some(refusal) = oversized_command(command) {
+            return Ok(refusal);
+        }
         let floor = ctx.services.shell_settings.hardline_at_launch;
         if let Some(desc) = floor
             .then(|| crate::permissions::hardline_verdict(command))
@@ -217,6 +227,19 @@ impl Tool for RunShellCommand {
         }
         Ok(cap_result(&format_result(&result, 0), ""))
     }
+}
+
+/// The refusal of a command over [`MAX_COMMAND_BYTES`].
+pub fn oversized_command(command: &str) -> Option<String> {
+    (command.len() > MAX_COMMAND_BYTES).then(|| {
+        format!(
+            "Error: the command is {} bytes; commands longer than {} bytes are refused without \
+             being checked or run (no longer argument can be passed to a program). Write a long \
+             script to a file with write_file, then run the file.",
+            thousands(command.len() as u64),
+            thousands(MAX_COMMAND_BYTES as u64)
+        )
+    })
 }
 
 /// One stream ready to show: text before the gap, bytes lost in it, text after.

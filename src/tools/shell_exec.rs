@@ -27,8 +27,14 @@ use crate::cancel::CancelToken;
 pub const MAX_RETAINED_BYTES: usize = 1024 * 1024;
 const CHUNK: usize = 4096;
 const POLL: Duration = Duration::from_millis(50);
-/// After the command ended (or was killed), how long to wait for the pipes to close.
+/// After the command ended (or timed out), how long to wait for the pipes to close.
 const DRAIN: Duration = Duration::from_secs(2);
+/// After a cancel: the turn is waiting, and a process that left the group may hold the pipes
+/// open for ever; its reader thread ends when it does.
+const CANCEL_DRAIN: Duration = Duration::from_millis(50);
+/// Chunks a reader thread may get ahead of the supervisor; then it waits, and the pipe pushes
+/// back on the command.
+const READ_AHEAD_CHUNKS: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellDialect {
@@ -206,7 +212,7 @@ impl ShellExecutor for LocalShellExecutor {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| self.spawn_error(&e, request))?;
         let pgid = child.id();
-        let (tx, rx) = mpsc::channel::<(usize, Option<Vec<u8>>)>();
+        let (tx, rx) = mpsc::sync_channel::<(usize, Option<Vec<u8>>)>(READ_AHEAD_CHUNKS);
         spawn_reader(child.stdout.take(), 0, tx.clone());
         spawn_reader(child.stderr.take(), 1, tx);
         Ok(supervise(&mut child, pgid, rx, request))
@@ -244,7 +250,7 @@ impl ShellExecutor for LocalShellExecutor {
 fn spawn_reader(
     pipe: Option<impl Read + Send + 'static>,
     idx: usize,
-    tx: mpsc::Sender<(usize, Option<Vec<u8>>)>,
+    tx: mpsc::SyncSender<(usize, Option<Vec<u8>>)>,
 ) {
     let Some(mut pipe) = pipe else {
         let _ = tx.send((idx, None));
@@ -331,7 +337,8 @@ fn supervise(
                 kill_group(pgid);
             }
             if status.is_some() {
-                drain_until = Some(Instant::now() + DRAIN);
+                let drain = if cancelled { CANCEL_DRAIN } else { DRAIN };
+                drain_until = Some(Instant::now() + drain);
             }
         }
         if status.is_some()

@@ -9,6 +9,7 @@ pub mod events;
 pub mod outcome;
 pub mod planning;
 pub mod prompt;
+pub mod tool_output;
 
 use std::ffi::CStr;
 use std::path::Path;
@@ -36,6 +37,7 @@ use crate::tools::result_format::strip_tag_chars;
 use crate::tools::{HostRequests, Tool, ToolContext, ToolRegistry, ToolServices};
 pub use outcome::{IncompleteReason, TurnOutcome, TurnStatus};
 use planning::Guards;
+use tool_output::OutputMailbox;
 
 const DNR: &str = "Do not retry this call, rephrase its arguments, or use a different tool to achieve the same outcome.";
 const NO_RESPONSE: &str = "[No response]";
@@ -269,6 +271,54 @@ struct Turn<'e, 'a> {
     system_prompt_hash: String,
 }
 
+/// Arguments up to this size (a whole batch) are prepared on the turn's own worker.
+const INLINE_PLANNING_BYTES: usize = 16 * 1024;
+
+/// One call after the argument-size-dependent part of planning.
+enum Prepared {
+    /// The arguments are not a JSON object (why).
+    Unparsed(String),
+    /// No tool by that name.
+    Unknown,
+    /// The tool refused the arguments before anything looked at them (the result text).
+    Rejected(String),
+    Decided(Arc<dyn Tool>, Map<String, Value>, Decision),
+}
+
+fn prepare_call(
+    engine: Option<&PermissionEngine>,
+    read_only: bool,
+    tool: Option<Arc<dyn Tool>>,
+    raw: &str,
+) -> Prepared {
+    let args = match planning::parse_arguments(raw) {
+        Ok(a) => a,
+        Err(why) => return Prepared::Unparsed(why),
+    };
+    let Some(tool) = tool else {
+        return Prepared::Unknown;
+    };
+    let args = if args.values().any(Value::is_null) {
+        drop_optional_nulls(args, &tool.parameters())
+    } else {
+        args
+    };
+    if let Some(text) = tool.reject_early(&args) {
+        return Prepared::Rejected(text);
+    }
+    let decision = permissions::decide(
+        engine,
+        read_only,
+        ToolFacts {
+            name: tool.name(),
+            is_read_only: tool.is_read_only(),
+            requires_confirmation: tool.requires_confirmation(),
+        },
+        &args,
+    );
+    Prepared::Decided(tool, args, decision)
+}
+
 /// A planned call.
 struct Plan {
     call_id: String,
@@ -298,10 +348,8 @@ struct CallResult {
 /// One call handed to a blocking thread: index, tool, arguments, call id.
 type Job = (usize, Arc<dyn Tool>, Map<String, Value>, String);
 
-enum ExecEvent {
-    Output(usize, String),
-    Finished(usize, CallResult, Option<String>),
-}
+/// A call that finished on its thread: index, result, the error type for the host event.
+struct CallDone(usize, CallResult, Option<String>);
 
 impl<'e, 'a> Turn<'e, 'a> {
     fn emit<T: serde::Serialize + ?Sized>(&mut self, ty: &str, data: &T) {
@@ -743,7 +791,8 @@ impl<'e, 'a> Turn<'e, 'a> {
         self.record_assistant(&r, &calls);
         let content = r.content.trim().to_owned();
 
-        let (early, mut plans, doom, snapshot) = self.plan_batch(&calls);
+        let prepared = self.prepare(&calls).await?;
+        let (early, mut plans, doom, snapshot) = self.plan_batch(&calls, prepared);
 
         if doom {
             self.append_results(&early, &[]);
@@ -867,6 +916,52 @@ impl<'e, 'a> Turn<'e, 'a> {
         Ok(None)
     }
 
+    /// The part of planning whose cost grows with the arguments (parsing, the tool's early
+    /// refusal, the permission decision, which scans a shell command). A large batch is
+    /// prepared on a blocking thread, so no runtime worker scans a huge command, and a cancel
+    /// stops the wait at once (the thread finishes on its own; commands are bounded).
+    async fn prepare(
+        &self,
+        calls: &[(String, String, String)],
+    ) -> Result<Vec<Prepared>, LoopError> {
+        let read_only = self.env.read_only.load(Ordering::Acquire);
+        let tools = self.env.tools;
+        let size: usize = calls.iter().map(|(_, _, raw)| raw.len()).sum();
+        if size <= INLINE_PLANNING_BYTES {
+            let engine = self.env.engine.read().unwrap_or_else(|e| e.into_inner());
+            return Ok(calls
+                .iter()
+                .map(|(_, name, raw)| {
+                    prepare_call(engine.as_ref(), read_only, tools.get(name).cloned(), raw)
+                })
+                .collect());
+        }
+        let engine = self
+            .env
+            .engine
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let jobs: Vec<(Option<Arc<dyn Tool>>, String)> = calls
+            .iter()
+            .map(|(_, name, raw)| (tools.get(name).cloned(), raw.clone()))
+            .collect();
+        let task = tokio::task::spawn_blocking(move || {
+            jobs.into_iter()
+                .map(|(tool, raw)| prepare_call(engine.as_ref(), read_only, tool, &raw))
+                .collect::<Vec<_>>()
+        });
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(LoopError::Cancelled),
+            r = task => match r {
+                Ok(prepared) => Ok(prepared),
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => Err(LoopError::Failed(TurnFailure::Host(format!("planning stopped: {e}")))),
+            },
+        }
+    }
+
     /// Planning (spec §5.5): rejections, guards, argument repair, lookup and the permission
     /// decision of every call. Returns early results, plans, whether a guard tripped, and the
     /// permission snapshot when anyone listens for host events.
@@ -874,6 +969,7 @@ impl<'e, 'a> Turn<'e, 'a> {
     fn plan_batch(
         &mut self,
         calls: &[(String, String, String)],
+        prepared: Vec<Prepared>,
     ) -> (
         Vec<(String, String, String)>,
         Vec<Plan>,
@@ -885,8 +981,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         let mut doom = false;
         let engine_guard = self.env.engine.read().unwrap_or_else(|e| e.into_inner());
         let engine = engine_guard.as_ref();
-        let read_only = self.env.read_only.load(Ordering::Acquire);
-        for (n, (id, name, raw)) in calls.iter().enumerate() {
+        for (n, ((id, name, raw), prep)) in calls.iter().zip(prepared).enumerate() {
             let halt_rest = |early: &mut Vec<(String, String, String)>, plans: &mut Vec<Plan>| {
                 for p in plans.drain(..) {
                     early.push((p.call_id, p.name, planning::HALTED_TEXT.to_owned()));
@@ -923,12 +1018,8 @@ impl<'e, 'a> Turn<'e, 'a> {
                 doom = true;
                 break;
             }
-            let args = match planning::parse_arguments(raw) {
-                Ok(a) => {
-                    self.guards.parse_ok(name);
-                    a
-                }
-                Err(why) => {
+            let prep = match prep {
+                Prepared::Unparsed(why) => {
                     if self.guards.parse_failed(name) {
                         early.push((id.clone(), name.clone(), planning::parse_doom_text(name)));
                         halt_rest(&mut early, &mut plans);
@@ -942,34 +1033,30 @@ impl<'e, 'a> Turn<'e, 'a> {
                     ));
                     continue;
                 }
+                p => {
+                    self.guards.parse_ok(name);
+                    p
+                }
             };
-            let Some(tool) = self.env.tools.get(name).cloned() else {
-                let available: Vec<&str> = self.env.tools.names().collect();
-                early.push((
-                    id.clone(),
-                    name.clone(),
-                    format!(
-                        "Tool '{name}' not found. Available tools: {}",
-                        available.join(", ")
-                    ),
-                ));
-                continue;
+            let (tool, args, decision) = match prep {
+                Prepared::Decided(tool, args, decision) => (tool, args, decision),
+                Prepared::Rejected(text) => {
+                    early.push((id.clone(), name.clone(), text));
+                    continue;
+                }
+                Prepared::Unknown | Prepared::Unparsed(_) => {
+                    let available: Vec<&str> = self.env.tools.names().collect();
+                    early.push((
+                        id.clone(),
+                        name.clone(),
+                        format!(
+                            "Tool '{name}' not found. Available tools: {}",
+                            available.join(", ")
+                        ),
+                    ));
+                    continue;
+                }
             };
-            let args = if args.values().any(Value::is_null) {
-                drop_optional_nulls(args, &tool.parameters())
-            } else {
-                args
-            };
-            let decision = permissions::decide(
-                engine,
-                read_only,
-                ToolFacts {
-                    name,
-                    is_read_only: tool.is_read_only(),
-                    requires_confirmation: tool.requires_confirmation(),
-                },
-                &args,
-            );
             if decision.verdict != Verdict::Deny && !tool.is_read_only() {
                 self.guards.clear_other_identical(name, raw);
             }
@@ -1026,6 +1113,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             .collect();
         let parallel = runnable.len() > 1 && runnable.iter().all(|&i| plans[i].tool.is_read_only());
         let mut started_at: Vec<String> = vec![String::new(); plans.len()];
+        let mailbox = Arc::new(OutputMailbox::new(plans.len()));
         if parallel {
             for i in 0..plans.len() {
                 if plans[i].state != PlanState::Allow {
@@ -1046,10 +1134,11 @@ impl<'e, 'a> Turn<'e, 'a> {
             }
             let (tx, rx) = mpsc::unbounded_channel();
             for (_, group) in groups {
-                self.spawn_calls(plans, group, tx.clone());
+                self.spawn_calls(plans, group, &mailbox, tx.clone());
             }
             drop(tx);
-            self.pump(plans, rx, &mut results, &mut started_at).await;
+            self.pump(plans, &mailbox, rx, &mut results, &mut started_at)
+                .await;
         } else {
             for i in 0..plans.len() {
                 if plans[i].state != PlanState::Allow {
@@ -1059,8 +1148,9 @@ impl<'e, 'a> Turn<'e, 'a> {
                 // Announced here rather than from the tool's thread: one thread wake-up less.
                 self.call_started(plans, i, &mut started_at).await;
                 let (tx, rx) = mpsc::unbounded_channel();
-                self.spawn_calls(plans, vec![i], tx);
-                self.pump(plans, rx, &mut results, &mut started_at).await;
+                self.spawn_calls(plans, vec![i], &mailbox, tx);
+                self.pump(plans, &mailbox, rx, &mut results, &mut started_at)
+                    .await;
             }
         }
         results
@@ -1126,7 +1216,13 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
     }
 
-    fn spawn_calls(&self, plans: &[Plan], group: Vec<usize>, tx: mpsc::UnboundedSender<ExecEvent>) {
+    fn spawn_calls(
+        &self,
+        plans: &[Plan],
+        group: Vec<usize>,
+        mailbox: &Arc<OutputMailbox>,
+        tx: mpsc::UnboundedSender<CallDone>,
+    ) {
         let jobs: Vec<Job> = group
             .into_iter()
             .map(|i| {
@@ -1148,13 +1244,12 @@ impl<'e, 'a> Turn<'e, 'a> {
             handle: tokio::runtime::Handle::current(),
         };
         let services = self.env.tool_services.clone();
+        let mailbox = mailbox.clone();
         drop(tokio::task::spawn_blocking(move || {
             for (i, tool, args, call_id) in jobs {
                 let t0 = Instant::now();
-                let out_tx = tx.clone();
-                let output = move |chunk: &str| {
-                    let _ = out_tx.send(ExecEvent::Output(i, chunk.to_owned()));
-                };
+                let mailbox = &mailbox;
+                let output = move |chunk: &str| mailbox.push(i, chunk);
                 let (result, error_type) = if cancel.is_cancelled() {
                     (
                         CallResult {
@@ -1218,7 +1313,7 @@ impl<'e, 'a> Turn<'e, 'a> {
                         ),
                     }
                 };
-                let _ = tx.send(ExecEvent::Finished(i, result, error_type));
+                let _ = tx.send(CallDone(i, result, error_type));
             }
         }));
     }
@@ -1238,56 +1333,90 @@ impl<'e, 'a> Turn<'e, 'a> {
         self.publish(&ev).await;
     }
 
-    /// Turns execution reports into events, in the order they happen.
+    /// Turns execution reports into events, in the order they happen. Streamed output is
+    /// taken from the mailbox as it comes; a cancel discards what is queued, and the pump then
+    /// only waits for the calls to finish (the tools see the same token and stop).
     async fn pump(
         &mut self,
         plans: &[Plan],
-        mut rx: mpsc::UnboundedReceiver<ExecEvent>,
+        mailbox: &OutputMailbox,
+        mut rx: mpsc::UnboundedReceiver<CallDone>,
         results: &mut [Option<CallResult>],
         started_at: &mut [String],
     ) {
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                ExecEvent::Output(i, chunk) => {
-                    let p = &plans[i];
-                    self.emit(
-                        "tool_output",
-                        &events::ToolOutput {
-                            tool: &p.name,
-                            chunk: &chunk,
-                            call_id: &p.call_id,
-                        },
-                    );
+        let mut discarding = false;
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled(), if !discarding => {
+                    mailbox.close();
+                    discarding = true;
                 }
-                ExecEvent::Finished(i, res, error_type) => {
-                    let p = &plans[i];
-                    self.emit(
-                        "tool_complete",
-                        &events::ToolComplete {
-                            tool: &p.name,
-                            call_id: &p.call_id,
-                            status: res.status,
-                            duration_ms: res.duration_ms,
-                            error: res.error.as_deref(),
-                        },
-                    );
-                    let (outcome, summary) = match res.status {
-                        "ok" => (ToolOutcome::Ok, format!("{} succeeded", p.name)),
-                        "error" => (ToolOutcome::Error, format!("{} failed", p.name)),
-                        _ => (ToolOutcome::Cancelled, "cancelled by user".to_owned()),
-                    };
-                    let ev = ToolLifecycleEvent::finished(
-                        &self.ids(p),
-                        &started_at[i],
-                        outcome,
-                        &summary,
-                        error_type,
-                    );
-                    self.publish(&ev).await;
-                    results[i] = Some(res);
+                done = rx.recv() => match done {
+                    Some(CallDone(i, res, error_type)) => {
+                        // Its output came before its end.
+                        self.stream_output(plans, mailbox, i);
+                        self.call_finished(&plans[i], &started_at[i], &res, error_type)
+                            .await;
+                        results[i] = Some(res);
+                    }
+                    None => break,
+                },
+                _ = mailbox.pushed(), if !discarding => {
+                    for i in 0..mailbox.calls() {
+                        self.stream_output(plans, mailbox, i);
+                    }
                 }
             }
         }
+    }
+
+    /// One `tool_output` event with everything waiting for call `i`.
+    fn stream_output(&mut self, plans: &[Plan], mailbox: &OutputMailbox, i: usize) {
+        let Some(taken) = mailbox.take(i) else {
+            return;
+        };
+        let notice = taken.skipped_notice();
+        let mut chunk = taken.text;
+        if let Some(notice) = notice {
+            chunk.push_str(&notice);
+        }
+        let p = &plans[i];
+        self.emit(
+            "tool_output",
+            &events::ToolOutput {
+                tool: &p.name,
+                chunk: &chunk,
+                call_id: &p.call_id,
+            },
+        );
+    }
+
+    async fn call_finished(
+        &mut self,
+        p: &Plan,
+        started_at: &str,
+        res: &CallResult,
+        error_type: Option<String>,
+    ) {
+        self.emit(
+            "tool_complete",
+            &events::ToolComplete {
+                tool: &p.name,
+                call_id: &p.call_id,
+                status: res.status,
+                duration_ms: res.duration_ms,
+                error: res.error.as_deref(),
+            },
+        );
+        let (outcome, summary) = match res.status {
+            "ok" => (ToolOutcome::Ok, format!("{} succeeded", p.name)),
+            "error" => (ToolOutcome::Error, format!("{} failed", p.name)),
+            _ => (ToolOutcome::Cancelled, "cancelled by user".to_owned()),
+        };
+        let ev =
+            ToolLifecycleEvent::finished(&self.ids(p), started_at, outcome, &summary, error_type);
+        self.publish(&ev).await;
     }
 }
 
