@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,8 @@ pub struct Server {
     pending: Arc<Pending>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     initialized: AtomicBool,
+    /// Prompts whose response is not yet queued.
+    in_flight: Arc<AtomicUsize>,
 }
 
 fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
@@ -56,6 +58,7 @@ impl Server {
             pending: Arc::new(Pending::default()),
             sessions: Mutex::new(HashMap::new()),
             initialized: AtomicBool::new(false),
+            in_flight: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -415,6 +418,8 @@ impl Server {
         let out = self.out.clone();
         let dir = self.opts.sessions_dir.clone();
         let keep = session.clone();
+        let in_flight = self.in_flight.clone();
+        in_flight.fetch_add(1, Ordering::AcqRel);
         let started = session.agent().start_turn(
             text,
             TurnOptions::default(),
@@ -429,8 +434,12 @@ impl Server {
                     Ok(stop_reason) => out.respond(&id, &PromptResponse { stop_reason }),
                     Err(e) => out.fail(&id, &e),
                 }
+                in_flight.fetch_sub(1, Ordering::AcqRel);
             },
         );
+        if started.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        }
         match started {
             Ok(_) => Ok(()),
             Err(AgentError::TurnInProgress) => Err(RpcError::new(
@@ -450,7 +459,8 @@ impl Server {
         }
         self.pending.clear();
         let deadline = Instant::now() + grace;
-        while sessions.iter().any(|s| s.agent().is_busy()) && Instant::now() < deadline {
+        // A turn lets go of its agent before its completion has queued the response.
+        while self.in_flight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
         self.sessions().clear();
@@ -512,9 +522,14 @@ fn replay(session: &Session, history: &Value) {
     for m in messages {
         let text = m.get("content").and_then(Value::as_str).unwrap_or("");
         match m.get("role").and_then(Value::as_str) {
-            Some("user") if !text.is_empty() => t.update(SessionUpdate::UserMessageChunk {
-                content: TextBlock::new(text),
-            }),
+            Some("user") => {
+                let text = strip_reminders(text);
+                if !text.is_empty() {
+                    t.update(SessionUpdate::UserMessageChunk {
+                        content: TextBlock::new(text),
+                    });
+                }
+            }
             Some("assistant") => {
                 if !text.is_empty() {
                     t.update(SessionUpdate::AgentMessageChunk {
@@ -545,6 +560,18 @@ fn replay(session: &Session, history: &Value) {
             _ => {}
         }
     }
+}
+
+/// The user's own words: the runtime prefixes `<system-reminder>` blocks to user messages.
+fn strip_reminders(mut text: &str) -> &str {
+    const CLOSE: &str = "</system-reminder>";
+    while text.starts_with("<system-reminder>") {
+        match text.find(CLOSE) {
+            Some(i) => text = text[i + CLOSE.len()..].trim_start_matches('\n'),
+            None => break,
+        }
+    }
+    text
 }
 
 pub enum LineRead {
