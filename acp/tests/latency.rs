@@ -46,8 +46,10 @@ fn serve(listener: TcpListener, sent: std::sync::mpsc::Sender<Instant>, requests
         }
         let mut body = vec![0; len];
         r.read_exact(&mut body).unwrap();
-        s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
-            .unwrap();
+        s.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+        )
+        .unwrap();
         s.flush().unwrap();
         std::thread::sleep(Duration::from_millis(20));
         let first = chunk("Hi", None);
@@ -144,8 +146,9 @@ fn server_overhead_per_streamed_chunk() {
         Arc::new(Pending::default()),
     );
     // The event exactly as the library emits it for one model delta.
-    let ev = CString::new(r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"Hello, wor"}}"#)
-        .unwrap();
+    let ev =
+        CString::new(r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"Hello, wor"}}"#)
+            .unwrap();
     for _ in 0..1000 {
         t.emit(&ev);
     }
@@ -159,7 +162,10 @@ fn server_overhead_per_streamed_chunk() {
     drop(out);
     writer.join().unwrap();
     let total = start.elapsed();
-    assert_eq!(lines.load(std::sync::atomic::Ordering::Relaxed), CHUNKS + 1000);
+    assert_eq!(
+        lines.load(std::sync::atomic::Ordering::Relaxed),
+        CHUNKS + 1000
+    );
     println!(
         "server overhead per streamed chunk ({CHUNKS} chunks): {:.2} us on the turn's thread, \
          {:.2} us until written",

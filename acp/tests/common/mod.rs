@@ -12,59 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod schema;
+pub use schema::{result_def, Schemas};
+
 pub const TIMEOUT: Duration = Duration::from_secs(30);
-
-pub struct Schemas {
-    defs: Value,
-    validators: HashMap<String, jsonschema::Validator>,
-}
-
-impl Schemas {
-    pub fn load() -> Schemas {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../docs/schema/host.acp.schema.json"
-        ))
-        .unwrap();
-        let doc: Value = serde_json::from_str(&text).unwrap();
-        Schemas {
-            defs: doc["$defs"].clone(),
-            validators: HashMap::new(),
-        }
-    }
-
-    /// Panics with the errors when `v` is not a valid `def`.
-    pub fn check(&mut self, def: &str, v: &Value) {
-        assert!(self.defs.get(def).is_some(), "no definition {def}");
-        let defs = &self.defs;
-        let validator = self.validators.entry(def.to_owned()).or_insert_with(|| {
-            jsonschema::validator_for(&json!({
-                "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "$defs": defs,
-                "$ref": format!("#/$defs/{def}"),
-            }))
-            .unwrap()
-        });
-        let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{def} rejects {v}: {errors:?}");
-    }
-}
-
-pub fn result_def(method: &str) -> &'static str {
-    match method {
-        "initialize" => "AcpInitializeResponse",
-        "session/new" => "AcpSessionNewResponse",
-        "session/load" => "AcpSessionLoadResponse",
-        "session/prompt" => "AcpSessionPromptResponse",
-        "session/cancel" => "AcpSessionCancelResponse",
-        "session/set_mode" => "AcpSessionSetModeResponse",
-        "session/set_model" => "AcpSessionSetModelResponse",
-        "session/list_models" => "AcpSessionListModelsResponse",
-        "session/set_config_option" => "AcpSessionSetConfigOptionResponse",
-        "_agentao.cn/set_model" => "AcpAgentaoSetModelResponse",
-        other => panic!("no schema for the result of {other}"),
-    }
-}
 
 pub struct Client {
     pub child: Child,
@@ -196,26 +147,7 @@ impl Client {
     }
 
     fn validate(&mut self, v: &Value) {
-        assert_eq!(v["jsonrpc"], "2.0", "{v}");
-        if let Some(method) = v.get("method").and_then(Value::as_str) {
-            let def = match (method, v.get("id").is_some()) {
-                ("session/update", false) => "AcpSessionUpdateParams",
-                ("session/request_permission", true) => "AcpRequestPermissionParams",
-                ("_agentao.cn/ask_user", true) => "AcpAskUserParams",
-                _ => panic!("unexpected message from the server: {v}"),
-            };
-            self.schemas.check(def, &v["params"]);
-        } else if let Some(e) = v.get("error") {
-            self.schemas.check("AcpError", e);
-        } else {
-            let id = v["id"].as_u64().expect("a response to one of our requests");
-            let method = self
-                .methods
-                .get(&id)
-                .expect("a response to a request we sent");
-            let def = result_def(method);
-            self.schemas.check(def, &v["result"]);
-        }
+        self.schemas.check_server_message(v, &self.methods);
         self.validated += 1;
     }
 
