@@ -51,6 +51,9 @@ pub struct Session {
     context_length: AtomicU64,
     /// "Always allow" rules, re-applied when a model switch rebuilds the agent.
     allowed: Mutex<Vec<Value>>,
+    /// One history write at a time: a quick next prompt can end while the last one's
+    /// completion is still saving.
+    saving: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -85,6 +88,7 @@ impl Session {
             mode_id: Mutex::new(mode.as_str().to_owned()),
             context_length: AtomicU64::new(DEFAULT_CONTEXT_LENGTH),
             allowed: Mutex::new(Vec::new()),
+            saving: Mutex::new(()),
         });
         transport.attach(Arc::downgrade(&session));
         Ok(session)
@@ -229,6 +233,7 @@ impl Session {
     pub fn persist(&self, dir: &Path) -> std::io::Result<()> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
+        let _one_at_a_time = lock(&self.saving);
         std::fs::create_dir_all(dir)?;
         let history: Value = serde_json::from_str(&self.agent().history_json())
             .unwrap_or_else(|_| Value::Array(Vec::new()));

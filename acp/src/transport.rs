@@ -186,6 +186,10 @@ impl AcpTransport {
             "tool_complete" => {
                 let ev: Envelope<CompleteEvent> = serde_json::from_slice(bytes).ok()?;
                 let c = ev.data;
+                self.announced
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&c.call_id);
                 let status = call_status(&c.status);
                 self.update(SessionUpdate::ToolCallUpdate {
                     tool_call_id: &c.call_id,
@@ -200,10 +204,6 @@ impl AcpTransport {
             "tool_result" => {
                 let ev: Envelope<ResultEvent> = serde_json::from_slice(bytes).ok()?;
                 let r = ev.data;
-                self.announced
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&r.call_id);
                 self.update(SessionUpdate::ToolCallUpdate {
                     tool_call_id: &r.call_id,
                     status: call_status(&r.status),
@@ -344,7 +344,7 @@ pub fn tool_kind(tool: &str) -> ToolKind {
 }
 
 /// The argument that says what a call acts on, for titles and "always allow" scoping.
-fn subject<'a>(args: &'a Map<String, Value>) -> Option<(&'static str, &'a str)> {
+fn subject(args: &Map<String, Value>) -> Option<(&'static str, &str)> {
     ["command", "file_path", "url", "path", "pattern"]
         .into_iter()
         .find_map(|k| args.get(k).and_then(Value::as_str).map(|v| (k, v)))

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 pub mod schema;
-pub use schema::{result_def, Schemas};
+pub use schema::Schemas;
 
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
