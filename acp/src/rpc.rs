@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use serde::Serialize;
@@ -18,9 +17,9 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 
-/// Messages queued for the writer; past this a producer waits (a client that stops reading
-/// slows the turn down instead of growing memory).
-const OUTBOX_CAPACITY: usize = 4096;
+/// Bytes queued for the writer; past this a producer waits (a client that stops reading slows
+/// the turns down instead of growing memory).
+const MAX_BUFFERED: usize = 8 * 1024 * 1024;
 
 /// A JSON-RPC error.
 #[derive(Debug, Clone, Serialize)]
@@ -44,11 +43,36 @@ impl RpcError {
     }
 }
 
-/// The write side: serializes a message into one line and hands it to the writer thread.
+/// The write side: serializes each message straight into one shared buffer that the writer
+/// thread swaps out and writes whole, so a message costs its serialization and no allocation,
+/// and the writer is woken only when it is idle.
 #[derive(Clone)]
 pub struct Outbox {
-    tx: SyncSender<Vec<u8>>,
-    closed: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// The writer waits here for bytes.
+    ready: Condvar,
+    /// Producers wait here for room.
+    room: Condvar,
+    /// The sink failed: the client is gone.
+    closed: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    buf: Vec<u8>,
+    writer_idle: bool,
+    producers_waiting: usize,
+    closing: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[derive(Serialize)]
@@ -81,77 +105,123 @@ struct Failure<'a> {
 }
 
 impl Outbox {
-    /// Starts the writer thread over `sink`. The thread ends when every `Outbox` clone is
-    /// dropped (after writing what was queued) or when the sink fails (the client is gone).
+    /// Starts the writer thread over `sink`. It ends after [`Outbox::close`] (once what was
+    /// queued is written) or when the sink fails (the client is gone).
     pub fn start(sink: impl Write + Send + 'static) -> (Outbox, JoinHandle<()>) {
-        let (tx, rx) = sync_channel(OUTBOX_CAPACITY);
-        let closed = Arc::new(AtomicBool::new(false));
-        let flag = closed.clone();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            ready: Condvar::new(),
+            room: Condvar::new(),
+            closed: AtomicBool::new(false),
+        });
+        let writer = shared.clone();
         let handle = std::thread::Builder::new()
             .name("acp-writer".into())
-            .spawn(move || write_loop(rx, sink, &flag))
+            .spawn(move || write_loop(&writer, sink))
             .expect("the writer thread starts");
-        (Outbox { tx, closed }, handle)
+        (Outbox { shared }, handle)
     }
 
     /// Whether the client's side of the output is gone.
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.shared.closed.load(Ordering::Acquire)
     }
 
-    fn push(&self, line: Vec<u8>) {
-        match self.tx.try_send(line) {
-            Ok(()) => {}
-            Err(TrySendError::Full(line)) => {
-                let _ = self.tx.send(line);
-            }
-            Err(TrySendError::Disconnected(_)) => {}
+    /// Appends one message (one line) written by `write`.
+    fn push(&self, write: impl FnOnce(&mut Vec<u8>)) {
+        let sh = &*self.shared;
+        let mut st = sh.lock();
+        while st.buf.len() >= MAX_BUFFERED && !st.closing && !self.is_closed() {
+            st.producers_waiting += 1;
+            st = sh.room.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.producers_waiting -= 1;
+        }
+        if st.closing || self.is_closed() {
+            return;
+        }
+        let mark = st.buf.len();
+        write(&mut st.buf);
+        if st.buf.len() == mark {
+            return;
+        }
+        st.buf.push(b'\n');
+        let wake = st.writer_idle;
+        st.writer_idle = false;
+        drop(st);
+        if wake {
+            sh.ready.notify_one();
+        }
+    }
+
+    fn serialize<T: Serialize>(buf: &mut Vec<u8>, value: &T) {
+        let mark = buf.len();
+        if let Err(e) = serde_json::to_writer(&mut *buf, value) {
+            // Our own types always serialize; never leave half a message behind.
+            buf.truncate(mark);
+            eprintln!("agentao-acp: a message could not be serialized: {e}");
         }
     }
 
     /// Ends the writer once what is queued is written; later messages are dropped.
     pub fn close(&self) {
-        self.push(Vec::new());
-    }
-
-    fn line<T: Serialize>(value: &T) -> Vec<u8> {
-        let mut buf = Vec::with_capacity(128);
-        serde_json::to_writer(&mut buf, value).expect("messages serialize");
-        buf.push(b'\n');
-        buf
+        let mut st = self.shared.lock();
+        st.closing = true;
+        drop(st);
+        self.shared.ready.notify_one();
+        self.shared.room.notify_all();
     }
 
     pub fn notify<P: Serialize>(&self, method: &str, params: &P) {
-        self.push(Self::line(&Notification {
-            jsonrpc: "2.0",
-            method,
-            params,
-        }));
+        self.push(|b| {
+            Self::serialize(
+                b,
+                &Notification {
+                    jsonrpc: "2.0",
+                    method,
+                    params,
+                },
+            )
+        });
     }
 
     pub fn request<P: Serialize>(&self, id: u64, method: &str, params: &P) {
-        self.push(Self::line(&Request {
-            jsonrpc: "2.0",
-            id,
-            method,
-            params,
-        }));
+        self.push(|b| {
+            Self::serialize(
+                b,
+                &Request {
+                    jsonrpc: "2.0",
+                    id,
+                    method,
+                    params,
+                },
+            )
+        });
     }
 
     pub fn respond<R: Serialize>(&self, id: &Value, result: &R) {
-        self.push(Self::line(&Success {
-            jsonrpc: "2.0",
-            id,
-            result,
-        }));
+        self.push(|b| {
+            Self::serialize(
+                b,
+                &Success {
+                    jsonrpc: "2.0",
+                    id,
+                    result,
+                },
+            )
+        });
     }
 
     pub fn fail(&self, id: &Value, error: &RpcError) {
-        self.push(Self::line(&Failure {
-            jsonrpc: "2.0",
-            id,
-            error,
-        }));
+        self.push(|b| {
+            Self::serialize(
+                b,
+                &Failure {
+                    jsonrpc: "2.0",
+                    id,
+                    error,
+                },
+            )
+        });
     }
 
     pub fn reply(&self, id: &Value, result: Result<Value, RpcError>) {
@@ -162,32 +232,35 @@ impl Outbox {
     }
 }
 
-fn write_loop(rx: Receiver<Vec<u8>>, sink: impl Write, closed: &AtomicBool) {
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, sink);
-    while let Ok(first) = rx.recv() {
-        if first.is_empty() {
-            break;
+fn write_loop(sh: &Shared, mut sink: impl Write) {
+    let mut out = Vec::new();
+    loop {
+        let mut st = sh.lock();
+        while st.buf.is_empty() && !st.closing {
+            st.writer_idle = true;
+            st = sh.ready.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        let mut ok = out.write_all(&first).is_ok();
-        // Batch whatever else is already queued into the same flush.
-        while ok {
-            match rx.try_recv() {
-                Ok(next) if next.is_empty() => {
-                    let _ = out.flush();
-                    return;
-                }
-                Ok(next) => ok = out.write_all(&next).is_ok(),
-                Err(_) => break,
-            }
+        st.writer_idle = false;
+        if st.buf.is_empty() {
+            return; // closing, and everything is written
         }
-        if !ok || out.flush().is_err() {
-            closed.store(true, Ordering::Release);
-            // Keep draining so producers never block on a dead client.
-            while rx.recv().is_ok() {}
+        std::mem::swap(&mut st.buf, &mut out);
+        let wake = st.producers_waiting > 0;
+        drop(st);
+        if wake {
+            sh.room.notify_all();
+        }
+        if sink.write_all(&out).and_then(|()| sink.flush()).is_err() {
+            sh.closed.store(true, Ordering::Release);
+            sh.room.notify_all();
             return;
         }
+        out.clear();
+        // Keep one large buffer from pinning memory after a burst.
+        if out.capacity() > MAX_BUFFERED {
+            out = Vec::new();
+        }
     }
-    let _ = out.flush();
 }
 
 /// One incoming message, classified.
