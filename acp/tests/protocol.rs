@@ -544,3 +544,60 @@ fn help_and_bad_flags() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn config_file_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agentao.json");
+    std::fs::write(
+        &config,
+        json!({
+            "llm": {"provider": "scripted", "script": {"model": "from-file",
+                "responses": [shell_call("f1", "touch by-config.txt"), {"text": "ok"}]}},
+            "permissions": {"mode": "full-access"},
+            "max_iterations": 5
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut c = Client::spawn(&["--config", config.to_str().unwrap(), "--no-persist"]);
+    let init = c.initialize();
+    assert_eq!(init["agentCapabilities"]["loadSession"], false);
+    let id = c.request(
+        "session/new",
+        json!({"cwd": dir.path(), "mcpServers": [{"name": "ignored", "command": "true"}]}),
+    );
+    let r = c.until_response(id, |_, v| panic!("{v}"));
+    assert_eq!(r["result"]["modes"]["currentModeId"], "full-access");
+    assert_eq!(
+        r["result"]["configOptions"][0]["currentValue"],
+        "scripted/from-file"
+    );
+    let s = r["result"]["sessionId"].as_str().unwrap().to_owned();
+    // full-access from the file: the shell call runs without a permission request.
+    let id = c.prompt(&s, "go");
+    c.until_response(id, |_, v| {
+        assert_ne!(v["method"], "session/request_permission")
+    });
+    assert!(dir.path().join("by-config.txt").exists());
+    drop(c);
+
+    // A flag overrides the file's mode.
+    let mut c = Client::spawn(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--mode",
+        "read-only",
+        "--model",
+        "flagged",
+        "--no-persist",
+    ]);
+    c.initialize();
+    let id = c.request("session/new", json!({"cwd": dir.path(), "mcpServers": []}));
+    let r = c.until_response(id, |_, v| panic!("{v}"));
+    assert_eq!(r["result"]["modes"]["currentModeId"], "read-only");
+    assert_eq!(
+        r["result"]["configOptions"][0]["currentValue"],
+        "scripted/flagged"
+    );
+}
