@@ -153,7 +153,6 @@ impl Server {
         }
         match method {
             "initialize" => self.initialize(params),
-            "authenticate" => Ok(json!({})),
             "session/new" => self.new_session(params),
             "session/load" => self.load_session(params),
             "session/cancel" => self.cancel(params),
