@@ -263,13 +263,17 @@ impl Server {
         }
         let cwd = Self::check_cwd(&req.cwd)?;
         Self::warn_mcp(&req.mcp_servers);
-        if let Some(old) = self.sessions().get(&req.session_id) {
+        let live = self.sessions().get(&req.session_id).cloned();
+        if let Some(old) = live {
             if old.agent().is_busy() {
                 return Err(RpcError::new(
                     INVALID_REQUEST,
                     "session/load: that session has a prompt running",
                 ));
             }
+            // Its last save may still be in flight: save the current history now.
+            old.persist(dir)
+                .map_err(|e| RpcError::internal(format!("session/load: saving: {e}")))?;
         }
         let path = dir.join(format!("{}.json", req.session_id));
         let text = std::fs::read_to_string(&path).map_err(|_| {
@@ -424,14 +428,16 @@ impl Server {
             TurnOptions::default(),
             DeltaSink::None,
             move |result| {
+                match stop_reason(result) {
+                    Ok(stop_reason) => out.respond(&id, &PromptResponse { stop_reason }),
+                    Err(e) => out.fail(&id, &e),
+                }
+                // After the response: the save syncs to disk, which can take long on a busy
+                // machine, and the client is not kept waiting for it (shutdown still is).
                 if let Some(dir) = &dir {
                     if let Err(e) = keep.persist(dir) {
                         eprintln!("agentao-acp: saving session {}: {e}", keep.id);
                     }
-                }
-                match stop_reason(result) {
-                    Ok(stop_reason) => out.respond(&id, &PromptResponse { stop_reason }),
-                    Err(e) => out.fail(&id, &e),
                 }
                 in_flight.fetch_sub(1, Ordering::AcqRel);
             },

@@ -477,6 +477,18 @@ fn modes_models_and_load() {
         assert_ne!(v["method"], "session/request_permission")
     });
     assert!(!dir.path().join("plan.txt").exists());
+    // Loading a live session in the same process replays up to its last prompt.
+    let id = c.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir.path(), "mcpServers": []}),
+    );
+    let mut users = Vec::new();
+    c.until_response(id, |_, v| {
+        if v["params"]["update"]["sessionUpdate"] == "user_message_chunk" {
+            users.push(v["params"]["update"]["content"]["text"].clone());
+        }
+    });
+    assert_eq!(users.last(), Some(&json!("make plan.txt")), "{users:?}");
     drop(c);
 
     // A new server process restores the history and replays it.
