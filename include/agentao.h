@@ -493,6 +493,14 @@ uint32_t agentao_version_number(void);
 const char *agentao_host_events_schema(void);
 
 /*
+ The JSON Schema (draft 2020-12) of the ACP wire payloads (initialize, session new/load/
+ prompt/cancel, session updates, request_permission, the `_agentao.cn/ask_user` extension,
+ set mode/model/config option) that `agentao-acp` speaks to out-of-process hosts: the
+ reference's `export_host_acp_json_schema()`, byte for byte. Static: never freed. Any thread.
+ */
+const char *agentao_host_acp_schema(void);
+
+/*
  Sets how many worker threads the library's runtime uses (default: one per core). Only
  before the first agent is created; later calls fail with `AGENTAO_STATUS_INVALID_ARGUMENT`.
  `threads` must be at least 1.

@@ -60,3 +60,29 @@ fn committed_schema_is_the_reference_v3() {
     .expect("shared/conformance beside the repo");
     assert_eq!(ours, reference);
 }
+
+#[test]
+fn committed_acp_schema_is_the_reference_and_exported() {
+    let ours = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/schema/host.acp.schema.json"
+    ))
+    .unwrap();
+    // shared/ sits beside the clone (CI, /work/main) or beside the worktrees' folder.
+    let reference = ["..", "../.."]
+        .iter()
+        .map(|up| {
+            format!(
+                "{}/{up}/shared/conformance/host.acp.schema.json",
+                env!("CARGO_MANIFEST_DIR")
+            )
+        })
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .expect("shared/conformance beside the repo");
+    assert_eq!(ours, reference);
+    // The C export hands out the static below (its bytes are checked by test_lifecycle.c).
+    let exported = agentao::ffi::library::agentao_host_acp_schema();
+    let schema = agentao::ffi::library::acp_schema();
+    assert_eq!(exported, schema.as_ptr());
+    assert_eq!(schema.to_str().unwrap(), reference);
+}

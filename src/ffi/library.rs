@@ -1,4 +1,4 @@
-//! Library-wide calls: version, runtime options, the host-event schema.
+//! Library-wide calls: version, runtime options, the host-event and ACP schemas.
 
 use std::ffi::{c_char, CStr};
 
@@ -19,6 +19,13 @@ const SCHEMA: &CStr = match CStr::from_bytes_with_nul(
 ) {
     Ok(v) => v,
     Err(_) => panic!("the schema has no NUL"),
+};
+
+const ACP_SCHEMA: &CStr = match CStr::from_bytes_with_nul(
+    concat!(include_str!("../../docs/schema/host.acp.schema.json"), "\0").as_bytes(),
+) {
+    Ok(v) => v,
+    Err(_) => panic!("the ACP schema has no NUL"),
 };
 
 /// The library version (`"MAJOR.MINOR.PATCH"`), equal to the `AGENTAO_VERSION` macro of the
@@ -43,6 +50,20 @@ pub extern "C" fn agentao_version_number() -> u32 {
 #[no_mangle]
 pub extern "C" fn agentao_host_events_schema() -> *const c_char {
     SCHEMA.as_ptr()
+}
+
+/// The JSON Schema (draft 2020-12) of the ACP wire payloads (initialize, session new/load/
+/// prompt/cancel, session updates, request_permission, the `_agentao.cn/ask_user` extension,
+/// set mode/model/config option) that `agentao-acp` speaks to out-of-process hosts: the
+/// reference's `export_host_acp_json_schema()`, byte for byte. Static: never freed. Any thread.
+#[no_mangle]
+pub extern "C" fn agentao_host_acp_schema() -> *const c_char {
+    ACP_SCHEMA.as_ptr()
+}
+
+/// The exported ACP schema as a Rust string (the same static bytes).
+pub fn acp_schema() -> &'static CStr {
+    ACP_SCHEMA
 }
 
 /// Sets how many worker threads the library's runtime uses (default: one per core). Only

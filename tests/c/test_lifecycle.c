@@ -33,6 +33,22 @@ static void test_schema(void) {
     free(file);
 }
 
+static void test_acp_schema(void) {
+    tu_section("ACP schema");
+    char *file = tu_read_file(AGENTAO_REPO_DIR "/docs/schema/host.acp.schema.json");
+    CHECK_MSG(file != NULL, "cannot read docs/schema/host.acp.schema.json");
+    const char *schema = agentao_host_acp_schema();
+    CHECK(schema != NULL);
+    CHECK(schema == agentao_host_acp_schema());
+    if (file && schema) {
+        CHECK_MSG(strlen(schema) == strlen(file), "schema length %zu, file length %zu",
+                  strlen(schema), strlen(file));
+        CHECK_MSG(strcmp(schema, file) == 0, "agentao_host_acp_schema() differs from the file");
+        CHECK(strstr(schema, "\"AcpSessionUpdateParams\"") != NULL);
+    }
+    free(file);
+}
+
 static void test_worker_threads_before_runtime(void) {
     tu_section("runtime worker threads");
     agentao_error *err = (agentao_error *)1;
@@ -174,6 +190,7 @@ int main(void) {
     test_worker_threads_before_runtime();
     test_version();
     test_schema();
+    test_acp_schema();
     test_free_null();
     const char *dir = tu_workspace();
     test_errors_and_status_names(dir);

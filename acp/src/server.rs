@@ -1,0 +1,639 @@
+//! The ACP method dispatcher: one connection, many sessions.
+//!
+//! Every request except `session/prompt` is answered on the reading thread (they are quick);
+//! a prompt runs as an agent turn on the library's runtime and is answered by its completion,
+//! after every `session/update` of the turn (they share the outbox's order). Requests to the
+//! client (permission, `ask_user`) are answered from the reading thread as their responses
+//! arrive, so a turn waiting for one never blocks the reading of others.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentao::agent::{AgentError, TurnOptions};
+use agentao::turn::{DeltaSink, IncompleteReason, TurnStatus};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::options::Options;
+use crate::protocol::*;
+use crate::rpc::{
+    classify, Incoming, Outbox, Pending, RpcError, INVALID_REQUEST, METHOD_NOT_FOUND,
+};
+use crate::session::{valid_session_id, Session};
+
+/// The longest message accepted; a longer line is skipped and answered with a parse error.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The cancellation reason of `session/cancel` (the reference's).
+pub const CANCEL_REASON: &str = "acp-session-cancel";
+
+pub struct Server {
+    opts: Options,
+    out: Outbox,
+    pending: Arc<Pending>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    initialized: AtomicBool,
+    /// Prompts whose response is not yet queued.
+    in_flight: Arc<AtomicUsize>,
+}
+
+fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params)
+        .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(v).map_err(|e| RpcError::internal(e.to_string()))
+}
+
+impl Server {
+    pub fn new(opts: Options, out: Outbox) -> Server {
+        Server {
+            opts,
+            out,
+            pending: Arc::new(Pending::default()),
+            sessions: Mutex::new(HashMap::new()),
+            initialized: AtomicBool::new(false),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    pub fn outbox(&self) -> &Outbox {
+        &self.out
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<Session>, RpcError> {
+        self.sessions()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RpcError::invalid_params(format!("Unknown session: {id}")))
+    }
+
+    /// Reads messages until the input ends, then shuts down (cancels running prompts and
+    /// waits up to `grace` for them to end).
+    pub fn run(&self, mut input: impl BufRead, grace: Duration) {
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match read_line_capped(&mut input, &mut line, MAX_MESSAGE_BYTES) {
+                Ok(LineRead::Eof) => break,
+                Ok(LineRead::Line) => self.handle_line(&line),
+                Ok(LineRead::TooLong) => self.out.fail(
+                    &Value::Null,
+                    &RpcError::new(
+                        crate::rpc::PARSE_ERROR,
+                        format!("Parse error: message longer than {MAX_MESSAGE_BYTES} bytes"),
+                    ),
+                ),
+                Err(e) => {
+                    eprintln!("agentao-acp: reading stdin: {e}");
+                    break;
+                }
+            }
+            if self.out.is_closed() {
+                break;
+            }
+        }
+        self.shutdown(grace);
+    }
+
+    pub fn handle_line(&self, line: &[u8]) {
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() {
+            return;
+        }
+        match classify(trimmed) {
+            Err((id, e)) => self.out.fail(&id, &e),
+            Ok(Incoming::Response { id, result }) => {
+                if !self.pending.resolve(&id, result) {
+                    // JSON-RPC never answers a response; note it and go on.
+                    eprintln!("agentao-acp: ignored a response to no request (id {id})");
+                }
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                if let Err(e) = self.notification(&method, params) {
+                    eprintln!("agentao-acp: notification {method}: {}", e.message);
+                }
+            }
+            Ok(Incoming::Request { id, method, params }) => {
+                if method == "session/prompt" {
+                    if let Err(e) = self.prompt(id.clone(), params) {
+                        self.out.fail(&id, &e);
+                    }
+                } else {
+                    let result = self.request(&method, params);
+                    self.out.reply(&id, result);
+                }
+            }
+        }
+    }
+
+    fn notification(&self, method: &str, params: Value) -> Result<(), RpcError> {
+        match method {
+            "session/cancel" => self.cancel(params).map(|_| ()),
+            // Unknown notifications are ignored, as JSON-RPC requires.
+            _ => Ok(()),
+        }
+    }
+
+    fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        if method != "initialize" && !self.initialized.load(Ordering::Acquire) {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                "initialize must be called first",
+            ));
+        }
+        match method {
+            "initialize" => self.initialize(params),
+            "session/new" => self.new_session(params),
+            "session/load" => self.load_session(params),
+            "session/cancel" => self.cancel(params),
+            "session/set_mode" => self.set_mode(params),
+            "session/set_model" => self.set_model(params),
+            "session/list_models" => self.list_models(params),
+            "session/set_config_option" => self.set_config_option(params),
+            SET_MODEL_EXT_METHOD => self.ext_set_model(params),
+            _ => Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            )),
+        }
+    }
+
+    fn initialize(&self, params: Value) -> Result<Value, RpcError> {
+        let _req: InitializeRequest = parse(params)?;
+        self.initialized.store(true, Ordering::Release);
+        let bools = |pairs: &[(&str, bool)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::Bool(*v)))
+                .collect()
+        };
+        to_value(&InitializeResponse {
+            protocol_version: PROTOCOL_VERSION,
+            agent_capabilities: AgentCapabilities {
+                load_session: self.opts.sessions_dir.is_some(),
+                prompt_capabilities: bools(&[
+                    ("image", false),
+                    ("audio", false),
+                    ("embeddedContext", false),
+                ]),
+                mcp_capabilities: bools(&[("http", false), ("sse", false)]),
+            },
+            agent_info: AgentInfo {
+                name: "agentao-acp",
+                title: "Agentao",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            auth_methods: Vec::new(),
+            meta: InitializeMeta {
+                extensions: vec![InitializeExtension {
+                    method: ASK_USER_METHOD,
+                    description: "The agent asks the user a free-form question; answer {outcome: \"answered\", text} or {outcome: \"cancelled\"}",
+                }],
+            },
+        })
+    }
+
+    fn check_cwd(cwd: &str) -> Result<PathBuf, RpcError> {
+        let p = Path::new(cwd);
+        if !p.is_absolute() {
+            return Err(RpcError::invalid_params("cwd must be an absolute path"));
+        }
+        if !p.is_dir() {
+            return Err(RpcError::invalid_params(format!(
+                "cwd is not a directory: {cwd}"
+            )));
+        }
+        Ok(p.to_path_buf())
+    }
+
+    fn warn_mcp(servers: &[McpServer]) {
+        if !servers.is_empty() {
+            let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+            eprintln!(
+                "agentao-acp: MCP servers are not supported by this build; ignored: {}",
+                names.join(", ")
+            );
+        }
+    }
+
+    fn create(&self, id: String, cwd: PathBuf) -> Result<Arc<Session>, RpcError> {
+        Session::create(
+            id,
+            cwd,
+            &self.opts.template,
+            self.opts.mode,
+            self.out.clone(),
+            self.pending.clone(),
+        )
+    }
+
+    fn new_session(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SessionNewRequest = parse(params)?;
+        let cwd = Self::check_cwd(&req.cwd)?;
+        Self::warn_mcp(&req.mcp_servers);
+        let session = self.create(uuid::Uuid::new_v4().to_string(), cwd)?;
+        let response = SessionNewResponse {
+            session_id: session.id.clone(),
+            modes: session.modes(),
+            config_options: session.config_options(),
+        };
+        self.sessions().insert(session.id.clone(), session);
+        to_value(&response)
+    }
+
+    fn load_session(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SessionLoadRequest = parse(params)?;
+        let Some(dir) = &self.opts.sessions_dir else {
+            return Err(RpcError::invalid_params(
+                "session/load: this server keeps no session histories (--no-persist)",
+            ));
+        };
+        if !valid_session_id(&req.session_id) {
+            return Err(RpcError::invalid_params("session/load: not a session id"));
+        }
+        let cwd = Self::check_cwd(&req.cwd)?;
+        Self::warn_mcp(&req.mcp_servers);
+        let live = self.sessions().get(&req.session_id).cloned();
+        if let Some(old) = live {
+            if old.agent().is_busy() {
+                return Err(RpcError::new(
+                    INVALID_REQUEST,
+                    "session/load: that session has a prompt running",
+                ));
+            }
+            // Its last save may still be in flight: save the current history now.
+            old.persist(dir)
+                .map_err(|e| RpcError::internal(format!("session/load: saving: {e}")))?;
+        }
+        let path = dir.join(format!("{}.json", req.session_id));
+        let text = std::fs::read_to_string(&path).map_err(|_| {
+            RpcError::invalid_params(format!("session/load: no saved session {}", req.session_id))
+        })?;
+        let doc: Value = serde_json::from_str(&text)
+            .map_err(|e| RpcError::internal(format!("session/load: unreadable history: {e}")))?;
+        let history = doc
+            .get("history")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new()));
+        let session = self.create(req.session_id.clone(), cwd)?;
+        session
+            .agent()
+            .set_history_json(&history.to_string())
+            .map_err(|e| RpcError::internal(format!("session/load: {e}")))?;
+        replay(&session, &history);
+        let response = SessionLoadResponse {
+            config_options: session.config_options(),
+        };
+        self.sessions().insert(session.id.clone(), session);
+        to_value(&response)
+    }
+
+    fn cancel(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SessionIdOnly = parse(params)?;
+        self.session(&req.session_id)?
+            .agent()
+            .cancel_active(CANCEL_REASON);
+        Ok(json!({}))
+    }
+
+    fn set_mode(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SetModeRequest = parse(params)?;
+        if req.mode_id.is_empty() {
+            return Err(RpcError::invalid_params("modeId must not be empty"));
+        }
+        let session = self.session(&req.session_id)?;
+        session.set_mode(&req.mode_id)?;
+        session
+            .transport()
+            .update(SessionUpdate::CurrentModeUpdate {
+                current_mode_id: &req.mode_id,
+            });
+        to_value(&SetModeResponse {
+            mode_id: req.mode_id,
+        })
+    }
+
+    fn set_model(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SetModelRequest = parse(params)?;
+        let positive = |v: Option<i64>, name: &str| -> Result<Option<u64>, RpcError> {
+            match v {
+                Some(n) if n <= 0 => Err(RpcError::invalid_params(format!(
+                    "{name} must be a positive integer"
+                ))),
+                Some(n) => Ok(Some(n as u64)),
+                None => Ok(None),
+            }
+        };
+        let max_tokens = positive(req.max_tokens, "maxTokens")?;
+        let context_length = positive(req.context_length, "contextLength")?;
+        if req.model.as_deref() == Some("") {
+            return Err(RpcError::invalid_params("model must not be empty"));
+        }
+        if req.model.is_none() && max_tokens.is_none() && context_length.is_none() {
+            return Err(RpcError::invalid_params(
+                "set one of model, contextLength, maxTokens",
+            ));
+        }
+        let session = self.session(&req.session_id)?;
+        session.set_model(req.model.as_deref(), max_tokens, context_length)?;
+        to_value(&SetModelResponse {
+            model: session.model(),
+            context_length: session.context_length(),
+            max_tokens: session.max_tokens(),
+        })
+    }
+
+    fn ext_set_model(&self, params: Value) -> Result<Value, RpcError> {
+        let req: ExtSetModelRequest = parse(params)?;
+        if req.model.is_empty() {
+            return Err(RpcError::invalid_params("model must not be empty"));
+        }
+        let session = self.session(&req.session_id)?;
+        session.set_model(Some(&req.model), None, None)?;
+        to_value(&ExtSetModelResponse {
+            model: session.model(),
+        })
+    }
+
+    fn list_models(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SessionIdOnly = parse(params)?;
+        let session = self.session(&req.session_id)?;
+        to_value(&ListModelsResponse {
+            models: vec![ModelInfo {
+                id: session.model(),
+            }],
+        })
+    }
+
+    fn set_config_option(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SetConfigOptionRequest = parse(params)?;
+        if req.config_id != "model" {
+            return Err(RpcError::invalid_params(format!(
+                "unknown configId '{}' (only 'model')",
+                req.config_id
+            )));
+        }
+        if req.value.is_empty() {
+            return Err(RpcError::invalid_params("value must not be empty"));
+        }
+        let session = self.session(&req.session_id)?;
+        let model = match req.value.split_once('/') {
+            Some((provider, model)) => {
+                if provider != session.provider() {
+                    return Err(RpcError::invalid_params(format!(
+                        "provider '{provider}' is not configured (this server runs '{}')",
+                        session.provider()
+                    )));
+                }
+                model
+            }
+            None => req.value.as_str(),
+        };
+        if model.is_empty() {
+            return Err(RpcError::invalid_params("value names no model"));
+        }
+        session.set_model(Some(model), None, None)?;
+        to_value(&SetConfigOptionResponse {
+            config_options: session.config_options(),
+        })
+    }
+
+    fn prompt(&self, id: Value, params: Value) -> Result<(), RpcError> {
+        if !self.initialized.load(Ordering::Acquire) {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                "initialize must be called first",
+            ));
+        }
+        let req: SessionPromptRequest = parse(params)?;
+        let session = self.session(&req.session_id)?;
+        let text = prompt_text(req.prompt)?;
+        let out = self.out.clone();
+        let dir = self.opts.sessions_dir.clone();
+        let keep = session.clone();
+        let in_flight = self.in_flight.clone();
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        let started = session.agent().start_turn(
+            text,
+            TurnOptions::default(),
+            DeltaSink::None,
+            move |result| {
+                match stop_reason(result) {
+                    Ok(stop_reason) => out.respond(&id, &PromptResponse { stop_reason }),
+                    Err(e) => out.fail(&id, &e),
+                }
+                // After the response: the save syncs to disk, which can take long on a busy
+                // machine, and the client is not kept waiting for it (shutdown still is).
+                if let Some(dir) = &dir {
+                    if let Err(e) = keep.persist(dir) {
+                        eprintln!("agentao-acp: saving session {}: {e}", keep.id);
+                    }
+                }
+                in_flight.fetch_sub(1, Ordering::AcqRel);
+            },
+        );
+        if started.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        }
+        match started {
+            Ok(_) => Ok(()),
+            Err(AgentError::TurnInProgress) => Err(RpcError::new(
+                INVALID_REQUEST,
+                "a prompt is already running in this session",
+            )),
+            Err(e) => Err(RpcError::internal(e.to_string())),
+        }
+    }
+
+    /// Cancels every running prompt, waits up to `grace` for them to end, and drops the
+    /// requests still waiting for the client.
+    pub fn shutdown(&self, grace: Duration) {
+        let sessions: Vec<Arc<Session>> = self.sessions().values().cloned().collect();
+        for s in &sessions {
+            s.agent().cancel_active("session-closed");
+        }
+        self.pending.clear();
+        let deadline = Instant::now() + grace;
+        // A turn lets go of its agent before its completion has queued the response.
+        while self.in_flight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.sessions().clear();
+    }
+}
+
+/// The prompt as the user message: text blocks as they are, resource links as
+/// `[Resource: label](uri)`.
+fn prompt_text(blocks: Vec<Value>) -> Result<String, RpcError> {
+    let mut parts = Vec::with_capacity(blocks.len());
+    for (i, b) in blocks.into_iter().enumerate() {
+        let block: PromptBlock = serde_json::from_value(b)
+            .map_err(|e| RpcError::invalid_params(format!("prompt[{i}]: {e}")))?;
+        match block {
+            PromptBlock::Text { text } => parts.push(text),
+            PromptBlock::ResourceLink { uri, name, title } => {
+                let label = title.or(name).unwrap_or_else(|| uri.clone());
+                parts.push(format!("[Resource: {label}]({uri})"));
+            }
+            PromptBlock::Image {} => {
+                return Err(RpcError::invalid_params(format!(
+                    "prompt[{i}]: image blocks are not supported by this server"
+                )))
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(RpcError::invalid_params("prompt is empty"));
+    }
+    Ok(parts.join("\n"))
+}
+
+fn stop_reason(result: agentao::agent::TurnResult) -> Result<StopReason, RpcError> {
+    let outcome = match result {
+        Ok(o) => o,
+        Err((_, Some(o))) if o.status == TurnStatus::Cancelled => o,
+        Err((e, _)) => return Err(RpcError::internal(e.to_string())),
+    };
+    Ok(match (outcome.status, outcome.incomplete_reason) {
+        (TurnStatus::Cancelled, _) => StopReason::Cancelled,
+        (TurnStatus::Error, _) => {
+            return Err(RpcError::internal(
+                outcome.error.unwrap_or_else(|| "the turn failed".into()),
+            ))
+        }
+        (TurnStatus::Ok, Some(IncompleteReason::MaxIterations)) => StopReason::MaxTurnRequests,
+        (TurnStatus::Ok, Some(IncompleteReason::LengthTruncated)) => StopReason::MaxTokens,
+        (TurnStatus::Ok, _) => StopReason::EndTurn,
+    })
+}
+
+/// Replays a restored history as `session/update` notifications (user and agent messages,
+/// tool calls as completed).
+fn replay(session: &Session, history: &Value) {
+    let Some(messages) = history.as_array() else {
+        return;
+    };
+    let t = session.transport();
+    for m in messages {
+        let text = m.get("content").and_then(Value::as_str).unwrap_or("");
+        match m.get("role").and_then(Value::as_str) {
+            Some("user") => {
+                let text = strip_reminders(text);
+                if !text.is_empty() {
+                    t.update(SessionUpdate::UserMessageChunk {
+                        content: TextBlock::new(text),
+                    });
+                }
+            }
+            Some("assistant") => {
+                if !text.is_empty() {
+                    t.update(SessionUpdate::AgentMessageChunk {
+                        content: TextBlock::new(text),
+                    });
+                }
+                for call in m
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let id = call["id"].as_str().unwrap_or_default();
+                    let name = call["function"]["name"].as_str().unwrap_or("unknown");
+                    let args: serde_json::Map<String, Value> = call["function"]["arguments"]
+                        .as_str()
+                        .and_then(|a| serde_json::from_str(a).ok())
+                        .unwrap_or_default();
+                    t.update(SessionUpdate::ToolCall(crate::transport::summary(
+                        name,
+                        &args,
+                        id,
+                        ToolCallStatus::Completed,
+                        &session.cwd,
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The user's own words: the runtime prefixes `<system-reminder>` blocks to user messages.
+fn strip_reminders(mut text: &str) -> &str {
+    const CLOSE: &str = "</system-reminder>";
+    while text.starts_with("<system-reminder>") {
+        match text.find(CLOSE) {
+            Some(i) => text = text[i + CLOSE.len()..].trim_start_matches('\n'),
+            None => break,
+        }
+    }
+    text
+}
+
+pub enum LineRead {
+    Line,
+    TooLong,
+    Eof,
+}
+
+/// Reads one `\n`-terminated line into `buf`, never holding more than `max` bytes: a longer
+/// line is consumed and reported as `TooLong`.
+pub fn read_line_capped(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<LineRead> {
+    let mut too_long = false;
+    let mut any = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(if !any {
+                LineRead::Eof
+            } else if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
+        }
+        any = true;
+        let (chunk, done) = match memchr_newline(available) {
+            Some(i) => (&available[..=i], true),
+            None => (available, false),
+        };
+        let n = chunk.len();
+        if !too_long {
+            if buf.len() + n > max + 1 {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        input.consume(n);
+        if done {
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
+        }
+    }
+}
+
+fn memchr_newline(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}

@@ -1,0 +1,451 @@
+//! The agent's transport for one ACP session: internal events become `session/update`
+//! notifications, confirmations become `session/request_permission` round trips, `ask_user`
+//! becomes the `_agentao.cn/ask_user` extension request.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use agentao::events::transport::{
+    Answer, ConfirmRequest, Confirmation, Reply, Transport, NON_INTERACTIVE_ANSWER,
+};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::protocol::{
+    permission_options, AskUserParams, AskUserResponse, PermissionOutcome, PlanEntry,
+    RequestPermissionParams, RequestPermissionResponse, SessionUpdate, SessionUpdateParams,
+    TextBlock, ToolCallContent, ToolCallStatus, ToolCallSummary, ToolKind, ASK_USER_METHOD,
+};
+use crate::rpc::{Outbox, Pending};
+use crate::session::Session;
+
+/// What `ask_user` answers when the client dismissed the question.
+pub const ASK_USER_CANCELLED: &str = "[ask_user: cancelled by the user]";
+
+pub struct AcpTransport {
+    session_id: String,
+    cwd: PathBuf,
+    out: Outbox,
+    pending: Arc<Pending>,
+    session: OnceLock<Weak<Session>>,
+    /// Calls already announced with a `tool_call` update (at confirmation or start).
+    announced: Mutex<HashSet<String>>,
+}
+
+#[derive(Deserialize)]
+struct Envelope<T> {
+    data: T,
+}
+
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow)]
+    chunk: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct Thought<'a> {
+    #[serde(borrow)]
+    text: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct CallEvent {
+    tool: String,
+    #[serde(default)]
+    args: Map<String, Value>,
+    call_id: String,
+}
+
+#[derive(Deserialize)]
+struct OutputEvent<'a> {
+    #[serde(borrow)]
+    chunk: Cow<'a, str>,
+    call_id: String,
+}
+
+#[derive(Deserialize)]
+struct CompleteEvent {
+    call_id: String,
+    status: String,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ResultEvent {
+    call_id: String,
+    content: String,
+    status: String,
+}
+
+const LLM_TEXT_PREFIX: &[u8] = b"{\"type\":\"llm_text\",";
+
+impl AcpTransport {
+    pub fn new(session_id: String, cwd: PathBuf, out: Outbox, pending: Arc<Pending>) -> Self {
+        AcpTransport {
+            session_id,
+            cwd,
+            out,
+            pending,
+            session: OnceLock::new(),
+            announced: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn attach(&self, session: Weak<Session>) {
+        let _ = self.session.set(session);
+    }
+
+    pub fn update(&self, update: SessionUpdate<'_>) {
+        self.out.notify(
+            "session/update",
+            &SessionUpdateParams {
+                session_id: &self.session_id,
+                update,
+            },
+        );
+    }
+
+    fn on_event(&self, bytes: &[u8]) -> Option<()> {
+        // The hot path: one streamed model delta.
+        if bytes.starts_with(LLM_TEXT_PREFIX) {
+            let ev: Envelope<Chunk> = serde_json::from_slice(bytes).ok()?;
+            if !ev.data.chunk.is_empty() {
+                self.update(SessionUpdate::AgentMessageChunk {
+                    content: TextBlock::new(&ev.data.chunk),
+                });
+            }
+            return Some(());
+        }
+        let kind: Kind = serde_json::from_slice(bytes).ok()?;
+        match kind.ty.as_ref() {
+            "thinking" => {
+                let ev: Envelope<Thought> = serde_json::from_slice(bytes).ok()?;
+                if !ev.data.text.is_empty() {
+                    self.update(SessionUpdate::AgentThoughtChunk {
+                        content: TextBlock::new(&ev.data.text),
+                    });
+                }
+            }
+            "tool_confirmation" => {
+                let ev: Envelope<CallEvent> = serde_json::from_slice(bytes).ok()?;
+                let c = ev.data;
+                if self.announce(&c.call_id) {
+                    self.update(SessionUpdate::ToolCall(summary(
+                        &c.tool,
+                        &c.args,
+                        &c.call_id,
+                        ToolCallStatus::Pending,
+                        &self.cwd,
+                    )));
+                }
+            }
+            "tool_start" => {
+                let ev: Envelope<CallEvent> = serde_json::from_slice(bytes).ok()?;
+                let c = ev.data;
+                if self.announce(&c.call_id) {
+                    self.update(SessionUpdate::ToolCall(summary(
+                        &c.tool,
+                        &c.args,
+                        &c.call_id,
+                        ToolCallStatus::InProgress,
+                        &self.cwd,
+                    )));
+                } else {
+                    self.update(SessionUpdate::ToolCallUpdate {
+                        tool_call_id: &c.call_id,
+                        status: ToolCallStatus::InProgress,
+                        content: None,
+                    });
+                }
+                if c.tool == "todo_write" {
+                    if let Some(entries) = plan_entries(&c.args) {
+                        self.update(SessionUpdate::Plan { entries });
+                    }
+                }
+            }
+            "tool_output" => {
+                let ev: Envelope<OutputEvent> = serde_json::from_slice(bytes).ok()?;
+                self.update(SessionUpdate::ToolCallUpdate {
+                    tool_call_id: &ev.data.call_id,
+                    status: ToolCallStatus::InProgress,
+                    content: Some(vec![ToolCallContent::Content {
+                        content: TextBlock::new(&ev.data.chunk),
+                    }]),
+                });
+            }
+            "tool_complete" => {
+                let ev: Envelope<CompleteEvent> = serde_json::from_slice(bytes).ok()?;
+                let c = ev.data;
+                self.announced
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&c.call_id);
+                let status = call_status(&c.status);
+                self.update(SessionUpdate::ToolCallUpdate {
+                    tool_call_id: &c.call_id,
+                    status,
+                    content: c.error.as_deref().map(|e| {
+                        vec![ToolCallContent::Content {
+                            content: TextBlock::new(e),
+                        }]
+                    }),
+                });
+            }
+            "tool_result" => {
+                let ev: Envelope<ResultEvent> = serde_json::from_slice(bytes).ok()?;
+                let r = ev.data;
+                self.update(SessionUpdate::ToolCallUpdate {
+                    tool_call_id: &r.call_id,
+                    status: call_status(&r.status),
+                    content: Some(vec![ToolCallContent::Content {
+                        content: TextBlock::new(&r.content),
+                    }]),
+                });
+            }
+            _ => {}
+        }
+        Some(())
+    }
+
+    /// Marks a call as announced; true the first time.
+    fn announce(&self, call_id: &str) -> bool {
+        self.announced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(call_id.to_owned())
+    }
+}
+
+impl Transport for AcpTransport {
+    fn emit(&self, event: &CStr) {
+        // Events the mapping does not know, or cannot read, are not part of the ACP stream.
+        let _ = self.on_event(event.to_bytes());
+    }
+
+    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
+        if self.out.is_closed() {
+            let _ = reply.answer(Answer::Confirm(Confirmation::DenyUnavailable));
+            return;
+        }
+        let args: Map<String, Value> = serde_json::from_str(&req.args_json).unwrap_or_default();
+        let session = self.session.get().cloned();
+        let rule = allow_always_rule(&req.tool_name, &args);
+        let id = self.pending.register(Box::new(move |result| {
+            let confirmation = match result
+                .ok()
+                .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok())
+                .map(|r| r.outcome)
+            {
+                Some(PermissionOutcome::Selected { option_id }) => match option_id.as_str() {
+                    "allow_once" => Confirmation::Allow,
+                    "allow_always" => {
+                        match session.and_then(|s| s.upgrade()) {
+                            Some(s) if s.remember_allow(rule).is_ok() => {}
+                            // Without the rule the call is still allowed once.
+                            _ => {}
+                        }
+                        Confirmation::Allow
+                    }
+                    _ => Confirmation::Deny,
+                },
+                // Cancelled, an error, an unknown option or an unreadable answer: not allowed.
+                _ => Confirmation::Deny,
+            };
+            let _ = reply.answer(Answer::Confirm(confirmation));
+        }));
+        let mut tool_call = summary(
+            &req.tool_name,
+            &args,
+            &req.call_id,
+            ToolCallStatus::Pending,
+            &self.cwd,
+        );
+        if tool_call.content.is_empty() && !req.description.is_empty() {
+            tool_call.content.push(ToolCallContent::Content {
+                content: TextBlock::new(&req.description),
+            });
+        }
+        self.out.request(
+            id,
+            "session/request_permission",
+            &RequestPermissionParams {
+                session_id: &self.session_id,
+                tool_call,
+                options: permission_options(),
+            },
+        );
+    }
+
+    fn ask_user(&self, question: &str, hints_json: &str, reply: Reply) {
+        if self.out.is_closed() {
+            let _ = reply.answer(Answer::Text(NON_INTERACTIVE_ANSWER.to_owned()));
+            return;
+        }
+        let hints: Value = serde_json::from_str(hints_json).unwrap_or(Value::Null);
+        let id = self.pending.register(Box::new(move |result| {
+            let text = match result.map(serde_json::from_value::<AskUserResponse>) {
+                Ok(Ok(AskUserResponse::Answered { text })) => text,
+                Ok(Ok(AskUserResponse::Cancelled)) => ASK_USER_CANCELLED.to_owned(),
+                // The client does not implement the extension (or answered nonsense).
+                _ => NON_INTERACTIVE_ANSWER.to_owned(),
+            };
+            let _ = reply.answer(Answer::Text(text));
+        }));
+        let strings = |v: &Value| -> Option<Vec<String>> {
+            v.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+        };
+        self.out.request(
+            id,
+            ASK_USER_METHOD,
+            &AskUserParams {
+                session_id: &self.session_id,
+                question,
+                header: hints["header"].as_str().map(str::to_owned),
+                options: strings(&hints["options"]),
+                multiple: hints["multiple"].as_bool().unwrap_or(false),
+                allow_custom: hints["allow_custom"].as_bool().unwrap_or(true),
+            },
+        );
+    }
+}
+
+fn call_status(s: &str) -> ToolCallStatus {
+    if s == "ok" {
+        ToolCallStatus::Completed
+    } else {
+        ToolCallStatus::Failed
+    }
+}
+
+pub fn tool_kind(tool: &str) -> ToolKind {
+    match tool {
+        "read_file" | "list_directory" => ToolKind::Read,
+        "write_file" | "replace" => ToolKind::Edit,
+        "glob" | "search_file_content" | "grep" => ToolKind::Search,
+        "run_shell_command" => ToolKind::Execute,
+        "web_fetch" | "web_search" => ToolKind::Fetch,
+        "todo_write" => ToolKind::Think,
+        _ => ToolKind::Other,
+    }
+}
+
+/// The argument that says what a call acts on, for titles and "always allow" scoping.
+fn subject(args: &Map<String, Value>) -> Option<(&'static str, &str)> {
+    ["command", "file_path", "url", "path", "pattern"]
+        .into_iter()
+        .find_map(|k| args.get(k).and_then(Value::as_str).map(|v| (k, v)))
+}
+
+fn title(tool: &str, args: &Map<String, Value>) -> String {
+    match subject(args) {
+        Some((_, v)) => {
+            let v: String = v.chars().take(160).collect();
+            format!("{tool}: {v}")
+        }
+        None => tool.to_owned(),
+    }
+}
+
+fn absolute(cwd: &Path, p: &str) -> String {
+    let path = Path::new(p);
+    if path.is_absolute() {
+        p.to_owned()
+    } else {
+        cwd.join(path).display().to_string()
+    }
+}
+
+/// The `AcpToolCallSummary` of a call; file edits carry their diff.
+pub fn summary<'a>(
+    tool: &str,
+    args: &'a Map<String, Value>,
+    call_id: &'a str,
+    status: ToolCallStatus,
+    cwd: &Path,
+) -> ToolCallSummary<'a> {
+    let mut content = Vec::new();
+    let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
+    if let Some(path) = str_arg("file_path") {
+        match tool {
+            "write_file" => {
+                if let Some(new_text) = str_arg("content") {
+                    content.push(ToolCallContent::Diff {
+                        path: absolute(cwd, path),
+                        old_text: None,
+                        new_text,
+                    });
+                }
+            }
+            "replace" => {
+                if let (Some(old), Some(new_text)) = (str_arg("old_string"), str_arg("new_string"))
+                {
+                    content.push(ToolCallContent::Diff {
+                        path: absolute(cwd, path),
+                        old_text: Some(old),
+                        new_text,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    ToolCallSummary {
+        tool_call_id: call_id,
+        title: title(tool, args),
+        kind: tool_kind(tool),
+        status,
+        raw_input: args,
+        content,
+    }
+}
+
+/// `todo_write`'s list as plan entries (the reference synthesizes priority `medium`).
+fn plan_entries(args: &Map<String, Value>) -> Option<Vec<PlanEntry<'_>>> {
+    let todos = args.get("todos")?.as_array()?;
+    Some(
+        todos
+            .iter()
+            .filter_map(|t| {
+                let content = t.get("content")?.as_str()?;
+                let status = match t.get("status").and_then(Value::as_str) {
+                    Some("in_progress") => "in_progress",
+                    Some("completed") => "completed",
+                    _ => "pending",
+                };
+                Some(PlanEntry {
+                    content,
+                    priority: "medium",
+                    status,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The engine rule an "always allow" answer adds: the tool, scoped to the exact subject
+/// (command, file, URL) when the call has one, so allowing `ls` never allows `rm`.
+pub fn allow_always_rule(tool: &str, args: &Map<String, Value>) -> Value {
+    let tool_re = format!("^{}$", regex::escape(tool));
+    match subject(args) {
+        Some((key, v)) => json!({
+            "tool": tool_re,
+            "args": {key: format!(r"\A{}\Z", regex::escape(v))},
+            "action": "allow",
+        }),
+        None => json!({"tool": tool_re, "action": "allow"}),
+    }
+}

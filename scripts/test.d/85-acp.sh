@@ -1,0 +1,26 @@
+step "agentao-acp driven by the official ACP TypeScript client (@agentclientprotocol/sdk)"
+# The Rust protocol tests of agentao-acp run in the "Rust tests" step (cargo test --workspace).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  apt_need nodejs npm || true
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  skipped "acp-node: node and npm are not installed (and could not be installed here), so the TypeScript ACP client cannot run"
+elif [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 18 ]; then
+  skipped "acp-node: node $(node --version) is older than 18 (the SDK needs web streams)"
+else
+  cargo build --quiet -p agentao-acp
+  acp_dir=build/acp-node
+  mkdir -p "$acp_dir"
+  cp tests/acp-node/package.json tests/acp-node/package-lock.json tests/acp-node/client.mjs "$acp_dir/"
+  # npm ci only when the lock changed since the cached install.
+  if ! cmp -s tests/acp-node/package-lock.json "$acp_dir/node_modules/.installed-lock" 2>/dev/null; then
+    (cd "$acp_dir" && npm ci --no-audit --no-fund --loglevel=error)
+    cp tests/acp-node/package-lock.json "$acp_dir/node_modules/.installed-lock"
+  fi
+  rm -rf "$acp_dir/work"
+  node "$acp_dir/client.mjs" "$PWD/target/debug/agentao-acp" "$PWD/$acp_dir/work" \
+    "$acp_dir/transcript.jsonl" | tee "$acp_dir/out.txt"
+  cargo run --quiet -p agentao-acp --example validate_transcript -- "$acp_dir/transcript.jsonl" \
+    | tee -a "$acp_dir/out.txt"
+  record "acp-node" "$(sed -nE 's/^acp-node: ([0-9]+) passed, 0 failed$/\1/p' "$acp_dir/out.txt")"
+fi
