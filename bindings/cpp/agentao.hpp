@@ -61,6 +61,7 @@ enum class status : int32_t {
     host_error = AGENTAO_STATUS_HOST_ERROR,
     closed = AGENTAO_STATUS_CLOSED,
     no_engine = AGENTAO_STATUS_NO_ENGINE,
+    events_dropped = AGENTAO_STATUS_EVENTS_DROPPED,
 };
 
 /// A short static name of a status ("AGENTAO_STATUS_CANCELLED"), for logs.

@@ -32,6 +32,9 @@ const (
 	StatusHostError       Status = 14
 	StatusClosed          Status = 15
 	StatusNoEngine        Status = 16
+	// StatusEventsDropped: a host-event stream skipped events a cancelled turn could not
+	// queue; the stream goes on after it.
+	StatusEventsDropped Status = 17
 )
 
 // String is the status's short name, e.g. "CANCELLED".

@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"runtime"
 	"sync"
@@ -189,8 +190,9 @@ func (hs *HostEventStream) poll() (HostEvent, error, bool) {
 	return ev, err, false
 }
 
-// All iterates over the events until the context is done or the stream is closed; an error
-// other than those ends the iteration with that error.
+// All iterates over the events until the context is done or the stream is closed. A gap
+// (StatusEventsDropped: a cancelled turn dropped events the stream had no room for) is
+// yielded as an error and iteration goes on; any other error ends the iteration.
 func (hs *HostEventStream) All() iter.Seq2[HostEvent, error] {
 	return func(yield func(HostEvent, error) bool) {
 		for {
@@ -198,7 +200,7 @@ func (hs *HostEventStream) All() iter.Seq2[HostEvent, error] {
 			if err == ErrClosed || (err != nil && hs.ctx.Err() != nil) {
 				return
 			}
-			if !yield(ev, err) || err != nil {
+			if !yield(ev, err) || (err != nil && !errors.Is(err, StatusEventsDropped)) {
 				return
 			}
 		}

@@ -23,6 +23,7 @@ public struct Status: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let hostError = Status(rawValue: 14)
     public static let closed = Status(rawValue: 15)
     public static let noEngine = Status(rawValue: 16)
+    public static let eventsDropped = Status(rawValue: 17)
 
     /// The library's name for the status, e.g. `"INVALID_CONFIG"`.
     public var description: String { String(cString: agentao_status_name(rawValue)) }
