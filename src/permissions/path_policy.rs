@@ -4,8 +4,9 @@
 //!
 //! Resolution follows the OS the way `os.path.realpath(strict=False)` does: components are
 //! walked left to right, every symlink met is dereferenced before a following `..` is applied,
-//! and the part that does not exist yet is appended lexically. A symlink loop leaves the rest
-//! of the path unresolved (the later OS call then fails with ELOOP).
+//! and the part that does not exist yet is appended lexically (a `..` climbing back out of it
+//! resumes resolution). A symlink loop leaves the rest of the path unresolved (the later OS
+//! call then fails with ELOOP).
 
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -58,16 +59,20 @@ pub fn resolve(path: &Path) -> PathBuf {
     }
     let mut out = PathBuf::from("/");
     let mut links = 0usize;
-    // Once a component is missing, everything after it is lexical.
-    let mut exists = true;
+    // Components appended lexically below the last existing directory (a missing one, or a
+    // link loop). A `..` that climbs back out of them lands on a real directory again, whose
+    // symlinks must be followed: `missing/../link_out` is `link_out`, resolved.
+    let mut lexical = 0usize;
     while let Some(part) = pending.pop() {
         if part == ".." {
             out.pop();
+            lexical = lexical.saturating_sub(1);
             continue;
         }
         let next = out.join(&part);
-        if !exists {
+        if lexical > 0 {
             out = next;
+            lexical += 1;
             continue;
         }
         match std::fs::symlink_metadata(&next) {
@@ -78,7 +83,7 @@ pub fn resolve(path: &Path) -> PathBuf {
                     _ => {
                         // A loop (or unreadable link): keep the rest unresolved.
                         out = next;
-                        exists = false;
+                        lexical = 1;
                         continue;
                     }
                 };
@@ -95,7 +100,7 @@ pub fn resolve(path: &Path) -> PathBuf {
             }
             Ok(_) => out = next,
             Err(_) => {
-                exists = false;
+                lexical = 1;
                 out = next;
             }
         }

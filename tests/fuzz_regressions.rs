@@ -1,0 +1,51 @@
+//! What fuzzing found (fuzz/, run by scripts/fuzz.sh), kept as ordinary tests. Each test names
+//! the fuzz target and the input that found the defect.
+
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+
+use agentao::permissions::path_policy::{contain_directory, contain_file};
+
+fn workspace_with_link_out() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let root = base.join("ws");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    symlink("../outside", root.join("link_out")).unwrap();
+    (dir, root, outside)
+}
+
+/// path_policy target, input `missing/../link_out/x`: once a component was missing, the rest
+/// of the path was appended without resolution, so the `..` popped back into the workspace
+/// and the symlink after it was never followed. `contain_file` accepted a path whose parent
+/// directory is a link out of the workspace, and `write_file` (which creates the missing
+/// directory) wrote through it.
+#[test]
+fn path_policy_missing_directory_then_dotdot_still_follows_symlinks() {
+    let (_dir, root, outside) = workspace_with_link_out();
+    for raw in [
+        "missing/../link_out/x",
+        "a/b/../../link_out/x",
+        "missing/../link_out",
+    ] {
+        if let Ok(p) = contain_file(&root, raw) {
+            // What write_file does with an accepted path: create the parent, then write.
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "planted").unwrap();
+            let escaped = outside.join(p.file_name().unwrap()).exists();
+            panic!("contain_file accepted {raw:?} as {p:?}; wrote outside: {escaped}");
+        }
+        assert!(
+            contain_directory(&root, raw).is_err(),
+            "contain_directory {raw:?}"
+        );
+    }
+    // Paths that stay inside are still accepted.
+    assert_eq!(contain_file(&root, "missing/../x").unwrap(), root.join("x"));
+    assert_eq!(
+        contain_file(&root, "a/b/../c/y").unwrap(),
+        root.join("a/c/y")
+    );
+}
