@@ -54,17 +54,17 @@ run_one() {
   mkdir -p "$ROOT/build/fuzz/corpus/$t" "$ROOT/build/fuzz/artifacts"
   local dict=()
   [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
-  local rc=0
+  local rc=0 t0=$SECONDS
   "$bin/$t" "$ROOT/build/fuzz/corpus/$t" "fuzz/corpus/$t" "${dict[@]}" \
     -max_total_time="$secs" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$ROOT/build/fuzz/artifacts/$t-" -print_final_stats=1 </dev/null >"$log" 2>&1 || rc=$?
-  local execs rate
+  local execs rate took=$((SECONDS - t0))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   if [ $rc = 0 ]; then
-    printf '%-14s %6ss %12s execs %8s/s  ok\n' "$t" "$secs" "${execs:-?}" "${rate:-?}"
+    printf '%-14s %6ss %12s execs %8s/s  ok\n' "$t" "$took" "${execs:-?}" "${rate:-?}"
   else
-    printf '%-14s %6ss %12s execs %8s/s  FAILED (exit %s)\n' "$t" "$secs" "${execs:-?}" "${rate:-?}" "$rc"
+    printf '%-14s %6ss %12s execs %8s/s  FAILED (exit %s)\n' "$t" "$took" "${execs:-?}" "${rate:-?}" "$rc"
     grep -E "panicked|ERROR: libFuzzer|Test unit written|SUMMARY" "$log" | head -8 | sed 's/^/    /'
     echo "    log: $log; reproduce: $bin/$t <artifact>"
     return 1
