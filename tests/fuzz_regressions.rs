@@ -50,3 +50,39 @@ fn path_policy_missing_directory_then_dotdot_still_follows_symlinks() {
         root.join("a/c/y")
     );
 }
+
+/// config target (what `agentao_agent_new` builds from a config): `permissions.rules_file`
+/// naming something that is not a regular file was read with `std::fs::read`, so a FIFO hung
+/// agent creation forever and `/dev/zero` grew memory until the process died. Found while
+/// writing the target, whose inputs may name any path.
+#[test]
+fn config_rules_file_must_be_a_small_regular_file() {
+    use agentao::permissions::PermissionEngine;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let fifo = ws.join("rules.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let big = ws.join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    for (file, what) in [
+        (fifo.display().to_string(), "not a regular file"),
+        ("/dev/zero".to_owned(), "not a regular file"),
+        (big.display().to_string(), "larger than"),
+    ] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ws2 = ws.clone();
+        let cfg = serde_json::json!({"rules_file": file});
+        std::thread::spawn(move || {
+            let r = PermissionEngine::from_config(Some(&cfg), &ws2).map(|_| ());
+            let _ = tx.send(r);
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("rules_file {file}: no answer within 10 s"));
+        let e = r.expect_err("refused");
+        assert!(e.contains(what), "{file}: {e}");
+    }
+}
