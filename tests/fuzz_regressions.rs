@@ -86,3 +86,30 @@ fn config_rules_file_must_be_a_small_regular_file() {
         assert!(e.contains(what), "{file}: {e}");
     }
 }
+
+/// path_policy target (found by the 10 s smoke run), input `up/ws/up/ws/…` with `up -> ..`:
+/// after 40 links the resolver gave up and kept the rest of the path lexical, with its links
+/// unfollowed, so the accepted path still held `up` links; the kernel, with a fresh budget on
+/// that shorter path, followed them out of the workspace.
+#[test]
+fn path_policy_long_link_chains_are_resolved_to_the_end() {
+    let (_dir, root, _outside) = workspace_with_link_out();
+    let chain = "up/ws/".repeat(41);
+    for raw in [format!("{chain}up/x"), format!("{chain}link_out/x")] {
+        assert!(
+            contain_file(&root, &raw).is_err(),
+            "contain_file accepted {raw:?}"
+        );
+        assert!(
+            contain_directory(&root, &raw).is_err(),
+            "contain_directory {raw:?}"
+        );
+    }
+    assert_eq!(
+        contain_file(&root, &format!("{chain}x")).unwrap(),
+        root.join("x")
+    );
+    // A real loop still ends (the OS call fails with ELOOP later).
+    symlink("loop", root.join("loop")).unwrap();
+    assert!(contain_file(&root, "loop/x").is_ok());
+}
