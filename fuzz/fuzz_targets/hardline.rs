@@ -32,7 +32,12 @@ fuzz_target!(|data: &[u8]| {
         hardline::check(cmd),
         "verdict changed between two calls"
     );
-    if verdict.is_none() || nested_markers(cmd) >= hardline::MAX_TEXTS / 2 {
+    // A text that is one command substitution is also read as the command it echoes, a rule
+    // broader than the in-line scan, so wrapping it may drop a refusal that was conservative
+    // (`$(echo rm -}}}\n -rf /)` runs `rm -}}} -rf /`, which rm rejects): not a bypass.
+    let whole_substitution =
+        cmd.trim_start().starts_with("$(") || cmd.trim_start().starts_with('`');
+    if verdict.is_none() || whole_substitution || nested_markers(cmd) >= hardline::MAX_TEXTS / 2 {
         return;
     }
     for wrapped in [
