@@ -779,6 +779,28 @@ impl serde::Serialize for Messages<'_, '_> {
     }
 }
 
+/// The chunk decoder applied to a sequence of SSE data payloads, as one attempt reads them:
+/// stops at `[DONE]` or at the first in-stream error. Only for the fuzz targets in `fuzz/`,
+/// which cannot reach the private decoder otherwise.
+#[doc(hidden)]
+pub fn decode_events_for_fuzzing<'a>(
+    events: impl IntoIterator<Item = &'a [u8]>,
+) -> (super::LlmResponse, Option<LlmError>) {
+    let mut asm = Assembler::default();
+    let mut error = None;
+    for data in events {
+        match decode_event(data, &mut asm) {
+            Ok(Decoded::Chunk) => {}
+            Ok(Decoded::Done) => break,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    (asm.finish(), error)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@
 //!    - `full-access`: the first matching user rule if it is a **deny** (deviation from the
 //!      reference, see docs/deviations.md), otherwise the allow-everything preset.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -44,6 +45,9 @@ pub const CONFIG_KEYS: &[&str] = &[
 ];
 /// The source label of the `web_fetch_domains` rules.
 const WEB_DOMAINS_SOURCE: &str = "web_fetch_domains";
+
+/// A permissions file larger than this is refused (real ones are a few KiB).
+const MAX_RULES_FILE: u64 = 4 << 20;
 /// Top-level keys of a permissions file (closed set).
 const FILE_KEYS: &[&str] = &["rules", "shell"];
 
@@ -196,7 +200,19 @@ impl PermissionEngine {
     pub fn load_file(&mut self, path: &Path) -> Result<(), String> {
         let shown = path.display().to_string();
         let err = |m: String| format!("permissions file '{shown}': {m}");
-        let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        // Only a regular file, read with a bound: a FIFO would block agent creation forever and
+        // a device such as /dev/zero would never end.
+        let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        if !meta.is_file() {
+            return Err(err("not a regular file".into()));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_RULES_FILE + 1).read_to_end(&mut bytes))
+            .map_err(|e| err(format!("cannot read: {e}")))?;
+        if bytes.len() as u64 > MAX_RULES_FILE {
+            return Err(err(format!("larger than {MAX_RULES_FILE} bytes")));
+        }
         let text = String::from_utf8(bytes).map_err(|_| err("not valid UTF-8".into()))?;
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let v: Value = serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?;

@@ -4,14 +4,13 @@
 //!
 //! Resolution follows the OS the way `os.path.realpath(strict=False)` does: components are
 //! walked left to right, every symlink met is dereferenced before a following `..` is applied,
-//! and the part that does not exist yet is appended lexically. A symlink loop leaves the rest
-//! of the path unresolved (the later OS call then fails with ELOOP).
+//! and the part that does not exist yet is appended lexically (a `..` climbing back out of it
+//! resumes resolution). A symlink loop leaves the rest of the path unresolved (the later OS
+//! call then fails with ELOOP).
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-
-/// At most this many symlinks are followed while resolving one path (Linux's MAXSYMLINKS).
-const MAX_SYMLINKS: usize = 40;
 
 /// The reference's refusal text (without the `Error: ` prefix the tools add).
 pub fn refusal(raw: &str, resolved: &Path, root: &Path) -> String {
@@ -46,56 +45,89 @@ pub fn join_to_root(root: &Path, raw: &str) -> PathBuf {
     }
 }
 
-/// `realpath(strict=False)` of an absolute path.
-pub fn resolve(path: &Path) -> PathBuf {
-    let mut pending: Vec<OsString> = Vec::new();
+/// One step of [`resolve`]: a component still to walk, or the end of a link's target (its
+/// resolution is then known and cached).
+enum Step {
+    Part(OsString),
+    LinkDone(PathBuf),
+}
+
+fn push_components(pending: &mut Vec<Step>, path: &Path) {
     for c in path.components().rev() {
         match c {
-            Component::Normal(s) => pending.push(s.to_owned()),
-            Component::ParentDir => pending.push(OsString::from("..")),
+            Component::Normal(s) => pending.push(Step::Part(s.to_owned())),
+            Component::ParentDir => pending.push(Step::Part(OsString::from(".."))),
             Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
         }
     }
+}
+
+/// `realpath(strict=False)` of an absolute path.
+///
+/// Like Python's, it caches each link's resolution and stops only at a real loop (a link met
+/// again while its own target is being resolved): a fixed budget of links would leave the rest
+/// of a long but legitimate chain (`up/ws/up/ws/…` with `up -> ..`) unresolved, and the kernel,
+/// which starts a fresh budget on the returned path, would follow it out of the workspace.
+pub fn resolve(path: &Path) -> PathBuf {
+    let mut pending: Vec<Step> = Vec::new();
+    push_components(&mut pending, path);
     let mut out = PathBuf::from("/");
-    let mut links = 0usize;
-    // Once a component is missing, everything after it is lexical.
-    let mut exists = true;
-    while let Some(part) = pending.pop() {
+    // Link path -> its resolution; `None` while it is being resolved.
+    let mut seen: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
+    // Components appended lexically below the last existing directory (a missing one). A `..`
+    // that climbs back out of them lands on a real directory again, whose symlinks must be
+    // followed: `missing/../link_out` is `link_out`, resolved.
+    let mut lexical = 0usize;
+    while let Some(step) = pending.pop() {
+        let part = match step {
+            Step::Part(p) => p,
+            Step::LinkDone(link) => {
+                seen.insert(link, Some(out.clone()));
+                continue;
+            }
+        };
         if part == ".." {
             out.pop();
+            lexical = lexical.saturating_sub(1);
             continue;
         }
         let next = out.join(&part);
-        if !exists {
+        if lexical > 0 {
             out = next;
+            lexical += 1;
             continue;
         }
         match std::fs::symlink_metadata(&next) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                links += 1;
-                let target = match std::fs::read_link(&next) {
-                    Ok(t) if links <= MAX_SYMLINKS => t,
-                    _ => {
-                        // A loop (or unreadable link): keep the rest unresolved.
+            Ok(meta) if meta.file_type().is_symlink() => match seen.get(&next) {
+                Some(Some(resolved)) => out = resolved.clone(),
+                Some(None) => {
+                    // A loop: the rest stays unresolved (the OS call fails with ELOOP there).
+                    let mut rest = next;
+                    while let Some(step) = pending.pop() {
+                        if let Step::Part(p) = step {
+                            rest.push(p);
+                        }
+                    }
+                    return rest;
+                }
+                None => match std::fs::read_link(&next) {
+                    Ok(target) => {
+                        seen.insert(next.clone(), None);
+                        pending.push(Step::LinkDone(next));
+                        if target.is_absolute() {
+                            out = PathBuf::from("/");
+                        }
+                        push_components(&mut pending, &target);
+                    }
+                    Err(_) => {
                         out = next;
-                        exists = false;
-                        continue;
+                        lexical = 1;
                     }
-                };
-                if target.is_absolute() {
-                    out = PathBuf::from("/");
-                }
-                for c in target.components().rev() {
-                    match c {
-                        Component::Normal(s) => pending.push(s.to_owned()),
-                        Component::ParentDir => pending.push(OsString::from("..")),
-                        _ => {}
-                    }
-                }
-            }
+                },
+            },
             Ok(_) => out = next,
             Err(_) => {
-                exists = false;
+                lexical = 1;
                 out = next;
             }
         }

@@ -1,0 +1,115 @@
+//! What fuzzing found (fuzz/, run by scripts/fuzz.sh), kept as ordinary tests. Each test names
+//! the fuzz target and the input that found the defect.
+
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+
+use agentao::permissions::path_policy::{contain_directory, contain_file};
+
+fn workspace_with_link_out() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let root = base.join("ws");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    symlink("../outside", root.join("link_out")).unwrap();
+    symlink("..", root.join("up")).unwrap();
+    (dir, root, outside)
+}
+
+/// path_policy target, input `missing/../link_out/x`: once a component was missing, the rest
+/// of the path was appended without resolution, so the `..` popped back into the workspace
+/// and the symlink after it was never followed. `contain_file` accepted a path whose parent
+/// directory is a link out of the workspace, and `write_file` (which creates the missing
+/// directory) wrote through it.
+#[test]
+fn path_policy_missing_directory_then_dotdot_still_follows_symlinks() {
+    let (_dir, root, _outside) = workspace_with_link_out();
+    for raw in [
+        "missing/../link_out/x",
+        "a/b/../../link_out/x",
+        "missing/../link_out",
+    ] {
+        if let Ok(p) = contain_file(&root, raw) {
+            // What write_file does with an accepted path: create the parent, then write.
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "planted").unwrap();
+            let inside = std::fs::canonicalize(&p).unwrap().starts_with(&root);
+            panic!("contain_file accepted {raw:?} as {p:?}; the write landed inside: {inside}");
+        }
+        assert!(
+            contain_directory(&root, raw).is_err(),
+            "contain_directory {raw:?}"
+        );
+    }
+    // Paths that stay inside are still accepted.
+    assert_eq!(contain_file(&root, "missing/../x").unwrap(), root.join("x"));
+    assert_eq!(
+        contain_file(&root, "a/b/../c/y").unwrap(),
+        root.join("a/c/y")
+    );
+}
+
+/// config target (what `agentao_agent_new` builds from a config): `permissions.rules_file`
+/// naming something that is not a regular file was read with `std::fs::read`, so a FIFO hung
+/// agent creation forever and `/dev/zero` grew memory until the process died. Found while
+/// writing the target, whose inputs may name any path.
+#[test]
+fn config_rules_file_must_be_a_small_regular_file() {
+    use agentao::permissions::PermissionEngine;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let fifo = ws.join("rules.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let big = ws.join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    for (file, what) in [
+        (fifo.display().to_string(), "not a regular file"),
+        ("/dev/zero".to_owned(), "not a regular file"),
+        (big.display().to_string(), "larger than"),
+    ] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ws2 = ws.clone();
+        let cfg = serde_json::json!({"rules_file": file});
+        std::thread::spawn(move || {
+            let r = PermissionEngine::from_config(Some(&cfg), &ws2).map(|_| ());
+            let _ = tx.send(r);
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("rules_file {file}: no answer within 10 s"));
+        let e = r.expect_err("refused");
+        assert!(e.contains(what), "{file}: {e}");
+    }
+}
+
+/// path_policy target (found by the 10 s smoke run), input `up/ws/up/ws/…` with `up -> ..`:
+/// after 40 links the resolver gave up and kept the rest of the path lexical, with its links
+/// unfollowed, so the accepted path still held `up` links; the kernel, with a fresh budget on
+/// that shorter path, followed them out of the workspace.
+#[test]
+fn path_policy_long_link_chains_are_resolved_to_the_end() {
+    let (_dir, root, _outside) = workspace_with_link_out();
+    let chain = "up/ws/".repeat(41);
+    for raw in [format!("{chain}up/x"), format!("{chain}link_out/x")] {
+        assert!(
+            contain_file(&root, &raw).is_err(),
+            "contain_file accepted {raw:?}"
+        );
+        assert!(
+            contain_directory(&root, &raw).is_err(),
+            "contain_directory {raw:?}"
+        );
+    }
+    assert_eq!(
+        contain_file(&root, &format!("{chain}x")).unwrap(),
+        root.join("x")
+    );
+    // A real loop still ends (the OS call fails with ELOOP later).
+    symlink("loop", root.join("loop")).unwrap();
+    assert!(contain_file(&root, "loop/x").is_ok());
+}
