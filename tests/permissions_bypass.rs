@@ -114,13 +114,14 @@ fn one_megabyte_inputs_are_linear() {
         ("rm ".repeat(Q / 3), false),
         (format!("{}x", "A=( ".repeat(Q / 4)), false),
         (format!("echo '{}'", "rm -rf / ; ".repeat(Q / 11)), false),
-        ("$(".repeat(Q / 2), false),
+        // More nested texts than the floor inspects: refused as too complex (issue 9).
+        ("$(".repeat(Q / 2), true),
         (format!("sudo {}rm -rf /", "-x ".repeat(Q / 3)), true),
         ("\"".repeat(Q), false),
         (format!("find / {} -delete", "-name x ".repeat(Q / 8)), true),
         (
             format!("bash -c '{}'", "echo 'x' | sh; ".repeat(Q / 16)),
-            false,
+            true,
         ),
     ];
     for (cmd, expect) in &cases {

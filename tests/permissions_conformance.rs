@@ -20,6 +20,7 @@ fn load(name: &str) -> Vec<Value> {
 }
 
 const RM_ROW: &str = "recursive delete of root / system directory / home";
+const TOO_COMPLEX: &str = "command too complex for the safety floor to inspect";
 
 /// Reference vectors recorded as `allow` that our floor refuses (issue 9: gaps of the
 /// reference closed by `hardline_canon`; docs/deviations.md, "Hardline floor"):
@@ -59,6 +60,21 @@ const HARDLINE_DEVIATIONS: &[(usize, &str, &str)] = &[
         1048,
         RM_ROW,
         "the canonical texts have their own budget beyond the reference's 16",
+    ),
+    (
+        1049,
+        TOO_COMPLEX,
+        "more nested shells than the floor inspects: refused, not let through",
+    ),
+    (
+        1052,
+        TOO_COMPLEX,
+        "more nested substitutions than the floor inspects: refused, not let through",
+    ),
+    (
+        1053,
+        TOO_COMPLEX,
+        "more nested substitutions than the floor inspects: refused, not let through",
     ),
 ];
 

@@ -2,10 +2,9 @@
 //!
 //! Asserts: no panic; the verdict is a function of the text (same answer twice); a refused
 //! command stays refused behind a benign command (`true; X`, `true && X`) and with a trailing
-//! newline, since a model can always add those — except for commands with more nested command
-//! texts than the floor inspects (`hardline::MAX_TEXTS`): that budget can be exhausted on
-//! purpose (20 `bash -c 'echo i';` then `echo 'rm -rf /' | sh` passes), a gap this target found
-//! and that is reported for the hardline owner; remove the exception when it is closed.
+//! newline, since a model can always add those — except for commands with many nested
+//! command texts, where the floor's inspection budget (`hardline::MAX_TEXTS`) decides: such a
+//! command is refused as too complex (this target found the budget bypass that rule closes).
 //! Linear time is enforced by libFuzzer's `-timeout` (scripts/fuzz.sh) on inputs up to
 //! `-max_len`.
 #![no_main]

@@ -121,7 +121,14 @@ const TABLE: &[(Pat, &str)] = &[
 /// At most this many extra texts come from the canonical rewrites (`hardline_canon`).
 pub const MAX_CANON_TEXTS: usize = 32;
 
+/// The verdict for a command whose nested texts outnumber what the floor inspects.
+pub const TOO_COMPLEX: &str = "command too complex for the safety floor to inspect";
+
 /// The floor's verdict for a POSIX shell command: `Some(description)` when refused.
+///
+/// A command with more nested texts than the floor inspects is refused as [`TOO_COMPLEX`]
+/// (ours, beyond the reference, which lets the uninspected rest through): padding a command
+/// with harmless nested shells must not hide a dangerous one behind the budget.
 pub fn check(command: &str) -> Option<&'static str> {
     if command.is_empty() {
         return None;
@@ -133,9 +140,14 @@ pub fn check(command: &str) -> Option<&'static str> {
     let mut inspected = 0usize;
     let mut canon_pushed = 0usize;
     let mut canon_chars = 0usize;
-    let chars_budget = command.len() + 4096;
+    // A rewrite is about as long as its source, and nested bodies at one depth are disjoint:
+    // this covers a few levels of nesting whole and keeps the judgement linear with a small
+    // constant.
+    let canon_chars_budget = 4 * command.len() + 4096;
+    let mut uninspected = false;
     while let Some((text, rewritten)) = queue.pop_front() {
         if inspected >= MAX_TEXTS + MAX_CANON_TEXTS {
+            uninspected = true;
             break;
         }
         inspected += 1;
@@ -151,13 +163,14 @@ pub fn check(command: &str) -> Option<&'static str> {
         extract_bodies(&masked, &ctx, &mut bodies);
         for b in bodies {
             if pushed >= MAX_TEXTS {
+                uninspected = true;
                 break;
             }
             pushed += 1;
             queue.push_back((b, false));
         }
-        // Our own floor beyond the reference's (issue 9): canonical spellings. Their texts
-        // have a count and a size budget, so the whole judgement stays linear.
+        // Our own floor beyond the reference's (issue 9): canonical spellings, with their own
+        // count budget.
         if !rewritten {
             let canon = super::hardline_canon::canonicalize(&masked);
             if canon.fork_bomb {
@@ -169,7 +182,8 @@ pub fn check(command: &str) -> Option<&'static str> {
                 .into_iter()
                 .chain(canon.texts.into_iter().map(|t| (t, false)));
             for (t, is_canonical) in texts {
-                if canon_pushed >= MAX_CANON_TEXTS || canon_chars + t.len() > chars_budget {
+                if canon_pushed >= MAX_CANON_TEXTS || canon_chars + t.len() > canon_chars_budget {
+                    uninspected = true;
                     break;
                 }
                 canon_pushed += 1;
@@ -178,7 +192,7 @@ pub fn check(command: &str) -> Option<&'static str> {
             }
         }
     }
-    None
+    uninspected.then_some(TOO_COMPLEX)
 }
 
 // ---------------------------------------------------------------------------------------------
