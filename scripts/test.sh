@@ -22,7 +22,8 @@ apt_need() {
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing: ${missing[*]}"
-    if [ -z "${AGENTAO_APT_UPDATED:-}" ]; then apt-get update -qq; AGENTAO_APT_UPDATED=1; fi
+    # Once per run (steps run in subshells, so a marker file rather than a variable).
+    [ -f "$ROOT/build/.apt-updated" ] || { apt-get update -qq && touch "$ROOT/build/.apt-updated"; }
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
     echo "missing packages: ${missing[*]} (install them, or run as root)"; return 1
@@ -30,7 +31,7 @@ apt_need() {
 }
 
 mkdir -p build
-rm -f build/summary.counts build/summary.skipped
+rm -f build/summary.counts build/summary.skipped build/.apt-updated
 started=$SECONDS
 for f in scripts/test.d/*.sh; do
   if [ $# -gt 0 ]; then
@@ -38,8 +39,18 @@ for f in scripts/test.d/*.sh; do
     [ $keep = 1 ] || continue
   fi
   t0=$SECONDS
+  # Each step runs in a subshell, so what it exports (PKG_CONFIG_PATH, GOFLAGS, ...) cannot
+  # leak into a later step; errexit still holds inside it (it is not in a conditional).
+  set +e
   # shellcheck source=/dev/null
-  source "$f"
+  (set -e; source "$f")
+  rc=$?
+  set -e
+  if [ $rc -ne 0 ]; then
+    printf '\nFAILED: step %s (exit %s)\n' "$(basename "$f" .sh)" "$rc"
+    echo "summary: $(awk '{s+=$1} END {print s+0}' build/summary.counts 2>/dev/null || echo 0) passed, 1 failed"
+    exit 1
+  fi
   printf '    (%s: %ss)\n' "$(basename "$f" .sh)" $((SECONDS - t0))
 done
 
