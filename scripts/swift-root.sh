@@ -170,6 +170,11 @@ run_tests() {
 }
 
 [ "$(id -u)" = 0 ] || cannot "not root (debootstrap, mount and chroot need root)"
+# One run at a time: the test command may have started `setup` in the background, and this
+# waits for it.
+mkdir -p "$REPO/build"
+exec 9> "$REPO/build/swift-root.lock"
+flock 9
 case "${1:-all}" in
   setup) setup_root ;;
   shell) setup_root; mount_fs; chroot "$ROOT_DIR" /bin/bash ;;

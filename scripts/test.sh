@@ -30,14 +30,20 @@ apt_need() {
   fi
 }
 
+# want_step NAME: whether the step file NAME would run in this invocation.
+STEP_WORDS=("$@")
+want_step() {
+  local w
+  [ ${#STEP_WORDS[@]} -eq 0 ] && return 0
+  for w in "${STEP_WORDS[@]}"; do case "$1" in *"$w"*) return 0 ;; esac; done
+  return 1
+}
+
 mkdir -p build
 rm -f build/summary.counts build/summary.skipped build/.apt-updated
 started=$SECONDS
 for f in scripts/test.d/*.sh; do
-  if [ $# -gt 0 ]; then
-    keep=0; for w in "$@"; do case "$(basename "$f")" in *"$w"*) keep=1 ;; esac; done
-    [ $keep = 1 ] || continue
-  fi
+  want_step "$(basename "$f")" || continue
   t0=$SECONDS
   # Each step runs in a subshell, so what it exports (PKG_CONFIG_PATH, GOFLAGS, ...) cannot
   # leak into a later step; errexit still holds inside it (it is not in a conditional).

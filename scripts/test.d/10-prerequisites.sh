@@ -2,3 +2,12 @@ step "prerequisites"
 apt_need build-essential cmake pkg-config libsqlite3-dev
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)"; exit 1; }
 rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+# The Swift step's Debian 13 root (scripts/swift-root.sh) is minutes of downloading and little
+# CPU: start it now, in the background, while the Rust and C steps build. The Swift step waits
+# for it through the script's lock. debootstrap is installed here, in the foreground, so that no
+# two apt-gets run at once on this machine.
+if want_step 90-swift.sh && [ "$(id -u)" = 0 ] && apt_need debootstrap; then
+  echo "starting the Swift root setup in the background (log: build/swift-setup.log)"
+  nohup scripts/swift-root.sh setup > build/swift-setup.log 2>&1 < /dev/null &
+fi
