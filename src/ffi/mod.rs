@@ -65,6 +65,45 @@ pub enum agentao_status {
     EventsDropped = 17,
 }
 
+impl agentao_status {
+    /// Every status, in code order: the one list `from_code` and `name` read.
+    const ALL: [(agentao_status, &'static CStr); 18] = [
+        (agentao_status::Ok, c"OK"),
+        (agentao_status::NullArgument, c"NULL_ARGUMENT"),
+        (agentao_status::InvalidArgument, c"INVALID_ARGUMENT"),
+        (agentao_status::InvalidUtf8, c"INVALID_UTF8"),
+        (agentao_status::InvalidJson, c"INVALID_JSON"),
+        (agentao_status::InvalidConfig, c"INVALID_CONFIG"),
+        (agentao_status::TurnInProgress, c"TURN_IN_PROGRESS"),
+        (agentao_status::NoSubscribe, c"NO_SUBSCRIBE"),
+        (agentao_status::StreamSubscribe, c"STREAM_SUBSCRIBE"),
+        (agentao_status::Cancelled, c"CANCELLED"),
+        (agentao_status::Timeout, c"TIMEOUT"),
+        (agentao_status::Reentrant, c"REENTRANT"),
+        (agentao_status::Panic, c"PANIC"),
+        (agentao_status::Internal, c"INTERNAL"),
+        (agentao_status::HostError, c"HOST_ERROR"),
+        (agentao_status::Closed, c"CLOSED"),
+        (agentao_status::NoEngine, c"NO_ENGINE"),
+        (agentao_status::EventsDropped, c"EVENTS_DROPPED"),
+    ];
+
+    fn from_code(code: i32) -> Option<agentao_status> {
+        Self::ALL
+            .iter()
+            .map(|&(s, _)| s)
+            .find(|&s| s as i32 == code)
+    }
+
+    /// The C spelling without the `AGENTAO_STATUS_` prefix.
+    fn name(self) -> &'static CStr {
+        Self::ALL
+            .iter()
+            .find(|&&(s, _)| s == self)
+            .map_or(c"UNKNOWN", |&(_, n)| n)
+    }
+}
+
 /// An error: a status and a message. Owned by the caller; release with [`agentao_error_free`].
 pub struct agentao_error {
     status: agentao_status,
@@ -251,26 +290,27 @@ pub unsafe extern "C" fn agentao_error_free(err: *mut agentao_error) {
 /// A short, static name of a status (for logs); never NULL, never freed.
 #[no_mangle]
 pub extern "C" fn agentao_status_name(status: i32) -> *const c_char {
-    let name: &CStr = match status {
-        0 => c"OK",
-        1 => c"NULL_ARGUMENT",
-        2 => c"INVALID_ARGUMENT",
-        3 => c"INVALID_UTF8",
-        4 => c"INVALID_JSON",
-        5 => c"INVALID_CONFIG",
-        6 => c"TURN_IN_PROGRESS",
-        7 => c"NO_SUBSCRIBE",
-        8 => c"STREAM_SUBSCRIBE",
-        9 => c"CANCELLED",
-        10 => c"TIMEOUT",
-        11 => c"REENTRANT",
-        12 => c"PANIC",
-        13 => c"INTERNAL",
-        14 => c"HOST_ERROR",
-        15 => c"CLOSED",
-        16 => c"NO_ENGINE",
-        17 => c"EVENTS_DROPPED",
-        _ => c"UNKNOWN",
-    };
-    name.as_ptr()
+    agentao_status::from_code(status)
+        .map_or(c"UNKNOWN", agentao_status::name)
+        .as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agentao_status;
+
+    #[test]
+    fn status_table_is_in_code_order_and_complete() {
+        for (i, &(s, _)) in agentao_status::ALL.iter().enumerate() {
+            assert_eq!(s as i32, i as i32);
+            assert_eq!(agentao_status::from_code(i as i32), Some(s));
+        }
+        let last = agentao_status::ALL.len() as i32;
+        assert_eq!(agentao_status::from_code(last), None);
+        assert_eq!(agentao_status::from_code(-1), None);
+        assert_eq!(
+            agentao_status::EventsDropped.name().to_bytes(),
+            b"EVENTS_DROPPED"
+        );
+    }
 }
