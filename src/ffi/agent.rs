@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::cancel::agentao_cancel_token;
 use super::transport::{agentao_transport, FfiTransport};
 use super::{
-    agentao_error, agentao_status, guard, guard_or, in_callback, out_string, reentrant, status_of,
-    str_arg, Fail, FfiResult,
+    agentao_error, agentao_status, guard, guard_or, guard_out, in_callback, out_string, reentrant,
+    status_of, str_arg, Fail, FfiResult,
 };
 use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
 use crate::events::transport::Transport;
@@ -91,10 +91,7 @@ pub unsafe extern "C" fn agentao_agent_new(
     agent_out: *mut *mut agentao_agent,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !agent_out.is_null() {
-        *agent_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(agent_out, err_out, |agent_out| {
         // Take the transport first so its finalizer runs exactly once whatever happens next.
         let transport: Option<Arc<dyn Transport>> = if transport.is_null() {
             None
@@ -109,12 +106,7 @@ pub unsafe extern "C" fn agentao_agent_new(
                 }
             }
         };
-        if agent_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`agent_out` is NULL".into(),
-            ));
-        }
+        agent_out.require("`agent_out` is NULL")?;
         let json = str_arg(config_json, "config_json")?;
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
             return Err(Fail(
@@ -123,7 +115,7 @@ pub unsafe extern "C" fn agentao_agent_new(
             ));
         }
         let agent = Agent::new(json, transport)?;
-        *agent_out = Box::into_raw(Box::new(agentao_agent { agent }));
+        agent_out.write(|| Box::into_raw(Box::new(agentao_agent { agent })));
         Ok(())
     })
 }
@@ -170,18 +162,10 @@ pub unsafe extern "C" fn agentao_agent_chat(
     text_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !text_out.is_null() {
-        *text_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(text_out, err_out, |text_out| {
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?;
-        if text_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`text_out` is NULL".into(),
-            ));
-        }
+        text_out.require("`text_out` is NULL")?;
         if reentrant() {
             return Err(AgentError::Reentrant.into());
         }
@@ -189,7 +173,7 @@ pub unsafe extern "C" fn agentao_agent_chat(
         let (status, msg, outcome) = turn_status(&result);
         match (status, outcome) {
             (agentao_status::Ok, Some(o)) => {
-                *text_out = out_string(&o.text);
+                text_out.write(|| out_string(&o.text));
                 Ok(())
             }
             (s, _) => Err(Fail(s, msg.unwrap_or_default())),
@@ -382,10 +366,7 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
     previous_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !previous_out.is_null() {
-        *previous_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(previous_out, err_out, |previous_out| {
         let agent = agent_ref(agent)?;
         let mode_str = str_arg(mode, "mode")?;
         let mode = Mode::parse(mode_str).ok_or_else(|| {
@@ -395,9 +376,7 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
             )
         })?;
         let previous = agent.set_permission_mode(mode)?;
-        if !previous_out.is_null() {
-            *previous_out = out_string(previous.as_str());
-        }
+        previous_out.write(|| out_string(previous.as_str()));
         Ok(())
     })
 }
@@ -475,18 +454,10 @@ unsafe fn json_getter(
     err_out: *mut *mut agentao_error,
     f: impl FnOnce(&Agent) -> String,
 ) -> agentao_status {
-    if !out.is_null() {
-        *out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(out, err_out, |out| {
         let agent = agent_ref(agent)?;
-        if out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "output pointer is NULL".into(),
-            ));
-        }
-        *out = out_string(&f(agent));
+        out.require("output pointer is NULL")?;
+        out.write(|| out_string(&f(agent)));
         Ok(())
     })
 }

@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use super::{agentao_error, agentao_status, guard, guard_or, opt_str_arg, out_string, Fail};
+use super::{agentao_error, agentao_status, guard_or, guard_out, opt_str_arg, out_string, Fail};
 use crate::cancel::{CancelToken, DEFAULT_REASON};
 
 /// A cancellation token. Thread-safe; every handle from `agentao_cancel_token_new` or
@@ -57,17 +57,14 @@ pub unsafe extern "C" fn agentao_cancel_token_reason(
     reason_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !reason_out.is_null() {
-        *reason_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(reason_out, err_out, |reason_out| {
         if token.is_null() || reason_out.is_null() {
             return Err(Fail(
                 agentao_status::NullArgument,
                 "`token` and `reason_out` are required".into(),
             ));
         }
-        *reason_out = out_string((*token).token.reason());
+        reason_out.write(|| out_string((*token).token.reason()));
         Ok(())
     })
 }

@@ -221,6 +221,45 @@ pub(crate) fn guard(
     }
 }
 
+/// A `T **..._out` parameter as [`guard_out`] hands it to the body: already NULLed, so every
+/// failure leaves NULL there; written only on success.
+pub(crate) struct Out<T>(*mut *mut T);
+
+impl<T> Out<T> {
+    pub(crate) fn is_null(&self) -> bool {
+        self.0.is_null()
+    }
+
+    /// `NULL_ARGUMENT` with `message` when the caller passed no pointer.
+    pub(crate) fn require(&self, message: &str) -> FfiResult<()> {
+        if self.0.is_null() {
+            return Err(Fail(agentao_status::NullArgument, message.into()));
+        }
+        Ok(())
+    }
+
+    /// Stores the value `make` builds; for an optional output the caller left NULL nothing is
+    /// built, so nothing is allocated and leaked.
+    pub(crate) fn write(&self, make: impl FnOnce() -> *mut T) {
+        if !self.0.is_null() {
+            // SAFETY: `guard_out` built this from the caller's valid-or-NULL `T **`.
+            unsafe { *self.0 = make() };
+        }
+    }
+}
+
+/// [`guard`] for the export shape with one `*_out` result: `*out` is NULLed before anything
+/// else runs, then `body` gets it as an [`Out`].
+pub(crate) fn guard_out<T>(
+    out: *mut *mut T,
+    err_out: *mut *mut agentao_error,
+    body: impl FnOnce(&Out<T>) -> FfiResult<()>,
+) -> agentao_status {
+    let out = Out(out);
+    out.write(std::ptr::null_mut);
+    guard(err_out, || body(&out))
+}
+
 /// Runs a body that has no status behind the panic boundary; a panic yields `fallback`.
 pub(crate) fn guard_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(fallback)
