@@ -4,6 +4,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
 use super::cancel::agentao_cancel_token;
+use super::handle::BoxCastable;
 use super::transport::{agentao_transport, FfiTransport};
 use super::{
     agentao_error, agentao_status, guard, guard_or, guard_out, in_callback, out_string, reentrant,
@@ -43,10 +44,7 @@ pub type agentao_event_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
 pub(crate) unsafe fn agent_ref<'a>(a: *const agentao_agent) -> FfiResult<&'a Agent> {
-    if a.is_null() {
-        return Err(Fail(agentao_status::NullArgument, "`agent` is NULL".into()));
-    }
-    Ok(&(*a).agent)
+    Ok(&agentao_agent::try_ref(a)?.agent)
 }
 
 pub(crate) unsafe fn turn_options(
@@ -115,7 +113,7 @@ pub unsafe extern "C" fn agentao_agent_new(
             ));
         }
         let agent = Agent::new(json, transport)?;
-        agent_out.write(|| Box::into_raw(Box::new(agentao_agent { agent })));
+        agent_out.write(|| agentao_agent { agent }.into_raw());
         Ok(())
     })
 }
@@ -127,13 +125,7 @@ pub unsafe extern "C" fn agentao_agent_new(
 /// Allowed inside a callback of the agent's own turn (that turn then ends cancelled).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_free(agent: *mut agentao_agent) {
-    if agent.is_null() {
-        return;
-    }
-    guard_or((), || {
-        let a = Box::from_raw(agent);
-        a.agent.cancel_active("session-closed");
-    });
+    agentao_agent::free_with(agent, |a| a.agent.cancel_active("session-closed"));
 }
 
 /// The agent's session id (UUID), borrowed: valid until `agentao_agent_free`. NULL agent: NULL.

@@ -2,6 +2,7 @@
 
 use std::ffi::c_char;
 
+use super::handle::BoxCastable;
 use super::{agentao_error, agentao_status, guard_or, guard_out, opt_str_arg, out_string, Fail};
 use crate::cancel::{CancelToken, DEFAULT_REASON};
 
@@ -15,9 +16,10 @@ pub struct agentao_cancel_token {
 /// A new, uncancelled token. Never NULL except on allocation failure (which aborts).
 #[no_mangle]
 pub extern "C" fn agentao_cancel_token_new() -> *mut agentao_cancel_token {
-    Box::into_raw(Box::new(agentao_cancel_token {
+    agentao_cancel_token {
         token: CancelToken::new(),
-    }))
+    }
+    .into_raw()
 }
 
 /// Cancels the token with `reason` (borrowed; NULL means `"user-cancel"`). Idempotent: the
@@ -80,9 +82,10 @@ pub unsafe extern "C" fn agentao_cancel_token_child(
         return std::ptr::null_mut();
     }
     guard_or(std::ptr::null_mut(), || {
-        Box::into_raw(Box::new(agentao_cancel_token {
+        agentao_cancel_token {
             token: (*parent).token.child(),
-        }))
+        }
+        .into_raw()
     })
 }
 
@@ -90,7 +93,5 @@ pub unsafe extern "C" fn agentao_cancel_token_child(
 /// it. NULL is a no-op. Freeing does not cancel.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_cancel_token_free(token: *mut agentao_cancel_token) {
-    if !token.is_null() {
-        guard_or((), || drop(Box::from_raw(token)));
-    }
+    agentao_cancel_token::free_with(token, |_| ());
 }

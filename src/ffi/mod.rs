@@ -12,6 +12,9 @@
 
 pub mod agent;
 pub mod cancel;
+mod handle;
+
+use handle::BoxCastable;
 pub mod library;
 pub mod reply;
 pub mod stream;
@@ -156,7 +159,7 @@ pub(crate) type FfiResult<T> = Result<T, Fail>;
 /// Stores an error object in `*err_out` (if given) and returns the status.
 pub(crate) unsafe fn set_error(err_out: *mut *mut agentao_error, fail: Fail) -> agentao_status {
     if !err_out.is_null() {
-        *err_out = Box::into_raw(Box::new(agentao_error::new(fail.0, &fail.1)));
+        *err_out = agentao_error::new(fail.0, &fail.1).into_raw();
     }
     fail.0
 }
@@ -321,9 +324,7 @@ pub unsafe extern "C" fn agentao_error_message(err: *const agentao_error) -> *co
 /// Releases an error. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_error_free(err: *mut agentao_error) {
-    if !err.is_null() {
-        guard_or((), || drop(Box::from_raw(err)));
-    }
+    agentao_error::free_with(err, |_| ());
 }
 
 /// A short, static name of a status (for logs); never NULL, never freed.

@@ -9,9 +9,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::agent::{agent_ref, agentao_agent, turn_options, turn_status};
 use super::cancel::agentao_cancel_token;
+use super::handle::BoxCastable;
 use super::{
-    agentao_error, agentao_status, guard_or, guard_out, opt_str_arg, out_string, reentrant,
-    str_arg, Fail,
+    agentao_error, agentao_status, guard_out, opt_str_arg, out_string, reentrant, str_arg, Fail,
 };
 use crate::agent::{runtime, Agent, AgentError};
 use crate::cancel::CancelToken;
@@ -170,13 +170,7 @@ pub unsafe extern "C" fn agentao_stream_next(
 /// a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_stream_free(stream: *mut agentao_stream) {
-    if stream.is_null() {
-        return;
-    }
-    guard_or((), || {
-        let s = Box::from_raw(stream);
-        s.token.cancel("async-cancel");
-    });
+    agentao_stream::free_with(stream, |s| s.token.cancel("async-cancel"));
 }
 
 /// A pull stream of host events (the reference's `agent.events()`).
@@ -280,11 +274,5 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
 /// dropped for this stream). NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_host_event_stream_free(stream: *mut agentao_host_event_stream) {
-    if stream.is_null() {
-        return;
-    }
-    guard_or((), || {
-        let s = Box::from_raw(stream);
-        s.agent.host_events().close_stream(s.id);
-    });
+    agentao_host_event_stream::free_with(stream, |s| s.agent.host_events().close_stream(s.id));
 }

@@ -3,6 +3,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
+use super::handle::BoxCastable;
 use super::reply::agentao_reply;
 use super::{
     agentao_error, agentao_status, guard, guard_or, in_callback, str_arg, to_cstring, Fail,
@@ -349,7 +350,5 @@ pub unsafe extern "C" fn agentao_broadcaster_unsubscribe(b: *mut c_void, subscri
 /// Releases a broadcaster. NULL is a no-op. No listener is called after this returns.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_broadcaster_free(b: *mut agentao_broadcaster) {
-    if !b.is_null() {
-        guard_or((), || drop(Box::from_raw(b)));
-    }
+    agentao_broadcaster::free_with(b, |_| ());
 }
