@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::cancel::agentao_cancel_token;
 use super::handle::BoxCastable;
+use super::host_data::HostData;
 use super::transport::{agentao_transport, FfiTransport};
 use super::{
     agentao_error, agentao_status, guard, guard_or, guard_out, in_callback, out_string, reentrant,
@@ -232,11 +233,6 @@ pub unsafe extern "C" fn agentao_agent_stream(
     )
 }
 
-struct HostPtr(*mut c_void);
-// SAFETY: the host hands us userdata to be used from library threads (documented).
-unsafe impl Send for HostPtr {}
-unsafe impl Sync for HostPtr {}
-
 #[allow(clippy::too_many_arguments)]
 unsafe fn start(
     agent: *mut agentao_agent,
@@ -263,15 +259,15 @@ unsafe fn start(
                 if !agent.transport().supports_subscribe() {
                     return Err(AgentError::NoSubscribe.into());
                 }
-                let ud = HostPtr(userdata);
+                let ud = HostData::borrowed(userdata);
                 DeltaSink::Callback(Arc::new(move |json: &CStr| {
                     let ud = &ud;
                     // SAFETY: host callback with its own userdata.
-                    in_callback(|| unsafe { f(ud.0, json.as_ptr()) });
+                    in_callback(|| unsafe { f(ud.ptr(), json.as_ptr()) });
                 }))
             }
         };
-        let ud = HostPtr(userdata);
+        let ud = HostData::borrowed(userdata);
         agent.start_turn(
             message,
             turn_options(max_iterations, cancel),
@@ -286,7 +282,7 @@ unsafe fn start(
                     .as_ref()
                     .map_or(std::ptr::null(), |e| e as *const agentao_error);
                 // SAFETY: host callback; both pointers live until it returns.
-                in_callback(|| unsafe { done(ud.0, status, json_ptr, err_ptr) });
+                in_callback(|| unsafe { done(ud.ptr(), status, json_ptr, err_ptr) });
             },
         )?;
         Ok(())
@@ -375,19 +371,7 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
 
 struct Observer {
     f: unsafe extern "C" fn(*mut c_void, *const c_char),
-    userdata: *mut c_void,
-    free: Option<unsafe extern "C" fn(*mut c_void)>,
-}
-// SAFETY: the host registers observers callable from library threads (documented).
-unsafe impl Send for Observer {}
-unsafe impl Sync for Observer {}
-impl Drop for Observer {
-    fn drop(&mut self) {
-        if let Some(free) = self.free {
-            // SAFETY: called once, when the observer is gone.
-            in_callback(|| unsafe { free(self.userdata) });
-        }
-    }
+    data: HostData,
 }
 
 /// Adds a host-event observer: `observer(userdata, event_json)` runs inline for every host
@@ -413,15 +397,14 @@ pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
         };
         let obs = Arc::new(Observer {
             f,
-            userdata,
-            free: userdata_free,
+            data: HostData::new(userdata, userdata_free),
         });
         let id = agent
             .host_events()
             .add_observer(Arc::new(move |json: &str| {
                 let c = super::to_cstring(json);
                 // SAFETY: host callback with its own userdata.
-                in_callback(|| unsafe { (obs.f)(obs.userdata, c.as_ptr()) });
+                in_callback(|| unsafe { (obs.f)(obs.data.ptr(), c.as_ptr()) });
             }));
         *id_out = id;
         Ok(())

@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod cancel;
 mod handle;
+mod host_data;
 
 use handle::BoxCastable;
 pub mod library;

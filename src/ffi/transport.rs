@@ -4,6 +4,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
 use super::handle::BoxCastable;
+use super::host_data::HostData;
 use super::reply::agentao_reply;
 use super::{
     agentao_error, agentao_status, guard, guard_or, in_callback, str_arg, to_cstring, Fail,
@@ -303,11 +304,8 @@ pub unsafe extern "C" fn agentao_broadcaster_notify(
 
 struct CListener {
     f: unsafe extern "C" fn(*mut c_void, *const c_char),
-    userdata: *mut c_void,
+    data: HostData,
 }
-// SAFETY: the host registers listeners that may be called from any thread (header docs).
-unsafe impl Send for CListener {}
-unsafe impl Sync for CListener {}
 
 /// Registers a listener; writes its id to `*subscription_out`. Matches the vtable's
 /// `subscribe` slot when `userdata` is the broadcaster.
@@ -325,11 +323,11 @@ pub unsafe extern "C" fn agentao_broadcaster_subscribe(
         let b = &*(b as *const agentao_broadcaster);
         let l = Arc::new(CListener {
             f,
-            userdata: listener_userdata,
+            data: HostData::borrowed(listener_userdata),
         });
         *subscription_out = b.inner.subscribe(Arc::new(move |ev: &CStr| {
             // SAFETY: the host's listener with its own userdata.
-            in_callback(|| unsafe { (l.f)(l.userdata, ev.as_ptr()) })
+            in_callback(|| unsafe { (l.f)(l.data.ptr(), ev.as_ptr()) })
         }));
         Ok(())
     })
