@@ -16,6 +16,9 @@
 //!
 //! `unsafe` lives in `ffi` only.
 
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)]
 pub mod ffi;
 
 pub mod agent;

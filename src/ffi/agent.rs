@@ -4,10 +4,12 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
 use super::cancel::agentao_cancel_token;
+use super::handle::BoxCastable;
+use super::host_data::HostData;
 use super::transport::{agentao_transport, FfiTransport};
 use super::{
-    agentao_error, agentao_status, guard, guard_or, in_callback, out_string, reentrant, status_of,
-    str_arg, Fail, FfiResult,
+    agentao_error, agentao_status, guard, guard_or, guard_out, in_callback, out_string, reentrant,
+    status_of, str_arg, Fail, FfiResult,
 };
 use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
 use crate::events::transport::Transport;
@@ -43,10 +45,7 @@ pub type agentao_event_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
 pub(crate) unsafe fn agent_ref<'a>(a: *const agentao_agent) -> FfiResult<&'a Agent> {
-    if a.is_null() {
-        return Err(Fail(agentao_status::NullArgument, "`agent` is NULL".into()));
-    }
-    Ok(&(*a).agent)
+    Ok(&agentao_agent::try_ref(a)?.agent)
 }
 
 pub(crate) unsafe fn turn_options(
@@ -91,10 +90,7 @@ pub unsafe extern "C" fn agentao_agent_new(
     agent_out: *mut *mut agentao_agent,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !agent_out.is_null() {
-        *agent_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(agent_out, err_out, |agent_out| {
         // Take the transport first so its finalizer runs exactly once whatever happens next.
         let transport: Option<Arc<dyn Transport>> = if transport.is_null() {
             None
@@ -109,12 +105,7 @@ pub unsafe extern "C" fn agentao_agent_new(
                 }
             }
         };
-        if agent_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`agent_out` is NULL".into(),
-            ));
-        }
+        agent_out.require("`agent_out` is NULL")?;
         let json = str_arg(config_json, "config_json")?;
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
             return Err(Fail(
@@ -123,7 +114,7 @@ pub unsafe extern "C" fn agentao_agent_new(
             ));
         }
         let agent = Agent::new(json, transport)?;
-        *agent_out = Box::into_raw(Box::new(agentao_agent { agent }));
+        agent_out.write(|| agentao_agent { agent }.into_raw());
         Ok(())
     })
 }
@@ -135,13 +126,7 @@ pub unsafe extern "C" fn agentao_agent_new(
 /// Allowed inside a callback of the agent's own turn (that turn then ends cancelled).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_free(agent: *mut agentao_agent) {
-    if agent.is_null() {
-        return;
-    }
-    guard_or((), || {
-        let a = Box::from_raw(agent);
-        a.agent.cancel_active("session-closed");
-    });
+    agentao_agent::free_with(agent, |a| a.agent.cancel_active("session-closed"));
 }
 
 /// The agent's session id (UUID), borrowed: valid until `agentao_agent_free`. NULL agent: NULL.
@@ -170,18 +155,10 @@ pub unsafe extern "C" fn agentao_agent_chat(
     text_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !text_out.is_null() {
-        *text_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(text_out, err_out, |text_out| {
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?;
-        if text_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`text_out` is NULL".into(),
-            ));
-        }
+        text_out.require("`text_out` is NULL")?;
         if reentrant() {
             return Err(AgentError::Reentrant.into());
         }
@@ -189,7 +166,7 @@ pub unsafe extern "C" fn agentao_agent_chat(
         let (status, msg, outcome) = turn_status(&result);
         match (status, outcome) {
             (agentao_status::Ok, Some(o)) => {
-                *text_out = out_string(&o.text);
+                text_out.write(|| out_string(&o.text));
                 Ok(())
             }
             (s, _) => Err(Fail(s, msg.unwrap_or_default())),
@@ -256,11 +233,6 @@ pub unsafe extern "C" fn agentao_agent_stream(
     )
 }
 
-struct HostPtr(*mut c_void);
-// SAFETY: the host hands us userdata to be used from library threads (documented).
-unsafe impl Send for HostPtr {}
-unsafe impl Sync for HostPtr {}
-
 #[allow(clippy::too_many_arguments)]
 unsafe fn start(
     agent: *mut agentao_agent,
@@ -287,15 +259,15 @@ unsafe fn start(
                 if !agent.transport().supports_subscribe() {
                     return Err(AgentError::NoSubscribe.into());
                 }
-                let ud = HostPtr(userdata);
+                let ud = HostData::borrowed(userdata);
                 DeltaSink::Callback(Arc::new(move |json: &CStr| {
                     let ud = &ud;
                     // SAFETY: host callback with its own userdata.
-                    in_callback(|| unsafe { f(ud.0, json.as_ptr()) });
+                    in_callback(|| unsafe { f(ud.ptr(), json.as_ptr()) });
                 }))
             }
         };
-        let ud = HostPtr(userdata);
+        let ud = HostData::borrowed(userdata);
         agent.start_turn(
             message,
             turn_options(max_iterations, cancel),
@@ -310,7 +282,7 @@ unsafe fn start(
                     .as_ref()
                     .map_or(std::ptr::null(), |e| e as *const agentao_error);
                 // SAFETY: host callback; both pointers live until it returns.
-                in_callback(|| unsafe { done(ud.0, status, json_ptr, err_ptr) });
+                in_callback(|| unsafe { done(ud.ptr(), status, json_ptr, err_ptr) });
             },
         )?;
         Ok(())
@@ -382,10 +354,7 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
     previous_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !previous_out.is_null() {
-        *previous_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(previous_out, err_out, |previous_out| {
         let agent = agent_ref(agent)?;
         let mode_str = str_arg(mode, "mode")?;
         let mode = Mode::parse(mode_str).ok_or_else(|| {
@@ -395,28 +364,14 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
             )
         })?;
         let previous = agent.set_permission_mode(mode)?;
-        if !previous_out.is_null() {
-            *previous_out = out_string(previous.as_str());
-        }
+        previous_out.write(|| out_string(previous.as_str()));
         Ok(())
     })
 }
 
 struct Observer {
     f: unsafe extern "C" fn(*mut c_void, *const c_char),
-    userdata: *mut c_void,
-    free: Option<unsafe extern "C" fn(*mut c_void)>,
-}
-// SAFETY: the host registers observers callable from library threads (documented).
-unsafe impl Send for Observer {}
-unsafe impl Sync for Observer {}
-impl Drop for Observer {
-    fn drop(&mut self) {
-        if let Some(free) = self.free {
-            // SAFETY: called once, when the observer is gone.
-            in_callback(|| unsafe { free(self.userdata) });
-        }
-    }
+    data: HostData,
 }
 
 /// Adds a host-event observer: `observer(userdata, event_json)` runs inline for every host
@@ -442,15 +397,14 @@ pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
         };
         let obs = Arc::new(Observer {
             f,
-            userdata,
-            free: userdata_free,
+            data: HostData::new(userdata, userdata_free),
         });
         let id = agent
             .host_events()
             .add_observer(Arc::new(move |json: &str| {
                 let c = super::to_cstring(json);
                 // SAFETY: host callback with its own userdata.
-                in_callback(|| unsafe { (obs.f)(obs.userdata, c.as_ptr()) });
+                in_callback(|| unsafe { (obs.f)(obs.data.ptr(), c.as_ptr()) });
             }));
         *id_out = id;
         Ok(())
@@ -475,18 +429,10 @@ unsafe fn json_getter(
     err_out: *mut *mut agentao_error,
     f: impl FnOnce(&Agent) -> String,
 ) -> agentao_status {
-    if !out.is_null() {
-        *out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(out, err_out, |out| {
         let agent = agent_ref(agent)?;
-        if out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "output pointer is NULL".into(),
-            ));
-        }
-        *out = out_string(&f(agent));
+        out.require("output pointer is NULL")?;
+        out.write(|| out_string(&f(agent)));
         Ok(())
     })
 }

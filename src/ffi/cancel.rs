@@ -2,7 +2,8 @@
 
 use std::ffi::c_char;
 
-use super::{agentao_error, agentao_status, guard, guard_or, opt_str_arg, out_string, Fail};
+use super::handle::BoxCastable;
+use super::{agentao_error, agentao_status, guard_or, guard_out, opt_str_arg, out_string, Fail};
 use crate::cancel::{CancelToken, DEFAULT_REASON};
 
 /// A cancellation token. Thread-safe; every handle from `agentao_cancel_token_new` or
@@ -15,9 +16,10 @@ pub struct agentao_cancel_token {
 /// A new, uncancelled token. Never NULL except on allocation failure (which aborts).
 #[no_mangle]
 pub extern "C" fn agentao_cancel_token_new() -> *mut agentao_cancel_token {
-    Box::into_raw(Box::new(agentao_cancel_token {
+    agentao_cancel_token {
         token: CancelToken::new(),
-    }))
+    }
+    .into_raw()
 }
 
 /// Cancels the token with `reason` (borrowed; NULL means `"user-cancel"`). Idempotent: the
@@ -57,17 +59,14 @@ pub unsafe extern "C" fn agentao_cancel_token_reason(
     reason_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !reason_out.is_null() {
-        *reason_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(reason_out, err_out, |reason_out| {
         if token.is_null() || reason_out.is_null() {
             return Err(Fail(
                 agentao_status::NullArgument,
                 "`token` and `reason_out` are required".into(),
             ));
         }
-        *reason_out = out_string((*token).token.reason());
+        reason_out.write(|| out_string((*token).token.reason()));
         Ok(())
     })
 }
@@ -83,9 +82,10 @@ pub unsafe extern "C" fn agentao_cancel_token_child(
         return std::ptr::null_mut();
     }
     guard_or(std::ptr::null_mut(), || {
-        Box::into_raw(Box::new(agentao_cancel_token {
+        agentao_cancel_token {
             token: (*parent).token.child(),
-        }))
+        }
+        .into_raw()
     })
 }
 
@@ -93,7 +93,5 @@ pub unsafe extern "C" fn agentao_cancel_token_child(
 /// it. NULL is a no-op. Freeing does not cancel.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_cancel_token_free(token: *mut agentao_cancel_token) {
-    if !token.is_null() {
-        guard_or((), || drop(Box::from_raw(token)));
-    }
+    agentao_cancel_token::free_with(token, |_| ());
 }

@@ -12,6 +12,10 @@
 
 pub mod agent;
 pub mod cancel;
+mod handle;
+mod host_data;
+
+use handle::BoxCastable;
 pub mod library;
 pub mod reply;
 pub mod stream;
@@ -63,6 +67,45 @@ pub enum agentao_status {
     /// A host-event stream reports a gap: events were dropped at this point because a
     /// cancelled turn found the stream full (the message says how many). The stream goes on.
     EventsDropped = 17,
+}
+
+impl agentao_status {
+    /// Every status, in code order: the one list `from_code` and `name` read.
+    const ALL: [(agentao_status, &'static CStr); 18] = [
+        (agentao_status::Ok, c"OK"),
+        (agentao_status::NullArgument, c"NULL_ARGUMENT"),
+        (agentao_status::InvalidArgument, c"INVALID_ARGUMENT"),
+        (agentao_status::InvalidUtf8, c"INVALID_UTF8"),
+        (agentao_status::InvalidJson, c"INVALID_JSON"),
+        (agentao_status::InvalidConfig, c"INVALID_CONFIG"),
+        (agentao_status::TurnInProgress, c"TURN_IN_PROGRESS"),
+        (agentao_status::NoSubscribe, c"NO_SUBSCRIBE"),
+        (agentao_status::StreamSubscribe, c"STREAM_SUBSCRIBE"),
+        (agentao_status::Cancelled, c"CANCELLED"),
+        (agentao_status::Timeout, c"TIMEOUT"),
+        (agentao_status::Reentrant, c"REENTRANT"),
+        (agentao_status::Panic, c"PANIC"),
+        (agentao_status::Internal, c"INTERNAL"),
+        (agentao_status::HostError, c"HOST_ERROR"),
+        (agentao_status::Closed, c"CLOSED"),
+        (agentao_status::NoEngine, c"NO_ENGINE"),
+        (agentao_status::EventsDropped, c"EVENTS_DROPPED"),
+    ];
+
+    fn from_code(code: i32) -> Option<agentao_status> {
+        Self::ALL
+            .iter()
+            .map(|&(s, _)| s)
+            .find(|&s| s as i32 == code)
+    }
+
+    /// The C spelling without the `AGENTAO_STATUS_` prefix.
+    fn name(self) -> &'static CStr {
+        Self::ALL
+            .iter()
+            .find(|&&(s, _)| s == self)
+            .map_or(c"UNKNOWN", |&(_, n)| n)
+    }
 }
 
 /// An error: a status and a message. Owned by the caller; release with [`agentao_error_free`].
@@ -117,7 +160,7 @@ pub(crate) type FfiResult<T> = Result<T, Fail>;
 /// Stores an error object in `*err_out` (if given) and returns the status.
 pub(crate) unsafe fn set_error(err_out: *mut *mut agentao_error, fail: Fail) -> agentao_status {
     if !err_out.is_null() {
-        *err_out = Box::into_raw(Box::new(agentao_error::new(fail.0, &fail.1)));
+        *err_out = agentao_error::new(fail.0, &fail.1).into_raw();
     }
     fail.0
 }
@@ -182,6 +225,45 @@ pub(crate) fn guard(
     }
 }
 
+/// A `T **..._out` parameter as [`guard_out`] hands it to the body: already NULLed, so every
+/// failure leaves NULL there; written only on success.
+pub(crate) struct Out<T>(*mut *mut T);
+
+impl<T> Out<T> {
+    pub(crate) fn is_null(&self) -> bool {
+        self.0.is_null()
+    }
+
+    /// `NULL_ARGUMENT` with `message` when the caller passed no pointer.
+    pub(crate) fn require(&self, message: &str) -> FfiResult<()> {
+        if self.0.is_null() {
+            return Err(Fail(agentao_status::NullArgument, message.into()));
+        }
+        Ok(())
+    }
+
+    /// Stores the value `make` builds; for an optional output the caller left NULL nothing is
+    /// built, so nothing is allocated and leaked.
+    pub(crate) fn write(&self, make: impl FnOnce() -> *mut T) {
+        if !self.0.is_null() {
+            // SAFETY: `guard_out` built this from the caller's valid-or-NULL `T **`.
+            unsafe { *self.0 = make() };
+        }
+    }
+}
+
+/// [`guard`] for the export shape with one `*_out` result: `*out` is NULLed before anything
+/// else runs, then `body` gets it as an [`Out`].
+pub(crate) fn guard_out<T>(
+    out: *mut *mut T,
+    err_out: *mut *mut agentao_error,
+    body: impl FnOnce(&Out<T>) -> FfiResult<()>,
+) -> agentao_status {
+    let out = Out(out);
+    out.write(std::ptr::null_mut);
+    guard(err_out, || body(&out))
+}
+
 /// Runs a body that has no status behind the panic boundary; a panic yields `fallback`.
 pub(crate) fn guard_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(fallback)
@@ -243,34 +325,33 @@ pub unsafe extern "C" fn agentao_error_message(err: *const agentao_error) -> *co
 /// Releases an error. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_error_free(err: *mut agentao_error) {
-    if !err.is_null() {
-        guard_or((), || drop(Box::from_raw(err)));
-    }
+    agentao_error::free_with(err, |_| ());
 }
 
 /// A short, static name of a status (for logs); never NULL, never freed.
 #[no_mangle]
 pub extern "C" fn agentao_status_name(status: i32) -> *const c_char {
-    let name: &CStr = match status {
-        0 => c"OK",
-        1 => c"NULL_ARGUMENT",
-        2 => c"INVALID_ARGUMENT",
-        3 => c"INVALID_UTF8",
-        4 => c"INVALID_JSON",
-        5 => c"INVALID_CONFIG",
-        6 => c"TURN_IN_PROGRESS",
-        7 => c"NO_SUBSCRIBE",
-        8 => c"STREAM_SUBSCRIBE",
-        9 => c"CANCELLED",
-        10 => c"TIMEOUT",
-        11 => c"REENTRANT",
-        12 => c"PANIC",
-        13 => c"INTERNAL",
-        14 => c"HOST_ERROR",
-        15 => c"CLOSED",
-        16 => c"NO_ENGINE",
-        17 => c"EVENTS_DROPPED",
-        _ => c"UNKNOWN",
-    };
-    name.as_ptr()
+    agentao_status::from_code(status)
+        .map_or(c"UNKNOWN", agentao_status::name)
+        .as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agentao_status;
+
+    #[test]
+    fn status_table_is_in_code_order_and_complete() {
+        for (i, &(s, _)) in agentao_status::ALL.iter().enumerate() {
+            assert_eq!(s as i32, i as i32);
+            assert_eq!(agentao_status::from_code(i as i32), Some(s));
+        }
+        let last = agentao_status::ALL.len() as i32;
+        assert_eq!(agentao_status::from_code(last), None);
+        assert_eq!(agentao_status::from_code(-1), None);
+        assert_eq!(
+            agentao_status::EventsDropped.name().to_bytes(),
+            b"EVENTS_DROPPED"
+        );
+    }
 }

@@ -9,9 +9,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::agent::{agent_ref, agentao_agent, turn_options, turn_status};
 use super::cancel::agentao_cancel_token;
+use super::handle::BoxCastable;
 use super::{
-    agentao_error, agentao_status, guard, guard_or, opt_str_arg, out_string, reentrant, str_arg,
-    Fail,
+    agentao_error, agentao_status, guard_out, opt_str_arg, out_string, reentrant, str_arg, Fail,
 };
 use crate::agent::{runtime, Agent, AgentError};
 use crate::cancel::CancelToken;
@@ -48,18 +48,10 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
     stream_out: *mut *mut agentao_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !stream_out.is_null() {
-        *stream_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(stream_out, err_out, |stream_out| {
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?.to_owned();
-        if stream_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`stream_out` is NULL".into(),
-            ));
-        }
+        stream_out.require("`stream_out` is NULL")?;
         if !agent.transport().supports_subscribe() {
             return Err(AgentError::NoSubscribe.into());
         }
@@ -79,14 +71,16 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
                 let _ = end_tx.send(item);
             },
         )?;
-        *stream_out = Box::into_raw(Box::new(agentao_stream {
-            state: Mutex::new(TurnStreamState {
-                deltas: rx,
-                end: Some(end_rx),
-                finished: false,
-            }),
-            token,
-        }));
+        stream_out.write(|| {
+            Box::into_raw(Box::new(agentao_stream {
+                state: Mutex::new(TurnStreamState {
+                    deltas: rx,
+                    end: Some(end_rx),
+                    finished: false,
+                }),
+                token,
+            }))
+        });
         Ok(())
     })
 }
@@ -108,10 +102,7 @@ pub unsafe extern "C" fn agentao_stream_next(
     item_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !item_json_out.is_null() {
-        *item_json_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(item_json_out, err_out, |item_json_out| {
         if stream.is_null() || item_json_out.is_null() {
             return Err(Fail(
                 agentao_status::NullArgument,
@@ -163,7 +154,7 @@ pub unsafe extern "C" fn agentao_stream_next(
                 Err(Fail(agentao_status::Closed, "the stream has ended".into()))
             }
             Ok(Some(Ok(json))) => {
-                *item_json_out = out_string(&json);
+                item_json_out.write(|| out_string(&json));
                 Ok(())
             }
             Ok(Some(Err(f))) => {
@@ -179,13 +170,7 @@ pub unsafe extern "C" fn agentao_stream_next(
 /// a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_stream_free(stream: *mut agentao_stream) {
-    if stream.is_null() {
-        return;
-    }
-    guard_or((), || {
-        let s = Box::from_raw(stream);
-        s.token.cancel("async-cancel");
-    });
+    agentao_stream::free_with(stream, |s| s.token.cancel("async-cancel"));
 }
 
 /// A pull stream of host events (the reference's `agent.events()`).
@@ -210,27 +195,21 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
     stream_out: *mut *mut agentao_host_event_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !stream_out.is_null() {
-        *stream_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(stream_out, err_out, |stream_out| {
         let agent = agent_ref(agent)?;
         let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
-        if stream_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`stream_out` is NULL".into(),
-            ));
-        }
+        stream_out.require("`stream_out` is NULL")?;
         let (id, rx) = agent
             .host_events()
             .open_stream(filter)
             .map_err(|e| Fail(agentao_status::StreamSubscribe, e.to_string()))?;
-        *stream_out = Box::into_raw(Box::new(agentao_host_event_stream {
-            rx: Mutex::new(rx),
-            agent: agent.clone(),
-            id,
-        }));
+        stream_out.write(|| {
+            Box::into_raw(Box::new(agentao_host_event_stream {
+                rx: Mutex::new(rx),
+                agent: agent.clone(),
+                id,
+            }))
+        });
         Ok(())
     })
 }
@@ -248,10 +227,7 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
     event_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if !event_json_out.is_null() {
-        *event_json_out = std::ptr::null_mut();
-    }
-    guard(err_out, || {
+    guard_out(event_json_out, err_out, |event_json_out| {
         if stream.is_null() || event_json_out.is_null() {
             return Err(Fail(
                 agentao_status::NullArgument,
@@ -287,7 +263,7 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
                 ),
             )),
             Ok(StreamNext::Event(json)) => {
-                *event_json_out = out_string(&json);
+                event_json_out.write(|| out_string(&json));
                 Ok(())
             }
         }
@@ -298,11 +274,5 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
 /// dropped for this stream). NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_host_event_stream_free(stream: *mut agentao_host_event_stream) {
-    if stream.is_null() {
-        return;
-    }
-    guard_or((), || {
-        let s = Box::from_raw(stream);
-        s.agent.host_events().close_stream(s.id);
-    });
+    agentao_host_event_stream::free_with(stream, |s| s.agent.host_events().close_stream(s.id));
 }

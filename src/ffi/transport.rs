@@ -3,6 +3,8 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
+use super::handle::BoxCastable;
+use super::host_data::HostData;
 use super::reply::agentao_reply;
 use super::{
     agentao_error, agentao_status, guard, guard_or, in_callback, str_arg, to_cstring, Fail,
@@ -302,11 +304,8 @@ pub unsafe extern "C" fn agentao_broadcaster_notify(
 
 struct CListener {
     f: unsafe extern "C" fn(*mut c_void, *const c_char),
-    userdata: *mut c_void,
+    data: HostData,
 }
-// SAFETY: the host registers listeners that may be called from any thread (header docs).
-unsafe impl Send for CListener {}
-unsafe impl Sync for CListener {}
 
 /// Registers a listener; writes its id to `*subscription_out`. Matches the vtable's
 /// `subscribe` slot when `userdata` is the broadcaster.
@@ -324,11 +323,11 @@ pub unsafe extern "C" fn agentao_broadcaster_subscribe(
         let b = &*(b as *const agentao_broadcaster);
         let l = Arc::new(CListener {
             f,
-            userdata: listener_userdata,
+            data: HostData::borrowed(listener_userdata),
         });
         *subscription_out = b.inner.subscribe(Arc::new(move |ev: &CStr| {
             // SAFETY: the host's listener with its own userdata.
-            in_callback(|| unsafe { (l.f)(l.userdata, ev.as_ptr()) })
+            in_callback(|| unsafe { (l.f)(l.data.ptr(), ev.as_ptr()) })
         }));
         Ok(())
     })
@@ -349,7 +348,5 @@ pub unsafe extern "C" fn agentao_broadcaster_unsubscribe(b: *mut c_void, subscri
 /// Releases a broadcaster. NULL is a no-op. No listener is called after this returns.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_broadcaster_free(b: *mut agentao_broadcaster) {
-    if !b.is_null() {
-        guard_or((), || drop(Box::from_raw(b)));
-    }
+    agentao_broadcaster::free_with(b, |_| ());
 }
