@@ -8,7 +8,7 @@ use once_cell::sync::OnceCell;
 use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, ConfigErrorKind};
 use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
@@ -145,8 +145,10 @@ impl Agent {
         config_json: &str,
         transport: Option<Arc<dyn Transport>>,
     ) -> Result<Agent, AgentError> {
-        let config =
-            AgentConfig::from_json(config_json).map_err(|e| AgentError::InvalidConfig(e.0))?;
+        let config = AgentConfig::from_json(config_json).map_err(|e| match e.1 {
+            ConfigErrorKind::Json => AgentError::InvalidJson(format!("config_json: {}", e.0)),
+            ConfigErrorKind::Invalid => AgentError::InvalidConfig(e.0),
+        })?;
         let llm = LlmClient::new(&config.llm).map_err(AgentError::InvalidConfig)?;
         if let crate::config::LlmConfig::OpenAi(c) = &config.llm {
             // Shell children never see the key, under whatever variable name.

@@ -116,12 +116,6 @@ pub unsafe extern "C" fn agentao_agent_new(
             ));
         }
         let json = str_arg(config_json, "config_json")?;
-        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
-            return Err(Fail(
-                agentao_status::InvalidJson,
-                format!("config_json: {e}"),
-            ));
-        }
         let agent = Agent::new(json, transport)?;
         *agent_out = Box::into_raw(Box::new(agentao_agent { agent }));
         Ok(())
