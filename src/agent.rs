@@ -1,20 +1,21 @@
 //! One agent session: config, history, the turn lock, the last turn, and the entry points
 //! (blocking, asynchronous with a completion, streaming).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
 
 use once_cell::sync::OnceCell;
 use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, ConfigErrorKind};
 use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::LlmClient;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine};
-use crate::tools::{ToolRegistry, ToolServices};
+use crate::tools::{ToolRegistry, ToolSelection, ToolServices};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
 
 /// Why an entry point refused or failed; the C layer maps each to a status code.
@@ -145,8 +146,10 @@ impl Agent {
         config_json: &str,
         transport: Option<Arc<dyn Transport>>,
     ) -> Result<Agent, AgentError> {
-        let config =
-            AgentConfig::from_json(config_json).map_err(|e| AgentError::InvalidConfig(e.0))?;
+        let config = AgentConfig::from_json(config_json).map_err(|e| match e.1 {
+            ConfigErrorKind::Json => AgentError::InvalidJson(format!("config_json: {}", e.0)),
+            ConfigErrorKind::Invalid => AgentError::InvalidConfig(e.0),
+        })?;
         let llm = LlmClient::new(&config.llm).map_err(AgentError::InvalidConfig)?;
         if let crate::config::LlmConfig::OpenAi(c) = &config.llm {
             // Shell children never see the key, under whatever variable name.
@@ -463,21 +466,16 @@ impl AgentCore {
 /// The built-in registry for a tool selection, built once per distinct selection and shared:
 /// tool schemas are the largest part of an idle agent otherwise.
 fn shared_registry(config: &crate::config::ToolsConfig) -> Result<Arc<ToolRegistry>, String> {
-    static CACHE: Mutex<Vec<(String, Arc<ToolRegistry>)>> = Mutex::new(Vec::new());
-    let key = json!([
-        config.enabled,
-        config.disabled,
-        config.settings.get("shell"),
-        config.settings.get("web_fetch")
-    ])
-    .to_string();
-    let mut cache = lock(&CACHE);
-    if let Some((_, r)) = cache.iter().find(|(k, _)| *k == key) {
+    static CACHE: LazyLock<Mutex<HashMap<ToolSelection, Arc<ToolRegistry>>>> =
+        LazyLock::new(Default::default);
+    let selection = ToolSelection::of(config);
+    if let Some(r) = lock(&CACHE).get(&selection) {
         return Ok(r.clone());
     }
-    let r = Arc::new(ToolRegistry::builtin(config)?);
+    let r = Arc::new(ToolRegistry::for_selection(&selection)?);
+    let mut cache = lock(&CACHE);
     if cache.len() < 64 {
-        cache.push((key, r.clone()));
+        cache.insert(selection, r.clone());
     }
     Ok(r)
 }

@@ -22,7 +22,15 @@ pub const RESPONSE_BYTES_PER_TOKEN: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct ConfigError(pub String);
+pub struct ConfigError(pub String, pub ConfigErrorKind);
+
+/// Whether the document is not JSON at all or is JSON that is not a valid config: the C layer
+/// reports them with different statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigErrorKind {
+    Json,
+    Invalid,
+}
 
 /// A validated agent configuration.
 #[derive(Debug, Clone)]
@@ -154,7 +162,7 @@ struct RawTools {
 }
 
 fn err(msg: impl Into<String>) -> ConfigError {
-    ConfigError(msg.into())
+    ConfigError(msg.into(), ConfigErrorKind::Invalid)
 }
 
 /// Where environment fallbacks come from; a trait so tests need not touch the process env.
@@ -179,6 +187,11 @@ impl AgentConfig {
     pub fn from_json_with_env(json: &str, env: &dyn Env) -> Result<Self, ConfigError> {
         let de = &mut serde_json::Deserializer::from_str(json);
         let raw: RawConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+            // A type error can come before a syntax error further on; the document is then
+            // still reported as malformed JSON. Only a failed parse pays for this second look.
+            if let Err(syntax) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
+                return ConfigError(syntax.to_string(), ConfigErrorKind::Json);
+            }
             let path = e.path().to_string();
             if path == "." {
                 err(format!("config: {}", e.inner()))

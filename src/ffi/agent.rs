@@ -107,12 +107,6 @@ pub unsafe extern "C" fn agentao_agent_new(
         };
         agent_out.require("`agent_out` is NULL")?;
         let json = str_arg(config_json, "config_json")?;
-        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
-            return Err(Fail(
-                agentao_status::InvalidJson,
-                format!("config_json: {e}"),
-            ));
-        }
         let agent = Agent::new(json, transport)?;
         agent_out.write(|| agentao_agent { agent }.into_raw());
         Ok(())

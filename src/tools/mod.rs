@@ -15,6 +15,7 @@ pub mod replace;
 pub mod result_format;
 pub mod search;
 pub mod secrets;
+pub mod selection;
 pub mod shell;
 pub mod shell_exec;
 pub mod todo;
@@ -33,6 +34,7 @@ use crate::config::ToolsConfig;
 use crate::permissions::{path_policy, url_policy};
 
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
+pub use selection::ToolSelection;
 pub use shell_exec::{
     note_credential_value, BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect,
     ShellExecutor, ShellRequest, ShellResult, ShellSpec,
@@ -372,7 +374,12 @@ pub struct ToolRegistry {
 impl ToolRegistry {
     /// The built-ins the config selects.
     pub fn builtin(config: &ToolsConfig) -> Result<Self, String> {
-        for name in config.enabled.iter().flatten().chain(&config.disabled) {
+        Self::for_selection(&ToolSelection::of(config))
+    }
+
+    /// The built-in tools a selection names; errors name an unknown tool.
+    pub fn for_selection(sel: &ToolSelection) -> Result<Self, String> {
+        for name in sel.enabled.iter().flatten().chain(&sel.disabled) {
             if !BUILTIN_TOOL_NAMES.contains(&name.as_str()) {
                 return Err(format!(
                     "config field `tools`: unknown tool '{name}' (known: {})",
@@ -380,21 +387,18 @@ impl ToolRegistry {
                 ));
             }
         }
-        // Descriptions that depend on settings; invalid settings are reported by ToolServices::new.
-        let interpreter = config
-            .settings
-            .get("shell")
-            .and_then(|v| parse_shell_settings(v).ok())
-            .and_then(|s| s.interpreter)
-            .unwrap_or_else(shell_exec::default_interpreter);
-        let web = parse_web_settings(config.settings.get("web_fetch")).unwrap_or_default();
+        let web = WebSettings {
+            allow: sel.web_allow.clone(),
+            ..WebSettings::default()
+        };
+        let interpreter = &sel.interpreter;
         let all: Vec<Arc<dyn Tool>> = vec![
             Arc::new(ask_user::AskUser),
             Arc::new(glob::Glob),
             Arc::new(list_directory::ListDirectory),
             Arc::new(read_file::ReadFile),
             Arc::new(replace::Replace),
-            Arc::new(shell::RunShellCommand::new(&interpreter)),
+            Arc::new(shell::RunShellCommand::new(interpreter)),
             Arc::new(search::SearchFileContent),
             Arc::new(todo::TodoWrite),
             Arc::new(web_fetch::WebFetch::new(&web)),
@@ -403,9 +407,9 @@ impl ToolRegistry {
         let mut reg = ToolRegistry::default();
         for tool in all {
             let name = tool.name();
-            let on = match &config.enabled {
+            let on = match &sel.enabled {
                 Some(list) => list.iter().any(|n| n == name),
-                None => !config.disabled.iter().any(|n| n == name),
+                None => !sel.disabled.iter().any(|n| n == name),
             };
             if on {
                 reg.tools.insert(name.to_owned(), tool);
