@@ -316,15 +316,9 @@ fn in_stream_error(e: &Value) -> LlmError {
     };
     match status {
         Some(s) => LlmError::status(s, message, code.and_then(Value::as_str), error_type),
-        None => LlmError {
-            class: "APIError",
-            message,
-            status: None,
-            retryable: false,
-            retry_after: None,
-            streamed: false,
-        },
+        None => LlmError::api(message),
     }
+    .in_stream()
 }
 
 /// The body of one attempt, read event by event.
@@ -354,6 +348,7 @@ fn too_large(message: String) -> LlmError {
         retryable: false,
         retry_after: None,
         streamed: false,
+        in_stream: false,
     }
 }
 

@@ -401,7 +401,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             let response = match self.call_llm(&schemas).await {
                 Ok(r) => r,
                 Err(e) => {
-                    let text = format!("[LLM API error: {e}]");
+                    let text = format!("[LLM API error: {}]", e.reference_text());
                     lock(self.env.history).push(json!({"role": "assistant", "content": text}));
                     return Ok(LoopEnd {
                         text,

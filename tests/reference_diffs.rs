@@ -1,0 +1,103 @@
+//! Differences from the reference found by testing as a new user would (issue 11, item 5):
+//! each test pins the reference's text or behaviour against the loopback mock server.
+
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex};
+
+use agentao::agent::{Agent, TurnOptions};
+use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
+use mock_openai::MockServer;
+use serde_json::{json, Value};
+
+#[derive(Default)]
+struct Host {
+    events: Mutex<Vec<Value>>,
+}
+
+impl Transport for Host {
+    fn emit(&self, event: &CStr) {
+        self.events
+            .lock()
+            .unwrap()
+            .push(serde_json::from_slice(event.to_bytes()).unwrap());
+    }
+    fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
+        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap()
+    }
+    fn on_max_iterations(&self, _count: u32, _pending: &str, reply: Reply) {
+        reply
+            .answer(Answer::Json(r#"{"action":"stop"}"#.into()))
+            .unwrap();
+    }
+}
+
+struct Run {
+    agent: Agent,
+    host: Arc<Host>,
+    _dir: tempfile::TempDir,
+}
+
+fn setup(server: &MockServer) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let config = json!({"working_directory": dir.path(), "llm": {"provider": "openai",
+        "base_url": server.base_url(), "api_key": "k", "model": "m", "max_attempts": 2,
+        "retry_backoff_base_ms": 10, "retry_backoff_cap_ms": 50}});
+    let host = Arc::new(Host::default());
+    let agent = Agent::new(&config.to_string(), Some(host.clone())).unwrap();
+    Run {
+        agent,
+        host,
+        _dir: dir,
+    }
+}
+
+impl Run {
+    fn failed_call(&self) -> Value {
+        self.host
+            .events
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "llm_call_completed" && e["data"]["status"] == "error")
+            .cloned()
+            .expect("an llm_call_completed event with status error")
+    }
+}
+
+#[test]
+fn a_connection_dropped_mid_stream_reads_connection_error() {
+    let server = MockServer::start(json!({"responses": [
+        {"text": "abcdef", "chunk_size": 1, "fault": {"type": "drop", "after_events": 3}}
+    ]}))
+    .unwrap();
+    let run = setup(&server);
+    let o = run
+        .agent
+        .run_blocking("hi", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "[LLM API error: Connection error.]");
+    let done = run.failed_call();
+    assert_eq!(done["data"]["error_class"], "APIConnectionError");
+    let why = done["data"]["error_message"].as_str().unwrap();
+    assert_ne!(
+        why, "Connection error.",
+        "the low-level reason goes to the event"
+    );
+    assert!(why.starts_with("Connection"), "{why}");
+}
+
+#[test]
+fn an_in_stream_error_has_no_status_prefix() {
+    let server = MockServer::start(json!({"responses": [
+        {"text": "partial answer", "chunk_size": 8, "fault": {"type": "in_stream_error",
+            "after_events": 1, "message": "upstream died", "code": "server_error"}}
+    ]}))
+    .unwrap();
+    let run = setup(&server);
+    let o = run
+        .agent
+        .run_blocking("hi", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "[LLM API error: upstream died]");
+}
