@@ -101,3 +101,40 @@ fn an_in_stream_error_has_no_status_prefix() {
         .unwrap();
     assert_eq!(o.text, "[LLM API error: upstream died]");
 }
+
+impl Run {
+    fn tool_results(&self) -> Vec<String> {
+        let h: Value = serde_json::from_str(&self.agent.history_json()).unwrap();
+        h.as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+/// Runs one turn whose first model reply is a single call of `name` with `arguments` (raw).
+fn one_call(name: &str, arguments: &str) -> Run {
+    let server = MockServer::start(json!({"responses": [
+        {"tool_calls": [{"id": "c1", "name": name, "arguments": arguments}]},
+        {"text": "done"}
+    ]}))
+    .unwrap();
+    let run = setup(&server);
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "done");
+    run
+}
+
+#[test]
+fn unparseable_arguments_use_the_reference_reason() {
+    let run = one_call("read_file", "{\"file_path\": ");
+    assert_eq!(
+        run.tool_results(),
+        ["Error: could not parse arguments for 'read_file': could not parse tool arguments as JSON or Python literal. Please retry with valid JSON."]
+    );
+}
