@@ -138,3 +138,12 @@ fn unparseable_arguments_use_the_reference_reason() {
         ["Error: could not parse arguments for 'read_file': could not parse tool arguments as JSON or Python literal. Please retry with valid JSON."]
     );
 }
+
+#[test]
+fn an_undeclared_argument_is_reported_before_a_missing_one() {
+    let run = one_call("read_file", r#"{"path": "a.txt"}"#);
+    assert_eq!(
+        run.tool_results(),
+        ["Error executing read_file: read_file() got an unexpected keyword argument 'path'"]
+    );
+}

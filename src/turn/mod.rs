@@ -1271,7 +1271,8 @@ impl<'e, 'a> Turn<'e, 'a> {
                         services: &services,
                     };
                     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        tool.execute(&args, &ctx)
+                        crate::tools::check_declared(tool.as_ref(), &args)
+                            .and_then(|()| tool.execute(&args, &ctx))
                     }));
                     let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
                     match run {
