@@ -147,3 +147,49 @@ fn an_undeclared_argument_is_reported_before_a_missing_one() {
         ["Error executing read_file: read_file() got an unexpected keyword argument 'path'"]
     );
 }
+
+#[test]
+fn a_model_without_streaming_is_asked_again_without_stream_once_per_call() {
+    let server = MockServer::start(json!({"responses": [
+        {"fault": {"type": "http_error", "status": 400,
+            "message": "This model does not support streaming."}},
+        {"text": "whole answer", "chunk_size": 3},
+        {"text": "streamed again", "chunk_size": 4}
+    ]}))
+    .unwrap();
+    let run = setup(&server);
+    let o = run
+        .agent
+        .run_blocking("one", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "whole answer");
+    let chunks: Vec<Value> = run
+        .host
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "llm_text")
+        .map(|e| e["data"]["chunk"].clone())
+        .collect();
+    assert_eq!(
+        chunks,
+        [json!("whole answer")],
+        "one delta for the whole text"
+    );
+    let o = run
+        .agent
+        .run_blocking("two", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "streamed again");
+    let streams: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|r| r["stream"].clone())
+        .collect();
+    assert_eq!(
+        streams,
+        [json!(true), Value::Null, json!(true)],
+        "the fallback drops `stream` for one request only"
+    );
+}

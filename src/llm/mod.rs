@@ -441,6 +441,14 @@ impl LlmCall<'_> {
                     if !self.asm.progress {
                         if let (Backend::OpenAi(b), Some(body)) = (&self.client.backend, &self.body)
                         {
+                            if let Some(plain) = b.without_stream(&e, body) {
+                                // Not a retry either, and no event: the reference replays
+                                // the answer as if it had streamed.
+                                self.body = Some(plain);
+                                self.attempt -= 1;
+                                self.asm.reset_for_retry();
+                                continue;
+                            }
                             if let Some(repaired) = b.repair(&e, body) {
                                 // A repair is not a retry: it spends no attempt.
                                 self.body = Some(repaired);

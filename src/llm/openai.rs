@@ -202,6 +202,30 @@ impl OpenAiBackend {
         serde_json::to_vec(&v).ok().map(Bytes::from)
     }
 
+    /// The streaming-unsupported fallback of spec §4.6: a server whose refusal says it cannot
+    /// stream gets this one request again without `stream` (its JSON answer is decoded as one
+    /// chunk). Not latched: the body of the next call streams again.
+    pub fn without_stream(&self, e: &LlmError, body: &Bytes) -> Option<Bytes> {
+        const PHRASES: [&str; 5] = [
+            "does not support streaming",
+            "streaming is not supported",
+            "streaming not supported",
+            "stream=true is not supported",
+            "stream is not supported",
+        ];
+        if e.retryable || e.status.is_none() || e.in_stream {
+            return None;
+        }
+        let msg = e.message.to_ascii_lowercase();
+        if !PHRASES.iter().any(|p| msg.contains(p)) {
+            return None;
+        }
+        let mut v: Map<String, Value> = serde_json::from_slice(body).ok()?;
+        v.remove("stream")?;
+        v.remove("stream_options");
+        serde_json::to_vec(&v).ok().map(Bytes::from)
+    }
+
     /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
     pub async fn open(&self, body: Bytes) -> Result<OpenAiStream, LlmError> {
         let sent = self
