@@ -193,3 +193,38 @@ fn a_model_without_streaming_is_asked_again_without_stream_once_per_call() {
         "the fallback drops `stream` for one request only"
     );
 }
+
+#[test]
+fn freeing_the_agent_closes_its_idle_connections() {
+    let server = MockServer::start(json!({"responses": [{"repeat": 10, "text": "hi"}]})).unwrap();
+    let run = setup(&server);
+    // A turn that stops reading at `[DONE]` may leave its connection unpooled: take turns until
+    // one connection is idle in the pool.
+    for _ in 0..10 {
+        let o = run
+            .agent
+            .run_blocking("hi", TurnOptions::default())
+            .unwrap();
+        assert_eq!(o.text, "hi");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if server.open_connections() > 0 {
+            break;
+        }
+    }
+    assert_eq!(server.open_connections(), 1, "kept alive for the next call");
+    // What agentao_agent_free does: cancel, then drop the agent.
+    drop(run);
+    let t0 = std::time::Instant::now();
+    while server.open_connections() > 0 && t0.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    println!(
+        "FIGURE refdiff.idle_connection_closed_ms={}",
+        t0.elapsed().as_millis()
+    );
+    assert_eq!(
+        server.open_connections(),
+        0,
+        "the agent's idle connection outlived it"
+    );
+}

@@ -310,6 +310,8 @@ struct State {
     bodies: Mutex<Vec<Bytes>>,
     busy_nanos: AtomicU64,
     created: u64,
+    /// Client connections not yet closed (by either side).
+    open: AtomicUsize,
 }
 
 /// A running mock server; dropping it stops it.
@@ -356,6 +358,7 @@ impl MockServer {
             next: AtomicUsize::new(0),
             bodies: Mutex::new(Vec::new()),
             busy_nanos: AtomicU64::new(0),
+            open: AtomicUsize::new(0),
             created: unix_now(),
         });
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -412,6 +415,11 @@ impl MockServer {
     /// The raw bytes of every recorded chat request body, in order.
     pub fn raw_requests(&self) -> Vec<Bytes> {
         lock(&self.state.bodies).clone()
+    }
+
+    /// How many client connections are open now (a client's idle pooled connection counts).
+    pub fn open_connections(&self) -> usize {
+        self.state.open.load(Ordering::SeqCst)
     }
 
     /// How many chat requests were received (recorded or not).
@@ -521,7 +529,13 @@ struct Request {
     close: bool,
 }
 
-async fn serve_conn(mut stream: TcpStream, state: Arc<State>) {
+async fn serve_conn(stream: TcpStream, state: Arc<State>) {
+    state.open.fetch_add(1, Ordering::SeqCst);
+    serve_requests(stream, &state).await;
+    state.open.fetch_sub(1, Ordering::SeqCst);
+}
+
+async fn serve_requests(mut stream: TcpStream, state: &Arc<State>) {
     let mut buf = BytesMut::with_capacity(16 * 1024);
     loop {
         let mut busy = Busy {
@@ -536,7 +550,7 @@ async fn serve_conn(mut stream: TcpStream, state: Arc<State>) {
                 return;
             }
         };
-        let keep = handle(&mut stream, &state, req, &mut busy)
+        let keep = handle(&mut stream, state, req, &mut busy)
             .await
             .unwrap_or_default();
         busy.stop();
