@@ -310,6 +310,8 @@ struct State {
     bodies: Mutex<Vec<Bytes>>,
     busy_nanos: AtomicU64,
     created: u64,
+    /// Client connections not yet closed (by either side).
+    open: AtomicUsize,
 }
 
 /// A running mock server; dropping it stops it.
@@ -356,6 +358,7 @@ impl MockServer {
             next: AtomicUsize::new(0),
             bodies: Mutex::new(Vec::new()),
             busy_nanos: AtomicU64::new(0),
+            open: AtomicUsize::new(0),
             created: unix_now(),
         });
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -412,6 +415,11 @@ impl MockServer {
     /// The raw bytes of every recorded chat request body, in order.
     pub fn raw_requests(&self) -> Vec<Bytes> {
         lock(&self.state.bodies).clone()
+    }
+
+    /// How many client connections are open now (a client's idle pooled connection counts).
+    pub fn open_connections(&self) -> usize {
+        self.state.open.load(Ordering::SeqCst)
     }
 
     /// How many chat requests were received (recorded or not).
@@ -521,7 +529,13 @@ struct Request {
     close: bool,
 }
 
-async fn serve_conn(mut stream: TcpStream, state: Arc<State>) {
+async fn serve_conn(stream: TcpStream, state: Arc<State>) {
+    state.open.fetch_add(1, Ordering::SeqCst);
+    serve_requests(stream, &state).await;
+    state.open.fetch_sub(1, Ordering::SeqCst);
+}
+
+async fn serve_requests(mut stream: TcpStream, state: &Arc<State>) {
     let mut buf = BytesMut::with_capacity(16 * 1024);
     loop {
         let mut busy = Busy {
@@ -536,7 +550,7 @@ async fn serve_conn(mut stream: TcpStream, state: Arc<State>) {
                 return;
             }
         };
-        let keep = handle(&mut stream, &state, req, &mut busy)
+        let keep = handle(&mut stream, state, req, &mut busy)
             .await
             .unwrap_or_default();
         busy.stop();
@@ -758,6 +772,15 @@ async fn handle(
                     created: state.created,
                     wire: wire.clone(),
                 };
+                // A chat request (it has `messages`) that does not ask to stream; other bodies
+                // (the wire tests' probes) are streamed as before.
+                let whole = serde_json::from_slice::<Value>(&req.body).is_ok_and(|v| {
+                    v.get("messages").is_some() && v.get("stream") != Some(&Value::Bool(true))
+                });
+                if whole && resp.fault.is_none() {
+                    write_completion(stream, &resp, &ctx, req.close).await?;
+                    return Ok(!req.close);
+                }
                 let keep = stream_response(stream, &resp, &ctx, req.close, busy).await?;
                 Ok(keep)
             }
@@ -987,6 +1010,43 @@ async fn write_chunk(stream: &mut TcpStream, payload: &[u8]) -> io::Result<()> {
     out.extend_from_slice(payload);
     out.extend_from_slice(b"\r\n");
     stream.write_all(&out).await
+}
+
+/// A chat request without `"stream": true` gets the whole response as one `chat.completion`
+/// JSON document, as a real server answers it.
+async fn write_completion(
+    stream: &mut TcpStream,
+    resp: &ScriptResponse,
+    ctx: &Ctx,
+    close: bool,
+) -> io::Result<()> {
+    let mut message = json!({"role": "assistant", "content": resp.text_chunks.concat()});
+    if !resp.tool_calls.is_empty() {
+        let calls: Vec<Value> = resp
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let args = match &c.args {
+                    ScriptArgs::Pieces(p) => p.concat(),
+                    ScriptArgs::Object(v) => v.to_string(),
+                };
+                json!({"id": c.id.clone().unwrap_or_else(|| format!("call_{i}")), "type": "function",
+                    "function": {"name": c.name, "arguments": args}})
+            })
+            .collect();
+        message["tool_calls"] = Value::Array(calls);
+    }
+    let body = json!({"id": ctx.id, "object": "chat.completion", "created": ctx.created,
+        "model": ctx.model, "choices": [{"index": 0, "message": message,
+        "finish_reason": resp.finish_reason}]})
+    .to_string();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{}\r\n",
+        body.len(),
+        if close { "connection: close\r\n" } else { "" }
+    );
+    stream.write_all(format!("{head}{body}").as_bytes()).await
 }
 
 /// Streams one scripted response (or its HTTP error). `Ok(true)`: keep the connection.

@@ -49,6 +49,9 @@ pub struct LlmError {
     pub retry_after: Option<Duration>,
     /// Whether text had reached the host before the failure.
     pub streamed: bool,
+    /// An error event inside a 200 stream: `status` only classifies it for the retry policy,
+    /// and the model-visible text has no `Error code: NNN - ` prefix (as the reference's SDK).
+    pub in_stream: bool,
 }
 
 impl fmt::Display for LlmError {
@@ -63,6 +66,38 @@ impl fmt::Display for LlmError {
 impl std::error::Error for LlmError {}
 
 impl LlmError {
+    /// The text the reference puts in `[LLM API error: …]`: its SDK's `str(exc)`, which is the
+    /// fixed `Connection error.` for any connection failure (the reason stays in `message`, for
+    /// the `llm_call_completed` event and the log) and the bare message for in-stream errors.
+    pub fn reference_text(&self) -> std::borrow::Cow<'_, str> {
+        if self.class == "APIConnectionError" {
+            "Connection error.".into()
+        } else if self.in_stream {
+            self.message.as_str().into()
+        } else {
+            self.to_string().into()
+        }
+    }
+
+    /// An error the policy does not map to a status: not retried.
+    pub fn api(message: String) -> Self {
+        LlmError {
+            class: "APIError",
+            message,
+            status: None,
+            retryable: false,
+            retry_after: None,
+            streamed: false,
+            in_stream: false,
+        }
+    }
+
+    /// Marks an error that arrived as an event inside a 200 stream.
+    pub fn in_stream(mut self) -> Self {
+        self.in_stream = true;
+        self
+    }
+
     pub fn connection(message: impl Into<String>) -> Self {
         LlmError {
             class: "APIConnectionError",
@@ -71,6 +106,7 @@ impl LlmError {
             retryable: true,
             retry_after: None,
             streamed: false,
+            in_stream: false,
         }
     }
 
@@ -82,6 +118,7 @@ impl LlmError {
             retryable: true,
             retry_after: None,
             streamed: false,
+            in_stream: false,
         }
     }
 
@@ -99,6 +136,7 @@ impl LlmError {
             retryable: retry::is_retryable_status(status, code, error_type),
             retry_after: None,
             streamed: false,
+            in_stream: false,
         }
     }
 }
@@ -281,6 +319,7 @@ impl LlmCall<'_> {
             retryable: false,
             retry_after: None,
             streamed: self.asm.progress,
+            in_stream: false,
         }
     }
 
@@ -402,6 +441,14 @@ impl LlmCall<'_> {
                     if !self.asm.progress {
                         if let (Backend::OpenAi(b), Some(body)) = (&self.client.backend, &self.body)
                         {
+                            if let Some(plain) = b.without_stream(&e, body) {
+                                // Not a retry either, and no event: the reference replays
+                                // the answer as if it had streamed.
+                                self.body = Some(plain);
+                                self.attempt -= 1;
+                                self.asm.reset_for_retry();
+                                continue;
+                            }
                             if let Some(repaired) = b.repair(&e, body) {
                                 // A repair is not a retry: it spends no attempt.
                                 self.body = Some(repaired);

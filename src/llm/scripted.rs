@@ -143,19 +143,13 @@ impl ScriptedStream {
                         _ => None,
                     },
                 };
-                return Err(match status {
+                let e = match status {
                     Some(s) => {
                         LlmError::status(s, message.clone(), code_str, error_type.as_deref())
                     }
-                    None => LlmError {
-                        class: "APIError",
-                        message: message.clone(),
-                        status: None,
-                        retryable: false,
-                        retry_after: None,
-                        streamed: false,
-                    },
-                });
+                    None => LlmError::api(message.clone()),
+                };
+                return Err(e.in_stream());
             }
             _ => {}
         }

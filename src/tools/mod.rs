@@ -543,6 +543,36 @@ pub(crate) fn required_str<'a>(
     })
 }
 
+/// The reference calls `execute(**args)`, so an argument the tool does not declare is a
+/// `TypeError` raised before the tool's own missing-argument checks. A schema that opens
+/// `additionalProperties` accepts any name.
+pub(crate) fn check_declared(tool: &dyn Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
+    if args.is_empty() {
+        return Ok(());
+    }
+    let schema = tool.parameters();
+    if !matches!(
+        schema.get("additionalProperties"),
+        None | Some(Value::Bool(false))
+    ) {
+        return Ok(());
+    }
+    let declared = schema.get("properties").and_then(Value::as_object);
+    match args
+        .keys()
+        .find(|k| !declared.is_some_and(|d| d.contains_key(*k)))
+    {
+        Some(key) => Err(ToolError::new(
+            "TypeError",
+            format!(
+                "{}() got an unexpected keyword argument '{key}'",
+                tool.name()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

@@ -401,7 +401,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             let response = match self.call_llm(&schemas).await {
                 Ok(r) => r,
                 Err(e) => {
-                    let text = format!("[LLM API error: {e}]");
+                    let text = format!("[LLM API error: {}]", e.reference_text());
                     lock(self.env.history).push(json!({"role": "assistant", "content": text}));
                     return Ok(LoopEnd {
                         text,
@@ -1271,7 +1271,8 @@ impl<'e, 'a> Turn<'e, 'a> {
                         services: &services,
                     };
                     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        tool.execute(&args, &ctx)
+                        crate::tools::check_declared(tool.as_ref(), &args)
+                            .and_then(|()| tool.execute(&args, &ctx))
                     }));
                     let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
                     match run {

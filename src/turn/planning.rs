@@ -66,6 +66,10 @@ impl Guards {
     }
 }
 
+/// The reference's reason for arguments no repair could parse (the parser's own detail is not
+/// shown to the model, as in the reference).
+const UNPARSEABLE: &str = "could not parse tool arguments as JSON or Python literal";
+
 /// Parses tool-call arguments with the reference's repairs; never guesses punctuation.
 pub fn parse_arguments(raw: &str) -> Result<Map<String, Value>, String> {
     let trimmed = raw.trim();
@@ -83,10 +87,12 @@ pub fn parse_arguments(raw: &str) -> Result<Map<String, Value>, String> {
                 })
                 .ok_or(first)
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| UNPARSEABLE.to_owned())?;
     let value = match value {
         // Double-encoded: a JSON string holding the object.
-        Value::String(inner) => serde_json::from_str::<Value>(&inner).map_err(|e| e.to_string())?,
+        Value::String(inner) => {
+            serde_json::from_str::<Value>(&inner).map_err(|_| UNPARSEABLE.to_owned())?
+        }
         other => other,
     };
     match value {
