@@ -1,9 +1,10 @@
 //! `mock-openai (--script FILE [--prerender] | --prerendered FILE...) [--port-file FILE]
-//!  [--requests-out FILE] [--no-stdin]`
+//!  [--requests-out FILE] [--raw-requests-out FILE] [--no-stdin]`
 //!
 //! Serves the script on `127.0.0.1:0`, prints `listening on http://127.0.0.1:PORT/v1` on stdout,
 //! and runs until stdin closes (unless `--no-stdin`), SIGTERM or SIGINT. On exit the received
-//! request bodies go to `--requests-out` as JSON lines.
+//! request bodies go to `--requests-out` as JSON lines, and to `--raw-requests-out` byte for
+//! byte, one body a line (the benchmark's raw client replays them to measure the floor).
 //!
 //! For benchmarks the server can answer from bytes rendered in advance, doing next to no work
 //! per request: `--prerendered FILE` (repeatable) serves complete SSE bodies, and
@@ -18,7 +19,7 @@ use std::process::ExitCode;
 use mock_openai::MockServer;
 
 const USAGE: &str = "usage: mock-openai (--script FILE [--prerender] | --prerendered FILE...) \
-     [--port-file FILE] [--requests-out FILE] [--no-stdin]";
+     [--port-file FILE] [--requests-out FILE] [--raw-requests-out FILE] [--no-stdin]";
 
 struct Args {
     script: Option<PathBuf>,
@@ -26,6 +27,7 @@ struct Args {
     prerendered: Vec<PathBuf>,
     port_file: Option<PathBuf>,
     requests_out: Option<PathBuf>,
+    raw_requests_out: Option<PathBuf>,
     watch_stdin: bool,
 }
 
@@ -35,6 +37,7 @@ fn parse_args() -> Result<Args, String> {
     let mut prerendered = Vec::new();
     let mut port_file = None;
     let mut requests_out = None;
+    let mut raw_requests_out = None;
     let mut watch_stdin = true;
     let mut it = std::env::args_os().skip(1);
     while let Some(a) = it.next() {
@@ -48,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
             "--script" => script = Some(value("--script")?),
             "--port-file" => port_file = Some(value("--port-file")?),
             "--requests-out" => requests_out = Some(value("--requests-out")?),
+            "--raw-requests-out" => raw_requests_out = Some(value("--raw-requests-out")?),
             "--prerender" => prerender = true,
             "--prerendered" => prerendered.push(value("--prerendered")?),
             "--no-stdin" => watch_stdin = false,
@@ -67,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
         prerendered,
         port_file,
         requests_out,
+        raw_requests_out,
         watch_stdin,
     })
 }
@@ -92,6 +97,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), String> {
+    let record = args.requests_out.is_some() || args.raw_requests_out.is_some();
     let server = match &args.script {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -101,7 +107,9 @@ fn run(args: Args) -> Result<(), String> {
             if args.prerender {
                 let bodies = mock_openai::render_sse_all(script)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                MockServer::builder().start_prerendered_many(bodies)
+                MockServer::builder()
+                    .record_bodies(record)
+                    .start_prerendered_many(bodies)
             } else {
                 MockServer::start(script)
             }
@@ -116,7 +124,9 @@ fn run(args: Args) -> Result<(), String> {
                         .map_err(|e| format!("cannot read {}: {e}", p.display()))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            MockServer::builder().start_prerendered_many(bodies)
+            MockServer::builder()
+                .record_bodies(record)
+                .start_prerendered_many(bodies)
         }
     }
     .map_err(|e| e.to_string())?;
@@ -151,6 +161,14 @@ fn run(args: Args) -> Result<(), String> {
         server
             .write_requests_jsonl(p)
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    if let Some(p) = &args.raw_requests_out {
+        let mut out = Vec::new();
+        for body in server.raw_requests() {
+            out.extend_from_slice(&body);
+            out.push(b'\n');
+        }
+        std::fs::write(p, out).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     drop(server);
     Ok(())
