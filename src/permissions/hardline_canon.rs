@@ -142,13 +142,7 @@ fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
                         continue;
                     }
                     if text[j] == '`' {
-                        let end = text[j + 1..]
-                            .iter()
-                            .position(|&q| q == '`')
-                            .map_or(n, |p| j + 1 + p);
-                        subs.push(text[j + 1..end].to_vec());
-                        word.extend(&text[j..(end + 1).min(n)]);
-                        j = end + 1;
+                        j = take_backticks(text, j, subs, &mut word);
                         continue;
                     }
                     word.push(text[j]);
@@ -175,13 +169,7 @@ fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
             }
             '`' => {
                 in_word = true;
-                let end = text[i + 1..]
-                    .iter()
-                    .position(|&q| q == '`')
-                    .map_or(n, |p| i + 1 + p);
-                subs.push(text[i + 1..end].to_vec());
-                word.extend(&text[i..(end + 1).min(n)]);
-                i = end + 1;
+                i = take_backticks(text, i, subs, &mut word);
             }
             '#' if !in_word => {
                 while i < n && text[i] != '\n' {
@@ -244,6 +232,24 @@ fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
 
 /// The index of the `)` closing a `(` whose contents start at `from` (quotes respected
 /// roughly: parentheses inside quotes do not count); `text.len()` when unclosed.
+/// A backtick substitution opening at `open`: its body is queued in `subs`, its text joins
+/// `word`; returns the index after the closing backtick (or the end of an unclosed one).
+fn take_backticks(
+    text: &[char],
+    open: usize,
+    subs: &mut Vec<Vec<char>>,
+    word: &mut String,
+) -> usize {
+    let n = text.len();
+    let end = text[open + 1..]
+        .iter()
+        .position(|&q| q == '`')
+        .map_or(n, |p| open + 1 + p);
+    subs.push(text[open + 1..end].to_vec());
+    word.extend(&text[open..(end + 1).min(n)]);
+    end + 1
+}
+
 fn balanced(text: &[char], from: usize) -> usize {
     let mut depth = 1usize;
     let mut quote: Option<char> = None;
