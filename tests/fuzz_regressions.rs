@@ -113,3 +113,14 @@ fn path_policy_long_link_chains_are_resolved_to_the_end() {
     symlink("loop", root.join("loop")).unwrap();
     assert!(contain_file(&root, "loop/x").is_ok());
 }
+
+/// Found by the `hardline` target: a privilege wrapper whose last word is an option that takes
+/// a value (`-m` here, after `sudo -n`) made the canonical rewrite slice past the end and panic.
+#[test]
+fn hardline_wrapper_option_with_its_value_missing_does_not_panic() {
+    assert_eq!(
+        agentao::permissions::hardline::check("sudo -n -m-sudo -n "),
+        None
+    );
+    assert!(agentao::permissions::hardline::check("sudo -n -m").is_none());
+}

@@ -335,7 +335,8 @@ fn skip_options(words: &[String], mut k: usize) -> usize {
         }
         k += if OPTS_WITH_VALUE.contains(&w) { 2 } else { 1 };
     }
-    k
+    // An option that takes a value can be the last word: never past the end.
+    k.min(words.len())
 }
 
 /// One simple command rewritten; pushes shell bodies found in it to `texts`.
