@@ -9,8 +9,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
+
+use crate::config_field::{self, optional_object, Section};
+pub use crate::permissions::PermissionsConfig;
+pub use crate::tools::ToolsConfig;
 
 pub const DEFAULT_MAX_ITERATIONS: u32 = 100;
 pub const DEFAULT_MAX_TOKENS: u32 = 65536;
@@ -43,8 +47,8 @@ pub struct AgentConfig {
     /// Optional bound on how long a confirmation / question / max-iterations reply may take.
     pub reply_timeout: Option<Duration>,
     pub tools: ToolsConfig,
-    /// Raw permission settings, validated by the permissions layer.
-    pub permissions: Option<Value>,
+    /// `None`: no permission engine.
+    pub permissions: Option<PermissionsConfig>,
 }
 
 // One per agent, never in a collection: the size difference costs nothing.
@@ -103,17 +107,6 @@ impl Default for RetryConfig {
     }
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct ToolsConfig {
-    /// When set, only these built-ins are registered.
-    pub enabled: Option<Vec<String>>,
-    pub disabled: Vec<String>,
-    /// Allow read tools outside the workspace (the reference always does; we refuse by default).
-    pub allow_reads_outside_workspace: bool,
-    /// Extra settings for individual tools, validated by the tools layer.
-    pub settings: Map<String, Value>,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
@@ -121,9 +114,23 @@ struct RawConfig {
     max_iterations: Option<u32>,
     system_prompt: Option<String>,
     reply_timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "optional_object")]
     llm: Option<RawLlm>,
-    tools: Option<RawTools>,
-    permissions: Option<Value>,
+    #[serde(default, deserialize_with = "optional_object")]
+    tools: Option<ToolsConfig>,
+    #[serde(default, deserialize_with = "optional_object")]
+    permissions: Option<PermissionsConfig>,
+}
+
+impl Section for RawConfig {}
+
+/// The document: an object, never an array read by position.
+struct Document(RawConfig);
+
+impl<'de> Deserialize<'de> for Document {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        config_field::object(d).map(Document)
+    }
 }
 
 #[derive(Deserialize)]
@@ -149,17 +156,7 @@ struct RawLlm {
     script: Option<Value>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTools {
-    enabled: Option<Vec<String>>,
-    #[serde(default)]
-    disabled: Vec<String>,
-    #[serde(default)]
-    allow_reads_outside_workspace: bool,
-    #[serde(default)]
-    settings: Map<String, Value>,
-}
+impl Section for RawLlm {}
 
 fn err(msg: impl Into<String>) -> ConfigError {
     ConfigError(msg.into(), ConfigErrorKind::Invalid)
@@ -186,18 +183,13 @@ impl AgentConfig {
 
     pub fn from_json_with_env(json: &str, env: &dyn Env) -> Result<Self, ConfigError> {
         let de = &mut serde_json::Deserializer::from_str(json);
-        let raw: RawConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+        let Document(raw) = serde_path_to_error::deserialize(de).map_err(|e| {
             // A type error can come before a syntax error further on; the document is then
             // still reported as malformed JSON. Only a failed parse pays for this second look.
             if let Err(syntax) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
                 return ConfigError(syntax.to_string(), ConfigErrorKind::Json);
             }
-            let path = e.path().to_string();
-            if path == "." {
-                err(format!("config: {}", e.inner()))
-            } else {
-                err(format!("config field `{path}`: {}", e.inner()))
-            }
+            err(config_field::message(&e))
         })?;
 
         let wd = raw
@@ -218,24 +210,11 @@ impl AgentConfig {
         }
 
         let llm = parse_llm(raw.llm, env)?;
-        let tools = raw
-            .tools
-            .map(|t| ToolsConfig {
-                enabled: t.enabled,
-                disabled: t.disabled,
-                allow_reads_outside_workspace: t.allow_reads_outside_workspace,
-                settings: t.settings,
-            })
-            .unwrap_or_default();
+        let tools = raw.tools.unwrap_or_default();
         if tools.enabled.is_some() && !tools.disabled.is_empty() {
             return Err(err(
                 "config field `tools`: `enabled` and `disabled` cannot be combined",
             ));
-        }
-        if let Some(p) = &raw.permissions {
-            if !p.is_object() {
-                return Err(err("config field `permissions`: must be an object"));
-            }
         }
 
         Ok(AgentConfig {

@@ -12,7 +12,8 @@
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot |
 //! | [`events`] | internal events, the transport, host-event projection and streams |
 //! | [`cancel`] | cancellation tokens |
-//! | [`config`] | the agent config |
+//! | [`config`] | the agent config: composes the sections each layer owns |
+//! | [`config_field`] | how a config section is read: closed objects, errors in the section's words |
 //!
 //! `unsafe` lives in `ffi` only.
 
@@ -33,3 +34,4 @@ pub mod events;
 
 pub mod cancel;
 pub mod config;
+pub mod config_field;
