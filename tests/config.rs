@@ -189,3 +189,24 @@ fn accepted_sections_are_typed() {
         .permissions
         .is_none());
 }
+
+#[test]
+fn a_repeated_key_is_refused() {
+    // A JSON object with the same key twice: the last one used to win silently inside
+    // `permissions` and `tools.settings`.
+    let wd = workspace();
+    let llm = r#""llm": {"provider": "scripted", "script": []}"#;
+    for (section, want) in [
+        (
+            r#""permissions": {"mode": "full-access", "mode": "read-only"}"#,
+            "config field `permissions`: duplicate field `mode`",
+        ),
+        (
+            r#""tools": {"settings": {"shell": {"timeout_s": 1, "timeout_s": 2}}}"#,
+            "config field `tools.settings.shell`: duplicate field `timeout_s`",
+        ),
+    ] {
+        let text = format!(r#"{{"working_directory": "{wd}", {llm}, {section}}}"#);
+        assert_eq!(parse(&text).err().as_deref(), Some(want), "{section}");
+    }
+}
