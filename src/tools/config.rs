@@ -30,7 +30,7 @@ pub struct ToolsConfig {
 impl Section for ToolsConfig {}
 
 /// `tools.settings`: one member per tool that has settings.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSettings {
     #[serde(default, deserialize_with = "object")]
@@ -52,7 +52,7 @@ impl Section for ToolSettings {
 }
 
 /// `tools.settings.shell`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ShellSettings {
     /// Default inactivity timeout when a call gives none (`timeout_s`, default 120).
@@ -91,7 +91,7 @@ impl Section for ShellSettings {
 }
 
 /// `tools.settings.web_fetch`; the environment's allow list is added where the tool is built.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebFetchSettings {
     /// Non-public ranges the operator allows (a list, or one string of CIDRs and addresses).
