@@ -8,7 +8,7 @@ use super::handle::BoxCastable;
 use super::host_data::HostData;
 use super::transport::{agentao_transport, FfiTransport};
 use super::{
-    agentao_error, agentao_status, guard, guard_opt_out, guard_out, in_callback, opt_str_arg,
+    agentao_error, agentao_status, guard, guard_out, guard_required_out, in_callback, opt_str_arg,
     out_arg, out_string, reentrant, required, status_of, str_arg, to_cstring, Fail, FfiResult,
 };
 use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
@@ -92,13 +92,13 @@ pub unsafe extern "C" fn agentao_agent_new(
     agent_out: *mut *mut agentao_agent,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_opt_out(agent_out, err_out, |agent_out| {
+    guard_out(agent_out, err_out, |agent_out| {
         // Take the transport first so its finalizer runs exactly once whatever happens next.
         let transport: Option<Arc<dyn Transport>> = match transport.is_null() {
             true => None,
             false => Some(Arc::new(FfiTransport::copy(transport)?)),
         };
-        agent_out.require("agent_out")?;
+        agent_out.require("`agent_out` is NULL")?;
         let json = str_arg(config_json, "config_json")?;
         let agent = Agent::new(json, transport)?;
         let session_id = to_cstring(agent.session_id());
@@ -140,7 +140,7 @@ pub unsafe extern "C" fn agentao_agent_chat(
     text_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(text_out, "text_out", err_out, |text_out| {
+    guard_required_out(text_out, "text_out", err_out, |text_out| {
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?;
         if reentrant() {
@@ -224,14 +224,14 @@ unsafe fn start(
 ) -> FfiResult<()> {
     let agent = agent_ref(agent)?;
     let message = str_arg(message, "message")?.to_owned();
-    let done = HostData::borrowed(required(on_done, "on_done")?, userdata);
+    let done = HostData::borrowed(userdata).with(required(on_done, "on_done")?);
     let deltas = match on_delta {
         None => DeltaSink::None,
         Some(f) => {
             if !agent.transport().supports_subscribe() {
                 return Err(AgentError::NoSubscribe.into());
             }
-            let host = HostData::borrowed(f, userdata);
+            let host = HostData::borrowed(userdata).with(f);
             DeltaSink::Callback(Arc::new(move |json: &str| host.call_json(json)))
         }
     };
@@ -327,7 +327,7 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
     previous_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_opt_out(previous_out, err_out, |previous_out| {
+    guard_out(previous_out, err_out, |previous_out| {
         let agent = agent_ref(agent)?;
         let mode_str = str_arg(mode, "mode")?;
         let mode = Mode::parse(mode_str).ok_or_else(|| {
@@ -359,7 +359,7 @@ pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
         let agent = agent_ref(agent)?;
         let f = required(observer, "observer")?;
         let id_out = out_arg(id_out, "id_out")?;
-        let host = HostData::new(f, userdata, userdata_free);
+        let host = HostData::new(userdata, userdata_free).with(f);
         *id_out = agent
             .host_events()
             .add_observer(Arc::new(move |json: &str| host.call_json(json)));
@@ -384,7 +384,7 @@ unsafe fn json_getter(
     err_out: *mut *mut agentao_error,
     f: impl FnOnce(&Agent) -> String,
 ) -> agentao_status {
-    guard_out(out, out_name, err_out, |out| {
+    guard_required_out(out, out_name, err_out, |out| {
         let agent = agent_ref(agent)?;
         out.write(|| out_string(&f(agent)));
         Ok(())

@@ -5,8 +5,8 @@
 //! | shape | helper |
 //! |---|---|
 //! | status + `err_out` | [`guard`] |
-//! | status + one required `T **out` | [`guard_out`] |
-//! | status + one optional `T **out` | [`guard_opt_out`] |
+//! | status + one required `T **out` | [`guard_required_out`] |
+//! | status + one optional `T **out` | [`guard_out`] |
 //! | no status, a fallback value | [`guard_or`], or `with_ref_or` on a handle |
 //! | `*_free` | `free_with` on a handle |
 //!
@@ -59,9 +59,11 @@ pub(crate) struct Out<T>(Option<*mut *mut T>);
 
 impl<T> Out<T> {
     /// For the rare export that must do something before it checks its output: NULL is
-    /// `NULL_ARGUMENT` naming `name`.
-    pub(crate) fn require(&self, name: &str) -> FfiResult<()> {
-        self.0.map(drop).ok_or_else(|| Fail::null(name))
+    /// `NULL_ARGUMENT` with `message`.
+    pub(crate) fn require(&self, message: &str) -> FfiResult<()> {
+        self.0
+            .map(drop)
+            .ok_or_else(|| Fail(agentao_status::NullArgument, message.into()))
     }
 
     /// Stores the value `make` builds; for an optional output the caller left NULL nothing is
@@ -76,7 +78,7 @@ impl<T> Out<T> {
 
 /// The export shape with one required `*_out` result: `*out` is NULLed before anything else
 /// runs; a NULL `out` is `NULL_ARGUMENT` naming `name`, and the body does not run.
-pub(crate) fn guard_out<T>(
+pub(crate) fn guard_required_out<T>(
     out: *mut *mut T,
     name: &str,
     err_out: *mut *mut agentao_error,
@@ -89,8 +91,9 @@ pub(crate) fn guard_out<T>(
     })
 }
 
-/// [`guard_out`] for an output the caller may leave NULL (then nothing is written).
-pub(crate) fn guard_opt_out<T>(
+/// The export shape with one `*_out` result the caller may leave NULL (then nothing is
+/// written): `*out` is NULLed before anything else runs.
+pub(crate) fn guard_out<T>(
     out: *mut *mut T,
     err_out: *mut *mut agentao_error,
     body: impl FnOnce(&Out<T>) -> FfiResult<()>,

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use super::handle::BoxCastable;
-use super::{agentao_error, agentao_status, guard_out, opt_str_arg, out_string};
+use super::{agentao_error, agentao_status, guard_required_out, opt_str_arg, out_string};
 use crate::cancel::{CancelToken, DEFAULT_REASON};
 
 /// A cancellation token. Thread-safe; every handle from `agentao_cancel_token_new` or
@@ -56,7 +56,7 @@ pub unsafe extern "C" fn agentao_cancel_token_reason(
     reason_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(reason_out, "reason_out", err_out, |reason_out| {
+    guard_required_out(reason_out, "reason_out", err_out, |reason_out| {
         let token = agentao_cancel_token::try_ref(token)?;
         reason_out.write(|| out_string(token.token.reason()));
         Ok(())

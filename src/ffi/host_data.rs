@@ -38,8 +38,9 @@ host_callbacks! {
 }
 
 /// Host userdata with its callbacks: passed back to the host's callbacks, released with `free`
-/// (if any) once.
-pub(crate) struct HostData<C: HostCallbacks> {
+/// (if any) once. `HostData::new(ptr, free)` is bare userdata; `.with(callbacks)` attaches the
+/// host's function pointers, so they travel under the same thread-safety promise.
+pub(crate) struct HostData<C: HostCallbacks = ()> {
     ptr: *mut c_void,
     free: Option<unsafe extern "C" fn(*mut c_void)>,
     callbacks: C,
@@ -51,24 +52,32 @@ pub(crate) struct HostData<C: HostCallbacks> {
 unsafe impl<C: HostCallbacks> Send for HostData<C> {}
 unsafe impl<C: HostCallbacks> Sync for HostData<C> {}
 
-impl<C: HostCallbacks> HostData<C> {
-    pub(crate) fn new(
-        callbacks: C,
-        ptr: *mut c_void,
-        free: Option<unsafe extern "C" fn(*mut c_void)>,
-    ) -> Self {
+impl HostData {
+    pub(crate) fn new(ptr: *mut c_void, free: Option<unsafe extern "C" fn(*mut c_void)>) -> Self {
         HostData {
             ptr,
             free,
-            callbacks,
+            callbacks: (),
         }
     }
 
     /// Userdata the host keeps ownership of (no finalizer in the C signature).
-    pub(crate) fn borrowed(callbacks: C, ptr: *mut c_void) -> Self {
-        Self::new(callbacks, ptr, None)
+    pub(crate) fn borrowed(ptr: *mut c_void) -> Self {
+        Self::new(ptr, None)
     }
 
+    /// The same userdata (and finalizer) with the host's callbacks attached.
+    pub(crate) fn with<C: HostCallbacks>(self, callbacks: C) -> HostData<C> {
+        let this = std::mem::ManuallyDrop::new(self);
+        HostData {
+            ptr: this.ptr,
+            free: this.free,
+            callbacks,
+        }
+    }
+}
+
+impl<C: HostCallbacks> HostData<C> {
     pub(crate) fn ptr(&self) -> *mut c_void {
         self.ptr
     }

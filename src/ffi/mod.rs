@@ -25,7 +25,7 @@ pub mod stream;
 mod strings;
 pub mod transport;
 
-pub(crate) use boundary::{guard, guard_opt_out, guard_or, guard_out, out_arg, required};
+pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
 use handle::BoxCastable;
 pub(crate) use strings::{opt_str_arg, out_string, str_arg, to_cstring, with_cstr};
 

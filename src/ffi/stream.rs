@@ -11,7 +11,8 @@ use super::agent::{agent_ref, agentao_agent, turn_options, turn_status};
 use super::cancel::agentao_cancel_token;
 use super::handle::BoxCastable;
 use super::{
-    agentao_error, agentao_status, guard_out, opt_str_arg, out_string, reentrant, str_arg, Fail,
+    agentao_error, agentao_status, guard_required_out, opt_str_arg, out_string, reentrant, str_arg,
+    Fail,
 };
 use crate::agent::{runtime, Agent, AgentError};
 use crate::cancel::CancelToken;
@@ -48,7 +49,7 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
     stream_out: *mut *mut agentao_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(stream_out, "stream_out", err_out, |stream_out| {
+    guard_required_out(stream_out, "stream_out", err_out, |stream_out| {
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?.to_owned();
         if !agent.transport().supports_subscribe() {
@@ -102,7 +103,7 @@ pub unsafe extern "C" fn agentao_stream_next(
     item_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(item_json_out, "item_json_out", err_out, |item_json_out| {
+    guard_required_out(item_json_out, "item_json_out", err_out, |item_json_out| {
         let stream = agentao_stream::try_ref(stream)?;
         if reentrant() {
             return Err(AgentError::Reentrant.into());
@@ -190,7 +191,7 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
     stream_out: *mut *mut agentao_host_event_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(stream_out, "stream_out", err_out, |stream_out| {
+    guard_required_out(stream_out, "stream_out", err_out, |stream_out| {
         let agent = agent_ref(agent)?;
         let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
         let (id, rx) = agent
@@ -222,7 +223,7 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
     event_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(
+    guard_required_out(
         event_json_out,
         "event_json_out",
         err_out,

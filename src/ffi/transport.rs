@@ -138,7 +138,7 @@ impl FfiTransport {
         }
         copy.struct_size = std::mem::size_of::<agentao_transport>() as u32;
         // Owned from here: an early return below releases the userdata.
-        let host = HostData::new(copy, copy.userdata, copy.userdata_free);
+        let host = HostData::new(copy.userdata, copy.userdata_free).with(copy);
         if size < base {
             return Err(Fail(
                 agentao_status::InvalidArgument,
@@ -289,7 +289,7 @@ pub unsafe extern "C" fn agentao_broadcaster_subscribe(
         let f = required(listener, "listener")?;
         subscribe(
             b.cast(),
-            HostData::borrowed(f, listener_userdata),
+            HostData::borrowed(listener_userdata).with(f),
             subscription_out,
         )
     })
@@ -311,16 +311,10 @@ pub unsafe extern "C" fn agentao_broadcaster_subscribe_with_free(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let Some(f) = listener else {
-            // Released here, as on every failure.
-            drop(HostData::new((), listener_userdata, listener_userdata_free));
-            return Err(Fail::null("listener"));
-        };
-        subscribe(
-            b,
-            HostData::new(f, listener_userdata, listener_userdata_free),
-            subscription_out,
-        )
+        // Owned from the start, so every failure below releases it.
+        let data = HostData::new(listener_userdata, listener_userdata_free);
+        let f = required(listener, "listener")?;
+        subscribe(b, data.with(f), subscription_out)
     })
 }
 
