@@ -94,9 +94,11 @@ pub unsafe extern "C" fn agentao_agent_new(
 ) -> agentao_status {
     guard_out(agent_out, err_out, |agent_out| {
         // Take the transport first so its finalizer runs exactly once whatever happens next.
-        let transport: Option<Arc<dyn Transport>> = match transport.is_null() {
-            true => None,
-            false => Some(Arc::new(FfiTransport::copy(transport)?)),
+        // NULL is the built-in null transport, not an error.
+        let transport: Option<Arc<dyn Transport>> = if transport.is_null() {
+            None
+        } else {
+            Some(Arc::new(FfiTransport::copy(transport)?))
         };
         agent_out.require("`agent_out` is NULL")?;
         let json = str_arg(config_json, "config_json")?;
