@@ -159,7 +159,7 @@ typedef struct agentao_broadcaster agentao_broadcaster;
 typedef struct agentao_cancel_token agentao_cancel_token;
 
 /*
- An error: a status and a message. Owned by the caller; release with [`agentao_error_free`].
+ An error: a status and a message. Owned by the caller; release with `agentao_error_free`.
  */
 typedef struct agentao_error agentao_error;
 
@@ -198,7 +198,8 @@ typedef void (*agentao_listener_fn)(void *listener_userdata, const char *event_j
  `agentao_agent_new`; any slot may be NULL.
 
  Threads: callbacks arrive on library threads; the one exception is the mode-change events
- that `agentao_agent_set_permission_mode` emits on its caller's thread. `emit` calls of one agent never overlap and arrive in the canonical event order.
+ that `agentao_agent_set_permission_mode` emits on its caller's thread. `emit` calls of one
+ agent never overlap and arrive in the canonical event order.
  `confirm_tool`, `ask_user` and `on_max_iterations` run on a thread where blocking is fine;
  each receives an `agentao_reply` that must be answered exactly once, before returning or
  later from any thread (`agentao_reply_*`). Strings passed to callbacks are valid until the
@@ -248,7 +249,9 @@ typedef struct agentao_transport {
    Optional fan-out: register `listener`; write an id to `*subscription_out`. Its presence
    marks a transport that can fan out, which the streaming entry points require (as the
    reference's `astream` does); the library itself delivers stream deltas directly and does
-   not call it today. `agentao_broadcaster_subscribe` fits this slot.
+   not call it today. `agentao_broadcaster_subscribe` fits this slot (a host that wants the
+   broadcaster to release `listener_userdata` calls `agentao_broadcaster_subscribe_with_free`
+   from its own `subscribe` instead).
    */
   agentao_status (*subscribe)(void *userdata, agentao_listener_fn listener, void *listener_userdata, uint64_t *subscription_out);
   /*
@@ -610,9 +613,21 @@ agentao_status agentao_broadcaster_notify(const struct agentao_broadcaster *b, c
 
 /*
  Registers a listener; writes its id to `*subscription_out`. Matches the vtable's
- `subscribe` slot when `userdata` is the broadcaster.
+ `subscribe` slot when `userdata` is the broadcaster. `listener_userdata` stays the host's:
+ the broadcaster never releases it (see `agentao_broadcaster_subscribe_with_free`).
+ NULL `b`, `listener` or `subscription_out`: `AGENTAO_STATUS_NULL_ARGUMENT`.
  */
 agentao_status agentao_broadcaster_subscribe(void *b, agentao_listener_fn listener, void *listener_userdata, uint64_t *subscription_out);
+
+/*
+ Like `agentao_broadcaster_subscribe`, and the broadcaster owns `listener_userdata`:
+ `listener_userdata_free(listener_userdata)` (may be NULL) runs exactly once, after the last
+ call of the listener, when the subscription is removed (`agentao_broadcaster_unsubscribe`,
+ or on the thread that finishes a delivery still in flight then) or the broadcaster is freed.
+ If this call fails (a NULL argument: `AGENTAO_STATUS_NULL_ARGUMENT`), it runs before the
+ call returns. Writes the subscription id to `*subscription_out`.
+ */
+agentao_status agentao_broadcaster_subscribe_with_free(struct agentao_broadcaster *b, agentao_listener_fn listener, void *listener_userdata, void (*listener_userdata_free)(void *listener_userdata), uint64_t *subscription_out, struct agentao_error **err_out);
 
 /*
  Removes a listener; idempotent. Matches the vtable's `unsubscribe` slot.
@@ -620,7 +635,8 @@ agentao_status agentao_broadcaster_subscribe(void *b, agentao_listener_fn listen
 void agentao_broadcaster_unsubscribe(void *b, uint64_t subscription);
 
 /*
- Releases a broadcaster. NULL is a no-op. No listener is called after this returns.
+ Releases a broadcaster. NULL is a no-op. No listener is called after this returns; each
+ `agentao_broadcaster_subscribe_with_free` finalizer has run by then.
  */
 void agentao_broadcaster_free(struct agentao_broadcaster *b);
 

@@ -102,7 +102,6 @@ pub type TurnResult = Result<TurnOutcome, (AgentError, Option<TurnOutcome>)>;
 
 pub struct AgentCore {
     pub session_id: String,
-    session_id_c: std::ffi::CString,
     config: AgentConfig,
     llm: LlmClient,
     tools: Arc<ToolRegistry>,
@@ -180,7 +179,6 @@ impl Agent {
         let session_id = uuid::Uuid::new_v4().to_string();
         Ok(Agent {
             core: Arc::new(AgentCore {
-                session_id_c: std::ffi::CString::new(session_id.clone()).unwrap_or_default(),
                 session_id,
                 config,
                 llm,
@@ -201,11 +199,6 @@ impl Agent {
 
     pub fn session_id(&self) -> &str {
         &self.core.session_id
-    }
-
-    /// The session id as a C string (lives as long as the agent).
-    pub fn session_id_cstr(&self) -> &std::ffi::CStr {
-        &self.core.session_id_c
     }
 
     pub fn transport(&self) -> &Arc<dyn Transport> {
