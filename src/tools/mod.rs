@@ -5,22 +5,17 @@
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
-pub mod ask_user;
+pub mod builtin;
 pub mod fs;
 pub mod git_launch;
-pub mod glob;
-pub mod list_directory;
-pub mod read_file;
-pub mod replace;
 pub mod result_format;
-pub mod search;
 pub mod secrets;
 pub mod selection;
-pub mod shell;
 pub mod shell_exec;
-pub mod todo;
-pub mod web_fetch;
-pub mod write_file;
+
+pub use builtin::{
+    ask_user, glob, list_directory, read_file, replace, search, shell, todo, web_fetch, write_file,
+};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! `todo_write` (spec §1.13): the session's task list; each call replaces it. The list lives in
-//! [`ToolServices`](super::ToolServices) (memory only).
+//! [`ToolServices`](crate::tools::ToolServices) (memory only).
 
 use serde_json::{json, Map, Value};
 
