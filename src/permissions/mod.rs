@@ -7,7 +7,6 @@
 
 pub mod engine;
 pub mod hardline;
-mod hardline_canon;
 pub mod path_policy;
 pub mod presets;
 pub mod rules;
