@@ -13,6 +13,7 @@
 //! | [`events`] | internal events, the transport, host-event projection and streams |
 //! | [`cancel`] | cancellation tokens |
 //! | [`config`] | the agent config |
+//! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |
 //!
 //! `unsafe` lives in `ffi` only.
 
@@ -33,3 +34,4 @@ pub mod events;
 
 pub mod cancel;
 pub mod config;
+pub mod pycompat;
