@@ -4,7 +4,8 @@
 //! look-around (`READ_ONLY_SHELL`, `CREDENTIAL_PATH`) and one uses a trailing look-ahead
 //! (`SHELL_RC_WRITE`); they are matched by equivalent linear-time code here.
 
-use once_cell::sync::Lazy;
+use std::sync::LazyLock;
+
 use regex::Regex;
 use serde_json::json;
 
@@ -36,7 +37,7 @@ const WEB_BLOCK: &[&str] = &[
     "::1",
 ];
 
-static READ_ONLY_SHELL_RE: Lazy<Option<Regex>> = Lazy::new(|| {
+static READ_ONLY_SHELL_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r#"\A(git[ \t]+(?:status|log|diff|show|stash[ \t]+list|shortlog|describe|blame|ls-files|ls-tree|rev-parse|config[ \t]+--get[a-z-]*)|(?:ls|cat|echo|pwd|which|head|tail|wc|diff|grep|du|df|ps))(?:[ \t][^;&|`$<>()\n\r'"\\*?\[\]{}]*)?\z"#,
     )
@@ -135,7 +136,7 @@ fn credential_path(text: &str) -> bool {
     false
 }
 
-static SHELL_RC_RE: Lazy<Option<Regex>> = Lazy::new(|| {
+static SHELL_RC_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     let sp = r"[\s\x1c-\x1f]";
     let nsp = r"[^\s\x1c-\x1f]";
     let home = r"(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)";

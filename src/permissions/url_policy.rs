@@ -3,10 +3,10 @@
 //! connect to (the caller pins them), so there is no DNS-rebinding window.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use ipnet::IpNet;
-use once_cell::sync::Lazy;
 use url::{Host, Url};
 
 use crate::pycompat::py_repr;
@@ -99,9 +99,9 @@ fn nets(list: &[&str]) -> Vec<IpNet> {
     list.iter().filter_map(|s| s.parse().ok()).collect()
 }
 
-static NON_PUBLIC_NETS: Lazy<Vec<IpNet>> = Lazy::new(|| nets(NON_PUBLIC));
-static PY_PRIVATE_NETS: Lazy<Vec<IpNet>> = Lazy::new(|| nets(PY_PRIVATE_V6));
-static PY_EXCEPTION_NETS: Lazy<Vec<IpNet>> = Lazy::new(|| nets(PY_GLOBAL_EXCEPTIONS_V6));
+static NON_PUBLIC_NETS: LazyLock<Vec<IpNet>> = LazyLock::new(|| nets(NON_PUBLIC));
+static PY_PRIVATE_NETS: LazyLock<Vec<IpNet>> = LazyLock::new(|| nets(PY_PRIVATE_V6));
+static PY_EXCEPTION_NETS: LazyLock<Vec<IpNet>> = LazyLock::new(|| nets(PY_GLOBAL_EXCEPTIONS_V6));
 
 fn in_any(addr: IpAddr, networks: &[IpNet]) -> bool {
     networks.iter().any(|n| n.contains(&addr))

@@ -8,10 +8,9 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use once_cell::sync::Lazy;
 use sha2::{Digest, Sha256};
 
 use super::secrets;
@@ -37,7 +36,7 @@ pub struct FormattedResult {
 }
 
 /// Directories already pruned by this process (the reference prunes once per formatter).
-static PRUNED: Lazy<Mutex<HashSet<PathBuf>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+static PRUNED: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
 
 /// Formats one result, spilling to `<workspace>/.agentao/tool-outputs/`.
 pub fn format_result(workspace: &Path, tool_name: &str, raw: &str) -> FormattedResult {
