@@ -13,22 +13,14 @@ pub fn python_json(v: &Value) -> String {
             w: &mut W,
             first: bool,
         ) -> std::io::Result<()> {
-            if first {
-                Ok(())
-            } else {
-                w.write_all(b", ")
-            }
+            item_separator(w, first)
         }
         fn begin_object_key<W: ?Sized + std::io::Write>(
             &mut self,
             w: &mut W,
             first: bool,
         ) -> std::io::Result<()> {
-            if first {
-                Ok(())
-            } else {
-                w.write_all(b", ")
-            }
+            item_separator(w, first)
         }
         fn begin_object_value<W: ?Sized + std::io::Write>(
             &mut self,
@@ -41,6 +33,14 @@ pub fn python_json(v: &Value) -> String {
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
     serde::Serialize::serialize(v, &mut ser).expect("serializing a Value cannot fail");
     String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+fn item_separator<W: ?Sized + std::io::Write>(w: &mut W, first: bool) -> std::io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        w.write_all(b", ")
+    }
 }
 
 /// Python's `str()` of a JSON value (what the reference matches `args` patterns against).
@@ -180,7 +180,24 @@ pub(crate) fn splitlines(s: &str, keepends: bool) -> Vec<&str> {
 
 /// Python's `str.strip()` whitespace.
 pub(crate) fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+    s.trim_matches(is_space)
+}
+
+/// Python's `\s` (`str.isspace`): Unicode whitespace and the separators `\x1c`–`\x1f`.
+pub(crate) fn is_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Case folding as Python's `re.IGNORECASE` applies it against ASCII pattern letters (the
+/// long s, the Kelvin sign and the dotted / dotless i match ASCII letters).
+pub(crate) fn ignorecase_fold(c: char) -> char {
+    match c {
+        'A'..='Z' => c.to_ascii_lowercase(),
+        '\u{17F}' => 's',
+        '\u{212A}' => 'k',
+        '\u{130}' | '\u{131}' => 'i',
+        _ => c,
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::rules::{compile_preset, Pattern, Rule};
 use super::Mode;
+use crate::pycompat::ignorecase_fold;
 
 pub const READ_ONLY_SHELL: &str = r#"^(?:git[ \t]+(?:status|log|diff|show|stash[ \t]+list|shortlog|describe|blame|ls-files|ls-tree|rev-parse|config[ \t]+--get[a-z-]*)(?=[ \t]|$)(?![^\n]*--(?:ext|textc|out))|(?:ls|cat|echo|pwd|which|head|tail|wc|diff|grep|du|df|ps)(?=[ \t]|$))[^;&|`$<>()\n\r'\"\\*?\[\]{}]*\Z"#;
 pub const DANGEROUS_SHELL: &str = r"rm\s+-rf|sudo\s|mkfs|dd\s+if=";
@@ -72,19 +73,11 @@ fn read_only_shell(s: &str) -> bool {
     true
 }
 
-/// Python IGNORECASE folding for ASCII pattern letters.
-fn fold(c: char) -> char {
-    match c {
-        'A'..='Z' => c.to_ascii_lowercase(),
-        '\u{17F}' => 's',
-        '\u{212A}' => 'k',
-        '\u{130}' | '\u{131}' => 'i',
-        _ => c,
-    }
-}
-
 fn eq_ci(a: &[char], w: &str) -> bool {
-    a.len() == w.len() && a.iter().zip(w.chars()).all(|(&x, y)| fold(x) == y)
+    a.len() == w.len()
+        && a.iter()
+            .zip(w.chars())
+            .all(|(&x, y)| ignorecase_fold(x) == y)
 }
 
 /// Python `$` at `end`: the end of the text, or just before a final newline.

@@ -1,25 +1,11 @@
 //! Character classes (Python `re` with IGNORECASE on str patterns), quote / substitution
 //! contexts, ANSI-C decoding and shell-word normalisation.
 
-/// Python's `\s` (str.isspace).
-pub(super) fn is_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
+pub(super) use crate::pycompat::{ignorecase_fold as fold, is_space};
 
 /// Python's `\w`.
 pub(super) fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
-}
-
-/// Case folding as Python's IGNORECASE sees it against ASCII pattern letters.
-pub(super) fn fold(c: char) -> char {
-    match c {
-        'A'..='Z' => c.to_ascii_lowercase(),
-        '\u{17F}' => 's',
-        '\u{212A}' => 'k',
-        '\u{130}' | '\u{131}' => 'i',
-        _ => c,
-    }
 }
 
 pub(super) fn is_letter_ci(c: char) -> bool {
