@@ -331,8 +331,15 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// The JSON Schema of the arguments (`function.parameters`).
     fn parameters(&self) -> Value;
-    fn is_read_only(&self) -> bool;
-    fn requires_confirmation(&self) -> bool;
+    /// Reads only: it may run in a parallel batch and is allowed in read-only mode.
+    fn is_read_only(&self) -> bool {
+        false
+    }
+    /// Asks the host before running (unless a permission rule decides); by default, whatever
+    /// is not read-only asks.
+    fn requires_confirmation(&self) -> bool {
+        !self.is_read_only()
+    }
     /// A refusal decided from the arguments alone, before planning looks at them (an argument
     /// too large to check); the text is the call's result.
     fn reject_early(&self, _args: &Map<String, Value>) -> Option<String> {

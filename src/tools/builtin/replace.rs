@@ -35,12 +35,6 @@ impl Tool for Replace {
             "replace_all": {"type": "boolean", "description": "Replace all occurrences (default: false, first only)"}},
             "required": ["file_path", "old_text", "new_text"]})
     }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn requires_confirmation(&self) -> bool {
-        true
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,
