@@ -223,6 +223,12 @@ fn is_wrapper_token(ix: &Idx, x: usize) -> bool {
     te < ix.n && ix.wslash_end[x] >= te && ix.prefixed_name(x, te, WRAPPERS, false).is_some()
 }
 
+/// The first of a candidate's head starts (in priority order), inside a text of `n` characters,
+/// from which the prefix state `env` can reach `want`.
+pub(super) fn first_head(heads: &[usize], n: usize, env: &[u32], want: u32) -> Option<usize> {
+    heads.iter().copied().find(|&x| x < n && env[x] & want != 0)
+}
+
 /// Walks ENV → WRAP → FLAGS in priority order and returns the REST position reached.
 pub(super) fn head_walk(
     ix: &Idx,

@@ -1,8 +1,8 @@
 //! Nested bodies (on the raw, here-doc-masked text): what a nested shell would run.
 
 use super::index::{
-    candidates, head_env, head_flags, head_walk, head_wrap, is_name_start, needed_positions,
-    next_table, Idx,
+    candidates, first_head, head_env, head_flags, head_walk, head_wrap, is_name_start,
+    needed_positions, next_table, Idx,
 };
 use super::lex::{
     at_ci, at_exact, decode_ansi_c, get, is_letter_ci, is_ts, is_word, normalize, wb_end, Contexts,
@@ -350,24 +350,7 @@ impl<'a> ExtTables<'a> {
     fn args(&self, e: usize, term: &[usize], no_pipe: bool) -> Option<(&'a [char], usize)> {
         let ix = &self.ix;
         let c: &'a [char] = ix.c;
-        let n = ix.n;
-        let mut flag_ends: Vec<usize> = Vec::new();
-        let mut pos = e;
-        loop {
-            let r = ix.ts_end[pos];
-            if r == pos || r >= n || c[r] != '-' {
-                break;
-            }
-            let te = ix.tok_end[r];
-            if te < r + 2 || te >= n || !is_ts(c[te]) {
-                break;
-            }
-            if no_pipe && c[r..te].contains(&'|') {
-                break;
-            }
-            flag_ends.push(te);
-            pos = te;
-        }
+        let flag_ends = flag_ends(ix, e, no_pipe);
         for k in (0..=flag_ends.len()).rev() {
             let start = if k == 0 { e } else { flag_ends[k - 1] };
             let a = ix.ts_end[start];
@@ -396,6 +379,31 @@ impl<'a> ExtTables<'a> {
     }
 }
 
+/// Ends of the greedy `(?:[ \t]+-[^\s]+)*` flags after `e`, each flag followed by a space or
+/// tab; with `no_pipe`, a flag holding `|` ends the run.
+fn flag_ends(ix: &Idx, e: usize, no_pipe: bool) -> Vec<usize> {
+    let c = ix.c;
+    let n = ix.n;
+    let mut ends = Vec::new();
+    let mut pos = e;
+    loop {
+        let r = ix.ts_end[pos];
+        if r == pos || r >= n || c[r] != '-' {
+            break;
+        }
+        let te = ix.tok_end[r];
+        if te < r + 2 || te >= n || !is_ts(c[te]) {
+            break;
+        }
+        if no_pipe && c[r..te].contains(&'|') {
+            break;
+        }
+        ends.push(te);
+        pos = te;
+    }
+    ends
+}
+
 pub(super) fn extract_bodies(text: &[char], ctx: &Contexts, out: &mut Vec<Vec<char>>) {
     let n = text.len();
     if n == 0 {
@@ -416,11 +424,9 @@ pub(super) fn extract_bodies(text: &[char], ctx: &Contexts, out: &mut Vec<Vec<ch
             if i < last_end {
                 continue;
             }
-            let hit = heads[..k]
-                .iter()
-                .copied()
-                .find(|&x| x < n && t.env[x] & want != 0);
-            let Some(x) = hit else { continue };
+            let Some(x) = first_head(&heads[..k], n, &t.env, want) else {
+                continue;
+            };
             let Some(pos) = head_walk(&t.ix, x, want, &t.env, &t.flags, |p| t.rest(p) & want != 0)
             else {
                 continue;
@@ -477,20 +483,7 @@ pub(super) fn cmdsub_echo_as_body(text: &[char]) -> Option<Vec<char>> {
         return None;
     }
     let close = end - 1;
-    let mut flag_ends: Vec<usize> = Vec::new();
-    let mut pos = e;
-    loop {
-        let r = ix.ts_end[pos];
-        if r == pos || r >= n || text[r] != '-' {
-            break;
-        }
-        let te = ix.tok_end[r];
-        if te < r + 2 || te >= n || !is_ts(text[te]) {
-            break;
-        }
-        flag_ends.push(te);
-        pos = te;
-    }
+    let flag_ends = flag_ends(&ix, e, false);
     for k in (0..=flag_ends.len()).rev() {
         let start = if k == 0 { e } else { flag_ends[k - 1] };
         let a = ix.ts_end[start];

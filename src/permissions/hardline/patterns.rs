@@ -1,8 +1,8 @@
 //! The table's patterns, matched over the shell-word-normalised view of one text.
 
 use super::index::{
-    candidates, head_env, head_flags, head_walk, head_wrap, needed_positions, next_table, Idx,
-    SEP_FIRST,
+    candidates, first_head, head_env, head_flags, head_walk, head_wrap, needed_positions,
+    next_table, Idx, SEP_FIRST,
 };
 use super::lex::{
     at_ci, fold, get, is_alnum_ci, is_letter_ci, is_space, is_ts, is_word, name_end_ok, normalize,
@@ -750,11 +750,9 @@ pub(super) fn match_table(masked: &[char], ctx: &Contexts) -> Option<&'static st
                     if i < last_end {
                         continue;
                     }
-                    let hit = heads[..k]
-                        .iter()
-                        .copied()
-                        .find(|&x| x < n && t.env[x] & want != 0);
-                    let Some(x) = hit else { continue };
+                    let Some(x) = first_head(&heads[..k], n, &t.env, want) else {
+                        continue;
+                    };
                     if valid(i) {
                         return Some(desc);
                     }
