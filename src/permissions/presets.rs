@@ -177,6 +177,14 @@ fn shell_rule(pattern: &str, p: Pattern, action: &str) -> Rule {
     with_arg("run_shell_command", "command", pattern, p, action)
 }
 
+/// Read-only shell commands allowed, then dangerous ones denied (workspace-write and plan).
+fn shell_read_only_and_dangerous() -> [Rule; 2] {
+    [
+        shell_rule(READ_ONLY_SHELL, Pattern::Native(read_only_shell), "allow"),
+        shell_rule(DANGEROUS_SHELL, compile_preset(DANGEROUS_SHELL), "deny"),
+    ]
+}
+
 /// The preset rules of `mode`, in evaluation order.
 pub fn preset_rules(mode: Mode) -> Vec<Rule> {
     match mode {
@@ -202,16 +210,7 @@ pub fn preset_rules(mode: Mode) -> Vec<Rule> {
             }
             v.push(plain("write_file", "allow"));
             v.push(plain("replace", "allow"));
-            v.push(shell_rule(
-                READ_ONLY_SHELL,
-                Pattern::Native(read_only_shell),
-                "allow",
-            ));
-            v.push(shell_rule(
-                DANGEROUS_SHELL,
-                compile_preset(DANGEROUS_SHELL),
-                "deny",
-            ));
+            v.extend(shell_read_only_and_dangerous());
             v.push(shell_rule(
                 SHELL_RC_WRITE,
                 Pattern::Native(shell_rc_write),
@@ -226,16 +225,7 @@ pub fn preset_rules(mode: Mode) -> Vec<Rule> {
             for tool in ["write_file", "replace", "save_memory", "todo_write"] {
                 v.push(plain(tool, "deny"));
             }
-            v.push(shell_rule(
-                READ_ONLY_SHELL,
-                Pattern::Native(read_only_shell),
-                "allow",
-            ));
-            v.push(shell_rule(
-                DANGEROUS_SHELL,
-                compile_preset(DANGEROUS_SHELL),
-                "deny",
-            ));
+            v.extend(shell_read_only_and_dangerous());
             v.push(plain("run_shell_command", "deny"));
             v.extend(web_rules());
             v
