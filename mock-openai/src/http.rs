@@ -175,14 +175,23 @@ pub(crate) async fn write_simple(
 ) -> io::Result<()> {
     let msg = json!({"error": {"message": body, "type": "invalid_request_error", "param": null, "code": null}})
         .to_string();
+    write_json(stream, status, reason, &msg, close).await
+}
+
+/// Writes a complete `application/json` answer, head and body in one write.
+pub(crate) async fn write_json(
+    stream: &mut TcpStream,
+    status: u16,
+    reason: &str,
+    body: &str,
+    close: bool,
+) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{}\r\n",
-        msg.len(),
+        body.len(),
         if close { "connection: close\r\n" } else { "" }
     );
-    let mut out = head.into_bytes();
-    out.extend_from_slice(msg.as_bytes());
-    stream.write_all(&out).await
+    stream.write_all(format!("{head}{body}").as_bytes()).await
 }
 
 /// Writes `payload` as one HTTP/1.1 chunk.

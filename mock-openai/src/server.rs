@@ -15,7 +15,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::faults::{serve_hostile, stall, write_in_stream_error, Hostile};
-use crate::http::{read_request, reason_phrase, write_chunk, write_simple, Request};
+use crate::http::{read_request, reason_phrase, write_chunk, write_json, write_simple, Request};
 use crate::render::{split_wire, unix_now, Ctx, WireOptions};
 
 /// Configures a [`MockServer`] before it starts.
@@ -429,16 +429,7 @@ async fn handle(
             state.busy_nanos.load(Ordering::Relaxed),
             state.next.load(Ordering::SeqCst)
         );
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{}\r\n",
-            body.len(),
-            if req.close {
-                "connection: close\r\n"
-            } else {
-                ""
-            }
-        );
-        stream.write_all(format!("{head}{body}").as_bytes()).await?;
+        write_json(stream, 200, "OK", &body, req.close).await?;
         return Ok(!req.close);
     }
     if req.method == "GET" && path.ends_with("/models") {
@@ -449,17 +440,7 @@ async fn handle(
         .unwrap_or_else(|| "mock-model".to_owned());
         let body = json!({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "mock"}]})
             .to_string();
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{}\r\n",
-            body.len(),
-            if req.close {
-                "connection: close\r\n"
-            } else {
-                ""
-            }
-        );
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(body.as_bytes()).await?;
+        write_json(stream, 200, "OK", &body, req.close).await?;
         return Ok(!req.close);
     }
     let (status, reason) = if is_chat {
@@ -507,12 +488,7 @@ async fn write_completion(
         "model": ctx.model, "choices": [{"index": 0, "message": message,
         "finish_reason": resp.finish_reason}]})
     .to_string();
-    let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{}\r\n",
-        body.len(),
-        if close { "connection: close\r\n" } else { "" }
-    );
-    stream.write_all(format!("{head}{body}").as_bytes()).await
+    write_json(stream, 200, "OK", &body, close).await
 }
 
 /// Streams one scripted response (or its HTTP error). `Ok(true)`: keep the connection.
