@@ -1,5 +1,6 @@
 //! The reference's Python spellings that the model, the host or a rule pattern can see: how
-//! Python prints a value (`json.dumps`, `str`, `repr`) and how it splits and strips text.
+//! Python prints a value (`json.dumps`, `str`, `repr`), counts, splits and strips text, words a
+//! UTF-8 decode error, and what its `re` calls `\s` and IGNORECASE.
 
 use serde_json::Value;
 
@@ -181,6 +182,27 @@ pub(crate) fn splitlines(s: &str, keepends: bool) -> Vec<&str> {
 /// Python's `str.strip()` whitespace.
 pub(crate) fn py_strip(s: &str) -> &str {
     s.trim_matches(is_space)
+}
+
+/// Code points in `s` (what Python's `len` counts), without decoding when it is ASCII.
+pub(crate) fn char_count(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
+/// Python's `UnicodeDecodeError` text for strict UTF-8.
+pub(crate) fn utf8_error_text(bytes: &[u8], e: std::str::Utf8Error) -> String {
+    let pos = e.valid_up_to();
+    let byte = bytes.get(pos).copied().unwrap_or(0);
+    let why = match e.error_len() {
+        None => "unexpected end of data",
+        Some(_) if (0x80..0xC2).contains(&byte) || byte >= 0xF5 => "invalid start byte",
+        Some(_) => "invalid continuation byte",
+    };
+    format!("'utf-8' codec can't decode byte 0x{byte:02x} in position {pos}: {why}")
 }
 
 /// Python's `\s` (`str.isspace`): Unicode whitespace and the separators `\x1c`–`\x1f`.

@@ -10,7 +10,7 @@ use super::fs::{os_error, FileChanged};
 use super::write_file::nul_error;
 use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
-use crate::pycompat::{py_strip, splitlines};
+use crate::pycompat::{py_strip, splitlines, utf8_error_text};
 
 pub struct Replace;
 
@@ -104,18 +104,6 @@ impl Tool for Replace {
             },
         })
     }
-}
-
-/// Python's `UnicodeDecodeError` text for strict UTF-8.
-pub(crate) fn utf8_error_text(bytes: &[u8], e: std::str::Utf8Error) -> String {
-    let pos = e.valid_up_to();
-    let byte = bytes.get(pos).copied().unwrap_or(0);
-    let why = match e.error_len() {
-        None => "unexpected end of data",
-        Some(_) if (0x80..0xC2).contains(&byte) || byte >= 0xF5 => "invalid start byte",
-        Some(_) => "invalid continuation byte",
-    };
-    format!("'utf-8' codec can't decode byte 0x{byte:02x} in position {pos}: {why}")
 }
 
 type Transform = fn(&str) -> String;
