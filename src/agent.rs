@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
 
-use once_cell::sync::OnceCell;
 use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
@@ -47,7 +46,7 @@ pub enum AgentError {
     NoEngine(String),
 }
 
-static RUNTIME: OnceCell<tokio::runtime::Runtime> = OnceCell::new();
+static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 static WORKER_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Sets the runtime's worker count; only before the runtime exists (first agent). Returns
@@ -62,16 +61,21 @@ pub fn set_worker_threads(n: usize) -> bool {
 
 /// The process-wide runtime, built on first use.
 pub fn runtime() -> Result<&'static tokio::runtime::Runtime, AgentError> {
-    RUNTIME.get_or_try_init(|| {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.enable_all().thread_name("agentao-worker");
-        let n = WORKER_THREADS.load(Ordering::Relaxed);
-        if n > 0 {
-            b.worker_threads(n);
-        }
-        b.build()
-            .map_err(|e| AgentError::Internal(format!("cannot start the runtime: {e}")))
-    })
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    // std has no fallible `get_or_init`: a thread that loses the race to build the first runtime
+    // drops its own, which is safe because no runtime thread exists before the first one is set.
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    b.enable_all().thread_name("agentao-worker");
+    let n = WORKER_THREADS.load(Ordering::Relaxed);
+    if n > 0 {
+        b.worker_threads(n);
+    }
+    let rt = b
+        .build()
+        .map_err(|e| AgentError::Internal(format!("cannot start the runtime: {e}")))?;
+    Ok(RUNTIME.get_or_init(|| rt))
 }
 
 /// Whether the calling thread belongs to a runtime (a worker, a blocking-pool thread running a

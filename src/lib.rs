@@ -14,6 +14,7 @@
 //! | [`events`] | internal events, the transport, host-event projection and streams |
 //! | [`cancel`] | cancellation tokens |
 //! | [`config_field`] | how a config section is read: closed objects, errors in the section's words |
+//! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |
 //!
 //! `unsafe` lives in `ffi` only.
 
@@ -36,3 +37,4 @@ pub mod events;
 
 pub mod cancel;
 pub mod config_field;
+pub mod pycompat;

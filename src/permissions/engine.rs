@@ -320,11 +320,11 @@ impl PermissionEngine {
         }
         let command = args
             .get("command")
-            .map(super::rules::python_str)
+            .map(crate::pycompat::python_str)
             .unwrap_or_default();
         let wd = args
             .get("working_directory")
-            .map(super::rules::python_str)
+            .map(crate::pycompat::python_str)
             .unwrap_or_else(|| ".".to_owned());
         let outside = match path_policy::contain_directory(&self.workspace, &wd) {
             Ok(cwd) => shell_reads::outside_operand(&command, &cwd, &self.workspace),
@@ -344,7 +344,7 @@ impl PermissionEngine {
         if self.hardline && tool == "run_shell_command" {
             let cmd = args
                 .get("command")
-                .map(super::rules::python_str)
+                .map(crate::pycompat::python_str)
                 .unwrap_or_default();
             if let Some(desc) = hardline::check(&cmd) {
                 return Some(EngineMatch {

@@ -8,7 +8,6 @@
 pub mod config;
 pub mod engine;
 pub mod hardline;
-mod hardline_canon;
 pub mod path_policy;
 pub mod presets;
 pub mod rules;

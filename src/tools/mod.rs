@@ -5,23 +5,18 @@
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
-pub mod ask_user;
+pub mod builtin;
 pub mod config;
 pub mod fs;
 pub mod git_launch;
-pub mod glob;
-pub mod list_directory;
-pub mod read_file;
-pub mod replace;
 pub mod result_format;
-pub mod search;
 pub mod secrets;
 pub mod selection;
-pub mod shell;
 pub mod shell_exec;
-pub mod todo;
-pub mod web_fetch;
-pub mod write_file;
+
+pub use builtin::{
+    ask_user, glob, list_directory, read_file, replace, search, shell, todo, web_fetch, write_file,
+};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -209,8 +204,15 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// The JSON Schema of the arguments (`function.parameters`).
     fn parameters(&self) -> Value;
-    fn is_read_only(&self) -> bool;
-    fn requires_confirmation(&self) -> bool;
+    /// Reads only: it may run in a parallel batch and is allowed in read-only mode.
+    fn is_read_only(&self) -> bool {
+        false
+    }
+    /// Asks the host before running (unless a permission rule decides); by default, whatever
+    /// is not read-only asks.
+    fn requires_confirmation(&self) -> bool {
+        !self.is_read_only()
+    }
     /// A refusal decided from the arguments alone, before planning looks at them (an argument
     /// too large to check); the text is the call's result.
     fn reject_early(&self, _args: &Map<String, Value>) -> Option<String> {

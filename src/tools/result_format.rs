@@ -8,13 +8,13 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use once_cell::sync::Lazy;
 use sha2::{Digest, Sha256};
 
 use super::secrets;
+use crate::pycompat::char_count;
 
 pub const SAVE_THRESHOLD: usize = 40_000;
 pub const HEAD_CHARS: usize = 8_000;
@@ -37,7 +37,7 @@ pub struct FormattedResult {
 }
 
 /// Directories already pruned by this process (the reference prunes once per formatter).
-static PRUNED: Lazy<Mutex<HashSet<PathBuf>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+static PRUNED: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
 
 /// Formats one result, spilling to `<workspace>/.agentao/tool-outputs/`.
 pub fn format_result(workspace: &Path, tool_name: &str, raw: &str) -> FormattedResult {
@@ -190,15 +190,6 @@ fn is_tag_payload(c: char) -> bool {
 
 /// Removes Unicode tag characters (U+E0000–U+E007F) from the model's copy, keeping up to 8
 /// well-formed emoji tag sequences (a black flag, 1–5 tag digits/letters, the cancel tag).
-/// Code points in `s` (what Python's `len` counts), without decoding when it is ASCII.
-fn char_count(s: &str) -> usize {
-    if s.is_ascii() {
-        s.len()
-    } else {
-        s.chars().count()
-    }
-}
-
 pub fn strip_tag_chars(s: &str) -> String {
     // Tag characters encode as F3 A0 xx xx: text without an F3 byte has none (fast path).
     if !s.as_bytes().contains(&0xF3) || !s.chars().any(is_tag) {

@@ -679,7 +679,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             .iter()
             .map(|(id, name, raw)| {
                 let canonical = planning::parse_arguments(raw)
-                    .map(|m| crate::llm::python_json(&Value::Object(m)))
+                    .map(|m| crate::pycompat::python_json(&Value::Object(m)))
                     .unwrap_or_else(|_| "{}".to_owned());
                 json!({"id": id, "type": "function", "function": {"name": name, "arguments": canonical}})
             })

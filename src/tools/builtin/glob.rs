@@ -36,9 +36,6 @@ impl Tool for Glob {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn requires_confirmation(&self) -> bool {
-        false
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,

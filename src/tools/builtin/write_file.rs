@@ -31,12 +31,6 @@ impl Tool for WriteFile {
             "append": {"type": "boolean", "description": "Append instead of overwrite (default: false)"}},
             "required": ["file_path", "content"]})
     }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn requires_confirmation(&self) -> bool {
-        true
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,

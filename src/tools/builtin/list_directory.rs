@@ -23,9 +23,6 @@ impl Tool for ListDirectory {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn requires_confirmation(&self) -> bool {
-        false
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,
