@@ -12,6 +12,7 @@
 
 pub mod agent;
 pub mod cancel;
+pub mod capabilities;
 mod handle;
 mod host_data;
 
