@@ -249,26 +249,32 @@ pub unsafe extern "C" fn agentao_fs_out_add_entry(
     size: u64,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_out(out, "agentao_fs_out_add_entry", FsOp::ListDir, err_out, |o| {
-        let name = str_arg(name, "name")?;
-        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
-            return Err(Fail(
-                agentao_status::InvalidArgument,
-                format!("entry name {name:?} is not a single path component"),
-            ));
-        }
-        let (is_dir, is_file) = kind_of(kind).ok_or_else(|| bad_kind(kind))?;
-        if o.entries.len() >= MAX_ENTRIES {
-            return Err(too_many());
-        }
-        o.entries.push(FileEntry {
-            name: name.to_owned(),
-            is_dir,
-            is_file,
-            size: if is_dir { 0 } else { size },
-        });
-        Ok(())
-    })
+    with_out(
+        out,
+        "agentao_fs_out_add_entry",
+        FsOp::ListDir,
+        err_out,
+        |o| {
+            let name = str_arg(name, "name")?;
+            if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+                return Err(Fail(
+                    agentao_status::InvalidArgument,
+                    format!("entry name {name:?} is not a single path component"),
+                ));
+            }
+            let (is_dir, is_file) = kind_of(kind).ok_or_else(|| bad_kind(kind))?;
+            if o.entries.len() >= MAX_ENTRIES {
+                return Err(too_many());
+            }
+            o.entries.push(FileEntry {
+                name: name.to_owned(),
+                is_dir,
+                is_file,
+                size: if is_dir { 0 } else { size },
+            });
+            Ok(())
+        },
+    )
 }
 
 /// Adds one path to a `walk` answer: an absolute path (borrowed, copied; UTF-8) under the
@@ -446,7 +452,13 @@ impl FileSystem for FfiFileSystem {
         let p = c_path(path)?;
         // SAFETY: as above; `data` is borrowed for the call.
         let code = in_callback(|| unsafe {
-            f(self.data.ptr(), p.as_ptr(), data.as_ptr(), data.len(), append)
+            f(
+                self.data.ptr(),
+                p.as_ptr(),
+                data.as_ptr(),
+                data.len(),
+                append,
+            )
         });
         self.call("write", None, code)
     }
@@ -771,8 +783,8 @@ pub unsafe extern "C" fn agentao_agent_set_shell_executor(
             None
         } else {
             let data = HostData::new((*shell).userdata, (*shell).userdata_free);
-            let min = std::mem::offset_of!(agentao_shell_executor, run)
-                + std::mem::size_of::<usize>();
+            let min =
+                std::mem::offset_of!(agentao_shell_executor, run) + std::mem::size_of::<usize>();
             let size = check_size((*shell).struct_size, min, "agentao_shell_executor")?;
             if (*shell).dialect != agentao_shell_dialect::Posix as i32 {
                 return Err(Fail(
@@ -816,7 +828,7 @@ unsafe fn take_run(run: *mut agentao_shell_run) -> Result<Box<agentao_shell_run>
     Ok(Box::from_raw(run))
 }
 
-fn answer(run: Box<agentao_shell_run>, a: RunAnswer) -> Result<(), Fail> {
+fn answer(run: agentao_shell_run, a: RunAnswer) -> Result<(), Fail> {
     run.sink
         .answer(a)
         .map_err(|e| Fail(agentao_status::InvalidArgument, e.to_string()))
@@ -873,7 +885,7 @@ pub unsafe extern "C" fn agentao_shell_run_finish(
 ) -> agentao_status {
     guard(err_out, || {
         answer(
-            take_run(run)?,
+            *take_run(run)?,
             RunAnswer::Finished {
                 returncode,
                 timed_out,
@@ -903,7 +915,7 @@ pub unsafe extern "C" fn agentao_shell_run_started(
             return Err(Fail(agentao_status::InvalidArgument, msg));
         };
         let pgid = u32::try_from(pgid).ok().filter(|&g| g > 0);
-        answer(run, RunAnswer::Started { pid, pgid })
+        answer(*run, RunAnswer::Started { pid, pgid })
     })
 }
 
@@ -929,7 +941,7 @@ pub unsafe extern "C" fn agentao_shell_run_fail(
                 Err(f),
             ),
         };
-        answer(run, RunAnswer::Failed(msg))?;
+        answer(*run, RunAnswer::Failed(msg))?;
         result
     })
 }

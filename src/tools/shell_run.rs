@@ -396,10 +396,7 @@ mod tests {
     fn wrong_kind_fails_the_run() {
         let turn = CancelToken::new();
         let (sink, waiter, _) = channel(RunKind::Foreground, Some(&turn));
-        let e = sink.answer(RunAnswer::Started {
-            pid: 1,
-            pgid: None,
-        });
+        let e = sink.answer(RunAnswer::Started { pid: 1, pgid: None });
         assert!(matches!(e, Err(SinkError::WrongKind { .. })));
         let r = waiter.wait(&request(&|_| {}, &turn, Duration::from_secs(60)));
         assert!(r.unwrap_err().contains("answered wrongly"));
