@@ -318,7 +318,7 @@ impl ToolServices {
 
     /// [`result_format::format_result`] into the configured spill directory.
     pub fn format_result(&self, tool_name: &str, raw: &str) -> result_format::FormattedResult {
-        result_format::format_result_in(&self.tool_outputs_dir, tool_name, raw)
+        result_format::format_result_to(&self.tool_outputs_dir, tool_name, raw, &*self.fs())
     }
 }
 

@@ -279,6 +279,7 @@ static const char *SCRIPT =
     CALL("x1", "write_file", "{\"file_path\":\"../escape.txt\",\"content\":\"x\"}") ","
     CALL("x2", "read_file", "{\"file_path\":\"../../etc/hostname\"}") ","
     CALL("m1", "read_file", "{\"file_path\":\"missing.txt\"}") ","
+    CALL("big", "read_file", "{\"file_path\":\"big.txt\"}") ","
     "{\"text\":\"done\"}";
 
 static int count_entries(const char *dir) {
@@ -309,6 +310,17 @@ int main(void) {
     CHECK(err == NULL);
     /* From here the workspace exists only in memory. */
     CHECK(rmdir(root) == 0);
+    /* A file whose read result is over 40,000 characters: the full result is spilled. */
+    {
+        size_t n = 2000 * 41;
+        char *big = malloc(n + 1);
+        for (size_t l = 0; l < 2000; l++) snprintf(big + l * 41, 42, "%040zu\n", l);
+        big[n] = '\0';
+        char *big_path = tu_printf("%s/big.txt", root);
+        CHECK(vfs_write(&v, big_path, (const uint8_t *)big, n, false) == 0);
+        free(big_path);
+        free(big);
+    }
 
     char *text = NULL;
     CHECK_STATUS(agentao_agent_chat(a, "use every file tool", -1, NULL, &text, &err), AGENTAO_STATUS_OK);
@@ -331,7 +343,13 @@ int main(void) {
     CHECK_CONTAINS(hist, "Error: PathPolicy: refused '../escape.txt'");
     CHECK_CONTAINS(hist, "Error: PathPolicy: refused '../../etc/hostname'");
     CHECK_CONTAINS(hist, "Error: File missing.txt does not exist");
+    CHECK_CONTAINS(hist, "[Output truncated: ");
+    CHECK_CONTAINS(hist, "/.agentao/tool-outputs/read_file_");
     free(hist);
+    /* The spilled copy went to the host file system too. */
+    bool spilled = false;
+    for (size_t i = 0; i < v.n; i++) spilled |= strstr(v.paths[i], "/.agentao/tool-outputs/read_file_") != NULL;
+    CHECK_MSG(spilled, "the full result was not saved through the file system");
 
     /* The edits landed in memory. */
     CHECK_STR_EQ(vfs_get(&v, "a.txt"), "hello\nearth\nmore\n");
