@@ -156,8 +156,7 @@ impl Agent {
             crate::tools::note_credential_value(&c.api_key);
         }
         let tools = shared_registry(&config.tools).map_err(AgentError::InvalidConfig)?;
-        let mut tool_services = ToolServices::new(&config.tools, &config.working_directory)
-            .map_err(AgentError::InvalidConfig)?;
+        let mut tool_services = ToolServices::new(&config.tools, &config.working_directory);
         let mut engine =
             PermissionEngine::from_config(config.permissions.as_ref(), &config.working_directory)
                 .map_err(AgentError::InvalidConfig)?;

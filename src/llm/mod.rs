@@ -7,6 +7,7 @@
 //! (accumulation of text, reasoning and tool-call slots).
 
 pub mod assembly;
+pub mod config;
 pub mod openai;
 pub mod retry;
 pub mod script;
@@ -20,9 +21,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
-use crate::config::{LlmConfig, RetryConfig};
 use assembly::Assembler;
 pub use assembly::{AssembledCall, LlmResponse, Usage};
+use config::{LlmConfig, RetryConfig};
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -245,7 +246,7 @@ impl LlmClient {
     pub fn max_tokens(&self) -> u32 {
         match &self.backend {
             Backend::OpenAi(b) => b.max_tokens(),
-            Backend::Scripted(_) => crate::config::DEFAULT_MAX_TOKENS,
+            Backend::Scripted(_) => config::DEFAULT_MAX_TOKENS,
         }
     }
 

@@ -6,6 +6,7 @@
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
 pub mod ask_user;
+pub mod config;
 pub mod fs;
 pub mod git_launch;
 pub mod glob;
@@ -26,14 +27,13 @@ pub mod write_file;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use crate::cancel::CancelToken;
-use crate::config::ToolsConfig;
-use crate::permissions::{path_policy, url_policy};
+use crate::permissions::path_policy;
 
+pub use config::{ShellSettings, ToolSettings, ToolsConfig, WebFetchSettings};
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
 pub use selection::ToolSelection;
 pub use shell_exec::{
@@ -80,32 +80,6 @@ pub struct ToolContext<'a> {
     pub services: &'a ToolServices,
 }
 
-/// `tools.settings.shell`, validated.
-#[derive(Debug, Clone)]
-pub struct ShellSettings {
-    /// Default inactivity timeout when a call gives none (`timeout_s`, default 120).
-    pub timeout_s: f64,
-    /// Remove provider credentials from the child environment (`scrub_env`, default true).
-    pub scrub_env: bool,
-    /// The interpreter for the local executor (`interpreter`; default `/bin/bash`, else `bash`
-    /// on PATH, else `/bin/sh`).
-    pub interpreter: Option<PathBuf>,
-    /// Apply the hardline floor when the command is launched (default true). The agent turns
-    /// it off only when a permission engine is configured with `hardline: false`.
-    pub hardline_at_launch: bool,
-}
-
-impl Default for ShellSettings {
-    fn default() -> Self {
-        ShellSettings {
-            timeout_s: shell::DEFAULT_TIMEOUT_S,
-            scrub_env: true,
-            interpreter: None,
-            hardline_at_launch: true,
-        }
-    }
-}
-
 /// Per-agent state the tools share, built once from the config when the agent is created.
 /// The file system and shell seams default to the local implementations; a host may swap them
 /// with [`ToolServices::with_file_system`] / [`ToolServices::with_shell`], or between turns with
@@ -138,131 +112,30 @@ impl Default for ToolServices {
     }
 }
 
-fn setting_err(field: &str, why: impl std::fmt::Display) -> String {
-    format!("config field `tools.settings.{field}`: {why}")
-}
-
-fn positive_secs(v: &Value, field: &str) -> Result<f64, String> {
-    match v.as_f64() {
-        Some(f) if f > 0.0 && f.is_finite() && f <= 1e9 => Ok(f),
-        _ => Err(setting_err(field, "must be a positive number of seconds")),
-    }
-}
-
-fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, String> {
-    v.as_object()
-        .ok_or_else(|| setting_err(field, "must be an object"))
-}
-
-fn parse_shell_settings(v: &Value) -> Result<ShellSettings, String> {
-    let mut out = ShellSettings::default();
-    for (key, val) in object(v, "shell")? {
-        let field = format!("shell.{key}");
-        match key.as_str() {
-            "timeout_s" => out.timeout_s = positive_secs(val, &field)?,
-            "scrub_env" => {
-                out.scrub_env = val
-                    .as_bool()
-                    .ok_or_else(|| setting_err(&field, "must be a boolean"))?
-            }
-            "interpreter" => match val.as_str() {
-                Some(s) if Path::new(s).is_absolute() && !s.contains('\0') => {
-                    out.interpreter = Some(PathBuf::from(s))
-                }
-                _ => return Err(setting_err(&field, "must be an absolute path")),
-            },
-            _ => {
-                return Err(setting_err(
-                    &field,
-                    "unknown setting (known: interpreter, scrub_env, timeout_s)",
-                ))
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn parse_web_settings(v: Option<&Value>) -> Result<WebSettings, String> {
-    let mut out = WebSettings {
-        allow: url_policy::allow_list_from_env(),
-        ..WebSettings::default()
-    };
-    let Some(v) = v else { return Ok(out) };
-    for (key, val) in object(v, "web_fetch")? {
-        let field = format!("web_fetch.{key}");
-        match key.as_str() {
-            "allow_private" => {
-                let tokens: Vec<&str> = match val {
-                    Value::String(s) => s.split(|c: char| c == ',' || c.is_whitespace()).collect(),
-                    Value::Array(items) => items
-                        .iter()
-                        .map(|i| {
-                            i.as_str().ok_or_else(|| {
-                                setting_err(&field, "must be a list of CIDRs or IP addresses")
-                            })
-                        })
-                        .collect::<Result<_, _>>()?,
-                    _ => {
-                        return Err(setting_err(
-                            &field,
-                            "must be a list of CIDRs or IP addresses",
-                        ))
-                    }
-                };
-                out.allow.extend(
-                    url_policy::parse_allow_list(tokens).map_err(|e| setting_err(&field, e))?,
-                );
-            }
-            "timeout_s" => out.phase_timeout = Duration::from_secs_f64(positive_secs(val, &field)?),
-            "total_timeout_s" => {
-                out.total_timeout = Duration::from_secs_f64(positive_secs(val, &field)?)
-            }
-            _ => {
-                return Err(setting_err(
-                    &field,
-                    "unknown setting (known: allow_private, timeout_s, total_timeout_s)",
-                ))
-            }
-        }
-    }
-    Ok(out)
-}
-
 impl ToolServices {
-    /// Validates `tools.settings` and builds the local services for `workspace` (absolute,
-    /// canonical). Errors name the offending field.
-    pub fn new(config: &ToolsConfig, workspace: &Path) -> Result<Self, String> {
-        const KNOWN: &str = "shell, tool_outputs_dir, web_fetch";
+    /// Builds the local services for `workspace` (absolute, canonical) from the validated
+    /// `tools` config.
+    pub fn new(config: &ToolsConfig, workspace: &Path) -> Self {
+        let settings = &config.settings;
         let mut services = ToolServices {
-            tool_outputs_dir: workspace.join(result_format::DEFAULT_OUTPUT_DIR),
+            shell_settings: settings.shell.clone(),
+            web: settings.web_fetch.resolve(),
+            tool_outputs_dir: path_policy::join_to_root(
+                workspace,
+                settings
+                    .tool_outputs_dir
+                    .as_deref()
+                    .unwrap_or(result_format::DEFAULT_OUTPUT_DIR),
+            ),
             ..ToolServices::default()
         };
-        for (key, val) in &config.settings {
-            match key.as_str() {
-                "shell" => services.shell_settings = parse_shell_settings(val)?,
-                "web_fetch" => {}
-                "tool_outputs_dir" => match val.as_str() {
-                    Some(s) if !s.is_empty() && !s.contains('\0') => {
-                        services.tool_outputs_dir = path_policy::join_to_root(workspace, s)
-                    }
-                    _ => return Err(setting_err(key, "must be a non-empty path")),
-                },
-                _ => {
-                    return Err(setting_err(
-                        key,
-                        format!("unknown setting (known: {KNOWN})"),
-                    ))
-                }
-            }
-        }
-        services.web = parse_web_settings(config.settings.get("web_fetch"))?;
         if let Some(interp) = &services.shell_settings.interpreter {
             services.local_shell = Arc::new(LocalShellExecutor {
                 interpreter: interp.clone(),
             });
             services.set_shell(None);
         }
-        Ok(services)
+        services
     }
 
     /// Replaces the file-system seam (spec §5.1).
