@@ -14,7 +14,7 @@ use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::LlmClient;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine};
-use crate::tools::{ToolRegistry, ToolSelection, ToolServices};
+use crate::tools::{FileSystem, ShellExecutor, ToolRegistry, ToolSelection, ToolServices};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
 
 /// Why an entry point refused or failed; the C layer maps each to a status code.
@@ -430,6 +430,26 @@ impl Agent {
                 "this agent has no permission engine (set `permissions` in its config)".into(),
             )),
         }
+    }
+
+    /// Installs a host file system for the tools (`None`: the local one). Between turns only.
+    pub fn set_file_system(&self, fs: Option<Arc<dyn FileSystem>>) -> Result<(), AgentError> {
+        self.between_turns(|s| s.set_file_system(fs))
+    }
+
+    /// Installs a host shell executor (`None`: the local one). Between turns only.
+    pub fn set_shell_executor(
+        &self,
+        shell: Option<Arc<dyn ShellExecutor>>,
+    ) -> Result<(), AgentError> {
+        self.between_turns(|s| s.set_shell(shell))
+    }
+
+    /// Holds the turn lock while `f` changes the tool services, so no turn sees half a swap.
+    fn between_turns(&self, f: impl FnOnce(&ToolServices)) -> Result<(), AgentError> {
+        let (_slot, _token) = self.begin(&TurnOptions::default())?;
+        f(&self.core.tool_services);
+        Ok(())
     }
 
     /// Provider usage totals of the session.

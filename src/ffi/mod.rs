@@ -17,6 +17,7 @@
 pub mod agent;
 mod boundary;
 pub mod cancel;
+pub mod capabilities;
 mod handle;
 mod host_data;
 pub mod library;

@@ -13,6 +13,7 @@ pub mod result_format;
 pub mod secrets;
 pub mod selection;
 pub mod shell_exec;
+pub mod shell_run;
 
 pub use builtin::{
     ask_user, glob, list_directory, read_file, replace, search, shell, todo, web_fetch, write_file,
@@ -20,7 +21,7 @@ pub use builtin::{
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{Map, Value};
 
@@ -76,10 +77,13 @@ pub struct ToolContext<'a> {
 
 /// Per-agent state the tools share, built once from the config when the agent is created.
 /// The file system and shell seams default to the local implementations; a host may swap them
-/// with [`ToolServices::with_file_system`] / [`ToolServices::with_shell`].
+/// with [`ToolServices::with_file_system`] / [`ToolServices::with_shell`], or between turns with
+/// [`ToolServices::set_file_system`] / [`ToolServices::set_shell`].
 pub struct ToolServices {
-    pub fs: Arc<dyn FileSystem>,
-    pub shell: Arc<dyn ShellExecutor>,
+    fs: RwLock<Arc<dyn FileSystem>>,
+    shell: RwLock<Arc<dyn ShellExecutor>>,
+    /// What `set_shell(None)` restores: the local executor with the configured interpreter.
+    local_shell: Arc<dyn ShellExecutor>,
     pub shell_settings: ShellSettings,
     pub web: WebSettings,
     /// Where results over 40,000 characters are spilled (`tool_outputs_dir`; default
@@ -90,9 +94,11 @@ pub struct ToolServices {
 
 impl Default for ToolServices {
     fn default() -> Self {
+        let local_shell: Arc<dyn ShellExecutor> = Arc::new(LocalShellExecutor::default());
         ToolServices {
-            fs: Arc::new(LocalFileSystem),
-            shell: Arc::new(LocalShellExecutor::default()),
+            fs: RwLock::new(Arc::new(LocalFileSystem)),
+            shell: RwLock::new(local_shell.clone()),
+            local_shell,
             shell_settings: ShellSettings::default(),
             web: WebSettings::default(),
             tool_outputs_dir: PathBuf::from(result_format::DEFAULT_OUTPUT_DIR),
@@ -119,23 +125,47 @@ impl ToolServices {
             ..ToolServices::default()
         };
         if let Some(interp) = &services.shell_settings.interpreter {
-            services.shell = Arc::new(LocalShellExecutor {
+            services.local_shell = Arc::new(LocalShellExecutor {
                 interpreter: interp.clone(),
             });
+            services.set_shell(None);
         }
         services
     }
 
     /// Replaces the file-system seam (spec §5.1).
-    pub fn with_file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
-        self.fs = fs;
+    pub fn with_file_system(self, fs: Arc<dyn FileSystem>) -> Self {
+        self.set_file_system(Some(fs));
         self
     }
 
     /// Replaces the shell seam (spec §5.2).
-    pub fn with_shell(mut self, shell: Arc<dyn ShellExecutor>) -> Self {
-        self.shell = shell;
+    pub fn with_shell(self, shell: Arc<dyn ShellExecutor>) -> Self {
+        self.set_shell(Some(shell));
         self
+    }
+
+    /// The file system the tools use now.
+    pub fn fs(&self) -> Arc<dyn FileSystem> {
+        self.fs.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The shell executor `run_shell_command` uses now.
+    pub fn shell(&self) -> Arc<dyn ShellExecutor> {
+        self.shell.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Installs a file system; `None` restores the local one. Calls already running keep the
+    /// one they started with (the agent only swaps between turns).
+    pub fn set_file_system(&self, fs: Option<Arc<dyn FileSystem>>) {
+        let fs = fs.unwrap_or_else(|| Arc::new(LocalFileSystem));
+        *self.fs.write().unwrap_or_else(|e| e.into_inner()) = fs;
+    }
+
+    /// Installs a shell executor; `None` restores the local one.
+    pub fn set_shell(&self, shell: Option<Arc<dyn ShellExecutor>>) {
+        let shell = shell.unwrap_or_else(|| self.local_shell.clone());
+        *self.shell.write().unwrap_or_else(|e| e.into_inner()) = shell;
     }
 
     /// The current `todo_write` list (shown to the model in the volatile reminder).
@@ -156,7 +186,7 @@ impl ToolServices {
 
     /// [`result_format::format_result`] into the configured spill directory.
     pub fn format_result(&self, tool_name: &str, raw: &str) -> result_format::FormattedResult {
-        result_format::format_result_in(&self.tool_outputs_dir, tool_name, raw)
+        result_format::format_result_to(&self.tool_outputs_dir, tool_name, raw, &*self.fs())
     }
 }
 

@@ -362,12 +362,12 @@ fn supervise(
 
 /// Incremental lossy UTF-8 decoding for streamed chunks; chunks with a NUL are not shown.
 #[derive(Default)]
-struct Utf8Stream {
+pub(crate) struct Utf8Stream {
     pending: Vec<u8>,
 }
 
 impl Utf8Stream {
-    fn push(&mut self, chunk: &[u8]) -> Option<String> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Option<String> {
         if chunk[..chunk.len().min(8192)].contains(&0) {
             self.pending.clear();
             return None;
@@ -379,7 +379,7 @@ impl Utf8Stream {
         (!text.is_empty()).then_some(text)
     }
 
-    fn finish(&mut self) -> Option<String> {
+    pub(crate) fn finish(&mut self) -> Option<String> {
         if self.pending.is_empty() {
             return None;
         }

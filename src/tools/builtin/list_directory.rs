@@ -34,7 +34,7 @@ impl Tool for ListDirectory {
             Ok(path) => path,
             Err(msg) => return Ok(msg),
         };
-        let fs = &ctx.services.fs;
+        let fs = ctx.services.fs();
         if !fs.exists(&path) {
             return Ok(format!("Error: Directory {p} does not exist"));
         }

@@ -45,7 +45,7 @@ impl Tool for ReadFile {
             Ok(p) => p,
             Err(msg) => return Ok(msg),
         };
-        let fs = &ctx.services.fs;
+        let fs = ctx.services.fs();
         if !fs.is_file(&path) {
             return Ok(format!("Error: File {file_path} does not exist"));
         }

@@ -59,7 +59,7 @@ impl Tool for Replace {
             Err(msg) => return Ok(format!("Error: {msg}")),
         };
         let mut message = String::new();
-        let written = ctx.services.fs.edit_bytes(&path, &mut |bytes| {
+        let written = ctx.services.fs().edit_bytes(&path, &mut |bytes| {
             let content = match String::from_utf8(bytes) {
                 Ok(s) => s,
                 Err(e) => {

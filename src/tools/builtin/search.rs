@@ -87,7 +87,7 @@ impl Tool for SearchFileContent {
             Ok(p) => crate::permissions::path_policy::resolve(&p),
             Err(msg) => return Ok(msg),
         };
-        let fs = &ctx.services.fs;
+        let fs = ctx.services.fs();
         if !fs.exists(&path) {
             return Ok(format!("Error: Directory {directory} does not exist"));
         }
@@ -333,7 +333,7 @@ fn search_via_fs(
     filter: &FilePattern,
     collector: &mut Collector,
 ) -> Result<(), String> {
-    let fs = &ctx.services.fs;
+    let fs = ctx.services.fs();
     if !fs.is_dir(dir) {
         return Ok(());
     }

@@ -116,7 +116,7 @@ impl Tool for RunShellCommand {
             Ok(p) => p,
             Err(msg) => return Ok(cap_result(&format!("Error: {msg}"), "")),
         };
-        let executor = &ctx.services.shell;
+        let executor = ctx.services.shell();
         if let Err(why) = executor.shell_spec() {
             return Ok(cap_result(
                 &format!("Error: hardline:no-shell-opaque:{why}"),

@@ -48,7 +48,7 @@ impl Tool for WriteFile {
         };
         match ctx
             .services
-            .fs
+            .fs()
             .write_bytes(&path, content.as_bytes(), append)
         {
             Ok(()) if append => Ok(format!("Successfully appended to {file_path}")),
