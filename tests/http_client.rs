@@ -226,7 +226,7 @@ async fn reasoning_pieces_come_before_text() {
 fn calls(r: &LlmResponse) -> Vec<(String, String, String)> {
     r.tool_calls
         .iter()
-        .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
+        .map(|c| (c.id.clone(), c.name.clone(), c.raw_arguments.clone()))
         .collect()
 }
 

@@ -18,7 +18,10 @@ use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Tr
 use mock_openai::MockServer;
 use serde_json::{json, Value};
 
-const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/request_bodies.txt");
+const GOLDEN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/golden/request_bodies.txt"
+);
 
 /// Answers confirmations and max-iteration prompts from a script; can cancel a turn instead of
 /// answering a confirmation (the reply is kept, so the turn sees only the cancel).

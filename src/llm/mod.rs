@@ -12,6 +12,7 @@ pub mod retry;
 pub mod script;
 pub mod scripted;
 pub mod sse;
+pub mod tool_call;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +23,8 @@ use serde_json::Value;
 use crate::cancel::CancelToken;
 use crate::config::{LlmConfig, RetryConfig};
 use assembly::Assembler;
-pub use assembly::{AssembledCall, LlmResponse, Usage};
+pub use assembly::{LlmResponse, Usage};
+pub use tool_call::{ArgumentsError, ToolCall};
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]

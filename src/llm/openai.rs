@@ -845,8 +845,8 @@ mod tests {
         assert_eq!(r.content, "Hi \"there\"");
         assert_eq!(r.reasoning, "think");
         assert_eq!(r.tool_calls.len(), 2);
-        assert_eq!(r.tool_calls[0].arguments, "{\"a\":1}");
-        assert_eq!(r.tool_calls[1].arguments, "{\"k\":2}");
+        assert_eq!(r.tool_calls[0].raw_arguments, "{\"a\":1}");
+        assert_eq!(r.tool_calls[1].raw_arguments, "{\"k\":2}");
         assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
         let u = r.usage.unwrap();
         assert_eq!(

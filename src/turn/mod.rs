@@ -29,7 +29,7 @@ use crate::events::host::{
 };
 use crate::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, ReplyKind, Transport};
 use crate::events::{Emitter, EventWriter};
-use crate::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Piece};
+use crate::llm::{ArgumentsError, ChatRequest, LlmClient, LlmError, LlmResponse, Piece, ToolCall};
 use crate::permissions::{
     self, ActivePermissions, Decision, DenyKind, PermissionEngine, ToolFacts, Verdict,
 };
@@ -276,8 +276,8 @@ const INLINE_PLANNING_BYTES: usize = 16 * 1024;
 
 /// One call after the argument-size-dependent part of planning.
 enum Prepared {
-    /// The arguments are not a JSON object (why).
-    Unparsed(String),
+    /// The arguments are not a JSON object.
+    Unparsed(ArgumentsError),
     /// No tool by that name.
     Unknown,
     /// The tool refused the arguments before anything looked at them (the result text).
@@ -289,11 +289,11 @@ fn prepare_call(
     engine: Option<&PermissionEngine>,
     read_only: bool,
     tool: Option<Arc<dyn Tool>>,
-    raw: &str,
+    arguments: &Result<Map<String, Value>, ArgumentsError>,
 ) -> Prepared {
-    let args = match planning::parse_arguments(raw) {
-        Ok(a) => a,
-        Err(why) => return Prepared::Unparsed(why),
+    let args = match arguments {
+        Ok(a) => a.clone(),
+        Err(why) => return Prepared::Unparsed(*why),
     };
     let Some(tool) = tool else {
         return Prepared::Unknown;
@@ -630,13 +630,13 @@ impl<'e, 'a> Turn<'e, 'a> {
         self.record_assistant(&r, &calls);
         {
             let mut h = lock(self.env.history);
-            for (id, name, _) in &calls {
-                let name = if name.trim().is_empty() {
+            for c in &calls {
+                let name = if c.name.trim().is_empty() {
                     "unknown"
                 } else {
-                    name
+                    &c.name
                 };
-                h.push(json!({"role": "tool", "tool_call_id": id, "name": name, "content": planning::TRUNCATED_CALL_TEXT}));
+                h.push(json!({"role": "tool", "tool_call_id": c.id, "name": name, "content": planning::TRUNCATED_CALL_TEXT}));
             }
         }
         self.guards.length_truncations += 1;
@@ -656,8 +656,8 @@ impl<'e, 'a> Turn<'e, 'a> {
     }
 
     /// Ids normalised (a fresh UUID for a blank one), names cleaned and repaired: what history
-    /// and execution both see. Returns `(id, name, raw arguments)`.
-    fn prepass(&self, r: &LlmResponse) -> Vec<(String, String, String)> {
+    /// and execution both see.
+    fn prepass(&self, r: &LlmResponse) -> Vec<ToolCall> {
         r.tool_calls
             .iter()
             .map(|c| {
@@ -675,19 +675,21 @@ impl<'e, 'a> Turn<'e, 'a> {
                         planning::repair_name(&name, offered.iter().copied()).unwrap_or(name)
                     }
                 };
-                (id, name, c.arguments.clone())
+                ToolCall {
+                    id,
+                    name,
+                    raw_arguments: c.raw_arguments.clone(),
+                    arguments: c.arguments.clone(),
+                }
             })
             .collect()
     }
 
-    fn record_assistant(&self, r: &LlmResponse, calls: &[(String, String, String)]) {
+    fn record_assistant(&self, r: &LlmResponse, calls: &[ToolCall]) {
         let tool_calls: Vec<Value> = calls
             .iter()
-            .map(|(id, name, raw)| {
-                let canonical = planning::parse_arguments(raw)
-                    .map(|m| crate::llm::python_json(&Value::Object(m)))
-                    .unwrap_or_else(|_| "{}".to_owned());
-                json!({"id": id, "type": "function", "function": {"name": name, "arguments": canonical}})
+            .map(|c| {
+                json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.canonical_arguments()}})
             })
             .collect();
         let mut msg = json!({"role": "assistant", "content": r.content, "tool_calls": tool_calls});
@@ -920,19 +922,21 @@ impl<'e, 'a> Turn<'e, 'a> {
     /// refusal, the permission decision, which scans a shell command). A large batch is
     /// prepared on a blocking thread, so no runtime worker scans a huge command, and a cancel
     /// stops the wait at once (the thread finishes on its own; commands are bounded).
-    async fn prepare(
-        &self,
-        calls: &[(String, String, String)],
-    ) -> Result<Vec<Prepared>, LoopError> {
+    async fn prepare(&self, calls: &[ToolCall]) -> Result<Vec<Prepared>, LoopError> {
         let read_only = self.env.read_only.load(Ordering::Acquire);
         let tools = self.env.tools;
-        let size: usize = calls.iter().map(|(_, _, raw)| raw.len()).sum();
+        let size: usize = calls.iter().map(|c| c.raw_arguments.len()).sum();
         if size <= INLINE_PLANNING_BYTES {
             let engine = self.env.engine.read().unwrap_or_else(|e| e.into_inner());
             return Ok(calls
                 .iter()
-                .map(|(_, name, raw)| {
-                    prepare_call(engine.as_ref(), read_only, tools.get(name).cloned(), raw)
+                .map(|c| {
+                    prepare_call(
+                        engine.as_ref(),
+                        read_only,
+                        tools.get(&c.name).cloned(),
+                        &c.arguments,
+                    )
                 })
                 .collect());
         }
@@ -942,13 +946,13 @@ impl<'e, 'a> Turn<'e, 'a> {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let jobs: Vec<(Option<Arc<dyn Tool>>, String)> = calls
+        let jobs: Vec<(Option<Arc<dyn Tool>>, ToolCall)> = calls
             .iter()
-            .map(|(_, name, raw)| (tools.get(name).cloned(), raw.clone()))
+            .map(|c| (tools.get(&c.name).cloned(), c.clone()))
             .collect();
         let task = tokio::task::spawn_blocking(move || {
             jobs.into_iter()
-                .map(|(tool, raw)| prepare_call(engine.as_ref(), read_only, tool, &raw))
+                .map(|(tool, c)| prepare_call(engine.as_ref(), read_only, tool, &c.arguments))
                 .collect::<Vec<_>>()
         });
         tokio::select! {
@@ -968,7 +972,7 @@ impl<'e, 'a> Turn<'e, 'a> {
     #[allow(clippy::type_complexity)]
     fn plan_batch(
         &mut self,
-        calls: &[(String, String, String)],
+        calls: &[ToolCall],
         prepared: Vec<Prepared>,
     ) -> (
         Vec<(String, String, String)>,
@@ -981,19 +985,20 @@ impl<'e, 'a> Turn<'e, 'a> {
         let mut doom = false;
         let engine_guard = self.env.engine.read().unwrap_or_else(|e| e.into_inner());
         let engine = engine_guard.as_ref();
-        for (n, ((id, name, raw), prep)) in calls.iter().zip(prepared).enumerate() {
+        for (n, (call, prep)) in calls.iter().zip(prepared).enumerate() {
+            let (id, name, raw) = (&call.id, &call.name, &call.raw_arguments);
             let halt_rest = |early: &mut Vec<(String, String, String)>, plans: &mut Vec<Plan>| {
                 for p in plans.drain(..) {
                     early.push((p.call_id, p.name, planning::HALTED_TEXT.to_owned()));
                 }
-                for (id, name, _) in &calls[n + 1..] {
-                    let name = if name.trim().is_empty() {
+                for c in &calls[n + 1..] {
+                    let name = if c.name.trim().is_empty() {
                         "unknown"
                     } else {
-                        name
+                        &c.name
                     };
                     early.push((
-                        id.clone(),
+                        c.id.clone(),
                         name.to_owned(),
                         planning::HALTED_TEXT.to_owned(),
                     ));
@@ -1029,7 +1034,7 @@ impl<'e, 'a> Turn<'e, 'a> {
                     early.push((
                         id.clone(),
                         name.clone(),
-                        planning::parse_error_text(name, &why),
+                        planning::parse_error_text(name, &why.to_string()),
                     ));
                     continue;
                 }

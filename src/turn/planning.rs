@@ -2,8 +2,6 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
-
 pub const DOOM_THRESHOLD: u32 = 3;
 pub const PARSE_FAILURE_THRESHOLD: u32 = 3;
 pub const EMPTY_NAME_THRESHOLD: u32 = 3;
@@ -64,173 +62,6 @@ impl Guards {
     pub fn parse_ok(&mut self, name: &str) {
         self.parse_failures.remove(name);
     }
-}
-
-/// The reference's reason for arguments no repair could parse (the parser's own detail is not
-/// shown to the model, as in the reference).
-const UNPARSEABLE: &str = "could not parse tool arguments as JSON or Python literal";
-
-/// Parses tool-call arguments with the reference's repairs; never guesses punctuation.
-pub fn parse_arguments(raw: &str) -> Result<Map<String, Value>, String> {
-    let trimmed = raw.trim();
-    if trimmed.is_empty() || trimmed == "none" || trimmed == "null" {
-        return Ok(Map::new());
-    }
-    let unfenced = strip_fence(trimmed);
-    let value = serde_json::from_str::<Value>(unfenced)
-        .or_else(|first| {
-            escape_control_chars(unfenced)
-                .and_then(|s| serde_json::from_str::<Value>(&s).ok())
-                .or_else(|| serde_json::from_str::<Value>(&remove_trailing_commas(unfenced)).ok())
-                .or_else(|| {
-                    python_literal_to_json(unfenced).and_then(|s| serde_json::from_str(&s).ok())
-                })
-                .ok_or(first)
-        })
-        .map_err(|_| UNPARSEABLE.to_owned())?;
-    let value = match value {
-        // Double-encoded: a JSON string holding the object.
-        Value::String(inner) => {
-            serde_json::from_str::<Value>(&inner).map_err(|_| UNPARSEABLE.to_owned())?
-        }
-        other => other,
-    };
-    match value {
-        Value::Object(m) => Ok(m),
-        Value::Null => Ok(Map::new()),
-        other => Err(format!(
-            "expected a JSON object, got {}",
-            match other {
-                Value::Array(_) => "an array",
-                Value::String(_) => "a string",
-                Value::Number(_) => "a number",
-                Value::Bool(_) => "a boolean",
-                _ => "something else",
-            }
-        )),
-    }
-}
-
-fn strip_fence(s: &str) -> &str {
-    let Some(rest) = s.strip_prefix("```") else {
-        return s;
-    };
-    let rest = rest.strip_prefix("json").unwrap_or(rest);
-    rest.trim_start().strip_suffix("```").unwrap_or(rest).trim()
-}
-
-/// Lenient JSON: raw control characters inside strings escaped.
-fn escape_control_chars(s: &str) -> Option<String> {
-    let mut out = String::with_capacity(s.len() + 8);
-    let mut in_str = false;
-    let mut escaped = false;
-    let mut changed = false;
-    for c in s.chars() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            } else if (c as u32) < 0x20 {
-                changed = true;
-                out.push_str(&format!("\\u{:04x}", c as u32));
-                continue;
-            }
-        } else if c == '"' {
-            in_str = true;
-        }
-        out.push(c);
-    }
-    changed.then_some(out)
-}
-
-fn remove_trailing_commas(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let chars: Vec<char> = s.chars().collect();
-    let mut in_str = false;
-    let mut escaped = false;
-    for (i, &c) in chars.iter().enumerate() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-        } else if c == '"' {
-            in_str = true;
-        } else if c == ',' {
-            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
-            if matches!(next, Some('}') | Some(']')) {
-                continue;
-            }
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Python literal syntax (`{'a': True, 'b': None}`) to JSON.
-fn python_literal_to_json(s: &str) -> Option<String> {
-    let mut out = String::with_capacity(s.len());
-    let chars: Vec<char> = s.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\'' || c == '"' {
-            let quote = c;
-            out.push('"');
-            i += 1;
-            while i < chars.len() && chars[i] != quote {
-                match chars[i] {
-                    '\\' if i + 1 < chars.len() => {
-                        if chars[i + 1] == '\'' {
-                            out.push('\'');
-                        } else {
-                            out.push('\\');
-                            out.push(chars[i + 1]);
-                        }
-                        i += 2;
-                        continue;
-                    }
-                    '"' => out.push_str("\\\""),
-                    ch => out.push(ch),
-                }
-                i += 1;
-            }
-            if i >= chars.len() {
-                return None;
-            }
-            out.push('"');
-            i += 1;
-            continue;
-        }
-        if c.is_alphabetic() {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            match word.as_str() {
-                "True" => out.push_str("true"),
-                "False" => out.push_str("false"),
-                "None" => out.push_str("null"),
-                _ => return None,
-            }
-            continue;
-        }
-        if c == '(' || c == ')' {
-            out.push(if c == '(' { '[' } else { ']' });
-            i += 1;
-            continue;
-        }
-        out.push(c);
-        i += 1;
-    }
-    Some(remove_trailing_commas(&out))
 }
 
 fn camel_to_snake(s: &str) -> String {
@@ -321,22 +152,6 @@ pub fn repair_name<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn argument_repairs() {
-        assert!(parse_arguments("").unwrap().is_empty());
-        assert!(parse_arguments("null").unwrap().is_empty());
-        assert_eq!(parse_arguments("```json\n{\"a\":1}\n```").unwrap()["a"], 1);
-        assert_eq!(parse_arguments("\"{\\\"a\\\":1}\"").unwrap()["a"], 1);
-        assert_eq!(parse_arguments("{\"a\":\"x\ny\"}").unwrap()["a"], "x\ny");
-        assert_eq!(parse_arguments("{\"a\":[1,2,],}").unwrap()["a"][1], 2);
-        let m = parse_arguments("{'a': True, 'b': None, 'c': 'it\\'s'}").unwrap();
-        assert_eq!(m["a"], true);
-        assert!(m["b"].is_null());
-        assert_eq!(m["c"], "it's");
-        assert!(parse_arguments("[1]").is_err());
-        assert!(parse_arguments("{\"a\": ").is_err());
-    }
 
     #[test]
     fn name_repair() {
