@@ -3,6 +3,8 @@
 //! arguments or tool output.
 
 use serde::Serialize;
+
+use super::tool_outcome::ToolStatus;
 use serde_json::{Map, Value};
 
 #[derive(Serialize)]
@@ -75,7 +77,7 @@ pub struct ToolOutput<'a> {
 pub struct ToolComplete<'a> {
     pub tool: &'a str,
     pub call_id: &'a str,
-    pub status: &'a str,
+    pub status: ToolStatus,
     pub duration_ms: f64,
     pub error: Option<&'a str>,
 }
@@ -89,7 +91,7 @@ pub struct ToolResult<'a> {
     pub original_chars: usize,
     pub saved_to_disk: bool,
     pub disk_path: Option<String>,
-    pub status: &'a str,
+    pub status: ToolStatus,
     pub duration_ms: f64,
     pub error: Option<&'a str>,
 }

@@ -9,6 +9,7 @@ pub mod events;
 pub mod outcome;
 pub mod planning;
 pub mod prompt;
+pub mod tool_outcome;
 pub mod tool_output;
 
 use std::ffi::CStr;
@@ -25,7 +26,7 @@ use crate::cancel::CancelToken;
 use crate::config::ToolsConfig;
 use crate::events::host::{
     CallIds, HostEvent, HostEventHub, PermissionDecisionEvent, PermissionOutcome,
-    ToolLifecycleEvent, ToolOutcome,
+    ToolLifecycleEvent,
 };
 use crate::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, ReplyKind, Transport};
 use crate::events::{Emitter, EventWriter};
@@ -37,9 +38,9 @@ use crate::tools::result_format::strip_tag_chars;
 use crate::tools::{HostRequests, Tool, ToolContext, ToolRegistry, ToolServices};
 pub use outcome::{IncompleteReason, TurnOutcome, TurnStatus};
 use planning::Guards;
+use tool_outcome::{Refusal, ToolOutcome};
 use tool_output::OutputMailbox;
 
-const DNR: &str = "Do not retry this call, rephrase its arguments, or use a different tool to achieve the same outcome.";
 const NO_RESPONSE: &str = "[No response]";
 const NO_TEXT_RESPONSE: &str = "[No text response]";
 const ORPHAN_TEXT: &str = "Tool call interrupted: the turn ended before this tool's result was recorded. The tool may or may not have run — verify the current state before retrying, as re-running may repeat a side effect.";
@@ -326,30 +327,15 @@ struct Plan {
     tool: Arc<dyn Tool>,
     args: Map<String, Value>,
     decision: Decision,
-    state: PlanState,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum PlanState {
-    Allow,
-    Deny(DenyKind),
-    Declined,
-    DeclinedUnavailable,
-}
-
-/// What one executed (or refused) call produced.
-struct CallResult {
-    raw: String,
-    status: &'static str,
-    error: Option<String>,
-    duration_ms: f64,
+    /// `None`: the call runs.
+    refusal: Option<Refusal>,
 }
 
 /// One call handed to a blocking thread: index, tool, arguments, call id.
 type Job = (usize, Arc<dyn Tool>, Map<String, Value>, String);
 
-/// A call that finished on its thread: index, result, the error type for the host event.
-struct CallDone(usize, CallResult, Option<String>);
+/// A call that finished on its thread: its index and outcome.
+struct CallDone(usize, ToolOutcome);
 
 impl<'e, 'a> Turn<'e, 'a> {
     fn emit<T: serde::Serialize + ?Sized>(&mut self, ty: &str, data: &T) {
@@ -867,11 +853,11 @@ impl<'e, 'a> Turn<'e, 'a> {
             match answer {
                 Answer::Confirm(Confirmation::Allow) => {}
                 Answer::Confirm(c) => {
-                    p.state = if c == Confirmation::DenyUnavailable {
-                        PlanState::DeclinedUnavailable
+                    p.refusal = Some(if c == Confirmation::DenyUnavailable {
+                        Refusal::ApprovalUnavailable
                     } else {
-                        PlanState::Declined
-                    };
+                        Refusal::NotApproved
+                    });
                     self.emit(
                         "turn_start",
                         &events::TurnStart {
@@ -896,20 +882,21 @@ impl<'e, 'a> Turn<'e, 'a> {
         // tool_result events in call order, then history: early rejections first.
         let mut formatted = Vec::with_capacity(plans.len());
         for (p, res) in plans.iter().zip(results) {
-            let f = self.env.tool_services.format_result(&p.name, &res.raw);
+            let raw = res.text(&p.name);
+            let f = self.env.tool_services.format_result(&p.name, &raw);
             self.emit(
                 "tool_result",
                 &events::ToolResult {
                     tool: &p.name,
                     call_id: &p.call_id,
-                    content: &res.raw,
+                    content: &raw,
                     content_hash: &f.content_hash,
                     original_chars: f.original_chars,
                     saved_to_disk: f.saved_to_disk,
                     disk_path: f.disk_path.as_ref().map(|d| d.display().to_string()),
-                    status: res.status,
-                    duration_ms: res.duration_ms,
-                    error: res.error.as_deref(),
+                    status: res.status(),
+                    duration_ms: res.duration_ms(),
+                    error: res.error(),
                 },
             );
             formatted.push((p.call_id.clone(), p.name.clone(), f.model_text));
@@ -1065,9 +1052,11 @@ impl<'e, 'a> Turn<'e, 'a> {
             if decision.verdict != Verdict::Deny && !tool.is_read_only() {
                 self.guards.clear_other_identical(name, raw);
             }
-            let state = match decision.verdict {
-                Verdict::Deny => PlanState::Deny(decision.deny_kind.unwrap_or(DenyKind::Rules)),
-                _ => PlanState::Allow,
+            let refusal = match decision.verdict {
+                Verdict::Deny => Some(Refusal::denied(
+                    decision.deny_kind.unwrap_or(DenyKind::Rules),
+                )),
+                _ => None,
             };
             plans.push(Plan {
                 call_id: id.clone(),
@@ -1075,7 +1064,7 @@ impl<'e, 'a> Turn<'e, 'a> {
                 tool,
                 args,
                 decision,
-                state,
+                refusal,
             });
         }
         let snapshot = if !doom && self.env.hub.has_listeners() {
@@ -1111,18 +1100,18 @@ impl<'e, 'a> Turn<'e, 'a> {
 
     /// Executes the batch: read-only batches in parallel (calls to one tool still one at a
     /// time), anything else in call order. Results come back in call order.
-    async fn execute(&mut self, plans: &[Plan]) -> Vec<CallResult> {
-        let mut results: Vec<Option<CallResult>> = plans.iter().map(|_| None).collect();
+    async fn execute(&mut self, plans: &[Plan]) -> Vec<ToolOutcome> {
+        let mut results: Vec<Option<ToolOutcome>> = plans.iter().map(|_| None).collect();
         let runnable: Vec<usize> = (0..plans.len())
-            .filter(|&i| plans[i].state == PlanState::Allow)
+            .filter(|&i| plans[i].refusal.is_none())
             .collect();
         let parallel = runnable.len() > 1 && runnable.iter().all(|&i| plans[i].tool.is_read_only());
         let mut started_at: Vec<String> = vec![String::new(); plans.len()];
         let mailbox = Arc::new(OutputMailbox::new(plans.len()));
         if parallel {
             for i in 0..plans.len() {
-                if plans[i].state != PlanState::Allow {
-                    results[i] = Some(self.refuse(&plans[i]).await);
+                if let Some(refusal) = plans[i].refusal {
+                    results[i] = Some(self.refuse(&plans[i], refusal).await);
                 }
             }
             let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
@@ -1146,8 +1135,8 @@ impl<'e, 'a> Turn<'e, 'a> {
                 .await;
         } else {
             for i in 0..plans.len() {
-                if plans[i].state != PlanState::Allow {
-                    results[i] = Some(self.refuse(&plans[i]).await);
+                if let Some(refusal) = plans[i].refusal {
+                    results[i] = Some(self.refuse(&plans[i], refusal).await);
                     continue;
                 }
                 // Announced here rather than from the tool's thread: one thread wake-up less.
@@ -1161,10 +1150,10 @@ impl<'e, 'a> Turn<'e, 'a> {
         results
             .into_iter()
             .map(|r| {
-                r.unwrap_or(CallResult {
-                    raw: "Error executing tool: the call did not finish".into(),
-                    status: "error",
-                    error: Some("the call did not finish".into()),
+                r.unwrap_or(ToolOutcome::Failed {
+                    text: "Error executing tool: the call did not finish".into(),
+                    message: "the call did not finish".into(),
+                    error_type: None,
                     duration_ms: 0.0,
                 })
             })
@@ -1172,25 +1161,8 @@ impl<'e, 'a> Turn<'e, 'a> {
     }
 
     /// A call that does not run: denied or declined.
-    async fn refuse(&mut self, p: &Plan) -> CallResult {
-        let (text, error) = match p.state {
-            PlanState::Deny(DenyKind::ReadOnly) => (
-                format!("[Readonly mode] Tool '{}' is blocked — only read-only tools are permitted in readonly mode. {DNR}", p.name),
-                "denied by permission engine",
-            ),
-            PlanState::Deny(DenyKind::Rules) => (
-                format!("Tool execution denied: '{}' is not permitted by the current permission rules. {DNR}", p.name),
-                "denied by permission engine",
-            ),
-            PlanState::DeclinedUnavailable => (
-                format!("Tool execution declined: '{}' needed approval, and approval is unavailable in non-interactive mode, so this call was not executed. Do not retry this call. You may use an alternative permitted by the current permission rules.", p.name),
-                "approval unavailable",
-            ),
-            _ => (
-                format!("Tool execution declined: '{}' needed approval and was not approved. {DNR}", p.name),
-                "not approved",
-            ),
-        };
+    async fn refuse(&mut self, p: &Plan, refusal: Refusal) -> ToolOutcome {
+        let outcome = ToolOutcome::Refused(refusal);
         self.emit(
             "tool_start",
             &events::ToolCall {
@@ -1199,26 +1171,9 @@ impl<'e, 'a> Turn<'e, 'a> {
                 call_id: &p.call_id,
             },
         );
-        self.emit(
-            "tool_complete",
-            &events::ToolComplete {
-                tool: &p.name,
-                call_id: &p.call_id,
-                status: "cancelled",
-                duration_ms: 0.0,
-                error: Some(error),
-            },
-        );
         let now = crate::events::host::now_rfc3339();
-        let ev =
-            ToolLifecycleEvent::finished(&self.ids(p), &now, ToolOutcome::Cancelled, error, None);
-        self.publish(&ev).await;
-        CallResult {
-            raw: text,
-            status: "cancelled",
-            error: Some(error.to_owned()),
-            duration_ms: 0.0,
-        }
+        self.call_finished(p, &now, &outcome).await;
+        outcome
     }
 
     fn spawn_calls(
@@ -1255,16 +1210,11 @@ impl<'e, 'a> Turn<'e, 'a> {
                 let t0 = Instant::now();
                 let mailbox = &mailbox;
                 let output = move |chunk: &str| mailbox.push(i, chunk);
-                let (result, error_type) = if cancel.is_cancelled() {
-                    (
-                        CallResult {
-                            raw: format!("[Operation Cancelled] {}", cancel_reason(&cancel)),
-                            status: "cancelled",
-                            error: Some("cancelled by user".into()),
-                            duration_ms: 0.0,
-                        },
-                        None,
-                    )
+                let result = if cancel.is_cancelled() {
+                    ToolOutcome::Cancelled {
+                        text: format!("[Operation Cancelled] {}", cancel_reason(&cancel)),
+                        duration_ms: 0.0,
+                    }
                 } else {
                     let ctx = ToolContext {
                         workspace: &workspace,
@@ -1281,45 +1231,25 @@ impl<'e, 'a> Turn<'e, 'a> {
                     }));
                     let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
                     match run {
-                        Ok(Ok(text)) if cancel.is_cancelled() => (
-                            CallResult {
-                                raw: text,
-                                status: "cancelled",
-                                error: Some("cancelled by user".into()),
-                                duration_ms,
-                            },
-                            None,
-                        ),
-                        Ok(Ok(text)) => (
-                            CallResult {
-                                raw: text,
-                                status: "ok",
-                                error: None,
-                                duration_ms,
-                            },
-                            None,
-                        ),
-                        Ok(Err(e)) => (
-                            CallResult {
-                                raw: format!("Error executing {}: {}", tool.name(), e.message),
-                                status: "error",
-                                error: Some(e.message.chars().take(200).collect()),
-                                duration_ms,
-                            },
-                            Some(e.kind),
-                        ),
-                        Err(_) => (
-                            CallResult {
-                                raw: format!("Error executing {}: the tool panicked", tool.name()),
-                                status: "error",
-                                error: Some("the tool panicked".into()),
-                                duration_ms,
-                            },
-                            Some("Panic".to_owned()),
-                        ),
+                        Ok(Ok(text)) if cancel.is_cancelled() => {
+                            ToolOutcome::Cancelled { text, duration_ms }
+                        }
+                        Ok(Ok(text)) => ToolOutcome::Success { text, duration_ms },
+                        Ok(Err(e)) => ToolOutcome::Failed {
+                            text: format!("Error executing {}: {}", tool.name(), e.message),
+                            message: e.message.chars().take(200).collect(),
+                            error_type: Some(e.kind),
+                            duration_ms,
+                        },
+                        Err(_) => ToolOutcome::Failed {
+                            text: format!("Error executing {}: the tool panicked", tool.name()),
+                            message: "the tool panicked".into(),
+                            error_type: Some("Panic".to_owned()),
+                            duration_ms,
+                        },
                     }
                 };
-                let _ = tx.send(CallDone(i, result, error_type));
+                let _ = tx.send(CallDone(i, result));
             }
         }));
     }
@@ -1347,7 +1277,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         plans: &[Plan],
         mailbox: &OutputMailbox,
         mut rx: mpsc::UnboundedReceiver<CallDone>,
-        results: &mut [Option<CallResult>],
+        results: &mut [Option<ToolOutcome>],
         started_at: &mut [String],
     ) {
         let mut discarding = false;
@@ -1359,11 +1289,10 @@ impl<'e, 'a> Turn<'e, 'a> {
                     discarding = true;
                 }
                 done = rx.recv() => match done {
-                    Some(CallDone(i, res, error_type)) => {
+                    Some(CallDone(i, res)) => {
                         // Its output came before its end.
                         self.stream_output(plans, mailbox, i);
-                        self.call_finished(&plans[i], &started_at[i], &res, error_type)
-                            .await;
+                        self.call_finished(&plans[i], &started_at[i], &res).await;
                         results[i] = Some(res);
                     }
                     None => break,
@@ -1398,30 +1327,26 @@ impl<'e, 'a> Turn<'e, 'a> {
         );
     }
 
-    async fn call_finished(
-        &mut self,
-        p: &Plan,
-        started_at: &str,
-        res: &CallResult,
-        error_type: Option<String>,
-    ) {
+    /// `tool_complete` and the host's `finished` event of a call that ran or was refused.
+    async fn call_finished(&mut self, p: &Plan, started_at: &str, res: &ToolOutcome) {
         self.emit(
             "tool_complete",
             &events::ToolComplete {
                 tool: &p.name,
                 call_id: &p.call_id,
-                status: res.status,
-                duration_ms: res.duration_ms,
-                error: res.error.as_deref(),
+                status: res.status(),
+                duration_ms: res.duration_ms(),
+                error: res.error(),
             },
         );
-        let (outcome, summary) = match res.status {
-            "ok" => (ToolOutcome::Ok, format!("{} succeeded", p.name)),
-            "error" => (ToolOutcome::Error, format!("{} failed", p.name)),
-            _ => (ToolOutcome::Cancelled, "cancelled by user".to_owned()),
-        };
-        let ev =
-            ToolLifecycleEvent::finished(&self.ids(p), started_at, outcome, &summary, error_type);
+        let finish = res.host_finish(&p.name);
+        let ev = ToolLifecycleEvent::finished(
+            &self.ids(p),
+            started_at,
+            finish.outcome,
+            &finish.summary,
+            finish.error_type,
+        );
         self.publish(&ev).await;
     }
 }
