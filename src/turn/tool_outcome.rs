@@ -66,9 +66,6 @@ pub enum ToolOutcome {
     Refused(Refusal),
     /// The turn was cancelled before or while the tool ran.
     Cancelled { text: String, duration_ms: f64 },
-    /// Answered while planning (guards, unknown tool, bad arguments, cut-off calls): never
-    /// announced to the host, and its text goes to history as it is.
-    Rejected(String),
 }
 
 /// The `status` of the `tool_complete` and `tool_result` events.
@@ -108,8 +105,7 @@ impl ToolOutcome {
         match self {
             ToolOutcome::Success { text, .. }
             | ToolOutcome::Failed { text, .. }
-            | ToolOutcome::Cancelled { text, .. }
-            | ToolOutcome::Rejected(text) => text.as_str().into(),
+            | ToolOutcome::Cancelled { text, .. } => text.as_str().into(),
             ToolOutcome::Refused(r) => r.text(name).into(),
         }
     }
@@ -117,7 +113,7 @@ impl ToolOutcome {
     pub fn status(&self) -> ToolStatus {
         match self {
             ToolOutcome::Success { .. } => ToolStatus::Ok,
-            ToolOutcome::Failed { .. } | ToolOutcome::Rejected(_) => ToolStatus::Error,
+            ToolOutcome::Failed { .. } => ToolStatus::Error,
             ToolOutcome::Refused(_) | ToolOutcome::Cancelled { .. } => ToolStatus::Cancelled,
         }
     }
@@ -129,7 +125,6 @@ impl ToolOutcome {
             ToolOutcome::Failed { message, .. } => Some(message),
             ToolOutcome::Refused(r) => Some(r.reason()),
             ToolOutcome::Cancelled { .. } => Some("cancelled by user"),
-            ToolOutcome::Rejected(text) => Some(text),
         }
     }
 
@@ -138,7 +133,7 @@ impl ToolOutcome {
             ToolOutcome::Success { duration_ms, .. }
             | ToolOutcome::Failed { duration_ms, .. }
             | ToolOutcome::Cancelled { duration_ms, .. } => *duration_ms,
-            ToolOutcome::Refused(_) | ToolOutcome::Rejected(_) => 0.0,
+            ToolOutcome::Refused(_) => 0.0,
         }
     }
 
@@ -150,7 +145,6 @@ impl ToolOutcome {
                 format!("{name} failed"),
                 error_type.clone(),
             ),
-            ToolOutcome::Rejected(_) => (HostOutcome::Error, format!("{name} failed"), None),
             ToolOutcome::Refused(r) => (HostOutcome::Cancelled, r.reason().to_owned(), None),
             ToolOutcome::Cancelled { .. } => {
                 (HostOutcome::Cancelled, "cancelled by user".to_owned(), None)
