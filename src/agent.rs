@@ -13,7 +13,7 @@ use crate::config::{AgentConfig, ConfigErrorKind};
 use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
-use crate::llm::LlmClient;
+use crate::llm::{LlmClient, Message};
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine};
 use crate::tools::{ToolRegistry, ToolSelection, ToolServices};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
@@ -112,7 +112,7 @@ pub struct AgentCore {
     hub: HostEventHub,
     engine: RwLock<Option<PermissionEngine>>,
     read_only: AtomicBool,
-    history: Mutex<Vec<Value>>,
+    history: Mutex<Vec<Message>>,
     last_turn: Mutex<Option<TurnOutcome>>,
     busy: AtomicBool,
     active: Mutex<Option<CancelToken>>,
@@ -354,7 +354,7 @@ impl Agent {
     }
 
     pub fn history_json(&self) -> String {
-        Value::Array(lock(&self.core.history).clone()).to_string()
+        serde_json::to_string(&*lock(&self.core.history)).expect("messages serialize")
     }
 
     /// Replaces the history (between turns only): a JSON array of message objects with a
@@ -367,9 +367,17 @@ impl Agent {
                 "history must be a JSON array".into(),
             ));
         };
-        for (i, m) in messages.iter().enumerate() {
-            match m.get("role").and_then(Value::as_str) {
-                Some("system" | "user" | "assistant" | "tool") => {}
+        let mut typed = Vec::with_capacity(messages.len());
+        for (i, m) in messages.into_iter().enumerate() {
+            match m {
+                Value::Object(m)
+                    if matches!(
+                        m.get("role").and_then(Value::as_str),
+                        Some("system" | "user" | "assistant" | "tool")
+                    ) =>
+                {
+                    typed.push(Message::from_host(m))
+                }
                 _ => {
                     return Err(AgentError::InvalidArgument(format!(
                         "history[{i}]: needs a role of system, user, assistant or tool"
@@ -380,7 +388,7 @@ impl Agent {
         if self.is_busy() {
             return Err(AgentError::TurnInProgress);
         }
-        *lock(&self.core.history) = messages;
+        *lock(&self.core.history) = typed;
         Ok(())
     }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use agentao::cancel::CancelToken;
 use agentao::config::{AgentConfig, Env, LlmConfig};
-use agentao::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Piece};
+use agentao::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Message, Piece};
 use mock_openai::{render_sse, MockServer};
 use serde_json::{json, Value};
 
@@ -109,8 +109,8 @@ impl Outcome {
     }
 }
 
-fn user_history() -> Vec<Value> {
-    vec![json!({"role": "user", "content": "Hello?"})]
+fn user_history() -> Vec<Message> {
+    vec![Message::User("Hello?".into())]
 }
 
 async fn run_with(client: &LlmClient, tools: &[Value], cancel: &CancelToken) -> Outcome {

@@ -7,6 +7,7 @@
 //! (accumulation of text, reasoning and tool-call slots).
 
 pub mod assembly;
+pub mod message;
 pub mod openai;
 pub mod retry;
 pub mod script;
@@ -24,6 +25,7 @@ use crate::cancel::CancelToken;
 use crate::config::{LlmConfig, RetryConfig};
 use assembly::Assembler;
 pub use assembly::{LlmResponse, Usage};
+pub use message::Message;
 pub use tool_call::{ArgumentsError, ToolCall};
 
 /// What the turn loop receives while a call streams.
@@ -146,7 +148,7 @@ impl LlmError {
 /// The request as the turn loop assembles it.
 pub struct ChatRequest<'a> {
     pub system: &'a str,
-    pub history: &'a [Value],
+    pub history: &'a [Message],
     /// Request-only volatile `user` message, never stored in history.
     pub tail: Option<&'a str>,
     /// The `tools` array (already sorted by name); empty means none are sent.

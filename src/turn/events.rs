@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::tool_outcome::ToolStatus;
+use crate::llm::Message;
 use serde_json::{Map, Value};
 
 #[derive(Serialize)]
@@ -32,7 +33,7 @@ pub struct LlmCallDelta<'a> {
     pub attempt: u32,
     pub delta_start_index: usize,
     pub total_messages: usize,
-    pub added_messages: &'a [Value],
+    pub added_messages: &'a [Message],
 }
 
 #[derive(Serialize)]

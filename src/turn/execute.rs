@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::history::ToolAnswer;
 use super::plan::Plan;
 use super::tool_outcome::{Refusal, ToolOutcome};
 use super::tool_output::OutputMailbox;
@@ -17,6 +16,7 @@ use super::{cancel_reason, events, Turn};
 use crate::cancel::CancelToken;
 use crate::events::host::ToolLifecycleEvent;
 use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
+use crate::llm::message::ToolAnswer;
 use crate::tools::{HostRequests, Tool, ToolContext};
 
 /// One call handed to a blocking thread.

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::history::lock;
 use super::{events, DeltaSink, Turn};
+use crate::llm::message::Role;
 use crate::llm::{ChatRequest, LlmError, LlmResponse, Piece};
 
 /// The finish reasons that mean the output hit the token limit.
@@ -41,14 +42,10 @@ impl Turn<'_, '_> {
         let env = self.env;
         let mut call = {
             let history = lock(env.history);
-            let n_tool = history.iter().filter(|m| m["role"] == "tool").count();
+            let n_tool = history.iter().filter(|m| m.role() == Role::Tool).count();
             let n_reminders = history
                 .iter()
-                .filter(|m| {
-                    m["content"]
-                        .as_str()
-                        .is_some_and(|c| c.contains("<system-reminder>"))
-                })
+                .filter(|m| m.text().is_some_and(|c| c.contains("<system-reminder>")))
                 .count();
             let started = events::LlmCallStarted {
                 attempt,

@@ -30,7 +30,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::cancel::CancelToken;
@@ -38,7 +38,7 @@ use crate::config::ToolsConfig;
 use crate::events::host::{CallIds, HostEvent, HostEventHub};
 use crate::events::transport::Transport;
 use crate::events::{Emitter, EventWriter};
-use crate::llm::{LlmClient, LlmResponse};
+use crate::llm::{LlmClient, LlmResponse, Message};
 use crate::permissions::PermissionEngine;
 use crate::tools::{ToolRegistry, ToolServices};
 pub use outcome::{IncompleteReason, TurnOutcome, TurnStatus};
@@ -68,7 +68,7 @@ pub struct TurnEnv<'a> {
     pub hub: &'a HostEventHub,
     pub engine: &'a RwLock<Option<PermissionEngine>>,
     pub read_only: &'a AtomicBool,
-    pub history: &'a Mutex<Vec<Value>>,
+    pub history: &'a Mutex<Vec<Message>>,
     pub last_turn: &'a Mutex<Option<TurnOutcome>>,
     pub reply_timeout: Option<Duration>,
 }

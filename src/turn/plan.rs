@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::history::ToolAnswer;
 use super::outcome::IncompleteReason;
 use super::tool_outcome::Refusal;
 use super::{LoopEnd, LoopError, Turn, TurnFailure};
+use crate::llm::message::ToolAnswer;
 use crate::llm::{ArgumentsError, LlmResponse, ToolCall};
 use crate::permissions::{
     self, ActivePermissions, Decision, DenyKind, PermissionEngine, ToolFacts, Verdict,
