@@ -118,6 +118,7 @@ async fn run_with(client: &LlmClient, tools: &[Value], cancel: &CancelToken) -> 
     let req = ChatRequest {
         system: "You are a test.",
         history: &history,
+        transcript: &[],
         tail: None,
         tools,
     };
@@ -790,6 +791,7 @@ async fn cancel_while(script: Value, first_piece: bool) {
     let req = ChatRequest {
         system: "s",
         history: &history,
+        transcript: &[],
         tail: None,
         tools: &[],
     };
@@ -1105,6 +1107,7 @@ async fn a_whole_json_completion_is_decoded() {
     let req = agentao::llm::ChatRequest {
         system: "s",
         history: &[],
+        transcript: &[],
         tail: None,
         tools: &[],
     };

@@ -148,7 +148,10 @@ impl LlmError {
 /// The request as the turn loop assembles it.
 pub struct ChatRequest<'a> {
     pub system: &'a str,
+    /// The history before this turn.
     pub history: &'a [Message],
+    /// This turn's messages so far (sent after `history`).
+    pub transcript: &'a [Message],
     /// Request-only volatile `user` message, never stored in history.
     pub tail: Option<&'a str>,
     /// The `tools` array (already sorted by name); empty means none are sent.

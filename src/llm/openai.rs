@@ -772,7 +772,8 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
     }
 }
 
-/// The `messages` array without copying history: system, history, then the volatile tail.
+/// The `messages` array without copying history: system, history, this turn's messages, then
+/// the volatile tail.
 struct Messages<'a, 'b>(&'a ChatRequest<'b>);
 
 impl serde::Serialize for Messages<'_, '_> {
@@ -781,7 +782,7 @@ impl serde::Serialize for Messages<'_, '_> {
         let r = self.0;
         let mut seq = s.serialize_seq(None)?;
         seq.serialize_element(&serde_json::json!({"role": "system", "content": r.system}))?;
-        for m in r.history {
+        for m in r.history.iter().chain(r.transcript) {
             seq.serialize_element(m)?;
         }
         if let Some(tail) = r.tail {

@@ -1,7 +1,8 @@
-//! The turn's history: what it appends (user message, assistant messages with their calls,
-//! tool answers) and the repair that answers every orphaned call.
+//! The turn's transcript: the messages it adds (user message, assistant messages with their
+//! calls, tool answers), kept by the turn and committed to the agent's history when it ends;
+//! and the repair that answers every orphaned call.
 
-use std::sync::Mutex;
+use std::sync::{RwLock, RwLockReadGuard};
 
 use serde_json::{json, Value};
 
@@ -11,8 +12,8 @@ use crate::llm::{LlmResponse, Message, ToolCall};
 
 const ORPHAN_TEXT: &str = "Tool call interrupted: the turn ended before this tool's result was recorded. The tool may or may not have run — verify the current state before retrying, as re-running may repeat a side effect.";
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+pub(super) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Answers every assistant tool call that has no tool result yet (right after that message's
@@ -73,21 +74,21 @@ fn pending_calls(m: &Message) -> Vec<Value> {
 }
 
 impl Turn<'_, '_> {
-    fn record(&self, m: Message) {
-        lock(self.env.history).push(m);
+    fn record(&mut self, m: Message) {
+        self.transcript.push(m);
     }
 
-    pub(super) fn record_user(&self, text: String) {
+    pub(super) fn record_user(&mut self, text: String) {
         self.record(Message::User(text));
     }
 
     /// An assistant message without calls.
-    pub(super) fn record_text(&self, text: &str) {
+    pub(super) fn record_text(&mut self, text: &str) {
         self.record(Message::assistant_text(text));
     }
 
     /// The final answer, with the reasoning that came with it.
-    pub(super) fn record_final(&self, text: &str, reasoning: String) {
+    pub(super) fn record_final(&mut self, text: &str, reasoning: String) {
         self.record(Message::Assistant(AssistantMessage {
             content: text.to_owned(),
             tool_calls: None,
@@ -96,7 +97,7 @@ impl Turn<'_, '_> {
     }
 
     /// The assistant message that asked for `calls`, before any of them runs.
-    pub(super) fn record_assistant(&self, r: &LlmResponse, calls: &[ToolCall]) {
+    pub(super) fn record_assistant(&mut self, r: &LlmResponse, calls: &[ToolCall]) {
         let tool_calls = calls
             .iter()
             .map(|c| HistoryCall {
@@ -112,15 +113,18 @@ impl Turn<'_, '_> {
         }));
     }
 
-    pub(super) fn record_answers(&self, answers: &[ToolAnswer]) {
-        lock(self.env.history).extend(answers.iter().cloned().map(Message::Tool));
+    pub(super) fn record_answers(&mut self, answers: &[ToolAnswer]) {
+        self.transcript
+            .extend(answers.iter().cloned().map(Message::Tool));
     }
 
     /// The last assistant message's calls as `on_max_iterations` gets them (`[{name, args}]`),
     /// and its text when there is any.
     pub(super) fn last_assistant(&self) -> (String, Option<String>) {
-        let h = lock(self.env.history);
-        let last = h.iter().rev().find(|m| m.role() == Role::Assistant);
+        let h = read(self.env.history);
+        let last = (h.iter().chain(&self.transcript))
+            .rev()
+            .find(|m| m.role() == Role::Assistant);
         let pending = last.map(pending_calls).unwrap_or_default();
         let text = last
             .and_then(Message::text)
@@ -129,7 +133,9 @@ impl Turn<'_, '_> {
         (Value::Array(pending).to_string(), text)
     }
 
-    pub(super) fn backfill(&self) {
-        backfill_orphans(&mut lock(self.env.history));
+    /// Answers this turn's calls that have none (the history before the turn was repaired
+    /// when the turn began).
+    pub(super) fn backfill(&mut self) {
+        backfill_orphans(&mut self.transcript);
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::history::lock;
+use super::history::read;
 use super::{events, DeltaSink, Turn};
 use crate::llm::message::Role;
 use crate::llm::{ChatRequest, LlmError, LlmResponse, Piece};
@@ -41,10 +41,12 @@ impl Turn<'_, '_> {
         let attempt = self.attempt;
         let env = self.env;
         let mut call = {
-            let history = lock(env.history);
-            let n_tool = history.iter().filter(|m| m.role() == Role::Tool).count();
-            let n_reminders = history
-                .iter()
+            let history = read(env.history);
+            let turn = &self.transcript;
+            let all = || history.iter().chain(turn);
+            let total = history.len() + turn.len();
+            let n_tool = all().filter(|m| m.role() == Role::Tool).count();
+            let n_reminders = all()
                 .filter(|m| m.text().is_some_and(|c| c.contains("<system-reminder>")))
                 .count();
             let started = events::LlmCallStarted {
@@ -52,7 +54,7 @@ impl Turn<'_, '_> {
                 model: env.llm.model(),
                 temperature: env.llm.temperature(),
                 max_tokens: env.llm.max_tokens(),
-                n_messages: history.len() + 1,
+                n_messages: total + 1,
                 n_tool_messages: n_tool,
                 n_system_reminder_blocks: n_reminders,
                 system_prompt_hash: &self.system_prompt_hash,
@@ -61,19 +63,21 @@ impl Turn<'_, '_> {
             };
             env.emitter
                 .emit(self.writer.event("llm_call_started", &started));
-            let start = self.delta_baseline.min(history.len());
+            // Everything added since the last call is this turn's.
+            let start = self.delta_baseline.min(turn.len());
             let delta = events::LlmCallDelta {
                 attempt,
-                delta_start_index: start,
-                total_messages: history.len(),
-                added_messages: &history[start..],
+                delta_start_index: history.len() + start,
+                total_messages: total,
+                added_messages: &turn[start..],
             };
             env.emitter
                 .emit(self.writer.event("llm_call_delta", &delta));
-            self.delta_baseline = history.len();
+            self.delta_baseline = turn.len();
             let req = ChatRequest {
                 system: env.system_prompt,
                 history: &history,
+                transcript: turn,
                 tail: None,
                 tools: schemas,
             };

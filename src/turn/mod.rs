@@ -27,7 +27,7 @@ pub mod tool_output;
 use std::ffi::CStr;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::json;
@@ -68,8 +68,8 @@ pub struct TurnEnv<'a> {
     pub hub: &'a HostEventHub,
     pub engine: &'a RwLock<Option<PermissionEngine>>,
     pub read_only: &'a AtomicBool,
-    pub history: &'a Mutex<Vec<Message>>,
-    pub last_turn: &'a Mutex<Option<TurnOutcome>>,
+    /// Read only: the turn's messages are its transcript, which the agent commits.
+    pub history: &'a RwLock<Vec<Message>>,
     pub reply_timeout: Option<Duration>,
 }
 
@@ -98,15 +98,37 @@ fn cancel_reason(cancel: &CancelToken) -> &str {
     }
 }
 
-/// Runs one turn to its end. Never panics on model or host input; the outcome is also stored
-/// as the agent's last turn before `turn_end` is emitted.
-pub async fn run_turn(
-    env: &TurnEnv<'_>,
+/// A turn that has run to its end, before its `turn_end` event: the agent commits the
+/// transcript and the outcome, then calls [`Ended::finish`].
+pub struct Ended<'e, 'a> {
+    turn: Turn<'e, 'a>,
+    pub outcome: TurnOutcome,
+    pub failure: Option<TurnFailure>,
+}
+
+impl Ended<'_, '_> {
+    /// The messages this turn added, for the agent's history (taken once).
+    pub fn take_transcript(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.turn.transcript)
+    }
+
+    /// Emits `turn_end` (after the commit, so a host reading the last turn or the history
+    /// from its handler sees this turn).
+    pub fn finish(mut self) -> (TurnOutcome, Option<TurnFailure>) {
+        self.turn.emit("turn_end", &outcome::TurnEnd(&self.outcome));
+        (self.outcome, self.failure)
+    }
+}
+
+/// Runs one turn up to its end. Never panics on model or host input. The history before the
+/// turn must have every call answered (`history::backfill_orphans`).
+pub async fn run_turn<'e, 'a>(
+    env: &'e TurnEnv<'a>,
     user_message: &str,
     max_iterations: u32,
     cancel: &CancelToken,
     deltas: DeltaSink,
-) -> (TurnOutcome, Option<TurnFailure>) {
+) -> Ended<'e, 'a> {
     let mut turn = Turn {
         env,
         cancel: cancel.clone(),
@@ -114,6 +136,7 @@ pub async fn run_turn(
         writer: EventWriter::default(),
         delta_writer: EventWriter::default(),
         deltas,
+        transcript: Vec::new(),
         attempt: 0,
         tool_count: 0,
         finish_reason_missing: false,
@@ -122,13 +145,14 @@ pub async fn run_turn(
         tools_hash: String::new(),
         system_prompt_hash: llm_call::hex16(env.system_prompt.as_bytes()),
     };
-    turn.backfill();
     turn.emit("turn_begin", &json!({ "user_message": user_message }));
     let result = turn.run(user_message, max_iterations).await;
     let (outcome, failure) = turn.settle(result);
-    *history::lock(env.last_turn) = Some(outcome.clone());
-    turn.emit("turn_end", &outcome::TurnEnd(&outcome));
-    (outcome, failure)
+    Ended {
+        turn,
+        outcome,
+        failure,
+    }
 }
 
 struct Turn<'e, 'a> {
@@ -138,9 +162,12 @@ struct Turn<'e, 'a> {
     writer: EventWriter,
     delta_writer: EventWriter,
     deltas: DeltaSink,
+    /// The messages this turn added, in order.
+    transcript: Vec<Message>,
     attempt: u32,
     tool_count: u64,
     finish_reason_missing: bool,
+    /// How much of the transcript the last `llm_call_delta` reported.
     delta_baseline: usize,
     guards: Guards,
     tools_hash: String,
