@@ -229,7 +229,7 @@ impl Turn<'_, '_> {
                     display_reset: false,
                 },
             );
-            let response = match self.call_llm(&schemas).await {
+            let mut response = match self.call_llm(&schemas).await {
                 Ok(r) => r,
                 Err(e) => {
                     let text = format!("[LLM API error: {}]", e.reference_text());
@@ -257,7 +257,7 @@ impl Turn<'_, '_> {
             self.guards.length_truncations = 0;
             if self.cancel.is_cancelled() {
                 // Record what the model asked for, answer nothing (backfilled), ask nobody.
-                let calls = self.prepass(&response);
+                let calls = self.prepass(&mut response);
                 self.record_assistant(&response, &calls);
                 return Err(LoopError::Cancelled);
             }
@@ -271,8 +271,8 @@ impl Turn<'_, '_> {
     }
 
     /// One batch of calls through plan, confirm and execute. `Some(end)` ends the turn.
-    async fn tool_batch(&mut self, r: LlmResponse) -> Result<Option<LoopEnd>, LoopError> {
-        let calls = self.prepass(&r);
+    async fn tool_batch(&mut self, mut r: LlmResponse) -> Result<Option<LoopEnd>, LoopError> {
+        let calls = self.prepass(&mut r);
         self.record_assistant(&r, &calls);
         let prepared = self.prepare(&calls).await?;
         let mut batch = self.plan_batch(&calls, prepared);

@@ -240,8 +240,8 @@ pub(super) struct Batch {
 impl Turn<'_, '_> {
     /// Tool calls cut off at the token limit: answered, never run; the third time in a row
     /// ends the turn.
-    pub(super) fn truncated_tool_calls(&mut self, r: LlmResponse) -> Option<LoopEnd> {
-        let calls = self.prepass(&r);
+    pub(super) fn truncated_tool_calls(&mut self, mut r: LlmResponse) -> Option<LoopEnd> {
+        let calls = self.prepass(&mut r);
         self.record_assistant(&r, &calls);
         let answers: Vec<ToolAnswer> = calls
             .iter()
@@ -286,31 +286,22 @@ impl Turn<'_, '_> {
     }
 
     /// Ids normalised (a fresh UUID for a blank one), names cleaned and repaired: what history
-    /// and execution both see.
-    pub(super) fn prepass(&self, r: &LlmResponse) -> Vec<ToolCall> {
-        r.tool_calls
-            .iter()
-            .map(|c| {
-                let id = if c.id.trim().is_empty() {
-                    uuid::Uuid::new_v4().to_string()
-                } else {
-                    c.id.clone()
-                };
+    /// and execution both see. The calls are taken out of the response.
+    pub(super) fn prepass(&self, r: &mut LlmResponse) -> Vec<ToolCall> {
+        std::mem::take(&mut r.tool_calls)
+            .into_iter()
+            .map(|mut c| {
+                if c.id.trim().is_empty() {
+                    c.id = uuid::Uuid::new_v4().to_string();
+                }
                 let name = strip_tag_chars(&c.name);
-                let name = if self.env.tools.get(&name).is_some() || name.trim().is_empty() {
+                c.name = if self.env.tools.get(&name).is_some() || name.trim().is_empty() {
                     name
                 } else {
-                    {
-                        let offered: Vec<&str> = self.env.tools.names().collect();
-                        repair_name(&name, offered.iter().copied()).unwrap_or(name)
-                    }
+                    let offered: Vec<&str> = self.env.tools.names().collect();
+                    repair_name(&name, offered.iter().copied()).unwrap_or(name)
                 };
-                ToolCall {
-                    id,
-                    name,
-                    raw_arguments: c.raw_arguments.clone(),
-                    arguments: c.arguments.clone(),
-                }
+                c
             })
             .collect()
     }
