@@ -7,6 +7,7 @@
 //! (accumulation of text, reasoning and tool-call slots).
 
 pub mod assembly;
+pub mod fingerprint;
 pub mod openai;
 pub mod retry;
 pub mod script;
@@ -15,6 +16,7 @@ pub mod sse;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -23,6 +25,7 @@ use crate::cancel::CancelToken;
 use crate::config::{LlmConfig, RetryConfig};
 use assembly::Assembler;
 pub use assembly::{AssembledCall, LlmResponse, Usage};
+use fingerprint::{Memo, TextKey};
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -147,8 +150,9 @@ pub struct ChatRequest<'a> {
     pub history: &'a [Value],
     /// Request-only volatile `user` message, never stored in history.
     pub tail: Option<&'a str>,
-    /// The `tools` array (already sorted by name); empty means none are sent.
-    pub tools: &'a [Value],
+    /// The `tools` array (already sorted by name); empty means none are sent. Shared, so its
+    /// rendering is kept for the next request with the same list.
+    pub tools: &'a Arc<Vec<Value>>,
 }
 
 /// Session totals of provider-reported usage (failed attempts included).
@@ -199,6 +203,8 @@ pub struct LlmClient {
     /// The optional bound on a whole call (`llm.call_timeout_ms`).
     call_timeout: Option<Duration>,
     pub usage: UsageTotals,
+    prompt_digest: Memo<String>,
+    tools_digest: Memo<String>,
 }
 
 impl LlmClient {
@@ -209,6 +215,8 @@ impl LlmClient {
                 retry: c.retry,
                 call_timeout: c.call_timeout,
                 usage: UsageTotals::default(),
+                prompt_digest: Memo::default(),
+                tools_digest: Memo::default(),
             },
             LlmConfig::Scripted(s) => LlmClient {
                 backend: Backend::Scripted(scripted::ScriptedBackend::new(
@@ -223,6 +231,8 @@ impl LlmClient {
                 },
                 call_timeout: None,
                 usage: UsageTotals::default(),
+                prompt_digest: Memo::default(),
+                tools_digest: Memo::default(),
             },
         })
     }
@@ -251,6 +261,24 @@ impl LlmClient {
 
     pub fn max_retries(&self) -> u32 {
         self.retry.max_attempts.saturating_sub(1)
+    }
+
+    /// `system_prompt_hash` of `llm_call_started` (SHA-256 prefix), computed once per distinct
+    /// prompt instead of once per turn.
+    pub fn prompt_digest(&self, system: &str) -> String {
+        self.prompt_digest
+            .get_or(TextKey::of(system.as_bytes()), || {
+                fingerprint::hex16(system.as_bytes())
+            })
+    }
+
+    /// `tools_hash` of `llm_call_started`: the SHA-256 prefix of the JSON list of tool names,
+    /// computed once per distinct list.
+    pub fn tools_digest(&self, names: &[&str]) -> String {
+        self.tools_digest
+            .get_or(TextKey::of_names(names.iter().copied()), || {
+                fingerprint::hex16(serde_json::to_string(names).unwrap_or_default().as_bytes())
+            })
     }
 
     /// Starts a call; nothing is sent until the first [`LlmCall::next`].

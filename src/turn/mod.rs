@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::cancel::CancelToken;
@@ -95,13 +94,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn hex16(data: &[u8]) -> String {
-    Sha256::digest(data)[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 fn cancelled_text(reason: &str) -> String {
     format!("[Cancelled: {reason}]")
 }
@@ -128,7 +120,7 @@ pub async fn run_turn(
         delta_baseline: 0,
         guards: Guards::default(),
         tools_hash: String::new(),
-        system_prompt_hash: hex16(env.system_prompt.as_bytes()),
+        system_prompt_hash: env.llm.prompt_digest(env.system_prompt),
     };
     backfill_orphans(&mut lock(env.history));
     turn.emit("turn_begin", &json!({ "user_message": user_message }));
@@ -376,7 +368,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
         let schemas = self.env.tools.schemas();
         let names: Vec<&str> = self.env.tools.names().collect();
-        self.tools_hash = hex16(serde_json::to_string(&names).unwrap_or_default().as_bytes());
+        self.tools_hash = self.env.llm.tools_digest(&names);
         let mut iteration = 0u32;
         loop {
             if iteration >= max_iterations {
