@@ -1,18 +1,19 @@
 //! Work done once per distinct text rather than once per turn or request: the short SHA-256
 //! digests the `llm_call_started` event carries, and the pre-rendered system message.
 //!
-//! A memo is keyed by the text's length and a SipHash of its bytes: hashing ~1 KiB that way
+//! A memo is process-wide and keyed by the text's length and a SipHash of its bytes: hashing ~1 KiB that way
 //! costs ~2k instructions, against ~30k for the SHA-256 (and ~15k for JSON-escaping it), and no
 //! copy of the text is kept. Two different texts of the same length would have to collide in
 //! 64 bits to be mistaken for each other.
 
+use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hasher};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
 use sha2::{Digest, Sha256};
 
 /// Identifies a text without keeping it.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TextKey {
     len: usize,
     hash: u64,
@@ -45,26 +46,40 @@ impl TextKey {
     }
 }
 
-/// The last value computed for one key (a text of an agent rarely changes).
-pub struct Memo<T>(Mutex<Option<(TextKey, T)>>);
+/// Values computed once per distinct text for the whole process: agents with the same system
+/// prompt or tool list share them, and an idle agent holds nothing. Bounded: a process that
+/// sees more distinct texts than this starts over.
+pub struct SharedMemo<T>(LazyLock<Mutex<HashMap<TextKey, T>>>);
 
-impl<T> Default for Memo<T> {
+const SHARED_MEMO_ENTRIES: usize = 256;
+
+impl<T: Clone> Default for SharedMemo<T> {
     fn default() -> Self {
-        Memo(Mutex::new(None))
+        Self::new()
     }
 }
 
-impl<T: Clone> Memo<T> {
+impl<T: Clone> SharedMemo<T> {
+    pub const fn new() -> Self {
+        SharedMemo(LazyLock::new(Default::default))
+    }
+
     pub fn get_or(&self, key: TextKey, compute: impl FnOnce() -> T) -> T {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match &*slot {
-            Some((k, v)) if *k == key => v.clone(),
-            _ => {
-                let v = compute();
-                *slot = Some((key, v.clone()));
-                v
-            }
+        if let Some(v) = self.lock().get(&key) {
+            return v.clone();
         }
+        // Computed outside the lock: other agents' turns do not wait for a digest.
+        let v = compute();
+        let mut map = self.lock();
+        if map.len() >= SHARED_MEMO_ENTRIES {
+            map.clear();
+        }
+        map.insert(key, v.clone());
+        v
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TextKey, T>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -83,8 +98,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn memo_recomputes_only_for_another_text() {
-        let memo = Memo::default();
+    fn memo_computes_once_per_distinct_text() {
+        let memo = SharedMemo::new();
         let mut computed = 0;
         for text in [
             "a prompt",
@@ -99,7 +114,17 @@ mod tests {
             });
             assert_eq!(v, hex16(text.as_bytes()));
         }
-        assert_eq!(computed, 3);
+        assert_eq!(computed, 2);
+    }
+
+    #[test]
+    fn memo_is_bounded() {
+        let memo = SharedMemo::new();
+        for i in 0..SHARED_MEMO_ENTRIES * 2 + 7 {
+            let text = i.to_string();
+            assert_eq!(memo.get_or(TextKey::of(text.as_bytes()), || i), i);
+            assert!(memo.lock().len() <= SHARED_MEMO_ENTRIES);
+        }
     }
 
     #[test]

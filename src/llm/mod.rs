@@ -25,7 +25,7 @@ use crate::cancel::CancelToken;
 use crate::config::{LlmConfig, RetryConfig};
 use assembly::Assembler;
 pub use assembly::{AssembledCall, LlmResponse, Usage};
-use fingerprint::{Memo, TextKey};
+use fingerprint::{SharedMemo, TextKey};
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -203,8 +203,6 @@ pub struct LlmClient {
     /// The optional bound on a whole call (`llm.call_timeout_ms`).
     call_timeout: Option<Duration>,
     pub usage: UsageTotals,
-    prompt_digest: Memo<String>,
-    tools_digest: Memo<String>,
 }
 
 impl LlmClient {
@@ -215,8 +213,6 @@ impl LlmClient {
                 retry: c.retry,
                 call_timeout: c.call_timeout,
                 usage: UsageTotals::default(),
-                prompt_digest: Memo::default(),
-                tools_digest: Memo::default(),
             },
             LlmConfig::Scripted(s) => LlmClient {
                 backend: Backend::Scripted(scripted::ScriptedBackend::new(
@@ -231,8 +227,6 @@ impl LlmClient {
                 },
                 call_timeout: None,
                 usage: UsageTotals::default(),
-                prompt_digest: Memo::default(),
-                tools_digest: Memo::default(),
             },
         })
     }
@@ -266,19 +260,24 @@ impl LlmClient {
     /// `system_prompt_hash` of `llm_call_started` (SHA-256 prefix), computed once per distinct
     /// prompt instead of once per turn.
     pub fn prompt_digest(&self, system: &str) -> String {
-        self.prompt_digest
+        static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
+        DIGESTS
             .get_or(TextKey::of(system.as_bytes()), || {
-                fingerprint::hex16(system.as_bytes())
+                fingerprint::hex16(system.as_bytes()).into()
             })
+            .to_string()
     }
 
     /// `tools_hash` of `llm_call_started`: the SHA-256 prefix of the JSON list of tool names,
     /// computed once per distinct list.
     pub fn tools_digest(&self, names: &[&str]) -> String {
-        self.tools_digest
+        static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
+        DIGESTS
             .get_or(TextKey::of_names(names.iter().copied()), || {
                 fingerprint::hex16(serde_json::to_string(names).unwrap_or_default().as_bytes())
+                    .into()
             })
+            .to_string()
     }
 
     /// Starts a call; nothing is sent until the first [`LlmCall::next`].

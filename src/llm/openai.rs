@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::assembly::{Assembler, Usage};
-use super::fingerprint::{Memo, TextKey};
+use super::fingerprint::{SharedMemo, TextKey};
 use super::sse::SseParser;
 use super::{retry, ChatRequest, LlmError};
 use crate::config::OpenAiConfig;
@@ -43,10 +43,7 @@ fn agent_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
 pub struct OpenAiBackend {
     http: reqwest::Client,
     headers: HeaderMap,
-    url: String,
-    /// `url` parsed once; `None` keeps an unparsable URL's error where it always was (the
-    /// request fails with a connection error).
-    parsed_url: Option<reqwest::Url>,
+    url: Endpoint,
     model: String,
     temperature: Option<f64>,
     max_tokens: u32,
@@ -57,13 +54,28 @@ pub struct OpenAiBackend {
     /// One-shot repairs (spec §4.6), latched for the client's life once a server asked.
     use_max_completion_tokens: AtomicBool,
     drop_temperature: AtomicBool,
-    /// The static parts of a body, rendered once and spliced as bytes (their escaping was
+    /// The static parts of a body are rendered once and spliced as bytes (their escaping was
     /// most of a request's cost): the system message per distinct prompt, the tools array per
-    /// tool selection (shared by all agents with that selection).
-    system_message: Memo<Arc<RawValue>>,
+    /// tool list, both shared process-wide; this agent's last tools array is kept here.
     tools: Mutex<Option<RenderedTools>>,
     /// The last body's size: the next one is allocated once.
     body_size_hint: AtomicUsize,
+}
+
+/// The chat-completions URL, parsed once. One that does not parse keeps its error where it
+/// always was: each request fails with a connection error.
+enum Endpoint {
+    Parsed(reqwest::Url),
+    Unparsed(String),
+}
+
+impl Endpoint {
+    fn new(url: String) -> Endpoint {
+        match reqwest::Url::parse(&url) {
+            Ok(u) => Endpoint::Parsed(u),
+            Err(_) => Endpoint::Unparsed(url),
+        }
+    }
 }
 
 /// A `tools` array rendered as JSON, for the schemas it was rendered from (the weak pointer
@@ -122,8 +134,7 @@ impl OpenAiBackend {
         Ok(OpenAiBackend {
             http: agent_client(c.connect_timeout)?,
             headers,
-            url: format!("{}/chat/completions", c.base_url),
-            parsed_url: reqwest::Url::parse(&format!("{}/chat/completions", c.base_url)).ok(),
+            url: Endpoint::new(format!("{}/chat/completions", c.base_url)),
             model: c.model.clone(),
             temperature: c.temperature,
             max_tokens: c.max_tokens,
@@ -133,7 +144,6 @@ impl OpenAiBackend {
             max_response_bytes: c.max_response_bytes,
             use_max_completion_tokens: AtomicBool::new(false),
             drop_temperature: AtomicBool::new(false),
-            system_message: Memo::default(),
             tools: Mutex::new(None),
             body_size_hint: AtomicUsize::new(4096),
         })
@@ -141,10 +151,10 @@ impl OpenAiBackend {
 
     /// `{"role":"system","content":…}`, rendered once per distinct prompt.
     fn system_message(&self, system: &str) -> Arc<RawValue> {
-        self.system_message
-            .get_or(TextKey::of(system.as_bytes()), || {
-                raw_json(&serde_json::json!({"role": "system", "content": system})).into()
-            })
+        static RENDERED: SharedMemo<Arc<RawValue>> = SharedMemo::new();
+        RENDERED.get_or(TextKey::of(system.as_bytes()), || {
+            raw_json(&serde_json::json!({"role": "system", "content": system})).into()
+        })
     }
 
     /// The rendered `tools` array; this agent's last one is kept here so a request takes no
@@ -305,9 +315,9 @@ impl OpenAiBackend {
 
     /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
     pub async fn open(&self, body: Bytes) -> Result<OpenAiStream, LlmError> {
-        let post = match &self.parsed_url {
-            Some(u) => self.http.post(u.clone()),
-            None => self.http.post(&self.url),
+        let post = match &self.url {
+            Endpoint::Parsed(u) => self.http.post(u.clone()),
+            Endpoint::Unparsed(u) => self.http.post(u),
         };
         let sent = post.headers(self.headers.clone()).body(body).send();
         let resp = match tokio::time::timeout(self.read_timeout, sent).await {
