@@ -1,57 +1,37 @@
 //! Work done once per distinct text rather than once per turn or request: the short SHA-256
 //! digests the `llm_call_started` event carries, and the pre-rendered system message.
 //!
-//! A memo is process-wide and keyed by the text's length and a SipHash of its bytes: hashing ~1 KiB that way
-//! costs ~2k instructions, against ~30k for the SHA-256 (and ~15k for JSON-escaping it), and no
-//! copy of the text is kept. Two different texts of the same length would have to collide in
-//! 64 bits to be mistaken for each other.
+//! A memo is process-wide (agents with the same system prompt or tool list share an entry, and
+//! an idle agent holds nothing) and keyed by the whole text: a hit costs a SipHash and a
+//! compare of the text (~2k instructions for 1 KiB, against ~30k for the SHA-256 and ~15k for
+//! JSON-escaping it). Keying by the text itself, not by a hash of it, means one agent's text
+//! can never be mistaken for another's, however it was chosen.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hasher};
 use std::sync::{LazyLock, Mutex};
 
 use sha2::{Digest, Sha256};
 
-/// Identifies a text without keeping it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TextKey {
-    len: usize,
-    hash: u64,
+/// Values computed once per distinct text for the whole process. Bounded in entries and in
+/// bytes of text: a process that sees more starts over.
+pub struct SharedMemo<T>(LazyLock<Mutex<Entries<T>>>);
+
+struct Entries<T> {
+    map: HashMap<Box<[u8]>, T>,
+    text_bytes: usize,
 }
 
-impl TextKey {
-    pub fn of(text: &[u8]) -> TextKey {
-        let mut h = DefaultHasher::new();
-        h.write(text);
-        TextKey {
-            len: text.len(),
-            hash: h.finish(),
-        }
-    }
-
-    /// A list of names, each ended by a byte no UTF-8 text contains (so `["ab"]` and
-    /// `["a", "b"]` differ).
-    pub fn of_names<'n>(names: impl IntoIterator<Item = &'n str>) -> TextKey {
-        let mut h = DefaultHasher::new();
-        let mut len = 0;
-        for n in names {
-            h.write(n.as_bytes());
-            h.write_u8(0xff);
-            len += n.len() + 1;
-        }
-        TextKey {
-            len,
-            hash: h.finish(),
+impl<T> Default for Entries<T> {
+    fn default() -> Self {
+        Entries {
+            map: HashMap::new(),
+            text_bytes: 0,
         }
     }
 }
 
-/// Values computed once per distinct text for the whole process: agents with the same system
-/// prompt or tool list share them, and an idle agent holds nothing. Bounded: a process that
-/// sees more distinct texts than this starts over.
-pub struct SharedMemo<T>(LazyLock<Mutex<HashMap<TextKey, T>>>);
-
-const SHARED_MEMO_ENTRIES: usize = 256;
+const MAX_ENTRIES: usize = 256;
+const MAX_TEXT_BYTES: usize = 4 << 20;
 
 impl<T: Clone> Default for SharedMemo<T> {
     fn default() -> Self {
@@ -64,21 +44,24 @@ impl<T: Clone> SharedMemo<T> {
         SharedMemo(LazyLock::new(Default::default))
     }
 
-    pub fn get_or(&self, key: TextKey, compute: impl FnOnce() -> T) -> T {
-        if let Some(v) = self.lock().get(&key) {
+    pub fn get_or(&self, text: &[u8], compute: impl FnOnce() -> T) -> T {
+        if let Some(v) = self.lock().map.get(text) {
             return v.clone();
         }
         // Computed outside the lock: other agents' turns do not wait for a digest.
         let v = compute();
-        let mut map = self.lock();
-        if map.len() >= SHARED_MEMO_ENTRIES {
-            map.clear();
+        let mut e = self.lock();
+        if e.map.len() >= MAX_ENTRIES || e.text_bytes + text.len() > MAX_TEXT_BYTES {
+            e.map.clear();
+            e.text_bytes = 0;
         }
-        map.insert(key, v.clone());
+        if text.len() <= MAX_TEXT_BYTES && e.map.insert(text.into(), v.clone()).is_none() {
+            e.text_bytes += text.len();
+        }
         v
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TextKey, T>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries<T>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -108,7 +91,7 @@ mod tests {
             "another prompt",
             "a prompt",
         ] {
-            let v = memo.get_or(TextKey::of(text.as_bytes()), || {
+            let v = memo.get_or(text.as_bytes(), || {
                 computed += 1;
                 hex16(text.as_bytes())
             });
@@ -120,17 +103,18 @@ mod tests {
     #[test]
     fn memo_is_bounded() {
         let memo = SharedMemo::new();
-        for i in 0..SHARED_MEMO_ENTRIES * 2 + 7 {
+        for i in 0..MAX_ENTRIES * 2 + 7 {
             let text = i.to_string();
-            assert_eq!(memo.get_or(TextKey::of(text.as_bytes()), || i), i);
-            assert!(memo.lock().len() <= SHARED_MEMO_ENTRIES);
+            assert_eq!(memo.get_or(text.as_bytes(), || i), i);
+            assert!(memo.lock().map.len() <= MAX_ENTRIES);
         }
-    }
-
-    #[test]
-    fn name_lists_differ_by_boundaries() {
-        assert!(TextKey::of_names(["ab"]) != TextKey::of_names(["a", "b"]));
-        assert!(TextKey::of_names(["a", "b"]) == TextKey::of_names(["a", "b"]));
+        let big = vec![b'x'; MAX_TEXT_BYTES / 2 + 1];
+        for n in 0..3u8 {
+            let mut text = big.clone();
+            text[0] = n;
+            assert_eq!(memo.get_or(&text, || n as usize), n as usize);
+            assert!(memo.lock().text_bytes <= MAX_TEXT_BYTES);
+        }
     }
 
     #[test]

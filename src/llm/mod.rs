@@ -25,7 +25,7 @@ use crate::cancel::CancelToken;
 use crate::config::{LlmConfig, RetryConfig};
 use assembly::Assembler;
 pub use assembly::{AssembledCall, LlmResponse, Usage};
-use fingerprint::{SharedMemo, TextKey};
+use fingerprint::SharedMemo;
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -262,7 +262,7 @@ impl LlmClient {
     pub fn prompt_digest(&self, system: &str) -> String {
         static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
         DIGESTS
-            .get_or(TextKey::of(system.as_bytes()), || {
+            .get_or(system.as_bytes(), || {
                 fingerprint::hex16(system.as_bytes()).into()
             })
             .to_string()
@@ -272,8 +272,14 @@ impl LlmClient {
     /// computed once per distinct list.
     pub fn tools_digest(&self, names: &[&str]) -> String {
         static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
+        // Names joined by a byte no UTF-8 text holds, so ["ab"] and ["a", "b"] differ.
+        let mut key = Vec::with_capacity(names.iter().map(|n| n.len() + 1).sum());
+        for n in names {
+            key.extend_from_slice(n.as_bytes());
+            key.push(0xff);
+        }
         DIGESTS
-            .get_or(TextKey::of_names(names.iter().copied()), || {
+            .get_or(&key, || {
                 fingerprint::hex16(serde_json::to_string(names).unwrap_or_default().as_bytes())
                     .into()
             })

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::assembly::{Assembler, Usage};
-use super::fingerprint::{SharedMemo, TextKey};
+use super::fingerprint::SharedMemo;
 use super::sse::SseParser;
 use super::{retry, ChatRequest, LlmError};
 use crate::config::OpenAiConfig;
@@ -152,7 +152,7 @@ impl OpenAiBackend {
     /// `{"role":"system","content":…}`, rendered once per distinct prompt.
     fn system_message(&self, system: &str) -> Arc<RawValue> {
         static RENDERED: SharedMemo<Arc<RawValue>> = SharedMemo::new();
-        RENDERED.get_or(TextKey::of(system.as_bytes()), || {
+        RENDERED.get_or(system.as_bytes(), || {
             raw_json(&serde_json::json!({"role": "system", "content": system})).into()
         })
     }
@@ -1026,6 +1026,7 @@ mod tests {
         ];
         let systems = [
             "You are a test.",
+            "You are a tesT.",
             "Quotes \" and \\ and\nnew lines, \u{1} control, </script>, \u{2028}, caf\u{e9} \u{1f600}",
         ];
         let mut compared = 0;
@@ -1060,7 +1061,7 @@ mod tests {
                 }
             }
         }
-        assert!(compared >= 4 * 19 * 2 * 4 * 2, "{compared} bodies compared");
+        assert!(compared >= 4 * 19 * 3 * 4 * 2, "{compared} bodies compared");
     }
 
     #[test]
