@@ -2,6 +2,7 @@
 //! loopback mock of the OpenAI wire. Each test scripts one exchange and checks the pieces the turn
 //! loop would see, the assembled response, the error, and what the server received.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentao::cancel::CancelToken;
@@ -113,7 +114,7 @@ fn user_history() -> Vec<Message> {
     vec![Message::User("Hello?".into())]
 }
 
-async fn run_with(client: &LlmClient, tools: &[Value], cancel: &CancelToken) -> Outcome {
+async fn run_with(client: &LlmClient, tools: &Arc<Vec<Value>>, cancel: &CancelToken) -> Outcome {
     let history = user_history();
     let req = ChatRequest {
         system: "You are a test.",
@@ -148,7 +149,7 @@ async fn run_with(client: &LlmClient, tools: &[Value], cancel: &CancelToken) -> 
 }
 
 async fn run(client: &LlmClient) -> Outcome {
-    run_with(client, &[], &CancelToken::new()).await
+    run_with(client, &Arc::default(), &CancelToken::new()).await
 }
 
 async fn serve(script: Value, extra: Value) -> (MockServer, Outcome) {
@@ -793,7 +794,7 @@ async fn cancel_while(script: Value, first_piece: bool) {
         history: &history,
         transcript: &[],
         tail: None,
-        tools: &[],
+        tools: &Arc::default(),
     };
     let mut call = c.start(&req, &cancel);
     let mut texts = Vec::new();
@@ -869,7 +870,7 @@ async fn cancel_during_backoff_ends_promptly() {
         token.cancel("test-cancel");
     });
     let t = Instant::now();
-    let out = run_with(&c, &[], &cancel).await;
+    let out = run_with(&c, &Arc::default(), &cancel).await;
     assert!(
         t.elapsed() < Duration::from_millis(1000),
         "{:?}",
@@ -918,7 +919,7 @@ async fn cancel_before_the_response_head() {
         token.cancel("test-cancel");
         let _ = tx.send(at);
     });
-    let out = run_with(&c, &[], &cancel).await;
+    let out = run_with(&c, &Arc::default(), &cancel).await;
     let lag = Instant::now().duration_since(rx.await.unwrap());
     assert!(out.error.is_none(), "{:?}", out.error);
     assert!(out.cancelled);
@@ -1038,8 +1039,10 @@ async fn request_body_without_tools() {
 async fn request_body_with_tools_and_temperature() {
     let server = MockServer::start(json!({"responses": [{"text": "ok"}]})).unwrap();
     let c = client(&server, json!({"temperature": 0.5, "max_tokens": 1000}));
-    let tools = vec![json!({"type": "function", "function": {"name": "read_file",
-        "description": "Read", "parameters": {"type": "object", "properties": {}}}})];
+    let tools = Arc::new(vec![
+        json!({"type": "function", "function": {"name": "read_file",
+        "description": "Read", "parameters": {"type": "object", "properties": {}}}}),
+    ]);
     ok(&run_with(&c, &tools, &CancelToken::new()).await);
     let b = &server.requests()[0];
     assert_eq!(
@@ -1056,7 +1059,7 @@ async fn request_body_with_tools_and_temperature() {
         ]
     );
     assert_eq!(b["temperature"], 0.5);
-    assert_eq!(b["tools"], json!(tools));
+    assert_eq!(b["tools"], json!(*tools));
     assert_eq!(b["tool_choice"], "auto");
     assert_eq!(b["max_tokens"], 1000);
 }
@@ -1109,7 +1112,7 @@ async fn a_whole_json_completion_is_decoded() {
         history: &[],
         transcript: &[],
         tail: None,
-        tools: &[],
+        tools: &Arc::default(),
     };
     let mut call = client.start(&req, &agentao::cancel::CancelToken::new());
     let mut text = String::new();

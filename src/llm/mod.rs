@@ -8,6 +8,7 @@
 
 pub mod assembly;
 pub mod config;
+pub mod fingerprint;
 pub mod message;
 pub mod openai;
 pub mod retry;
@@ -18,6 +19,7 @@ pub mod tool_call;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -28,6 +30,7 @@ pub use assembly::{LlmResponse, Usage};
 use config::{LlmConfig, RetryConfig};
 pub use message::Message;
 pub use tool_call::{ArgumentsError, ToolCall};
+use fingerprint::SharedMemo;
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -155,8 +158,9 @@ pub struct ChatRequest<'a> {
     pub transcript: &'a [Message],
     /// Request-only volatile `user` message, never stored in history.
     pub tail: Option<&'a str>,
-    /// The `tools` array (already sorted by name); empty means none are sent.
-    pub tools: &'a [Value],
+    /// The `tools` array (already sorted by name); empty means none are sent. Shared, so its
+    /// rendering is kept for the next request with the same list.
+    pub tools: &'a Arc<Vec<Value>>,
 }
 
 /// Session totals of provider-reported usage (failed attempts included).
@@ -259,6 +263,35 @@ impl LlmClient {
 
     pub fn max_retries(&self) -> u32 {
         self.retry.max_attempts.saturating_sub(1)
+    }
+
+    /// `system_prompt_hash` of `llm_call_started` (SHA-256 prefix), computed once per distinct
+    /// prompt instead of once per turn.
+    pub fn prompt_digest(&self, system: &str) -> String {
+        static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
+        DIGESTS
+            .get_or(system.as_bytes(), || {
+                fingerprint::hex16(system.as_bytes()).into()
+            })
+            .to_string()
+    }
+
+    /// `tools_hash` of `llm_call_started`: the SHA-256 prefix of the JSON list of tool names,
+    /// computed once per distinct list.
+    pub fn tools_digest(&self, names: &[&str]) -> String {
+        static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
+        // Names joined by a byte no UTF-8 text holds, so ["ab"] and ["a", "b"] differ.
+        let mut key = Vec::with_capacity(names.iter().map(|n| n.len() + 1).sum());
+        for n in names {
+            key.extend_from_slice(n.as_bytes());
+            key.push(0xff);
+        }
+        DIGESTS
+            .get_or(&key, || {
+                fingerprint::hex16(serde_json::to_string(names).unwrap_or_default().as_bytes())
+                    .into()
+            })
+            .to_string()
     }
 
     /// Starts a call; nothing is sent until the first [`LlmCall::next`].

@@ -8,7 +8,8 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,11 +17,13 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer as _};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::assembly::{Assembler, Usage};
 use super::config::OpenAiConfig;
+use super::fingerprint::SharedMemo;
 use super::sse::SseParser;
 use super::{retry, ChatRequest, LlmError};
 
@@ -40,7 +43,7 @@ fn agent_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
 pub struct OpenAiBackend {
     http: reqwest::Client,
     headers: HeaderMap,
-    url: String,
+    url: Endpoint,
     model: String,
     temperature: Option<f64>,
     max_tokens: u32,
@@ -51,6 +54,63 @@ pub struct OpenAiBackend {
     /// One-shot repairs (spec §4.6), latched for the client's life once a server asked.
     use_max_completion_tokens: AtomicBool,
     drop_temperature: AtomicBool,
+    /// The static parts of a body are rendered once and spliced as bytes (their escaping was
+    /// most of a request's cost): the system message per distinct prompt, the tools array per
+    /// tool list, both shared process-wide; this agent's last tools array is kept here.
+    tools: Mutex<Option<RenderedTools>>,
+    /// The last body's size: the next one is allocated once.
+    body_size_hint: AtomicUsize,
+}
+
+/// The chat-completions URL, parsed once. One that does not parse keeps its error where it
+/// always was: each request fails with a connection error.
+enum Endpoint {
+    Parsed(reqwest::Url),
+    Unparsed(String),
+}
+
+impl Endpoint {
+    fn new(url: String) -> Endpoint {
+        match reqwest::Url::parse(&url) {
+            Ok(u) => Endpoint::Parsed(u),
+            Err(_) => Endpoint::Unparsed(url),
+        }
+    }
+}
+
+/// A `tools` array rendered as JSON, for the schemas it was rendered from (the weak pointer
+/// keeps their address from being reused while the entry exists).
+#[derive(Clone)]
+struct RenderedTools {
+    schemas: Weak<Vec<Value>>,
+    json: Arc<RawValue>,
+}
+
+impl RenderedTools {
+    fn of(&self, schemas: &Arc<Vec<Value>>) -> bool {
+        std::ptr::eq(self.schemas.as_ptr(), Arc::as_ptr(schemas))
+    }
+}
+
+/// The `tools` array of `schemas` as JSON, rendered once per process for each distinct
+/// schema list (agents of one tool selection share the list).
+fn rendered_tools(schemas: &Arc<Vec<Value>>) -> Arc<RawValue> {
+    static SHARED: Mutex<Vec<RenderedTools>> = Mutex::new(Vec::new());
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = shared.iter().find(|r| r.of(schemas)) {
+        return r.json.clone();
+    }
+    shared.retain(|r| r.schemas.strong_count() > 0);
+    let json: Arc<RawValue> = raw_json(&**schemas).into();
+    shared.push(RenderedTools {
+        schemas: Arc::downgrade(schemas),
+        json: json.clone(),
+    });
+    json
+}
+
+fn raw_json<T: serde::Serialize + ?Sized>(v: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(v).expect("serializing JSON values cannot fail")
 }
 
 impl OpenAiBackend {
@@ -74,7 +134,7 @@ impl OpenAiBackend {
         Ok(OpenAiBackend {
             http: agent_client(c.connect_timeout)?,
             headers,
-            url: format!("{}/chat/completions", c.base_url),
+            url: Endpoint::new(format!("{}/chat/completions", c.base_url)),
             model: c.model.clone(),
             temperature: c.temperature,
             max_tokens: c.max_tokens,
@@ -84,7 +144,32 @@ impl OpenAiBackend {
             max_response_bytes: c.max_response_bytes,
             use_max_completion_tokens: AtomicBool::new(false),
             drop_temperature: AtomicBool::new(false),
+            tools: Mutex::new(None),
+            body_size_hint: AtomicUsize::new(4096),
         })
+    }
+
+    /// `{"role":"system","content":…}`, rendered once per distinct prompt.
+    fn system_message(&self, system: &str) -> Arc<RawValue> {
+        static RENDERED: SharedMemo<Arc<RawValue>> = SharedMemo::new();
+        RENDERED.get_or(system.as_bytes(), || {
+            raw_json(&serde_json::json!({"role": "system", "content": system})).into()
+        })
+    }
+
+    /// The rendered `tools` array; this agent's last one is kept here so a request takes no
+    /// process-wide lock.
+    fn tools_json(&self, schemas: &Arc<Vec<Value>>) -> Arc<RawValue> {
+        let mut mine = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = mine.as_ref().filter(|r| r.of(schemas)) {
+            return r.json.clone();
+        }
+        let json = rendered_tools(schemas);
+        *mine = Some(RenderedTools {
+            schemas: Arc::downgrade(schemas),
+            json: json.clone(),
+        });
+        json
     }
 
     pub fn model(&self) -> &str {
@@ -101,7 +186,7 @@ impl OpenAiBackend {
 
     /// The request body, in the reference's key order; `extra_body` keys win.
     pub fn render_body(&self, req: &ChatRequest<'_>) -> Bytes {
-        let mut out = Vec::with_capacity(4096);
+        let mut out = Vec::with_capacity(self.body_size_hint.load(Ordering::Relaxed));
         let mut ser = serde_json::Serializer::new(&mut out);
         let extra = &self.extra_body;
         let own = |k: &str| !extra.contains_key(k);
@@ -111,7 +196,11 @@ impl OpenAiBackend {
                 m.serialize_entry("model", &self.model)?;
             }
             if own("messages") {
-                m.serialize_entry("messages", &Messages(req))?;
+                let messages = Messages {
+                    system: &self.system_message(req.system),
+                    req,
+                };
+                m.serialize_entry("messages", &messages)?;
             }
             if own("stream") {
                 m.serialize_entry("stream", &true)?;
@@ -119,7 +208,9 @@ impl OpenAiBackend {
             if own("stream_options") {
                 m.serialize_entry(
                     "stream_options",
-                    &serde_json::json!({"include_usage": true}),
+                    &StreamOptions {
+                        include_usage: true,
+                    },
                 )?;
             }
             let temperature = self
@@ -130,7 +221,7 @@ impl OpenAiBackend {
             }
             if !req.tools.is_empty() {
                 if own("tools") {
-                    m.serialize_entry("tools", req.tools)?;
+                    m.serialize_entry("tools", &*self.tools_json(req.tools))?;
                 }
                 if own("tool_choice") {
                     m.serialize_entry("tool_choice", "auto")?;
@@ -150,6 +241,9 @@ impl OpenAiBackend {
             m.end()
         })();
         result.expect("serializing JSON values into a Vec cannot fail");
+        // Room for the next request's additions (one more exchange of history).
+        self.body_size_hint
+            .store(out.len() + out.len() / 4 + 1024, Ordering::Relaxed);
         Bytes::from(out)
     }
 
@@ -221,12 +315,11 @@ impl OpenAiBackend {
 
     /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
     pub async fn open(&self, body: Bytes) -> Result<OpenAiStream, LlmError> {
-        let sent = self
-            .http
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .body(body)
-            .send();
+        let post = match &self.url {
+            Endpoint::Parsed(u) => self.http.post(u.clone()),
+            Endpoint::Unparsed(u) => self.http.post(u),
+        };
+        let sent = post.headers(self.headers.clone()).body(body).send();
         let resp = match tokio::time::timeout(self.read_timeout, sent).await {
             Err(_) => return Err(LlmError::timeout()),
             Ok(Err(e)) if e.is_timeout() => return Err(LlmError::timeout()),
@@ -772,16 +865,24 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
     }
 }
 
-/// The `messages` array without copying history: system, history, this turn's messages, then
-/// the volatile tail.
-struct Messages<'a, 'b>(&'a ChatRequest<'b>);
+#[derive(serde::Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// The `messages` array without copying history: system (pre-rendered), history, this turn's
+/// messages, then the volatile tail.
+struct Messages<'a, 'b> {
+    system: &'a RawValue,
+    req: &'a ChatRequest<'b>,
+}
 
 impl serde::Serialize for Messages<'_, '_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
-        let r = self.0;
+        let r = self.req;
         let mut seq = s.serialize_seq(None)?;
-        seq.serialize_element(&serde_json::json!({"role": "system", "content": r.system}))?;
+        seq.serialize_element(self.system)?;
         for m in r.history.iter().chain(r.transcript) {
             seq.serialize_element(m)?;
         }
@@ -817,6 +918,7 @@ pub fn decode_events_for_fuzzing<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Message;
 
     fn feed(lines: &[&str]) -> (Assembler, Option<LlmError>) {
         let mut asm = Assembler::default();
@@ -826,6 +928,153 @@ mod tests {
             }
         }
         (asm, None)
+    }
+
+    /// The body as it was rendered before its static parts were cached (issue 12): one
+    /// `serde_json` map in the reference's key order, `extra_body` keys appended and winning.
+    fn reference_body(b: &OpenAiBackend, req: &ChatRequest<'_>) -> Vec<u8> {
+        let extra = &b.extra_body;
+        let mut m = Map::new();
+        let mut put = |k: &str, v: Value| {
+            if !extra.contains_key(k) {
+                m.insert(k.to_owned(), v);
+            }
+        };
+        let mut messages = vec![serde_json::json!({"role": "system", "content": req.system})];
+        messages.extend(
+            req.history
+                .iter()
+                .chain(req.transcript)
+                .map(|m| serde_json::to_value(m).unwrap()),
+        );
+        if let Some(t) = req.tail {
+            messages.push(serde_json::json!({"role": "user", "content": t}));
+        }
+        put("model", Value::from(b.model.as_str()));
+        put("messages", Value::Array(messages));
+        put("stream", Value::Bool(true));
+        put("stream_options", serde_json::json!({"include_usage": true}));
+        if let Some(t) = b
+            .temperature
+            .filter(|_| !b.drop_temperature.load(Ordering::Relaxed))
+        {
+            put("temperature", Value::from(t));
+        }
+        if !req.tools.is_empty() {
+            put("tools", Value::Array(req.tools.to_vec()));
+            put("tool_choice", Value::from("auto"));
+        }
+        if b.use_max_completion_tokens.load(Ordering::Relaxed) {
+            put("max_completion_tokens", Value::from(b.max_tokens));
+        } else {
+            put("max_tokens", Value::from(b.max_tokens));
+        }
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+        serde_json::to_vec(&Value::Object(m)).unwrap()
+    }
+
+    fn backend(llm: Value) -> (OpenAiBackend, Arc<Vec<Value>>) {
+        let mut llm = llm;
+        let o = llm.as_object_mut().unwrap();
+        o.insert("provider".into(), "openai".into());
+        o.insert("base_url".into(), "http://127.0.0.1:9/v1".into());
+        o.insert("api_key".into(), "k".into());
+        let config = crate::config::AgentConfig::from_json(
+            &serde_json::json!({"working_directory": std::env::temp_dir(), "llm": llm}).to_string(),
+        )
+        .map_err(|e| e.0)
+        .unwrap();
+        let crate::config::LlmConfig::OpenAi(c) = &config.llm else {
+            panic!("an openai config")
+        };
+        let tools = crate::tools::ToolRegistry::builtin(&config.tools).unwrap();
+        (OpenAiBackend::new(c).unwrap(), tools.schemas())
+    }
+
+    /// Every request of the recorded reference transcripts (their message lists as history),
+    /// under several configs, with and without tools, across cache hits and changes of the
+    /// system prompt and the tool list: the spliced body is byte for byte the old rendering.
+    #[test]
+    fn body_is_the_old_rendering_for_the_transcripts() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let dir = [
+            format!("{root}/../shared/conformance/transcripts"),
+            format!("{root}/../../shared/conformance/transcripts"),
+        ]
+        .into_iter()
+        .find(|d| std::path::Path::new(d).is_dir())
+        .expect("the conformance transcripts");
+        let mut histories = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let t: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            for r in t["turns"][0]["requests"].as_array().unwrap() {
+                let messages = r["messages"].as_array().unwrap();
+                assert_eq!(messages[0]["role"], "system");
+                let typed: Vec<Message> = messages[1..]
+                    .iter()
+                    .map(|m| Message::from_host(m.as_object().unwrap().clone()))
+                    .collect();
+                histories.push(typed);
+            }
+        }
+        // The ten transcripts hold 19 requests.
+        assert!(histories.len() >= 19, "{} requests", histories.len());
+
+        let configs = [
+            serde_json::json!({"model": "mock-model"}),
+            serde_json::json!({"model": "m\u{e9}\"q\"", "temperature": 0.2, "max_tokens": 77}),
+            serde_json::json!({"model": "m", "temperature": 1.0,
+                "extra_body": {"top_p": 0.5, "stream": false, "tools": [], "seed": 7}}),
+            serde_json::json!({"model": "m", "extra_body": {"messages": [], "model": "x",
+                "tool_choice": "none", "max_tokens": 1}}),
+        ];
+        let systems = [
+            "You are a test.",
+            "You are a tesT.",
+            "Quotes \" and \\ and\nnew lines, \u{1} control, </script>, \u{2028}, caf\u{e9} \u{1f600}",
+        ];
+        let mut compared = 0;
+        for (n, llm) in configs.iter().enumerate() {
+            let (b, schemas) = backend(llm.clone());
+            let fewer = Arc::new(schemas[..3].to_vec());
+            let none = Arc::new(Vec::new());
+            if n == 1 {
+                // The latched repairs of spec §4.6.
+                b.drop_temperature.store(true, Ordering::Relaxed);
+                b.use_max_completion_tokens.store(true, Ordering::Relaxed);
+            }
+            for history in &histories {
+                for system in systems {
+                    for tools in [&schemas, &fewer, &none, &schemas] {
+                        for tail in [None, Some("volatile \"tail\"")] {
+                            // The turn's own messages follow the history in the body.
+                            let (history, transcript) = history.split_at(history.len() / 2);
+                            let req = ChatRequest {
+                                system,
+                                history,
+                                transcript,
+                                tail,
+                                tools,
+                            };
+                            let new = b.render_body(&req);
+                            assert_eq!(
+                                std::str::from_utf8(&new).unwrap(),
+                                std::str::from_utf8(&reference_body(&b, &req)).unwrap(),
+                                "config {llm}"
+                            );
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(compared >= 4 * 19 * 3 * 4 * 2, "{compared} bodies compared");
     }
 
     #[test]

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use super::history::read;
 use super::{events, DeltaSink, Turn};
@@ -21,14 +20,6 @@ pub(super) fn is_truncated(r: &LlmResponse) -> bool {
     r.finish_reason
         .as_deref()
         .is_some_and(|r| LENGTH_REASONS.contains(&r.to_ascii_lowercase().as_str()))
-}
-
-/// The first 16 hex digits of the SHA-256 of `data` (the prompt and tool-list hashes).
-pub(super) fn hex16(data: &[u8]) -> String {
-    Sha256::digest(data)[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl Turn<'_, '_> {

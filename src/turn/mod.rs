@@ -142,7 +142,7 @@ pub async fn run_turn<'e, 'a>(
         delta_baseline: 0,
         guards: Guards::default(),
         tools_hash: String::new(),
-        system_prompt_hash: llm_call::hex16(env.system_prompt.as_bytes()),
+        system_prompt_hash: env.llm.prompt_digest(env.system_prompt),
     };
     turn.emit("turn_begin", &json!({ "user_message": user_message }));
     let result = turn.run(user_message, max_iterations).await;
@@ -205,8 +205,7 @@ impl Turn<'_, '_> {
         self.record_user(prompt::user_message(user_message));
         let schemas = self.env.tools.schemas();
         let names: Vec<&str> = self.env.tools.names().collect();
-        self.tools_hash =
-            llm_call::hex16(serde_json::to_string(&names).unwrap_or_default().as_bytes());
+        self.tools_hash = self.env.llm.tools_digest(&names);
         let mut iteration = 0u32;
         loop {
             if iteration >= max_iterations {
