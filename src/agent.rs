@@ -14,6 +14,7 @@ use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::LlmClient;
+use crate::mcp::{ConfigFiles, McpManager, McpRegistry, StatusChange};
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine};
 use crate::tools::{ToolRegistry, ToolSelection, ToolServices};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
@@ -116,6 +117,7 @@ pub struct AgentCore {
     last_turn: Mutex<Option<TurnOutcome>>,
     busy: AtomicBool,
     active: Mutex<Option<CancelToken>>,
+    mcp: McpManager,
 }
 
 /// A handle to one agent; clones share it.
@@ -175,11 +177,18 @@ impl Agent {
             &config.working_directory,
             config.system_prompt_extra.as_deref(),
         );
+        let mcp = McpManager::new(
+            config.working_directory.clone(),
+            config.mcp.servers.clone(),
+            ConfigFiles::parse(config.mcp.config_files.as_ref())
+                .map_err(AgentError::InvalidConfig)?,
+        )
+        .map_err(AgentError::InvalidConfig)?;
         // Make sure the runtime can start before we hand out a handle.
         runtime()?;
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
         let session_id = uuid::Uuid::new_v4().to_string();
-        Ok(Agent {
+        let agent = Agent {
             core: Arc::new(AgentCore {
                 session_id_c: std::ffi::CString::new(session_id.clone()).unwrap_or_default(),
                 session_id,
@@ -196,8 +205,40 @@ impl Agent {
                 last_turn: Mutex::new(None),
                 busy: AtomicBool::new(false),
                 active: Mutex::new(None),
+                mcp,
             }),
-        })
+        };
+        agent.connect_mcp_in_background();
+        Ok(agent)
+    }
+
+    /// Starts connecting the MCP servers now, so the first turn waits less (it waits for
+    /// this sync, then uses its result).
+    fn connect_mcp_in_background(&self) {
+        if !self.core.mcp.has_sources() {
+            return;
+        }
+        if let Ok(rt) = runtime() {
+            let core = Arc::downgrade(&self.core);
+            rt.spawn(async move {
+                if let Some(core) = core.upgrade() {
+                    let report = |c: &StatusChange| core.report_mcp(c);
+                    core.mcp.sync(std::time::Instant::now(), &report).await;
+                }
+            });
+        }
+    }
+
+    /// Sets (or with `None` removes) the host's MCP registry; its servers connect now in the
+    /// background and are in the next turn.
+    pub fn set_mcp_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
+        self.core.mcp.set_registry(registry);
+        self.connect_mcp_in_background();
+    }
+
+    /// The MCP servers' status JSON (see `McpManager::status_json`).
+    pub fn mcp_status_json(&self) -> String {
+        self.core.mcp.status_json()
     }
 
     pub fn session_id(&self) -> &str {
@@ -283,7 +324,8 @@ impl Agent {
         let keep_alive = core.clone();
         let task = rt.spawn(async move {
             let _slot = slot;
-            let env = core.env();
+            let tools = core.turn_tools(&turn_token).await;
+            let env = core.env(&tools);
             turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await
         });
         rt.spawn(async move {
@@ -443,11 +485,34 @@ impl Agent {
 }
 
 impl AgentCore {
-    fn env(&self) -> TurnEnv<'_> {
+    /// The turn's tools: the built-ins plus the MCP servers' (synced first; a cancelled turn
+    /// stops waiting for servers).
+    async fn turn_tools(&self, cancel: &CancelToken) -> Arc<ToolRegistry> {
+        if !self.mcp.has_sources() {
+            return self.tools.clone();
+        }
+        let asked = std::time::Instant::now();
+        let report = |c: &StatusChange| self.report_mcp(c);
+        tokio::select! {
+            _ = self.mcp.sync(asked, &report) => {}
+            _ = cancel.cancelled() => return self.tools.clone(),
+        }
+        self.mcp.tools(&self.tools).await
+    }
+
+    fn report_mcp(&self, c: &StatusChange) {
+        let mut w = EventWriter::default();
+        self.emitter.emit(w.event(
+            "mcp_server_status",
+            &json!({"server": c.server, "status": c.state.as_str(), "tools": c.tools, "error": c.error}),
+        ));
+    }
+
+    fn env<'a>(&'a self, tools: &'a ToolRegistry) -> TurnEnv<'a> {
         TurnEnv {
             session_id: &self.session_id,
             llm: &self.llm,
-            tools: &self.tools,
+            tools,
             tool_services: &self.tool_services,
             tools_config: &self.config.tools,
             workspace: &self.config.working_directory,

@@ -45,6 +45,15 @@ pub struct AgentConfig {
     pub tools: ToolsConfig,
     /// Raw permission settings, validated by the permissions layer.
     pub permissions: Option<Value>,
+    /// `mcp_servers` and `mcp_config_files`, validated by the mcp layer.
+    pub mcp: McpSources,
+}
+
+/// The MCP keys of the config, as given (typed by `crate::mcp::config`).
+#[derive(Debug, Clone, Default)]
+pub struct McpSources {
+    pub servers: Map<String, Value>,
+    pub config_files: Option<Value>,
 }
 
 // One per agent, never in a collection: the size difference costs nothing.
@@ -124,6 +133,8 @@ struct RawConfig {
     llm: Option<RawLlm>,
     tools: Option<RawTools>,
     permissions: Option<Value>,
+    mcp_servers: Option<Map<String, Value>>,
+    mcp_config_files: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -246,6 +257,10 @@ impl AgentConfig {
             reply_timeout: raw.reply_timeout_ms.map(Duration::from_millis),
             tools,
             permissions: raw.permissions,
+            mcp: McpSources {
+                servers: raw.mcp_servers.unwrap_or_default(),
+                config_files: raw.mcp_config_files,
+            },
         })
     }
 }

@@ -7,6 +7,7 @@
 //! | [`ffi`] | every `extern "C"` function, handles, the panic boundary, C strings, status codes |
 //! | [`agent`] | one session: config, history, turn lock, last turn, entry points |
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
+//! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
 //! | [`tools`] | the tool trait, registry and built-in tools |
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot |
@@ -23,6 +24,8 @@ pub mod ffi;
 
 pub mod agent;
 pub mod turn;
+
+pub mod mcp;
 
 pub mod llm;
 pub mod tools;
