@@ -5,7 +5,7 @@
 //! Tools: `echo` (returns `text`), `crash` (the process exits mid-call), `hang` (never answers;
 //! a cancellation notification is written to the log as `cancelled <request id>`), `big`
 //! (`bytes` of text, default 10 MB), `fail` (an `isError` result), `spawn_child` (starts a
-//! grandchild `sleep` and returns its pid, for the process-group test), and with `--tools N`
+//! grandchild `sleep`; returns `<own pid> <grandchild pid>`, for the process-group test), and with `--tools N`
 //! the listing has N tools `t0`...`t<N-1>` besides.
 
 use std::io::Write;
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -62,7 +62,8 @@ impl ServerHandler for Fault {
                 "echo",
                 "Echo text",
                 schema(json!({"text": {"type": "string"}})),
-            ),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
             Tool::new("crash", "Exit mid-call", schema(json!({}))),
             Tool::new("hang", "Never answer", schema(json!({}))),
             Tool::new(
@@ -71,7 +72,8 @@ impl ServerHandler for Fault {
                 schema(json!({"bytes": {"type": "integer"}})),
             ),
             Tool::new("fail", "An isError result", schema(json!({}))),
-            Tool::new("spawn_child", "Start a grandchild", schema(json!({}))),
+            Tool::new("spawn_child", "Start a grandchild", schema(json!({})))
+                .with_annotations(ToolAnnotations::new().read_only(true).destructive(true)),
         ];
         for i in 0..self.extra_tools {
             tools.push(Tool::new(
@@ -117,7 +119,7 @@ impl ServerHandler for Fault {
             "spawn_child" => {
                 let child = std::process::Command::new("sleep").arg("300").spawn();
                 match child {
-                    Ok(c) => text(c.id().to_string()),
+                    Ok(c) => text(format!("{} {}", std::process::id(), c.id())),
                     Err(e) => text(format!("spawn failed: {e}")),
                 }
             }

@@ -71,8 +71,9 @@ pub struct McpManager {
     files: ConfigFiles,
     registry: RwLock<Option<Arc<dyn McpRegistry>>>,
     state: tokio::sync::Mutex<State>,
-    /// What the status call reads without waiting for a sync in progress.
-    status: Mutex<Value>,
+    /// What the status call reads without waiting for a sync in progress: each server's
+    /// entry with its connection (whose death shows at read time), and the registry's error.
+    status: Mutex<(Vec<(Value, Option<Arc<Connection>>)>, Option<String>)>,
     cache: Mutex<Option<(u64, Arc<ToolRegistry>)>>,
 }
 
@@ -93,7 +94,7 @@ impl McpManager {
             files,
             registry: RwLock::new(None),
             state: tokio::sync::Mutex::new(State::default()),
-            status: Mutex::new(Value::Array(Vec::new())),
+            status: Mutex::new((Vec::new(), None)),
             cache: Mutex::new(None),
         })
     }
@@ -267,31 +268,54 @@ impl McpManager {
     }
 
     fn publish(&self, state: &State, connecting: &[&str]) {
-        let mut out: Vec<Value> = state
+        let mut out: Vec<(Value, Option<Arc<Connection>>)> = state
             .slots
             .iter()
             .filter(|(n, _)| !connecting.contains(&n.as_str()))
-            .map(|(n, s)| Self::server_json(n, s, ServerState::Connected))
+            .map(|(n, s)| {
+                (
+                    Self::server_json(n, s, ServerState::Connected),
+                    s.conn.clone(),
+                )
+            })
             .collect();
         for n in connecting {
-            out.push(json!({"name": n, "status": "connecting", "tools": 0, "error": null}));
+            out.push((
+                json!({"name": n, "status": "connecting", "tools": 0, "error": null}),
+                None,
+            ));
         }
-        out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-        let mut doc = json!({"servers": out});
-        if let Some(e) = &state.registry_error {
-            doc["registry_error"] = json!(e);
-        }
+        out.sort_by(|a, b| a.0["name"].as_str().cmp(&b.0["name"].as_str()));
         if let Ok(mut s) = self.status.lock() {
-            *s = doc;
+            *s = (out, state.registry_error.clone());
         }
     }
 
     /// `{"servers": [{name, status, transport, protocol, tools, resources, resources_enabled,
     /// trusted, error, stderr}], "registry_error"?}`.
     pub fn status_json(&self) -> String {
-        let doc = self.status.lock().map(|s| s.clone()).unwrap_or(Value::Null);
-        if doc.is_array() {
+        let Ok(guard) = self.status.lock() else {
             return json!({"servers": []}).to_string();
+        };
+        let servers: Vec<Value> = guard
+            .0
+            .iter()
+            .map(|(v, conn)| {
+                let mut v = v.clone();
+                if let Some(c) = conn {
+                    if c.is_dead() {
+                        v["status"] = json!(ServerState::Error.as_str());
+                        v["tools"] = json!(0);
+                        v["error"] = json!("the connection closed; the next turn reconnects");
+                    }
+                    v["stderr"] = json!(c.stderr.lines());
+                }
+                v
+            })
+            .collect();
+        let mut doc = json!({"servers": servers});
+        if let Some(e) = &guard.1 {
+            doc["registry_error"] = json!(e);
         }
         doc.to_string()
     }

@@ -188,10 +188,12 @@ impl Tool for ListResources {
                             items.extend(page);
                             match next {
                                 None => break None,
-                                Some(n) if !seen.insert(n.clone()) => break Some(format!(
+                                Some(n) if !seen.insert(n.clone()) => {
+                                    break Some(format!(
                                     "MCP server '{}' returned a repeated {what} pagination cursor",
                                     conn.server
-                                )),
+                                ))
+                                }
                                 Some(n) => cursor = Some(n),
                             }
                         }
