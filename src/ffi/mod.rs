@@ -17,6 +17,7 @@ mod host_data;
 
 use handle::BoxCastable;
 pub mod library;
+pub mod mcp;
 pub mod reply;
 pub mod stream;
 pub mod transport;
