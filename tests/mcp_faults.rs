@@ -203,7 +203,7 @@ fn a_call_that_never_answers_is_cancelled_by_the_turn_and_the_server_is_told() {
     let took = t0.elapsed();
     println!("cancel of a call in flight to the end of the turn: {took:?}");
     assert!(took < Duration::from_secs(2), "cancel took {took:?}");
-    let outcome = result.map_or_else(|(_, o)| o.unwrap(), |o| o);
+    let outcome = result.unwrap_or_else(|(_, o)| o.unwrap());
     assert_eq!(outcome.status, TurnStatus::Cancelled);
     // The server got notifications/cancelled for the request in flight.
     let t1 = Instant::now();
@@ -352,4 +352,39 @@ fn a_bad_server_config_is_a_config_error_naming_it() {
         err.contains("`mcp_servers.x`") && err.contains("'ws' is not a known transport"),
         "{err}"
     );
+}
+
+#[test]
+fn call_round_trip_is_measured() {
+    use agentao::cancel::CancelToken;
+    use agentao::mcp::client::{Connection, StderrTail};
+    use agentao::mcp::config::{parse_server, ProcessVars};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cfg = parse_server("f", &fault(&[]), std::path::Path::new("/"), &ProcessVars).unwrap();
+    rt.block_on(async {
+        let conn = Connection::connect("f", &cfg, std::sync::Arc::new(StderrTail::default()))
+            .await
+            .unwrap();
+        let cancel = CancelToken::new();
+        let args = json!({"text": "ping"}).as_object().unwrap().clone();
+        let n = 300;
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let r = conn
+                .call_tool("echo", &args, &cancel, &|_| {})
+                .await
+                .unwrap();
+            assert_eq!(r["content"][0]["text"], "ping");
+        }
+        let per = t0.elapsed() / n;
+        let t1 = Instant::now();
+        for _ in 0..n {
+            let r = json!({"content": [{"type": "text", "text": "ping"}]});
+            let _ = agentao::mcp::render::render_call_result(&r, None, None);
+        }
+        println!(
+            "echo over stdio through rmcp: {per:?} per call; our result rendering: {:?} per call",
+            t1.elapsed() / n
+        );
+    });
 }

@@ -64,6 +64,12 @@ struct State {
     registry_error: Option<String>,
 }
 
+/// One server's status entry and its connection, kept for the status call.
+type StatusEntry = (Value, Option<Arc<Connection>>);
+
+/// The servers' entries and the registry's error.
+type StatusBoard = (Vec<StatusEntry>, Option<String>);
+
 /// The agent's MCP servers.
 pub struct McpManager {
     workspace: PathBuf,
@@ -73,7 +79,7 @@ pub struct McpManager {
     state: tokio::sync::Mutex<State>,
     /// What the status call reads without waiting for a sync in progress: each server's
     /// entry with its connection (whose death shows at read time), and the registry's error.
-    status: Mutex<(Vec<(Value, Option<Arc<Connection>>)>, Option<String>)>,
+    status: Mutex<StatusBoard>,
     cache: Mutex<Option<(u64, Arc<ToolRegistry>)>>,
 }
 
@@ -268,7 +274,7 @@ impl McpManager {
     }
 
     fn publish(&self, state: &State, connecting: &[&str]) {
-        let mut out: Vec<(Value, Option<Arc<Connection>>)> = state
+        let mut out: Vec<StatusEntry> = state
             .slots
             .iter()
             .filter(|(n, _)| !connecting.contains(&n.as_str()))
