@@ -388,3 +388,34 @@ fn call_round_trip_is_measured() {
         );
     });
 }
+
+#[test]
+fn mcp_json_files_are_read_only_when_the_config_asks() {
+    let servers = json!({"mcpServers": {"file": fault(&[])}});
+    for (asked, connected) in [(json!(["workspace"]), true), (Value::Null, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".agentao")).unwrap();
+        std::fs::write(dir.path().join(".agentao/mcp.json"), servers.to_string()).unwrap();
+        let mut config = json!({"working_directory": dir.path(),
+            "llm": {"provider": "scripted", "script": {"responses": [{"text": "ok"}]}}});
+        if !asked.is_null() {
+            config["mcp_config_files"] = asked;
+        }
+        let agent = Agent::new(&config.to_string(), None).unwrap();
+        agent.run_blocking("go", TurnOptions::default()).unwrap();
+        let status: Value = serde_json::from_str(&agent.mcp_status_json()).unwrap();
+        let servers = status["servers"].as_array().unwrap();
+        if connected {
+            assert_eq!(servers.len(), 1, "{status}");
+            assert_eq!(servers[0]["name"], "file");
+            assert_eq!(servers[0]["status"], "connected");
+        } else {
+            assert!(servers.is_empty(), "read without being asked: {status}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"working_directory": dir.path(), "mcp_config_files": ["elsewhere"],
+        "llm": {"provider": "scripted", "script": {"responses": []}}});
+    let err = Agent::new(&config.to_string(), None).err().unwrap().to_string();
+    assert!(err.contains("mcp_config_files"), "{err}");
+}
