@@ -65,7 +65,9 @@ pub fn set_worker_threads(n: usize) -> bool {
 pub fn runtime() -> Result<&'static tokio::runtime::Runtime, AgentError> {
     RUNTIME.get_or_try_init(|| {
         let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.enable_all().thread_name("agentao-worker");
+        b.enable_all()
+            .thread_name("agentao-worker")
+            .on_thread_start(crate::mcp::client::block_sigpipe);
         let n = WORKER_THREADS.load(Ordering::Relaxed);
         if n > 0 {
             b.worker_threads(n);

@@ -416,6 +416,9 @@ fn mcp_json_files_are_read_only_when_the_config_asks() {
     let dir = tempfile::tempdir().unwrap();
     let config = json!({"working_directory": dir.path(), "mcp_config_files": ["elsewhere"],
         "llm": {"provider": "scripted", "script": {"responses": []}}});
-    let err = Agent::new(&config.to_string(), None).err().unwrap().to_string();
+    let err = Agent::new(&config.to_string(), None)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("mcp_config_files"), "{err}");
 }

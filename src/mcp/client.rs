@@ -30,6 +30,20 @@ const STDERR_LINE_CHARS: usize = 400;
 /// Progress notifications buffered per call; past that they are dropped, never queued.
 const PROGRESS_BUFFER: usize = 64;
 
+/// Blocks SIGPIPE on the calling thread. For the runtime's threads: they write to stdio
+/// servers' stdin, and a write to one that died raises SIGPIPE, whose default action kills a C
+/// host (Rust programs ignore it; C programs do not). Blocked, the write fails with EPIPE and
+/// the connection reports the server gone.
+pub fn block_sigpipe() {
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(nix::sys::signal::Signal::SIGPIPE);
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_BLOCK,
+        Some(&set),
+        None,
+    );
+}
+
 /// One tool as the server described it.
 #[derive(Debug, Clone)]
 pub struct ToolDef {
