@@ -119,7 +119,14 @@ pub struct AgentCore {
     last_turn: Mutex<Option<TurnOutcome>>,
     busy: AtomicBool,
     active: Mutex<Option<CancelToken>>,
-    mcp: McpManager,
+    mcp: Arc<McpManager>,
+}
+
+impl Drop for AgentCore {
+    fn drop(&mut self) {
+        // A background sync holds the manager, not the agent: stop it and kill its servers now.
+        self.mcp.close();
+    }
 }
 
 /// A handle to one agent; clones share it.
@@ -185,7 +192,8 @@ impl Agent {
             ConfigFiles::parse(config.mcp.config_files.as_ref())
                 .map_err(AgentError::InvalidConfig)?,
         )
-        .map_err(AgentError::InvalidConfig)?;
+        .map_err(AgentError::InvalidConfig)
+        .map(Arc::new)?;
         // Make sure the runtime can start before we hand out a handle.
         runtime()?;
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
@@ -221,12 +229,17 @@ impl Agent {
             return;
         }
         if let Ok(rt) = runtime() {
+            // The agent itself is not kept alive by this: freeing it closes the manager, which
+            // ends the sync at once.
             let core = Arc::downgrade(&self.core);
+            let mcp = self.core.mcp.clone();
             rt.spawn(async move {
-                if let Some(core) = core.upgrade() {
-                    let report = |c: &StatusChange| core.report_mcp(c);
-                    core.mcp.sync(std::time::Instant::now(), &report).await;
-                }
+                let report = |c: &StatusChange| {
+                    if let Some(core) = core.upgrade() {
+                        core.report_mcp(c);
+                    }
+                };
+                mcp.sync(std::time::Instant::now(), &report).await;
             });
         }
     }

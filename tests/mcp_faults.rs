@@ -422,3 +422,36 @@ fn mcp_json_files_are_read_only_when_the_config_asks() {
         .to_string();
     assert!(err.contains("mcp_config_files"), "{err}");
 }
+
+#[test]
+fn freeing_the_agent_while_a_server_starts_kills_it_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fault.log");
+    let mut slow = fault(&["--slow-start", "20000", "--log", log.to_str().unwrap()]);
+    slow["timeout"] = json!(60);
+    let run = agent(vec![], json!({"slow": slow}), Value::Null);
+    let t0 = Instant::now();
+    let pid: u32 = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(p) = text.lines().find_map(|l| l.strip_prefix("pid ")) {
+            break p.trim().parse().unwrap();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the server never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(run.server_status("slow")["status"], "connecting");
+    drop(run);
+    let t1 = Instant::now();
+    while proc_state(pid).is_some() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "the starting server outlived the agent by {:?}",
+            t1.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("a starting server gone {:?} after the agent", t1.elapsed());
+}

@@ -163,6 +163,7 @@ async fn main() {
         }
     }
     eprintln!("mcp-fault-server: starting");
+    fault.log(&format!("pid {}", std::process::id()));
     tokio::time::sleep(Duration::from_millis(slow_start)).await;
     let Ok(service) = fault.serve(rmcp::transport::stdio()).await else {
         std::process::exit(1);

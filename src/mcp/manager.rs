@@ -19,6 +19,7 @@ use super::config::{parse_server, ConfigFiles, ProcessVars, ServerConfig};
 use super::registry::McpRegistry;
 use super::resource_tools::{ListResources, ReadResource};
 use super::tool::McpTool;
+use crate::cancel::CancelToken;
 use crate::tools::{Tool, ToolRegistry};
 
 /// Where a server stands.
@@ -81,6 +82,8 @@ pub struct McpManager {
     /// entry with its connection (whose death shows at read time), and the registry's error.
     status: Mutex<StatusBoard>,
     cache: Mutex<Option<(u64, Arc<ToolRegistry>)>>,
+    /// Cancelled when the agent goes: a sync in progress stops and drops what it started.
+    closed: CancelToken,
 }
 
 impl McpManager {
@@ -102,6 +105,7 @@ impl McpManager {
             state: tokio::sync::Mutex::new(State::default()),
             status: Mutex::new((Vec::new(), None)),
             cache: Mutex::new(None),
+            closed: CancelToken::new(),
         })
     }
 
@@ -110,6 +114,18 @@ impl McpManager {
         !self.config_servers.is_empty()
             || self.files != ConfigFiles::default()
             || self.registry.read().map(|r| r.is_some()).unwrap_or(false)
+    }
+
+    /// Closes every connection (killing stdio servers with their groups) and stops a sync in
+    /// progress; later syncs do nothing. Called when the agent goes.
+    pub fn close(&self) {
+        self.closed.cancel("the agent was freed");
+        if let Ok(mut state) = self.state.try_lock() {
+            state.slots.clear();
+        }
+        if let Ok(mut c) = self.cache.lock() {
+            *c = None;
+        }
     }
 
     pub fn set_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
@@ -158,10 +174,14 @@ impl McpManager {
     /// sync the caller waited for) is not retried. `report` sees each change while the sync
     /// still holds its lock, so reports of two syncs never interleave.
     pub async fn sync(&self, asked: Instant, report: &(dyn Fn(&StatusChange) + Sync)) {
-        if !self.has_sources() {
+        if !self.has_sources() || self.closed.is_cancelled() {
             return;
         }
         let mut state = self.state.lock().await;
+        if self.closed.is_cancelled() {
+            state.slots.clear();
+            return;
+        }
         let (desired, registry_problem) = self.desired().await;
         let registry_failed = registry_problem.is_some();
         state.registry_error = registry_problem;
@@ -203,7 +223,15 @@ impl McpManager {
             };
             (name, config, result, stderr)
         });
-        for (name, config, result, stderr) in futures_util::future::join_all(attempts).await {
+        let results = tokio::select! {
+            r = futures_util::future::join_all(attempts) => r,
+            // Dropping the attempts kills what they started.
+            _ = self.closed.cancelled() => {
+                state.slots.clear();
+                return;
+            }
+        };
+        for (name, config, result, stderr) in results {
             let (conn, error) = match result {
                 Ok(c) => (Some(Arc::new(c)), None),
                 Err(e) => (None, Some(e)),
