@@ -455,3 +455,62 @@ fn freeing_the_agent_while_a_server_starts_kills_it_at_once() {
     }
     println!("a starting server gone {:?} after the agent", t1.elapsed());
 }
+
+#[test]
+fn permission_rules_name_mcp_tools() {
+    let responses = vec![
+        json!({"tool_calls": [{"id": "c1", "name": "mcp_fault_echo", "arguments": {"text": "a"}},
+                              {"id": "c2", "name": "mcp_other_echo", "arguments": {"text": "b"}}]}),
+        json!({"text": "done"}),
+    ];
+    let run = agent(
+        responses,
+        json!({"fault": fault(&[]), "other": fault(&[])}),
+        json!({"permissions": {"mode": "workspace-write",
+            "rules": [{"tool": "mcp_fault_.*", "action": "deny"}]}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let msgs = run.tool_messages();
+    assert!(
+        msgs[0].starts_with("Tool execution denied: 'mcp_fault_echo'"),
+        "{msgs:?}"
+    );
+    assert_eq!(msgs[1], "b");
+}
+
+#[test]
+fn a_request_timeout_ends_the_call_and_tells_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fault.log");
+    let mut server = fault(&["--log", log.to_str().unwrap()]);
+    server["timeout"] = json!({"startup": 30, "request": 0.5});
+    let run = agent(
+        call("mcp_fault_hang", json!({})),
+        json!({"fault": server}),
+        Value::Null,
+    );
+    let t0 = Instant::now();
+    let out = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(out.status, TurnStatus::Ok);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_eq!(
+        run.tool_messages()[0],
+        "MCP tool error: 'hang' on MCP server 'fault' did not answer within its request timeout (0.5 s)"
+    );
+    let t1 = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("cancelled")
+    {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "the server was not told"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
