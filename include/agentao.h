@@ -517,6 +517,40 @@ typedef struct agentao_shell_executor {
   void (*run_background)(void *userdata, const struct agentao_shell_request *request, struct agentao_shell_run *run);
 } agentao_shell_executor;
 
+/*
+ Where an agent's MCP servers come from besides its config's `mcp_servers` (which are
+ merged over the registry's servers by name). Copied by `agentao_agent_set_mcp_registry`;
+ any slot after `userdata_free` may be NULL.
+
+ Threads: `list_servers` and `release_servers` run on a library thread where blocking is
+ fine, before each turn and when the registry is set; never two at once for one agent.
+ */
+typedef struct agentao_mcp_registry {
+  /*
+   `sizeof(agentao_mcp_registry)`; a smaller value means the slots past it are NULL.
+   */
+  uint32_t struct_size;
+  void *userdata;
+  /*
+   Called exactly once with `userdata` when the library lets go of the registry (the agent
+   is freed, or another registry replaces it), and when the set call fails on a NULL agent.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   The servers as a JSON object `{"<name>": {<server config>}, ...}` (the keys of
+   `mcp_servers`, see docs/config.md), or NULL for none. The string stays the host's: the
+   library copies it, then passes it to
+   `release_servers`. Invalid UTF-8 or JSON leaves the registry's servers as they were and
+   is reported as `registry_error` in `agentao_agent_mcp_status`. NULL slot: no servers.
+   */
+  const char *(*list_servers)(void *userdata);
+  /*
+   Optional: called once with each non-NULL string `list_servers` returned, after the
+   library copied it, so the host can free it.
+   */
+  void (*release_servers)(void *userdata, const char *servers_json);
+} agentao_mcp_registry;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -836,6 +870,25 @@ agentao_status agentao_runtime_set_worker_threads(uint32_t threads, struct agent
  */
 agentao_status agentao_test_panic(struct agentao_error **err_out);
 #endif
+
+/*
+ Sets the agent's MCP registry (`registry` is copied), or removes it when `registry` is
+ NULL. The registry's servers connect in the background now and are part of the next turn;
+ each turn asks `list_servers` again. A previous registry's `userdata_free` runs once no
+ turn uses it. Errors: `_NULL_ARGUMENT` (agent; `registry->userdata_free` has then already
+ run), `_INVALID_ARGUMENT` (a `struct_size` smaller than the first three members: nothing of
+ the registry is read or called).
+ */
+agentao_status agentao_agent_set_mcp_registry(struct agentao_agent *agent, const struct agentao_mcp_registry *registry, struct agentao_error **err_out);
+
+/*
+ Writes the agent's MCP servers' status to `*json_out` (release with
+ `agentao_string_free`): `{"servers": [{"name", "status": "connecting"|"connected"|"error",
+ "transport": "stdio"|"http", "protocol", "tools", "resources", "resources_enabled",
+ "trusted", "error", "stderr": [last lines]}], "registry_error"?}`. Never waits for a
+ connection in progress. Any thread. Errors: `_NULL_ARGUMENT`.
+ */
+agentao_status agentao_agent_mcp_status(const struct agentao_agent *agent, char **json_out, struct agentao_error **err_out);
 
 /*
  Answers a `confirm_tool` request with `AGENTAO_CONFIRMATION_ALLOW`, `_DENY` or

@@ -13,6 +13,7 @@ use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::{LlmClient, Message};
+use crate::mcp::{ConfigFiles, McpManager, McpRegistry, StatusChange};
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine};
 use crate::tools::{FileSystem, ShellExecutor, ToolRegistry, ToolSelection, ToolServices};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
@@ -67,7 +68,9 @@ pub fn runtime() -> Result<&'static tokio::runtime::Runtime, AgentError> {
     // std has no fallible `get_or_init`: a thread that loses the race to build the first runtime
     // drops its own, which is safe because no runtime thread exists before the first one is set.
     let mut b = tokio::runtime::Builder::new_multi_thread();
-    b.enable_all().thread_name("agentao-worker");
+    b.enable_all()
+        .thread_name("agentao-worker")
+        .on_thread_start(crate::mcp::client::block_sigpipe);
     let n = WORKER_THREADS.load(Ordering::Relaxed);
     if n > 0 {
         b.worker_threads(n);
@@ -120,6 +123,14 @@ pub struct AgentCore {
     last_turn: Mutex<Option<TurnOutcome>>,
     busy: AtomicBool,
     active: Mutex<Option<CancelToken>>,
+    mcp: Arc<McpManager>,
+}
+
+impl Drop for AgentCore {
+    fn drop(&mut self) {
+        // A background sync holds the manager, not the agent: stop it and kill its servers now.
+        self.mcp.close();
+    }
 }
 
 /// A handle to one agent; clones share it.
@@ -178,11 +189,19 @@ impl Agent {
             &config.working_directory,
             config.system_prompt_extra.as_deref(),
         );
+        let mcp = McpManager::new(
+            config.working_directory.clone(),
+            config.mcp.servers.clone(),
+            ConfigFiles::parse(config.mcp.config_files.as_ref())
+                .map_err(AgentError::InvalidConfig)?,
+        )
+        .map_err(AgentError::InvalidConfig)
+        .map(Arc::new)?;
         // Make sure the runtime can start before we hand out a handle.
         runtime()?;
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
         let session_id = uuid::Uuid::new_v4().to_string();
-        Ok(Agent {
+        let agent = Agent {
             core: Arc::new(AgentCore {
                 session_id,
                 config,
@@ -198,8 +217,45 @@ impl Agent {
                 last_turn: Mutex::new(None),
                 busy: AtomicBool::new(false),
                 active: Mutex::new(None),
+                mcp,
             }),
-        })
+        };
+        agent.connect_mcp_in_background();
+        Ok(agent)
+    }
+
+    /// Starts connecting the MCP servers now, so the first turn waits less (it waits for
+    /// this sync, then uses its result).
+    fn connect_mcp_in_background(&self) {
+        if !self.core.mcp.has_sources() {
+            return;
+        }
+        if let Ok(rt) = runtime() {
+            // The agent itself is not kept alive by this: freeing it closes the manager, which
+            // ends the sync at once.
+            let core = Arc::downgrade(&self.core);
+            let mcp = self.core.mcp.clone();
+            rt.spawn(async move {
+                let report = |c: &StatusChange| {
+                    if let Some(core) = core.upgrade() {
+                        core.report_mcp(c);
+                    }
+                };
+                mcp.sync(std::time::Instant::now(), &report).await;
+            });
+        }
+    }
+
+    /// Sets (or with `None` removes) the host's MCP registry; its servers connect now in the
+    /// background and are in the next turn.
+    pub fn set_mcp_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
+        self.core.mcp.set_registry(registry);
+        self.connect_mcp_in_background();
+    }
+
+    /// The MCP servers' status JSON (see `McpManager::status_json`).
+    pub fn mcp_status_json(&self) -> String {
+        self.core.mcp.status_json()
     }
 
     pub fn session_id(&self) -> &str {
@@ -281,7 +337,8 @@ impl Agent {
         let task = rt.spawn(async move {
             let _slot = slot;
             core.write_history(turn::history::backfill_orphans);
-            let env = core.env();
+            let tools = core.turn_tools(&turn_token).await;
+            let env = core.env(&tools);
             let mut ended =
                 turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await;
             core.commit(ended.take_transcript(), &ended.outcome);
@@ -485,11 +542,34 @@ impl AgentCore {
         *lock(&self.last_turn) = Some(outcome.clone());
     }
 
-    fn env(&self) -> TurnEnv<'_> {
+    /// The turn's tools: the built-ins plus the MCP servers' (synced first; a cancelled turn
+    /// stops waiting for servers).
+    async fn turn_tools(&self, cancel: &CancelToken) -> Arc<ToolRegistry> {
+        if !self.mcp.has_sources() {
+            return self.tools.clone();
+        }
+        let asked = std::time::Instant::now();
+        let report = |c: &StatusChange| self.report_mcp(c);
+        tokio::select! {
+            _ = self.mcp.sync(asked, &report) => {}
+            _ = cancel.cancelled() => return self.tools.clone(),
+        }
+        self.mcp.tools(&self.tools).await
+    }
+
+    fn report_mcp(&self, c: &StatusChange) {
+        let mut w = EventWriter::default();
+        self.emitter.emit(w.event(
+            "mcp_server_status",
+            &json!({"server": c.server, "status": c.state.as_str(), "tools": c.tools, "error": c.error}),
+        ));
+    }
+
+    fn env<'a>(&'a self, tools: &'a ToolRegistry) -> TurnEnv<'a> {
         TurnEnv {
             session_id: &self.session_id,
             llm: &self.llm,
-            tools: &self.tools,
+            tools,
             tool_services: &self.tool_services,
             tools_config: &self.config.tools,
             workspace: &self.config.working_directory,

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
 
 use crate::config_field::{self, optional_object, Section};
 use crate::llm::config::LlmSection;
@@ -45,6 +46,15 @@ pub struct AgentConfig {
     pub tools: ToolsConfig,
     /// `None`: no permission engine.
     pub permissions: Option<PermissionsConfig>,
+    /// `mcp_servers` and `mcp_config_files`, validated by the mcp layer.
+    pub mcp: McpSources,
+}
+
+/// The MCP keys of the config, as given (typed by `crate::mcp::config`).
+#[derive(Debug, Clone, Default)]
+pub struct McpSources {
+    pub servers: Map<String, Value>,
+    pub config_files: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -60,6 +70,8 @@ struct RawConfig {
     tools: Option<ToolsConfig>,
     #[serde(default, deserialize_with = "optional_object")]
     permissions: Option<PermissionsConfig>,
+    mcp_servers: Option<Map<String, Value>>,
+    mcp_config_files: Option<Value>,
 }
 
 impl Section for RawConfig {}
@@ -127,6 +139,10 @@ impl AgentConfig {
             reply_timeout: raw.reply_timeout_ms.map(Duration::from_millis),
             tools,
             permissions: raw.permissions,
+            mcp: McpSources {
+                servers: raw.mcp_servers.unwrap_or_default(),
+                config_files: raw.mcp_config_files,
+            },
         })
     }
 }

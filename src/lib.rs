@@ -8,6 +8,7 @@
 //! | [`agent`] | one session: config, history, turn lock, last turn, entry points |
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
 //! | [`config`] | the agent config: composes the sections each layer owns |
+//! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
 //! | [`tools`] | the tool trait, registry and built-in tools |
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot |
@@ -27,6 +28,8 @@ pub mod agent;
 pub mod turn;
 
 pub mod config;
+
+pub mod mcp;
 
 pub mod llm;
 pub mod tools;

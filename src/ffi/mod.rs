@@ -21,6 +21,7 @@ pub mod capabilities;
 mod handle;
 mod host_data;
 pub mod library;
+pub mod mcp;
 pub mod reply;
 pub mod stream;
 mod strings;

@@ -330,6 +330,14 @@ impl ToolRegistry {
         self.rebuild_schemas();
     }
 
+    /// Adds or replaces many tools, rebuilding the schemas once.
+    pub fn extend(&mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) {
+        for tool in tools {
+            self.tools.insert(tool.name().to_owned(), tool);
+        }
+        self.rebuild_schemas();
+    }
+
     pub fn remove(&mut self, name: &str) -> bool {
         let removed = self.tools.remove(name).is_some();
         self.rebuild_schemas();

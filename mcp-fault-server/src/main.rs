@@ -1,0 +1,172 @@
+//! An MCP stdio server that misbehaves on purpose, for the agent's fault tests.
+//!
+//! `mcp-fault-server [--slow-start MS] [--tools N] [--log FILE]`
+//!
+//! Tools: `echo` (returns `text`), `crash` (the process exits mid-call), `hang` (never answers;
+//! a cancellation notification is written to the log as `cancelled <request id>`), `big`
+//! (`bytes` of text, default 10 MB), `fail` (an `isError` result), `spawn_child` (starts a
+//! grandchild `sleep`; returns `<own pid> <grandchild pid>`, for the process-group test), and with `--tools N`
+//! the listing has N tools `t0`...`t<N-1>` besides.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+
+#[derive(Clone)]
+struct Fault {
+    extra_tools: usize,
+    log: Option<Arc<str>>,
+}
+
+fn schema(props: Value) -> Arc<Map<String, Value>> {
+    match json!({"type": "object", "properties": props}) {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::default(),
+    }
+}
+
+impl Fault {
+    fn log(&self, line: &str) {
+        if let Some(path) = &self.log {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&**path)
+            {
+                let _ = writeln!(f, "{line}");
+            }
+        }
+    }
+}
+
+impl ServerHandler for Fault {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = vec![
+            Tool::new(
+                "echo",
+                "Echo text",
+                schema(json!({"text": {"type": "string"}})),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+            Tool::new("crash", "Exit mid-call", schema(json!({}))),
+            Tool::new("hang", "Never answer", schema(json!({}))),
+            Tool::new(
+                "big",
+                "A large result",
+                schema(json!({"bytes": {"type": "integer"}})),
+            ),
+            Tool::new("fail", "An isError result", schema(json!({}))),
+            Tool::new("spawn_child", "Start a grandchild", schema(json!({})))
+                .with_annotations(ToolAnnotations::new().read_only(true).destructive(true)),
+        ];
+        for i in 0..self.extra_tools {
+            tools.push(Tool::new(
+                format!("t{i}"),
+                "A generated tool",
+                schema(json!({})),
+            ));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let text = |s: String| Ok(CallToolResult::success(vec![ContentBlock::text(s)]).into());
+        match &*request.name {
+            "echo" => text(
+                args.get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            ),
+            "crash" => std::process::exit(3),
+            "hang" => {
+                self.log(&format!("started {}", context.id_string()));
+                context.ct.cancelled().await;
+                self.log(&format!("cancelled {}", context.id_string()));
+                text("cancelled".into())
+            }
+            "big" => {
+                let n = args
+                    .get("bytes")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(10 << 20) as usize;
+                text("x".repeat(n))
+            }
+            "fail" => {
+                Ok(CallToolResult::error(vec![ContentBlock::text("it failed on purpose")]).into())
+            }
+            "spawn_child" => {
+                let child = std::process::Command::new("sleep").arg("300").spawn();
+                match child {
+                    Ok(c) => text(format!("{} {}", std::process::id(), c.id())),
+                    Err(e) => text(format!("spawn failed: {e}")),
+                }
+            }
+            _ if request.name.starts_with('t') => text(format!("{} ran", request.name)),
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool {other}"),
+                None,
+            )),
+        }
+    }
+}
+
+trait IdString {
+    fn id_string(&self) -> String;
+}
+
+impl IdString for RequestContext<RoleServer> {
+    fn id_string(&self) -> String {
+        serde_json::to_string(&self.id).unwrap_or_default()
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut slow_start = 0u64;
+    let mut fault = Fault {
+        extra_tools: 0,
+        log: None,
+    };
+    while let Some(a) = args.next() {
+        let v = args.next().unwrap_or_default();
+        match a.as_str() {
+            "--slow-start" => slow_start = v.parse().unwrap_or(0),
+            "--tools" => fault.extra_tools = v.parse().unwrap_or(0),
+            "--log" => fault.log = Some(v.into()),
+            _ => {
+                eprintln!("mcp-fault-server: unknown argument {a}");
+                std::process::exit(2);
+            }
+        }
+    }
+    eprintln!("mcp-fault-server: starting");
+    fault.log(&format!("pid {}", std::process::id()));
+    tokio::time::sleep(Duration::from_millis(slow_start)).await;
+    let Ok(service) = fault.serve(rmcp::transport::stdio()).await else {
+        std::process::exit(1);
+    };
+    let _ = service.waiting().await;
+}

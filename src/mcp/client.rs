@@ -1,0 +1,534 @@
+//! One live connection to an MCP server, on `rmcp`'s client: connect (stdio child in its own
+//! process group, or Streamable HTTP), the bounded `tools/list` walk, tool calls with progress
+//! and cancellation, and resource requests.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, Implementation,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+
+use super::config::{ServerConfig, TransportConfig};
+use crate::cancel::CancelToken;
+
+/// Bounds on the `tools/list` walk, the reference's: a paginating server is an untrusted peer
+/// driving a loop, so each bound fails the server rather than truncating its catalogue.
+pub const MAX_TOOL_PAGES: usize = 100;
+pub const MAX_TOOLS: usize = 1024;
+pub const MAX_CURSOR_BYTES: usize = 64 * 1024;
+/// What is kept of a stdio server's stderr (for the status JSON and failure messages).
+const STDERR_TAIL_LINES: usize = 40;
+const STDERR_LINE_CHARS: usize = 400;
+/// Progress notifications buffered per call; past that they are dropped, never queued.
+const PROGRESS_BUFFER: usize = 64;
+
+/// Blocks SIGPIPE on the calling thread. For the runtime's threads: they write to stdio
+/// servers' stdin, and a write to one that died raises SIGPIPE, whose default action kills a C
+/// host (Rust programs ignore it; C programs do not). Blocked, the write fails with EPIPE and
+/// the connection reports the server gone.
+pub fn block_sigpipe() {
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(nix::sys::signal::Signal::SIGPIPE);
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_BLOCK,
+        Some(&set),
+        None,
+    );
+}
+
+/// One tool as the server described it.
+#[derive(Debug, Clone)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub read_only_hint: Option<bool>,
+    pub destructive_hint: Option<bool>,
+}
+
+/// Why a call produced no result.
+#[derive(Debug)]
+pub enum CallError {
+    /// The turn was cancelled; the server was sent `notifications/cancelled`.
+    Cancelled,
+    /// The model-facing text (the reference's `MCP ... error: ...` strings).
+    Failed(String),
+}
+
+type ProgressRoutes = Arc<Mutex<HashMap<String, tokio::sync::mpsc::Sender<String>>>>;
+
+/// The client side handler: identifies us and routes progress notifications to their call.
+#[derive(Clone)]
+struct Handler {
+    progress: ProgressRoutes,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            Default::default(),
+            Implementation::new("agentao", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        let key = serde_json::to_string(&params.progress_token).unwrap_or_default();
+        if let Some(tx) = self.progress.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            let mut line = match params.total {
+                Some(total) => format!("progress {}/{}", params.progress, total),
+                None => format!("progress {}", params.progress),
+            };
+            if let Some(m) = params.message.filter(|m| !m.is_empty()) {
+                line.push_str(": ");
+                line.push_str(&m);
+            }
+            line.push('\n');
+            let _ = tx.try_send(line);
+        }
+        std::future::ready(())
+    }
+}
+
+/// The last lines a stdio server wrote to stderr.
+#[derive(Default)]
+pub struct StderrTail(Mutex<VecDeque<String>>);
+
+impl StderrTail {
+    fn push(&self, line: &str) {
+        if let Ok(mut q) = self.0.lock() {
+            if q.len() == STDERR_TAIL_LINES {
+                q.pop_front();
+            }
+            q.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+        }
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|q| q.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// A stdio server's process group: killed whole when the connection goes.
+struct ProcessGroup(nix::unistd::Pid);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        // The leader is only reaped after this (by the child handle's own cleanup), so the
+        // group id cannot have been reused yet.
+        let _ = nix::sys::signal::killpg(self.0, nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// A connected server.
+pub struct Connection {
+    pub server: String,
+    pub config: ServerConfig,
+    pub tools: Vec<ToolDef>,
+    /// The server declared the `resources` capability.
+    pub resources: bool,
+    pub protocol: Option<String>,
+    pub stderr: Arc<StderrTail>,
+    peer: Peer<RoleClient>,
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
+    progress: ProgressRoutes,
+    dead: AtomicBool,
+    handle: tokio::runtime::Handle,
+    // Declared last: dropped after the service, by `Drop` below.
+    group: Option<ProcessGroup>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // The agent may be freed on a host thread: the child's cleanup spawns a task, which
+        // needs the runtime's context.
+        let _ctx = self.handle.enter();
+        drop(self.group.take());
+        if let Ok(mut s) = self.service.lock() {
+            drop(s.take());
+        }
+    }
+}
+
+fn tls_config() -> Result<rustls::ClientConfig, String> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth())
+}
+
+fn http_client(
+    headers: &std::collections::BTreeMap<String, String>,
+    startup: Duration,
+) -> Result<reqwest_mcp::Client, String> {
+    let mut map = reqwest_mcp::header::HeaderMap::new();
+    for (k, v) in headers {
+        let name = reqwest_mcp::header::HeaderName::from_bytes(k.as_bytes())
+            .map_err(|e| format!("header '{k}': {e}"))?;
+        let value = reqwest_mcp::header::HeaderValue::from_str(v)
+            .map_err(|e| format!("header '{k}': {e}"))?;
+        map.insert(name, value);
+    }
+    if !map.contains_key(reqwest_mcp::header::USER_AGENT) {
+        map.insert(
+            reqwest_mcp::header::USER_AGENT,
+            reqwest_mcp::header::HeaderValue::from_static(concat!(
+                "agentao-mcp/",
+                env!("CARGO_PKG_VERSION")
+            )),
+        );
+    }
+    reqwest_mcp::Client::builder()
+        .tls_backend_preconfigured(tls_config()?)
+        .default_headers(map)
+        .connect_timeout(startup)
+        // A redirect could carry the headers (credentials) to another origin.
+        .redirect(reqwest_mcp::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn tool_def(t: rmcp::model::Tool) -> ToolDef {
+    let ann = t.annotations.as_ref();
+    ToolDef {
+        name: t.name.to_string(),
+        description: t.description.map(|d| d.to_string()),
+        input_schema: Value::Object((*t.input_schema).clone()),
+        read_only_hint: ann.and_then(|a| a.read_only_hint),
+        destructive_hint: ann.and_then(|a| a.destructive_hint),
+    }
+}
+
+async fn list_all_tools(server: &str, peer: &Peer<RoleClient>) -> Result<Vec<ToolDef>, String> {
+    let mut tools = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let params = cursor
+            .take()
+            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = peer
+            .list_tools(params)
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        if tools.len() + page.tools.len() > MAX_TOOLS {
+            return Err(format!(
+                "MCP server '{server}' exceeded the {MAX_TOOLS}-tool catalog limit"
+            ));
+        }
+        tools.extend(page.tools.into_iter().map(tool_def));
+        let Some(next) = page.next_cursor else {
+            return Ok(tools);
+        };
+        if next.len() > MAX_CURSOR_BYTES {
+            return Err(format!(
+                "MCP server '{server}' returned a tools/list pagination cursor larger than \
+                 {MAX_CURSOR_BYTES} bytes"
+            ));
+        }
+        if !seen.insert(next.clone()) {
+            return Err(format!(
+                "MCP server '{server}' returned a repeated tools/list pagination cursor"
+            ));
+        }
+        cursor = Some(next);
+    }
+    Err(format!(
+        "MCP server '{server}' exceeded {MAX_TOOL_PAGES} pages of tools/list"
+    ))
+}
+
+impl Connection {
+    /// Connects and lists the tools, all within the startup timeout. On failure everything
+    /// started is torn down (a stdio child with its group) and the message says why.
+    pub async fn connect(
+        server: &str,
+        config: &ServerConfig,
+        stderr: Arc<StderrTail>,
+    ) -> Result<Connection, String> {
+        let handle = tokio::runtime::Handle::current();
+        let progress: ProgressRoutes = Arc::default();
+        let handler = Handler {
+            progress: progress.clone(),
+        };
+        let mut group = None;
+        let startup = config.startup_timeout;
+        let attempt = async {
+            let service = match &config.transport {
+                TransportConfig::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => {
+                    let mut cmd = tokio::process::Command::new(command);
+                    cmd.args(args)
+                        .env_clear()
+                        .envs(crate::tools::shell_exec::build_child_env(true))
+                        .envs(env)
+                        .process_group(0)
+                        .kill_on_drop(true);
+                    if let Some(cwd) = cwd {
+                        cmd.current_dir(cwd);
+                    }
+                    let (child, err) = rmcp::transport::TokioChildProcess::builder(cmd)
+                        .stderr(std::process::Stdio::piped())
+                        .spawn()
+                        .map_err(|e| format!("cannot start '{command}': {e}"))?;
+                    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+                        group = Some(ProcessGroup(nix::unistd::Pid::from_raw(pid)));
+                    }
+                    if let Some(err) = err {
+                        let tail = stderr.clone();
+                        tokio::spawn(async move {
+                            let mut lines = tokio::io::BufReader::new(err).lines();
+                            while let Ok(Some(line)) = lines.next_line().await {
+                                tail.push(&line);
+                            }
+                        });
+                    }
+                    handler
+                        .clone()
+                        .serve(child)
+                        .await
+                        .map_err(|e| format!("initialize failed: {e}"))?
+                }
+                TransportConfig::Http { url, headers } => {
+                    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                    let client = http_client(headers, startup)?;
+                    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                        client,
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+                    );
+                    handler
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| format!("initialize failed: {e}"))?
+                }
+            };
+            let peer = service.peer().clone();
+            let tools = list_all_tools(server, &peer).await?;
+            Ok::<_, String>((service, peer, tools))
+        };
+        let outcome = tokio::time::timeout(startup, attempt).await;
+        let (service, peer, tools) = match outcome {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return Err(with_stderr(e, &stderr)),
+            Err(_) => {
+                return Err(with_stderr(
+                    format!(
+                        "did not start within the startup timeout ({} s)",
+                        startup.as_secs_f64()
+                    ),
+                    &stderr,
+                ))
+            }
+        };
+        let info = peer.peer_info();
+        Ok(Connection {
+            server: server.to_owned(),
+            config: config.clone(),
+            tools,
+            resources: info
+                .as_ref()
+                .is_some_and(|i| i.capabilities.resources.is_some()),
+            protocol: info.as_ref().map(|i| i.protocol_version.to_string()),
+            stderr,
+            peer,
+            service: Mutex::new(Some(service)),
+            progress,
+            dead: AtomicBool::new(false),
+            handle,
+            group,
+        })
+    }
+
+    /// Whether the connection is gone (the transport closed, or a call found it dropped).
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire) || self.peer.is_transport_closed()
+    }
+
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.handle
+    }
+
+    /// Calls `tool`; progress lines go to `progress` as they arrive.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        cancel: &CancelToken,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<Value, CallError> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args.clone());
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.request(request, tool, cancel, progress).await? {
+            ServerResult::CallToolResult(r) => serde_json::to_value(r)
+                .map_err(|e| CallError::Failed(format!("MCP tool error: {e}"))),
+            _ => Err(CallError::Failed(format!(
+                "MCP tool error: '{tool}' answered with a result agentao cannot read."
+            ))),
+        }
+    }
+
+    /// `resources/list` (or `resources/templates/list`), one page.
+    pub async fn list_resources(
+        &self,
+        templates: bool,
+        cursor: Option<String>,
+        cancel: &CancelToken,
+    ) -> Result<Value, CallError> {
+        use rmcp::model::RequestOptionalParam;
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let request = if templates {
+            ClientRequest::ListResourceTemplatesRequest(RequestOptionalParam::with_param(params))
+        } else {
+            ClientRequest::ListResourcesRequest(RequestOptionalParam::with_param(params))
+        };
+        let what = if templates {
+            "resources/templates/list"
+        } else {
+            "resources/list"
+        };
+        let r = self.request(request, what, cancel, &|_| {}).await?;
+        serde_json::to_value(r).map_err(|e| CallError::Failed(format!("Error: {e}")))
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str, cancel: &CancelToken) -> Result<Value, CallError> {
+        let request = ClientRequest::ReadResourceRequest(rmcp::model::Request::new(
+            ReadResourceRequestParams::new(uri),
+        ));
+        let r = self
+            .request(request, "resources/read", cancel, &|_| {})
+            .await?;
+        serde_json::to_value(r).map_err(|e| CallError::Failed(format!("Error: {e}")))
+    }
+
+    async fn request(
+        &self,
+        request: ClientRequest,
+        what: &str,
+        cancel: &CancelToken,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<ServerResult, CallError> {
+        if self.is_dead() {
+            return Err(CallError::Failed(format!(
+                "MCP connection error for '{}': the connection is closed; the next turn reconnects",
+                self.server
+            )));
+        }
+        let mut handle = self
+            .peer
+            .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| {
+                self.dead.store(true, Ordering::Release);
+                CallError::Failed(format!("MCP connection error for '{}': {e}", self.server))
+            })?;
+        let key = serde_json::to_string(&handle.progress_token).unwrap_or_default();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
+        if let Ok(mut m) = self.progress.lock() {
+            m.insert(key.clone(), tx);
+        }
+        struct Unroute<'a>(&'a ProgressRoutes, String);
+        impl Drop for Unroute<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut m) = self.0.lock() {
+                    m.remove(&self.1);
+                }
+            }
+        }
+        let _unroute = Unroute(&self.progress, key);
+        let deadline = self
+            .config
+            .request_timeout
+            .map(|t| tokio::time::Instant::now() + t);
+        let answer = loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    let reason = cancel.reason().to_owned();
+                    let _ = handle.cancel(Some(reason)).await;
+                    return Err(CallError::Cancelled);
+                }
+                _ = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    let _ = handle.cancel(Some("request timeout".into())).await;
+                    return Err(CallError::Failed(format!(
+                        "MCP tool error: '{what}' on MCP server '{}' did not answer within its \
+                         request timeout ({} s)",
+                        self.server,
+                        self.config.request_timeout.unwrap_or_default().as_secs_f64()
+                    )));
+                }
+                Some(line) = rx.recv() => progress(&line),
+                r = &mut handle.rx => break r,
+            }
+        };
+        match answer {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(rmcp::ServiceError::McpError(e))) => {
+                Err(CallError::Failed(format!("MCP tool error: {}", e.message)))
+            }
+            Ok(Err(e)) => {
+                self.dead.store(true, Ordering::Release);
+                Err(CallError::Failed(outcome_unknown(
+                    &self.server,
+                    what,
+                    &e.to_string(),
+                )))
+            }
+            Err(_) => {
+                self.dead.store(true, Ordering::Release);
+                Err(CallError::Failed(outcome_unknown(
+                    &self.server,
+                    what,
+                    "the connection closed",
+                )))
+            }
+        }
+    }
+}
+
+/// The reference's text for a call whose connection dropped after it was sent.
+fn outcome_unknown(server: &str, tool: &str, why: &str) -> String {
+    format!(
+        "MCP tool error: the connection to MCP server '{server}' closed after the call to \
+         '{tool}' was sent ({why}). The result is unknown: the server can have run the call. \
+         Check its effect before you call it again. The next turn reconnects."
+    )
+}
+
+fn with_stderr(msg: String, stderr: &StderrTail) -> String {
+    let lines = stderr.lines();
+    match lines.last() {
+        Some(last) => format!("{msg} (stderr: {last})"),
+        None => msg,
+    }
+}

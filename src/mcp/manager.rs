@@ -1,0 +1,411 @@
+//! The agent's MCP servers: which ones (config, optional `mcp.json` files, the host's
+//! registry), their connections, the tools they add to a turn, and their status.
+//!
+//! Before every turn [`McpManager::sync`] brings the connections in line with the servers
+//! listed now: new servers connect, changed ones reconnect, removed ones close, and a server
+//! that failed (or whose connection died) before the turn asked is tried again. Connecting is
+//! concurrent: N servers take about as long as the slowest. A server that fails never fails
+//! the agent: its tools are absent and its status says why.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::client::{Connection, StderrTail};
+use super::config::{parse_server, ConfigFiles, ProcessVars, ServerConfig};
+use super::registry::McpRegistry;
+use super::resource_tools::{ListResources, ReadResource};
+use super::tool::McpTool;
+use crate::cancel::CancelToken;
+use crate::tools::{Tool, ToolRegistry};
+
+/// Where a server stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    Connecting,
+    Connected,
+    Error,
+}
+
+impl ServerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Connecting => "connecting",
+            ServerState::Connected => "connected",
+            ServerState::Error => "error",
+        }
+    }
+}
+
+/// A change a sync made, for the agent to report as an `mcp_server_status` event.
+#[derive(Debug, Clone)]
+pub struct StatusChange {
+    pub server: String,
+    pub state: ServerState,
+    pub tools: usize,
+    pub error: Option<String>,
+}
+
+struct Slot {
+    config: Result<ServerConfig, String>,
+    conn: Option<Arc<Connection>>,
+    error: Option<String>,
+    finished: Instant,
+    stderr: Arc<StderrTail>,
+}
+
+#[derive(Default)]
+struct State {
+    slots: BTreeMap<String, Slot>,
+    /// Bumped whenever the set of live connections changes.
+    generation: u64,
+    registry_error: Option<String>,
+}
+
+/// One server's status entry and its connection, kept for the status call.
+type StatusEntry = (Value, Option<Arc<Connection>>);
+
+/// The servers' entries and the registry's error.
+type StatusBoard = (Vec<StatusEntry>, Option<String>);
+
+/// The agent's MCP servers.
+pub struct McpManager {
+    workspace: PathBuf,
+    config_servers: Map<String, Value>,
+    files: ConfigFiles,
+    registry: RwLock<Option<Arc<dyn McpRegistry>>>,
+    state: tokio::sync::Mutex<State>,
+    /// What the status call reads without waiting for a sync in progress: each server's
+    /// entry with its connection (whose death shows at read time), and the registry's error.
+    status: Mutex<StatusBoard>,
+    cache: Mutex<Option<(u64, Arc<ToolRegistry>)>>,
+    /// Cancelled when the agent goes: a sync in progress stops and drops what it started.
+    closed: CancelToken,
+}
+
+impl McpManager {
+    /// Validates the config's servers (a bad one is a config error naming it).
+    pub fn new(
+        workspace: PathBuf,
+        config_servers: Map<String, Value>,
+        files: ConfigFiles,
+    ) -> Result<Self, String> {
+        for (name, v) in &config_servers {
+            parse_server(name, v, &workspace, &ProcessVars)
+                .map_err(|e| format!("config field `mcp_servers.{name}`: {e}"))?;
+        }
+        Ok(McpManager {
+            workspace,
+            config_servers,
+            files,
+            registry: RwLock::new(None),
+            state: tokio::sync::Mutex::new(State::default()),
+            status: Mutex::new((Vec::new(), None)),
+            cache: Mutex::new(None),
+            closed: CancelToken::new(),
+        })
+    }
+
+    /// Whether any server can exist (config, files or a registry): otherwise a sync is a no-op.
+    pub fn has_sources(&self) -> bool {
+        !self.config_servers.is_empty()
+            || self.files != ConfigFiles::default()
+            || self.registry.read().map(|r| r.is_some()).unwrap_or(false)
+    }
+
+    /// Closes every connection (killing stdio servers with their groups) and stops a sync in
+    /// progress; later syncs do nothing. Called when the agent goes.
+    pub fn close(&self) {
+        self.closed.cancel("the agent was freed");
+        if let Ok(mut state) = self.state.try_lock() {
+            state.slots.clear();
+        }
+        if let Ok(mut c) = self.cache.lock() {
+            *c = None;
+        }
+    }
+
+    pub fn set_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
+        if let Ok(mut r) = self.registry.write() {
+            *r = registry;
+        }
+    }
+
+    /// The servers listed now, by name: files, then the registry, then the config's own.
+    async fn desired(&self) -> (BTreeMap<String, Value>, Option<String>) {
+        let mut out: BTreeMap<String, Value> = BTreeMap::new();
+        let mut problem = None;
+        if self.files != ConfigFiles::default() {
+            let (files, ws) = (self.files, self.workspace.clone());
+            match tokio::task::spawn_blocking(move || files.read(&ws)).await {
+                Ok(Ok(m)) => out.extend(m),
+                Ok(Err(e)) => problem = Some(format!("mcp.json: {e}")),
+                Err(e) => problem = Some(format!("mcp.json: {e}")),
+            }
+        }
+        let registry = self.registry.read().ok().and_then(|r| r.clone());
+        if let Some(reg) = registry {
+            // Host code: never on a runtime worker.
+            let answer = tokio::task::spawn_blocking(move || reg.list_servers()).await;
+            let parsed = match answer {
+                Ok(Ok(None)) => Ok(Map::new()),
+                Ok(Ok(Some(text))) => match serde_json::from_str::<Value>(&text) {
+                    Ok(Value::Object(m)) => Ok(m),
+                    Ok(_) => Err("list_servers must return a JSON object".to_owned()),
+                    Err(e) => Err(format!("list_servers returned invalid JSON: {e}")),
+                },
+                Ok(Err(e)) => Err(format!("list_servers failed: {e}")),
+                Err(e) => Err(format!("list_servers failed: {e}")),
+            };
+            match parsed {
+                Ok(m) => out.extend(m),
+                Err(e) => problem = Some(format!("MCP registry: {e}")),
+            }
+        }
+        out.extend(self.config_servers.clone());
+        (out, problem)
+    }
+
+    /// Brings the connections in line with the servers listed now (see the module doc).
+    /// `asked` is when the caller wanted fresh servers: a failure that ended after it (another
+    /// sync the caller waited for) is not retried. `report` sees each change while the sync
+    /// still holds its lock, so reports of two syncs never interleave.
+    pub async fn sync(&self, asked: Instant, report: &(dyn Fn(&StatusChange) + Sync)) {
+        if !self.has_sources() || self.closed.is_cancelled() {
+            return;
+        }
+        let mut state = self.state.lock().await;
+        if self.closed.is_cancelled() {
+            state.slots.clear();
+            return;
+        }
+        let (desired, registry_problem) = self.desired().await;
+        let registry_failed = registry_problem.is_some();
+        state.registry_error = registry_problem;
+        let mut changes = Vec::new();
+        let mut live_changed = false;
+        // A failed registry leaves its servers as they were: only drop what is known gone.
+        let removed: Vec<String> = state
+            .slots
+            .keys()
+            .filter(|k| !desired.contains_key(*k) && !registry_failed)
+            .cloned()
+            .collect();
+        for name in removed {
+            if let Some(slot) = state.slots.remove(&name) {
+                live_changed |= slot.conn.is_some();
+            }
+        }
+        let mut todo = Vec::new();
+        for (name, raw) in desired {
+            let config = parse_server(&name, &raw, &self.workspace, &ProcessVars);
+            let slot = state.slots.get(&name);
+            let same = slot.is_some_and(|s| s.config == config);
+            let alive = slot.is_some_and(|s| s.conn.as_ref().is_some_and(|c| !c.is_dead()));
+            let failed_before = slot.is_some_and(|s| s.conn.is_none() && s.finished < asked);
+            let dead = slot.is_some_and(|s| s.conn.as_ref().is_some_and(|c| c.is_dead()));
+            if same && (alive || (!failed_before && !dead)) {
+                continue;
+            }
+            todo.push((name, config));
+        }
+        if !todo.is_empty() {
+            self.publish_connecting(&state, todo.iter().map(|(n, _)| n.as_str()));
+        }
+        let attempts = todo.into_iter().map(|(name, config)| async move {
+            let stderr = Arc::new(StderrTail::default());
+            let result = match &config {
+                Ok(c) => Connection::connect(&name, c, stderr.clone()).await,
+                Err(e) => Err(e.clone()),
+            };
+            (name, config, result, stderr)
+        });
+        let results = tokio::select! {
+            r = futures_util::future::join_all(attempts) => r,
+            // Dropping the attempts kills what they started.
+            _ = self.closed.cancelled() => {
+                state.slots.clear();
+                return;
+            }
+        };
+        for (name, config, result, stderr) in results {
+            let (conn, error) = match result {
+                Ok(c) => (Some(Arc::new(c)), None),
+                Err(e) => (None, Some(e)),
+            };
+            let old = state.slots.insert(
+                name.clone(),
+                Slot {
+                    config,
+                    conn: conn.clone(),
+                    error: error.clone(),
+                    finished: Instant::now(),
+                    stderr,
+                },
+            );
+            live_changed |= conn.is_some() || old.is_some_and(|o| o.conn.is_some());
+            changes.push(StatusChange {
+                server: name,
+                state: if conn.is_some() {
+                    ServerState::Connected
+                } else {
+                    ServerState::Error
+                },
+                tools: conn.as_ref().map_or(0, |c| c.tools.len()),
+                error,
+            });
+        }
+        if live_changed {
+            state.generation += 1;
+        }
+        self.publish(&state, &[]);
+        for c in &changes {
+            report(c);
+        }
+    }
+
+    fn server_json(name: &str, slot: &Slot, state: ServerState) -> Value {
+        let conn = slot.conn.as_ref().filter(|c| !c.is_dead());
+        let state = match (state, conn, &slot.conn) {
+            (ServerState::Connecting, _, _) => ServerState::Connecting,
+            (_, Some(_), _) => ServerState::Connected,
+            _ => ServerState::Error,
+        };
+        let error = match (&slot.error, &slot.conn) {
+            (Some(e), _) => Some(e.clone()),
+            (None, Some(c)) if c.is_dead() => {
+                Some("the connection closed; the next turn reconnects".to_owned())
+            }
+            _ => None,
+        };
+        let config = slot.config.as_ref().ok();
+        json!({
+            "name": name,
+            "status": state.as_str(),
+            "transport": config.map(ServerConfig::transport_name),
+            "protocol": conn.and_then(|c| c.protocol.clone()),
+            "tools": conn.map_or(0, |c| c.tools.len()),
+            "resources": conn.is_some_and(|c| c.resources),
+            "resources_enabled": config.is_some_and(|c| c.resources),
+            "trusted": config.is_some_and(|c| c.trust),
+            "error": error,
+            "stderr": slot.stderr.lines(),
+        })
+    }
+
+    fn publish_connecting<'a>(&self, state: &State, names: impl Iterator<Item = &'a str>) {
+        let names: Vec<&str> = names.collect();
+        self.publish(state, &names);
+    }
+
+    fn publish(&self, state: &State, connecting: &[&str]) {
+        let mut out: Vec<StatusEntry> = state
+            .slots
+            .iter()
+            .filter(|(n, _)| !connecting.contains(&n.as_str()))
+            .map(|(n, s)| {
+                (
+                    Self::server_json(n, s, ServerState::Connected),
+                    s.conn.clone(),
+                )
+            })
+            .collect();
+        for n in connecting {
+            out.push((
+                json!({"name": n, "status": "connecting", "tools": 0, "error": null}),
+                None,
+            ));
+        }
+        out.sort_by(|a, b| a.0["name"].as_str().cmp(&b.0["name"].as_str()));
+        if let Ok(mut s) = self.status.lock() {
+            *s = (out, state.registry_error.clone());
+        }
+    }
+
+    /// `{"servers": [{name, status, transport, protocol, tools, resources, resources_enabled,
+    /// trusted, error, stderr}], "registry_error"?}`.
+    pub fn status_json(&self) -> String {
+        let Ok(guard) = self.status.lock() else {
+            return json!({"servers": []}).to_string();
+        };
+        let servers: Vec<Value> = guard
+            .0
+            .iter()
+            .map(|(v, conn)| {
+                let mut v = v.clone();
+                if let Some(c) = conn {
+                    if c.is_dead() {
+                        v["status"] = json!(ServerState::Error.as_str());
+                        v["tools"] = json!(0);
+                        v["error"] = json!("the connection closed; the next turn reconnects");
+                    }
+                    v["stderr"] = json!(c.stderr.lines());
+                }
+                v
+            })
+            .collect();
+        let mut doc = json!({"servers": servers});
+        if let Some(e) = &guard.1 {
+            doc["registry_error"] = json!(e);
+        }
+        doc.to_string()
+    }
+
+    /// `base` plus every live server's tools (and the resource tools when a server offers
+    /// resources). Built once per generation of connections.
+    pub async fn tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        let state = self.state.lock().await;
+        if let Ok(c) = self.cache.lock() {
+            if let Some((g, reg)) = c.as_ref() {
+                if *g == state.generation {
+                    return reg.clone();
+                }
+            }
+        }
+        let live: Vec<Arc<Connection>> = state
+            .slots
+            .values()
+            .filter_map(|s| s.conn.clone())
+            .collect();
+        let resource_servers: Arc<Vec<Arc<Connection>>> = Arc::new(
+            live.iter()
+                .filter(|c| c.resources && c.config.resources)
+                .cloned()
+                .collect(),
+        );
+        let mut reg = (**base).clone();
+        let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
+        for conn in &live {
+            let hint = conn.resources && conn.config.resources;
+            for def in &conn.tools {
+                extra.push(Arc::new(McpTool::new(conn.clone(), def.clone(), hint)));
+            }
+        }
+        if !resource_servers.is_empty() {
+            extra.push(Arc::new(ListResources {
+                servers: resource_servers.clone(),
+                templates: false,
+            }));
+            extra.push(Arc::new(ListResources {
+                servers: resource_servers.clone(),
+                templates: true,
+            }));
+            extra.push(Arc::new(ReadResource {
+                servers: resource_servers,
+            }));
+        }
+        let reg = if extra.is_empty() {
+            base.clone()
+        } else {
+            reg.extend(extra);
+            Arc::new(reg)
+        };
+        if let Ok(mut c) = self.cache.lock() {
+            *c = Some((state.generation, reg.clone()));
+        }
+        reg
+    }
+}

@@ -1,0 +1,24 @@
+//! MCP: the agent as a Model Context Protocol client (spec §5.3 and §8.1), on the official
+//! Rust SDK `rmcp`.
+//!
+//! - [`config`]: `mcp_servers` and `mcp_config_files`, typed;
+//! - [`client`]: one connection (stdio child in its own process group, or Streamable HTTP);
+//! - [`manager`]: the agent's servers, synced before every turn, and their status JSON;
+//! - [`tool`] and [`resource_tools`]: the `Tool`s a turn sees; [`naming`] and [`render`]: the
+//!   reference's names and result text;
+//! - [`registry`]: the host's `MCPRegistry`.
+//!
+//! Sits between `agent` (which owns a [`McpManager`]) and `tools` (whose trait it implements).
+
+pub mod client;
+pub mod config;
+pub mod manager;
+pub mod naming;
+pub mod registry;
+pub mod render;
+pub mod resource_tools;
+pub mod tool;
+
+pub use config::ConfigFiles;
+pub use manager::{McpManager, ServerState, StatusChange};
+pub use registry::McpRegistry;

@@ -1,0 +1,106 @@
+//! The adapter that makes one server tool a [`Tool`]: the reference's `McpTool`
+//! (`agentao/mcp/tool.py`), with its trust rules.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::client::{CallError, Connection, ToolDef};
+use super::naming::tool_name;
+use super::render::render_call_result;
+use crate::tools::{Tool, ToolContext, ToolError};
+
+pub struct McpTool {
+    fqn: String,
+    description: String,
+    parameters: Value,
+    def: ToolDef,
+    conn: Arc<Connection>,
+    /// Whether resource links may point at `read_mcp_resource` (it is registered for this
+    /// server).
+    read_hint: bool,
+}
+
+impl McpTool {
+    pub fn new(conn: Arc<Connection>, def: ToolDef, read_hint: bool) -> Self {
+        let server = &conn.server;
+        let description = format!(
+            "[MCP:{server}] {}",
+            def.description
+                .clone()
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| format!("MCP tool from {server}"))
+        );
+        let mut parameters = match &def.input_schema {
+            Value::Object(o) => Value::Object(o.clone()),
+            _ => serde_json::json!({"type": "object", "properties": {}}),
+        };
+        if parameters.get("type").is_none() {
+            parameters["type"] = Value::from("object");
+        }
+        McpTool {
+            fqn: tool_name(server, &def.name),
+            description,
+            parameters,
+            def,
+            conn,
+            read_hint,
+        }
+    }
+
+    fn trusted(&self) -> bool {
+        self.conn.config.trust
+    }
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.fqn
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    /// Never from an untrusted server's annotations; a trusted server's `destructiveHint`
+    /// overrides its `readOnlyHint`.
+    fn is_read_only(&self) -> bool {
+        self.trusted()
+            && self.def.read_only_hint == Some(true)
+            && self.def.destructive_hint != Some(true)
+    }
+
+    /// Untrusted: always. Trusted: only when the server flagged the tool destructive.
+    fn requires_confirmation(&self) -> bool {
+        !self.trusted() || self.def.destructive_hint == Some(true)
+    }
+
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
+        let conn = &self.conn;
+        let outcome =
+            conn.runtime()
+                .block_on(conn.call_tool(&self.def.name, args, ctx.cancel, ctx.output));
+        match outcome {
+            Ok(result) => {
+                let hint = self.read_hint.then_some(conn.server.as_str());
+                let save_dir = Some(ctx.services.tool_outputs_dir.as_path());
+                match render_call_result(&result, save_dir, hint) {
+                    (text, false) => Ok(text),
+                    (text, true) => Err(ToolError::new("McpToolError", text)),
+                }
+            }
+            Err(CallError::Cancelled) => {
+                Ok(format!("[Operation Cancelled] {}", ctx.cancel.reason()))
+            }
+            Err(CallError::Failed(text)) => Ok(text),
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! The MCP client against `mcp-fault-server` (an in-repo server on rmcp's server side): names,
+//! trust rules, a server that starts too slowly, crashes mid-call, never answers, lists 10,000
+//! tools or returns 10 MB; concurrent startup; the process group killed when the agent goes.
+
+use std::time::{Duration, Instant};
+
+use agentao::agent::{Agent, TurnOptions};
+use agentao::turn::{DeltaSink, TurnStatus};
+use serde_json::{json, Value};
+
+mod mcp_support;
+use mcp_support::{agent, call, fault, proc_state};
+
+#[test]
+fn tools_are_named_called_and_confirmed_by_the_trust_rules() {
+    let mut responses = call("mcp_fault_echo", json!({"text": "hi there"}));
+    responses.insert(
+        1,
+        json!({"tool_calls": [{"id": "c2", "name": "mcp_trusted_echo", "arguments": {"text": "x"}},
+                              {"id": "c3", "name": "mcp_trusted_spawn_child", "arguments": {}}]}),
+    );
+    let mut trusted = fault(&[]);
+    trusted["trust"] = json!(true);
+    let run = agent(
+        responses,
+        json!({"fault": fault(&[]), "trusted": trusted}),
+        Value::Null,
+    );
+    let out = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(out.status, TurnStatus::Ok);
+    let msgs = run.tool_messages();
+    assert_eq!(msgs[0], "hi there");
+    assert_eq!(msgs[1], "x");
+    // Untrusted: always confirmed. Trusted: only the destructive one.
+    let confirms = run.host.confirms.lock().unwrap().clone();
+    assert_eq!(confirms, vec!["mcp_fault_echo", "mcp_trusted_spawn_child"]);
+    let st = run.server_status("fault");
+    assert_eq!(st["status"], "connected");
+    assert_eq!(st["transport"], "stdio");
+    assert_eq!(st["tools"], 6);
+    assert_eq!(st["trusted"], false);
+    assert!(
+        st["stderr"]
+            .to_string()
+            .contains("mcp-fault-server: starting"),
+        "{st}"
+    );
+    let ev = run.events_of("mcp_server_status");
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    assert!(ev.iter().all(|e| e["data"]["status"] == "connected"));
+}
+
+#[test]
+fn read_only_mode_lets_only_trusted_read_only_tools_run() {
+    let responses = vec![
+        json!({"tool_calls": [{"id": "c1", "name": "mcp_fault_echo", "arguments": {"text": "a"}},
+                              {"id": "c2", "name": "mcp_trusted_echo", "arguments": {"text": "b"}}]}),
+        json!({"text": "done"}),
+    ];
+    let mut trusted = fault(&[]);
+    trusted["trust"] = json!(true);
+    let run = agent(
+        responses,
+        json!({"fault": fault(&[]), "trusted": trusted}),
+        json!({"permissions": {"mode": "read-only"}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let msgs = run.tool_messages();
+    assert_ne!(
+        msgs[0], "a",
+        "an untrusted tool ran in read-only mode: {msgs:?}"
+    );
+    assert_eq!(msgs[1], "b");
+}
+
+#[test]
+fn is_error_is_a_tool_error_with_the_server_message() {
+    let run = agent(
+        call("mcp_fault_fail", json!({})),
+        json!({"fault": fault(&[])}),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(
+        run.tool_messages()[0],
+        "Error executing mcp_fault_fail: MCP tool error: it failed on purpose"
+    );
+}
+
+#[test]
+fn a_server_slower_than_its_startup_timeout_fails_alone() {
+    let mut slow = fault(&["--slow-start", "5000"]);
+    slow["timeout"] = json!({"startup": 0.5});
+    let responses = vec![
+        json!({"tool_calls": [{"id": "c1", "name": "mcp_slow_echo", "arguments": {"text": "a"}},
+                              {"id": "c2", "name": "mcp_fine_echo", "arguments": {"text": "b"}}]}),
+        json!({"text": "done"}),
+    ];
+    let run = agent(
+        responses,
+        json!({"slow": slow, "fine": fault(&[])}),
+        Value::Null,
+    );
+    let t0 = Instant::now();
+    let out = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    println!(
+        "turn with a server past its startup timeout: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(out.status, TurnStatus::Ok);
+    let msgs = run.tool_messages();
+    assert!(
+        msgs[0].contains("mcp_slow_echo"),
+        "the slow server's tool was there: {msgs:?}"
+    );
+    assert_eq!(msgs[1], "b");
+    let st = run.server_status("slow");
+    assert_eq!(st["status"], "error");
+    assert!(
+        st["error"]
+            .as_str()
+            .unwrap()
+            .contains("did not start within the startup timeout (0.5 s)"),
+        "{st}"
+    );
+    let ev = run.events_of("mcp_server_status");
+    assert!(ev
+        .iter()
+        .any(|e| e["data"]["server"] == "slow" && e["data"]["status"] == "error"));
+}
+
+#[test]
+fn a_crash_mid_call_reports_an_unknown_outcome_and_the_next_turn_reconnects() {
+    let mut responses = call("mcp_fault_crash", json!({}));
+    responses.extend(call("mcp_fault_echo", json!({"text": "back"})));
+    let run = agent(responses, json!({"fault": fault(&[])}), Value::Null);
+    let out = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(out.status, TurnStatus::Ok);
+    let msg = &run.tool_messages()[0];
+    assert!(
+        msg.starts_with("MCP tool error: the connection to MCP server 'fault' closed after the call to 'crash' was sent"),
+        "{msg}"
+    );
+    assert_eq!(run.server_status("fault")["status"], "error");
+    run.agent
+        .run_blocking("again", TurnOptions::default())
+        .unwrap();
+    assert_eq!(run.tool_messages()[1], "back");
+    assert_eq!(run.server_status("fault")["status"], "connected");
+}
+
+#[test]
+fn a_call_that_never_answers_is_cancelled_by_the_turn_and_the_server_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fault.log");
+    let log_s = log.to_str().unwrap();
+    let run = agent(
+        call("mcp_fault_hang", json!({})),
+        json!({"fault": fault(&["--log", log_s])}),
+        Value::Null,
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let token = run
+        .agent
+        .start_turn(
+            "go".into(),
+            TurnOptions::default(),
+            DeltaSink::None,
+            move |r| {
+                let _ = tx.send(r);
+            },
+        )
+        .unwrap();
+    let started = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("started")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the hang call never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t0 = Instant::now();
+    token.cancel("user stop");
+    let result = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the turn did not end");
+    let took = t0.elapsed();
+    println!("cancel of a call in flight to the end of the turn: {took:?}");
+    assert!(took < Duration::from_secs(2), "cancel took {took:?}");
+    let outcome = result.unwrap_or_else(|(_, o)| o.unwrap());
+    assert_eq!(outcome.status, TurnStatus::Cancelled);
+    // The server got notifications/cancelled for the request in flight.
+    let t1 = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let started_id = text
+            .lines()
+            .find_map(|l| l.strip_prefix("started "))
+            .map(str::to_owned);
+        if let Some(id) = started_id {
+            if text.contains(&format!("cancelled {id}")) {
+                break;
+            }
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "no cancellation reached the server: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn ten_thousand_tools_hit_the_catalog_limit_and_a_thousand_are_fine() {
+    let run = agent(
+        vec![json!({"text": "done"})],
+        json!({"huge": fault(&["--tools", "10000"]), "big": fault(&["--tools", "1000"])}),
+        Value::Null,
+    );
+    let t0 = Instant::now();
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    println!(
+        "first turn with 10,000 + 1,000 tools listed: {:?}",
+        t0.elapsed()
+    );
+    let huge = run.server_status("huge");
+    assert_eq!(huge["status"], "error");
+    assert_eq!(
+        huge["error"],
+        "MCP server 'huge' exceeded the 1024-tool catalog limit \
+         (stderr: mcp-fault-server: starting)"
+    );
+    let big = run.server_status("big");
+    assert_eq!(big["status"], "connected");
+    assert_eq!(big["tools"], 1006);
+}
+
+#[test]
+fn a_ten_megabyte_result_is_spilled_not_sent_whole() {
+    let run = agent(
+        call("mcp_fault_big", json!({})),
+        json!({"fault": fault(&[])}),
+        Value::Null,
+    );
+    let out = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(out.status, TurnStatus::Ok);
+    let msg = &run.tool_messages()[0];
+    assert!(msg.len() < 100_000, "the model got {} bytes", msg.len());
+    let spilled = std::fs::read_dir(run.dir.path().join(".agentao/tool-outputs"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .max()
+        .unwrap();
+    assert_eq!(spilled, 10 << 20);
+}
+
+#[test]
+fn servers_connect_concurrently() {
+    let servers: serde_json::Map<String, Value> = (0..5)
+        .map(|i| (format!("s{i}"), fault(&["--slow-start", "1000"])))
+        .collect();
+    let t0 = Instant::now();
+    let run = agent(
+        vec![json!({"text": "done"})],
+        Value::Object(servers),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let took = t0.elapsed();
+    println!("time to the end of the first turn with 5 servers starting in 1 s each: {took:?}");
+    assert!(
+        took < Duration::from_millis(4000),
+        "serial startup? {took:?}"
+    );
+    let st = run.status();
+    assert_eq!(st["servers"].as_array().unwrap().len(), 5);
+    assert!(st["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["status"] == "connected"));
+}
+
+#[test]
+fn freeing_the_agent_kills_the_server_with_its_group() {
+    let run = agent(
+        call("mcp_fault_spawn_child", json!({})),
+        json!({"fault": fault(&[])}),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let msg = run.tool_messages()[0].clone();
+    let pids: Vec<u32> = msg.split(' ').map(|p| p.parse().unwrap()).collect();
+    let (server, grandchild) = (pids[0], pids[1]);
+    assert!(proc_state(server).is_some() && proc_state(grandchild).is_some());
+    drop(run);
+    let t0 = Instant::now();
+    loop {
+        // Ours to reap: the server must be gone. The grandchild is init's to reap: killed is
+        // enough (gone or a zombie).
+        let server_gone = proc_state(server).is_none();
+        let grandchild_dead = matches!(proc_state(grandchild), None | Some('Z'));
+        if server_gone && grandchild_dead {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "server {:?}, grandchild {:?}",
+            proc_state(server),
+            proc_state(grandchild)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_bad_server_config_is_a_config_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"working_directory": dir.path(),
+        "llm": {"provider": "scripted", "script": {"responses": []}},
+        "mcp_servers": {"x": {"type": "ws", "url": "http://h"}}});
+    let err = Agent::new(&config.to_string(), None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("`mcp_servers.x`") && err.contains("'ws' is not a known transport"),
+        "{err}"
+    );
+}
+
+#[test]
+fn call_round_trip_is_measured() {
+    use agentao::cancel::CancelToken;
+    use agentao::mcp::client::{Connection, StderrTail};
+    use agentao::mcp::config::{parse_server, ProcessVars};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cfg = parse_server("f", &fault(&[]), std::path::Path::new("/"), &ProcessVars).unwrap();
+    rt.block_on(async {
+        let conn = Connection::connect("f", &cfg, std::sync::Arc::new(StderrTail::default()))
+            .await
+            .unwrap();
+        let cancel = CancelToken::new();
+        let args = json!({"text": "ping"}).as_object().unwrap().clone();
+        let n = 300;
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let r = conn
+                .call_tool("echo", &args, &cancel, &|_| {})
+                .await
+                .unwrap();
+            assert_eq!(r["content"][0]["text"], "ping");
+        }
+        let per = t0.elapsed() / n;
+        let t1 = Instant::now();
+        for _ in 0..n {
+            let r = json!({"content": [{"type": "text", "text": "ping"}]});
+            let _ = agentao::mcp::render::render_call_result(&r, None, None);
+        }
+        println!(
+            "echo over stdio through rmcp: {per:?} per call; our result rendering: {:?} per call",
+            t1.elapsed() / n
+        );
+    });
+}
+
+#[test]
+fn mcp_json_files_are_read_only_when_the_config_asks() {
+    let servers = json!({"mcpServers": {"file": fault(&[])}});
+    for (asked, connected) in [(json!(["workspace"]), true), (Value::Null, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".agentao")).unwrap();
+        std::fs::write(dir.path().join(".agentao/mcp.json"), servers.to_string()).unwrap();
+        let mut config = json!({"working_directory": dir.path(),
+            "llm": {"provider": "scripted", "script": {"responses": [{"text": "ok"}]}}});
+        if !asked.is_null() {
+            config["mcp_config_files"] = asked;
+        }
+        let agent = Agent::new(&config.to_string(), None).unwrap();
+        agent.run_blocking("go", TurnOptions::default()).unwrap();
+        let status: Value = serde_json::from_str(&agent.mcp_status_json()).unwrap();
+        let servers = status["servers"].as_array().unwrap();
+        if connected {
+            assert_eq!(servers.len(), 1, "{status}");
+            assert_eq!(servers[0]["name"], "file");
+            assert_eq!(servers[0]["status"], "connected");
+        } else {
+            assert!(servers.is_empty(), "read without being asked: {status}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"working_directory": dir.path(), "mcp_config_files": ["elsewhere"],
+        "llm": {"provider": "scripted", "script": {"responses": []}}});
+    let err = Agent::new(&config.to_string(), None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("mcp_config_files"), "{err}");
+}
+
+#[test]
+fn freeing_the_agent_while_a_server_starts_kills_it_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fault.log");
+    let mut slow = fault(&["--slow-start", "20000", "--log", log.to_str().unwrap()]);
+    slow["timeout"] = json!(60);
+    let run = agent(vec![], json!({"slow": slow}), Value::Null);
+    let t0 = Instant::now();
+    let pid: u32 = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(p) = text.lines().find_map(|l| l.strip_prefix("pid ")) {
+            break p.trim().parse().unwrap();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the server never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(run.server_status("slow")["status"], "connecting");
+    drop(run);
+    let t1 = Instant::now();
+    while proc_state(pid).is_some() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "the starting server outlived the agent by {:?}",
+            t1.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("a starting server gone {:?} after the agent", t1.elapsed());
+}
+
+#[test]
+fn permission_rules_name_mcp_tools() {
+    let responses = vec![
+        json!({"tool_calls": [{"id": "c1", "name": "mcp_fault_echo", "arguments": {"text": "a"}},
+                              {"id": "c2", "name": "mcp_other_echo", "arguments": {"text": "b"}}]}),
+        json!({"text": "done"}),
+    ];
+    let run = agent(
+        responses,
+        json!({"fault": fault(&[]), "other": fault(&[])}),
+        json!({"permissions": {"mode": "workspace-write",
+            "rules": [{"tool": "mcp_fault_.*", "action": "deny"}]}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let msgs = run.tool_messages();
+    assert!(
+        msgs[0].starts_with("Tool execution denied: 'mcp_fault_echo'"),
+        "{msgs:?}"
+    );
+    assert_eq!(msgs[1], "b");
+}
+
+#[test]
+fn a_request_timeout_ends_the_call_and_tells_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fault.log");
+    let mut server = fault(&["--log", log.to_str().unwrap()]);
+    server["timeout"] = json!({"startup": 30, "request": 0.5});
+    let run = agent(
+        call("mcp_fault_hang", json!({})),
+        json!({"fault": server}),
+        Value::Null,
+    );
+    let t0 = Instant::now();
+    let out = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(out.status, TurnStatus::Ok);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_eq!(
+        run.tool_messages()[0],
+        "MCP tool error: 'hang' on MCP server 'fault' did not answer within its request timeout (0.5 s)"
+    );
+    let t1 = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("cancelled")
+    {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "the server was not told"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
