@@ -169,13 +169,14 @@ typedef struct agentao_error agentao_error;
 typedef struct agentao_host_event_stream agentao_host_event_stream;
 
 /*
- The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call. Answer it
+ The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call, or of
+ one host tool's `execute` (`agentao_reply_tool_result` / `_tool_error`). Answer it
  exactly once with one of the `agentao_reply_*` functions, which consume it, from any thread,
  before or after the callback returns. An answer that arrives after the turn was cancelled
  is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
  cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
 
- A pending reply keeps the transport's userdata alive: `userdata_free` runs only once every
+ A pending reply keeps the transport's (or the host tool's) userdata alive: `userdata_free` runs only once every
  reply handed to the host has been answered, even after `agentao_agent_free`. It may then
  run on the thread that answers the last one, inside `agentao_reply_*`. A reply that is never
  answered means `userdata_free` never runs.
@@ -186,6 +187,13 @@ typedef struct agentao_reply agentao_reply;
  A streaming turn read by pulling: text deltas, then the TurnOutcome as the last item.
  */
 typedef struct agentao_stream agentao_stream;
+
+/*
+ One running call of a host tool, as its `execute` callback receives it. Owned by the
+ library: valid from the `execute` call until the host answers the call's reply (after that
+ it may be gone). Usable from any thread.
+ */
+typedef struct agentao_tool_call agentao_tool_call;
 
 /*
  A listener a transport's `subscribe` receives: call it with each event's JSON (borrowed
@@ -276,6 +284,76 @@ typedef void (*agentao_delta_fn)(void *userdata, const char *delta_json);
  A host-event observer: the event's JSON (v3 wire form), borrowed for the call.
  */
 typedef void (*agentao_event_fn)(void *userdata, const char *event_json);
+
+/*
+ A host tool's `execute`: run the call with `args_json` (a JSON object, borrowed for the
+ callback) and answer `reply` exactly once with `agentao_reply_tool_result`,
+ `agentao_reply_tool_error` or `agentao_reply_fail`, inside the callback or later from any
+ thread. `call` (call id, cancel token, output sink) is valid until the reply is answered.
+
+ Threads: runs on a library thread where blocking is fine. Calls of one tool in one batch
+ run one at a time unless the descriptor sets `reentrant`; calls of different read-only tools
+ in one batch may run at the same time.
+ */
+typedef void (*agentao_tool_execute_fn)(void *userdata, const char *args_json, const struct agentao_tool_call *call, struct agentao_reply *reply);
+
+/*
+ A host tool (spec §2.1), passed to `agentao_agent_add_tool`, which copies it. Every string
+ is borrowed for that call.
+ */
+typedef struct agentao_tool_desc {
+  /*
+   `sizeof(agentao_tool_desc)`: members may be appended in later versions.
+   */
+  uint32_t struct_size;
+  /*
+   The name the model calls. Not empty, not starting with `mcp_`, not `plan_save` or
+   `plan_finalize`.
+   */
+  const char *name;
+  /*
+   Sent to the model, and to `confirm_tool` as its `description`.
+   */
+  const char *description;
+  /*
+   The arguments' JSON Schema, sent verbatim as `function.parameters`: a JSON object
+   (its `type`, when given, `"object"`). Its `required` list decides which `null`
+   arguments are dropped.
+   */
+  const char *parameters_json;
+  /*
+   Admitted in read-only mode, and eligible for parallel batches.
+   */
+  bool is_read_only;
+  /*
+   When no rule decides the call, ask the host (`confirm_tool`) first.
+   */
+  bool requires_confirmation;
+  /*
+   Whether a sub-agent would receive the tool (recorded; sub-agents are not in this
+   library yet).
+   */
+  bool copies_to_subagents;
+  /*
+   Two calls of this tool in one parallel batch may run at the same time.
+   */
+  bool reentrant;
+  /*
+   Passed to `execute`; owned by the library once `agentao_agent_add_tool` succeeds.
+   */
+  void *userdata;
+  /*
+   Optional; called exactly once with `userdata`, on some thread, when the tool is gone:
+   removed or replaced (and no turn uses it any more), or its agent freed, and every reply
+   handed to `execute` answered. Not called when `agentao_agent_add_tool` fails: `userdata`
+   then stays the host's.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   Required.
+   */
+  agentao_tool_execute_fn execute;
+} agentao_tool_desc;
 
 #ifdef __cplusplus
 extern "C" {
@@ -475,6 +553,76 @@ struct agentao_cancel_token *agentao_cancel_token_child(const struct agentao_can
 void agentao_cancel_token_free(struct agentao_cancel_token *token);
 
 /*
+ Registers a host tool on `agent` (spec §2.2): right after `agentao_agent_new`, or between
+ turns; the model is offered it from the next turn on. `desc` and its strings are borrowed
+ and copied. A name already in use (a built-in or another host tool) is refused unless
+ `replace` is true, in which case the tool replaces it.
+
+ Ownership: on success the library owns `desc->userdata` and releases it with
+ `desc->userdata_free`; on failure nothing is registered and `userdata` stays the host's.
+
+ Errors (the message names the tool): `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, desc,
+ name, description, parameters or execute), `_INVALID_ARGUMENT` (a `struct_size` smaller
+ than this header's `sizeof(agentao_tool_desc)`, an empty, `mcp_`-prefixed or reserved name,
+ a schema that is not a JSON object schema, a duplicate name without `replace`),
+ `_INVALID_JSON` (the schema does not parse), `_INVALID_UTF8`, `_TURN_IN_PROGRESS`.
+
+ Threads: any thread; not inside a callback of this agent's running turn (that turn is in
+ progress).
+ */
+agentao_status agentao_agent_add_tool(const struct agentao_agent *agent, const struct agentao_tool_desc *desc, bool replace, struct agentao_error **err_out);
+
+/*
+ Removes the tool called `name` (borrowed) from `agent`, between turns; a built-in can be
+ removed too. `*removed_out` (may be NULL) is true when a tool was removed, false when there
+ was none by that name. A host tool's `userdata_free` runs once no turn uses it and every
+ reply handed to its `execute` is answered.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INVALID_ARGUMENT` (a reserved
+ name), `_TURN_IN_PROGRESS`. Threads: as `agentao_agent_add_tool`.
+ */
+agentao_status agentao_agent_remove_tool(const struct agentao_agent *agent, const char *name, bool *removed_out, struct agentao_error **err_out);
+
+/*
+ The call's id (the model's `tool_call_id`), borrowed from `call`. NULL call: NULL.
+ */
+const char *agentao_tool_call_id(const struct agentao_tool_call *call);
+
+/*
+ The turn's cancellation token, borrowed from `call`: never free it. Poll it with
+ `agentao_cancel_token_is_cancelled`; once it is cancelled the call is over (it reports
+ `Tool execution cancelled.`) and a later answer is ignored. NULL call: NULL.
+ */
+const struct agentao_cancel_token *agentao_tool_call_cancel_token(const struct agentao_tool_call *call);
+
+/*
+ Streams `chunk` (borrowed, copied) as a `tool_output` event of this call, in order, before
+ the call's `tool_complete`. Any thread, until the reply is answered. Returns
+ `AGENTAO_STATUS_CLOSED` (the chunk is dropped) once the call has ended (answered or
+ cancelled); `_NULL_ARGUMENT`, `_INVALID_UTF8` for bad input.
+ */
+agentao_status agentao_tool_call_output(const struct agentao_tool_call *call, const char *chunk, struct agentao_error **err_out);
+
+/*
+ Answers a host tool's call with its result `text` (borrowed, copied): the model reads it
+ (after the usual post-processing) and the call completes `ok`. Consumes `reply`. Text that
+ is not UTF-8 fails the call (status `error`, error type `HostToolError`) and returns
+ `AGENTAO_STATUS_INVALID_UTF8`; a reply of another kind fails that request and returns
+ `_INVALID_ARGUMENT`. An answer after the turn was cancelled is ignored.
+ */
+agentao_status agentao_reply_tool_result(struct agentao_reply *reply, const char *text, struct agentao_error **err_out);
+
+/*
+ Answers a host tool's call with a failure (spec §2.4): the model reads
+ `Error executing <name>: <message>`, the call completes with status `error`, and the host
+ event's `error_type` is `error_type` (NULL: `HostToolError`). Both strings are borrowed and
+ copied; `message` NULL means a generic text. Consumes `reply`. Invalid UTF-8 still fails
+ the call, and returns `AGENTAO_STATUS_INVALID_UTF8`; a reply of another kind fails that
+ request and returns `_INVALID_ARGUMENT`.
+ */
+agentao_status agentao_reply_tool_error(struct agentao_reply *reply, const char *error_type, const char *message, struct agentao_error **err_out);
+
+/*
  The library version (`"MAJOR.MINOR.PATCH"`), equal to the `AGENTAO_VERSION` macro of the
  header it was built with. Static: never freed. Any thread.
  */
@@ -514,6 +662,26 @@ agentao_status agentao_runtime_set_worker_threads(uint32_t threads, struct agent
  */
 agentao_status agentao_test_panic(struct agentao_error **err_out);
 #endif
+
+/*
+ Answers "what would happen if the model called `tool_name` with `args_json` now?" from the
+ same pipeline the turn uses (read-only gate, hardline floor, run-scope, preset and user
+ rules in the mode's order, the confirmation fallback), without running anything or
+ emitting any event. Both strings are borrowed.
+
+ On success `*json_out` (release with `agentao_string_free`) is
+ `{"outcome": "allow"|"deny"|"prompt", "reason": str, "matched_rule": object|null,
+ "source": "read-only-gate"|"hardline"|"run-rule"|"preset"|"user-rule"|"fallback",
+ "mode": str, "hardline"?: str}`. `hardline` (present only then) is the floor's description
+ when it refuses the command: while planning (`outcome` `deny`), or, for an agent without
+ a permission engine, when the command is launched after the prompt.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INVALID_JSON` (args do not
+ parse), `_INVALID_ARGUMENT` (args not a JSON object, or no tool by that name). Threads:
+ any thread, also inside callbacks and while a turn runs (it then sees the current mode and
+ rules).
+ */
+agentao_status agentao_agent_preflight(const struct agentao_agent *agent, const char *tool_name, const char *args_json, char **json_out, struct agentao_error **err_out);
 
 /*
  Answers a `confirm_tool` request with `AGENTAO_CONFIRMATION_ALLOW`, `_DENY` or

@@ -14,8 +14,9 @@ use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::LlmClient;
-use crate::permissions::{ActivePermissions, Mode, PermissionEngine};
-use crate::tools::{ToolRegistry, ToolSelection, ToolServices};
+use crate::permissions::preflight::Preflight;
+use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
+use crate::tools::{Tool, ToolRegistry, ToolSelection, ToolServices};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
 
 /// Why an entry point refused or failed; the C layer maps each to a status code.
@@ -105,7 +106,8 @@ pub struct AgentCore {
     session_id_c: std::ffi::CString,
     config: AgentConfig,
     llm: LlmClient,
-    tools: Arc<ToolRegistry>,
+    /// Replaced whole by `add_tool` / `remove_tool`; a turn keeps the one it started with.
+    tools: RwLock<Arc<ToolRegistry>>,
     tool_services: Arc<ToolServices>,
     system_prompt: String,
     emitter: Emitter,
@@ -185,7 +187,7 @@ impl Agent {
                 session_id,
                 config,
                 llm,
-                tools,
+                tools: RwLock::new(tools),
                 tool_services,
                 system_prompt,
                 emitter: Emitter::new(transport),
@@ -283,7 +285,8 @@ impl Agent {
         let keep_alive = core.clone();
         let task = rt.spawn(async move {
             let _slot = slot;
-            let env = core.env();
+            let tools = core.tools_now();
+            let env = core.env(&tools);
             turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await
         });
         rt.spawn(async move {
@@ -436,6 +439,82 @@ impl Agent {
         }
     }
 
+    /// Registers a host tool (spec §2.2), between turns. A name already in use is refused
+    /// unless `replace` (a host tool may replace a built-in); the tool is offered from the
+    /// next turn on.
+    pub fn add_tool(&self, tool: Arc<dyn Tool>, replace: bool) -> Result<(), AgentError> {
+        crate::tools::host::check_name(tool.name()).map_err(AgentError::InvalidArgument)?;
+        self.edit_tools(|reg| {
+            if !replace && reg.get(tool.name()).is_some() {
+                return Err(AgentError::InvalidArgument(format!(
+                    "a tool named '{}' is already registered (pass replace to replace it)",
+                    tool.name()
+                )));
+            }
+            reg.insert(tool);
+            Ok(true)
+        })
+        .map(drop)
+    }
+
+    /// Removes a tool by name, between turns; false when there is none. A reserved name is
+    /// refused.
+    pub fn remove_tool(&self, name: &str) -> Result<bool, AgentError> {
+        if crate::tools::host::RESERVED_NAMES.contains(&name) {
+            return Err(AgentError::InvalidArgument(format!(
+                "tool '{name}': the name is reserved"
+            )));
+        }
+        self.edit_tools(|reg| Ok(reg.remove(name)))
+    }
+
+    fn edit_tools(
+        &self,
+        f: impl FnOnce(&mut ToolRegistry) -> Result<bool, AgentError>,
+    ) -> Result<bool, AgentError> {
+        let mut tools = self.core.tools.write().unwrap_or_else(|e| e.into_inner());
+        // Checked under the lock: a turn takes its registry under the same lock.
+        if self.is_busy() {
+            return Err(AgentError::TurnInProgress);
+        }
+        let mut reg = (**tools).clone();
+        let changed = f(&mut reg)?;
+        if changed {
+            *tools = Arc::new(reg);
+        }
+        Ok(changed)
+    }
+
+    /// What the planner would decide for this call now, without running anything.
+    pub fn preflight(&self, tool_name: &str, args_json: &str) -> Result<Preflight, AgentError> {
+        let args = match serde_json::from_str::<Value>(args_json) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => {
+                return Err(AgentError::InvalidArgument(
+                    "args_json must be a JSON object".into(),
+                ))
+            }
+            Err(e) => return Err(AgentError::InvalidJson(format!("args_json: {e}"))),
+        };
+        let tools = self.core.tools_now();
+        let Some(tool) = tools.get(tool_name) else {
+            return Err(AgentError::InvalidArgument(format!(
+                "no tool named '{tool_name}' is registered"
+            )));
+        };
+        let engine = self.core.engine.read().unwrap_or_else(|e| e.into_inner());
+        Ok(crate::permissions::preflight::preflight(
+            engine.as_ref(),
+            self.core.read_only.load(Ordering::Acquire),
+            ToolFacts {
+                name: tool.name(),
+                is_read_only: tool.is_read_only(),
+                requires_confirmation: tool.requires_confirmation(),
+            },
+            &args,
+        ))
+    }
+
     /// Provider usage totals of the session.
     pub fn usage(&self) -> crate::llm::Usage {
         self.core.llm.usage.snapshot()
@@ -443,11 +522,15 @@ impl Agent {
 }
 
 impl AgentCore {
-    fn env(&self) -> TurnEnv<'_> {
+    fn tools_now(&self) -> Arc<ToolRegistry> {
+        self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn env<'a>(&'a self, tools: &'a ToolRegistry) -> TurnEnv<'a> {
         TurnEnv {
             session_id: &self.session_id,
             llm: &self.llm,
-            tools: &self.tools,
+            tools,
             tool_services: &self.tool_services,
             tools_config: &self.config.tools,
             workspace: &self.config.working_directory,

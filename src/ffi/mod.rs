@@ -14,9 +14,11 @@ pub mod agent;
 pub mod cancel;
 mod handle;
 mod host_data;
+pub mod host_tools;
 
 use handle::BoxCastable;
 pub mod library;
+pub mod preflight;
 pub mod reply;
 pub mod stream;
 pub mod transport;

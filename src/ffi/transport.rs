@@ -184,7 +184,7 @@ impl FfiTransport {
     fn reply_ptr(&self, reply: Reply) -> *mut agentao_reply {
         Box::into_raw(Box::new(agentao_reply {
             reply,
-            _transport: self.vtable.clone(),
+            _keep_alive: self.vtable.clone(),
         }))
     }
 }

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod hardline;
 mod hardline_canon;
 pub mod path_policy;
+pub mod preflight;
 pub mod presets;
 pub mod rules;
 pub mod shell_reads;

@@ -9,6 +9,7 @@ pub mod ask_user;
 pub mod fs;
 pub mod git_launch;
 pub mod glob;
+pub mod host;
 pub mod list_directory;
 pub mod read_file;
 pub mod replace;
@@ -338,6 +339,11 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     fn is_read_only(&self) -> bool;
     fn requires_confirmation(&self) -> bool;
+    /// Whether two calls in one parallel batch may run at once (spec §2.5 serialises them
+    /// otherwise).
+    fn is_reentrant(&self) -> bool {
+        false
+    }
     /// A refusal decided from the arguments alone, before planning looks at them (an argument
     /// too large to check); the text is the call's result.
     fn reject_early(&self, _args: &Map<String, Value>) -> Option<String> {

@@ -1105,7 +1105,7 @@ impl<'e, 'a> Turn<'e, 'a> {
     }
 
     /// Executes the batch: read-only batches in parallel (calls to one tool still one at a
-    /// time), anything else in call order. Results come back in call order.
+    /// time unless it is re-entrant), anything else in call order. Results come back in call order.
     async fn execute(&mut self, plans: &[Plan]) -> Vec<CallResult> {
         let mut results: Vec<Option<CallResult>> = plans.iter().map(|_| None).collect();
         let runnable: Vec<usize> = (0..plans.len())
@@ -1122,7 +1122,11 @@ impl<'e, 'a> Turn<'e, 'a> {
             }
             let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
             for &i in &runnable {
-                match groups.iter_mut().find(|(n, _)| *n == plans[i].name) {
+                let shared = !plans[i].tool.is_reentrant();
+                match groups
+                    .iter_mut()
+                    .find(|(n, _)| shared && *n == plans[i].name)
+                {
                     Some((_, g)) => g.push(i),
                     None => groups.push((plans[i].name.clone(), vec![i])),
                 }
