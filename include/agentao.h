@@ -570,7 +570,7 @@ void agentao_cancel_token_free(struct agentao_cancel_token *token);
  Threads: any thread; not inside a callback of this agent's running turn (that turn is in
  progress).
  */
-agentao_status agentao_agent_add_tool(const struct agentao_agent *agent, const struct agentao_tool_desc *desc, bool replace, struct agentao_error **err_out);
+agentao_status agentao_agent_add_tool(struct agentao_agent *agent, const struct agentao_tool_desc *desc, bool replace, struct agentao_error **err_out);
 
 /*
  Removes the tool called `name` (borrowed) from `agent`, between turns; a built-in can be
@@ -581,7 +581,7 @@ agentao_status agentao_agent_add_tool(const struct agentao_agent *agent, const s
  Errors: `AGENTAO_STATUS_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INVALID_ARGUMENT` (a reserved
  name), `_TURN_IN_PROGRESS`. Threads: as `agentao_agent_add_tool`.
  */
-agentao_status agentao_agent_remove_tool(const struct agentao_agent *agent, const char *name, bool *removed_out, struct agentao_error **err_out);
+agentao_status agentao_agent_remove_tool(struct agentao_agent *agent, const char *name, bool *removed_out, struct agentao_error **err_out);
 
 /*
  The call's id (the model's `tool_call_id`), borrowed from `call`. NULL call: NULL.

@@ -199,7 +199,7 @@ unsafe fn read_desc(desc: *const agentao_tool_desc) -> FfiResult<(HostTool, Arc<
 /// progress).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_add_tool(
-    agent: *const agentao_agent,
+    agent: *mut agentao_agent,
     desc: *const agentao_tool_desc,
     replace: bool,
     err_out: *mut *mut agentao_error,
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn agentao_agent_add_tool(
 /// name), `_TURN_IN_PROGRESS`. Threads: as `agentao_agent_add_tool`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_remove_tool(
-    agent: *const agentao_agent,
+    agent: *mut agentao_agent,
     name: *const c_char,
     removed_out: *mut bool,
     err_out: *mut *mut agentao_error,
