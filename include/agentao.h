@@ -169,6 +169,12 @@ typedef struct agentao_error agentao_error;
 typedef struct agentao_host_event_stream agentao_host_event_stream;
 
 /*
+ Where a store callback puts its answer: borrowed for the callback, answered at most once
+ with `agentao_memory_answer_json` or `agentao_memory_answer_fail` before it returns.
+ */
+typedef struct agentao_memory_answer agentao_memory_answer;
+
+/*
  The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call, or of
  one host tool's `execute` (`agentao_reply_tool_result` / `_tool_error`). Answer it
  exactly once with one of the `agentao_reply_*` functions, which consume it, from any thread,
@@ -354,6 +360,52 @@ typedef struct agentao_tool_desc {
    */
   agentao_tool_execute_fn execute;
 } agentao_tool_desc;
+
+/*
+ A memory store the host implements (spec §5.4), e.g. a remote memory service. Copied by
+ `agentao_agent_set_memory_store`. Records are JSON objects:
+ `{"id": 8 hex, "scope": "user"|"project", "type": str, "key_normalized": str,
+ "title": str, "content": str, "tags": [str], "keywords": [str],
+ "source": "explicit"|"auto"|"crystallized", "confidence": number, "sensitivity": str,
+ "created_at": RFC 3339, "updated_at": RFC 3339, "deleted_at": RFC 3339|null}`.
+
+ Threads: callbacks run on library threads where blocking is fine (a `save_memory` call, the
+ start of a turn), never two of one agent at once; strings passed in are borrowed for the
+ callback. A callback answers through `answer` before it returns; one that fails
+ (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
+ and leaves the turn's prompt without memories.
+ */
+typedef struct agentao_memory_store {
+  /*
+   `sizeof(agentao_memory_store)`; a smaller value means the slots past it are NULL.
+   */
+  uint32_t struct_size;
+  void *userdata;
+  /*
+   Optional; called exactly once with `userdata` when the agent lets the store go
+   (replaced, or the agent freed). Not called when `agentao_agent_set_memory_store` fails.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   Required. Insert `record_json`, or replace the live record with the same `scope` and
+   `key_normalized`. Answer nothing (success) or fail.
+   */
+  void (*upsert)(void *userdata, const char *record_json, struct agentao_memory_answer *answer);
+  /*
+   Required. The live records of `scope` (`"user"`, `"project"`, or NULL for both) as a
+   JSON array, most recently updated first.
+   */
+  void (*list)(void *userdata, const char *scope, struct agentao_memory_answer *answer);
+  /*
+   Optional. The live record with this `scope` and `key`, or `null`. NULL: found in `list`.
+   */
+  void (*get)(void *userdata, const char *scope, const char *key, struct agentao_memory_answer *answer);
+  /*
+   Optional. The live records (of `scope`, NULL for both) relevant to `query`, as a JSON
+   array. NULL: the records of `list` that share a word with the query.
+   */
+  void (*search)(void *userdata, const char *query, const char *scope, struct agentao_memory_answer *answer);
+} agentao_memory_store;
 
 #ifdef __cplusplus
 extern "C" {
@@ -662,6 +714,36 @@ agentao_status agentao_runtime_set_worker_threads(uint32_t threads, struct agent
  */
 agentao_status agentao_test_panic(struct agentao_error **err_out);
 #endif
+
+/*
+ Sets the agent's memory store (spec §5.4), right after `agentao_agent_new` or between
+ turns: `save_memory` writes to it, and every turn shows its memories to the model (a
+ stable block of at most 2,000 characters in the system prompt, and the memories relevant
+ to the user's message in a request-only reminder). `store` is borrowed and copied; NULL
+ restores a new, empty in-memory store (the default).
+
+ Ownership: on success the library owns `store->userdata` (released with
+ `userdata_free` when replaced or when the agent is freed); on failure it stays the host's.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, or a NULL `upsert` or `list`),
+ `_INVALID_ARGUMENT` (`struct_size` too small), `_TURN_IN_PROGRESS`. Threads: any thread,
+ not inside a callback of this agent's running turn.
+ */
+agentao_status agentao_agent_set_memory_store(struct agentao_agent *agent, const struct agentao_memory_store *store, struct agentao_error **err_out);
+
+/*
+ Answers a store callback with `json` (borrowed, copied): a record list for `list` and
+ `search`, a record or `null` for `get`. Only inside the callback that received `answer`.
+ Text that is not JSON fails the callback and returns `AGENTAO_STATUS_INVALID_JSON`;
+ a second answer `_INVALID_ARGUMENT`.
+ */
+agentao_status agentao_memory_answer_json(struct agentao_memory_answer *answer, const char *json, struct agentao_error **err_out);
+
+/*
+ Fails a store callback with `message` (borrowed, copied; NULL: a generic text). Only inside
+ the callback that received `answer`; a second answer returns `_INVALID_ARGUMENT`.
+ */
+agentao_status agentao_memory_answer_fail(struct agentao_memory_answer *answer, const char *message, struct agentao_error **err_out);
 
 /*
  Answers "what would happen if the model called `tool_name` with `args_json` now?" from the

@@ -16,7 +16,7 @@ use crate::events::{Emitter, EventWriter};
 use crate::llm::LlmClient;
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
-use crate::tools::{Tool, ToolRegistry, ToolSelection, ToolServices};
+use crate::tools::{memory, MemoryStore, Tool, ToolRegistry, ToolSelection, ToolServices};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
 
 /// Why an entry point refused or failed; the C layer maps each to a status code.
@@ -286,7 +286,23 @@ impl Agent {
         let task = rt.spawn(async move {
             let _slot = slot;
             let tools = core.tools_now();
-            let env = core.env(&tools);
+            // The store is host code: asked off the async workers.
+            let store = core.tool_services.memory();
+            let memory = if store.may_block() {
+                let msg = message.clone();
+                tokio::task::spawn_blocking(move || memory::view(store.as_ref(), &msg))
+                    .await
+                    .unwrap_or_default()
+            } else {
+                memory::view(store.as_ref(), &message)
+            };
+            let system_prompt = match &memory.stable_block {
+                Some(block) => format!("{}\n\n{block}", core.system_prompt),
+                None => core.system_prompt.clone(),
+            };
+            let mut env = core.env(&tools);
+            env.system_prompt = &system_prompt;
+            env.volatile_tail = memory.recall.as_deref();
             turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await
         });
         rt.spawn(async move {
@@ -485,6 +501,16 @@ impl Agent {
         Ok(changed)
     }
 
+    /// Replaces the memory store (spec §5.4), between turns.
+    pub fn set_memory_store(&self, store: Arc<dyn MemoryStore>) -> Result<(), AgentError> {
+        let _tools = self.core.tools.write().unwrap_or_else(|e| e.into_inner());
+        if self.is_busy() {
+            return Err(AgentError::TurnInProgress);
+        }
+        self.core.tool_services.set_memory(store);
+        Ok(())
+    }
+
     /// What the planner would decide for this call now, without running anything.
     pub fn preflight(&self, tool_name: &str, args_json: &str) -> Result<Preflight, AgentError> {
         let args = match serde_json::from_str::<Value>(args_json) {
@@ -535,6 +561,7 @@ impl AgentCore {
             tools_config: &self.config.tools,
             workspace: &self.config.working_directory,
             system_prompt: &self.system_prompt,
+            volatile_tail: None,
             emitter: &self.emitter,
             hub: &self.hub,
             engine: &self.engine,

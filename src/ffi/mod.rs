@@ -18,6 +18,7 @@ pub mod host_tools;
 
 use handle::BoxCastable;
 pub mod library;
+pub mod memory;
 pub mod preflight;
 pub mod reply;
 pub mod stream;

@@ -11,9 +11,11 @@ pub mod git_launch;
 pub mod glob;
 pub mod host;
 pub mod list_directory;
+pub mod memory;
 pub mod read_file;
 pub mod replace;
 pub mod result_format;
+pub mod save_memory;
 pub mod search;
 pub mod secrets;
 pub mod selection;
@@ -25,7 +27,7 @@ pub mod write_file;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -35,6 +37,7 @@ use crate::config::ToolsConfig;
 use crate::permissions::{path_policy, url_policy};
 
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
+pub use memory::{MemoryRecord, MemoryScope, MemoryStore};
 pub use selection::ToolSelection;
 pub use shell_exec::{
     note_credential_value, BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect,
@@ -118,6 +121,7 @@ pub struct ToolServices {
     /// `<workspace>/.agentao/tool-outputs`).
     pub tool_outputs_dir: PathBuf,
     todos: Mutex<Vec<TodoItem>>,
+    memory: RwLock<Arc<dyn MemoryStore>>,
 }
 
 impl Default for ToolServices {
@@ -129,6 +133,7 @@ impl Default for ToolServices {
             web: WebSettings::default(),
             tool_outputs_dir: PathBuf::from(result_format::DEFAULT_OUTPUT_DIR),
             todos: Mutex::new(Vec::new()),
+            memory: RwLock::new(Arc::new(memory::InMemoryStore::default())),
         }
     }
 }
@@ -282,6 +287,16 @@ impl ToolServices {
         }
     }
 
+    /// The memory store (spec §5.4; default in memory).
+    pub fn memory(&self) -> Arc<dyn MemoryStore> {
+        self.memory.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the memory store.
+    pub fn set_memory(&self, store: Arc<dyn MemoryStore>) {
+        *self.memory.write().unwrap_or_else(|e| e.into_inner()) = store;
+    }
+
     /// Empties the list (`clear_history()`).
     pub fn clear_todos(&self) {
         self.set_todos(Vec::new());
@@ -364,6 +379,7 @@ pub const BUILTIN_TOOL_NAMES: &[&str] = &[
     "read_file",
     "replace",
     "run_shell_command",
+    "save_memory",
     "search_file_content",
     "todo_write",
     "web_fetch",
@@ -405,6 +421,7 @@ impl ToolRegistry {
             Arc::new(read_file::ReadFile),
             Arc::new(replace::Replace),
             Arc::new(shell::RunShellCommand::new(interpreter)),
+            Arc::new(save_memory::SaveMemory),
             Arc::new(search::SearchFileContent),
             Arc::new(todo::TodoWrite),
             Arc::new(web_fetch::WebFetch::new(&web)),

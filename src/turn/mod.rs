@@ -65,6 +65,8 @@ pub struct TurnEnv<'a> {
     pub tools_config: &'a ToolsConfig,
     pub workspace: &'a Path,
     pub system_prompt: &'a str,
+    /// The request-only reminder after the history (memory recall), if any.
+    pub volatile_tail: Option<&'a str>,
     pub emitter: &'a Emitter,
     pub hub: &'a HostEventHub,
     pub engine: &'a RwLock<Option<PermissionEngine>>,
@@ -484,7 +486,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             let req = ChatRequest {
                 system: env.system_prompt,
                 history: &history,
-                tail: None,
+                tail: env.volatile_tail,
                 tools: schemas,
             };
             env.llm.start(&req, &self.cancel)
