@@ -171,6 +171,10 @@ impl Agent {
         if let Some(e) = &engine {
             tool_services.shell_settings.hardline_at_launch = e.hardline_enabled();
         }
+        tool_services.set_memory(
+            memory::store_from_config(config.memory.as_ref(), &config.working_directory)
+                .map_err(AgentError::InvalidConfig)?,
+        );
         let tool_services = Arc::new(tool_services);
         let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
         let system_prompt = turn::prompt::system_prompt(

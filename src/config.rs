@@ -45,6 +45,8 @@ pub struct AgentConfig {
     pub tools: ToolsConfig,
     /// Raw permission settings, validated by the permissions layer.
     pub permissions: Option<Value>,
+    /// Raw memory settings (`sqlite_path`), validated by the tools layer.
+    pub memory: Option<Value>,
 }
 
 // One per agent, never in a collection: the size difference costs nothing.
@@ -124,6 +126,7 @@ struct RawConfig {
     llm: Option<RawLlm>,
     tools: Option<RawTools>,
     permissions: Option<Value>,
+    memory: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -246,6 +249,7 @@ impl AgentConfig {
             reply_timeout: raw.reply_timeout_ms.map(Duration::from_millis),
             tools,
             permissions: raw.permissions,
+            memory: raw.memory,
         })
     }
 }

@@ -2,9 +2,11 @@
 //! two views the model gets: the stable block in the system prompt and the recall in the
 //! request-only volatile tail.
 
-use std::sync::Mutex;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The stable block's budget in the system prompt (spec §8.2).
 pub const STABLE_BLOCK_MAX_CHARS: usize = 2000;
@@ -118,6 +120,43 @@ impl MemoryStore for InMemoryStore {
         sort_recent_first(&mut out);
         Ok(out)
     }
+}
+
+/// The store the config's `memory` selects: `{"sqlite_path": path}` (relative to the
+/// workspace) opens that SQLite database; no `memory`, a new in-memory store. Errors name the
+/// field.
+pub fn store_from_config(
+    memory: Option<&Value>,
+    workspace: &Path,
+) -> Result<Arc<dyn MemoryStore>, String> {
+    let Some(memory) = memory else {
+        return Ok(Arc::new(InMemoryStore::default()));
+    };
+    let Some(obj) = memory.as_object() else {
+        return Err("config field `memory`: must be an object".into());
+    };
+    if let Some(k) = obj.keys().find(|k| *k != "sqlite_path") {
+        return Err(format!(
+            "config field `memory.{k}`: unknown setting (known: sqlite_path)"
+        ));
+    }
+    match obj.get("sqlite_path") {
+        None => Ok(Arc::new(InMemoryStore::default())),
+        Some(Value::String(p)) if !p.is_empty() && !p.contains('\0') => open_sqlite(&super::resolve_path(workspace, p)),
+        Some(_) => Err("config field `memory.sqlite_path`: must be a non-empty path".into()),
+    }
+}
+
+#[cfg(feature = "sqlite-memory")]
+fn open_sqlite(path: &Path) -> Result<Arc<dyn MemoryStore>, String> {
+    super::memory_sqlite::SqliteMemoryStore::open(path)
+        .map(|s| Arc::new(s) as Arc<dyn MemoryStore>)
+        .map_err(|e| format!("config field `memory.sqlite_path`: {e}"))
+}
+
+#[cfg(not(feature = "sqlite-memory"))]
+fn open_sqlite(_path: &Path) -> Result<Arc<dyn MemoryStore>, String> {
+    Err("config field `memory.sqlite_path`: this build has no SQLite store (Cargo feature `sqlite-memory`)".into())
 }
 
 pub fn sort_recent_first(records: &mut [MemoryRecord]) {

@@ -12,6 +12,8 @@ pub mod glob;
 pub mod host;
 pub mod list_directory;
 pub mod memory;
+#[cfg(feature = "sqlite-memory")]
+pub mod memory_sqlite;
 pub mod read_file;
 pub mod replace;
 pub mod result_format;

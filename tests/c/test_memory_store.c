@@ -370,9 +370,67 @@ static void test_bad_input(void) {
     store_destroy(&s);
 }
 
+static void test_sqlite_by_config(void) {
+    tu_section("the SQLite store (config memory.sqlite_path): a real file, seen by the next agent");
+    const char *dir = tu_workspace();
+    const char *mem = "\"memory\":{\"sqlite_path\":\".agentao/memory.db\"}";
+    char *cfg = tu_config(dir,
+                          "{\"tool_calls\":[{\"id\":\"s1\",\"name\":\"save_memory\",\"arguments\":{\"key\":\"build tool\",\"value\":\"This project builds with cargo and cmake\"}}]},{\"text\":\"saved\"}",
+                          mem);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (a) {
+        char *text = NULL;
+        CHECK_STATUS(agentao_agent_chat(a, "remember the build tool", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+        agentao_string_free(text);
+        char *hist = tu_history(a);
+        CHECK_CONTAINS(hist, "Saved memory: build_tool");
+        free(hist);
+        agentao_agent_free(a);
+    }
+    char *db = tu_printf("%s/.agentao/memory.db", dir);
+    char *bytes = tu_read_file(db);
+    CHECK_MSG(bytes && !strncmp(bytes, "SQLite format 3", 15), "%s is not a SQLite database", db);
+    free(bytes);
+    free(db);
+    struct mock m;
+    if (start_mock(&m, dir, "{\"text\":\"ok\"}")) {
+        cfg = tu_printf("{\"working_directory\":\"%s\",%s,\"llm\":{\"provider\":\"openai\","
+                        "\"base_url\":\"http://127.0.0.1:%d/v1\",\"api_key\":\"test\",\"model\":\"m\"}}",
+                        dir, mem, m.port);
+        a = tu_agent(cfg, NULL);
+        free(cfg);
+        if (a) {
+            char *text = NULL;
+            CHECK_STATUS(agentao_agent_chat(a, "hello", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+            agentao_string_free(text);
+            agentao_agent_free(a);
+        }
+    }
+    char *requests = stop_mock(&m);
+    char *sys = system_part(requests);
+    CHECK_CONTAINS(sys, "- [project] build_tool: This project builds with cargo and cmake");
+    free(sys);
+    free(requests);
+    /* Bad memory config: a clear INVALID_CONFIG naming the field. */
+    const char *bad[] = {"\"memory\":[]", "\"memory\":{\"sqlite_path\":\"\"}", "\"memory\":{\"path\":\"x\"}",
+                         "\"memory\":{\"sqlite_path\":\"/proc/nope/memory.db\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cfg = tu_config(dir, "{\"text\":\"x\"}", bad[i]);
+        agentao_agent *b = NULL;
+        agentao_error *err = NULL;
+        CHECK_STATUS(agentao_agent_new(cfg, NULL, &b, &err), AGENTAO_STATUS_INVALID_CONFIG);
+        CHECK(b == NULL);
+        CHECK_CONTAINS(agentao_error_message(err), "config field `memory");
+        agentao_error_free(err);
+        free(cfg);
+    }
+}
+
 int main(void) {
     test_store_and_prompt();
     test_default_store_and_refusals();
     test_bad_input();
+    test_sqlite_by_config();
     return tu_finish("test_memory_store");
 }
