@@ -46,7 +46,10 @@ pub enum Answer {
     /// A host tool's result text.
     ToolResult(String),
     /// A host tool's failure: the error type (the host event's `error_type`) and message.
-    ToolError { error_type: String, message: String },
+    ToolError {
+        error_type: String,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -99,7 +99,12 @@ impl Drop for ToolUserdata {
 /// The host side of a tool: its userdata and callback.
 struct FfiExecutor {
     data: Arc<ToolUserdata>,
-    execute: unsafe extern "C" fn(*mut c_void, *const c_char, *const agentao_tool_call, *mut agentao_reply),
+    execute: unsafe extern "C" fn(
+        *mut c_void,
+        *const c_char,
+        *const agentao_tool_call,
+        *mut agentao_reply,
+    ),
 }
 
 /// What a reply handed to `execute` keeps alive until the host answers it.
@@ -128,7 +133,12 @@ impl HostExecutor for FfiExecutor {
         // SAFETY: the host's callback with its own userdata; `args` lives for the call, `ctx`
         // as long as the reply (which holds it) is unanswered, and the reply is the host's.
         in_callback(|| unsafe {
-            (self.execute)(self.data.data.ptr(), args.as_ptr(), Arc::as_ptr(&ctx), reply)
+            (self.execute)(
+                self.data.data.ptr(),
+                args.as_ptr(),
+                Arc::as_ptr(&ctx),
+                reply,
+            )
         });
     }
 }
@@ -212,7 +222,6 @@ pub unsafe extern "C" fn agentao_agent_add_tool(
         Ok(())
     })
 }
-
 
 /// Removes the tool called `name` (borrowed) from `agent`, between turns; a built-in can be
 /// removed too. `*removed_out` (may be NULL) is true when a tool was removed, false when there

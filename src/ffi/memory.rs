@@ -193,7 +193,9 @@ unsafe fn from_vtable(t: *const agentao_memory_store) -> Result<FfiMemoryStore, 
     }
     macro_rules! slot {
         ($field:ident) => {
-            if size >= std::mem::offset_of!(agentao_memory_store, $field) + std::mem::size_of::<usize>() {
+            if size
+                >= std::mem::offset_of!(agentao_memory_store, $field) + std::mem::size_of::<usize>()
+            {
                 (*t).$field
             } else {
                 None
@@ -248,7 +250,9 @@ pub unsafe extern "C" fn agentao_agent_set_memory_store(
     })
 }
 
-unsafe fn answer_slot<'a>(answer: *mut agentao_memory_answer) -> Result<&'a mut agentao_memory_answer, Fail> {
+unsafe fn answer_slot<'a>(
+    answer: *mut agentao_memory_answer,
+) -> Result<&'a mut agentao_memory_answer, Fail> {
     let a = answer
         .as_mut()
         .ok_or_else(|| Fail(agentao_status::NullArgument, "`answer` is NULL".into()))?;

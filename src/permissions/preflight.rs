@@ -119,11 +119,19 @@ mod tests {
     #[test]
     fn engine_sources() {
         let e = PermissionEngine::new(Mode::WorkspaceWrite, std::path::Path::new("/w"));
-        let p = preflight(Some(&e), false, SHELL, &args(json!({"command": "mkfs /dev/sda"})));
+        let p = preflight(
+            Some(&e),
+            false,
+            SHELL,
+            &args(json!({"command": "mkfs /dev/sda"})),
+        );
         assert_eq!((p.outcome, p.source), ("deny", DecisionSource::Hardline));
         assert!(p.hardline.is_some());
         let p = preflight(Some(&e), true, SHELL, &args(json!({"command": "ls"})));
-        assert_eq!((p.outcome, p.source), ("deny", DecisionSource::ReadOnlyGate));
+        assert_eq!(
+            (p.outcome, p.source),
+            ("deny", DecisionSource::ReadOnlyGate)
+        );
         assert_eq!(p.mode, "read-only");
     }
 }

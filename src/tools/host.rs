@@ -80,7 +80,9 @@ impl HostToolSpec {
         check_name(name).map_err(SpecError::Invalid)?;
         let bad = |why: &str| SpecError::Invalid(format!("host tool '{name}': parameters: {why}"));
         let parameters: Value = serde_json::from_str(parameters_json).map_err(|e| {
-            SpecError::Json(format!("host tool '{name}': parameters: not valid JSON: {e}"))
+            SpecError::Json(format!(
+                "host tool '{name}': parameters: not valid JSON: {e}"
+            ))
         })?;
         let Some(schema) = parameters.as_object() else {
             return Err(bad("must be a JSON Schema object"));

@@ -142,7 +142,9 @@ pub fn store_from_config(
     }
     match obj.get("sqlite_path") {
         None => Ok(Arc::new(InMemoryStore::default())),
-        Some(Value::String(p)) if !p.is_empty() && !p.contains('\0') => open_sqlite(&super::resolve_path(workspace, p)),
+        Some(Value::String(p)) if !p.is_empty() && !p.contains('\0') => {
+            open_sqlite(&super::resolve_path(workspace, p))
+        }
         Some(_) => Err("config field `memory.sqlite_path`: must be a non-empty path".into()),
     }
 }
@@ -165,9 +167,9 @@ pub fn sort_recent_first(records: &mut [MemoryRecord]) {
 
 /// Words too common to say what a memory is about.
 const STOP_WORDS: &[&str] = &[
-    "about", "and", "are", "but", "can", "did", "does", "for", "from", "had", "has", "have",
-    "how", "into", "not", "our", "that", "the", "their", "them", "then", "there", "this", "was",
-    "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+    "about", "and", "are", "but", "can", "did", "does", "for", "from", "had", "has", "have", "how",
+    "into", "not", "our", "that", "the", "their", "them", "then", "there", "this", "was", "were",
+    "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
 ];
 
 /// Lower-case words of three or more letters or digits, in order, without repeats or stop
@@ -209,16 +211,17 @@ fn matches_any(r: &MemoryRecord, words: &[String]) -> bool {
 }
 
 fn entry(r: &MemoryRecord) -> String {
-    let mut content: String = r
-        .content
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let mut content: String = r.content.split_whitespace().collect::<Vec<_>>().join(" ");
     if content.chars().count() > ENTRY_MAX_CHARS {
         content = content.chars().take(ENTRY_MAX_CHARS - 1).collect();
         content.push('…');
     }
-    format!("- [{}] {}: {}\n", r.scope.as_str(), r.key_normalized, content)
+    format!(
+        "- [{}] {}: {}\n",
+        r.scope.as_str(),
+        r.key_normalized,
+        content
+    )
 }
 
 /// Appends entries while they fit in `budget` characters with the frame; returns the keys shown.
@@ -322,12 +325,20 @@ mod tests {
         for i in 0..40 {
             let at = format!("2026-01-01T00:00:{i:02}Z");
             store
-                .upsert(&rec(&format!("fact_{i}"), &format!("{} zebra{i}", "x".repeat(80)), &at))
+                .upsert(&rec(
+                    &format!("fact_{i}"),
+                    &format!("{} zebra{i}", "x".repeat(80)),
+                    &at,
+                ))
                 .unwrap();
         }
         let v = view(&store, "what about zebra0?");
         let block = v.stable_block.unwrap();
-        assert!(block.chars().count() <= STABLE_BLOCK_MAX_CHARS, "{}", block.len());
+        assert!(
+            block.chars().count() <= STABLE_BLOCK_MAX_CHARS,
+            "{}",
+            block.len()
+        );
         assert!(block.contains("fact_39"), "most recent first");
         assert!(!block.contains("fact_0:"));
         let recall = v.recall.unwrap();
@@ -338,8 +349,12 @@ mod tests {
     #[test]
     fn upsert_replaces_by_scope_and_key() {
         let store = InMemoryStore::default();
-        store.upsert(&rec("k", "one", "2026-01-01T00:00:00Z")).unwrap();
-        store.upsert(&rec("k", "two", "2026-01-01T00:00:01Z")).unwrap();
+        store
+            .upsert(&rec("k", "one", "2026-01-01T00:00:00Z"))
+            .unwrap();
+        store
+            .upsert(&rec("k", "two", "2026-01-01T00:00:01Z"))
+            .unwrap();
         let all = store.list(None).unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].content, "two");

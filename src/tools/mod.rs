@@ -291,7 +291,10 @@ impl ToolServices {
 
     /// The memory store (spec §5.4; default in memory).
     pub fn memory(&self) -> Arc<dyn MemoryStore> {
-        self.memory.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.memory
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Replaces the memory store.
