@@ -788,7 +788,8 @@ agentao_status agentao_reply_json(struct agentao_reply *reply, const char *json,
 /*
  Fails a request with `message` (borrowed; NULL allowed): a failed confirmation or
  max-iterations request ends the turn with status error (`AGENTAO_STATUS_HOST_ERROR`); a
- failed question becomes the tool's error result and the turn goes on. Consumes `reply`.
+ failed question becomes the tool's error result and the turn goes on; a failed host tool call
+ completes with status `error` (error type `HostToolError`). Consumes `reply`.
  */
 agentao_status agentao_reply_fail(struct agentao_reply *reply, const char *message, struct agentao_error **err_out);
 

@@ -139,7 +139,8 @@ pub unsafe extern "C" fn agentao_reply_json(
 
 /// Fails a request with `message` (borrowed; NULL allowed): a failed confirmation or
 /// max-iterations request ends the turn with status error (`AGENTAO_STATUS_HOST_ERROR`); a
-/// failed question becomes the tool's error result and the turn goes on. Consumes `reply`.
+/// failed question becomes the tool's error result and the turn goes on; a failed host tool call
+/// completes with status `error` (error type `HostToolError`). Consumes `reply`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_reply_fail(
     reply: *mut agentao_reply,
