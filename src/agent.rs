@@ -500,18 +500,24 @@ impl Agent {
         let mut reg = (**tools).clone();
         let changed = f(&mut reg)?;
         if changed {
-            *tools = Arc::new(reg);
+            let old = std::mem::replace(&mut *tools, Arc::new(reg));
+            // A tool dropped with the old registry runs its host finalizer: never under the lock.
+            drop(tools);
+            drop(old);
         }
         Ok(changed)
     }
 
     /// Replaces the memory store (spec §5.4), between turns.
     pub fn set_memory_store(&self, store: Arc<dyn MemoryStore>) -> Result<(), AgentError> {
-        let _tools = self.core.tools.write().unwrap_or_else(|e| e.into_inner());
+        let tools = self.core.tools.write().unwrap_or_else(|e| e.into_inner());
         if self.is_busy() {
             return Err(AgentError::TurnInProgress);
         }
-        self.core.tool_services.set_memory(store);
+        let old = self.core.tool_services.set_memory(store);
+        // The old store may run its host finalizer: never under the lock.
+        drop(tools);
+        drop(old);
         Ok(())
     }
 

@@ -297,9 +297,13 @@ impl ToolServices {
             .clone()
     }
 
-    /// Replaces the memory store.
-    pub fn set_memory(&self, store: Arc<dyn MemoryStore>) {
-        *self.memory.write().unwrap_or_else(|e| e.into_inner()) = store;
+    /// Replaces the memory store; returns the previous one (for the caller to drop outside
+    /// its locks).
+    pub fn set_memory(&self, store: Arc<dyn MemoryStore>) -> Arc<dyn MemoryStore> {
+        std::mem::replace(
+            &mut *self.memory.write().unwrap_or_else(|e| e.into_inner()),
+            store,
+        )
     }
 
     /// Empties the list (`clear_history()`).

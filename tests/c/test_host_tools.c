@@ -559,6 +559,44 @@ static void test_bad_input(void) {
     free(script);
 }
 
+/* A finalizer that calls back into the agent: it must not find a library lock held. */
+static agentao_agent *reentry_agent;
+static atomic_int reentry_status = -1;
+static void free_and_reenter(void *ud) {
+    on_free(ud);
+    bool removed = false;
+    atomic_store(&reentry_status, agentao_agent_remove_tool(reentry_agent, "nothing_here", &removed, NULL));
+}
+
+static void test_finalizer_reenters(void) {
+    tu_section("userdata_free may call the agent (no lock held across it)");
+    tool_state s, s2;
+    state_init(&s, B_RESULT);
+    state_init(&s2, B_RESULT);
+    char *cfg = tu_config(tu_workspace(), "{\"text\":\"x\"}", NULL);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    reentry_agent = a;
+    agentao_tool_desc d = desc_for("lookup", &s, true, false);
+    d.userdata_free = free_and_reenter;
+    add_ok(a, &d, false);
+    agentao_tool_desc d2 = desc_for("lookup", &s2, true, false);
+    add_ok(a, &d2, true); /* replaces the first: its finalizer runs here */
+    CHECK(atomic_load(&s.freed) == 1);
+    CHECK_STATUS(atomic_load(&reentry_status), AGENTAO_STATUS_OK);
+    atomic_store(&reentry_status, -1);
+    d = desc_for("other", &s, true, false);
+    d.userdata_free = free_and_reenter;
+    add_ok(a, &d, false);
+    bool removed = false;
+    CHECK_STATUS(agentao_agent_remove_tool(a, "other", &removed, NULL), AGENTAO_STATUS_OK);
+    CHECK(removed && atomic_load(&s.freed) == 2);
+    CHECK_STATUS(atomic_load(&reentry_status), AGENTAO_STATUS_OK);
+    agentao_agent_free(a);
+    CHECK(atomic_load(&s2.freed) == 1);
+}
+
 int main(void) {
     test_result_and_output();
     test_error();
@@ -568,5 +606,6 @@ int main(void) {
     test_batching();
     test_registration_rules();
     test_bad_input();
+    test_finalizer_reenters();
     return tu_finish("test_host_tools");
 }

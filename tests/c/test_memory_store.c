@@ -427,10 +427,38 @@ static void test_sqlite_by_config(void) {
     }
 }
 
+/* A store finalizer that calls back into the agent: no library lock may be held across it. */
+static agentao_agent *reentry_agent;
+static atomic_int reentry_status = -1;
+static void free_and_reenter(void *ud) {
+    store_free(ud);
+    atomic_store(&reentry_status, agentao_agent_remove_tool(reentry_agent, "nothing_here", NULL, NULL));
+}
+
+static void test_finalizer_reenters(void) {
+    tu_section("a store's userdata_free may call the agent");
+    char *cfg = tu_config(tu_workspace(), "{\"text\":\"x\"}", NULL);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    host_store s;
+    store_init(&s);
+    reentry_agent = a;
+    agentao_memory_store v = vtable(&s);
+    v.userdata_free = free_and_reenter;
+    CHECK_STATUS(agentao_agent_set_memory_store(a, &v, NULL), AGENTAO_STATUS_OK);
+    CHECK_STATUS(agentao_agent_set_memory_store(a, NULL, NULL), AGENTAO_STATUS_OK);
+    CHECK(atomic_load(&s.freed) == 1);
+    CHECK_STATUS(atomic_load(&reentry_status), AGENTAO_STATUS_OK);
+    agentao_agent_free(a);
+    store_destroy(&s);
+}
+
 int main(void) {
     test_store_and_prompt();
     test_default_store_and_refusals();
     test_bad_input();
     test_sqlite_by_config();
+    test_finalizer_reenters();
     return tu_finish("test_memory_store");
 }
