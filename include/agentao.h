@@ -140,6 +140,76 @@ typedef int32_t agentao_confirmation;
 #endif // __cplusplus
 
 /*
+ What a path is, in a file-system answer (passed as `int32_t`).
+ */
+enum agentao_fs_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   Neither a regular file nor a directory (a device, a dangling link).
+   */
+  AGENTAO_FS_KIND_OTHER = 0,
+  /*
+   A regular file.
+   */
+  AGENTAO_FS_KIND_FILE = 1,
+  /*
+   A directory.
+   */
+  AGENTAO_FS_KIND_DIR = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentao_fs_kind agentao_fs_kind;
+#else
+typedef int32_t agentao_fs_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
+ The shell dialect an executor declares (passed as `int32_t`). The hardline floor and the
+ permission rules' `dialect` field see it. v1 accepts `POSIX` only.
+ */
+enum agentao_shell_dialect
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   A POSIX shell: commands run as `<interpreter> -c <command>`.
+   */
+  AGENTAO_SHELL_DIALECT_POSIX = 0,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentao_shell_dialect agentao_shell_dialect;
+#else
+typedef int32_t agentao_shell_dialect;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
+ Which output stream a chunk comes from (passed as `int32_t`).
+ */
+enum agentao_shell_stream
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  AGENTAO_SHELL_STREAM_STDOUT = 1,
+  AGENTAO_SHELL_STREAM_STDERR = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentao_shell_stream agentao_shell_stream;
+#else
+typedef int32_t agentao_shell_stream;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
  An agent: one session with its history, tools, permissions and transport. Thread-safe.
  */
 typedef struct agentao_agent agentao_agent;
@@ -159,9 +229,15 @@ typedef struct agentao_broadcaster agentao_broadcaster;
 typedef struct agentao_cancel_token agentao_cancel_token;
 
 /*
- An error: a status and a message. Owned by the caller; release with [`agentao_error_free`].
+ An error: a status and a message. Owned by the caller; release with `agentao_error_free`.
  */
 typedef struct agentao_error agentao_error;
+
+/*
+ The answer of one file-system callback, filled by the `agentao_fs_out_*` setters. Valid
+ only until the callback returns.
+ */
+typedef struct agentao_fs_out agentao_fs_out;
 
 /*
  A pull stream of host events (the reference's `agent.events()`).
@@ -190,6 +266,13 @@ typedef struct agentao_memory_answer agentao_memory_answer;
 typedef struct agentao_reply agentao_reply;
 
 /*
+ One run handed to a shell executor. Owned by the host from the callback until one of
+ `agentao_shell_run_finish` / `_started` / `_fail` consumes it. Thread-safe: output may
+ come from any thread.
+ */
+typedef struct agentao_shell_run agentao_shell_run;
+
+/*
  A streaming turn read by pulling: text deltas, then the TurnOutcome as the last item.
  */
 typedef struct agentao_stream agentao_stream;
@@ -212,7 +295,8 @@ typedef void (*agentao_listener_fn)(void *listener_userdata, const char *event_j
  `agentao_agent_new`; any slot may be NULL.
 
  Threads: callbacks arrive on library threads; the one exception is the mode-change events
- that `agentao_agent_set_permission_mode` emits on its caller's thread. `emit` calls of one agent never overlap and arrive in the canonical event order.
+ that `agentao_agent_set_permission_mode` emits on its caller's thread. `emit` calls of one
+ agent never overlap and arrive in the canonical event order.
  `confirm_tool`, `ask_user` and `on_max_iterations` run on a thread where blocking is fine;
  each receives an `agentao_reply` that must be answered exactly once, before returning or
  later from any thread (`agentao_reply_*`). Strings passed to callbacks are valid until the
@@ -262,7 +346,9 @@ typedef struct agentao_transport {
    Optional fan-out: register `listener`; write an id to `*subscription_out`. Its presence
    marks a transport that can fan out, which the streaming entry points require (as the
    reference's `astream` does); the library itself delivers stream deltas directly and does
-   not call it today. `agentao_broadcaster_subscribe` fits this slot.
+   not call it today. `agentao_broadcaster_subscribe` fits this slot (a host that wants the
+   broadcaster to release `listener_userdata` calls `agentao_broadcaster_subscribe_with_free`
+   from its own `subscribe` instead).
    */
   agentao_status (*subscribe)(void *userdata, agentao_listener_fn listener, void *listener_userdata, uint64_t *subscription_out);
   /*
@@ -290,6 +376,160 @@ typedef void (*agentao_delta_fn)(void *userdata, const char *delta_json);
  A host-event observer: the event's JSON (v3 wire form), borrowed for the call.
  */
 typedef void (*agentao_event_fn)(void *userdata, const char *event_json);
+
+/*
+ A host file system (spec §5.1). Installed with `agentao_agent_set_file_system`, which
+ copies it. Every file tool (`read_file`, `write_file`, `replace`, `list_directory`, `glob`,
+ `search_file_content`) reaches files through it, so a host can serve the whole workspace
+ from memory or from a remote machine. The path policy still applies to the paths the tools
+ compute, before any callback runs.
+
+ Paths passed in are absolute, UTF-8, and valid until the callback returns. A NULL slot
+ falls back to the local disk for that operation (fill every slot to serve the whole
+ workspace). Each answering slot returns 0 on success or a positive `errno` value (`ENOENT`,
+ `EISDIR`, `EACCES`...), which the tools report as the OS error it names; any other return
+ value is a host error the tools report by name.
+
+ Ownership of answers: the library never frees host memory. A slot that produces data
+ answers through the `agentao_fs_out` it receives, with the `agentao_fs_out_*` setter that
+ fits the slot (each copies what it is given); the handle is valid only until the callback
+ returns, on the callback's thread. A wrong setter or a bad value fails that one operation
+ with a message naming the problem.
+
+ Threads: callbacks run on library threads, possibly several at once (read-only tools of one
+ batch run in parallel), and never while the library holds a lock.
+ */
+typedef struct agentao_file_system {
+  /*
+   `sizeof(agentao_file_system)`; a smaller value means the slots past it are NULL.
+   */
+  uint32_t struct_size;
+  void *userdata;
+  /*
+   Called exactly once with `userdata` when the library lets go of the vtable: when
+   another file system replaces it, when the agent is freed and its last call ended, or
+   at once when `agentao_agent_set_file_system` refuses it.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   Reads the file at `path`: the whole file when `max_bytes` is `UINT64_MAX`, else at
+   most `max_bytes` bytes from its start (binary sniffing). Answer with
+   `agentao_fs_out_set_data`. Text lines are split by the library (strict UTF-8).
+   */
+  int32_t (*read)(void *userdata, const char *path, uint64_t max_bytes, struct agentao_fs_out *out);
+  /*
+   Writes `len` bytes (borrowed for the call) to `path`: appended when `append`, else
+   replacing the content atomically. Missing parent directories are created; no newline
+   translation.
+   */
+  int32_t (*write)(void *userdata, const char *path, const uint8_t *data, size_t len, bool append);
+  /*
+   The entries of the directory `path` (not `.` and `..`): one
+   `agentao_fs_out_add_entry` each, in any order.
+   */
+  int32_t (*list_dir)(void *userdata, const char *path, struct agentao_fs_out *out);
+  /*
+   Every descendant of the directory `base` (not `base` itself) down to `max_depth` levels
+   (1: its entries; negative: no limit), without descending into symlinked directories:
+   one `agentao_fs_out_add_path` each, with an absolute path under `base`. `glob` and
+   `search_file_content` match their patterns on this list themselves, so matching is the
+   same on every file system.
+   */
+  int32_t (*walk)(void *userdata, const char *base, int32_t max_depth, struct agentao_fs_out *out);
+  /*
+   Size, modification time and kind of `path` (symlinks followed): answer with
+   `agentao_fs_out_set_stat`. Also answers "is it a file / a directory".
+   */
+  int32_t (*stat)(void *userdata, const char *path, struct agentao_fs_out *out);
+  /*
+   Whether `path` exists. NULL with a `stat` slot: asked through `stat`.
+   */
+  bool (*exists)(void *userdata, const char *path);
+} agentao_file_system;
+
+/*
+ One command to run, borrowed for the duration of the `run` / `run_background` callback
+ (copy what you keep; the `cancel` token stays valid until the run is answered).
+ */
+typedef struct agentao_shell_request {
+  /*
+   `sizeof(agentao_shell_request)`: fields may be appended.
+   */
+  uint32_t struct_size;
+  /*
+   The command, for the executor's shell (`<interpreter> -c <command>` for POSIX).
+   */
+  const char *command;
+  /*
+   The working directory: absolute, inside the workspace (the path policy has checked it;
+   whether it exists is the executor's check).
+   */
+  const char *cwd;
+  /*
+   The environment as `NAME=value` strings (provider credentials already removed).
+   */
+  const char *const *env;
+  size_t env_len;
+  /*
+   The inactivity timeout in milliseconds: stop the command when it has been silent this
+   long, and answer with `timed_out`. The library stops waiting 2 s after that.
+   */
+  uint64_t timeout_ms;
+  /*
+   Cancelled when the turn is cancelled or the library stops the run (reason `timeout`):
+   stop the command and answer. Borrowed: valid until the run is answered.
+   */
+  const struct agentao_cancel_token *cancel;
+} agentao_shell_request;
+
+/*
+ A host shell executor (spec §5.2). Installed with `agentao_agent_set_shell_executor`, which
+ copies it. `run_shell_command` hands it every command it launches, after the permission
+ decision, the hardline floor and the working-directory policy have passed: a refused
+ command never reaches the executor.
+
+ `run` receives the request and an `agentao_shell_run` handle, and answers through the
+ handle, before returning or later from any thread: any number of
+ `agentao_shell_run_output` calls, then exactly one of `agentao_shell_run_finish` (the
+ command ended) or `agentao_shell_run_fail` (it could not start, which the tool reports as
+ an error, never as a result). `run_background` (NULL: background runs are refused) answers
+ with `agentao_shell_run_started` or `agentao_shell_run_fail`.
+
+ The library keeps the turn safe from a slow executor: when the turn is cancelled, or no
+ output came for `timeout_ms`, `request->cancel` is cancelled, and 2 s later the library
+ stops waiting and reports what it has. Answer the handle even then: a late answer is
+ ignored, and an unanswered handle leaks.
+
+ Threads: callbacks run on library threads; `run` may block.
+ */
+typedef struct agentao_shell_executor {
+  /*
+   `sizeof(agentao_shell_executor)`; a smaller value means the slots past it are NULL.
+   */
+  uint32_t struct_size;
+  void *userdata;
+  /*
+   Called exactly once with `userdata` when the library lets go: replaced, or the agent
+   freed and every run handed out answered; at once when the install is refused.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   An `agentao_shell_dialect` value.
+   */
+  int32_t dialect;
+  /*
+   The interpreter the executor runs commands with (borrowed, copied; NULL: `sh`).
+   */
+  const char *interpreter;
+  /*
+   Runs a command in the foreground. Required.
+   */
+  void (*run)(void *userdata, const struct agentao_shell_request *request, struct agentao_shell_run *run);
+  /*
+   Starts a command in the background and answers at once. NULL: not supported.
+   */
+  void (*run_background)(void *userdata, const struct agentao_shell_request *request, struct agentao_shell_run *run);
+} agentao_shell_executor;
 
 /*
  A host tool's `execute`: run the call with `args_json` (a JSON object, borrowed for the
@@ -605,6 +845,88 @@ struct agentao_cancel_token *agentao_cancel_token_child(const struct agentao_can
 void agentao_cancel_token_free(struct agentao_cancel_token *token);
 
 /*
+ Answers `read` with `len` bytes at `data` (borrowed, copied; NULL allowed when `len` is
+ 0). More than the `max_bytes` asked for is `AGENTAO_STATUS_INVALID_ARGUMENT`. Call it
+ once; on the callback's thread, before it returns.
+ */
+agentao_status agentao_fs_out_set_data(struct agentao_fs_out *out, const uint8_t *data, size_t len, struct agentao_error **err_out);
+
+/*
+ Adds one entry to a `list_dir` answer: `name` (borrowed, copied; UTF-8, no `/`, not empty,
+ not `.` or `..`), its `agentao_fs_kind`, and its size (ignored for directories).
+ */
+agentao_status agentao_fs_out_add_entry(struct agentao_fs_out *out, const char *name, int32_t kind, uint64_t size, struct agentao_error **err_out);
+
+/*
+ Adds one path to a `walk` answer: an absolute path (borrowed, copied; UTF-8) under the
+ walked directory, and its `agentao_fs_kind`.
+ */
+agentao_status agentao_fs_out_add_path(struct agentao_fs_out *out, const char *path, int32_t kind, struct agentao_error **err_out);
+
+/*
+ Answers `stat`: `size` in bytes, `mtime` in seconds since the epoch (finite), and the
+ `agentao_fs_kind`.
+ */
+agentao_status agentao_fs_out_set_stat(struct agentao_fs_out *out, uint64_t size, double mtime, int32_t kind, struct agentao_error **err_out);
+
+/*
+ Installs a host file system on `agent` (see `agentao_file_system`); the vtable is copied.
+ NULL `fs` restores the local file system. Call it right after `agentao_agent_new` or between
+ turns: while a turn runs it is refused with `AGENTAO_STATUS_TURN_IN_PROGRESS`.
+
+ Ownership: on success the library owns `fs->userdata` and calls `fs->userdata_free` once
+ when it lets go (replaced, or agent freed and its last call ended). On any failure
+ (`_NULL_ARGUMENT` for a NULL agent, `_INVALID_ARGUMENT` for a `struct_size` below the
+ `userdata_free` slot, `_TURN_IN_PROGRESS`) `userdata_free` has already been called and the
+ previous file system stays. Any thread; not from inside a callback of this agent's turn.
+ */
+agentao_status agentao_agent_set_file_system(struct agentao_agent *agent, const struct agentao_file_system *fs, struct agentao_error **err_out);
+
+/*
+ Installs a host shell executor on `agent` (see `agentao_shell_executor`); the vtable is
+ copied. NULL `shell` restores the local executor. Call it right after `agentao_agent_new`
+ or between turns: while a turn runs it is refused with `AGENTAO_STATUS_TURN_IN_PROGRESS`.
+
+ Errors: `_NULL_ARGUMENT` (NULL agent, or NULL `run`), `_INVALID_ARGUMENT` (a `struct_size`
+ below the `run` slot, or a dialect other than `AGENTAO_SHELL_DIALECT_POSIX`),
+ `_INVALID_UTF8` (`interpreter`), `_TURN_IN_PROGRESS`. On any failure `userdata_free` has
+ already been called and the previous executor stays. Any thread; not from inside a
+ callback of this agent's turn.
+ */
+agentao_status agentao_agent_set_shell_executor(struct agentao_agent *agent, const struct agentao_shell_executor *shell, struct agentao_error **err_out);
+
+/*
+ Streams `len` bytes of output (borrowed, copied; any bytes, UTF-8 split across chunks is
+ fine) from `stream` (`AGENTAO_SHELL_STREAM_STDOUT` / `_STDERR`). Each chunk restarts the
+ inactivity clock; its text reaches the host as a `tool_output` event, and the tool's result
+ keeps the first and last 512 KiB of each stream. Any thread, until the run is answered.
+ Errors: `_NULL_ARGUMENT` (`run`, or `data` with `len > 0`), `_INVALID_ARGUMENT` (stream).
+ */
+agentao_status agentao_shell_run_output(struct agentao_shell_run *run, int32_t stream, const uint8_t *data, size_t len, struct agentao_error **err_out);
+
+/*
+ Answers a foreground run: the command ended with `returncode` (negative: killed by that
+ signal), `timed_out` when it was stopped for inactivity, `cancelled` when it was stopped
+ because `request->cancel` was cancelled. Consumes `run` whatever the outcome; on a
+ background run it is `_INVALID_ARGUMENT` and the run is failed.
+ */
+agentao_status agentao_shell_run_finish(struct agentao_shell_run *run, int32_t returncode, bool timed_out, bool cancelled, struct agentao_error **err_out);
+
+/*
+ Answers a background run: the command started as process `pid`, in process group `pgid`
+ (negative: none). Consumes `run`; on a foreground run, or with a `pid` that is not
+ positive, it is `_INVALID_ARGUMENT` and the run is failed.
+ */
+agentao_status agentao_shell_run_started(struct agentao_shell_run *run, int64_t pid, int64_t pgid, struct agentao_error **err_out);
+
+/*
+ Answers that the command could not be started; `message` (borrowed; NULL allowed) becomes
+ `Error starting command: <message>`. Consumes `run`. Invalid UTF-8 in `message` still fails
+ the run (with a generic message) and returns `_INVALID_UTF8`.
+ */
+agentao_status agentao_shell_run_fail(struct agentao_shell_run *run, const char *message, struct agentao_error **err_out);
+
+/*
  Registers a host tool on `agent` (spec §2.2): right after `agentao_agent_new`, or between
  turns; the model is offered it from the next turn on. `desc` and its strings are borrowed
  and copied. A name already in use (a built-in or another host tool) is refused unless
@@ -861,9 +1183,21 @@ agentao_status agentao_broadcaster_notify(const struct agentao_broadcaster *b, c
 
 /*
  Registers a listener; writes its id to `*subscription_out`. Matches the vtable's
- `subscribe` slot when `userdata` is the broadcaster.
+ `subscribe` slot when `userdata` is the broadcaster. `listener_userdata` stays the host's:
+ the broadcaster never releases it (see `agentao_broadcaster_subscribe_with_free`).
+ NULL `b`, `listener` or `subscription_out`: `AGENTAO_STATUS_NULL_ARGUMENT`.
  */
 agentao_status agentao_broadcaster_subscribe(void *b, agentao_listener_fn listener, void *listener_userdata, uint64_t *subscription_out);
+
+/*
+ Like `agentao_broadcaster_subscribe`, and the broadcaster owns `listener_userdata`:
+ `listener_userdata_free(listener_userdata)` (may be NULL) runs exactly once, after the last
+ call of the listener, when the subscription is removed (`agentao_broadcaster_unsubscribe`,
+ or on the thread that finishes a delivery still in flight then) or the broadcaster is freed.
+ If this call fails (a NULL argument: `AGENTAO_STATUS_NULL_ARGUMENT`), it runs before the
+ call returns. Writes the subscription id to `*subscription_out`.
+ */
+agentao_status agentao_broadcaster_subscribe_with_free(struct agentao_broadcaster *b, agentao_listener_fn listener, void *listener_userdata, void (*listener_userdata_free)(void *listener_userdata), uint64_t *subscription_out, struct agentao_error **err_out);
 
 /*
  Removes a listener; idempotent. Matches the vtable's `unsubscribe` slot.
@@ -871,7 +1205,8 @@ agentao_status agentao_broadcaster_subscribe(void *b, agentao_listener_fn listen
 void agentao_broadcaster_unsubscribe(void *b, uint64_t subscription);
 
 /*
- Releases a broadcaster. NULL is a no-op. No listener is called after this returns.
+ Releases a broadcaster. NULL is a no-op. No listener is called after this returns; each
+ `agentao_broadcaster_subscribe_with_free` finalizer has run by then.
  */
 void agentao_broadcaster_free(struct agentao_broadcaster *b);
 

@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
 
-use once_cell::sync::OnceCell;
 use serde_json::{json, Value};
 
 use crate::cancel::CancelToken;
@@ -16,7 +15,9 @@ use crate::events::{Emitter, EventWriter};
 use crate::llm::LlmClient;
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
-use crate::tools::{memory, MemoryStore, Tool, ToolRegistry, ToolSelection, ToolServices};
+use crate::tools::{
+    memory, FileSystem, MemoryStore, ShellExecutor, Tool, ToolRegistry, ToolSelection, ToolServices,
+};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
 
 /// Why an entry point refused or failed; the C layer maps each to a status code.
@@ -48,7 +49,7 @@ pub enum AgentError {
     NoEngine(String),
 }
 
-static RUNTIME: OnceCell<tokio::runtime::Runtime> = OnceCell::new();
+static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 static WORKER_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Sets the runtime's worker count; only before the runtime exists (first agent). Returns
@@ -63,16 +64,21 @@ pub fn set_worker_threads(n: usize) -> bool {
 
 /// The process-wide runtime, built on first use.
 pub fn runtime() -> Result<&'static tokio::runtime::Runtime, AgentError> {
-    RUNTIME.get_or_try_init(|| {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.enable_all().thread_name("agentao-worker");
-        let n = WORKER_THREADS.load(Ordering::Relaxed);
-        if n > 0 {
-            b.worker_threads(n);
-        }
-        b.build()
-            .map_err(|e| AgentError::Internal(format!("cannot start the runtime: {e}")))
-    })
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    // std has no fallible `get_or_init`: a thread that loses the race to build the first runtime
+    // drops its own, which is safe because no runtime thread exists before the first one is set.
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    b.enable_all().thread_name("agentao-worker");
+    let n = WORKER_THREADS.load(Ordering::Relaxed);
+    if n > 0 {
+        b.worker_threads(n);
+    }
+    let rt = b
+        .build()
+        .map_err(|e| AgentError::Internal(format!("cannot start the runtime: {e}")))?;
+    Ok(RUNTIME.get_or_init(|| rt))
 }
 
 /// Whether the calling thread belongs to a runtime (a worker, a blocking-pool thread running a
@@ -103,7 +109,6 @@ pub type TurnResult = Result<TurnOutcome, (AgentError, Option<TurnOutcome>)>;
 
 pub struct AgentCore {
     pub session_id: String,
-    session_id_c: std::ffi::CString,
     config: AgentConfig,
     llm: LlmClient,
     /// Replaced whole by `add_tool` / `remove_tool`; a turn keeps the one it started with.
@@ -158,8 +163,7 @@ impl Agent {
             crate::tools::note_credential_value(&c.api_key);
         }
         let tools = shared_registry(&config.tools).map_err(AgentError::InvalidConfig)?;
-        let mut tool_services = ToolServices::new(&config.tools, &config.working_directory)
-            .map_err(AgentError::InvalidConfig)?;
+        let mut tool_services = ToolServices::new(&config.tools, &config.working_directory);
         let mut engine =
             PermissionEngine::from_config(config.permissions.as_ref(), &config.working_directory)
                 .map_err(AgentError::InvalidConfig)?;
@@ -187,7 +191,6 @@ impl Agent {
         let session_id = uuid::Uuid::new_v4().to_string();
         Ok(Agent {
             core: Arc::new(AgentCore {
-                session_id_c: std::ffi::CString::new(session_id.clone()).unwrap_or_default(),
                 session_id,
                 config,
                 llm,
@@ -208,11 +211,6 @@ impl Agent {
 
     pub fn session_id(&self) -> &str {
         &self.core.session_id
-    }
-
-    /// The session id as a C string (lives as long as the agent).
-    pub fn session_id_cstr(&self) -> &std::ffi::CStr {
-        &self.core.session_id_c
     }
 
     pub fn transport(&self) -> &Arc<dyn Transport> {
@@ -549,6 +547,26 @@ impl Agent {
             },
             &args,
         ))
+    }
+
+    /// Installs a host file system for the tools (`None`: the local one). Between turns only.
+    pub fn set_file_system(&self, fs: Option<Arc<dyn FileSystem>>) -> Result<(), AgentError> {
+        self.between_turns(|s| s.set_file_system(fs))
+    }
+
+    /// Installs a host shell executor (`None`: the local one). Between turns only.
+    pub fn set_shell_executor(
+        &self,
+        shell: Option<Arc<dyn ShellExecutor>>,
+    ) -> Result<(), AgentError> {
+        self.between_turns(|s| s.set_shell(shell))
+    }
+
+    /// Holds the turn lock while `f` changes the tool services, so no turn sees half a swap.
+    fn between_turns(&self, f: impl FnOnce(&ToolServices)) -> Result<(), AgentError> {
+        let (_slot, _token) = self.begin(&TurnOptions::default())?;
+        f(&self.core.tool_services);
+        Ok(())
     }
 
     /// Provider usage totals of the session.

@@ -7,12 +7,14 @@
 //! | [`ffi`] | every `extern "C"` function, handles, the panic boundary, C strings, status codes |
 //! | [`agent`] | one session: config, history, turn lock, last turn, entry points |
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
+//! | [`config`] | the agent config: composes the sections each layer owns |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
 //! | [`tools`] | the tool trait, registry and built-in tools |
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot |
 //! | [`events`] | internal events, the transport, host-event projection and streams |
 //! | [`cancel`] | cancellation tokens |
-//! | [`config`] | the agent config |
+//! | [`config_field`] | how a config section is read: closed objects, errors in the section's words |
+//! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |
 //!
 //! `unsafe` lives in `ffi` only.
 
@@ -24,6 +26,8 @@ pub mod ffi;
 pub mod agent;
 pub mod turn;
 
+pub mod config;
+
 pub mod llm;
 pub mod tools;
 
@@ -32,4 +36,5 @@ pub mod permissions;
 pub mod events;
 
 pub mod cancel;
-pub mod config;
+pub mod config_field;
+pub mod pycompat;

@@ -57,7 +57,7 @@ fn path_policy_missing_directory_then_dotdot_still_follows_symlinks() {
 /// writing the target, whose inputs may name any path.
 #[test]
 fn config_rules_file_must_be_a_small_regular_file() {
-    use agentao::permissions::PermissionEngine;
+    use agentao::permissions::{PermissionEngine, PermissionsConfig};
     let dir = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(dir.path()).unwrap();
     let fifo = ws.join("rules.fifo");
@@ -74,7 +74,10 @@ fn config_rules_file_must_be_a_small_regular_file() {
     ] {
         let (tx, rx) = std::sync::mpsc::channel();
         let ws2 = ws.clone();
-        let cfg = serde_json::json!({"rules_file": file});
+        let cfg = PermissionsConfig {
+            rules_file: Some(file.clone()),
+            ..PermissionsConfig::default()
+        };
         std::thread::spawn(move || {
             let r = PermissionEngine::from_config(Some(&cfg), &ws2).map(|_| ());
             let _ = tx.send(r);

@@ -86,3 +86,46 @@ fn committed_acp_schema_is_the_reference_and_exported() {
     assert_eq!(exported, schema.as_ptr());
     assert_eq!(schema.to_str().unwrap(), reference);
 }
+
+#[test]
+fn header_comments_have_no_rustdoc_link_syntax() {
+    // cbindgen copies doc comments verbatim: a rustdoc link would reach the C programmer as
+    // `[`name`]` text.
+    let header =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/agentao.h")).unwrap();
+    let leaks: Vec<(usize, &str)> = header
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("[`") || l.contains("`]") || l.contains("]("))
+        .map(|(i, l)| (i + 1, l))
+        .collect();
+    assert!(
+        leaks.is_empty(),
+        "rustdoc link syntax in the header: {leaks:?}"
+    );
+}
+
+#[test]
+fn every_status_constant_has_its_own_name() {
+    // The names come from the enum itself; each header constant must name itself.
+    let header =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/agentao.h")).unwrap();
+    let mut seen = 0;
+    for line in header.lines() {
+        let Some(rest) = line.trim().strip_prefix("AGENTAO_STATUS_") else {
+            continue;
+        };
+        let (name, value) = rest.split_once(" = ").expect("explicit status values");
+        let code: i32 = value.trim_end_matches(',').parse().unwrap();
+        let got = agentao::ffi::agentao_status_name(code);
+        // SAFETY: agentao_status_name returns a static NUL-terminated string.
+        let got = unsafe { std::ffi::CStr::from_ptr(got) }.to_str().unwrap();
+        assert_eq!(got, name, "status {code}");
+        seen += 1;
+    }
+    assert!(seen >= 18, "found {seen} status constants");
+    let unknown = unsafe { std::ffi::CStr::from_ptr(agentao::ffi::agentao_status_name(seen)) };
+    assert_eq!(unknown.to_str().unwrap(), "UNKNOWN");
+    let negative = unsafe { std::ffi::CStr::from_ptr(agentao::ffi::agentao_status_name(-1)) };
+    assert_eq!(negative.to_str().unwrap(), "UNKNOWN");
+}

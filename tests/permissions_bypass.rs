@@ -1,6 +1,7 @@
 //! Hardline bypass attempts beyond the recorded vectors, the 1 MB timing check, and the
 //! engine API (config, files, snapshot cache).
 
+use agentao::config::AgentConfig;
 use agentao::permissions::{
     decide, hardline_verdict, ActivePermissions, Mode, PermissionEngine, ToolFacts, Verdict,
 };
@@ -156,6 +157,18 @@ fn facts(name: &str, ro: bool, confirm: bool) -> ToolFacts<'_> {
     }
 }
 
+/// The engine a config's `permissions` section builds; errors come from the config parse or
+/// from the engine (reading `rules_file`).
+fn engine_from(permissions: Value, ws: &Path) -> Result<Option<PermissionEngine>, String> {
+    let doc = json!({
+        "working_directory": std::env::temp_dir(),
+        "llm": {"provider": "scripted", "script": []},
+        "permissions": permissions,
+    });
+    let config = AgentConfig::from_json(&doc.to_string()).map_err(|e| e.0)?;
+    PermissionEngine::from_config(config.permissions.as_ref(), ws)
+}
+
 fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
 }
@@ -164,7 +177,7 @@ fn args(v: Value) -> Map<String, Value> {
 fn config_keys_and_errors() {
     let ws = Path::new("/workspace/project");
     assert!(PermissionEngine::from_config(None, ws).unwrap().is_none());
-    let e = PermissionEngine::from_config(Some(&json!({"mode": "full-access"})), ws)
+    let e = engine_from(json!({"mode": "full-access"}), ws)
         .unwrap()
         .unwrap();
     assert_eq!(e.mode(), Mode::FullAccess);
@@ -186,7 +199,7 @@ fn config_keys_and_errors() {
             "look-around",
         ),
     ] {
-        let err = PermissionEngine::from_config(Some(&bad), ws).unwrap_err();
+        let err = engine_from(bad, ws).unwrap_err();
         assert!(err.contains(needle), "{err} should contain {needle}");
     }
 }
@@ -200,12 +213,9 @@ fn rules_file_with_bom_and_errors() {
         "\u{feff}{\"rules\": [{\"tool\": \"run_shell_command\", \"args\": {\"command\": \"^npm\"}, \"action\": \"deny\"}], \"shell\": {}}",
     )
     .unwrap();
-    let e = PermissionEngine::from_config(
-        Some(&json!({"rules_file": good.to_str().unwrap()})),
-        dir.path(),
-    )
-    .unwrap()
-    .unwrap();
+    let e = engine_from(json!({"rules_file": good.to_str().unwrap()}), dir.path())
+        .unwrap()
+        .unwrap();
     let snap = e.active_permissions();
     assert_eq!(snap.loaded_sources[0], "preset:workspace-write");
     assert_eq!(snap.loaded_sources[1], format!("user:{}", good.display()));
@@ -224,8 +234,7 @@ fn rules_file_with_bom_and_errors() {
         r#"{"rules": [{"tool": "a", "action": "allow"}, {"tool": "b", "action": "allow"}, {"tool": "c", "action": "deny", "foo": 1}]}"#,
     )
     .unwrap();
-    let err = PermissionEngine::from_config(Some(&json!({"rules_file": "bad.json"})), dir.path())
-        .unwrap_err();
+    let err = engine_from(json!({"rules_file": "bad.json"}), dir.path()).unwrap_err();
     assert_eq!(
         err,
         format!(
@@ -308,8 +317,8 @@ fn host_tools_and_ask_rules() {
 
 #[test]
 fn hardline_can_be_disabled() {
-    let e = PermissionEngine::from_config(
-        Some(&json!({"mode": "full-access", "hardline": false})),
+    let e = engine_from(
+        json!({"mode": "full-access", "hardline": false}),
         Path::new("/w"),
     )
     .unwrap()

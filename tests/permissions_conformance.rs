@@ -23,7 +23,7 @@ const RM_ROW: &str = "recursive delete of root / system directory / home";
 const TOO_COMPLEX: &str = "command too complex for the safety floor to inspect";
 
 /// Reference vectors recorded as `allow` that our floor refuses (issue 9: gaps of the
-/// reference closed by `hardline_canon`; docs/deviations.md, "Hardline floor"):
+/// reference closed by `hardline::canon`; docs/deviations.md, "Hardline floor"):
 /// (1-based line in hardline.jsonl, our description, why).
 const HARDLINE_DEVIATIONS: &[(usize, &str, &str)] = &[
     (643, "fork bomb", "renamed fork bomb"),

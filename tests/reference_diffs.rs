@@ -1,7 +1,6 @@
 //! Differences from the reference found by testing as a new user would (issue 11, item 5):
 //! each test pins the reference's text or behaviour against the loopback mock server.
 
-use std::ffi::CStr;
 use std::sync::{Arc, Mutex};
 
 use agentao::agent::{Agent, TurnOptions};
@@ -15,11 +14,11 @@ struct Host {
 }
 
 impl Transport for Host {
-    fn emit(&self, event: &CStr) {
+    fn emit(&self, event: &str) {
         self.events
             .lock()
             .unwrap()
-            .push(serde_json::from_slice(event.to_bytes()).unwrap());
+            .push(serde_json::from_slice(event.as_bytes()).unwrap());
     }
     fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
         reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap()

@@ -8,7 +8,6 @@
 
 mod tools_support;
 
-use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -66,8 +65,8 @@ struct CountingHost {
 }
 
 impl Transport for CountingHost {
-    fn emit(&self, event: &CStr) {
-        let bytes = event.to_bytes();
+    fn emit(&self, event: &str) {
+        let bytes = event.as_bytes();
         if bytes.starts_with(br#"{"type":"tool_output""#) {
             self.output_events.fetch_add(1, Ordering::Relaxed);
             self.output_bytes

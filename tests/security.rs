@@ -2,7 +2,6 @@
 //! denies every confirmation. Each test is one reported attack; it asserts that no code ran,
 //! no outside file was listed or read, or that the host was asked instead.
 
-use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +17,7 @@ struct DenyAll {
 }
 
 impl Transport for DenyAll {
-    fn emit(&self, _event: &CStr) {}
+    fn emit(&self, _event: &str) {}
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
         self.asked.lock().unwrap().push((
             req.tool_name.clone(),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use agentao::config::ToolsConfig;
 use agentao::tools::{ToolRegistry, ToolServices, BUILTIN_TOOL_NAMES};
 use serde_json::json;
-use tools_support::{settings, Env};
+use tools_support::{parse_settings, settings, Env};
 
 // ---------------------------------------------------------------- read_file
 
@@ -621,7 +621,7 @@ fn registry_catalogue_and_flags() {
 #[test]
 fn settings_are_validated_with_field_names() {
     let root = std::env::temp_dir();
-    let bad = |v| ToolServices::new(&settings(v), &root).err().unwrap();
+    let bad = |v| parse_settings(v).err().unwrap();
     assert_eq!(
         bad(json!({"bogus": 1})),
         "config field `tools.settings.bogus`: unknown setting (known: shell, tool_outputs_dir, web_fetch)"
@@ -639,10 +639,11 @@ fn settings_are_validated_with_field_names() {
     assert!(bad(json!({"tool_outputs_dir": 3}))
         .starts_with("config field `tools.settings.tool_outputs_dir`"));
     let ok = ToolServices::new(
-        &settings(json!({"shell": {"timeout_s": 5, "scrub_env": false}, "web_fetch": {"allow_private": "10.0.0.0/8 127.0.0.1"}, "tool_outputs_dir": "out"})),
+        &settings(
+            json!({"shell": {"timeout_s": 5, "scrub_env": false}, "web_fetch": {"allow_private": "10.0.0.0/8 127.0.0.1"}, "tool_outputs_dir": "out"}),
+        ),
         &root,
-    )
-    .unwrap();
+    );
     assert_eq!(ok.shell_settings.timeout_s, 5.0);
     assert_eq!(ok.web.allow.len(), 2);
     assert_eq!(ok.tool_outputs_dir, root.join("out"));

@@ -2,7 +2,6 @@
 //! same internal event order, the same model-visible tool results, the same host events and
 //! host calls.
 
-use std::ffi::CStr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -21,8 +20,8 @@ struct Recorder {
 }
 
 impl Transport for Recorder {
-    fn emit(&self, event: &CStr) {
-        let v: Value = serde_json::from_slice(event.to_bytes()).unwrap();
+    fn emit(&self, event: &str) {
+        let v: Value = serde_json::from_slice(event.as_bytes()).unwrap();
         self.events.lock().unwrap().push(v);
     }
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {

@@ -1,7 +1,6 @@
 //! The turn loop through the Rust API on the scripted provider: guards, truncation, failures,
 //! cancellation, the iteration budget, and every host event checked against the v3 schema.
 
-use std::ffi::CStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,11 +22,11 @@ struct Host {
 }
 
 impl Transport for Host {
-    fn emit(&self, event: &CStr) {
+    fn emit(&self, event: &str) {
         self.events
             .lock()
             .unwrap()
-            .push(serde_json::from_slice(event.to_bytes()).unwrap());
+            .push(serde_json::from_slice(event.as_bytes()).unwrap());
     }
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
         match &self.confirm {

@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
@@ -227,9 +226,9 @@ impl AcpTransport {
 }
 
 impl Transport for AcpTransport {
-    fn emit(&self, event: &CStr) {
+    fn emit(&self, event: &str) {
         // Events the mapping does not know, or cannot read, are not part of the ACP stream.
-        let _ = self.on_event(event.to_bytes());
+        let _ = self.on_event(event.as_bytes());
     }
 
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::ffi::CString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::mpsc::channel;
@@ -155,16 +154,14 @@ fn server_overhead_per_streamed_chunk() {
         Arc::new(Pending::default()),
     );
     // The event exactly as the library emits it for one model delta.
-    let ev =
-        CString::new(r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"Hello, wor"}}"#)
-            .unwrap();
+    let ev = r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"Hello, wor"}}"#;
     for _ in 0..1000 {
-        t.emit(&ev);
+        t.emit(ev);
     }
     let start = Instant::now();
     let cpu0 = thread_cpu();
     for _ in 0..CHUNKS {
-        t.emit(&ev);
+        t.emit(ev);
     }
     let produced = start.elapsed();
     let cpu = thread_cpu().zip(cpu0).map(|(b, a)| b - a);

@@ -12,7 +12,8 @@
 
 use std::path::Path;
 
-use agentao::permissions::rules::{python_str, CallCtx, Rule};
+use agentao::permissions::rules::{CallCtx, Rule};
+use agentao::pycompat::python_str;
 use agentao::permissions::{hardline, EngineAction, Mode, PermissionEngine};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};

@@ -9,7 +9,6 @@ pub mod host;
 pub mod transport;
 
 use std::collections::VecDeque;
-use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -30,7 +29,7 @@ pub struct Emitter {
     transport: Arc<dyn Transport>,
     busy: AtomicBool,
     queued: AtomicUsize,
-    pending: Mutex<VecDeque<CString>>,
+    pending: Mutex<VecDeque<String>>,
 }
 
 impl Emitter {
@@ -47,7 +46,7 @@ impl Emitter {
         &self.transport
     }
 
-    pub fn emit(&self, event: &CStr) {
+    pub fn emit(&self, event: &str) {
         if self.try_own() {
             self.drain();
             self.transport.emit(event);
@@ -63,7 +62,7 @@ impl Emitter {
             .is_ok()
     }
 
-    fn enqueue(&self, event: CString) {
+    fn enqueue(&self, event: String) {
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -104,8 +103,8 @@ impl Emitter {
     }
 }
 
-/// Builds event JSON into one reusable, NUL-terminated buffer per turn, so an event costs no
-/// allocation once the buffer is warm.
+/// Builds event JSON into one reusable buffer per turn, so an event costs no allocation once
+/// the buffer is warm.
 #[derive(Default)]
 pub struct EventWriter {
     buf: Vec<u8>,
@@ -113,19 +112,19 @@ pub struct EventWriter {
 
 impl EventWriter {
     /// `{"type":…,"schema_version":1,"data":<data>}`.
-    pub fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> &CStr {
+    pub fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> &str {
         self.buf.clear();
         self.buf.extend_from_slice(b"{\"type\":\"");
         self.buf.extend_from_slice(ty.as_bytes());
         self.buf
             .extend_from_slice(b"\",\"schema_version\":1,\"data\":");
         serde_json::to_writer(&mut self.buf, data).expect("event data serializes");
-        self.buf.extend_from_slice(b"}\0");
-        self.as_cstr()
+        self.buf.extend_from_slice(b"}");
+        self.as_str()
     }
 
     /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
-    pub fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &CStr {
+    pub fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &str {
         self.buf.clear();
         self.buf.extend_from_slice(b"{\"type\":\"");
         self.buf.extend_from_slice(ty.as_bytes());
@@ -134,31 +133,30 @@ impl EventWriter {
         self.buf.extend_from_slice(key.as_bytes());
         self.buf.extend_from_slice(b"\":");
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
-        self.buf.extend_from_slice(b"}}\0");
-        self.as_cstr()
+        self.buf.extend_from_slice(b"}}");
+        self.as_str()
     }
 
     /// `{"type":"text_delta","text":…}`: the stream entry point's delta item.
-    pub fn text_delta(&mut self, text: &str) -> &CStr {
+    pub fn text_delta(&mut self, text: &str) -> &str {
         self.buf.clear();
         self.buf
             .extend_from_slice(b"{\"type\":\"text_delta\",\"text\":");
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
-        self.buf.extend_from_slice(b"}\0");
-        self.as_cstr()
+        self.buf.extend_from_slice(b"}");
+        self.as_str()
     }
 
-    /// Any serializable value, NUL-terminated.
-    pub fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> &CStr {
+    /// Any serializable value.
+    pub fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> &str {
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, value).expect("value serializes");
-        self.buf.push(0);
-        self.as_cstr()
+        self.as_str()
     }
 
-    fn as_cstr(&self) -> &CStr {
-        // serde_json escapes U+0000, so the only NUL is the terminator.
-        CStr::from_bytes_with_nul(&self.buf).expect("JSON text has no interior NUL")
+    fn as_str(&self) -> &str {
+        // serde_json writes UTF-8 and the fixed parts are ASCII.
+        std::str::from_utf8(&self.buf).expect("JSON text is UTF-8")
     }
 }
 
@@ -173,8 +171,8 @@ mod tests {
     }
 
     impl Transport for Recorder {
-        fn emit(&self, event: &CStr) {
-            let s = event.to_str().unwrap().to_owned();
+        fn emit(&self, event: &str) {
+            let s = event.to_owned();
             let reenter = s.contains("\"first\"");
             self.seen.lock().unwrap().push(s);
             if reenter {
@@ -207,11 +205,7 @@ mod tests {
     #[test]
     fn writer_escapes() {
         let mut w = EventWriter::default();
-        let s = w
-            .text_event("llm_text", "chunk", "a\"b\0c")
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let s = w.text_event("llm_text", "chunk", "a\"b\0c").to_owned();
         assert_eq!(
             s,
             r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"a\"b\u0000c"}}"#

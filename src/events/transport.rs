@@ -5,7 +5,6 @@
 //! always called on a blocking thread, never on a runtime worker, so a host may block in them.
 //! Every method has the NullTransport's behaviour as its default.
 
-use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -15,7 +14,7 @@ use tokio::sync::oneshot;
 pub const NON_INTERACTIVE_ANSWER: &str = "[ask_user: not available in non-interactive mode]";
 
 /// A listener of a transport's event fan-out; receives each event's JSON.
-pub type Listener = Arc<dyn Fn(&CStr) + Send + Sync>;
+pub type Listener = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// A `confirm_tool` request.
 #[derive(Debug, Clone)]
@@ -130,7 +129,7 @@ impl Drop for Reply {
 
 pub trait Transport: Send + Sync {
     /// One event's JSON (`{"type","schema_version","data"}`); must return quickly.
-    fn emit(&self, event: &CStr);
+    fn emit(&self, event: &str);
 
     fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
         let _ = reply.answer(Answer::Confirm(Confirmation::Allow));
@@ -183,7 +182,7 @@ impl Broadcaster {
         }
     }
 
-    pub fn notify(&self, event: &CStr) {
+    pub fn notify(&self, event: &str) {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -214,7 +213,7 @@ pub struct NullTransport {
 }
 
 impl Transport for NullTransport {
-    fn emit(&self, event: &CStr) {
+    fn emit(&self, event: &str) {
         self.broadcaster.notify(event);
     }
     fn supports_subscribe(&self) -> bool {
@@ -235,10 +234,10 @@ mod tests {
             h.fetch_add(1, Ordering::SeqCst);
         }));
         b.subscribe(Arc::new(|_| panic!("bad listener")));
-        b.notify(c"{}");
+        b.notify("{}");
         b.unsubscribe(id);
         b.unsubscribe(id);
-        b.notify(c"{}");
+        b.notify("{}");
         assert_eq!(hits.load(Ordering::SeqCst), 1);
         assert_eq!(b.len(), 1);
     }

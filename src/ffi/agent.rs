@@ -1,6 +1,6 @@
 //! The agent handle and its entry points.
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 
 use super::cancel::agentao_cancel_token;
@@ -8,8 +8,8 @@ use super::handle::BoxCastable;
 use super::host_data::HostData;
 use super::transport::{agentao_transport, FfiTransport};
 use super::{
-    agentao_error, agentao_status, guard, guard_or, guard_out, in_callback, out_string, reentrant,
-    status_of, str_arg, Fail, FfiResult,
+    agentao_error, agentao_status, guard, guard_out, guard_required_out, in_callback, opt_str_arg,
+    out_arg, out_string, reentrant, required, status_of, str_arg, to_cstring, Fail, FfiResult,
 };
 use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
 use crate::events::transport::Transport;
@@ -19,6 +19,8 @@ use crate::turn::{DeltaSink, TurnOutcome, TurnStatus};
 /// An agent: one session with its history, tools, permissions and transport. Thread-safe.
 pub struct agentao_agent {
     pub(crate) agent: Agent,
+    /// The session id as `agentao_agent_session_id` lends it.
+    session_id: CString,
 }
 
 /// Completion of an asynchronous turn: called exactly once per accepted call, on a library
@@ -54,7 +56,7 @@ pub(crate) unsafe fn turn_options(
 ) -> TurnOptions {
     TurnOptions {
         max_iterations: u32::try_from(max_iterations).ok(),
-        cancel: (!cancel.is_null()).then(|| (*cancel).token.clone()),
+        cancel: cancel.as_ref().map(|c| c.token.clone()),
     }
 }
 
@@ -92,23 +94,17 @@ pub unsafe extern "C" fn agentao_agent_new(
 ) -> agentao_status {
     guard_out(agent_out, err_out, |agent_out| {
         // Take the transport first so its finalizer runs exactly once whatever happens next.
+        // NULL is the built-in null transport, not an error.
         let transport: Option<Arc<dyn Transport>> = if transport.is_null() {
             None
         } else {
-            match FfiTransport::from_vtable(transport) {
-                Ok(t) => Some(Arc::new(t)),
-                Err(f) => {
-                    if let Some(free) = (*transport).userdata_free {
-                        in_callback(|| free((*transport).userdata));
-                    }
-                    return Err(f);
-                }
-            }
+            Some(Arc::new(FfiTransport::copy(transport)?))
         };
         agent_out.require("`agent_out` is NULL")?;
         let json = str_arg(config_json, "config_json")?;
         let agent = Agent::new(json, transport)?;
-        agent_out.write(|| agentao_agent { agent }.into_raw());
+        let session_id = to_cstring(agent.session_id());
+        agent_out.write(|| agentao_agent { agent, session_id }.into_raw());
         Ok(())
     })
 }
@@ -126,10 +122,7 @@ pub unsafe extern "C" fn agentao_agent_free(agent: *mut agentao_agent) {
 /// The agent's session id (UUID), borrowed: valid until `agentao_agent_free`. NULL agent: NULL.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_session_id(agent: *const agentao_agent) -> *const c_char {
-    if agent.is_null() {
-        return std::ptr::null();
-    }
-    (*agent).agent.session_id_cstr().as_ptr()
+    agentao_agent::with_ref_or(agent, std::ptr::null(), |a| a.session_id.as_ptr())
 }
 
 /// Runs one turn and blocks until it ends. `message` is borrowed; `max_iterations < 0` uses the
@@ -149,10 +142,9 @@ pub unsafe extern "C" fn agentao_agent_chat(
     text_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(text_out, err_out, |text_out| {
+    guard_required_out(text_out, "text_out", err_out, |text_out| {
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?;
-        text_out.require("`text_out` is NULL")?;
         if reentrant() {
             return Err(AgentError::Reentrant.into());
         }
@@ -181,16 +173,17 @@ pub unsafe extern "C" fn agentao_agent_run(
     userdata: *mut c_void,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    start(
-        agent,
-        message,
-        max_iterations,
-        cancel,
-        None,
-        on_done,
-        userdata,
-        err_out,
-    )
+    guard(err_out, || {
+        start(
+            agent,
+            message,
+            max_iterations,
+            cancel,
+            None,
+            on_done,
+            userdata,
+        )
+    })
 }
 
 /// Like `agentao_agent_run`, and each text delta also goes to `on_delta(userdata, json)`,
@@ -207,27 +200,21 @@ pub unsafe extern "C" fn agentao_agent_stream(
     userdata: *mut c_void,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    if on_delta.is_none() {
-        return guard(err_out, || {
-            Err(Fail(
-                agentao_status::NullArgument,
-                "`on_delta` is NULL".into(),
-            ))
-        });
-    }
-    start(
-        agent,
-        message,
-        max_iterations,
-        cancel,
-        on_delta,
-        on_done,
-        userdata,
-        err_out,
-    )
+    guard(err_out, || {
+        let on_delta = required(on_delta, "on_delta")?;
+        start(
+            agent,
+            message,
+            max_iterations,
+            cancel,
+            Some(on_delta),
+            on_done,
+            userdata,
+        )
+    })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The body of `agentao_agent_run` and `agentao_agent_stream`.
 unsafe fn start(
     agent: *mut agentao_agent,
     message: *const c_char,
@@ -236,51 +223,39 @@ unsafe fn start(
     on_delta: agentao_delta_fn,
     on_done: agentao_done_fn,
     userdata: *mut c_void,
-    err_out: *mut *mut agentao_error,
-) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
-        let message = str_arg(message, "message")?.to_owned();
-        let Some(done) = on_done else {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`on_done` is NULL".into(),
-            ));
-        };
-        let deltas = match on_delta {
-            None => DeltaSink::None,
-            Some(f) => {
-                if !agent.transport().supports_subscribe() {
-                    return Err(AgentError::NoSubscribe.into());
-                }
-                let ud = HostData::borrowed(userdata);
-                DeltaSink::Callback(Arc::new(move |json: &CStr| {
-                    let ud = &ud;
-                    // SAFETY: host callback with its own userdata.
-                    in_callback(|| unsafe { f(ud.ptr(), json.as_ptr()) });
-                }))
+) -> FfiResult<()> {
+    let agent = agent_ref(agent)?;
+    let message = str_arg(message, "message")?.to_owned();
+    let done = HostData::borrowed(userdata).with(required(on_done, "on_done")?);
+    let deltas = match on_delta {
+        None => DeltaSink::None,
+        Some(f) => {
+            if !agent.transport().supports_subscribe() {
+                return Err(AgentError::NoSubscribe.into());
             }
-        };
-        let ud = HostData::borrowed(userdata);
-        agent.start_turn(
-            message,
-            turn_options(max_iterations, cancel),
-            deltas,
-            move |result| {
-                let ud = ud;
-                let (status, msg, outcome) = turn_status(&result);
-                let json = outcome.map(|o| super::to_cstring(&o.to_json()));
-                let err = msg.map(|m| super::agentao_error::new(status, &m));
-                let json_ptr = json.as_ref().map_or(std::ptr::null(), |j| j.as_ptr());
-                let err_ptr = err
-                    .as_ref()
-                    .map_or(std::ptr::null(), |e| e as *const agentao_error);
-                // SAFETY: host callback; both pointers live until it returns.
-                in_callback(|| unsafe { done(ud.ptr(), status, json_ptr, err_ptr) });
-            },
-        )?;
-        Ok(())
-    })
+            let host = HostData::borrowed(userdata).with(f);
+            DeltaSink::Callback(Arc::new(move |json: &str| host.call_json(json)))
+        }
+    };
+    agent.start_turn(
+        message,
+        turn_options(max_iterations, cancel),
+        deltas,
+        move |result| {
+            let done = done;
+            let (status, msg, outcome) = turn_status(&result);
+            let json = outcome.map(|o| to_cstring(&o.to_json()));
+            let err = msg.map(|m| agentao_error::new(status, &m));
+            let json_ptr = json.as_ref().map_or(std::ptr::null(), |j| j.as_ptr());
+            let err_ptr = err
+                .as_ref()
+                .map_or(std::ptr::null(), |e| e as *const agentao_error);
+            let f = *done.callbacks();
+            // SAFETY: host callback; both pointers live until it returns.
+            in_callback(|| unsafe { f(done.ptr(), status, json_ptr, err_ptr) });
+        },
+    )?;
+    Ok(())
 }
 
 /// Writes the last turn's TurnOutcome JSON to `*outcome_json_out` (`"null"` before the first
@@ -291,7 +266,7 @@ pub unsafe extern "C" fn agentao_agent_last_turn(
     outcome_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    json_getter(agent, outcome_json_out, err_out, |a| {
+    json_getter(agent, outcome_json_out, "outcome_json_out", err_out, |a| {
         a.last_turn()
             .map_or_else(|| "null".to_owned(), |o| o.to_json())
     })
@@ -305,7 +280,13 @@ pub unsafe extern "C" fn agentao_agent_history(
     history_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    json_getter(agent, history_json_out, err_out, Agent::history_json)
+    json_getter(
+        agent,
+        history_json_out,
+        "history_json_out",
+        err_out,
+        Agent::history_json,
+    )
 }
 
 /// Replaces the history with `history_json` (borrowed): a JSON array of message objects with
@@ -332,7 +313,7 @@ pub unsafe extern "C" fn agentao_agent_active_permissions(
     json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    json_getter(agent, json_out, err_out, |a| {
+    json_getter(agent, json_out, "json_out", err_out, |a| {
         serde_json::to_string(&a.active_permissions()).unwrap_or_default()
     })
 }
@@ -363,11 +344,6 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
     })
 }
 
-struct Observer {
-    f: unsafe extern "C" fn(*mut c_void, *const c_char),
-    data: HostData,
-}
-
 /// Adds a host-event observer: `observer(userdata, event_json)` runs inline for every host
 /// event of this agent, in order, never concurrently with another observer call of the same
 /// agent, on a library thread. `userdata_free` (may be NULL) runs once when the observer is
@@ -383,24 +359,12 @@ pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
 ) -> agentao_status {
     guard(err_out, || {
         let agent = agent_ref(agent)?;
-        let (Some(f), false) = (observer, id_out.is_null()) else {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`observer` and `id_out` are required".into(),
-            ));
-        };
-        let obs = Arc::new(Observer {
-            f,
-            data: HostData::new(userdata, userdata_free),
-        });
-        let id = agent
+        let f = required(observer, "observer")?;
+        let id_out = out_arg(id_out, "id_out")?;
+        let host = HostData::new(userdata, userdata_free).with(f);
+        *id_out = agent
             .host_events()
-            .add_observer(Arc::new(move |json: &str| {
-                let c = super::to_cstring(json);
-                // SAFETY: host callback with its own userdata.
-                in_callback(|| unsafe { (obs.f)(obs.data.ptr(), c.as_ptr()) });
-            }));
-        *id_out = id;
+            .add_observer(Arc::new(move |json: &str| host.call_json(json)));
         Ok(())
     })
 }
@@ -411,21 +375,19 @@ pub unsafe extern "C" fn agentao_agent_remove_host_event_observer(
     agent: *mut agentao_agent,
     id: u64,
 ) -> bool {
-    if agent.is_null() {
-        return false;
-    }
-    guard_or(false, || (*agent).agent.host_events().remove_observer(id))
+    agentao_agent::with_ref_or(agent, false, |a| a.agent.host_events().remove_observer(id))
 }
 
+/// The shape of the JSON getters: one required string output.
 unsafe fn json_getter(
     agent: *const agentao_agent,
     out: *mut *mut c_char,
+    out_name: &str,
     err_out: *mut *mut agentao_error,
     f: impl FnOnce(&Agent) -> String,
 ) -> agentao_status {
-    guard_out(out, err_out, |out| {
+    guard_required_out(out, out_name, err_out, |out| {
         let agent = agent_ref(agent)?;
-        out.require("output pointer is NULL")?;
         out.write(|| out_string(&f(agent)));
         Ok(())
     })
@@ -472,7 +434,7 @@ pub unsafe extern "C" fn agentao_agent_add_run_rules(
     guard(err_out, || {
         let agent = agent_ref(agent)?;
         let list = |p: *const c_char, name: &str| -> FfiResult<serde_json::Value> {
-            match super::opt_str_arg(p, name)? {
+            match opt_str_arg(p, name)? {
                 Some(t) => parse_json_arg(t, name),
                 None => Ok(serde_json::Value::Null),
             }
@@ -481,7 +443,7 @@ pub unsafe extern "C" fn agentao_agent_add_run_rules(
             list(allow_json, "allow_json")?,
             list(deny_json, "deny_json")?,
         );
-        let source = super::opt_str_arg(source_name, "source_name")?.unwrap_or("run-spec");
+        let source = opt_str_arg(source_name, "source_name")?.unwrap_or("run-spec");
         agent
             .with_engine(|e| e.add_run_rules(&allow, &deny, source))?
             .map_err(|m| Fail(agentao_status::InvalidArgument, m))
@@ -516,7 +478,7 @@ pub unsafe extern "C" fn agentao_agent_usage(
     usage_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    json_getter(agent, usage_json_out, err_out, |a| {
+    json_getter(agent, usage_json_out, "usage_json_out", err_out, |a| {
         let u = a.usage();
         serde_json::json!({
             "prompt_tokens": u.prompt_tokens,

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use super::handle::BoxCastable;
-use super::{agentao_error, agentao_status, guard_or, guard_out, opt_str_arg, out_string, Fail};
+use super::{agentao_error, agentao_status, guard_required_out, opt_str_arg, out_string};
 use crate::cancel::{CancelToken, DEFAULT_REASON};
 
 /// A cancellation token. Thread-safe; every handle from `agentao_cancel_token_new` or
@@ -31,15 +31,12 @@ pub unsafe extern "C" fn agentao_cancel_token_cancel(
     token: *const agentao_cancel_token,
     reason: *const c_char,
 ) {
-    if token.is_null() {
-        return;
-    }
-    guard_or((), || {
+    agentao_cancel_token::with_ref_or(token, (), |t| {
         let reason = opt_str_arg(reason, "reason")
             .ok()
             .flatten()
             .unwrap_or(DEFAULT_REASON);
-        (*token).token.cancel(reason);
+        t.token.cancel(reason);
     });
 }
 
@@ -48,7 +45,7 @@ pub unsafe extern "C" fn agentao_cancel_token_cancel(
 pub unsafe extern "C" fn agentao_cancel_token_is_cancelled(
     token: *const agentao_cancel_token,
 ) -> bool {
-    !token.is_null() && (*token).token.is_cancelled()
+    agentao_cancel_token::with_ref_or(token, false, |t| t.token.is_cancelled())
 }
 
 /// Writes a copy of the reason (`""` while not cancelled) to `*reason_out`; release it with
@@ -59,14 +56,9 @@ pub unsafe extern "C" fn agentao_cancel_token_reason(
     reason_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(reason_out, err_out, |reason_out| {
-        if token.is_null() || reason_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`token` and `reason_out` are required".into(),
-            ));
-        }
-        reason_out.write(|| out_string((*token).token.reason()));
+    guard_required_out(reason_out, "reason_out", err_out, |reason_out| {
+        let token = agentao_cancel_token::try_ref(token)?;
+        reason_out.write(|| out_string(token.token.reason()));
         Ok(())
     })
 }
@@ -78,12 +70,9 @@ pub unsafe extern "C" fn agentao_cancel_token_reason(
 pub unsafe extern "C" fn agentao_cancel_token_child(
     parent: *const agentao_cancel_token,
 ) -> *mut agentao_cancel_token {
-    if parent.is_null() {
-        return std::ptr::null_mut();
-    }
-    guard_or(std::ptr::null_mut(), || {
+    agentao_cancel_token::with_ref_or(parent, std::ptr::null_mut(), |p| {
         agentao_cancel_token {
-            token: (*parent).token.child(),
+            token: p.token.child(),
         }
         .into_raw()
     })

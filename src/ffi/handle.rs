@@ -1,10 +1,12 @@
 //! Handle casts (after rustls-ffi's `Castable`): how the library owns each C handle is
 //! recorded in its type, so a handle is only ever converted the way it was made.
 
-use super::{agentao_status, guard_or, Fail, FfiResult};
+use super::{guard_or, Fail, FfiResult};
 
-/// A handle the library hands out as `Box::into_raw` and takes back with `Box::from_raw`
-/// (every handle today; an `Arc`-owned handle would get its own trait with `Arc` casts).
+/// A handle the library hands out as `Box::into_raw` and takes back with `Box::from_raw`.
+/// Every handle is one today: the shared state behind a handle (an agent, a token) is an `Arc`
+/// inside the box, so one C handle is one box. A handle the C side could duplicate would get an
+/// `ArcCastable` twin with `Arc::into_raw` / `increment_strong_count` casts.
 pub(crate) trait BoxCastable: Sized {
     /// The argument name used in NULL messages (`` `agent` is NULL``).
     const NAME: &'static str;
@@ -19,12 +21,31 @@ pub(crate) trait BoxCastable: Sized {
     /// # Safety
     /// `p` is NULL or a live handle of this type.
     unsafe fn try_ref<'a>(p: *const Self) -> FfiResult<&'a Self> {
-        p.as_ref().ok_or_else(|| {
-            Fail(
-                agentao_status::NullArgument,
-                format!("`{}` is NULL", Self::NAME),
-            )
-        })
+        p.as_ref().ok_or_else(|| Fail::null(Self::NAME))
+    }
+
+    /// Takes a handle back from the caller (the `agentao_reply_*` shape, which consumes it);
+    /// NULL is `NULL_ARGUMENT`.
+    ///
+    /// # Safety
+    /// `p` is NULL or a live handle of this type, not used again.
+    unsafe fn try_take(p: *mut Self) -> FfiResult<Self> {
+        if p.is_null() {
+            return Err(Fail::null(Self::NAME));
+        }
+        Ok(*Box::from_raw(p))
+    }
+
+    /// The no-status shape on a handle: `f` on the handle behind the panic boundary; NULL (or
+    /// a contained panic) gives `fallback`.
+    ///
+    /// # Safety
+    /// `p` is NULL or a live handle of this type.
+    unsafe fn with_ref_or<R>(p: *const Self, fallback: R, f: impl FnOnce(&Self) -> R) -> R {
+        match p.as_ref() {
+            Some(h) => guard_or(fallback, || f(h)),
+            None => fallback,
+        }
     }
 
     /// The `*_free` shape: NULL is a no-op; otherwise the handle is taken back and `close`
@@ -33,10 +54,9 @@ pub(crate) trait BoxCastable: Sized {
     /// # Safety
     /// `p` is NULL or a live handle of this type, not used again.
     unsafe fn free_with(p: *mut Self, close: impl FnOnce(&Self)) {
-        if p.is_null() {
-            return;
+        if !p.is_null() {
+            guard_or((), || close(&Box::from_raw(p)));
         }
-        guard_or((), || close(&Box::from_raw(p)));
     }
 }
 
@@ -55,4 +75,5 @@ box_castable! {
     super::stream::agentao_host_event_stream => "stream",
     super::transport::agentao_broadcaster => "broadcaster",
     super::agentao_error => "err",
+    super::reply::agentao_reply => "reply",
 }

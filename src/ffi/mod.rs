@@ -6,32 +6,43 @@
 //! strings passed in are borrowed for the call and copied; strings handed out belong to the
 //! caller and are released with [`agentao_string_free`]; strings passed to callbacks are valid
 //! until the callback returns.
+//!
+//! Plumbing: `boundary` has one helper per export shape (panic boundary, NULL checks, `*_out`
+//! nulling), `handle` the typed handle casts, `host_data` the one wrapper for host userdata,
+//! `strings` the C strings. Nothing below this module knows C exists.
 
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
 pub mod agent;
+mod boundary;
 pub mod cancel;
+pub mod capabilities;
 mod handle;
 mod host_data;
 pub mod host_tools;
-
-use handle::BoxCastable;
 pub mod library;
 pub mod memory;
 pub mod preflight;
 pub mod reply;
 pub mod stream;
+mod strings;
 pub mod transport;
+
+pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
+use handle::BoxCastable;
+pub(crate) use strings::{opt_str_arg, out_string, str_arg, to_cstring, with_cstr};
 
 use std::cell::Cell;
 use std::ffi::{c_char, CStr, CString};
+use std::sync::OnceLock;
 
 use crate::agent::AgentError;
 
 /// Status of every fallible call. Values are stable: new codes are appended, none renumbered.
 #[repr(i32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::FromRepr, strum::IntoStaticStr)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum agentao_status {
     Ok = 0,
     /// A required pointer argument was NULL.
@@ -73,45 +84,23 @@ pub enum agentao_status {
 }
 
 impl agentao_status {
-    /// Every status, in code order: the one list `from_code` and `name` read.
-    const ALL: [(agentao_status, &'static CStr); 18] = [
-        (agentao_status::Ok, c"OK"),
-        (agentao_status::NullArgument, c"NULL_ARGUMENT"),
-        (agentao_status::InvalidArgument, c"INVALID_ARGUMENT"),
-        (agentao_status::InvalidUtf8, c"INVALID_UTF8"),
-        (agentao_status::InvalidJson, c"INVALID_JSON"),
-        (agentao_status::InvalidConfig, c"INVALID_CONFIG"),
-        (agentao_status::TurnInProgress, c"TURN_IN_PROGRESS"),
-        (agentao_status::NoSubscribe, c"NO_SUBSCRIBE"),
-        (agentao_status::StreamSubscribe, c"STREAM_SUBSCRIBE"),
-        (agentao_status::Cancelled, c"CANCELLED"),
-        (agentao_status::Timeout, c"TIMEOUT"),
-        (agentao_status::Reentrant, c"REENTRANT"),
-        (agentao_status::Panic, c"PANIC"),
-        (agentao_status::Internal, c"INTERNAL"),
-        (agentao_status::HostError, c"HOST_ERROR"),
-        (agentao_status::Closed, c"CLOSED"),
-        (agentao_status::NoEngine, c"NO_ENGINE"),
-        (agentao_status::EventsDropped, c"EVENTS_DROPPED"),
-    ];
-
-    fn from_code(code: i32) -> Option<agentao_status> {
-        Self::ALL
-            .iter()
-            .map(|&(s, _)| s)
-            .find(|&s| s as i32 == code)
-    }
-
-    /// The C spelling without the `AGENTAO_STATUS_` prefix.
+    /// The C spelling without the `AGENTAO_STATUS_` prefix, derived from the variant name (the
+    /// same rule cbindgen applies), as a static C string.
     fn name(self) -> &'static CStr {
-        Self::ALL
-            .iter()
-            .find(|&&(s, _)| s == self)
-            .map_or(c"UNKNOWN", |&(_, n)| n)
+        static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            (0..)
+                .map_while(agentao_status::from_repr)
+                .map(|s| to_cstring(s.into()))
+                .collect()
+        });
+        names
+            .get(self as usize)
+            .map_or(c"UNKNOWN", CString::as_c_str)
     }
 }
 
-/// An error: a status and a message. Owned by the caller; release with [`agentao_error_free`].
+/// An error: a status and a message. Owned by the caller; release with `agentao_error_free`.
 pub struct agentao_error {
     status: agentao_status,
     message: CString,
@@ -124,12 +113,6 @@ impl agentao_error {
             message: to_cstring(message),
         }
     }
-}
-
-/// A CString from text that may hold NUL bytes (they are replaced, never truncate).
-pub(crate) fn to_cstring(s: &str) -> CString {
-    CString::new(s)
-        .unwrap_or_else(|_| CString::new(s.replace('\0', "\u{fffd}")).unwrap_or_default())
 }
 
 pub(crate) fn status_of(e: &AgentError) -> agentao_status {
@@ -160,118 +143,6 @@ impl From<AgentError> for Fail {
 
 pub(crate) type FfiResult<T> = Result<T, Fail>;
 
-/// Stores an error object in `*err_out` (if given) and returns the status.
-pub(crate) unsafe fn set_error(err_out: *mut *mut agentao_error, fail: Fail) -> agentao_status {
-    if !err_out.is_null() {
-        *err_out = agentao_error::new(fail.0, &fail.1).into_raw();
-    }
-    fail.0
-}
-
-/// Clears `*err_out` (if given) at the start of a call.
-pub(crate) unsafe fn clear_error(err_out: *mut *mut agentao_error) {
-    if !err_out.is_null() {
-        *err_out = std::ptr::null_mut();
-    }
-}
-
-/// Borrows a C string argument as UTF-8.
-pub(crate) unsafe fn str_arg<'a>(p: *const c_char, name: &str) -> FfiResult<&'a str> {
-    if p.is_null() {
-        return Err(Fail(
-            agentao_status::NullArgument,
-            format!("`{name}` is NULL"),
-        ));
-    }
-    CStr::from_ptr(p).to_str().map_err(|e| {
-        Fail(
-            agentao_status::InvalidUtf8,
-            format!("`{name}` is not valid UTF-8: {e}"),
-        )
-    })
-}
-
-/// Like [`str_arg`], but NULL is `None`.
-pub(crate) unsafe fn opt_str_arg<'a>(p: *const c_char, name: &str) -> FfiResult<Option<&'a str>> {
-    if p.is_null() {
-        Ok(None)
-    } else {
-        str_arg(p, name).map(Some)
-    }
-}
-
-/// Hands a string to the caller (release with `agentao_string_free`).
-pub(crate) fn out_string(s: &str) -> *mut c_char {
-    to_cstring(s).into_raw()
-}
-
-/// Runs a status-returning body behind the panic boundary, handling `err_out`.
-pub(crate) fn guard(
-    err_out: *mut *mut agentao_error,
-    body: impl FnOnce() -> FfiResult<()>,
-) -> agentao_status {
-    // SAFETY: err_out is either NULL or a valid `agentao_error **` per the API contract.
-    unsafe { clear_error(err_out) };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|p| {
-        Err(Fail(
-            agentao_status::Panic,
-            format!(
-                "panic contained at the C boundary: {}",
-                crate::agent::panic_message(p)
-            ),
-        ))
-    });
-    match result {
-        Ok(()) => agentao_status::Ok,
-        // SAFETY: as above.
-        Err(f) => unsafe { set_error(err_out, f) },
-    }
-}
-
-/// A `T **..._out` parameter as [`guard_out`] hands it to the body: already NULLed, so every
-/// failure leaves NULL there; written only on success.
-pub(crate) struct Out<T>(*mut *mut T);
-
-impl<T> Out<T> {
-    pub(crate) fn is_null(&self) -> bool {
-        self.0.is_null()
-    }
-
-    /// `NULL_ARGUMENT` with `message` when the caller passed no pointer.
-    pub(crate) fn require(&self, message: &str) -> FfiResult<()> {
-        if self.0.is_null() {
-            return Err(Fail(agentao_status::NullArgument, message.into()));
-        }
-        Ok(())
-    }
-
-    /// Stores the value `make` builds; for an optional output the caller left NULL nothing is
-    /// built, so nothing is allocated and leaked.
-    pub(crate) fn write(&self, make: impl FnOnce() -> *mut T) {
-        if !self.0.is_null() {
-            // SAFETY: `guard_out` built this from the caller's valid-or-NULL `T **`.
-            unsafe { *self.0 = make() };
-        }
-    }
-}
-
-/// [`guard`] for the export shape with one `*_out` result: `*out` is NULLed before anything
-/// else runs, then `body` gets it as an [`Out`].
-pub(crate) fn guard_out<T>(
-    out: *mut *mut T,
-    err_out: *mut *mut agentao_error,
-    body: impl FnOnce(&Out<T>) -> FfiResult<()>,
-) -> agentao_status {
-    let out = Out(out);
-    out.write(std::ptr::null_mut);
-    guard(err_out, || body(&out))
-}
-
-/// Runs a body that has no status behind the panic boundary; a panic yields `fallback`.
-pub(crate) fn guard_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(fallback)
-}
-
 thread_local! {
     static IN_CALLBACK: Cell<u32> = const { Cell::new(0) };
 }
@@ -301,28 +172,22 @@ pub(crate) fn reentrant() -> bool {
 /// `agentao_version()`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_string_free(s: *mut c_char) {
-    if !s.is_null() {
-        guard_or((), || drop(CString::from_raw(s)));
+    if let Some(s) = std::ptr::NonNull::new(s) {
+        guard_or((), || drop(CString::from_raw(s.as_ptr())));
     }
 }
 
 /// The status of an error. A NULL error is `AGENTAO_STATUS_NULL_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_error_status(err: *const agentao_error) -> agentao_status {
-    if err.is_null() {
-        return agentao_status::NullArgument;
-    }
-    (*err).status
+    agentao_error::with_ref_or(err, agentao_status::NullArgument, |e| e.status)
 }
 
 /// The message of an error, borrowed from the error object (valid until
 /// `agentao_error_free`). A NULL error gives a static empty string.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_error_message(err: *const agentao_error) -> *const c_char {
-    if err.is_null() {
-        return c"".as_ptr();
-    }
-    (*err).message.as_ptr()
+    agentao_error::with_ref_or(err, c"".as_ptr(), |e| e.message.as_ptr())
 }
 
 /// Releases an error. NULL is a no-op.
@@ -334,7 +199,7 @@ pub unsafe extern "C" fn agentao_error_free(err: *mut agentao_error) {
 /// A short, static name of a status (for logs); never NULL, never freed.
 #[no_mangle]
 pub extern "C" fn agentao_status_name(status: i32) -> *const c_char {
-    agentao_status::from_code(status)
+    agentao_status::from_repr(status)
         .map_or(c"UNKNOWN", agentao_status::name)
         .as_ptr()
 }
@@ -344,17 +209,17 @@ mod tests {
     use super::agentao_status;
 
     #[test]
-    fn status_table_is_in_code_order_and_complete() {
-        for (i, &(s, _)) in agentao_status::ALL.iter().enumerate() {
-            assert_eq!(s as i32, i as i32);
-            assert_eq!(agentao_status::from_code(i as i32), Some(s));
-        }
-        let last = agentao_status::ALL.len() as i32;
-        assert_eq!(agentao_status::from_code(last), None);
-        assert_eq!(agentao_status::from_code(-1), None);
+    fn status_names_follow_the_variants() {
+        assert_eq!(agentao_status::Ok.name().to_bytes(), b"OK");
+        assert_eq!(
+            agentao_status::InvalidUtf8.name().to_bytes(),
+            b"INVALID_UTF8"
+        );
         assert_eq!(
             agentao_status::EventsDropped.name().to_bytes(),
             b"EVENTS_DROPPED"
         );
+        assert_eq!(agentao_status::from_repr(18), None);
+        assert_eq!(agentao_status::from_repr(-1), None);
     }
 }

@@ -2,7 +2,8 @@
 
 use std::ffi::c_char;
 
-use super::{agentao_error, agentao_status, guard, str_arg, Fail};
+use super::handle::BoxCastable;
+use super::{agentao_error, agentao_status, guard, opt_str_arg, str_arg, Fail};
 use crate::events::transport::{Answer, Confirmation, Reply};
 
 /// The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call, or of
@@ -39,12 +40,9 @@ const DENY: i32 = agentao_confirmation::Deny as i32;
 const DENY_UNAVAILABLE: i32 = agentao_confirmation::DenyUnavailable as i32;
 
 pub(crate) unsafe fn take(reply: *mut agentao_reply) -> Result<Reply, Fail> {
-    if reply.is_null() {
-        return Err(Fail(agentao_status::NullArgument, "`reply` is NULL".into()));
-    }
-    // The keep-alive drops with the box. Order does not matter: it can only be the last
-    // reference once the agent and its turns are gone, and then nobody waits for the answer.
-    Ok(Box::from_raw(reply).reply)
+    // The keep-alive drops here. Order does not matter: it can only be the last reference
+    // once the agent and its turns are gone, and then nobody waits for the answer.
+    Ok(agentao_reply::try_take(reply)?.reply)
 }
 
 pub(crate) fn deliver(reply: Reply, answer: Answer) -> Result<(), Fail> {
@@ -149,7 +147,7 @@ pub unsafe extern "C" fn agentao_reply_fail(
 ) -> agentao_status {
     guard(err_out, || {
         let reply = take(reply)?;
-        let msg = super::opt_str_arg(message, "message")
+        let msg = opt_str_arg(message, "message")
             .ok()
             .flatten()
             .unwrap_or("the host failed the request")

@@ -11,7 +11,8 @@ use super::agent::{agent_ref, agentao_agent, turn_options, turn_status};
 use super::cancel::agentao_cancel_token;
 use super::handle::BoxCastable;
 use super::{
-    agentao_error, agentao_status, guard_out, opt_str_arg, out_string, reentrant, str_arg, Fail,
+    agentao_error, agentao_status, guard_required_out, opt_str_arg, out_string, reentrant, str_arg,
+    Fail,
 };
 use crate::agent::{runtime, Agent, AgentError};
 use crate::cancel::CancelToken;
@@ -48,10 +49,9 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
     stream_out: *mut *mut agentao_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(stream_out, err_out, |stream_out| {
+    guard_required_out(stream_out, "stream_out", err_out, |stream_out| {
         let agent = agent_ref(agent)?;
         let message = str_arg(message, "message")?.to_owned();
-        stream_out.require("`stream_out` is NULL")?;
         if !agent.transport().supports_subscribe() {
             return Err(AgentError::NoSubscribe.into());
         }
@@ -72,14 +72,15 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
             },
         )?;
         stream_out.write(|| {
-            Box::into_raw(Box::new(agentao_stream {
+            agentao_stream {
                 state: Mutex::new(TurnStreamState {
                     deltas: rx,
                     end: Some(end_rx),
                     finished: false,
                 }),
                 token,
-            }))
+            }
+            .into_raw()
         });
         Ok(())
     })
@@ -102,18 +103,13 @@ pub unsafe extern "C" fn agentao_stream_next(
     item_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(item_json_out, err_out, |item_json_out| {
-        if stream.is_null() || item_json_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`stream` and `item_json_out` are required".into(),
-            ));
-        }
+    guard_required_out(item_json_out, "item_json_out", err_out, |item_json_out| {
+        let stream = agentao_stream::try_ref(stream)?;
         if reentrant() {
             return Err(AgentError::Reentrant.into());
         }
         let rt = runtime()?;
-        let mut st = (*stream).state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = stream.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.finished {
             return Err(Fail(agentao_status::Closed, "the stream has ended".into()));
         }
@@ -195,20 +191,20 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
     stream_out: *mut *mut agentao_host_event_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(stream_out, err_out, |stream_out| {
+    guard_required_out(stream_out, "stream_out", err_out, |stream_out| {
         let agent = agent_ref(agent)?;
         let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
-        stream_out.require("`stream_out` is NULL")?;
         let (id, rx) = agent
             .host_events()
             .open_stream(filter)
             .map_err(|e| Fail(agentao_status::StreamSubscribe, e.to_string()))?;
         stream_out.write(|| {
-            Box::into_raw(Box::new(agentao_host_event_stream {
+            agentao_host_event_stream {
                 rx: Mutex::new(rx),
                 agent: agent.clone(),
                 id,
-            }))
+            }
+            .into_raw()
         });
         Ok(())
     })
@@ -227,47 +223,47 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
     event_json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(event_json_out, err_out, |event_json_out| {
-        if stream.is_null() || event_json_out.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`stream` and `event_json_out` are required".into(),
-            ));
-        }
-        if reentrant() {
-            return Err(AgentError::Reentrant.into());
-        }
-        let rt = runtime()?;
-        let mut rx = (*stream).rx.lock().unwrap_or_else(|e| e.into_inner());
-        // The timer must be created inside the runtime (in the async block), not on this host
-        // thread: `tokio::time::timeout` needs a runtime context when it is constructed.
-        let got = match rx.try_next() {
-            // Fast path: an event already queued needs no runtime round trip.
-            Some(n) => Ok(n),
-            None => {
-                rt.block_on(async { tokio::time::timeout(timeout_of(timeout_ms), rx.next()).await })
+    guard_required_out(
+        event_json_out,
+        "event_json_out",
+        err_out,
+        |event_json_out| {
+            let stream = agentao_host_event_stream::try_ref(stream)?;
+            if reentrant() {
+                return Err(AgentError::Reentrant.into());
             }
-        };
-        match got {
-            Err(_) => Err(Fail(
-                agentao_status::Timeout,
-                "no event within the timeout".into(),
-            )),
-            Ok(StreamNext::Closed) => {
-                Err(Fail(agentao_status::Closed, "the stream is closed".into()))
-            }
-            Ok(StreamNext::Dropped(n)) => Err(Fail(
-                agentao_status::EventsDropped,
-                format!(
+            let rt = runtime()?;
+            let mut rx = stream.rx.lock().unwrap_or_else(|e| e.into_inner());
+            // The timer must be created inside the runtime (in the async block), not on this host
+            // thread: `tokio::time::timeout` needs a runtime context when it is constructed.
+            let got = match rx.try_next() {
+                // Fast path: an event already queued needs no runtime round trip.
+                Some(n) => Ok(n),
+                None => rt.block_on(async {
+                    tokio::time::timeout(timeout_of(timeout_ms), rx.next()).await
+                }),
+            };
+            match got {
+                Err(_) => Err(Fail(
+                    agentao_status::Timeout,
+                    "no event within the timeout".into(),
+                )),
+                Ok(StreamNext::Closed) => {
+                    Err(Fail(agentao_status::Closed, "the stream is closed".into()))
+                }
+                Ok(StreamNext::Dropped(n)) => Err(Fail(
+                    agentao_status::EventsDropped,
+                    format!(
                     "{n} host event(s) were dropped here: a cancelled turn found this stream full"
                 ),
-            )),
-            Ok(StreamNext::Event(json)) => {
-                event_json_out.write(|| out_string(&json));
-                Ok(())
+                )),
+                Ok(StreamNext::Event(json)) => {
+                    event_json_out.write(|| out_string(&json));
+                    Ok(())
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 /// Closes the stream and releases its queue; a turn blocked on it resumes (the event is

@@ -1,15 +1,18 @@
 //! The host transport vtable, its adapter to [`Transport`], and the broadcaster helper.
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use super::handle::BoxCastable;
 use super::host_data::HostData;
 use super::reply::agentao_reply;
 use super::{
-    agentao_error, agentao_status, guard, guard_or, in_callback, str_arg, to_cstring, Fail,
+    agentao_error, agentao_status, guard, in_callback, out_arg, required, str_arg, to_cstring,
+    with_cstr, Fail, FfiResult,
 };
-use crate::events::transport::{Broadcaster, ConfirmRequest, Reply, Transport};
+use crate::events::transport::{
+    Answer, Broadcaster, ConfirmRequest, Confirmation, Reply, Transport, NON_INTERACTIVE_ANSWER,
+};
 
 /// A listener a transport's `subscribe` receives: call it with each event's JSON (borrowed
 /// for the call) and `listener_userdata`.
@@ -20,7 +23,8 @@ pub type agentao_listener_fn =
 /// `agentao_agent_new`; any slot may be NULL.
 ///
 /// Threads: callbacks arrive on library threads; the one exception is the mode-change events
-/// that `agentao_agent_set_permission_mode` emits on its caller's thread. `emit` calls of one agent never overlap and arrive in the canonical event order.
+/// that `agentao_agent_set_permission_mode` emits on its caller's thread. `emit` calls of one
+/// agent never overlap and arrive in the canonical event order.
 /// `confirm_tool`, `ask_user` and `on_max_iterations` run on a thread where blocking is fine;
 /// each receives an `agentao_reply` that must be answered exactly once, before returning or
 /// later from any thread (`agentao_reply_*`). Strings passed to callbacks are valid until the
@@ -31,6 +35,7 @@ pub type agentao_listener_fn =
 /// `on_max_iterations` stops. A NULL `subscribe` means the transport cannot fan out, so
 /// `agentao_agent_stream*` refuse with `AGENTAO_STATUS_NO_SUBSCRIBE`.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct agentao_transport {
     /// `sizeof(agentao_transport)`; a smaller value means the slots past it are NULL.
     pub struct_size: u32,
@@ -80,7 +85,9 @@ pub struct agentao_transport {
     /// Optional fan-out: register `listener`; write an id to `*subscription_out`. Its presence
     /// marks a transport that can fan out, which the streaming entry points require (as the
     /// reference's `astream` does); the library itself delivers stream deltas directly and does
-    /// not call it today. `agentao_broadcaster_subscribe` fits this slot.
+    /// not call it today. `agentao_broadcaster_subscribe` fits this slot (a host that wants the
+    /// broadcaster to release `listener_userdata` calls `agentao_broadcaster_subscribe_with_free`
+    /// from its own `subscribe` instead).
     pub subscribe: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
@@ -93,115 +100,81 @@ pub struct agentao_transport {
     pub unsubscribe: Option<unsafe extern "C" fn(userdata: *mut c_void, subscription: u64)>,
 }
 
+/// The host's transport as the library keeps it: a copy of the C struct (slots past
+/// `struct_size` NULL) with its userdata. Shared by the agent and every reply handle the host
+/// holds: dropped when the last of them is gone, and that is when `userdata_free` runs, so a
+/// host answering a reply after `agentao_agent_free` still has its userdata.
+pub(crate) type HostTransport = HostData<agentao_transport>;
+
 /// The copied vtable behind an agent.
 pub(crate) struct FfiTransport {
-    vtable: Arc<Vtable>,
-}
-
-/// The host's slots and userdata. Shared by the agent's transport and every reply handle the
-/// host holds: dropped when the last of them is gone, and that is when `userdata_free` runs, so
-/// a host answering a reply after `agentao_agent_free` still has its userdata.
-pub(crate) struct Vtable {
-    userdata: *mut c_void,
-    userdata_free: Option<unsafe extern "C" fn(*mut c_void)>,
-    emit: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
-    confirm_tool: Option<
-        unsafe extern "C" fn(
-            *mut c_void,
-            *const c_char,
-            *const c_char,
-            *const c_char,
-            *const c_char,
-            *mut agentao_reply,
-        ),
-    >,
-    ask_user:
-        Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, *mut agentao_reply)>,
-    on_max_iterations:
-        Option<unsafe extern "C" fn(*mut c_void, u32, *const c_char, *mut agentao_reply)>,
-    subscribe: Option<
-        unsafe extern "C" fn(
-            *mut c_void,
-            agentao_listener_fn,
-            *mut c_void,
-            *mut u64,
-        ) -> agentao_status,
-    >,
-}
-
-// SAFETY: the host promises (header docs) that its callbacks and userdata may be used from
-// library threads; the library serializes `emit` itself.
-unsafe impl Send for Vtable {}
-unsafe impl Sync for Vtable {}
-
-impl Drop for Vtable {
-    fn drop(&mut self) {
-        if let Some(free) = self.userdata_free {
-            // SAFETY: called once, with the userdata the host registered.
-            in_callback(|| unsafe { free(self.userdata) });
-        }
-    }
+    host: Arc<HostTransport>,
 }
 
 impl FfiTransport {
-    /// Copies a host vtable, honouring `struct_size`.
-    pub(crate) unsafe fn from_vtable(t: *const agentao_transport) -> Result<FfiTransport, Fail> {
+    /// Copies a host vtable, honouring `struct_size`. On failure the userdata is released
+    /// (the header promises `userdata_free` runs when `agentao_agent_new` fails).
+    ///
+    /// # Safety
+    /// `t` points to an `agentao_transport` at least `struct_size` bytes long (and at least up
+    /// to `userdata_free` whatever `struct_size` says).
+    pub(crate) unsafe fn copy(t: *const agentao_transport) -> FfiResult<FfiTransport> {
+        let word = std::mem::size_of::<usize>();
         let size = (*t).struct_size as usize;
-        let base =
-            std::mem::offset_of!(agentao_transport, userdata_free) + std::mem::size_of::<usize>();
+        let base = std::mem::offset_of!(agentao_transport, userdata_free) + word;
+        // An all-zero struct is all NULL slots.
+        let mut copy: agentao_transport = std::mem::zeroed();
+        copy.userdata = (*t).userdata;
+        copy.userdata_free = (*t).userdata_free;
+        if size >= base {
+            // Every slot is one pointer wide and starts on a pointer boundary, so rounding down
+            // to whole pointers takes exactly the slots the host's header had.
+            let len = size.min(std::mem::size_of::<agentao_transport>()) / word * word;
+            std::ptr::copy_nonoverlapping(
+                t.cast::<u8>(),
+                (&mut copy as *mut agentao_transport).cast::<u8>(),
+                len,
+            );
+        }
+        copy.struct_size = std::mem::size_of::<agentao_transport>() as u32;
+        // Owned from here: an early return below releases the userdata.
+        let host = HostData::new(copy.userdata, copy.userdata_free).with(copy);
         if size < base {
             return Err(Fail(
                 agentao_status::InvalidArgument,
                 format!("transport.struct_size is {size}; set it to sizeof(agentao_transport)"),
             ));
         }
-        macro_rules! slot {
-            ($field:ident) => {
-                if size
-                    >= std::mem::offset_of!(agentao_transport, $field)
-                        + std::mem::size_of::<usize>()
-                {
-                    (*t).$field
-                } else {
-                    None
-                }
-            };
-        }
         Ok(FfiTransport {
-            vtable: Arc::new(Vtable {
-                userdata: (*t).userdata,
-                userdata_free: (*t).userdata_free,
-                emit: slot!(emit),
-                confirm_tool: slot!(confirm_tool),
-                ask_user: slot!(ask_user),
-                on_max_iterations: slot!(on_max_iterations),
-                subscribe: slot!(subscribe),
-            }),
+            host: Arc::new(host),
         })
+    }
+
+    fn slots(&self) -> &agentao_transport {
+        self.host.callbacks()
     }
 
     /// A reply handle for the host; it keeps the userdata alive until it is answered.
     fn reply_ptr(&self, reply: Reply) -> *mut agentao_reply {
-        Box::into_raw(Box::new(agentao_reply {
+        agentao_reply {
             reply,
-            _keep_alive: self.vtable.clone(),
-        }))
+            _keep_alive: self.host.clone(),
+        }
+        .into_raw()
     }
 }
 
 impl Transport for FfiTransport {
-    fn emit(&self, event: &CStr) {
-        if let Some(f) = self.vtable.emit {
+    fn emit(&self, event: &str) {
+        if let Some(f) = self.slots().emit {
             // SAFETY: host callback with its own userdata and a string valid for the call.
-            in_callback(|| unsafe { f(self.vtable.userdata, event.as_ptr()) });
+            with_cstr(event, |e| in_callback(|| unsafe { f(self.host.ptr(), e) }));
         }
     }
 
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
-        let Some(f) = self.vtable.confirm_tool else {
-            let _ = reply.answer(crate::events::transport::Answer::Confirm(
-                crate::events::transport::Confirmation::Allow,
-            ));
+        let Some(f) = self.slots().confirm_tool else {
+            let _ = reply.answer(Answer::Confirm(Confirmation::Allow));
             return;
         };
         let (name, desc, args, id) = (
@@ -213,7 +186,7 @@ impl Transport for FfiTransport {
         // SAFETY: as above; the reply pointer is owned by the host until it answers.
         in_callback(|| unsafe {
             f(
-                self.vtable.userdata,
+                self.host.ptr(),
                 name.as_ptr(),
                 desc.as_ptr(),
                 args.as_ptr(),
@@ -224,17 +197,15 @@ impl Transport for FfiTransport {
     }
 
     fn ask_user(&self, question: &str, hints_json: &str, reply: Reply) {
-        let Some(f) = self.vtable.ask_user else {
-            let _ = reply.answer(crate::events::transport::Answer::Text(
-                crate::events::transport::NON_INTERACTIVE_ANSWER.to_owned(),
-            ));
+        let Some(f) = self.slots().ask_user else {
+            let _ = reply.answer(Answer::Text(NON_INTERACTIVE_ANSWER.to_owned()));
             return;
         };
         let (q, h) = (to_cstring(question), to_cstring(hints_json));
         // SAFETY: as above.
         in_callback(|| unsafe {
             f(
-                self.vtable.userdata,
+                self.host.ptr(),
                 q.as_ptr(),
                 h.as_ptr(),
                 self.reply_ptr(reply),
@@ -243,26 +214,17 @@ impl Transport for FfiTransport {
     }
 
     fn on_max_iterations(&self, count: u32, pending_json: &str, reply: Reply) {
-        let Some(f) = self.vtable.on_max_iterations else {
-            let _ = reply.answer(crate::events::transport::Answer::Json(
-                r#"{"action":"stop"}"#.into(),
-            ));
+        let Some(f) = self.slots().on_max_iterations else {
+            let _ = reply.answer(Answer::Json(r#"{"action":"stop"}"#.into()));
             return;
         };
         let p = to_cstring(pending_json);
         // SAFETY: as above.
-        in_callback(|| unsafe {
-            f(
-                self.vtable.userdata,
-                count,
-                p.as_ptr(),
-                self.reply_ptr(reply),
-            )
-        });
+        in_callback(|| unsafe { f(self.host.ptr(), count, p.as_ptr(), self.reply_ptr(reply)) });
     }
 
     fn supports_subscribe(&self) -> bool {
-        self.vtable.subscribe.is_some()
+        self.slots().subscribe.is_some()
     }
 }
 
@@ -276,9 +238,10 @@ pub struct agentao_broadcaster {
 /// A new broadcaster; release with `agentao_broadcaster_free`.
 #[no_mangle]
 pub extern "C" fn agentao_broadcaster_new() -> *mut agentao_broadcaster {
-    Box::into_raw(Box::new(agentao_broadcaster {
+    agentao_broadcaster {
         inner: Broadcaster::default(),
-    }))
+    }
+    .into_raw()
 }
 
 /// Delivers `event_json` (borrowed) to every listener, in registration order, on the calling
@@ -290,25 +253,31 @@ pub unsafe extern "C" fn agentao_broadcaster_notify(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        if b.is_null() {
-            return Err(Fail(
-                agentao_status::NullArgument,
-                "`broadcaster` is NULL".into(),
-            ));
-        }
-        str_arg(event_json, "event_json")?;
-        (*b).inner.notify(CStr::from_ptr(event_json));
+        let b = agentao_broadcaster::try_ref(b)?;
+        b.inner.notify(str_arg(event_json, "event_json")?);
         Ok(())
     })
 }
 
-struct CListener {
-    f: unsafe extern "C" fn(*mut c_void, *const c_char),
-    data: HostData,
+/// Registers `listener` with its data on `b`; the data is dropped (and its finalizer run) when
+/// the subscription is removed, the broadcaster is freed, or registration fails.
+unsafe fn subscribe(
+    b: *const agentao_broadcaster,
+    listener: HostData<super::host_data::JsonFn>,
+    subscription_out: *mut u64,
+) -> FfiResult<()> {
+    let b = agentao_broadcaster::try_ref(b)?;
+    let out = out_arg(subscription_out, "subscription_out")?;
+    *out = b
+        .inner
+        .subscribe(Arc::new(move |ev: &str| listener.call_json(ev)));
+    Ok(())
 }
 
 /// Registers a listener; writes its id to `*subscription_out`. Matches the vtable's
-/// `subscribe` slot when `userdata` is the broadcaster.
+/// `subscribe` slot when `userdata` is the broadcaster. `listener_userdata` stays the host's:
+/// the broadcaster never releases it (see `agentao_broadcaster_subscribe_with_free`).
+/// NULL `b`, `listener` or `subscription_out`: `AGENTAO_STATUS_NULL_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_broadcaster_subscribe(
     b: *mut c_void,
@@ -317,35 +286,46 @@ pub unsafe extern "C" fn agentao_broadcaster_subscribe(
     subscription_out: *mut u64,
 ) -> agentao_status {
     guard(std::ptr::null_mut(), || {
-        let (Some(f), false, false) = (listener, b.is_null(), subscription_out.is_null()) else {
-            return Err(Fail(agentao_status::NullArgument, "NULL argument".into()));
-        };
-        let b = &*(b as *const agentao_broadcaster);
-        let l = Arc::new(CListener {
-            f,
-            data: HostData::borrowed(listener_userdata),
-        });
-        *subscription_out = b.inner.subscribe(Arc::new(move |ev: &CStr| {
-            // SAFETY: the host's listener with its own userdata.
-            in_callback(|| unsafe { (l.f)(l.data.ptr(), ev.as_ptr()) })
-        }));
-        Ok(())
+        let f = required(listener, "listener")?;
+        subscribe(
+            b.cast(),
+            HostData::borrowed(listener_userdata).with(f),
+            subscription_out,
+        )
+    })
+}
+
+/// Like `agentao_broadcaster_subscribe`, and the broadcaster owns `listener_userdata`:
+/// `listener_userdata_free(listener_userdata)` (may be NULL) runs exactly once, after the last
+/// call of the listener, when the subscription is removed (`agentao_broadcaster_unsubscribe`,
+/// or on the thread that finishes a delivery still in flight then) or the broadcaster is freed.
+/// If this call fails (a NULL argument: `AGENTAO_STATUS_NULL_ARGUMENT`), it runs before the
+/// call returns. Writes the subscription id to `*subscription_out`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_broadcaster_subscribe_with_free(
+    b: *mut agentao_broadcaster,
+    listener: agentao_listener_fn,
+    listener_userdata: *mut c_void,
+    listener_userdata_free: Option<unsafe extern "C" fn(listener_userdata: *mut c_void)>,
+    subscription_out: *mut u64,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        // Owned from the start, so every failure below releases it.
+        let data = HostData::new(listener_userdata, listener_userdata_free);
+        let f = required(listener, "listener")?;
+        subscribe(b, data.with(f), subscription_out)
     })
 }
 
 /// Removes a listener; idempotent. Matches the vtable's `unsubscribe` slot.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_broadcaster_unsubscribe(b: *mut c_void, subscription: u64) {
-    if !b.is_null() {
-        guard_or((), || {
-            (*(b as *const agentao_broadcaster))
-                .inner
-                .unsubscribe(subscription)
-        });
-    }
+    agentao_broadcaster::with_ref_or(b.cast(), (), |b| b.inner.unsubscribe(subscription));
 }
 
-/// Releases a broadcaster. NULL is a no-op. No listener is called after this returns.
+/// Releases a broadcaster. NULL is a no-op. No listener is called after this returns; each
+/// `agentao_broadcaster_subscribe_with_free` finalizer has run by then.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_broadcaster_free(b: *mut agentao_broadcaster) {
     agentao_broadcaster::free_with(b, |_| ());

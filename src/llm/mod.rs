@@ -7,6 +7,7 @@
 //! (accumulation of text, reasoning and tool-call slots).
 
 pub mod assembly;
+pub mod config;
 pub mod openai;
 pub mod retry;
 pub mod script;
@@ -20,9 +21,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
-use crate::config::{LlmConfig, RetryConfig};
 use assembly::Assembler;
 pub use assembly::{AssembledCall, LlmResponse, Usage};
+use config::{LlmConfig, RetryConfig};
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -245,7 +246,7 @@ impl LlmClient {
     pub fn max_tokens(&self) -> u32 {
         match &self.backend {
             Backend::OpenAi(b) => b.max_tokens(),
-            Backend::Scripted(_) => crate::config::DEFAULT_MAX_TOKENS,
+            Backend::Scripted(_) => config::DEFAULT_MAX_TOKENS,
         }
     }
 
@@ -518,59 +519,5 @@ impl LlmCall<'_> {
             r.model = self.client.model().to_owned();
         }
         r
-    }
-}
-
-/// Python's `json.dumps` layout (`", "` and `": "` separators, UTF-8 kept), which is what the
-/// reference writes into history for canonical tool arguments.
-pub fn python_json(v: &Value) -> String {
-    struct PyFormatter;
-    impl serde_json::ser::Formatter for PyFormatter {
-        fn begin_array_value<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-            first: bool,
-        ) -> std::io::Result<()> {
-            if first {
-                Ok(())
-            } else {
-                w.write_all(b", ")
-            }
-        }
-        fn begin_object_key<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-            first: bool,
-        ) -> std::io::Result<()> {
-            if first {
-                Ok(())
-            } else {
-                w.write_all(b", ")
-            }
-        }
-        fn begin_object_value<W: ?Sized + std::io::Write>(
-            &mut self,
-            w: &mut W,
-        ) -> std::io::Result<()> {
-            w.write_all(b": ")
-        }
-    }
-    let mut out = Vec::with_capacity(64);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
-    serde::Serialize::serialize(v, &mut ser).expect("serializing a Value cannot fail");
-    String::from_utf8(out).expect("serde_json writes UTF-8")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn python_layout() {
-        assert_eq!(
-            python_json(&json!({"a": [1, 2], "b": "é"})),
-            r#"{"a": [1, 2], "b": "é"}"#
-        );
     }
 }

@@ -20,9 +20,9 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::assembly::{Assembler, Usage};
+use super::config::OpenAiConfig;
 use super::sse::SseParser;
 use super::{retry, ChatRequest, LlmError};
-use crate::config::OpenAiConfig;
 
 /// Bodies of failed responses are read up to this size for their error message.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::config::RetryConfig;
+use super::config::RetryConfig;
 
 const RETRYABLE_STATUS: &[u16] = &[408, 409, 425, 429, 500, 502, 503, 504, 529];
 

@@ -291,7 +291,7 @@ impl ScriptResponse {
                     }
                     // Python's json.dumps default separators, as the reference's mock sends them.
                     Some(v) => {
-                        ScriptArgs::Pieces(split_even(&crate::llm::python_json(v), arg_chunks))
+                        ScriptArgs::Pieces(split_even(&crate::pycompat::python_json(v), arg_chunks))
                     }
                 };
                 let index = match c.get("index") {

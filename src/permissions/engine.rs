@@ -16,6 +16,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
+use super::config::PermissionsConfig;
 use super::presets::{preset_rules, READ_ONLY_SHELL};
 use super::rules::{Action, CallCtx, Rule};
 use super::{hardline, path_policy, shell_reads, ActivePermissions, Mode};
@@ -35,14 +36,6 @@ pub struct EngineMatch {
     pub reason: String,
 }
 
-/// The `permissions` config keys (closed set).
-pub const CONFIG_KEYS: &[&str] = &[
-    "mode",
-    "rules_file",
-    "rules",
-    "hardline",
-    "web_fetch_domains",
-];
 /// The source label of the `web_fetch_domains` rules.
 const WEB_DOMAINS_SOURCE: &str = "web_fetch_domains";
 
@@ -119,78 +112,29 @@ impl PermissionEngine {
         }
     }
 
-    /// Builds the engine the config's `permissions` object asks for; `Ok(None)` when the
-    /// config has none (the reference's default: no engine, `default:no-engine`).
-    ///
-    /// Keys (closed set, see docs/permissions.md): `mode` (`read-only` | `workspace-write` |
-    /// `full-access`; default `workspace-write`; `plan` is refused), `rules_file` (path of a
-    /// permissions.json, relative paths resolved against the workspace), `rules` (inline
-    /// list, labelled `injected:config`), `hardline` (bool, default true).
-    ///
-    /// Errors name the field, or the file and the rule index, e.g.
-    /// `permissions file '/x/permissions.json': rules[2]: unknown key `foo``.
+    /// Builds the engine the config's `permissions` section asks for; `Ok(None)` when the
+    /// config has none (the reference's default: no engine, `default:no-engine`). The section
+    /// is validated when the config is parsed; what is left is reading `rules_file` (a relative
+    /// path is resolved against the workspace), whose errors name the file and the rule index,
+    /// e.g. `permissions file '/x/permissions.json': rules[2]: unknown key `foo``.
     pub fn from_config(
-        permissions: Option<&Value>,
+        permissions: Option<&PermissionsConfig>,
         workspace: &Path,
     ) -> Result<Option<PermissionEngine>, String> {
         let Some(p) = permissions else {
             return Ok(None);
         };
-        let obj = p
-            .as_object()
-            .ok_or_else(|| "config field `permissions`: must be an object".to_owned())?;
-        for k in obj.keys() {
-            if !CONFIG_KEYS.contains(&k.as_str()) {
-                return Err(format!(
-                    "config field `permissions`: unknown key `{k}` (allowed: {})",
-                    CONFIG_KEYS.join(", ")
-                ));
-            }
+        let mut engine = PermissionEngine::new(p.mode.unwrap_or(Mode::WorkspaceWrite), workspace);
+        engine.hardline = p.hardline.unwrap_or(true);
+        if let Some(f) = &p.rules_file {
+            engine.load_file(&workspace.join(f))?;
         }
-        let mode = match obj.get("mode") {
-            None | Some(Value::Null) => Mode::WorkspaceWrite,
-            Some(Value::String(s)) => match Mode::parse(s) {
-                Some(Mode::Plan) => {
-                    return Err("config field `permissions.mode`: 'plan' cannot be set at construction; plan mode is entered through the plan session".into())
-                }
-                Some(m) => m,
-                None => {
-                    return Err(format!(
-                        "config field `permissions.mode`: unknown mode '{s}' (expected read-only, workspace-write or full-access)"
-                    ))
-                }
-            },
-            Some(_) => return Err("config field `permissions.mode`: must be a string".into()),
-        };
-        let mut engine = PermissionEngine::new(mode, workspace);
-        match obj.get("hardline") {
-            None | Some(Value::Null) => {}
-            Some(Value::Bool(b)) => engine.hardline = *b,
-            Some(_) => return Err("config field `permissions.hardline`: must be a boolean".into()),
+        if let Some(rules) = &p.rules {
+            engine.user_rules.extend(rules.iter().cloned());
+            engine.add_loaded_source("injected:config");
         }
-        match obj.get("rules_file") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(f)) => {
-                let path = if Path::new(f).is_absolute() {
-                    PathBuf::from(f)
-                } else {
-                    workspace.join(f)
-                };
-                engine.load_file(&path)?;
-            }
-            Some(_) => return Err("config field `permissions.rules_file`: must be a string".into()),
-        }
-        match obj.get("rules") {
-            None | Some(Value::Null) => {}
-            Some(v) => {
-                let rules = parse_rule_list(v, "config field `permissions.rules`")?;
-                engine.user_rules.extend(rules);
-                engine.add_loaded_source("injected:config");
-            }
-        }
-        match obj.get("web_fetch_domains") {
-            None | Some(Value::Null) => {}
-            Some(v) => engine.set_web_fetch_domains(v)?,
+        if let Some(hosts) = &p.web_fetch_domains {
+            engine.set_web_fetch_domains(hosts)?;
         }
         Ok(Some(engine))
     }
@@ -245,34 +189,12 @@ impl PermissionEngine {
         Ok(())
     }
 
-    /// Restricts `web_fetch` to a host allow-list (config `permissions.web_fetch_domains`, a
-    /// list of host names; `.example.com` also matches subdomains): a fetch to a listed host
-    /// is allowed, any other fetch is asked. The two rules are evaluated after the user rules
-    /// and before the preset (in `plan` and `full-access`, before the preset, which those modes
-    /// evaluate first), and appear there in the snapshot. Errors name the field.
-    pub fn set_web_fetch_domains(&mut self, list: &Value) -> Result<(), String> {
-        let field = "config field `permissions.web_fetch_domains`";
-        let items = list
-            .as_array()
-            .ok_or_else(|| format!("{field}: must be a list of host names"))?;
-        let mut hosts = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            match item.as_str() {
-                Some(h)
-                    if !h.is_empty()
-                        && h.trim_start_matches('.').chars().all(|c| {
-                            c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']')
-                        }) =>
-                {
-                    hosts.push(Value::String(h.to_ascii_lowercase()))
-                }
-                _ => {
-                    return Err(format!(
-                        "{field}[{i}]: must be a host name such as \"docs.rs\" or \".python.org\""
-                    ))
-                }
-            }
-        }
+    /// Restricts `web_fetch` to a host allow-list (config `permissions.web_fetch_domains`,
+    /// host names as validated by the config; `.example.com` also matches subdomains): a fetch
+    /// to a listed host is allowed, any other fetch is asked. The two rules are evaluated after
+    /// the user rules and before the preset (in `plan` and `full-access`, before the preset,
+    /// which those modes evaluate first), and appear there in the snapshot.
+    pub fn set_web_fetch_domains(&mut self, hosts: &[String]) -> Result<(), String> {
         let allow = Rule::parse(&serde_json::json!({
             "tool": "web_fetch", "domain": {"allowlist": hosts}, "action": "allow"
         }))?;
@@ -398,11 +320,11 @@ impl PermissionEngine {
         }
         let command = args
             .get("command")
-            .map(super::rules::python_str)
+            .map(crate::pycompat::python_str)
             .unwrap_or_default();
         let wd = args
             .get("working_directory")
-            .map(super::rules::python_str)
+            .map(crate::pycompat::python_str)
             .unwrap_or_else(|| ".".to_owned());
         let outside = match path_policy::contain_directory(&self.workspace, &wd) {
             Ok(cwd) => shell_reads::outside_operand(&command, &cwd, &self.workspace),
@@ -422,7 +344,7 @@ impl PermissionEngine {
         if self.hardline && tool == "run_shell_command" {
             let cmd = args
                 .get("command")
-                .map(super::rules::python_str)
+                .map(crate::pycompat::python_str)
                 .unwrap_or_default();
             if let Some(desc) = hardline::check(&cmd) {
                 return Some(EngineMatch {

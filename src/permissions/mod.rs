@@ -5,9 +5,9 @@
 //! the confirmation fallback. Without an engine only the gate and the fallback apply, and the
 //! snapshot reports `default:no-engine`.
 
+pub mod config;
 pub mod engine;
 pub mod hardline;
-mod hardline_canon;
 pub mod path_policy;
 pub mod preflight;
 pub mod presets;
@@ -18,6 +18,7 @@ pub mod url_policy;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use config::PermissionsConfig;
 pub use engine::{EngineAction, EngineMatch, PermissionEngine};
 
 /// The four modes; the strings are wire values.

@@ -4,12 +4,14 @@
 //! look-around (`READ_ONLY_SHELL`, `CREDENTIAL_PATH`) and one uses a trailing look-ahead
 //! (`SHELL_RC_WRITE`); they are matched by equivalent linear-time code here.
 
-use once_cell::sync::Lazy;
+use std::sync::LazyLock;
+
 use regex::Regex;
 use serde_json::json;
 
 use super::rules::{compile_preset, Pattern, Rule};
 use super::Mode;
+use crate::pycompat::ignorecase_fold;
 
 pub const READ_ONLY_SHELL: &str = r#"^(?:git[ \t]+(?:status|log|diff|show|stash[ \t]+list|shortlog|describe|blame|ls-files|ls-tree|rev-parse|config[ \t]+--get[a-z-]*)(?=[ \t]|$)(?![^\n]*--(?:ext|textc|out))|(?:ls|cat|echo|pwd|which|head|tail|wc|diff|grep|du|df|ps)(?=[ \t]|$))[^;&|`$<>()\n\r'\"\\*?\[\]{}]*\Z"#;
 pub const DANGEROUS_SHELL: &str = r"rm\s+-rf|sudo\s|mkfs|dd\s+if=";
@@ -36,7 +38,7 @@ const WEB_BLOCK: &[&str] = &[
     "::1",
 ];
 
-static READ_ONLY_SHELL_RE: Lazy<Option<Regex>> = Lazy::new(|| {
+static READ_ONLY_SHELL_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r#"\A(git[ \t]+(?:status|log|diff|show|stash[ \t]+list|shortlog|describe|blame|ls-files|ls-tree|rev-parse|config[ \t]+--get[a-z-]*)|(?:ls|cat|echo|pwd|which|head|tail|wc|diff|grep|du|df|ps))(?:[ \t][^;&|`$<>()\n\r'"\\*?\[\]{}]*)?\z"#,
     )
@@ -71,19 +73,11 @@ fn read_only_shell(s: &str) -> bool {
     true
 }
 
-/// Python IGNORECASE folding for ASCII pattern letters.
-fn fold(c: char) -> char {
-    match c {
-        'A'..='Z' => c.to_ascii_lowercase(),
-        '\u{17F}' => 's',
-        '\u{212A}' => 'k',
-        '\u{130}' | '\u{131}' => 'i',
-        _ => c,
-    }
-}
-
 fn eq_ci(a: &[char], w: &str) -> bool {
-    a.len() == w.len() && a.iter().zip(w.chars()).all(|(&x, y)| fold(x) == y)
+    a.len() == w.len()
+        && a.iter()
+            .zip(w.chars())
+            .all(|(&x, y)| ignorecase_fold(x) == y)
 }
 
 /// Python `$` at `end`: the end of the text, or just before a final newline.
@@ -135,7 +129,7 @@ fn credential_path(text: &str) -> bool {
     false
 }
 
-static SHELL_RC_RE: Lazy<Option<Regex>> = Lazy::new(|| {
+static SHELL_RC_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     let sp = r"[\s\x1c-\x1f]";
     let nsp = r"[^\s\x1c-\x1f]";
     let home = r"(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)";
@@ -183,6 +177,14 @@ fn shell_rule(pattern: &str, p: Pattern, action: &str) -> Rule {
     with_arg("run_shell_command", "command", pattern, p, action)
 }
 
+/// Read-only shell commands allowed, then dangerous ones denied (workspace-write and plan).
+fn shell_read_only_and_dangerous() -> [Rule; 2] {
+    [
+        shell_rule(READ_ONLY_SHELL, Pattern::Native(read_only_shell), "allow"),
+        shell_rule(DANGEROUS_SHELL, compile_preset(DANGEROUS_SHELL), "deny"),
+    ]
+}
+
 /// The preset rules of `mode`, in evaluation order.
 pub fn preset_rules(mode: Mode) -> Vec<Rule> {
     match mode {
@@ -208,16 +210,7 @@ pub fn preset_rules(mode: Mode) -> Vec<Rule> {
             }
             v.push(plain("write_file", "allow"));
             v.push(plain("replace", "allow"));
-            v.push(shell_rule(
-                READ_ONLY_SHELL,
-                Pattern::Native(read_only_shell),
-                "allow",
-            ));
-            v.push(shell_rule(
-                DANGEROUS_SHELL,
-                compile_preset(DANGEROUS_SHELL),
-                "deny",
-            ));
+            v.extend(shell_read_only_and_dangerous());
             v.push(shell_rule(
                 SHELL_RC_WRITE,
                 Pattern::Native(shell_rc_write),
@@ -232,16 +225,7 @@ pub fn preset_rules(mode: Mode) -> Vec<Rule> {
             for tool in ["write_file", "replace", "save_memory", "todo_write"] {
                 v.push(plain(tool, "deny"));
             }
-            v.push(shell_rule(
-                READ_ONLY_SHELL,
-                Pattern::Native(read_only_shell),
-                "allow",
-            ));
-            v.push(shell_rule(
-                DANGEROUS_SHELL,
-                compile_preset(DANGEROUS_SHELL),
-                "deny",
-            ));
+            v.extend(shell_read_only_and_dangerous());
             v.push(plain("run_shell_command", "deny"));
             v.extend(web_rules());
             v

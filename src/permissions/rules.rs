@@ -12,6 +12,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::pycompat::python_str;
+
 /// What a rule does when it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -362,71 +364,6 @@ fn lexical_normalize(p: &Path) -> PathBuf {
     out
 }
 
-/// Python's `str()` of a JSON value (what the reference matches `args` patterns against).
-pub fn python_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => python_repr(other),
-    }
-}
-
-fn python_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => {
-            if n.is_f64() {
-                let f = n.as_f64().unwrap_or(0.0);
-                python_float(f)
-            } else {
-                n.to_string()
-            }
-        }
-        Value::String(s) => super::url_policy::py_repr(s),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(python_repr).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Object(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| format!("{}: {}", super::url_policy::py_repr(k), python_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-fn python_float(f: f64) -> String {
-    if f.is_finite() && f == f.trunc() && f.abs() < 1e16 {
-        format!("{f:.1}")
-    } else if f.is_finite() && (f.abs() >= 1e16 || (f != 0.0 && f.abs() < 1e-4)) {
-        let s = format!("{f:e}");
-        // Rust: 1e20 / 1.5e-7; Python: 1e+20 / 1.5e-07
-        match s.split_once('e') {
-            Some((m, e)) => {
-                let (sign, digits) = match e.strip_prefix('-') {
-                    Some(d) => ("-", d),
-                    None => ("+", e),
-                };
-                format!("{m}e{sign}{digits:0>2}")
-            }
-            None => s,
-        }
-    } else if f.is_nan() {
-        "nan".into()
-    } else if f.is_infinite() {
-        if f > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
-        }
-    } else {
-        format!("{f}")
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Python `re` → `regex` translation
 // ---------------------------------------------------------------------------------------------
@@ -604,15 +541,6 @@ mod tests {
         assert_eq!(extract_host("http://u:p@h:1/").as_deref(), Some("h"));
         assert_eq!(extract_host("http://[::1]:8080/").as_deref(), Some("::1"));
         assert_eq!(extract_host(""), None);
-    }
-
-    #[test]
-    fn py_str() {
-        assert_eq!(python_str(&serde_json::json!(5)), "5");
-        assert_eq!(python_str(&serde_json::json!(1.5)), "1.5");
-        assert_eq!(python_str(&serde_json::json!(true)), "True");
-        assert_eq!(python_str(&serde_json::json!(["a", 1])), "['a', 1]");
-        assert_eq!(python_str(&serde_json::json!(null)), "None");
     }
 
     #[test]

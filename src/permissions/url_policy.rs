@@ -3,11 +3,13 @@
 //! connect to (the caller pins them), so there is no DNS-rebinding window.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use ipnet::IpNet;
-use once_cell::sync::Lazy;
 use url::{Host, Url};
+
+use crate::pycompat::py_repr;
 
 pub const MAX_REDIRECTS: usize = 20;
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -97,9 +99,9 @@ fn nets(list: &[&str]) -> Vec<IpNet> {
     list.iter().filter_map(|s| s.parse().ok()).collect()
 }
 
-static NON_PUBLIC_NETS: Lazy<Vec<IpNet>> = Lazy::new(|| nets(NON_PUBLIC));
-static PY_PRIVATE_NETS: Lazy<Vec<IpNet>> = Lazy::new(|| nets(PY_PRIVATE_V6));
-static PY_EXCEPTION_NETS: Lazy<Vec<IpNet>> = Lazy::new(|| nets(PY_GLOBAL_EXCEPTIONS_V6));
+static NON_PUBLIC_NETS: LazyLock<Vec<IpNet>> = LazyLock::new(|| nets(NON_PUBLIC));
+static PY_PRIVATE_NETS: LazyLock<Vec<IpNet>> = LazyLock::new(|| nets(PY_PRIVATE_V6));
+static PY_EXCEPTION_NETS: LazyLock<Vec<IpNet>> = LazyLock::new(|| nets(PY_GLOBAL_EXCEPTIONS_V6));
 
 fn in_any(addr: IpAddr, networks: &[IpNet]) -> bool {
     networks.iter().any(|n| n.contains(&addr))
@@ -280,35 +282,6 @@ pub fn is_disallowed(addr: IpAddr, allow: &[IpNet]) -> bool {
     effective
         .into_iter()
         .any(|c| (allow.is_empty() || !in_any(c, allow)) && is_non_public(c))
-}
-
-/// Python's `repr()` of a string, as the reference's messages show URLs.
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// Where a checked URL may connect.

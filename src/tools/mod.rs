@@ -5,39 +5,35 @@
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
-pub mod ask_user;
+pub mod builtin;
+pub mod config;
 pub mod fs;
 pub mod git_launch;
-pub mod glob;
 pub mod host;
-pub mod list_directory;
 pub mod memory;
 #[cfg(feature = "sqlite-memory")]
 pub mod memory_sqlite;
-pub mod read_file;
-pub mod replace;
 pub mod result_format;
-pub mod save_memory;
-pub mod search;
 pub mod secrets;
 pub mod selection;
-pub mod shell;
 pub mod shell_exec;
-pub mod todo;
-pub mod web_fetch;
-pub mod write_file;
+pub mod shell_run;
+
+pub use builtin::{
+    ask_user, glob, list_directory, read_file, replace, save_memory, search, shell, todo,
+    web_fetch, write_file,
+};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use crate::cancel::CancelToken;
-use crate::config::ToolsConfig;
-use crate::permissions::{path_policy, url_policy};
+use crate::permissions::path_policy;
 
+pub use config::{ShellSettings, ToolSettings, ToolsConfig, WebFetchSettings};
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
 pub use memory::{MemoryRecord, MemoryScope, MemoryStore};
 pub use selection::ToolSelection;
@@ -85,38 +81,15 @@ pub struct ToolContext<'a> {
     pub services: &'a ToolServices,
 }
 
-/// `tools.settings.shell`, validated.
-#[derive(Debug, Clone)]
-pub struct ShellSettings {
-    /// Default inactivity timeout when a call gives none (`timeout_s`, default 120).
-    pub timeout_s: f64,
-    /// Remove provider credentials from the child environment (`scrub_env`, default true).
-    pub scrub_env: bool,
-    /// The interpreter for the local executor (`interpreter`; default `/bin/bash`, else `bash`
-    /// on PATH, else `/bin/sh`).
-    pub interpreter: Option<PathBuf>,
-    /// Apply the hardline floor when the command is launched (default true). The agent turns
-    /// it off only when a permission engine is configured with `hardline: false`.
-    pub hardline_at_launch: bool,
-}
-
-impl Default for ShellSettings {
-    fn default() -> Self {
-        ShellSettings {
-            timeout_s: shell::DEFAULT_TIMEOUT_S,
-            scrub_env: true,
-            interpreter: None,
-            hardline_at_launch: true,
-        }
-    }
-}
-
 /// Per-agent state the tools share, built once from the config when the agent is created.
 /// The file system and shell seams default to the local implementations; a host may swap them
-/// with [`ToolServices::with_file_system`] / [`ToolServices::with_shell`].
+/// with [`ToolServices::with_file_system`] / [`ToolServices::with_shell`], or between turns with
+/// [`ToolServices::set_file_system`] / [`ToolServices::set_shell`].
 pub struct ToolServices {
-    pub fs: Arc<dyn FileSystem>,
-    pub shell: Arc<dyn ShellExecutor>,
+    fs: RwLock<Arc<dyn FileSystem>>,
+    shell: RwLock<Arc<dyn ShellExecutor>>,
+    /// What `set_shell(None)` restores: the local executor with the configured interpreter.
+    local_shell: Arc<dyn ShellExecutor>,
     pub shell_settings: ShellSettings,
     pub web: WebSettings,
     /// Where results over 40,000 characters are spilled (`tool_outputs_dir`; default
@@ -128,9 +101,11 @@ pub struct ToolServices {
 
 impl Default for ToolServices {
     fn default() -> Self {
+        let local_shell: Arc<dyn ShellExecutor> = Arc::new(LocalShellExecutor::default());
         ToolServices {
-            fs: Arc::new(LocalFileSystem),
-            shell: Arc::new(LocalShellExecutor::default()),
+            fs: RwLock::new(Arc::new(LocalFileSystem)),
+            shell: RwLock::new(local_shell.clone()),
+            local_shell,
             shell_settings: ShellSettings::default(),
             web: WebSettings::default(),
             tool_outputs_dir: PathBuf::from(result_format::DEFAULT_OUTPUT_DIR),
@@ -140,142 +115,65 @@ impl Default for ToolServices {
     }
 }
 
-fn setting_err(field: &str, why: impl std::fmt::Display) -> String {
-    format!("config field `tools.settings.{field}`: {why}")
-}
-
-fn positive_secs(v: &Value, field: &str) -> Result<f64, String> {
-    match v.as_f64() {
-        Some(f) if f > 0.0 && f.is_finite() && f <= 1e9 => Ok(f),
-        _ => Err(setting_err(field, "must be a positive number of seconds")),
-    }
-}
-
-fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, String> {
-    v.as_object()
-        .ok_or_else(|| setting_err(field, "must be an object"))
-}
-
-fn parse_shell_settings(v: &Value) -> Result<ShellSettings, String> {
-    let mut out = ShellSettings::default();
-    for (key, val) in object(v, "shell")? {
-        let field = format!("shell.{key}");
-        match key.as_str() {
-            "timeout_s" => out.timeout_s = positive_secs(val, &field)?,
-            "scrub_env" => {
-                out.scrub_env = val
-                    .as_bool()
-                    .ok_or_else(|| setting_err(&field, "must be a boolean"))?
-            }
-            "interpreter" => match val.as_str() {
-                Some(s) if Path::new(s).is_absolute() && !s.contains('\0') => {
-                    out.interpreter = Some(PathBuf::from(s))
-                }
-                _ => return Err(setting_err(&field, "must be an absolute path")),
-            },
-            _ => {
-                return Err(setting_err(
-                    &field,
-                    "unknown setting (known: interpreter, scrub_env, timeout_s)",
-                ))
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn parse_web_settings(v: Option<&Value>) -> Result<WebSettings, String> {
-    let mut out = WebSettings {
-        allow: url_policy::allow_list_from_env(),
-        ..WebSettings::default()
-    };
-    let Some(v) = v else { return Ok(out) };
-    for (key, val) in object(v, "web_fetch")? {
-        let field = format!("web_fetch.{key}");
-        match key.as_str() {
-            "allow_private" => {
-                let tokens: Vec<&str> = match val {
-                    Value::String(s) => s.split(|c: char| c == ',' || c.is_whitespace()).collect(),
-                    Value::Array(items) => items
-                        .iter()
-                        .map(|i| {
-                            i.as_str().ok_or_else(|| {
-                                setting_err(&field, "must be a list of CIDRs or IP addresses")
-                            })
-                        })
-                        .collect::<Result<_, _>>()?,
-                    _ => {
-                        return Err(setting_err(
-                            &field,
-                            "must be a list of CIDRs or IP addresses",
-                        ))
-                    }
-                };
-                out.allow.extend(
-                    url_policy::parse_allow_list(tokens).map_err(|e| setting_err(&field, e))?,
-                );
-            }
-            "timeout_s" => out.phase_timeout = Duration::from_secs_f64(positive_secs(val, &field)?),
-            "total_timeout_s" => {
-                out.total_timeout = Duration::from_secs_f64(positive_secs(val, &field)?)
-            }
-            _ => {
-                return Err(setting_err(
-                    &field,
-                    "unknown setting (known: allow_private, timeout_s, total_timeout_s)",
-                ))
-            }
-        }
-    }
-    Ok(out)
-}
-
 impl ToolServices {
-    /// Validates `tools.settings` and builds the local services for `workspace` (absolute,
-    /// canonical). Errors name the offending field.
-    pub fn new(config: &ToolsConfig, workspace: &Path) -> Result<Self, String> {
-        const KNOWN: &str = "shell, tool_outputs_dir, web_fetch";
+    /// Builds the local services for `workspace` (absolute, canonical) from the validated
+    /// `tools` config.
+    pub fn new(config: &ToolsConfig, workspace: &Path) -> Self {
+        let settings = &config.settings;
         let mut services = ToolServices {
-            tool_outputs_dir: workspace.join(result_format::DEFAULT_OUTPUT_DIR),
+            shell_settings: settings.shell.clone(),
+            web: settings.web_fetch.resolve(),
+            tool_outputs_dir: path_policy::join_to_root(
+                workspace,
+                settings
+                    .tool_outputs_dir
+                    .as_deref()
+                    .unwrap_or(result_format::DEFAULT_OUTPUT_DIR),
+            ),
             ..ToolServices::default()
         };
-        for (key, val) in &config.settings {
-            match key.as_str() {
-                "shell" => services.shell_settings = parse_shell_settings(val)?,
-                "web_fetch" => {}
-                "tool_outputs_dir" => match val.as_str() {
-                    Some(s) if !s.is_empty() && !s.contains('\0') => {
-                        services.tool_outputs_dir = path_policy::join_to_root(workspace, s)
-                    }
-                    _ => return Err(setting_err(key, "must be a non-empty path")),
-                },
-                _ => {
-                    return Err(setting_err(
-                        key,
-                        format!("unknown setting (known: {KNOWN})"),
-                    ))
-                }
-            }
-        }
-        services.web = parse_web_settings(config.settings.get("web_fetch"))?;
         if let Some(interp) = &services.shell_settings.interpreter {
-            services.shell = Arc::new(LocalShellExecutor {
+            services.local_shell = Arc::new(LocalShellExecutor {
                 interpreter: interp.clone(),
             });
+            services.set_shell(None);
         }
-        Ok(services)
+        services
     }
 
     /// Replaces the file-system seam (spec §5.1).
-    pub fn with_file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
-        self.fs = fs;
+    pub fn with_file_system(self, fs: Arc<dyn FileSystem>) -> Self {
+        self.set_file_system(Some(fs));
         self
     }
 
     /// Replaces the shell seam (spec §5.2).
-    pub fn with_shell(mut self, shell: Arc<dyn ShellExecutor>) -> Self {
-        self.shell = shell;
+    pub fn with_shell(self, shell: Arc<dyn ShellExecutor>) -> Self {
+        self.set_shell(Some(shell));
         self
+    }
+
+    /// The file system the tools use now.
+    pub fn fs(&self) -> Arc<dyn FileSystem> {
+        self.fs.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The shell executor `run_shell_command` uses now.
+    pub fn shell(&self) -> Arc<dyn ShellExecutor> {
+        self.shell.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Installs a file system; `None` restores the local one. Calls already running keep the
+    /// one they started with (the agent only swaps between turns).
+    pub fn set_file_system(&self, fs: Option<Arc<dyn FileSystem>>) {
+        let fs = fs.unwrap_or_else(|| Arc::new(LocalFileSystem));
+        *self.fs.write().unwrap_or_else(|e| e.into_inner()) = fs;
+    }
+
+    /// Installs a shell executor; `None` restores the local one.
+    pub fn set_shell(&self, shell: Option<Arc<dyn ShellExecutor>>) {
+        let shell = shell.unwrap_or_else(|| self.local_shell.clone());
+        *self.shell.write().unwrap_or_else(|e| e.into_inner()) = shell;
     }
 
     /// The current `todo_write` list (shown to the model in the volatile reminder).
@@ -313,7 +211,7 @@ impl ToolServices {
 
     /// [`result_format::format_result`] into the configured spill directory.
     pub fn format_result(&self, tool_name: &str, raw: &str) -> result_format::FormattedResult {
-        result_format::format_result_in(&self.tool_outputs_dir, tool_name, raw)
+        result_format::format_result_to(&self.tool_outputs_dir, tool_name, raw, &*self.fs())
     }
 }
 
@@ -361,8 +259,15 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// The JSON Schema of the arguments (`function.parameters`).
     fn parameters(&self) -> Value;
-    fn is_read_only(&self) -> bool;
-    fn requires_confirmation(&self) -> bool;
+    /// Reads only: it may run in a parallel batch and is allowed in read-only mode.
+    fn is_read_only(&self) -> bool {
+        false
+    }
+    /// Asks the host before running (unless a permission rule decides); by default, whatever
+    /// is not read-only asks.
+    fn requires_confirmation(&self) -> bool {
+        !self.is_read_only()
+    }
     /// Whether two calls in one parallel batch may run at once (spec §2.5 serialises them
     /// otherwise).
     fn is_reentrant(&self) -> bool {

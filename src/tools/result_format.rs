@@ -8,13 +8,14 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use once_cell::sync::Lazy;
 use sha2::{Digest, Sha256};
 
+use super::fs::{FileSystem, LocalFileSystem};
 use super::secrets;
+use crate::pycompat::char_count;
 
 pub const SAVE_THRESHOLD: usize = 40_000;
 pub const HEAD_CHARS: usize = 8_000;
@@ -37,15 +38,26 @@ pub struct FormattedResult {
 }
 
 /// Directories already pruned by this process (the reference prunes once per formatter).
-static PRUNED: Lazy<Mutex<HashSet<PathBuf>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+static PRUNED: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
 
 /// Formats one result, spilling to `<workspace>/.agentao/tool-outputs/`.
 pub fn format_result(workspace: &Path, tool_name: &str, raw: &str) -> FormattedResult {
     format_result_in(&workspace.join(DEFAULT_OUTPUT_DIR), tool_name, raw)
 }
 
-/// Formats one result, spilling into `output_dir`.
+/// Formats one result, spilling into `output_dir` on the local disk.
 pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> FormattedResult {
+    format_result_to(output_dir, tool_name, raw, &LocalFileSystem)
+}
+
+/// Formats one result, spilling into `output_dir` through `fs`: with a host file system the
+/// saved copy lives where the rest of the workspace does (never pruned: the seam has no delete).
+pub fn format_result_to(
+    output_dir: &Path,
+    tool_name: &str,
+    raw: &str,
+    fs: &dyn FileSystem,
+) -> FormattedResult {
     let content_hash = hex(&Sha256::digest(raw.as_bytes()));
     let original_chars = char_count(raw);
     if original_chars <= SAVE_THRESHOLD {
@@ -57,7 +69,7 @@ pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> Format
             disk_path: None,
         };
     }
-    let (file_ref, disk_path) = match save(output_dir, tool_name, raw) {
+    let (file_ref, disk_path) = match save(output_dir, tool_name, raw, fs) {
         Ok((path, redacted)) => {
             let note = if redacted {
                 "  (credential-shaped strings in the saved copy are replaced with [REDACTED:<kind>]; \
@@ -75,7 +87,7 @@ pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> Format
         }
         Err(_) => (String::new(), None),
     };
-    if disk_path.is_some() {
+    if disk_path.is_some() && fs.is_local() {
         let first = PRUNED
             .lock()
             .map(|mut set| set.insert(output_dir.to_path_buf()))
@@ -114,8 +126,12 @@ pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> Format
 }
 
 /// Writes the redacted copy; returns its path and whether anything was redacted.
-fn save(dir: &Path, tool_name: &str, raw: &str) -> std::io::Result<(PathBuf, bool)> {
-    std::fs::create_dir_all(dir)?;
+fn save(
+    dir: &Path,
+    tool_name: &str,
+    raw: &str,
+    fs: &dyn FileSystem,
+) -> std::io::Result<(PathBuf, bool)> {
     let ts = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -133,7 +149,12 @@ fn save(dir: &Path, tool_name: &str, raw: &str) -> std::io::Result<(PathBuf, boo
         .collect();
     let path = dir.join(format!("{safe}_{ts}_{}.txt", &uid[..6]));
     let (redacted, hits) = secrets::scan_and_redact(raw);
-    std::fs::write(&path, redacted.as_bytes())?;
+    if fs.is_local() {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(&path, redacted.as_bytes())?;
+    } else {
+        fs.write_bytes(&path, redacted.as_bytes(), false)?;
+    }
     Ok((path, !hits.is_empty()))
 }
 
@@ -190,15 +211,6 @@ fn is_tag_payload(c: char) -> bool {
 
 /// Removes Unicode tag characters (U+E0000–U+E007F) from the model's copy, keeping up to 8
 /// well-formed emoji tag sequences (a black flag, 1–5 tag digits/letters, the cancel tag).
-/// Code points in `s` (what Python's `len` counts), without decoding when it is ASCII.
-fn char_count(s: &str) -> usize {
-    if s.is_ascii() {
-        s.len()
-    } else {
-        s.chars().count()
-    }
-}
-
 pub fn strip_tag_chars(s: &str) -> String {
     // Tag characters encode as F3 A0 xx xx: text without an F3 byte has none (fast path).
     if !s.as_bytes().contains(&0xF3) || !s.chars().any(is_tag) {

@@ -3,14 +3,14 @@
 //! the model sees).
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use fancy_regex::Regex;
-use once_cell::sync::Lazy;
 
 /// Texts shorter than this are never scanned.
 const MIN_SCAN_LEN: usize = 13;
 
-static PATTERNS: Lazy<Vec<(&'static str, Regex)>> = Lazy::new(|| {
+static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
     let table: &[(&str, &str)] = &[
         (
             "private_key_block",

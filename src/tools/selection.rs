@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use ipnet::IpNet;
 
-use crate::config::ToolsConfig;
-
-use super::{parse_shell_settings, parse_web_settings, shell_exec};
+use super::{shell_exec, ToolsConfig};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ToolSelection {
@@ -20,20 +18,17 @@ pub struct ToolSelection {
 }
 
 impl ToolSelection {
-    /// Invalid settings fall back to defaults here; `ToolServices::new` reports them.
     pub fn of(config: &ToolsConfig) -> Self {
-        let interpreter = config
-            .settings
-            .get("shell")
-            .and_then(|v| parse_shell_settings(v).ok())
-            .and_then(|s| s.interpreter)
-            .unwrap_or_else(shell_exec::default_interpreter);
-        let web = parse_web_settings(config.settings.get("web_fetch")).unwrap_or_default();
+        let settings = &config.settings;
         ToolSelection {
             enabled: config.enabled.clone(),
             disabled: config.disabled.clone(),
-            interpreter,
-            web_allow: web.allow,
+            interpreter: settings
+                .shell
+                .interpreter
+                .clone()
+                .unwrap_or_else(shell_exec::default_interpreter),
+            web_allow: settings.web_fetch.resolve().allow,
         }
     }
 }

@@ -15,10 +15,8 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-
-use once_cell::sync::Lazy;
 
 use super::fs::os_error;
 use crate::cancel::CancelToken;
@@ -120,7 +118,7 @@ pub trait ShellExecutor: Send + Sync {
 /// `/bin/bash` if present, else `bash` on PATH, else `/bin/sh`.
 pub fn default_interpreter() -> PathBuf {
     // Looked up once per process: agents are created by the thousand.
-    static FOUND: once_cell::sync::OnceCell<PathBuf> = once_cell::sync::OnceCell::new();
+    static FOUND: OnceLock<PathBuf> = OnceLock::new();
     FOUND.get_or_init(find_interpreter).clone()
 }
 
@@ -364,12 +362,12 @@ fn supervise(
 
 /// Incremental lossy UTF-8 decoding for streamed chunks; chunks with a NUL are not shown.
 #[derive(Default)]
-struct Utf8Stream {
+pub(crate) struct Utf8Stream {
     pending: Vec<u8>,
 }
 
 impl Utf8Stream {
-    fn push(&mut self, chunk: &[u8]) -> Option<String> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Option<String> {
         if chunk[..chunk.len().min(8192)].contains(&0) {
             self.pending.clear();
             return None;
@@ -381,7 +379,7 @@ impl Utf8Stream {
         (!text.is_empty()).then_some(text)
     }
 
-    fn finish(&mut self) -> Option<String> {
+    pub(crate) fn finish(&mut self) -> Option<String> {
         if self.pending.is_empty() {
             return None;
         }
@@ -507,11 +505,12 @@ pub const HARNESS_ENV_KEYS: &[&str] = &[
 /// Values shorter than this are not treated as credentials.
 const MIN_CREDENTIAL_LEN: usize = 16;
 
-static USED_CREDENTIALS: Lazy<Mutex<HashSet<String>>> = Lazy::new(|| Mutex::new(HashSet::new()));
+static USED_CREDENTIALS: LazyLock<Mutex<HashSet<String>>> =
+    LazyLock::new(|| Mutex::new(HashSet::new()));
 
 /// Records that `value` is an LLM credential this process uses: every variable holding it is
-/// removed from shell children's environments, whatever its name. The LLM layer calls this for
-/// each API key it sends.
+/// removed from shell children's environments, whatever its name. Creating an agent calls this
+/// with its provider's API key.
 pub fn note_credential_value(value: &str) {
     if value.chars().count() < MIN_CREDENTIAL_LEN {
         return;

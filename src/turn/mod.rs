@@ -11,7 +11,6 @@ pub mod planning;
 pub mod prompt;
 pub mod tool_output;
 
-use std::ffi::CStr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -51,7 +50,7 @@ pub enum DeltaSink {
     #[default]
     None,
     /// Called inline with `{"type":"text_delta","text":…}`.
-    Callback(Arc<dyn Fn(&CStr) + Send + Sync>),
+    Callback(Arc<dyn Fn(&str) + Send + Sync>),
     /// A bounded queue; the turn waits for room (never drops) unless it is cancelled.
     Queue(mpsc::Sender<String>),
 }
@@ -529,12 +528,7 @@ impl<'e, 'a> Turn<'e, 'a> {
                         DeltaSink::None => {}
                         DeltaSink::Callback(cb) => cb(self.delta_writer.text_delta(t)),
                         DeltaSink::Queue(tx) => {
-                            let item = self
-                                .delta_writer
-                                .text_delta(t)
-                                .to_str()
-                                .unwrap_or_default()
-                                .to_owned();
+                            let item = self.delta_writer.text_delta(t).to_owned();
                             // Once cancelled, a blocked write is dropped instead of waiting.
                             tokio::select! {
                                 biased;
@@ -687,7 +681,7 @@ impl<'e, 'a> Turn<'e, 'a> {
             .iter()
             .map(|(id, name, raw)| {
                 let canonical = planning::parse_arguments(raw)
-                    .map(|m| crate::llm::python_json(&Value::Object(m)))
+                    .map(|m| crate::pycompat::python_json(&Value::Object(m)))
                     .unwrap_or_else(|_| "{}".to_owned());
                 json!({"id": id, "type": "function", "function": {"name": name, "arguments": canonical}})
             })

@@ -1,6 +1,6 @@
 /* The transport vtable: each slot and its NULL default, a NULL transport, struct_size,
- * userdata_free exactly once, the canonical event order of a tool turn, and emit never
- * running concurrently. */
+ * userdata_free exactly once, the canonical event order of a tool turn, emit never running
+ * concurrently, and the broadcaster's listener finalizers. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,14 +163,15 @@ static void test_null_slots(void) {
     CHECK(tu_wait_count(&rec.freed, 1, 5000));
     tu_recorder_destroy(&rec);
 
-    tu_section("struct_size that ends before confirm_tool: later slots read as NULL");
+    tu_section("struct_size that ends inside confirm_tool: it and later slots read as NULL");
     dir = tu_workspace();
     free(cfg);
     cfg = tu_config(dir, TOOL_TURN, NULL);
     tu_recorder_init(&rec);
     rec.confirm_mode = TU_CONFIRM_DENY;
     t = tu_recorder_transport(&rec, TU_SLOT_ALL);
-    t.struct_size = (uint32_t)(offsetof(agentao_transport, emit) + sizeof(void *));
+    /* Half of confirm_tool's bytes are inside the size: a partial slot is no slot. */
+    t.struct_size = (uint32_t)(offsetof(agentao_transport, confirm_tool) + sizeof(void *) / 2);
     a = tu_agent(cfg, &t);
     if (a) {
         char *text = NULL;
@@ -334,7 +335,81 @@ static void test_userdata_free_on_failed_new(void) {
     tu_recorder_destroy(&rec);
 }
 
+typedef struct {
+    atomic_int calls;
+    atomic_int freed;
+    atomic_int called_after_free; /* a listener call that came after its finalizer */
+} listener_data;
+
+static void counting_listener(void *ud, const char *event_json) {
+    listener_data *d = ud;
+    if (atomic_load(&d->freed)) atomic_fetch_add(&d->called_after_free, 1);
+    if (event_json && strcmp(event_json, "{\"n\":1}") == 0) atomic_fetch_add(&d->calls, 1);
+}
+
+static void free_listener_data(void *ud) { atomic_fetch_add(&((listener_data *)ud)->freed, 1); }
+
+static void test_listener_userdata_free(void) {
+    tu_section("broadcaster listeners: userdata_free once, on unsubscribe, on free, on failure");
+    agentao_broadcaster *b = agentao_broadcaster_new();
+    listener_data kept = {0}, removed = {0}, owned_by_free = {0}, borrowed = {0};
+    uint64_t id_removed = 0, id = 0;
+    agentao_error *err = (agentao_error *)1;
+    CHECK_STATUS(agentao_broadcaster_subscribe_with_free(b, counting_listener, &removed,
+                                                         free_listener_data, &id_removed, &err),
+                 AGENTAO_STATUS_OK);
+    CHECK(err == NULL);
+    CHECK_STATUS(agentao_broadcaster_subscribe_with_free(b, counting_listener, &owned_by_free,
+                                                         free_listener_data, &id, NULL),
+                 AGENTAO_STATUS_OK);
+    /* A NULL finalizer is allowed: the data stays the host's. */
+    CHECK_STATUS(agentao_broadcaster_subscribe_with_free(b, counting_listener, &kept, NULL, &id, NULL),
+                 AGENTAO_STATUS_OK);
+    /* The slot-shaped subscribe never releases its data. */
+    CHECK_STATUS(agentao_broadcaster_subscribe(b, counting_listener, &borrowed, &id), AGENTAO_STATUS_OK);
+    CHECK_STATUS(agentao_broadcaster_notify(b, "{\"n\":1}", NULL), AGENTAO_STATUS_OK);
+    CHECK(atomic_load(&removed.calls) == 1 && atomic_load(&owned_by_free.calls) == 1);
+    CHECK(atomic_load(&kept.calls) == 1 && atomic_load(&borrowed.calls) == 1);
+    CHECK(atomic_load(&removed.freed) == 0); /* not while subscribed */
+
+    agentao_broadcaster_unsubscribe(b, id_removed);
+    CHECK(atomic_load(&removed.freed) == 1); /* at once: no delivery in flight */
+    agentao_broadcaster_unsubscribe(b, id_removed);
+    CHECK_STATUS(agentao_broadcaster_notify(b, "{\"n\":1}", NULL), AGENTAO_STATUS_OK);
+    CHECK(atomic_load(&removed.freed) == 1 && atomic_load(&removed.calls) == 1);
+    CHECK(atomic_load(&owned_by_free.calls) == 2 && atomic_load(&owned_by_free.freed) == 0);
+
+    agentao_broadcaster_free(b);
+    CHECK(atomic_load(&owned_by_free.freed) == 1);
+    CHECK(atomic_load(&removed.freed) == 1);
+    CHECK(atomic_load(&removed.called_after_free) == 0);
+    CHECK(atomic_load(&owned_by_free.called_after_free) == 0);
+
+    /* Every failure releases the data before returning, exactly once. */
+    listener_data failed = {0};
+    b = agentao_broadcaster_new();
+    CHECK_STATUS(agentao_broadcaster_subscribe_with_free(NULL, counting_listener, &failed,
+                                                         free_listener_data, &id, &err),
+                 AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK(agentao_error_status(err) == AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_CONTAINS(agentao_error_message(err), "broadcaster");
+    agentao_error_free(err);
+    CHECK(atomic_load(&failed.freed) == 1);
+    CHECK_STATUS(agentao_broadcaster_subscribe_with_free(b, NULL, &failed, free_listener_data, &id, NULL),
+                 AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK(atomic_load(&failed.freed) == 2);
+    CHECK_STATUS(agentao_broadcaster_subscribe_with_free(b, counting_listener, &failed,
+                                                         free_listener_data, NULL, NULL),
+                 AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK(atomic_load(&failed.freed) == 3);
+    CHECK_STATUS(agentao_broadcaster_notify(b, "{\"n\":1}", NULL), AGENTAO_STATUS_OK);
+    CHECK(atomic_load(&failed.calls) == 0);
+    agentao_broadcaster_free(b);
+    CHECK(atomic_load(&failed.freed) == 3);
+}
+
 int main(void) {
+    test_listener_userdata_free();
     test_userdata_free_on_failed_new();
     test_canonical_order();
     test_declined_order();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use agentao::cancel::CancelToken;
-use agentao::config::ToolsConfig;
+use agentao::config::{AgentConfig, ToolsConfig};
 use agentao::tools::{HostRequests, ToolContext, ToolError, ToolRegistry, ToolServices};
 use serde_json::{Map, Value};
 
@@ -59,7 +59,7 @@ impl Env {
 
     fn build(config: ToolsConfig, dir: tempfile::TempDir) -> Self {
         let root = std::fs::canonicalize(dir.path()).unwrap();
-        let services = ToolServices::new(&config, &root).unwrap();
+        let services = ToolServices::new(&config, &root);
         let registry = ToolRegistry::builtin(&config).unwrap();
         Env {
             dir,
@@ -120,11 +120,20 @@ impl Env {
     }
 }
 
+/// The `tools` section of a config whose `tools.settings` is `v`, parsed as the agent parses it.
+pub fn parse_settings(v: Value) -> Result<ToolsConfig, String> {
+    let doc = serde_json::json!({
+        "working_directory": std::env::temp_dir(),
+        "llm": {"provider": "scripted", "script": []},
+        "tools": {"settings": v},
+    });
+    AgentConfig::from_json(&doc.to_string())
+        .map(|c| c.tools)
+        .map_err(|e| e.0)
+}
+
 pub fn settings(v: Value) -> ToolsConfig {
-    ToolsConfig {
-        settings: v.as_object().cloned().unwrap_or_default(),
-        ..ToolsConfig::default()
-    }
+    parse_settings(v).unwrap()
 }
 
 pub fn exists(p: &Path) -> bool {

@@ -36,9 +36,6 @@ impl Tool for Glob {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn requires_confirmation(&self) -> bool {
-        false
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,
@@ -50,7 +47,7 @@ impl Tool for Glob {
             Ok(p) => p,
             Err(msg) => return Ok(msg),
         };
-        let fs = &ctx.services.fs;
+        let fs = ctx.services.fs();
         if !fs.exists(&path) {
             return Ok(format!("Error: Directory {directory} does not exist"));
         }
@@ -135,7 +132,7 @@ pub(crate) fn find(
             )));
         }
     }
-    let fs = &ctx.services.fs;
+    let fs = ctx.services.fs();
     let mut out = Vec::new();
     if rest.is_empty() {
         // A literal path: it matches itself when it is a file.

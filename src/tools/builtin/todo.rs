@@ -1,5 +1,5 @@
 //! `todo_write` (spec §1.13): the session's task list; each call replaces it. The list lives in
-//! [`ToolServices`](super::ToolServices) (memory only).
+//! [`ToolServices`](crate::tools::ToolServices) (memory only).
 
 use serde_json::{json, Map, Value};
 
@@ -35,9 +35,6 @@ impl Tool for TodoWrite {
     }
     fn is_read_only(&self) -> bool {
         true
-    }
-    fn requires_confirmation(&self) -> bool {
-        false
     }
     fn execute(
         &self,

@@ -10,6 +10,7 @@ use super::fs::{os_error, FileChanged};
 use super::write_file::nul_error;
 use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
+use crate::pycompat::{py_strip, splitlines, utf8_error_text};
 
 pub struct Replace;
 
@@ -33,12 +34,6 @@ impl Tool for Replace {
             "new_text": {"type": "string", "description": "The new text to insert"},
             "replace_all": {"type": "boolean", "description": "Replace all occurrences (default: false, first only)"}},
             "required": ["file_path", "old_text", "new_text"]})
-    }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn requires_confirmation(&self) -> bool {
-        true
     }
     fn execute(
         &self,
@@ -64,7 +59,7 @@ impl Tool for Replace {
             Err(msg) => return Ok(format!("Error: {msg}")),
         };
         let mut message = String::new();
-        let written = ctx.services.fs.edit_bytes(&path, &mut |bytes| {
+        let written = ctx.services.fs().edit_bytes(&path, &mut |bytes| {
             let content = match String::from_utf8(bytes) {
                 Ok(s) => s,
                 Err(e) => {
@@ -109,18 +104,6 @@ impl Tool for Replace {
             },
         })
     }
-}
-
-/// Python's `UnicodeDecodeError` text for strict UTF-8.
-pub(crate) fn utf8_error_text(bytes: &[u8], e: std::str::Utf8Error) -> String {
-    let pos = e.valid_up_to();
-    let byte = bytes.get(pos).copied().unwrap_or(0);
-    let why = match e.error_len() {
-        None => "unexpected end of data",
-        Some(_) if (0x80..0xC2).contains(&byte) || byte >= 0xF5 => "invalid start byte",
-        Some(_) => "invalid continuation byte",
-    };
-    format!("'utf-8' codec can't decode byte 0x{byte:02x} in position {pos}: {why}")
 }
 
 type Transform = fn(&str) -> String;
@@ -229,52 +212,6 @@ pub(crate) fn edit(
         }
     }
     Edit::Message(not_found_hint(content, hint_text, file_path))
-}
-
-/// Python's `str.splitlines`: every line boundary Python knows, `\r\n` as one.
-pub(crate) fn splitlines(s: &str, keepends: bool) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut it = s.char_indices().peekable();
-    while let Some((i, c)) = it.next() {
-        let is_break = matches!(
-            c,
-            '\n' | '\r'
-                | '\u{0b}'
-                | '\u{0c}'
-                | '\u{1c}'
-                | '\u{1d}'
-                | '\u{1e}'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        );
-        if !is_break {
-            continue;
-        }
-        let mut end = i + c.len_utf8();
-        if c == '\r' {
-            if let Some(&(_, '\n')) = it.peek() {
-                it.next();
-                end += 1;
-            }
-        }
-        out.push(if keepends {
-            &s[start..end]
-        } else {
-            &s[start..i]
-        });
-        start = end;
-    }
-    if start < s.len() {
-        out.push(&s[start..]);
-    }
-    out
-}
-
-/// Python's `str.strip()` whitespace.
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 fn unicode_fold(s: &str) -> String {

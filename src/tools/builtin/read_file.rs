@@ -33,9 +33,6 @@ impl Tool for ReadFile {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn requires_confirmation(&self) -> bool {
-        false
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,
@@ -48,7 +45,7 @@ impl Tool for ReadFile {
             Ok(p) => p,
             Err(msg) => return Ok(msg),
         };
-        let fs = &ctx.services.fs;
+        let fs = ctx.services.fs();
         if !fs.is_file(&path) {
             return Ok(format!("Error: File {file_path} does not exist"));
         }

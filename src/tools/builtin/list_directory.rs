@@ -23,9 +23,6 @@ impl Tool for ListDirectory {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn requires_confirmation(&self) -> bool {
-        false
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,
@@ -37,7 +34,7 @@ impl Tool for ListDirectory {
             Ok(path) => path,
             Err(msg) => return Ok(msg),
         };
-        let fs = &ctx.services.fs;
+        let fs = ctx.services.fs();
         if !fs.exists(&path) {
             return Ok(format!("Error: Directory {p} does not exist"));
         }

@@ -3,8 +3,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::memory::{keywords_of, MemoryRecord, MemoryScope};
-use super::{arg_str, required_str, secrets, Tool, ToolContext, ToolError};
+use super::{arg_str, required_str, Tool, ToolContext, ToolError};
+use crate::tools::memory::{keywords_of, MemoryRecord, MemoryScope};
+use crate::tools::secrets;
 
 const KEY_MAX_CHARS: usize = 80;
 const CONTENT_MAX_CHARS: usize = 4000;

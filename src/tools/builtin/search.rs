@@ -70,9 +70,6 @@ impl Tool for SearchFileContent {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn requires_confirmation(&self) -> bool {
-        false
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,
@@ -90,7 +87,7 @@ impl Tool for SearchFileContent {
             Ok(p) => crate::permissions::path_policy::resolve(&p),
             Err(msg) => return Ok(msg),
         };
-        let fs = &ctx.services.fs;
+        let fs = ctx.services.fs();
         if !fs.exists(&path) {
             return Ok(format!("Error: Directory {directory} does not exist"));
         }
@@ -336,7 +333,7 @@ fn search_via_fs(
     filter: &FilePattern,
     collector: &mut Collector,
 ) -> Result<(), String> {
-    let fs = &ctx.services.fs;
+    let fs = ctx.services.fs();
     if !fs.is_dir(dir) {
         return Ok(());
     }

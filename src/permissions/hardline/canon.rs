@@ -21,7 +21,7 @@
 //! The rewritten command is emitted with words needing it single-quoted, so a literal stays a
 //! literal for the scanner. Every output is at most as long as its input plus quoting.
 
-use super::hardline::decode_ansi_c;
+use super::lex::decode_ansi_c;
 
 /// What the rewriting found in one text.
 #[derive(Debug, Default)]

@@ -79,12 +79,6 @@ impl Tool for RunShellCommand {
             "is_background": {"type": "boolean", "description": "If true, start the command in the background and return at once. The tool does not check the command for errors, and it discards the stdout and stderr. Use this for long-running servers and file watchers.", "default": false}},
             "required": ["command"]})
     }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn requires_confirmation(&self) -> bool {
-        true
-    }
     fn reject_early(&self, args: &Map<String, Value>) -> Option<String> {
         oversized_command(args.get("command")?.as_str()?)
     }
@@ -122,7 +116,7 @@ impl Tool for RunShellCommand {
             Ok(p) => p,
             Err(msg) => return Ok(cap_result(&format!("Error: {msg}"), "")),
         };
-        let executor = &ctx.services.shell;
+        let executor = ctx.services.shell();
         if let Err(why) = executor.shell_spec() {
             return Ok(cap_result(
                 &format!("Error: hardline:no-shell-opaque:{why}"),

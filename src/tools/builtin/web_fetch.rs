@@ -16,7 +16,8 @@ use serde_json::{json, Map, Value};
 
 use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
 use crate::cancel::CancelToken;
-use crate::permissions::url_policy::{self, py_repr, Target};
+use crate::permissions::url_policy::{self, Target};
+use crate::pycompat::py_repr;
 
 pub const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
 pub const MAX_TEXT_CHARS: usize = 10_000;
@@ -376,7 +377,7 @@ fn needs_js_rendering(html: &str, doc: &scraper::Html) -> bool {
 fn extract(doc: &scraper::Html) -> String {
     let text: String = text_nodes(doc, &["script", "style", "nav", "footer"]).concat();
     let mut chunks = Vec::new();
-    for line in super::replace::splitlines(&text, false) {
+    for line in crate::pycompat::splitlines(&text, false) {
         for phrase in line.trim().split("  ") {
             let phrase = phrase.trim();
             if !phrase.is_empty() {

@@ -31,12 +31,6 @@ impl Tool for WriteFile {
             "append": {"type": "boolean", "description": "Append instead of overwrite (default: false)"}},
             "required": ["file_path", "content"]})
     }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn requires_confirmation(&self) -> bool {
-        true
-    }
     fn execute(
         &self,
         args: &Map<String, Value>,
@@ -54,7 +48,7 @@ impl Tool for WriteFile {
         };
         match ctx
             .services
-            .fs
+            .fs()
             .write_bytes(&path, content.as_bytes(), append)
         {
             Ok(()) if append => Ok(format!("Successfully appended to {file_path}")),

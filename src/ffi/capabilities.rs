@@ -1,0 +1,947 @@
+//! Capability vtables (spec §5.1, §5.2): a host file system and a host shell executor, and
+//! their adapters to the tools layer's [`FileSystem`] and [`ShellExecutor`].
+
+use std::ffi::{c_char, c_void, CString};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::agent::{agent_ref, agentao_agent};
+use super::cancel::agentao_cancel_token;
+use super::host_data::HostData;
+use super::{agentao_error, agentao_status, guard, in_callback, opt_str_arg, str_arg, Fail};
+use crate::tools::shell_run::{self, OutputStream, RunAnswer, RunKind, RunSink};
+use crate::tools::{
+    normalize, BackgroundError, BackgroundHandle, FileEntry, FileStat, FileSystem, LocalFileSystem,
+    ShellDialect, ShellExecutor, ShellRequest, ShellResult, ShellSpec, WalkEntry,
+};
+
+// ---- file system ---------------------------------------------------------------------------
+
+/// What a path is, in a file-system answer (passed as `int32_t`).
+#[repr(i32)]
+pub enum agentao_fs_kind {
+    /// Neither a regular file nor a directory (a device, a dangling link).
+    Other = 0,
+    /// A regular file.
+    File = 1,
+    /// A directory.
+    Dir = 2,
+}
+
+/// `max_bytes` of a `read` that wants the whole file.
+const READ_ALL: u64 = u64::MAX;
+/// The most entries one `list_dir` or `walk` answer may hold.
+const MAX_ENTRIES: usize = 1_000_000;
+
+/// A host file system (spec §5.1). Installed with `agentao_agent_set_file_system`, which
+/// copies it. Every file tool (`read_file`, `write_file`, `replace`, `list_directory`, `glob`,
+/// `search_file_content`) reaches files through it, so a host can serve the whole workspace
+/// from memory or from a remote machine. The path policy still applies to the paths the tools
+/// compute, before any callback runs.
+///
+/// Paths passed in are absolute, UTF-8, and valid until the callback returns. A NULL slot
+/// falls back to the local disk for that operation (fill every slot to serve the whole
+/// workspace). Each answering slot returns 0 on success or a positive `errno` value (`ENOENT`,
+/// `EISDIR`, `EACCES`...), which the tools report as the OS error it names; any other return
+/// value is a host error the tools report by name.
+///
+/// Ownership of answers: the library never frees host memory. A slot that produces data
+/// answers through the `agentao_fs_out` it receives, with the `agentao_fs_out_*` setter that
+/// fits the slot (each copies what it is given); the handle is valid only until the callback
+/// returns, on the callback's thread. A wrong setter or a bad value fails that one operation
+/// with a message naming the problem.
+///
+/// Threads: callbacks run on library threads, possibly several at once (read-only tools of one
+/// batch run in parallel), and never while the library holds a lock.
+#[repr(C)]
+pub struct agentao_file_system {
+    /// `sizeof(agentao_file_system)`; a smaller value means the slots past it are NULL.
+    pub struct_size: u32,
+    pub userdata: *mut c_void,
+    /// Called exactly once with `userdata` when the library lets go of the vtable: when
+    /// another file system replaces it, when the agent is freed and its last call ended, or
+    /// at once when `agentao_agent_set_file_system` refuses it.
+    pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+    /// Reads the file at `path`: the whole file when `max_bytes` is `UINT64_MAX`, else at
+    /// most `max_bytes` bytes from its start (binary sniffing). Answer with
+    /// `agentao_fs_out_set_data`. Text lines are split by the library (strict UTF-8).
+    pub read: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            path: *const c_char,
+            max_bytes: u64,
+            out: *mut agentao_fs_out,
+        ) -> i32,
+    >,
+    /// Writes `len` bytes (borrowed for the call) to `path`: appended when `append`, else
+    /// replacing the content atomically. Missing parent directories are created; no newline
+    /// translation.
+    pub write: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            path: *const c_char,
+            data: *const u8,
+            len: usize,
+            append: bool,
+        ) -> i32,
+    >,
+    /// The entries of the directory `path` (not `.` and `..`): one
+    /// `agentao_fs_out_add_entry` each, in any order.
+    pub list_dir: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            path: *const c_char,
+            out: *mut agentao_fs_out,
+        ) -> i32,
+    >,
+    /// Every descendant of the directory `base` (not `base` itself) down to `max_depth` levels
+    /// (1: its entries; negative: no limit), without descending into symlinked directories:
+    /// one `agentao_fs_out_add_path` each, with an absolute path under `base`. `glob` and
+    /// `search_file_content` match their patterns on this list themselves, so matching is the
+    /// same on every file system.
+    pub walk: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            base: *const c_char,
+            max_depth: i32,
+            out: *mut agentao_fs_out,
+        ) -> i32,
+    >,
+    /// Size, modification time and kind of `path` (symlinks followed): answer with
+    /// `agentao_fs_out_set_stat`. Also answers "is it a file / a directory".
+    pub stat: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            path: *const c_char,
+            out: *mut agentao_fs_out,
+        ) -> i32,
+    >,
+    /// Whether `path` exists. NULL with a `stat` slot: asked through `stat`.
+    pub exists: Option<unsafe extern "C" fn(userdata: *mut c_void, path: *const c_char) -> bool>,
+}
+
+/// Which slot an `agentao_fs_out` answers.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum FsOp {
+    Read,
+    ListDir,
+    Walk,
+    Stat,
+}
+
+impl FsOp {
+    fn slot(self) -> &'static str {
+        match self {
+            FsOp::Read => "read",
+            FsOp::ListDir => "list_dir",
+            FsOp::Walk => "walk",
+            FsOp::Stat => "stat",
+        }
+    }
+}
+
+/// The answer of one file-system callback, filled by the `agentao_fs_out_*` setters. Valid
+/// only until the callback returns.
+pub struct agentao_fs_out {
+    op: FsOp,
+    max_bytes: u64,
+    data: Option<Vec<u8>>,
+    entries: Vec<FileEntry>,
+    paths: Vec<WalkEntry>,
+    stat: Option<FileStat>,
+    /// The first bad setter call: the operation fails with it.
+    error: Option<String>,
+}
+
+impl agentao_fs_out {
+    fn new(op: FsOp, max_bytes: u64) -> Self {
+        agentao_fs_out {
+            op,
+            max_bytes,
+            data: None,
+            entries: Vec::new(),
+            paths: Vec::new(),
+            stat: None,
+            error: None,
+        }
+    }
+}
+
+fn kind_of(kind: i32) -> Option<(bool, bool)> {
+    match kind {
+        k if k == agentao_fs_kind::Other as i32 => Some((false, false)),
+        k if k == agentao_fs_kind::File as i32 => Some((false, true)),
+        k if k == agentao_fs_kind::Dir as i32 => Some((true, false)),
+        _ => None,
+    }
+}
+
+/// Runs one setter: checks the handle and the slot it answers; a refused call also fails
+/// the operation, so a host that ignores the status still gets a clear error in the tool.
+unsafe fn with_out(
+    out: *mut agentao_fs_out,
+    setter: &str,
+    answers: FsOp,
+    err_out: *mut *mut agentao_error,
+    body: impl FnOnce(&mut agentao_fs_out) -> Result<(), Fail>,
+) -> agentao_status {
+    guard(err_out, || {
+        let Some(out) = out.as_mut() else {
+            return Err(Fail(agentao_status::NullArgument, "`out` is NULL".into()));
+        };
+        let result = if out.op != answers {
+            Err(Fail(
+                agentao_status::InvalidArgument,
+                format!(
+                    "{setter} answers `{}`, but this is the answer of `{}`",
+                    answers.slot(),
+                    out.op.slot()
+                ),
+            ))
+        } else {
+            body(out)
+        };
+        if let Err(f) = &result {
+            out.error.get_or_insert_with(|| f.1.clone());
+        }
+        result
+    })
+}
+
+/// Answers `read` with `len` bytes at `data` (borrowed, copied; NULL allowed when `len` is
+/// 0). More than the `max_bytes` asked for is `AGENTAO_STATUS_INVALID_ARGUMENT`. Call it
+/// once; on the callback's thread, before it returns.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_fs_out_set_data(
+    out: *mut agentao_fs_out,
+    data: *const u8,
+    len: usize,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    with_out(out, "agentao_fs_out_set_data", FsOp::Read, err_out, |o| {
+        if data.is_null() && len > 0 {
+            return Err(Fail(agentao_status::NullArgument, "`data` is NULL".into()));
+        }
+        if len as u64 > o.max_bytes {
+            return Err(Fail(
+                agentao_status::InvalidArgument,
+                format!("{len} bytes answer a read of at most {} bytes", o.max_bytes),
+            ));
+        }
+        let bytes = if len == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(data, len).to_vec()
+        };
+        o.data = Some(bytes);
+        Ok(())
+    })
+}
+
+/// Adds one entry to a `list_dir` answer: `name` (borrowed, copied; UTF-8, no `/`, not empty,
+/// not `.` or `..`), its `agentao_fs_kind`, and its size (ignored for directories).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_fs_out_add_entry(
+    out: *mut agentao_fs_out,
+    name: *const c_char,
+    kind: i32,
+    size: u64,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    with_out(
+        out,
+        "agentao_fs_out_add_entry",
+        FsOp::ListDir,
+        err_out,
+        |o| {
+            let name = str_arg(name, "name")?;
+            if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+                return Err(Fail(
+                    agentao_status::InvalidArgument,
+                    format!("entry name {name:?} is not a single path component"),
+                ));
+            }
+            let (is_dir, is_file) = kind_of(kind).ok_or_else(|| bad_kind(kind))?;
+            if o.entries.len() >= MAX_ENTRIES {
+                return Err(too_many());
+            }
+            o.entries.push(FileEntry {
+                name: name.to_owned(),
+                is_dir,
+                is_file,
+                size: if is_dir { 0 } else { size },
+            });
+            Ok(())
+        },
+    )
+}
+
+/// Adds one path to a `walk` answer: an absolute path (borrowed, copied; UTF-8) under the
+/// walked directory, and its `agentao_fs_kind`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_fs_out_add_path(
+    out: *mut agentao_fs_out,
+    path: *const c_char,
+    kind: i32,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    with_out(out, "agentao_fs_out_add_path", FsOp::Walk, err_out, |o| {
+        let path = str_arg(path, "path")?;
+        if !path.starts_with('/') {
+            return Err(Fail(
+                agentao_status::InvalidArgument,
+                format!("walk path {path:?} is not absolute"),
+            ));
+        }
+        let (is_dir, is_file) = kind_of(kind).ok_or_else(|| bad_kind(kind))?;
+        if o.paths.len() >= MAX_ENTRIES {
+            return Err(too_many());
+        }
+        o.paths.push(WalkEntry {
+            path: PathBuf::from(path),
+            is_dir,
+            is_file,
+        });
+        Ok(())
+    })
+}
+
+/// Answers `stat`: `size` in bytes, `mtime` in seconds since the epoch (finite), and the
+/// `agentao_fs_kind`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_fs_out_set_stat(
+    out: *mut agentao_fs_out,
+    size: u64,
+    mtime: f64,
+    kind: i32,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    with_out(out, "agentao_fs_out_set_stat", FsOp::Stat, err_out, |o| {
+        let (is_dir, is_file) = kind_of(kind).ok_or_else(|| bad_kind(kind))?;
+        if !mtime.is_finite() {
+            return Err(Fail(
+                agentao_status::InvalidArgument,
+                "`mtime` is not a finite number".into(),
+            ));
+        }
+        o.stat = Some(FileStat {
+            size,
+            mtime,
+            is_dir,
+            is_file,
+        });
+        Ok(())
+    })
+}
+
+fn bad_kind(kind: i32) -> Fail {
+    Fail(
+        agentao_status::InvalidArgument,
+        format!("{kind} is not an agentao_fs_kind"),
+    )
+}
+
+fn too_many() -> Fail {
+    Fail(
+        agentao_status::InvalidArgument,
+        format!("an answer may hold at most {MAX_ENTRIES} entries"),
+    )
+}
+
+type ReadFn = unsafe extern "C" fn(*mut c_void, *const c_char, u64, *mut agentao_fs_out) -> i32;
+type WriteFn = unsafe extern "C" fn(*mut c_void, *const c_char, *const u8, usize, bool) -> i32;
+type PathOutFn = unsafe extern "C" fn(*mut c_void, *const c_char, *mut agentao_fs_out) -> i32;
+type WalkFn = unsafe extern "C" fn(*mut c_void, *const c_char, i32, *mut agentao_fs_out) -> i32;
+type ExistsFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> bool;
+
+/// The copied vtable, as the tools see it.
+struct FfiFileSystem {
+    data: HostData,
+    read: Option<ReadFn>,
+    write: Option<WriteFn>,
+    list_dir: Option<PathOutFn>,
+    walk: Option<WalkFn>,
+    stat: Option<PathOutFn>,
+    exists: Option<ExistsFn>,
+}
+
+/// Copies the slots of a host vtable that `struct_size` covers.
+macro_rules! copy_slots {
+    ($ptr:expr, $ty:ty, $size:expr, $($field:ident),*) => {
+        ($(
+            if $size >= std::mem::offset_of!($ty, $field) + std::mem::size_of::<usize>() {
+                (*$ptr).$field
+            } else {
+                None
+            }
+        ),*)
+    };
+}
+
+/// The smallest `struct_size` a vtable may declare: up to and including `userdata_free`.
+fn check_size(size: u32, min: usize, what: &str) -> Result<usize, Fail> {
+    let size = size as usize;
+    if size < min {
+        return Err(Fail(
+            agentao_status::InvalidArgument,
+            format!("{what}.struct_size is {size}; set it to sizeof({what})"),
+        ));
+    }
+    Ok(size)
+}
+
+/// The path as the host sees it: `.` and `..` folded (the path policy has already resolved
+/// it; a host file system has no symlinks to resolve through).
+fn c_path(path: &Path) -> io::Result<CString> {
+    let path = normalize(path);
+    let s = path.to_str().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "the path is not valid UTF-8")
+    })?;
+    CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "embedded null byte"))
+}
+
+impl FfiFileSystem {
+    /// Calls one slot and turns its status into an `io::Result`.
+    fn call(&self, slot: &str, out: Option<&agentao_fs_out>, code: i32) -> io::Result<()> {
+        if let Some(e) = out.and_then(|o| o.error.as_ref()) {
+            return Err(io::Error::other(format!(
+                "the host file system's `{slot}` answer was refused: {e}"
+            )));
+        }
+        match code {
+            0 => Ok(()),
+            c if c > 0 => Err(io::Error::from_raw_os_error(c)),
+            c => Err(io::Error::other(format!(
+                "the host file system's `{slot}` callback returned {c}, which is neither 0 nor an errno value"
+            ))),
+        }
+    }
+
+    fn read_with(&self, f: ReadFn, path: &Path, max: u64) -> io::Result<Vec<u8>> {
+        let p = c_path(path)?;
+        let mut out = agentao_fs_out::new(FsOp::Read, max);
+        // SAFETY: the host's callback with its userdata; `p` and `out` outlive the call.
+        let code = in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr(), max, &mut out) });
+        self.call("read", Some(&out), code)?;
+        out.data.ok_or_else(|| {
+            io::Error::other("the host file system's `read` succeeded without an answer")
+        })
+    }
+}
+
+impl FileSystem for FfiFileSystem {
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+        match self.read {
+            Some(f) => self.read_with(f, path, READ_ALL),
+            None => LocalFileSystem.read_bytes(path),
+        }
+    }
+
+    fn read_partial(&self, path: &Path, n: usize) -> io::Result<Vec<u8>> {
+        match self.read {
+            Some(f) => self.read_with(f, path, n as u64),
+            None => LocalFileSystem.read_partial(path, n),
+        }
+    }
+
+    fn write_bytes(&self, path: &Path, data: &[u8], append: bool) -> io::Result<()> {
+        let Some(f) = self.write else {
+            return LocalFileSystem.write_bytes(path, data, append);
+        };
+        let p = c_path(path)?;
+        // SAFETY: as above; `data` is borrowed for the call.
+        let code = in_callback(|| unsafe {
+            f(
+                self.data.ptr(),
+                p.as_ptr(),
+                data.as_ptr(),
+                data.len(),
+                append,
+            )
+        });
+        self.call("write", None, code)
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<FileEntry>> {
+        let Some(f) = self.list_dir else {
+            return LocalFileSystem.list_dir(path);
+        };
+        let p = c_path(path)?;
+        let mut out = agentao_fs_out::new(FsOp::ListDir, 0);
+        // SAFETY: as above.
+        let code = in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr(), &mut out) });
+        self.call("list_dir", Some(&out), code)?;
+        Ok(out.entries)
+    }
+
+    fn walk(
+        &self,
+        base: &Path,
+        max_depth: Option<usize>,
+        should_stop: &dyn Fn() -> bool,
+    ) -> io::Result<Vec<WalkEntry>> {
+        let Some(f) = self.walk else {
+            return LocalFileSystem.walk(base, max_depth, should_stop);
+        };
+        let p = c_path(base)?;
+        let depth = max_depth.map_or(-1, |d| i32::try_from(d).unwrap_or(i32::MAX));
+        let mut out = agentao_fs_out::new(FsOp::Walk, 0);
+        // SAFETY: as above.
+        let code = in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr(), depth, &mut out) });
+        self.call("walk", Some(&out), code)?;
+        // The host's list is trusted for kinds, not for where it points: only descendants of
+        // the walked directory, re-rooted at the caller's spelling of it.
+        let host_base = normalize(base);
+        Ok(out
+            .paths
+            .into_iter()
+            .filter_map(|e| {
+                let rel = e.path.strip_prefix(&host_base).ok()?;
+                (!rel.as_os_str().is_empty()).then(|| WalkEntry {
+                    path: base.join(rel),
+                    ..e
+                })
+            })
+            .collect())
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<FileStat> {
+        let Some(f) = self.stat else {
+            return LocalFileSystem.stat(path);
+        };
+        let p = c_path(path)?;
+        let mut out = agentao_fs_out::new(FsOp::Stat, 0);
+        // SAFETY: as above.
+        let code = in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr(), &mut out) });
+        self.call("stat", Some(&out), code)?;
+        out.stat.ok_or_else(|| {
+            io::Error::other("the host file system's `stat` succeeded without an answer")
+        })
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        match (self.exists, self.stat) {
+            (Some(f), _) => match c_path(path) {
+                // SAFETY: as above.
+                Ok(p) => in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr()) }),
+                Err(_) => false,
+            },
+            (None, Some(_)) => self.stat(path).is_ok(),
+            (None, None) => LocalFileSystem.exists(path),
+        }
+    }
+}
+
+/// Installs a host file system on `agent` (see `agentao_file_system`); the vtable is copied.
+/// NULL `fs` restores the local file system. Call it right after `agentao_agent_new` or between
+/// turns: while a turn runs it is refused with `AGENTAO_STATUS_TURN_IN_PROGRESS`.
+///
+/// Ownership: on success the library owns `fs->userdata` and calls `fs->userdata_free` once
+/// when it lets go (replaced, or agent freed and its last call ended). On any failure
+/// (`_NULL_ARGUMENT` for a NULL agent, `_INVALID_ARGUMENT` for a `struct_size` below the
+/// `userdata_free` slot, `_TURN_IN_PROGRESS`) `userdata_free` has already been called and the
+/// previous file system stays. Any thread; not from inside a callback of this agent's turn.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_set_file_system(
+    agent: *mut agentao_agent,
+    fs: *const agentao_file_system,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let installed: Option<Arc<dyn FileSystem>> = if fs.is_null() {
+            None
+        } else {
+            // Owned from here: dropped (and freed) on every failure below.
+            let data = HostData::new((*fs).userdata, (*fs).userdata_free);
+            let min = std::mem::offset_of!(agentao_file_system, userdata_free)
+                + std::mem::size_of::<usize>();
+            let size = check_size((*fs).struct_size, min, "agentao_file_system")?;
+            let (read, write, list_dir, walk, stat, exists) = copy_slots!(
+                fs,
+                agentao_file_system,
+                size,
+                read,
+                write,
+                list_dir,
+                walk,
+                stat,
+                exists
+            );
+            Some(Arc::new(FfiFileSystem {
+                data,
+                read,
+                write,
+                list_dir,
+                walk,
+                stat,
+                exists,
+            }))
+        };
+        agent_ref(agent)?.set_file_system(installed)?;
+        Ok(())
+    })
+}
+
+// ---- shell executor ------------------------------------------------------------------------
+
+/// The shell dialect an executor declares (passed as `int32_t`). The hardline floor and the
+/// permission rules' `dialect` field see it. v1 accepts `POSIX` only.
+#[repr(i32)]
+pub enum agentao_shell_dialect {
+    /// A POSIX shell: commands run as `<interpreter> -c <command>`.
+    Posix = 0,
+}
+
+/// Which output stream a chunk comes from (passed as `int32_t`).
+#[repr(i32)]
+pub enum agentao_shell_stream {
+    Stdout = 1,
+    Stderr = 2,
+}
+
+/// One command to run, borrowed for the duration of the `run` / `run_background` callback
+/// (copy what you keep; the `cancel` token stays valid until the run is answered).
+#[repr(C)]
+pub struct agentao_shell_request {
+    /// `sizeof(agentao_shell_request)`: fields may be appended.
+    pub struct_size: u32,
+    /// The command, for the executor's shell (`<interpreter> -c <command>` for POSIX).
+    pub command: *const c_char,
+    /// The working directory: absolute, inside the workspace (the path policy has checked it;
+    /// whether it exists is the executor's check).
+    pub cwd: *const c_char,
+    /// The environment as `NAME=value` strings (provider credentials already removed).
+    pub env: *const *const c_char,
+    pub env_len: usize,
+    /// The inactivity timeout in milliseconds: stop the command when it has been silent this
+    /// long, and answer with `timed_out`. The library stops waiting 2 s after that.
+    pub timeout_ms: u64,
+    /// Cancelled when the turn is cancelled or the library stops the run (reason `timeout`):
+    /// stop the command and answer. Borrowed: valid until the run is answered.
+    pub cancel: *const agentao_cancel_token,
+}
+
+/// A host shell executor (spec §5.2). Installed with `agentao_agent_set_shell_executor`, which
+/// copies it. `run_shell_command` hands it every command it launches, after the permission
+/// decision, the hardline floor and the working-directory policy have passed: a refused
+/// command never reaches the executor.
+///
+/// `run` receives the request and an `agentao_shell_run` handle, and answers through the
+/// handle, before returning or later from any thread: any number of
+/// `agentao_shell_run_output` calls, then exactly one of `agentao_shell_run_finish` (the
+/// command ended) or `agentao_shell_run_fail` (it could not start, which the tool reports as
+/// an error, never as a result). `run_background` (NULL: background runs are refused) answers
+/// with `agentao_shell_run_started` or `agentao_shell_run_fail`.
+///
+/// The library keeps the turn safe from a slow executor: when the turn is cancelled, or no
+/// output came for `timeout_ms`, `request->cancel` is cancelled, and 2 s later the library
+/// stops waiting and reports what it has. Answer the handle even then: a late answer is
+/// ignored, and an unanswered handle leaks.
+///
+/// Threads: callbacks run on library threads; `run` may block.
+#[repr(C)]
+pub struct agentao_shell_executor {
+    /// `sizeof(agentao_shell_executor)`; a smaller value means the slots past it are NULL.
+    pub struct_size: u32,
+    pub userdata: *mut c_void,
+    /// Called exactly once with `userdata` when the library lets go: replaced, or the agent
+    /// freed and every run handed out answered; at once when the install is refused.
+    pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+    /// An `agentao_shell_dialect` value.
+    pub dialect: i32,
+    /// The interpreter the executor runs commands with (borrowed, copied; NULL: `sh`).
+    pub interpreter: *const c_char,
+    /// Runs a command in the foreground. Required.
+    pub run: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            request: *const agentao_shell_request,
+            run: *mut agentao_shell_run,
+        ),
+    >,
+    /// Starts a command in the background and answers at once. NULL: not supported.
+    pub run_background: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            request: *const agentao_shell_request,
+            run: *mut agentao_shell_run,
+        ),
+    >,
+}
+
+/// One run handed to a shell executor. Owned by the host from the callback until one of
+/// `agentao_shell_run_finish` / `_started` / `_fail` consumes it. Thread-safe: output may
+/// come from any thread.
+pub struct agentao_shell_run {
+    sink: RunSink,
+    /// The token `request->cancel` points to.
+    _token: Box<agentao_cancel_token>,
+    /// Keeps the executor's userdata alive while the host holds the run.
+    _vtable: Arc<FfiShell>,
+}
+
+type RunFn =
+    unsafe extern "C" fn(*mut c_void, *const agentao_shell_request, *mut agentao_shell_run);
+
+struct FfiShell {
+    data: HostData,
+    interpreter: PathBuf,
+    run: RunFn,
+    run_background: Option<RunFn>,
+}
+
+/// The executor behind an agent: the vtable, shared with every run handle.
+struct FfiShellExecutor(Arc<FfiShell>);
+
+impl FfiShellExecutor {
+    fn launch(
+        &self,
+        f: RunFn,
+        kind: RunKind,
+        request: &ShellRequest<'_>,
+    ) -> Result<shell_run::RunWaiter, String> {
+        let command = CString::new(request.command).map_err(|_| "embedded null byte")?;
+        let cwd = request
+            .cwd
+            .to_str()
+            .and_then(|c| CString::new(c).ok())
+            .ok_or("the working directory is not a valid C string")?;
+        let env: Vec<CString> = request
+            .env
+            .iter()
+            .filter_map(|(k, v)| {
+                let (k, v) = (k.to_str()?, v.to_str()?);
+                CString::new(format!("{k}={v}")).ok()
+            })
+            .collect();
+        let env_ptrs: Vec<*const c_char> = env.iter().map(|e| e.as_ptr()).collect();
+        let (sink, waiter, token) = shell_run::channel(kind, request.cancel);
+        let token = Box::new(agentao_cancel_token { token });
+        let req = agentao_shell_request {
+            struct_size: std::mem::size_of::<agentao_shell_request>() as u32,
+            command: command.as_ptr(),
+            cwd: cwd.as_ptr(),
+            env: env_ptrs.as_ptr(),
+            env_len: env_ptrs.len(),
+            timeout_ms: u64::try_from(request.timeout.as_millis()).unwrap_or(u64::MAX),
+            cancel: &*token,
+        };
+        let run = Box::into_raw(Box::new(agentao_shell_run {
+            sink,
+            _token: token,
+            _vtable: self.0.clone(),
+        }));
+        // SAFETY: the host's callback; `req` and what it points to outlive the call, and the
+        // run handle is the host's until it answers.
+        in_callback(|| unsafe { f(self.0.data.ptr(), &req, run) });
+        Ok(waiter)
+    }
+}
+
+impl ShellExecutor for FfiShellExecutor {
+    fn shell_spec(&self) -> Result<ShellSpec, String> {
+        Ok(ShellSpec {
+            dialect: ShellDialect::Posix,
+            interpreter: self.0.interpreter.clone(),
+        })
+    }
+
+    fn run(&self, request: &ShellRequest<'_>) -> Result<ShellResult, String> {
+        self.launch(self.0.run, RunKind::Foreground, request)?
+            .wait(request)
+    }
+
+    fn run_background(
+        &self,
+        request: &ShellRequest<'_>,
+    ) -> Result<BackgroundHandle, BackgroundError> {
+        let f = self.0.run_background.ok_or(BackgroundError::Unsupported)?;
+        self.launch(f, RunKind::Background, request)
+            .map_err(BackgroundError::Failed)?
+            .wait_background(request)
+    }
+}
+
+/// Installs a host shell executor on `agent` (see `agentao_shell_executor`); the vtable is
+/// copied. NULL `shell` restores the local executor. Call it right after `agentao_agent_new`
+/// or between turns: while a turn runs it is refused with `AGENTAO_STATUS_TURN_IN_PROGRESS`.
+///
+/// Errors: `_NULL_ARGUMENT` (NULL agent, or NULL `run`), `_INVALID_ARGUMENT` (a `struct_size`
+/// below the `run` slot, or a dialect other than `AGENTAO_SHELL_DIALECT_POSIX`),
+/// `_INVALID_UTF8` (`interpreter`), `_TURN_IN_PROGRESS`. On any failure `userdata_free` has
+/// already been called and the previous executor stays. Any thread; not from inside a
+/// callback of this agent's turn.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_set_shell_executor(
+    agent: *mut agentao_agent,
+    shell: *const agentao_shell_executor,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let installed: Option<Arc<dyn ShellExecutor>> = if shell.is_null() {
+            None
+        } else {
+            let data = HostData::new((*shell).userdata, (*shell).userdata_free);
+            let min =
+                std::mem::offset_of!(agentao_shell_executor, run) + std::mem::size_of::<usize>();
+            let size = check_size((*shell).struct_size, min, "agentao_shell_executor")?;
+            if (*shell).dialect != agentao_shell_dialect::Posix as i32 {
+                return Err(Fail(
+                    agentao_status::InvalidArgument,
+                    format!(
+                        "agentao_shell_executor.dialect is {}; only AGENTAO_SHELL_DIALECT_POSIX (0) is supported",
+                        (*shell).dialect
+                    ),
+                ));
+            }
+            let interpreter = opt_str_arg((*shell).interpreter, "interpreter")?.unwrap_or("sh");
+            let (run, run_background) =
+                copy_slots!(shell, agentao_shell_executor, size, run, run_background);
+            let run = run.ok_or_else(|| {
+                Fail(
+                    agentao_status::NullArgument,
+                    "agentao_shell_executor.run is NULL".into(),
+                )
+            })?;
+            Some(Arc::new(FfiShellExecutor(Arc::new(FfiShell {
+                data,
+                interpreter: PathBuf::from(interpreter),
+                run,
+                run_background,
+            }))))
+        };
+        agent_ref(agent)?.set_shell_executor(installed)?;
+        Ok(())
+    })
+}
+
+unsafe fn run_ref<'a>(run: *const agentao_shell_run) -> Result<&'a agentao_shell_run, Fail> {
+    run.as_ref()
+        .ok_or_else(|| Fail(agentao_status::NullArgument, "`run` is NULL".into()))
+}
+
+unsafe fn take_run(run: *mut agentao_shell_run) -> Result<Box<agentao_shell_run>, Fail> {
+    if run.is_null() {
+        return Err(Fail(agentao_status::NullArgument, "`run` is NULL".into()));
+    }
+    Ok(Box::from_raw(run))
+}
+
+fn answer(run: agentao_shell_run, a: RunAnswer) -> Result<(), Fail> {
+    run.sink
+        .answer(a)
+        .map_err(|e| Fail(agentao_status::InvalidArgument, e.to_string()))
+}
+
+/// Streams `len` bytes of output (borrowed, copied; any bytes, UTF-8 split across chunks is
+/// fine) from `stream` (`AGENTAO_SHELL_STREAM_STDOUT` / `_STDERR`). Each chunk restarts the
+/// inactivity clock; its text reaches the host as a `tool_output` event, and the tool's result
+/// keeps the first and last 512 KiB of each stream. Any thread, until the run is answered.
+/// Errors: `_NULL_ARGUMENT` (`run`, or `data` with `len > 0`), `_INVALID_ARGUMENT` (stream).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_shell_run_output(
+    run: *mut agentao_shell_run,
+    stream: i32,
+    data: *const u8,
+    len: usize,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let run = run_ref(run)?;
+        let stream = match stream {
+            s if s == agentao_shell_stream::Stdout as i32 => OutputStream::Stdout,
+            s if s == agentao_shell_stream::Stderr as i32 => OutputStream::Stderr,
+            s => {
+                return Err(Fail(
+                    agentao_status::InvalidArgument,
+                    format!("{s} is not an agentao_shell_stream"),
+                ))
+            }
+        };
+        if len == 0 {
+            return Ok(());
+        }
+        if data.is_null() {
+            return Err(Fail(agentao_status::NullArgument, "`data` is NULL".into()));
+        }
+        run.sink
+            .output(stream, std::slice::from_raw_parts(data, len));
+        Ok(())
+    })
+}
+
+/// Answers a foreground run: the command ended with `returncode` (negative: killed by that
+/// signal), `timed_out` when it was stopped for inactivity, `cancelled` when it was stopped
+/// because `request->cancel` was cancelled. Consumes `run` whatever the outcome; on a
+/// background run it is `_INVALID_ARGUMENT` and the run is failed.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_shell_run_finish(
+    run: *mut agentao_shell_run,
+    returncode: i32,
+    timed_out: bool,
+    cancelled: bool,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        answer(
+            *take_run(run)?,
+            RunAnswer::Finished {
+                returncode,
+                timed_out,
+                cancelled,
+            },
+        )
+    })
+}
+
+/// Answers a background run: the command started as process `pid`, in process group `pgid`
+/// (negative: none). Consumes `run`; on a foreground run, or with a `pid` that is not
+/// positive, it is `_INVALID_ARGUMENT` and the run is failed.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_shell_run_started(
+    run: *mut agentao_shell_run,
+    pid: i64,
+    pgid: i64,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let run = take_run(run)?;
+        let Ok(pid @ 1..) = u32::try_from(pid) else {
+            let msg = format!("pid {pid} is not a process id");
+            let _ = run
+                .sink
+                .answer(RunAnswer::Failed(format!("the shell executor gave {msg}")));
+            return Err(Fail(agentao_status::InvalidArgument, msg));
+        };
+        let pgid = u32::try_from(pgid).ok().filter(|&g| g > 0);
+        answer(*run, RunAnswer::Started { pid, pgid })
+    })
+}
+
+/// Answers that the command could not be started; `message` (borrowed; NULL allowed) becomes
+/// `Error starting command: <message>`. Consumes `run`. Invalid UTF-8 in `message` still fails
+/// the run (with a generic message) and returns `_INVALID_UTF8`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_shell_run_fail(
+    run: *mut agentao_shell_run,
+    message: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let run = take_run(run)?;
+        let (msg, result) = match opt_str_arg(message, "message") {
+            Ok(m) => (
+                m.unwrap_or("the shell executor could not start the command")
+                    .to_owned(),
+                Ok(()),
+            ),
+            Err(f) => (
+                "the shell executor could not start the command".to_owned(),
+                Err(f),
+            ),
+        };
+        answer(*run, RunAnswer::Failed(msg))?;
+        result
+    })
+}

@@ -1,0 +1,244 @@
+//! The `llm` section of the agent config. Values the config leaves out for the `openai`
+//! provider fall back to the environment the way the reference's `discover_llm_kwargs` does
+//! (`LLM_PROVIDER`, `{P}_API_KEY`, `{P}_BASE_URL`, `{P}_MODEL`, `LLM_TEMPERATURE`,
+//! `LLM_MAX_TOKENS`, `LLM_EXTRA_BODY`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::config_field::Section;
+
+pub const DEFAULT_MAX_TOKENS: u32 = 65536;
+/// Default bound on one SSE line, one event's data, and a whole-JSON response body.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 << 20;
+/// Bytes of text, reasoning and tool calls allowed per token of `max_tokens` by default (a
+/// token is about 4 bytes; escapes and arguments as objects can make it more).
+pub const RESPONSE_BYTES_PER_TOKEN: usize = 64;
+
+// One per agent, never in a collection: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum LlmConfig {
+    OpenAi(OpenAiConfig),
+    /// The scripted provider's script, validated by the LLM layer when the agent is built.
+    Scripted(Value),
+}
+
+impl LlmConfig {
+    pub fn model(&self) -> &str {
+        match self {
+            LlmConfig::OpenAi(c) => &c.model,
+            LlmConfig::Scripted(s) => s.get("model").and_then(Value::as_str).unwrap_or("scripted"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    pub base_url: String,
+    pub api_key: String,
+    pub model: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: u32,
+    pub headers: BTreeMap<String, String>,
+    pub extra_body: Map<String, Value>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    /// Optional bound on one LLM call as a whole (every attempt and backoff included).
+    pub call_timeout: Option<Duration>,
+    /// Bound on one SSE line, one event's data, and a whole-JSON body.
+    pub max_event_bytes: usize,
+    /// Bound on the text, reasoning and tool calls one response accumulates.
+    pub max_response_bytes: usize,
+    pub retry: RetryConfig,
+}
+
+/// Retry policy knobs; defaults are the reference's (5 attempts, 7.5 s base, 60 s cap).
+#[derive(Debug, Clone, Copy)]
+pub struct RetryConfig {
+    pub max_attempts: u32,
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 5,
+            backoff_base: Duration::from_millis(7500),
+            backoff_cap: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The `llm` section as written; [`LlmSection::resolve`] fills it from the environment.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSection {
+    provider: Option<String>,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    model: Option<String>,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    extra_body: Option<Map<String, Value>>,
+    connect_timeout_ms: Option<u64>,
+    read_timeout_ms: Option<u64>,
+    call_timeout_ms: Option<u64>,
+    max_event_bytes: Option<usize>,
+    max_response_bytes: Option<usize>,
+    retry_backoff_base_ms: Option<u64>,
+    retry_backoff_cap_ms: Option<u64>,
+    max_attempts: Option<u32>,
+    script: Option<Value>,
+}
+
+impl Section for LlmSection {}
+
+/// Where environment fallbacks come from; a trait so tests need not touch the process env.
+pub trait Env {
+    fn var(&self, key: &str) -> Option<String>;
+}
+
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, key: &str) -> Option<String> {
+        std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+    }
+}
+
+impl LlmSection {
+    /// The provider's config: values left out for `openai` come from `env`. Errors name the
+    /// field (`config field `llm.base_url`: required (or set OPENAI_BASE_URL)`).
+    pub fn resolve(self, env: &dyn Env) -> Result<LlmConfig, String> {
+        let provider = self.provider.as_deref().unwrap_or("openai");
+        match provider {
+            "scripted" => {
+                let script = self
+                    .script
+                    .ok_or_else(|| "config field `llm.script`: required for provider `scripted`".to_owned())?;
+                Ok(LlmConfig::Scripted(script))
+            }
+            "openai" => {
+                if self.script.is_some() {
+                    return Err("config field `llm.script`: only valid with provider `scripted`".to_owned());
+                }
+                let prefix = env
+                    .var("LLM_PROVIDER")
+                    .map(|p| p.trim().to_uppercase())
+                    .unwrap_or_else(|| "OPENAI".to_owned());
+                let pick = |value: Option<String>, field: &str| -> Result<String, String> {
+                    let var = format!("{prefix}_{}", field.to_uppercase());
+                    match value.filter(|v| !v.trim().is_empty()).or_else(|| env.var(&var)) {
+                        Some(v) => Ok(v.trim().to_owned()),
+                        None => Err(format!(
+                            "config field `llm.{field}`: required (or set {var})"
+                        )),
+                    }
+                };
+                let base_url = pick(self.base_url, "base_url")?;
+                if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                    return Err(format!(
+                        "config field `llm.base_url`: '{base_url}' is not an http(s) URL"
+                    ));
+                }
+                let api_key = pick(self.api_key, "api_key")?;
+                let model = pick(self.model, "model")?;
+                let temperature = match self.temperature {
+                    Some(t) => Some(t),
+                    None => match env.var("LLM_TEMPERATURE") {
+                        Some(v) => Some(v.trim().parse::<f64>().map_err(|_| {
+                            format!("LLM_TEMPERATURE: '{v}' is not a number")
+                        })?),
+                        None => None,
+                    },
+                };
+                if let Some(t) = temperature {
+                    if !t.is_finite() {
+                        return Err("config field `llm.temperature`: must be finite".to_owned());
+                    }
+                }
+                let max_tokens = match self.max_tokens {
+                    Some(m) => m,
+                    None => match env.var("LLM_MAX_TOKENS") {
+                        Some(v) => v.trim().parse::<u32>().map_err(|_| {
+                            format!("LLM_MAX_TOKENS: '{v}' is not a positive integer")
+                        })?,
+                        None => DEFAULT_MAX_TOKENS,
+                    },
+                };
+                if max_tokens == 0 {
+                    return Err("config field `llm.max_tokens`: must be at least 1".to_owned());
+                }
+                let extra_body = match self.extra_body {
+                    Some(b) => b,
+                    // The reference logs and ignores an invalid LLM_EXTRA_BODY; so do we.
+                    None => env
+                        .var("LLM_EXTRA_BODY")
+                        .and_then(|v| serde_json::from_str::<Map<String, Value>>(&v).ok())
+                        .unwrap_or_default(),
+                };
+                for (name, value) in &self.headers {
+                    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+                        || reqwest::header::HeaderValue::from_str(value).is_err()
+                    {
+                        return Err(format!(
+                            "config field `llm.headers.{name}`: not a valid HTTP header"
+                        ));
+                    }
+                }
+                let positive = |v: Option<usize>, field: &str| match v {
+                    Some(0) => Err(format!("config field `llm.{field}`: must be at least 1")),
+                    other => Ok(other),
+                };
+                let max_event_bytes = positive(self.max_event_bytes, "max_event_bytes")?
+                    .unwrap_or(DEFAULT_MAX_EVENT_BYTES);
+                let max_response_bytes = positive(self.max_response_bytes, "max_response_bytes")?
+                    .unwrap_or_else(|| {
+                        (max_tokens as usize)
+                            .saturating_mul(RESPONSE_BYTES_PER_TOKEN)
+                            .max(DEFAULT_MAX_EVENT_BYTES)
+                    });
+                if self.call_timeout_ms == Some(0) {
+                    return Err("config field `llm.call_timeout_ms`: must be at least 1".to_owned());
+                }
+                let defaults = RetryConfig::default();
+                let retry = RetryConfig {
+                    max_attempts: self.max_attempts.unwrap_or(defaults.max_attempts).max(1),
+                    backoff_base: self
+                        .retry_backoff_base_ms
+                        .map(Duration::from_millis)
+                        .unwrap_or(defaults.backoff_base),
+                    backoff_cap: self
+                        .retry_backoff_cap_ms
+                        .map(Duration::from_millis)
+                        .unwrap_or(defaults.backoff_cap),
+                };
+                Ok(LlmConfig::OpenAi(OpenAiConfig {
+                    base_url: base_url.trim_end_matches('/').to_owned(),
+                    api_key,
+                    model,
+                    temperature,
+                    max_tokens,
+                    headers: self.headers,
+                    extra_body,
+                    connect_timeout: Duration::from_millis(self.connect_timeout_ms.unwrap_or(10_000)),
+                    read_timeout: Duration::from_millis(self.read_timeout_ms.unwrap_or(600_000)),
+                    call_timeout: self.call_timeout_ms.map(Duration::from_millis),
+                    max_event_bytes,
+                    max_response_bytes,
+                    retry,
+                }))
+            }
+            other => Err(format!(
+                "config field `llm.provider`: unknown provider '{other}' (expected `openai` or `scripted`)"
+            )),
+        }
+    }
+}
