@@ -81,7 +81,7 @@ decoder += [b"\x00data: " + l.encode() for l in raw_lines]
 decoder += [b"\x01\x00Hello\x01think\x02{\"a\":\x06 1}\x03stop", b"\x01\x02{\"x\"\x0a:1}\x00text"]
 write("chunk_decoder", decoder)
 
-# tool_args: the repairs of turn/planning.rs's tests, and names.
+# tool_args: the repairs of llm/tool_call.rs and turn/plan.rs tests, and names.
 write("tool_args", [
     "", "null", "none", "```json\n{\"a\":1}\n```", "\"{\\\"a\\\":1}\"", "{\"a\":\"x\ny\"}",
     "{\"a\":[1,2,],}", "{'a': True, 'b': None, 'c': 'it\\'s'}", "[1]", "{\"a\": ",

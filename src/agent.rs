@@ -12,7 +12,7 @@ use crate::config::{AgentConfig, ConfigErrorKind};
 use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
-use crate::llm::LlmClient;
+use crate::llm::{LlmClient, Message};
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
 use crate::tools::{
@@ -119,7 +119,8 @@ pub struct AgentCore {
     hub: HostEventHub,
     engine: RwLock<Option<PermissionEngine>>,
     read_only: AtomicBool,
-    history: Mutex<Vec<Value>>,
+    /// Written only by [`AgentCore::write_history`].
+    history: RwLock<Vec<Message>>,
     last_turn: Mutex<Option<TurnOutcome>>,
     busy: AtomicBool,
     active: Mutex<Option<CancelToken>>,
@@ -201,7 +202,7 @@ impl Agent {
                 hub: HostEventHub::default(),
                 engine: RwLock::new(engine),
                 read_only: AtomicBool::new(read_only),
-                history: Mutex::new(Vec::new()),
+                history: RwLock::new(Vec::new()),
                 last_turn: Mutex::new(None),
                 busy: AtomicBool::new(false),
                 active: Mutex::new(None),
@@ -305,7 +306,11 @@ impl Agent {
             let mut env = core.env(&tools);
             env.system_prompt = &system_prompt;
             env.volatile_tail = memory.recall.as_deref();
-            turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await
+            core.write_history(turn::history::backfill_orphans);
+            let mut ended =
+                turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await;
+            core.commit(ended.take_transcript(), &ended.outcome);
+            ended.finish()
         });
         rt.spawn(async move {
             let result = match task.await {
@@ -375,7 +380,8 @@ impl Agent {
     }
 
     pub fn history_json(&self) -> String {
-        Value::Array(lock(&self.core.history).clone()).to_string()
+        let history = self.core.history.read().unwrap_or_else(|e| e.into_inner());
+        serde_json::to_string(&*history).expect("messages serialize")
     }
 
     /// Replaces the history (between turns only): a JSON array of message objects with a
@@ -388,9 +394,17 @@ impl Agent {
                 "history must be a JSON array".into(),
             ));
         };
-        for (i, m) in messages.iter().enumerate() {
-            match m.get("role").and_then(Value::as_str) {
-                Some("system" | "user" | "assistant" | "tool") => {}
+        let mut typed = Vec::with_capacity(messages.len());
+        for (i, m) in messages.into_iter().enumerate() {
+            match m {
+                Value::Object(m)
+                    if matches!(
+                        m.get("role").and_then(Value::as_str),
+                        Some("system" | "user" | "assistant" | "tool")
+                    ) =>
+                {
+                    typed.push(Message::from_host(m))
+                }
                 _ => {
                     return Err(AgentError::InvalidArgument(format!(
                         "history[{i}]: needs a role of system, user, assistant or tool"
@@ -401,7 +415,7 @@ impl Agent {
         if self.is_busy() {
             return Err(AgentError::TurnInProgress);
         }
-        *lock(&self.core.history) = messages;
+        self.core.write_history(|h| *h = typed);
         Ok(())
     }
 
@@ -580,6 +594,18 @@ impl AgentCore {
         self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// The one place the history is written: a host's replacement, the repair before a turn,
+    /// and a turn's commit.
+    fn write_history(&self, f: impl FnOnce(&mut Vec<Message>)) {
+        f(&mut self.history.write().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// A finished turn: its messages appended to the history, its outcome the last turn.
+    fn commit(&self, transcript: Vec<Message>, outcome: &TurnOutcome) {
+        self.write_history(|h| h.extend(transcript));
+        *lock(&self.last_turn) = Some(outcome.clone());
+    }
+
     fn env<'a>(&'a self, tools: &'a ToolRegistry) -> TurnEnv<'a> {
         TurnEnv {
             session_id: &self.session_id,
@@ -595,7 +621,6 @@ impl AgentCore {
             engine: &self.engine,
             read_only: &self.read_only,
             history: &self.history,
-            last_turn: &self.last_turn,
             reply_timeout: self.config.reply_timeout,
         }
     }

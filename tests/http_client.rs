@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use agentao::cancel::CancelToken;
 use agentao::config::{AgentConfig, Env, LlmConfig};
-use agentao::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Piece};
+use agentao::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Message, Piece};
 use mock_openai::{render_sse, MockServer};
 use serde_json::{json, Value};
 
@@ -109,8 +109,8 @@ impl Outcome {
     }
 }
 
-fn user_history() -> Vec<Value> {
-    vec![json!({"role": "user", "content": "Hello?"})]
+fn user_history() -> Vec<Message> {
+    vec![Message::User("Hello?".into())]
 }
 
 async fn run_with(client: &LlmClient, tools: &[Value], cancel: &CancelToken) -> Outcome {
@@ -118,6 +118,7 @@ async fn run_with(client: &LlmClient, tools: &[Value], cancel: &CancelToken) -> 
     let req = ChatRequest {
         system: "You are a test.",
         history: &history,
+        transcript: &[],
         tail: None,
         tools,
     };
@@ -226,7 +227,7 @@ async fn reasoning_pieces_come_before_text() {
 fn calls(r: &LlmResponse) -> Vec<(String, String, String)> {
     r.tool_calls
         .iter()
-        .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
+        .map(|c| (c.id.clone(), c.name.clone(), c.raw_arguments.clone()))
         .collect()
 }
 
@@ -790,6 +791,7 @@ async fn cancel_while(script: Value, first_piece: bool) {
     let req = ChatRequest {
         system: "s",
         history: &history,
+        transcript: &[],
         tail: None,
         tools: &[],
     };
@@ -1105,6 +1107,7 @@ async fn a_whole_json_completion_is_decoded() {
     let req = agentao::llm::ChatRequest {
         system: "s",
         history: &[],
+        transcript: &[],
         tail: None,
         tools: &[],
     };

@@ -618,3 +618,55 @@ fn the_hardline_floor_holds_with_and_without_an_engine() {
     assert!(tool_messages(&run.agent)[0].starts_with("Tool execution denied: 'run_shell_command'"));
     validate_host_events(&run);
 }
+
+/// Reads the agent from inside its own events: during the turn the history is the one before
+/// it, and by `turn_end` the turn's messages and outcome are committed.
+#[derive(Default)]
+struct Observer {
+    agent: Mutex<Option<Agent>>,
+    seen: Mutex<Vec<(String, usize, bool)>>,
+}
+
+impl Transport for Observer {
+    fn emit(&self, event: &str) {
+        let e: Value = serde_json::from_str(event).unwrap();
+        let ty = e["type"].as_str().unwrap().to_owned();
+        if ty != "tool_start" && ty != "turn_end" {
+            return;
+        }
+        let Some(agent) = self.agent.lock().unwrap().clone() else {
+            return;
+        };
+        let history: Value = serde_json::from_str(&agent.history_json()).unwrap();
+        let n = history.as_array().unwrap().len();
+        self.seen
+            .lock()
+            .unwrap()
+            .push((ty, n, agent.last_turn().is_some()));
+    }
+}
+
+#[test]
+fn the_transcript_is_committed_once_before_turn_end() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let responses = json!([call("read_file", json!({"file_path": "a.txt"})), {"text": "done"}]);
+    let config = json!({"working_directory": dir.path(),
+        "llm": {"provider": "scripted", "script": {"responses": responses}}});
+    let obs = Arc::new(Observer::default());
+    let agent = Agent::new(&config.to_string(), Some(obs.clone())).unwrap();
+    *obs.agent.lock().unwrap() = Some(agent.clone());
+    let o = agent.run_blocking("go", TurnOptions::default()).unwrap();
+    // The agent holds the observer and the observer the agent: break the cycle.
+    obs.agent.lock().unwrap().take();
+    assert_eq!(o.text, "done");
+    let seen = obs.seen.lock().unwrap().clone();
+    // user, assistant with the call, tool answer, final answer.
+    assert_eq!(
+        seen,
+        vec![
+            ("tool_start".to_owned(), 0, false),
+            ("turn_end".to_owned(), 4, true)
+        ]
+    );
+}

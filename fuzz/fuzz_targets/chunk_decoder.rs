@@ -31,7 +31,7 @@ fn raw_case(input: &[u8]) {
         + resp
             .tool_calls
             .iter()
-            .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+            .map(|c| c.id.len() + c.name.len() + c.raw_arguments.len())
             .sum::<usize>();
     // Non-string `arguments` are re-serialized (`-0` becomes `-0.0`): allow a factor of 2.
     assert!(
@@ -93,7 +93,7 @@ fn round_trip(input: &[u8]) {
     let got: Vec<(String, String, String)> = resp
         .tool_calls
         .into_iter()
-        .map(|c| (c.id, c.name, c.arguments))
+        .map(|c| (c.id, c.name, c.raw_arguments))
         .collect();
     let want: Vec<(String, String, String)> = calls
         .into_iter()

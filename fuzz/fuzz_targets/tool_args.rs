@@ -1,12 +1,13 @@
-//! Tool-argument repair (`turn::planning::parse_arguments`) and tool-name repair
-//! (`turn::planning::repair_name`) on whatever a model sends.
+//! Tool-argument repair (`llm::tool_call::parse_arguments`) and tool-name repair
+//! (`turn::plan::repair_name`) on whatever a model sends.
 //!
 //! Asserts: no panic; a valid JSON object is taken as it is (a repair never rewrites valid
 //! input); what the repair returns is stable (its canonical JSON parses back to the same map);
 //! a repaired name is one of the offered names, and an offered name maps to itself.
 #![no_main]
 
-use agentao::turn::planning::{parse_arguments, repair_name};
+use agentao::llm::tool_call::parse_arguments;
+use agentao::turn::plan::repair_name;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

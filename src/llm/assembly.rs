@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::tool_call::ToolCall;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub prompt_tokens: u64,
@@ -39,19 +41,13 @@ impl Usage {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct AssembledCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
 /// Everything one LLM call produced.
 #[derive(Debug, Clone, Default)]
 pub struct LlmResponse {
     pub content: String,
     pub reasoning: String,
-    pub tool_calls: Vec<AssembledCall>,
+    /// Each call's arguments already parsed.
+    pub tool_calls: Vec<ToolCall>,
     /// `None` when the provider sent no (or an empty) finish reason.
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
@@ -242,11 +238,7 @@ impl Assembler {
             tool_calls: self
                 .slots
                 .into_iter()
-                .map(|s| AssembledCall {
-                    id: s.id,
-                    name: s.name,
-                    arguments: s.arguments,
-                })
+                .map(|s| ToolCall::new(s.id, s.name, s.arguments))
                 .collect(),
             finish_reason: self.finish_reason,
             usage: self.usage,
@@ -266,7 +258,7 @@ mod tests {
         a.finish()
             .tool_calls
             .into_iter()
-            .map(|c| (c.id, c.name, c.arguments))
+            .map(|c| (c.id, c.name, c.raw_arguments))
             .collect()
     }
 

@@ -8,11 +8,13 @@
 
 pub mod assembly;
 pub mod config;
+pub mod message;
 pub mod openai;
 pub mod retry;
 pub mod script;
 pub mod scripted;
 pub mod sse;
+pub mod tool_call;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,8 +24,10 @@ use serde_json::Value;
 
 use crate::cancel::CancelToken;
 use assembly::Assembler;
-pub use assembly::{AssembledCall, LlmResponse, Usage};
+pub use assembly::{LlmResponse, Usage};
 use config::{LlmConfig, RetryConfig};
+pub use message::Message;
+pub use tool_call::{ArgumentsError, ToolCall};
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -145,7 +149,10 @@ impl LlmError {
 /// The request as the turn loop assembles it.
 pub struct ChatRequest<'a> {
     pub system: &'a str,
-    pub history: &'a [Value],
+    /// The history before this turn.
+    pub history: &'a [Message],
+    /// This turn's messages so far (sent after `history`).
+    pub transcript: &'a [Message],
     /// Request-only volatile `user` message, never stored in history.
     pub tail: Option<&'a str>,
     /// The `tools` array (already sorted by name); empty means none are sent.

@@ -772,7 +772,8 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
     }
 }
 
-/// The `messages` array without copying history: system, history, then the volatile tail.
+/// The `messages` array without copying history: system, history, this turn's messages, then
+/// the volatile tail.
 struct Messages<'a, 'b>(&'a ChatRequest<'b>);
 
 impl serde::Serialize for Messages<'_, '_> {
@@ -781,7 +782,7 @@ impl serde::Serialize for Messages<'_, '_> {
         let r = self.0;
         let mut seq = s.serialize_seq(None)?;
         seq.serialize_element(&serde_json::json!({"role": "system", "content": r.system}))?;
-        for m in r.history {
+        for m in r.history.iter().chain(r.transcript) {
             seq.serialize_element(m)?;
         }
         if let Some(tail) = r.tail {
@@ -845,8 +846,8 @@ mod tests {
         assert_eq!(r.content, "Hi \"there\"");
         assert_eq!(r.reasoning, "think");
         assert_eq!(r.tool_calls.len(), 2);
-        assert_eq!(r.tool_calls[0].arguments, "{\"a\":1}");
-        assert_eq!(r.tool_calls[1].arguments, "{\"k\":2}");
+        assert_eq!(r.tool_calls[0].raw_arguments, "{\"a\":1}");
+        assert_eq!(r.tool_calls[1].raw_arguments, "{\"k\":2}");
         assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
         let u = r.usage.unwrap();
         assert_eq!(

@@ -3,6 +3,9 @@
 //! arguments or tool output.
 
 use serde::Serialize;
+
+use super::tool_outcome::ToolStatus;
+use crate::llm::Message;
 use serde_json::{Map, Value};
 
 #[derive(Serialize)]
@@ -30,7 +33,7 @@ pub struct LlmCallDelta<'a> {
     pub attempt: u32,
     pub delta_start_index: usize,
     pub total_messages: usize,
-    pub added_messages: &'a [Value],
+    pub added_messages: &'a [Message],
 }
 
 #[derive(Serialize)]
@@ -75,7 +78,7 @@ pub struct ToolOutput<'a> {
 pub struct ToolComplete<'a> {
     pub tool: &'a str,
     pub call_id: &'a str,
-    pub status: &'a str,
+    pub status: ToolStatus,
     pub duration_ms: f64,
     pub error: Option<&'a str>,
 }
@@ -89,7 +92,7 @@ pub struct ToolResult<'a> {
     pub original_chars: usize,
     pub saved_to_disk: bool,
     pub disk_path: Option<String>,
-    pub status: &'a str,
+    pub status: ToolStatus,
     pub duration_ms: f64,
     pub error: Option<&'a str>,
 }

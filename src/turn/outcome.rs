@@ -1,6 +1,15 @@
-//! `TurnOutcome`: how a turn ended (spec §4.1–§4.3).
+//! `TurnOutcome`: how a turn ended (spec §4.1–§4.3), from the final response or the loop's
+//! error, and the `turn_end` event that reports it.
 
 use serde::Serialize;
+use serde_json::json;
+
+use super::{cancel_reason, LoopEnd, LoopError, Turn, TurnFailure};
+use crate::llm::LlmResponse;
+use crate::tools::result_format::strip_tag_chars;
+
+const NO_RESPONSE: &str = "[No response]";
+const NO_TEXT_RESPONSE: &str = "[No text response]";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -81,5 +90,122 @@ impl TurnOutcome {
             is_answer: self.is_answer(),
         })
         .expect("outcomes serialize")
+    }
+}
+
+/// The `data` of `turn_end`.
+pub(super) struct TurnEnd<'a>(pub &'a TurnOutcome);
+
+impl Serialize for TurnEnd<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let o = self.0;
+        json!({
+            "final_text": o.text,
+            "status": o.status.as_str(),
+            "error": o.error,
+            "tool_count": o.tool_count,
+            "incomplete_reason": o.incomplete_reason.map(IncompleteReason::as_str),
+            "finish_reason_missing": o.finish_reason_missing,
+        })
+        .serialize(s)
+    }
+}
+
+impl Turn<'_, '_> {
+    /// A response without tool calls ends the loop: its text (or a placeholder) is the answer.
+    pub(super) fn final_response(&mut self, r: LlmResponse, truncated: bool) -> LoopEnd {
+        let blank = r.content.trim().is_empty();
+        let (text, reason) = if truncated {
+            let text = if blank {
+                if r.reasoning.is_empty() {
+                    NO_RESPONSE
+                } else {
+                    NO_TEXT_RESPONSE
+                }
+                .to_owned()
+            } else {
+                strip_tag_chars(&r.content)
+            };
+            (text, Some(IncompleteReason::LengthTruncated))
+        } else if blank && !r.reasoning.trim().is_empty() {
+            (
+                NO_TEXT_RESPONSE.to_owned(),
+                Some(IncompleteReason::ReasoningOnly),
+            )
+        } else if blank {
+            (NO_RESPONSE.to_owned(), Some(IncompleteReason::NoOutput))
+        } else {
+            (strip_tag_chars(&r.content), None)
+        };
+        self.record_final(&text, r.reasoning);
+        LoopEnd { text, reason }
+    }
+
+    /// The outcome of the loop's result (spec §4.3); a cancelled or failed turn also leaves
+    /// every call in history answered.
+    pub(super) fn settle(
+        &mut self,
+        result: Result<LoopEnd, LoopError>,
+    ) -> (TurnOutcome, Option<TurnFailure>) {
+        let cancel = self.cancel.clone();
+        let (mut outcome, failure) = match result {
+            Ok(end) => {
+                let status = if cancel.is_cancelled() {
+                    TurnStatus::Cancelled
+                } else {
+                    TurnStatus::Ok
+                };
+                (
+                    TurnOutcome {
+                        text: end.text,
+                        status,
+                        incomplete_reason: end.reason,
+                        tool_count: self.tool_count,
+                        error: None,
+                        finish_reason_missing: self.finish_reason_missing,
+                    },
+                    None,
+                )
+            }
+            Err(LoopError::Cancelled) => {
+                let text = format!("[Cancelled: {}]", cancel_reason(&cancel));
+                self.backfill();
+                self.record_text(&text);
+                (
+                    TurnOutcome {
+                        text,
+                        status: TurnStatus::Cancelled,
+                        incomplete_reason: None,
+                        tool_count: self.tool_count,
+                        error: None,
+                        finish_reason_missing: false,
+                    },
+                    None,
+                )
+            }
+            Err(LoopError::Failed(f)) => {
+                self.backfill();
+                let msg = match &f {
+                    TurnFailure::Host(m) | TurnFailure::Timeout(m) => m.clone(),
+                };
+                (
+                    TurnOutcome {
+                        text: String::new(),
+                        status: TurnStatus::Error,
+                        incomplete_reason: None,
+                        tool_count: self.tool_count,
+                        error: Some(msg),
+                        finish_reason_missing: self.finish_reason_missing,
+                    },
+                    Some(f),
+                )
+            }
+        };
+        if outcome.status == TurnStatus::Cancelled {
+            outcome.error = Some(cancel_reason(&cancel).to_owned());
+            outcome.incomplete_reason = None;
+            outcome.finish_reason_missing = false;
+        }
+        (outcome, failure)
     }
 }

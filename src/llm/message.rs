@@ -1,0 +1,324 @@
+//! The conversation as typed messages. A message becomes the OpenAI wire shape only when it is
+//! serialized (into a request body, an event or the host's copy of the history), and its
+//! `Serialize` impl writes it directly, field by field, in the order the reference sends.
+//!
+//! A message a host installs that has none of our shapes (other fields, non-string content,
+//! another key order) is kept exactly as the host wrote it ([`Message::Host`]), so what we send
+//! back is byte for byte what the host gave us.
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// One message of the history.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    System(String),
+    User(String),
+    Assistant(AssistantMessage),
+    Tool(ToolAnswer),
+    /// A host-installed message in none of the shapes above, kept as written.
+    Host(Map<String, Value>),
+}
+
+/// An assistant message: its text, the calls it asked for, and the reasoning that came with it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssistantMessage {
+    pub content: String,
+    /// `None`: the message has no `tool_calls` key.
+    pub tool_calls: Option<Vec<HistoryCall>>,
+    /// `None`: no `reasoning_content` key.
+    pub reasoning: Option<String>,
+}
+
+/// A tool call as history records it: `{"id", "type": "function", "function": {"name",
+/// "arguments"}}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments string as sent back to the model.
+    pub arguments: String,
+}
+
+/// The answer to one tool call (a `role: "tool"` message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolAnswer {
+    pub call_id: String,
+    pub name: String,
+    pub content: String,
+}
+
+impl ToolAnswer {
+    pub fn new(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        ToolAnswer {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// A message's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+    /// A host message whose role is none of the four.
+    Other,
+}
+
+/// A call of an assistant message as the history repair reads it, whatever the message's
+/// shape.
+pub struct CallView<'a> {
+    pub id: Option<&'a str>,
+    pub name: Option<&'a str>,
+}
+
+impl Message {
+    pub fn assistant_text(text: impl Into<String>) -> Message {
+        Message::Assistant(AssistantMessage {
+            content: text.into(),
+            ..AssistantMessage::default()
+        })
+    }
+
+    /// A host's message: typed when the typed form serializes to exactly the same bytes,
+    /// kept as written otherwise.
+    pub fn from_host(m: Map<String, Value>) -> Message {
+        match typed(&m) {
+            Some(t) if serde_json::to_vec(&t).ok() == serde_json::to_vec(&m).ok() => t,
+            _ => Message::Host(m),
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        match self {
+            Message::System(_) => Role::System,
+            Message::User(_) => Role::User,
+            Message::Assistant(_) => Role::Assistant,
+            Message::Tool(_) => Role::Tool,
+            Message::Host(m) => match m.get("role").and_then(Value::as_str) {
+                Some("system") => Role::System,
+                Some("user") => Role::User,
+                Some("assistant") => Role::Assistant,
+                Some("tool") => Role::Tool,
+                _ => Role::Other,
+            },
+        }
+    }
+
+    /// The content when it is a string.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Message::System(t) | Message::User(t) => Some(t),
+            Message::Assistant(a) => Some(&a.content),
+            Message::Tool(t) => Some(&t.content),
+            Message::Host(m) => m.get("content").and_then(Value::as_str),
+        }
+    }
+
+    /// The `tool_call_id` of a tool message.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        match self {
+            Message::Tool(t) => Some(&t.call_id),
+            Message::Host(m) if self.role() == Role::Tool => {
+                m.get("tool_call_id").and_then(Value::as_str)
+            }
+            _ => None,
+        }
+    }
+
+    /// The calls of an assistant message (`None`: it has no `tool_calls` list).
+    pub fn calls(&self) -> Option<Vec<CallView<'_>>> {
+        match self {
+            Message::Assistant(a) => a.tool_calls.as_ref().map(|calls| {
+                calls
+                    .iter()
+                    .map(|c| CallView {
+                        id: Some(&c.id),
+                        name: Some(&c.name),
+                    })
+                    .collect()
+            }),
+            Message::Host(m) if self.role() == Role::Assistant => {
+                m.get("tool_calls").and_then(Value::as_array).map(|calls| {
+                    calls
+                        .iter()
+                        .map(|c| CallView {
+                            id: c.get("id").and_then(Value::as_str),
+                            name: c.pointer("/function/name").and_then(Value::as_str),
+                        })
+                        .collect()
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The message in the wire shape, appended to `out`.
+    pub fn write_wire(&self, out: &mut Vec<u8>) {
+        serde_json::to_writer(out, self).expect("messages serialize into a Vec");
+    }
+}
+
+/// The typed form of a host message, if it has one of our shapes (the key order is checked by
+/// the caller, through the bytes).
+fn typed(m: &Map<String, Value>) -> Option<Message> {
+    let s = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
+    Some(match m.get("role")?.as_str()? {
+        "system" => Message::System(s("content")?),
+        "user" => Message::User(s("content")?),
+        "tool" => Message::Tool(ToolAnswer {
+            call_id: s("tool_call_id")?,
+            name: s("name")?,
+            content: s("content")?,
+        }),
+        "assistant" => Message::Assistant(AssistantMessage {
+            content: s("content")?,
+            tool_calls: match m.get("tool_calls") {
+                None => None,
+                Some(v) => Some(
+                    v.as_array()?
+                        .iter()
+                        .map(|c| {
+                            Some(HistoryCall {
+                                id: c.get("id")?.as_str()?.to_owned(),
+                                name: c.pointer("/function/name")?.as_str()?.to_owned(),
+                                arguments: c.pointer("/function/arguments")?.as_str()?.to_owned(),
+                            })
+                        })
+                        .collect::<Option<Vec<_>>>()?,
+                ),
+            },
+            reasoning: match m.get("reasoning_content") {
+                None => None,
+                Some(v) => Some(v.as_str()?.to_owned()),
+            },
+        }),
+        _ => return None,
+    })
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::System(content) => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("role", "system")?;
+                m.serialize_entry("content", content)?;
+                m.end()
+            }
+            Message::User(content) => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("role", "user")?;
+                m.serialize_entry("content", content)?;
+                m.end()
+            }
+            Message::Assistant(a) => {
+                let n =
+                    2 + usize::from(a.tool_calls.is_some()) + usize::from(a.reasoning.is_some());
+                let mut m = s.serialize_map(Some(n))?;
+                m.serialize_entry("role", "assistant")?;
+                m.serialize_entry("content", &a.content)?;
+                if let Some(calls) = &a.tool_calls {
+                    m.serialize_entry("tool_calls", calls)?;
+                }
+                if let Some(r) = &a.reasoning {
+                    m.serialize_entry("reasoning_content", r)?;
+                }
+                m.end()
+            }
+            Message::Tool(t) => {
+                let mut m = s.serialize_map(Some(4))?;
+                m.serialize_entry("role", "tool")?;
+                m.serialize_entry("tool_call_id", &t.call_id)?;
+                m.serialize_entry("name", &t.name)?;
+                m.serialize_entry("content", &t.content)?;
+                m.end()
+            }
+            Message::Host(map) => map.serialize(s),
+        }
+    }
+}
+
+impl Serialize for HistoryCall {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Function<'a>(&'a HistoryCall);
+        impl Serialize for Function<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("name", &self.0.name)?;
+                m.serialize_entry("arguments", &self.0.arguments)?;
+                m.end()
+            }
+        }
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("id", &self.id)?;
+        m.serialize_entry("type", "function")?;
+        m.serialize_entry("function", &Function(self))?;
+        m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn host(v: Value) -> Message {
+        Message::from_host(v.as_object().unwrap().clone())
+    }
+
+    #[test]
+    fn our_shapes_are_typed_and_serialize_as_given() {
+        let cases = [
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": "assistant", "content": "a", "reasoning_content": "r"}),
+            json!({"role": "assistant", "content": "", "tool_calls": [{"id": "1", "type":
+                "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": "1", "name": "f", "content": "x"}),
+        ];
+        for v in cases {
+            let m = host(v.clone());
+            assert!(!matches!(m, Message::Host(_)), "{v} stays typed");
+            assert_eq!(serde_json::to_string(&m).unwrap(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn other_shapes_are_kept_byte_for_byte() {
+        let cases = [
+            json!({"role": "user", "content": [{"type": "text", "text": "x"}]}),
+            json!({"content": "c", "role": "user"}),
+            json!({"role": "assistant", "content": null, "tool_calls": []}),
+            json!({"role": "tool", "tool_call_id": "1", "content": "x", "extra": 1}),
+        ];
+        for v in cases {
+            let m = host(v.clone());
+            assert!(matches!(m, Message::Host(_)), "{v} is kept");
+            let mut out = Vec::new();
+            m.write_wire(&mut out);
+            assert_eq!(out, v.to_string().into_bytes());
+        }
+    }
+
+    #[test]
+    fn calls_and_answers_read_the_same_from_either_form() {
+        let v = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": {"k": 1}}}]});
+        let m = host(v);
+        let calls = m.calls().unwrap();
+        assert_eq!((calls[0].id, calls[0].name), (Some("a"), Some("f")));
+        assert_eq!(m.role(), Role::Assistant);
+        let t = host(json!({"role": "tool", "tool_call_id": "a", "content": 1}));
+        assert_eq!(t.tool_call_id(), Some("a"));
+        assert_eq!(t.text(), None);
+    }
+}

@@ -1,0 +1,266 @@
+//! A tool call as the model sent it, its arguments parsed once (with the reference's repairs)
+//! into a typed value or a typed failure.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// One tool call of an assistant message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments string exactly as received (the identical-call guard compares it).
+    pub raw_arguments: String,
+    pub arguments: Result<Map<String, Value>, ArgumentsError>,
+}
+
+impl ToolCall {
+    /// A call as assembled from the stream; its arguments are parsed here, once.
+    pub fn new(id: String, name: String, raw_arguments: String) -> ToolCall {
+        let arguments = parse_arguments(&raw_arguments);
+        ToolCall {
+            id,
+            name,
+            raw_arguments,
+            arguments,
+        }
+    }
+
+    /// The arguments as history records them: Python's `json.dumps` layout of the parsed
+    /// object, `{}` when they did not parse (as the reference).
+    pub fn canonical_arguments(&self) -> String {
+        match &self.arguments {
+            Ok(m) => crate::pycompat::python_json(&Value::Object(m.clone())),
+            Err(_) => "{}".to_owned(),
+        }
+    }
+}
+
+/// What JSON value the arguments held instead of an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonKind {
+    Array,
+    String,
+    Number,
+    Boolean,
+}
+
+/// Why the arguments are not usable; `Display` is the reason the model is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgumentsError {
+    /// No repair made them parse (the parser's own detail is not shown, as in the reference).
+    Unparseable,
+    NotAnObject(JsonKind),
+}
+
+impl fmt::Display for ArgumentsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgumentsError::Unparseable => {
+                f.write_str("could not parse tool arguments as JSON or Python literal")
+            }
+            ArgumentsError::NotAnObject(kind) => write!(
+                f,
+                "expected a JSON object, got {}",
+                match kind {
+                    JsonKind::Array => "an array",
+                    JsonKind::String => "a string",
+                    JsonKind::Number => "a number",
+                    JsonKind::Boolean => "a boolean",
+                }
+            ),
+        }
+    }
+}
+
+/// Parses tool-call arguments with the reference's repairs; never guesses punctuation.
+pub fn parse_arguments(raw: &str) -> Result<Map<String, Value>, ArgumentsError> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() || trimmed == "none" || trimmed == "null" {
+        return Ok(Map::new());
+    }
+    let unfenced = strip_fence(trimmed);
+    let value = serde_json::from_str::<Value>(unfenced)
+        .or_else(|first| {
+            escape_control_chars(unfenced)
+                .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+                .or_else(|| serde_json::from_str::<Value>(&remove_trailing_commas(unfenced)).ok())
+                .or_else(|| {
+                    python_literal_to_json(unfenced).and_then(|s| serde_json::from_str(&s).ok())
+                })
+                .ok_or(first)
+        })
+        .map_err(|_| ArgumentsError::Unparseable)?;
+    let value = match value {
+        // Double-encoded: a JSON string holding the object.
+        Value::String(inner) => {
+            serde_json::from_str::<Value>(&inner).map_err(|_| ArgumentsError::Unparseable)?
+        }
+        other => other,
+    };
+    match value {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        Value::Array(_) => Err(ArgumentsError::NotAnObject(JsonKind::Array)),
+        Value::String(_) => Err(ArgumentsError::NotAnObject(JsonKind::String)),
+        Value::Number(_) => Err(ArgumentsError::NotAnObject(JsonKind::Number)),
+        Value::Bool(_) => Err(ArgumentsError::NotAnObject(JsonKind::Boolean)),
+    }
+}
+
+fn strip_fence(s: &str) -> &str {
+    let Some(rest) = s.strip_prefix("```") else {
+        return s;
+    };
+    let rest = rest.strip_prefix("json").unwrap_or(rest);
+    rest.trim_start().strip_suffix("```").unwrap_or(rest).trim()
+}
+
+/// Lenient JSON: raw control characters inside strings escaped.
+fn escape_control_chars(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut changed = false;
+    for c in s.chars() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            } else if (c as u32) < 0x20 {
+                changed = true;
+                out.push_str(&format!("\\u{:04x}", c as u32));
+                continue;
+            }
+        } else if c == '"' {
+            in_str = true;
+        }
+        out.push(c);
+    }
+    changed.then_some(out)
+}
+
+fn remove_trailing_commas(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let chars: Vec<char> = s.chars().collect();
+    let mut in_str = false;
+    let mut escaped = false;
+    for (i, &c) in chars.iter().enumerate() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+        } else if c == '"' {
+            in_str = true;
+        } else if c == ',' {
+            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+            if matches!(next, Some('}') | Some(']')) {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Python literal syntax (`{'a': True, 'b': None}`) to JSON.
+fn python_literal_to_json(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' || c == '"' {
+            let quote = c;
+            out.push('"');
+            i += 1;
+            while i < chars.len() && chars[i] != quote {
+                match chars[i] {
+                    '\\' if i + 1 < chars.len() => {
+                        if chars[i + 1] == '\'' {
+                            out.push('\'');
+                        } else {
+                            out.push('\\');
+                            out.push(chars[i + 1]);
+                        }
+                        i += 2;
+                        continue;
+                    }
+                    '"' => out.push_str("\\\""),
+                    ch => out.push(ch),
+                }
+                i += 1;
+            }
+            if i >= chars.len() {
+                return None;
+            }
+            out.push('"');
+            i += 1;
+            continue;
+        }
+        if c.is_alphabetic() {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            match word.as_str() {
+                "True" => out.push_str("true"),
+                "False" => out.push_str("false"),
+                "None" => out.push_str("null"),
+                _ => return None,
+            }
+            continue;
+        }
+        if c == '(' || c == ')' {
+            out.push(if c == '(' { '[' } else { ']' });
+            i += 1;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    Some(remove_trailing_commas(&out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_repairs() {
+        assert!(parse_arguments("").unwrap().is_empty());
+        assert!(parse_arguments("null").unwrap().is_empty());
+        assert_eq!(parse_arguments("```json\n{\"a\":1}\n```").unwrap()["a"], 1);
+        assert_eq!(parse_arguments("\"{\\\"a\\\":1}\"").unwrap()["a"], 1);
+        assert_eq!(parse_arguments("{\"a\":\"x\ny\"}").unwrap()["a"], "x\ny");
+        assert_eq!(parse_arguments("{\"a\":[1,2,],}").unwrap()["a"][1], 2);
+        let m = parse_arguments("{'a': True, 'b': None, 'c': 'it\\'s'}").unwrap();
+        assert_eq!(m["a"], true);
+        assert!(m["b"].is_null());
+        assert_eq!(m["c"], "it's");
+        assert!(parse_arguments("[1]").is_err());
+        assert!(parse_arguments("{\"a\": ").is_err());
+    }
+
+    #[test]
+    fn parsed_once_with_its_canonical_form() {
+        let c = ToolCall::new("i".into(), "n".into(), "{'a': True}".into());
+        assert_eq!(c.canonical_arguments(), r#"{"a": true}"#);
+        assert_eq!(c.raw_arguments, "{'a': True}");
+        let bad = ToolCall::new("i".into(), "n".into(), "[1]".into());
+        assert_eq!(bad.canonical_arguments(), "{}");
+        assert_eq!(
+            bad.arguments.unwrap_err().to_string(),
+            "expected a JSON object, got an array"
+        );
+    }
+}

@@ -1,0 +1,362 @@
+//! Execution: the planned calls of a batch run on blocking threads (a read-only batch in
+//! parallel, calls to one tool still one at a time; anything else in call order), their
+//! start, output and end turned into events in the order they happen, the `tool_result`
+//! events, and the host bridge a running tool calls back through (`ask_user`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::plan::Plan;
+use super::tool_outcome::{Refusal, ToolOutcome};
+use super::tool_output::OutputMailbox;
+use super::{cancel_reason, events, Turn};
+use crate::cancel::CancelToken;
+use crate::events::host::ToolLifecycleEvent;
+use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
+use crate::llm::message::ToolAnswer;
+use crate::tools::{HostRequests, Tool, ToolContext};
+
+/// One call handed to a blocking thread.
+struct Job {
+    index: usize,
+    tool: Arc<dyn Tool>,
+    args: Map<String, Value>,
+    call_id: String,
+}
+
+/// A call that finished on its thread: its index and outcome.
+struct CallDone(usize, ToolOutcome);
+
+impl Turn<'_, '_> {
+    /// The `tool_result` events, in call order, and the answers history records.
+    pub(super) fn report_results(
+        &mut self,
+        plans: &[Plan],
+        results: Vec<ToolOutcome>,
+    ) -> Vec<ToolAnswer> {
+        let mut answers = Vec::with_capacity(plans.len());
+        for (p, res) in plans.iter().zip(results) {
+            let raw = res.text(&p.name);
+            let f = self.env.tool_services.format_result(&p.name, &raw);
+            self.emit(
+                "tool_result",
+                &events::ToolResult {
+                    tool: &p.name,
+                    call_id: &p.call_id,
+                    content: &raw,
+                    content_hash: &f.content_hash,
+                    original_chars: f.original_chars,
+                    saved_to_disk: f.saved_to_disk,
+                    disk_path: f.disk_path.as_ref().map(|d| d.display().to_string()),
+                    status: res.status(),
+                    duration_ms: res.duration_ms(),
+                    error: res.error(),
+                },
+            );
+            answers.push(ToolAnswer::new(&p.call_id, &p.name, f.model_text));
+        }
+        answers
+    }
+
+    /// Executes the batch: read-only batches in parallel (calls to one tool still one at a
+    /// time unless it is re-entrant), anything else in call order. Results come back in call
+    /// order.
+    pub(super) async fn execute(&mut self, plans: &[Plan]) -> Vec<ToolOutcome> {
+        let mut results: Vec<Option<ToolOutcome>> = plans.iter().map(|_| None).collect();
+        let runnable: Vec<usize> = (0..plans.len())
+            .filter(|&i| plans[i].refusal.is_none())
+            .collect();
+        let parallel = runnable.len() > 1 && runnable.iter().all(|&i| plans[i].tool.is_read_only());
+        let mut started_at: Vec<String> = vec![String::new(); plans.len()];
+        let mailbox = Arc::new(OutputMailbox::new(plans.len()));
+        if parallel {
+            for i in 0..plans.len() {
+                if let Some(refusal) = plans[i].refusal {
+                    results[i] = Some(self.refuse(&plans[i], refusal).await);
+                }
+            }
+            let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+            for &i in &runnable {
+                let shared = !plans[i].tool.is_reentrant();
+                match groups
+                    .iter_mut()
+                    .find(|(n, _)| shared && *n == plans[i].name)
+                {
+                    Some((_, g)) => g.push(i),
+                    None => groups.push((plans[i].name.clone(), vec![i])),
+                }
+            }
+            // Announced together, in call order, so the start events do not depend on how
+            // fast the first call happens to finish.
+            for &i in &runnable {
+                self.call_started(plans, i, &mut started_at).await;
+            }
+            let (tx, rx) = mpsc::unbounded_channel();
+            for (_, group) in groups {
+                self.spawn_calls(plans, group, &mailbox, tx.clone());
+            }
+            drop(tx);
+            self.pump(plans, &mailbox, rx, &mut results, &mut started_at)
+                .await;
+        } else {
+            for i in 0..plans.len() {
+                if let Some(refusal) = plans[i].refusal {
+                    results[i] = Some(self.refuse(&plans[i], refusal).await);
+                    continue;
+                }
+                // Announced here rather than from the tool's thread: one thread wake-up less.
+                self.call_started(plans, i, &mut started_at).await;
+                let (tx, rx) = mpsc::unbounded_channel();
+                self.spawn_calls(plans, vec![i], &mailbox, tx);
+                self.pump(plans, &mailbox, rx, &mut results, &mut started_at)
+                    .await;
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or(ToolOutcome::Failed {
+                    text: "Error executing tool: the call did not finish".into(),
+                    message: "the call did not finish".into(),
+                    error_type: None,
+                    duration_ms: 0.0,
+                })
+            })
+            .collect()
+    }
+
+    /// A call that does not run: denied or declined.
+    async fn refuse(&mut self, p: &Plan, refusal: Refusal) -> ToolOutcome {
+        let outcome = ToolOutcome::Refused(refusal);
+        self.emit(
+            "tool_start",
+            &events::ToolCall {
+                tool: &p.name,
+                args: &p.args,
+                call_id: &p.call_id,
+            },
+        );
+        let now = crate::events::host::now_rfc3339();
+        self.call_finished(p, &now, &outcome).await;
+        outcome
+    }
+
+    fn spawn_calls(
+        &self,
+        plans: &[Plan],
+        group: Vec<usize>,
+        mailbox: &Arc<OutputMailbox>,
+        tx: mpsc::UnboundedSender<CallDone>,
+    ) {
+        let jobs: Vec<Job> = group
+            .into_iter()
+            .map(|i| Job {
+                index: i,
+                tool: plans[i].tool.clone(),
+                args: plans[i].args.clone(),
+                call_id: plans[i].call_id.clone(),
+            })
+            .collect();
+        let cancel = self.cancel.clone();
+        let workspace = self.env.workspace.to_path_buf();
+        let settings = self.env.tools_config.clone();
+        let host = TurnHost {
+            transport: self.transport(),
+            cancel: cancel.clone(),
+            timeout: self.env.reply_timeout,
+            handle: tokio::runtime::Handle::current(),
+        };
+        let services = self.env.tool_services.clone();
+        let mailbox = mailbox.clone();
+        drop(tokio::task::spawn_blocking(move || {
+            for Job {
+                index: i,
+                tool,
+                args,
+                call_id,
+            } in jobs
+            {
+                let t0 = Instant::now();
+                let mailbox = &mailbox;
+                let output = move |chunk: &str| mailbox.push(i, chunk);
+                let result = if cancel.is_cancelled() {
+                    ToolOutcome::Cancelled {
+                        text: format!("[Operation Cancelled] {}", cancel_reason(&cancel)),
+                        duration_ms: 0.0,
+                    }
+                } else {
+                    let ctx = ToolContext {
+                        workspace: &workspace,
+                        call_id: &call_id,
+                        cancel: &cancel,
+                        output: &output,
+                        host: &host,
+                        settings: &settings,
+                        services: &services,
+                    };
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        crate::tools::check_declared(tool.as_ref(), &args)
+                            .and_then(|()| tool.execute(&args, &ctx))
+                    }));
+                    let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
+                    match run {
+                        Ok(Ok(text)) if cancel.is_cancelled() => {
+                            ToolOutcome::Cancelled { text, duration_ms }
+                        }
+                        Ok(Ok(text)) => ToolOutcome::Success { text, duration_ms },
+                        Ok(Err(e)) => ToolOutcome::Failed {
+                            text: format!("Error executing {}: {}", tool.name(), e.message),
+                            message: e.message.chars().take(200).collect(),
+                            error_type: Some(e.kind),
+                            duration_ms,
+                        },
+                        Err(_) => ToolOutcome::Failed {
+                            text: format!("Error executing {}: the tool panicked", tool.name()),
+                            message: "the tool panicked".into(),
+                            error_type: Some("Panic".to_owned()),
+                            duration_ms,
+                        },
+                    }
+                };
+                let _ = tx.send(CallDone(i, result));
+            }
+        }));
+    }
+
+    async fn call_started(&mut self, plans: &[Plan], i: usize, started_at: &mut [String]) {
+        let p = &plans[i];
+        self.emit(
+            "tool_start",
+            &events::ToolCall {
+                tool: &p.name,
+                args: &p.args,
+                call_id: &p.call_id,
+            },
+        );
+        started_at[i] = crate::events::host::now_rfc3339();
+        let ev = ToolLifecycleEvent::started(&self.ids(p), &started_at[i]);
+        self.publish(&ev).await;
+    }
+
+    /// Turns execution reports into events, in the order they happen. Streamed output is
+    /// taken from the mailbox as it comes; a cancel discards what is queued, and the pump then
+    /// only waits for the calls to finish (the tools see the same token and stop).
+    async fn pump(
+        &mut self,
+        plans: &[Plan],
+        mailbox: &OutputMailbox,
+        mut rx: mpsc::UnboundedReceiver<CallDone>,
+        results: &mut [Option<ToolOutcome>],
+        started_at: &mut [String],
+    ) {
+        let mut discarding = false;
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled(), if !discarding => {
+                    mailbox.close();
+                    discarding = true;
+                }
+                done = rx.recv() => match done {
+                    Some(CallDone(i, res)) => {
+                        // Its output came before its end.
+                        self.stream_output(plans, mailbox, i);
+                        self.call_finished(&plans[i], &started_at[i], &res).await;
+                        results[i] = Some(res);
+                    }
+                    None => break,
+                },
+                _ = mailbox.pushed(), if !discarding => {
+                    for i in 0..mailbox.calls() {
+                        self.stream_output(plans, mailbox, i);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One `tool_output` event with everything waiting for call `i`.
+    fn stream_output(&mut self, plans: &[Plan], mailbox: &OutputMailbox, i: usize) {
+        let Some(taken) = mailbox.take(i) else {
+            return;
+        };
+        let notice = taken.skipped_notice();
+        let mut chunk = taken.text;
+        if let Some(notice) = notice {
+            chunk.push_str(&notice);
+        }
+        let p = &plans[i];
+        self.emit(
+            "tool_output",
+            &events::ToolOutput {
+                tool: &p.name,
+                chunk: &chunk,
+                call_id: &p.call_id,
+            },
+        );
+    }
+
+    /// `tool_complete` and the host's `finished` event of a call that ran or was refused.
+    async fn call_finished(&mut self, p: &Plan, started_at: &str, res: &ToolOutcome) {
+        self.emit(
+            "tool_complete",
+            &events::ToolComplete {
+                tool: &p.name,
+                call_id: &p.call_id,
+                status: res.status(),
+                duration_ms: res.duration_ms(),
+                error: res.error(),
+            },
+        );
+        let finish = res.host_finish(&p.name);
+        let ev = ToolLifecycleEvent::finished(
+            &self.ids(p),
+            started_at,
+            finish.outcome,
+            &finish.summary,
+            finish.error_type,
+        );
+        self.publish(&ev).await;
+    }
+}
+
+/// Host requests made from inside a running tool (`ask_user`).
+pub(super) struct TurnHost {
+    transport: Arc<dyn Transport>,
+    cancel: CancelToken,
+    timeout: Option<Duration>,
+    handle: tokio::runtime::Handle,
+}
+
+impl HostRequests for TurnHost {
+    fn ask_user(&self, question: &str, hints: &Value) -> Result<String, String> {
+        if self.cancel.is_cancelled() {
+            return Err(format!("cancelled: {}", cancel_reason(&self.cancel)));
+        }
+        let (reply, rx) = Reply::new(ReplyKind::AskUser);
+        // We are on a blocking thread already: call the host here.
+        self.transport.ask_user(question, &hints.to_string(), reply);
+        let timeout = self.timeout;
+        self.handle.block_on(async {
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => Err(format!("cancelled: {}", cancel_reason(&self.cancel))),
+                r = rx => match r {
+                    Ok(Answer::Text(t)) => Ok(t),
+                    Ok(Answer::Fail(m)) => Err(m),
+                    Ok(_) => Err("ask_user answered with something other than text".into()),
+                    Err(_) => Err("the host dropped the question".into()),
+                },
+                _ = async {
+                    match timeout {
+                        Some(t) => tokio::time::sleep(t).await,
+                        None => std::future::pending().await,
+                    }
+                } => Err("the host did not answer in time".into()),
+            }
+        })
+    }
+}

@@ -1,0 +1,141 @@
+//! The turn's transcript: the messages it adds (user message, assistant messages with their
+//! calls, tool answers), kept by the turn and committed to the agent's history when it ends;
+//! and the repair that answers every orphaned call.
+
+use std::sync::{RwLock, RwLockReadGuard};
+
+use serde_json::{json, Value};
+
+use super::Turn;
+use crate::llm::message::{AssistantMessage, HistoryCall, Role, ToolAnswer};
+use crate::llm::{LlmResponse, Message, ToolCall};
+
+const ORPHAN_TEXT: &str = "Tool call interrupted: the turn ended before this tool's result was recorded. The tool may or may not have run — verify the current state before retrying, as re-running may repeat a side effect.";
+
+pub(super) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Answers every assistant tool call that has no tool result yet (right after that message's
+/// existing results), so the history is always valid for the next request.
+pub fn backfill_orphans(history: &mut Vec<Message>) {
+    let mut i = 0;
+    while i < history.len() {
+        let Some(calls) = history[i].calls() else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        while j < history.len() && history[j].role() == Role::Tool {
+            j += 1;
+        }
+        let answered = |id: &str| {
+            history[i + 1..j]
+                .iter()
+                .any(|m| m.tool_call_id() == Some(id))
+        };
+        let missing: Vec<Message> = calls
+            .iter()
+            .filter_map(|call| {
+                let id = call.id.unwrap_or_default();
+                (!answered(id)).then(|| {
+                    let name = call.name.unwrap_or("unknown");
+                    Message::Tool(ToolAnswer::new(id, name, ORPHAN_TEXT))
+                })
+            })
+            .collect();
+        let added = missing.len();
+        history.splice(j..j, missing);
+        i = j + added;
+    }
+}
+
+/// The calls of an assistant message as `on_max_iterations` gets them: `{name, args}`.
+fn pending_calls(m: &Message) -> Vec<Value> {
+    match m {
+        Message::Assistant(a) => a
+            .tool_calls
+            .iter()
+            .flatten()
+            .map(|c| json!({"name": c.name, "args": c.arguments}))
+            .collect(),
+        Message::Host(map) => map
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .map(|calls| {
+                calls
+                    .iter()
+                    .map(|c| json!({"name": c["function"]["name"], "args": c["function"]["arguments"]}))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+impl Turn<'_, '_> {
+    fn record(&mut self, m: Message) {
+        self.transcript.push(m);
+    }
+
+    pub(super) fn record_user(&mut self, text: String) {
+        self.record(Message::User(text));
+    }
+
+    /// An assistant message without calls.
+    pub(super) fn record_text(&mut self, text: &str) {
+        self.record(Message::assistant_text(text));
+    }
+
+    /// The final answer, with the reasoning that came with it.
+    pub(super) fn record_final(&mut self, text: &str, reasoning: String) {
+        self.record(Message::Assistant(AssistantMessage {
+            content: text.to_owned(),
+            tool_calls: None,
+            reasoning: (!reasoning.is_empty()).then_some(reasoning),
+        }));
+    }
+
+    /// The assistant message that asked for `calls`, before any of them runs.
+    pub(super) fn record_assistant(&mut self, r: &LlmResponse, calls: &[ToolCall]) {
+        let tool_calls = calls
+            .iter()
+            .map(|c| HistoryCall {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.canonical_arguments(),
+            })
+            .collect();
+        self.record(Message::Assistant(AssistantMessage {
+            content: r.content.clone(),
+            tool_calls: Some(tool_calls),
+            reasoning: (!r.reasoning.is_empty()).then(|| r.reasoning.clone()),
+        }));
+    }
+
+    pub(super) fn record_answers(&mut self, answers: &[ToolAnswer]) {
+        self.transcript
+            .extend(answers.iter().cloned().map(Message::Tool));
+    }
+
+    /// The last assistant message's calls as `on_max_iterations` gets them (`[{name, args}]`),
+    /// and its text when there is any.
+    pub(super) fn last_assistant(&self) -> (String, Option<String>) {
+        let h = read(self.env.history);
+        let last = (h.iter().chain(&self.transcript))
+            .rev()
+            .find(|m| m.role() == Role::Assistant);
+        let pending = last.map(pending_calls).unwrap_or_default();
+        let text = last
+            .and_then(Message::text)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned);
+        (Value::Array(pending).to_string(), text)
+    }
+
+    /// Answers this turn's calls that have none (the history before the turn was repaired
+    /// when the turn began).
+    pub(super) fn backfill(&mut self) {
+        backfill_orphans(&mut self.transcript);
+    }
+}

@@ -1,0 +1,180 @@
+//! The LLM call as the turn drives it: the request (system prompt, history, tool schemas),
+//! its `llm_call_*` events, and the stream of text, reasoning and retry pieces handed to the
+//! transport and the stream sink. Retries themselves happen below, in `llm`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::history::read;
+use super::{events, DeltaSink, Turn};
+use crate::llm::message::Role;
+use crate::llm::{ChatRequest, LlmError, LlmResponse, Piece};
+
+/// The finish reasons that mean the output hit the token limit.
+const LENGTH_REASONS: &[&str] = &["length", "max_tokens", "model_length"];
+
+/// Whether a response was cut off at the output-token limit.
+pub(super) fn is_truncated(r: &LlmResponse) -> bool {
+    r.finish_reason
+        .as_deref()
+        .is_some_and(|r| LENGTH_REASONS.contains(&r.to_ascii_lowercase().as_str()))
+}
+
+/// The first 16 hex digits of the SHA-256 of `data` (the prompt and tool-list hashes).
+pub(super) fn hex16(data: &[u8]) -> String {
+    Sha256::digest(data)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Turn<'_, '_> {
+    /// One LLM call with its events; text deltas go to the transport and the stream sink.
+    pub(super) async fn call_llm(
+        &mut self,
+        schemas: &Arc<Vec<Value>>,
+    ) -> Result<LlmResponse, LlmError> {
+        self.attempt += 1;
+        let attempt = self.attempt;
+        let env = self.env;
+        let mut call = {
+            let history = read(env.history);
+            let turn = &self.transcript;
+            let all = || history.iter().chain(turn);
+            let total = history.len() + turn.len();
+            let n_tool = all().filter(|m| m.role() == Role::Tool).count();
+            let n_reminders = all()
+                .filter(|m| m.text().is_some_and(|c| c.contains("<system-reminder>")))
+                .count();
+            let started = events::LlmCallStarted {
+                attempt,
+                model: env.llm.model(),
+                temperature: env.llm.temperature(),
+                max_tokens: env.llm.max_tokens(),
+                n_messages: total + 1,
+                n_tool_messages: n_tool,
+                n_system_reminder_blocks: n_reminders,
+                system_prompt_hash: &self.system_prompt_hash,
+                tools_hash: &self.tools_hash,
+                tool_count: schemas.len(),
+            };
+            env.emitter
+                .emit(self.writer.event("llm_call_started", &started));
+            // Everything added since the last call is this turn's.
+            let start = self.delta_baseline.min(turn.len());
+            let delta = events::LlmCallDelta {
+                attempt,
+                delta_start_index: history.len() + start,
+                total_messages: total,
+                added_messages: &turn[start..],
+            };
+            env.emitter
+                .emit(self.writer.event("llm_call_delta", &delta));
+            self.delta_baseline = turn.len();
+            let req = ChatRequest {
+                system: env.system_prompt,
+                history: &history,
+                transcript: turn,
+                tail: env.volatile_tail,
+                tools: schemas,
+            };
+            env.llm.start(&req, &self.cancel)
+        };
+        loop {
+            let piece = match call.next().await {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    let message: String = e.to_string().chars().take(500).collect();
+                    let u = call.usage().copied();
+                    let data = events::LlmCallCompleted {
+                        attempt,
+                        status: "error",
+                        duration_ms: call.elapsed_ms(),
+                        model_latency_ms: call.elapsed_ms(),
+                        first_token_ms: None,
+                        first_reasoning_ms: None,
+                        error_class: Some(e.class),
+                        error_message: Some(&message),
+                        finish_reason: None,
+                        finish_reason_reported: None,
+                        prompt_tokens: u.map(|u| u.prompt_tokens),
+                        completion_tokens: u.map(|u| u.completion_tokens),
+                        cache_read_tokens: u.map(|u| u.cache_read_tokens),
+                        cache_creation_tokens: u.map(|u| u.cache_creation_tokens),
+                        reasoning_tokens: u.map(|u| u.reasoning_tokens),
+                        streamed: Some(e.streamed),
+                    };
+                    drop(call);
+                    self.emit("llm_call_completed", &data);
+                    return Err(e);
+                }
+            };
+            match piece {
+                Piece::Text(t) => {
+                    let ev = self.writer.text_event("llm_text", "chunk", t);
+                    env.emitter.emit(ev);
+                    match &self.deltas {
+                        DeltaSink::None => {}
+                        DeltaSink::Callback(cb) => cb(self.delta_writer.text_delta(t)),
+                        DeltaSink::Queue(tx) => {
+                            let item = self.delta_writer.text_delta(t).to_owned();
+                            // Once cancelled, a blocked write is dropped instead of waiting.
+                            tokio::select! {
+                                biased;
+                                _ = tx.send(item) => {}
+                                _ = self.cancel.cancelled() => {}
+                            }
+                        }
+                    }
+                }
+                Piece::Reasoning(r) => {
+                    let ev = self.writer.text_event("thinking", "text", r);
+                    env.emitter.emit(ev);
+                }
+                Piece::Retry {
+                    retry,
+                    max_retries,
+                    delay,
+                    reason,
+                } => {
+                    let delay_s = (delay.as_secs_f64() * 100.0).round() / 100.0;
+                    self.emit(
+                        "llm_retry",
+                        &json!({"retry": retry, "max_retries": max_retries, "delay_s": delay_s, "reason": reason}),
+                    );
+                }
+            }
+        }
+        let r = call.finish();
+        let ms =
+            |d: Option<Duration>| d.map(|d| (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
+        let duration_ms = ms(Some(r.duration)).unwrap_or_default();
+        let u = r.usage;
+        self.emit(
+            "llm_call_completed",
+            &events::LlmCallCompleted {
+                attempt,
+                status: "ok",
+                duration_ms,
+                model_latency_ms: duration_ms,
+                first_token_ms: ms(r.first_token),
+                first_reasoning_ms: ms(r.first_reasoning),
+                error_class: None,
+                error_message: None,
+                finish_reason: Some(r.finish_reason.as_deref().unwrap_or("stop")),
+                finish_reason_reported: Some(r.finish_reason.is_some()),
+                prompt_tokens: u.map(|u| u.prompt_tokens),
+                completion_tokens: u.map(|u| u.completion_tokens),
+                cache_read_tokens: u.map(|u| u.cache_read_tokens),
+                cache_creation_tokens: u.map(|u| u.cache_creation_tokens),
+                reasoning_tokens: u.map(|u| u.reasoning_tokens),
+                streamed: None,
+            },
+        );
+        Ok(r)
+    }
+}

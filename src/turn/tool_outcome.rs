@@ -1,0 +1,189 @@
+//! `ToolOutcome`: how one tool call ended, from planning to history. The statuses of the
+//! `tool_complete` / `tool_result` events and the host event's outcome are derived here, and
+//! nowhere else.
+
+use crate::events::host::ToolOutcome as HostOutcome;
+use crate::permissions::DenyKind;
+
+const DNR: &str = "Do not retry this call, rephrase its arguments, or use a different tool to achieve the same outcome.";
+
+/// Why a planned call was not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Denied by the permission engine in read-only mode.
+    ReadOnly,
+    /// Denied by the permission rules.
+    Rules,
+    /// The host declined the confirmation.
+    NotApproved,
+    /// The host cannot ask anyone (non-interactive).
+    ApprovalUnavailable,
+}
+
+impl Refusal {
+    pub fn denied(kind: DenyKind) -> Refusal {
+        match kind {
+            DenyKind::ReadOnly => Refusal::ReadOnly,
+            DenyKind::Rules => Refusal::Rules,
+        }
+    }
+
+    /// The `error` of the call's events.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::ReadOnly | Refusal::Rules => "denied by permission engine",
+            Refusal::ApprovalUnavailable => "approval unavailable",
+            Refusal::NotApproved => "not approved",
+        }
+    }
+
+    /// What the model is told.
+    pub fn text(self, name: &str) -> String {
+        match self {
+            Refusal::ReadOnly => format!("[Readonly mode] Tool '{name}' is blocked — only read-only tools are permitted in readonly mode. {DNR}"),
+            Refusal::Rules => format!("Tool execution denied: '{name}' is not permitted by the current permission rules. {DNR}"),
+            Refusal::ApprovalUnavailable => format!("Tool execution declined: '{name}' needed approval, and approval is unavailable in non-interactive mode, so this call was not executed. Do not retry this call. You may use an alternative permitted by the current permission rules."),
+            Refusal::NotApproved => format!("Tool execution declined: '{name}' needed approval and was not approved. {DNR}"),
+        }
+    }
+}
+
+/// How one call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    /// The tool ran and returned its text.
+    Success { text: String, duration_ms: f64 },
+    /// The tool ran and failed (or panicked, or never reported back).
+    Failed {
+        text: String,
+        /// The event's `error` (at most 200 characters of the tool's message).
+        message: String,
+        /// The host event's `error_type` (the tool error's kind).
+        error_type: Option<String>,
+        duration_ms: f64,
+    },
+    /// Refused by the permission engine or the host; never ran.
+    Refused(Refusal),
+    /// The turn was cancelled before or while the tool ran.
+    Cancelled { text: String, duration_ms: f64 },
+}
+
+/// The `status` of the `tool_complete` and `tool_result` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Ok,
+    Error,
+    Cancelled,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Error => "error",
+            ToolStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl serde::Serialize for ToolStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// What the host's `tool_lifecycle` `finished` event says.
+pub struct HostFinish {
+    pub outcome: HostOutcome,
+    pub summary: String,
+    pub error_type: Option<String>,
+}
+
+impl ToolOutcome {
+    /// The result text before it is formatted for history (a refusal's is built for `name`).
+    pub fn text(&self, name: &str) -> std::borrow::Cow<'_, str> {
+        match self {
+            ToolOutcome::Success { text, .. }
+            | ToolOutcome::Failed { text, .. }
+            | ToolOutcome::Cancelled { text, .. } => text.as_str().into(),
+            ToolOutcome::Refused(r) => r.text(name).into(),
+        }
+    }
+
+    pub fn status(&self) -> ToolStatus {
+        match self {
+            ToolOutcome::Success { .. } => ToolStatus::Ok,
+            ToolOutcome::Failed { .. } => ToolStatus::Error,
+            ToolOutcome::Refused(_) | ToolOutcome::Cancelled { .. } => ToolStatus::Cancelled,
+        }
+    }
+
+    /// The events' `error`.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            ToolOutcome::Success { .. } => None,
+            ToolOutcome::Failed { message, .. } => Some(message),
+            ToolOutcome::Refused(r) => Some(r.reason()),
+            ToolOutcome::Cancelled { .. } => Some("cancelled by user"),
+        }
+    }
+
+    pub fn duration_ms(&self) -> f64 {
+        match self {
+            ToolOutcome::Success { duration_ms, .. }
+            | ToolOutcome::Failed { duration_ms, .. }
+            | ToolOutcome::Cancelled { duration_ms, .. } => *duration_ms,
+            ToolOutcome::Refused(_) => 0.0,
+        }
+    }
+
+    pub fn host_finish(&self, name: &str) -> HostFinish {
+        let (outcome, summary, error_type) = match self {
+            ToolOutcome::Success { .. } => (HostOutcome::Ok, format!("{name} succeeded"), None),
+            ToolOutcome::Failed { error_type, .. } => (
+                HostOutcome::Error,
+                format!("{name} failed"),
+                error_type.clone(),
+            ),
+            ToolOutcome::Refused(r) => (HostOutcome::Cancelled, r.reason().to_owned(), None),
+            ToolOutcome::Cancelled { .. } => {
+                (HostOutcome::Cancelled, "cancelled by user".to_owned(), None)
+            }
+        };
+        HostFinish {
+            outcome,
+            summary,
+            error_type,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_come_from_the_outcome() {
+        let ok = ToolOutcome::Success {
+            text: "t".into(),
+            duration_ms: 1.0,
+        };
+        assert_eq!((ok.status().as_str(), ok.error()), ("ok", None));
+        let refused = ToolOutcome::Refused(Refusal::NotApproved);
+        assert_eq!(refused.status().as_str(), "cancelled");
+        assert_eq!(refused.error(), Some("not approved"));
+        assert!(refused.text("w").contains("'w' needed approval"));
+        let failed = ToolOutcome::Failed {
+            text: "Error executing x: y".into(),
+            message: "y".into(),
+            error_type: Some("IoError".into()),
+            duration_ms: 2.0,
+        };
+        let host = failed.host_finish("x");
+        assert_eq!(
+            (host.outcome, host.summary.as_str()),
+            (HostOutcome::Error, "x failed")
+        );
+        assert_eq!(host.error_type.as_deref(), Some("IoError"));
+    }
+}
