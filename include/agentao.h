@@ -245,13 +245,20 @@ typedef struct agentao_fs_out agentao_fs_out;
 typedef struct agentao_host_event_stream agentao_host_event_stream;
 
 /*
- The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call. Answer it
+ Where a store callback puts its answer: borrowed for the callback, answered at most once
+ with `agentao_memory_answer_json` or `agentao_memory_answer_fail` before it returns.
+ */
+typedef struct agentao_memory_answer agentao_memory_answer;
+
+/*
+ The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call, or of
+ one host tool's `execute` (`agentao_reply_tool_result` / `_tool_error`). Answer it
  exactly once with one of the `agentao_reply_*` functions, which consume it, from any thread,
  before or after the callback returns. An answer that arrives after the turn was cancelled
  is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
  cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
 
- A pending reply keeps the transport's userdata alive: `userdata_free` runs only once every
+ A pending reply keeps the transport's (or the host tool's) userdata alive: `userdata_free` runs only once every
  reply handed to the host has been answered, even after `agentao_agent_free`. It may then
  run on the thread that answers the last one, inside `agentao_reply_*`. A reply that is never
  answered means `userdata_free` never runs.
@@ -269,6 +276,13 @@ typedef struct agentao_shell_run agentao_shell_run;
  A streaming turn read by pulling: text deltas, then the TurnOutcome as the last item.
  */
 typedef struct agentao_stream agentao_stream;
+
+/*
+ One running call of a host tool, as its `execute` callback receives it. Owned by the
+ library: valid from the `execute` call until the host answers the call's reply (after that
+ it may be gone). Usable from any thread.
+ */
+typedef struct agentao_tool_call agentao_tool_call;
 
 /*
  A listener a transport's `subscribe` receives: call it with each event's JSON (borrowed
@@ -518,6 +532,76 @@ typedef struct agentao_shell_executor {
 } agentao_shell_executor;
 
 /*
+ A host tool's `execute`: run the call with `args_json` (a JSON object, borrowed for the
+ callback) and answer `reply` exactly once with `agentao_reply_tool_result`,
+ `agentao_reply_tool_error` or `agentao_reply_fail`, inside the callback or later from any
+ thread. `call` (call id, cancel token, output sink) is valid until the reply is answered.
+
+ Threads: runs on a library thread where blocking is fine. Calls of one tool in one batch
+ run one at a time unless the descriptor sets `reentrant`; calls of different read-only tools
+ in one batch may run at the same time.
+ */
+typedef void (*agentao_tool_execute_fn)(void *userdata, const char *args_json, const struct agentao_tool_call *call, struct agentao_reply *reply);
+
+/*
+ A host tool (spec §2.1), passed to `agentao_agent_add_tool`, which copies it. Every string
+ is borrowed for that call.
+ */
+typedef struct agentao_tool_desc {
+  /*
+   `sizeof(agentao_tool_desc)`: members may be appended in later versions.
+   */
+  uint32_t struct_size;
+  /*
+   The name the model calls. Not empty, not starting with `mcp_`, not `plan_save` or
+   `plan_finalize`.
+   */
+  const char *name;
+  /*
+   Sent to the model, and to `confirm_tool` as its `description`.
+   */
+  const char *description;
+  /*
+   The arguments' JSON Schema, sent verbatim as `function.parameters`: a JSON object
+   (its `type`, when given, `"object"`). Its `required` list decides which `null`
+   arguments are dropped.
+   */
+  const char *parameters_json;
+  /*
+   Admitted in read-only mode, and eligible for parallel batches.
+   */
+  bool is_read_only;
+  /*
+   When no rule decides the call, ask the host (`confirm_tool`) first.
+   */
+  bool requires_confirmation;
+  /*
+   Whether a sub-agent would receive the tool (recorded; sub-agents are not in this
+   library yet).
+   */
+  bool copies_to_subagents;
+  /*
+   Two calls of this tool in one parallel batch may run at the same time.
+   */
+  bool reentrant;
+  /*
+   Passed to `execute`; owned by the library once `agentao_agent_add_tool` succeeds.
+   */
+  void *userdata;
+  /*
+   Optional; called exactly once with `userdata`, on some thread, when the tool is gone:
+   removed or replaced (and no turn uses it any more), or its agent freed, and every reply
+   handed to `execute` answered. Not called when `agentao_agent_add_tool` fails: `userdata`
+   then stays the host's.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   Required.
+   */
+  agentao_tool_execute_fn execute;
+} agentao_tool_desc;
+
+/*
  Where an agent's MCP servers come from besides its config's `mcp_servers` (which are
  merged over the registry's servers by name). Copied by `agentao_agent_set_mcp_registry`;
  any slot after `userdata_free` may be NULL.
@@ -550,6 +634,52 @@ typedef struct agentao_mcp_registry {
    */
   void (*release_servers)(void *userdata, const char *servers_json);
 } agentao_mcp_registry;
+
+/*
+ A memory store the host implements (spec §5.4), e.g. a remote memory service. Copied by
+ `agentao_agent_set_memory_store`. Records are JSON objects:
+ `{"id": 8 hex, "scope": "user"|"project", "type": str, "key_normalized": str,
+ "title": str, "content": str, "tags": [str], "keywords": [str],
+ "source": "explicit"|"auto"|"crystallized", "confidence": number, "sensitivity": str,
+ "created_at": RFC 3339, "updated_at": RFC 3339, "deleted_at": RFC 3339|null}`.
+
+ Threads: callbacks run on library threads where blocking is fine (a `save_memory` call, the
+ start of a turn), never two of one agent at once; strings passed in are borrowed for the
+ callback. A callback answers through `answer` before it returns; one that fails
+ (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
+ and leaves the turn's prompt without memories.
+ */
+typedef struct agentao_memory_store {
+  /*
+   `sizeof(agentao_memory_store)`; a smaller value means the slots past it are NULL.
+   */
+  uint32_t struct_size;
+  void *userdata;
+  /*
+   Optional; called exactly once with `userdata` when the agent lets the store go
+   (replaced, or the agent freed). Not called when `agentao_agent_set_memory_store` fails.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   Required. Insert `record_json`, or replace the live record with the same `scope` and
+   `key_normalized`. Answer nothing (success) or fail.
+   */
+  void (*upsert)(void *userdata, const char *record_json, struct agentao_memory_answer *answer);
+  /*
+   Required. The live records of `scope` (`"user"`, `"project"`, or NULL for both) as a
+   JSON array, most recently updated first.
+   */
+  void (*list)(void *userdata, const char *scope, struct agentao_memory_answer *answer);
+  /*
+   Optional. The live record with this `scope` and `key`, or `null`. NULL: found in `list`.
+   */
+  void (*get)(void *userdata, const char *scope, const char *key, struct agentao_memory_answer *answer);
+  /*
+   Optional. The live records (of `scope`, NULL for both) relevant to `query`, as a JSON
+   array. NULL: the records of `list` that share a word with the query.
+   */
+  void (*search)(void *userdata, const char *query, const char *scope, struct agentao_memory_answer *answer);
+} agentao_memory_store;
 
 #ifdef __cplusplus
 extern "C" {
@@ -831,6 +961,76 @@ agentao_status agentao_shell_run_started(struct agentao_shell_run *run, int64_t 
 agentao_status agentao_shell_run_fail(struct agentao_shell_run *run, const char *message, struct agentao_error **err_out);
 
 /*
+ Registers a host tool on `agent` (spec §2.2): right after `agentao_agent_new`, or between
+ turns; the model is offered it from the next turn on. `desc` and its strings are borrowed
+ and copied. A name already in use (a built-in or another host tool) is refused unless
+ `replace` is true, in which case the tool replaces it.
+
+ Ownership: on success the library owns `desc->userdata` and releases it with
+ `desc->userdata_free`; on failure nothing is registered and `userdata` stays the host's.
+
+ Errors (the message names the tool): `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, desc,
+ name, description, parameters or execute), `_INVALID_ARGUMENT` (a `struct_size` smaller
+ than this header's `sizeof(agentao_tool_desc)`, an empty, `mcp_`-prefixed or reserved name,
+ a schema that is not a JSON object schema, a duplicate name without `replace`),
+ `_INVALID_JSON` (the schema does not parse), `_INVALID_UTF8`, `_TURN_IN_PROGRESS`.
+
+ Threads: any thread; not inside a callback of this agent's running turn (that turn is in
+ progress).
+ */
+agentao_status agentao_agent_add_tool(struct agentao_agent *agent, const struct agentao_tool_desc *desc, bool replace, struct agentao_error **err_out);
+
+/*
+ Removes the tool called `name` (borrowed) from `agent`, between turns; a built-in can be
+ removed too. `*removed_out` (may be NULL) is true when a tool was removed, false when there
+ was none by that name. A host tool's `userdata_free` runs once no turn uses it and every
+ reply handed to its `execute` is answered.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INVALID_ARGUMENT` (a reserved
+ name), `_TURN_IN_PROGRESS`. Threads: as `agentao_agent_add_tool`.
+ */
+agentao_status agentao_agent_remove_tool(struct agentao_agent *agent, const char *name, bool *removed_out, struct agentao_error **err_out);
+
+/*
+ The call's id (the model's `tool_call_id`), borrowed from `call`. NULL call: NULL.
+ */
+const char *agentao_tool_call_id(const struct agentao_tool_call *call);
+
+/*
+ The turn's cancellation token, borrowed from `call`: never free it. Poll it with
+ `agentao_cancel_token_is_cancelled`; once it is cancelled the call is over (it reports
+ `Tool execution cancelled.`) and a later answer is ignored. NULL call: NULL.
+ */
+const struct agentao_cancel_token *agentao_tool_call_cancel_token(const struct agentao_tool_call *call);
+
+/*
+ Streams `chunk` (borrowed, copied) as a `tool_output` event of this call, in order, before
+ the call's `tool_complete`. Any thread, until the reply is answered. Returns
+ `AGENTAO_STATUS_CLOSED` (the chunk is dropped) once the call has ended (answered or
+ cancelled); `_NULL_ARGUMENT`, `_INVALID_UTF8` for bad input.
+ */
+agentao_status agentao_tool_call_output(const struct agentao_tool_call *call, const char *chunk, struct agentao_error **err_out);
+
+/*
+ Answers a host tool's call with its result `text` (borrowed, copied): the model reads it
+ (after the usual post-processing) and the call completes `ok`. Consumes `reply`. Text that
+ is not UTF-8 fails the call (status `error`, error type `HostToolError`) and returns
+ `AGENTAO_STATUS_INVALID_UTF8`; a reply of another kind fails that request and returns
+ `_INVALID_ARGUMENT`. An answer after the turn was cancelled is ignored.
+ */
+agentao_status agentao_reply_tool_result(struct agentao_reply *reply, const char *text, struct agentao_error **err_out);
+
+/*
+ Answers a host tool's call with a failure (spec §2.4): the model reads
+ `Error executing <name>: <message>`, the call completes with status `error`, and the host
+ event's `error_type` is `error_type` (NULL: `HostToolError`). Both strings are borrowed and
+ copied; `message` NULL means a generic text. Consumes `reply`. Invalid UTF-8 still fails
+ the call, and returns `AGENTAO_STATUS_INVALID_UTF8`; a reply of another kind fails that
+ request and returns `_INVALID_ARGUMENT`.
+ */
+agentao_status agentao_reply_tool_error(struct agentao_reply *reply, const char *error_type, const char *message, struct agentao_error **err_out);
+
+/*
  The library version (`"MAJOR.MINOR.PATCH"`), equal to the `AGENTAO_VERSION` macro of the
  header it was built with. Static: never freed. Any thread.
  */
@@ -891,6 +1091,56 @@ agentao_status agentao_agent_set_mcp_registry(struct agentao_agent *agent, const
 agentao_status agentao_agent_mcp_status(const struct agentao_agent *agent, char **json_out, struct agentao_error **err_out);
 
 /*
+ Sets the agent's memory store (spec §5.4), right after `agentao_agent_new` or between
+ turns: `save_memory` writes to it, and every turn shows its memories to the model (a
+ stable block of at most 2,000 characters in the system prompt, and the memories relevant
+ to the user's message in a request-only reminder). `store` is borrowed and copied; NULL
+ restores a new, empty in-memory store (the default).
+
+ Ownership: on success the library owns `store->userdata` (released with
+ `userdata_free` when replaced or when the agent is freed); on failure it stays the host's.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, or a NULL `upsert` or `list`),
+ `_INVALID_ARGUMENT` (`struct_size` too small), `_TURN_IN_PROGRESS`. Threads: any thread,
+ not inside a callback of this agent's running turn.
+ */
+agentao_status agentao_agent_set_memory_store(struct agentao_agent *agent, const struct agentao_memory_store *store, struct agentao_error **err_out);
+
+/*
+ Answers a store callback with `json` (borrowed, copied): a record list for `list` and
+ `search`, a record or `null` for `get`. Only inside the callback that received `answer`.
+ Text that is not JSON fails the callback and returns `AGENTAO_STATUS_INVALID_JSON`;
+ a second answer `_INVALID_ARGUMENT`.
+ */
+agentao_status agentao_memory_answer_json(struct agentao_memory_answer *answer, const char *json, struct agentao_error **err_out);
+
+/*
+ Fails a store callback with `message` (borrowed, copied; NULL: a generic text). Only inside
+ the callback that received `answer`; a second answer returns `_INVALID_ARGUMENT`.
+ */
+agentao_status agentao_memory_answer_fail(struct agentao_memory_answer *answer, const char *message, struct agentao_error **err_out);
+
+/*
+ Answers "what would happen if the model called `tool_name` with `args_json` now?" from the
+ same pipeline the turn uses (read-only gate, hardline floor, run-scope, preset and user
+ rules in the mode's order, the confirmation fallback), without running anything or
+ emitting any event. Both strings are borrowed.
+
+ On success `*json_out` (release with `agentao_string_free`) is
+ `{"outcome": "allow"|"deny"|"prompt", "reason": str, "matched_rule": object|null,
+ "source": "read-only-gate"|"hardline"|"run-rule"|"preset"|"user-rule"|"fallback",
+ "mode": str, "hardline"?: str}`. `hardline` (present only then) is the floor's description
+ when it refuses the command: while planning (`outcome` `deny`), or, for an agent without
+ a permission engine, when the command is launched after the prompt.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INVALID_JSON` (args do not
+ parse), `_INVALID_ARGUMENT` (args not a JSON object, or no tool by that name). Threads:
+ any thread, also inside callbacks and while a turn runs (it then sees the current mode and
+ rules).
+ */
+agentao_status agentao_agent_preflight(const struct agentao_agent *agent, const char *tool_name, const char *args_json, char **json_out, struct agentao_error **err_out);
+
+/*
  Answers a `confirm_tool` request with `AGENTAO_CONFIRMATION_ALLOW`, `_DENY` or
  `_DENY_UNAVAILABLE`. Consumes `reply` whatever the outcome; an unknown value or a reply of
  another kind fails the request and returns `AGENTAO_STATUS_INVALID_ARGUMENT`.
@@ -913,7 +1163,8 @@ agentao_status agentao_reply_json(struct agentao_reply *reply, const char *json,
 /*
  Fails a request with `message` (borrowed; NULL allowed): a failed confirmation or
  max-iterations request ends the turn with status error (`AGENTAO_STATUS_HOST_ERROR`); a
- failed question becomes the tool's error result and the turn goes on. Consumes `reply`.
+ failed question becomes the tool's error result and the turn goes on; a failed host tool call
+ completes with status `error` (error type `HostToolError`). Consumes `reply`.
  */
 agentao_status agentao_reply_fail(struct agentao_reply *reply, const char *message, struct agentao_error **err_out);
 

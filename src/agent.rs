@@ -14,8 +14,11 @@ use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::{LlmClient, Message};
 use crate::mcp::{ConfigFiles, McpManager, McpRegistry, StatusChange};
-use crate::permissions::{ActivePermissions, Mode, PermissionEngine};
-use crate::tools::{FileSystem, ShellExecutor, ToolRegistry, ToolSelection, ToolServices};
+use crate::permissions::preflight::Preflight;
+use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
+use crate::tools::{
+    memory, FileSystem, MemoryStore, ShellExecutor, Tool, ToolRegistry, ToolSelection, ToolServices,
+};
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
 
 /// Why an entry point refused or failed; the C layer maps each to a status code.
@@ -111,7 +114,8 @@ pub struct AgentCore {
     pub session_id: String,
     config: AgentConfig,
     llm: LlmClient,
-    tools: Arc<ToolRegistry>,
+    /// Replaced whole by `add_tool` / `remove_tool`; a turn keeps the one it started with.
+    tools: RwLock<Arc<ToolRegistry>>,
     tool_services: Arc<ToolServices>,
     system_prompt: String,
     emitter: Emitter,
@@ -183,6 +187,10 @@ impl Agent {
         if let Some(e) = &engine {
             tool_services.shell_settings.hardline_at_launch = e.hardline_enabled();
         }
+        tool_services.set_memory(
+            memory::store_from_config(config.memory.as_ref(), &config.working_directory)
+                .map_err(AgentError::InvalidConfig)?,
+        );
         let tool_services = Arc::new(tool_services);
         let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
         let system_prompt = turn::prompt::system_prompt(
@@ -206,7 +214,7 @@ impl Agent {
                 session_id,
                 config,
                 llm,
-                tools,
+                tools: RwLock::new(tools),
                 tool_services,
                 system_prompt,
                 emitter: Emitter::new(transport),
@@ -336,9 +344,25 @@ impl Agent {
         let keep_alive = core.clone();
         let task = rt.spawn(async move {
             let _slot = slot;
-            core.write_history(turn::history::backfill_orphans);
             let tools = core.turn_tools(&turn_token).await;
-            let env = core.env(&tools);
+            // The store is host code: asked off the async workers.
+            let store = core.tool_services.memory();
+            let memory = if store.may_block() {
+                let msg = message.clone();
+                tokio::task::spawn_blocking(move || memory::view(store.as_ref(), &msg))
+                    .await
+                    .unwrap_or_default()
+            } else {
+                memory::view(store.as_ref(), &message)
+            };
+            let system_prompt = match &memory.stable_block {
+                Some(block) => format!("{}\n\n{block}", core.system_prompt),
+                None => core.system_prompt.clone(),
+            };
+            let mut env = core.env(&tools);
+            env.system_prompt = &system_prompt;
+            env.volatile_tail = memory.recall.as_deref();
+            core.write_history(turn::history::backfill_orphans);
             let mut ended =
                 turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await;
             core.commit(ended.take_transcript(), &ended.outcome);
@@ -503,6 +527,98 @@ impl Agent {
         }
     }
 
+    /// Registers a host tool (spec §2.2), between turns. A name already in use is refused
+    /// unless `replace` (a host tool may replace a built-in); the tool is offered from the
+    /// next turn on.
+    pub fn add_tool(&self, tool: Arc<dyn Tool>, replace: bool) -> Result<(), AgentError> {
+        crate::tools::host::check_name(tool.name()).map_err(AgentError::InvalidArgument)?;
+        self.edit_tools(|reg| {
+            if !replace && reg.get(tool.name()).is_some() {
+                return Err(AgentError::InvalidArgument(format!(
+                    "a tool named '{}' is already registered (pass replace to replace it)",
+                    tool.name()
+                )));
+            }
+            reg.insert(tool);
+            Ok(true)
+        })
+        .map(drop)
+    }
+
+    /// Removes a tool by name, between turns; false when there is none. A reserved name is
+    /// refused.
+    pub fn remove_tool(&self, name: &str) -> Result<bool, AgentError> {
+        if crate::tools::host::RESERVED_NAMES.contains(&name) {
+            return Err(AgentError::InvalidArgument(format!(
+                "tool '{name}': the name is reserved"
+            )));
+        }
+        self.edit_tools(|reg| Ok(reg.remove(name)))
+    }
+
+    fn edit_tools(
+        &self,
+        f: impl FnOnce(&mut ToolRegistry) -> Result<bool, AgentError>,
+    ) -> Result<bool, AgentError> {
+        let mut tools = self.core.tools.write().unwrap_or_else(|e| e.into_inner());
+        // Checked under the lock: a turn takes its registry under the same lock.
+        if self.is_busy() {
+            return Err(AgentError::TurnInProgress);
+        }
+        let mut reg = (**tools).clone();
+        let changed = f(&mut reg)?;
+        if changed {
+            let old = std::mem::replace(&mut *tools, Arc::new(reg));
+            // A tool dropped with the old registry runs its host finalizer: never under the lock.
+            drop(tools);
+            drop(old);
+        }
+        Ok(changed)
+    }
+
+    /// Replaces the memory store (spec §5.4), between turns.
+    pub fn set_memory_store(&self, store: Arc<dyn MemoryStore>) -> Result<(), AgentError> {
+        let tools = self.core.tools.write().unwrap_or_else(|e| e.into_inner());
+        if self.is_busy() {
+            return Err(AgentError::TurnInProgress);
+        }
+        let old = self.core.tool_services.set_memory(store);
+        // The old store may run its host finalizer: never under the lock.
+        drop(tools);
+        drop(old);
+        Ok(())
+    }
+
+    /// What the planner would decide for this call now, without running anything.
+    pub fn preflight(&self, tool_name: &str, args_json: &str) -> Result<Preflight, AgentError> {
+        let args = match serde_json::from_str::<Value>(args_json) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => {
+                return Err(AgentError::InvalidArgument(
+                    "args_json must be a JSON object".into(),
+                ))
+            }
+            Err(e) => return Err(AgentError::InvalidJson(format!("args_json: {e}"))),
+        };
+        let tools = self.core.tools_now();
+        let Some(tool) = tools.get(tool_name) else {
+            return Err(AgentError::InvalidArgument(format!(
+                "no tool named '{tool_name}' is registered"
+            )));
+        };
+        let engine = self.core.engine.read().unwrap_or_else(|e| e.into_inner());
+        Ok(crate::permissions::preflight::preflight(
+            engine.as_ref(),
+            self.core.read_only.load(Ordering::Acquire),
+            ToolFacts {
+                name: tool.name(),
+                is_read_only: tool.is_read_only(),
+                requires_confirmation: tool.requires_confirmation(),
+            },
+            &args,
+        ))
+    }
+
     /// Installs a host file system for the tools (`None`: the local one). Between turns only.
     pub fn set_file_system(&self, fs: Option<Arc<dyn FileSystem>>) -> Result<(), AgentError> {
         self.between_turns(|s| s.set_file_system(fs))
@@ -530,6 +646,10 @@ impl Agent {
 }
 
 impl AgentCore {
+    fn tools_now(&self) -> Arc<ToolRegistry> {
+        self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// The one place the history is written: a host's replacement, the repair before a turn,
     /// and a turn's commit.
     fn write_history(&self, f: impl FnOnce(&mut Vec<Message>)) {
@@ -545,16 +665,17 @@ impl AgentCore {
     /// The turn's tools: the built-ins plus the MCP servers' (synced first; a cancelled turn
     /// stops waiting for servers).
     async fn turn_tools(&self, cancel: &CancelToken) -> Arc<ToolRegistry> {
+        let base = self.tools_now();
         if !self.mcp.has_sources() {
-            return self.tools.clone();
+            return base;
         }
         let asked = std::time::Instant::now();
         let report = |c: &StatusChange| self.report_mcp(c);
         tokio::select! {
             _ = self.mcp.sync(asked, &report) => {}
-            _ = cancel.cancelled() => return self.tools.clone(),
+            _ = cancel.cancelled() => return base,
         }
-        self.mcp.tools(&self.tools).await
+        self.mcp.tools(&base).await
     }
 
     fn report_mcp(&self, c: &StatusChange) {
@@ -574,6 +695,7 @@ impl AgentCore {
             tools_config: &self.config.tools,
             workspace: &self.config.working_directory,
             system_prompt: &self.system_prompt,
+            volatile_tail: None,
             emitter: &self.emitter,
             hub: &self.hub,
             engine: &self.engine,

@@ -46,6 +46,8 @@ pub struct AgentConfig {
     pub tools: ToolsConfig,
     /// `None`: no permission engine.
     pub permissions: Option<PermissionsConfig>,
+    /// Raw memory settings (`sqlite_path`), validated by the tools layer.
+    pub memory: Option<Value>,
     /// `mcp_servers` and `mcp_config_files`, validated by the mcp layer.
     pub mcp: McpSources,
 }
@@ -72,6 +74,7 @@ struct RawConfig {
     permissions: Option<PermissionsConfig>,
     mcp_servers: Option<Map<String, Value>>,
     mcp_config_files: Option<Value>,
+    memory: Option<Value>,
 }
 
 impl Section for RawConfig {}
@@ -143,6 +146,7 @@ impl AgentConfig {
                 servers: raw.mcp_servers.unwrap_or_default(),
                 config_files: raw.mcp_config_files,
             },
+            memory: raw.memory,
         })
     }
 }

@@ -229,7 +229,7 @@ fn freeing_the_agent_closes_its_idle_connections() {
 }
 
 /// The reference's text with this library's tool set (docs/deviations.md, "The built-in tool
-/// set differs"): no `activate_skill`/`save_memory`, `web_fetch` present.
+/// set differs"): no `activate_skill`, `web_fetch` present.
 #[test]
 fn an_unknown_tool_lists_this_librarys_tool_set() {
     let run = one_call("no_such_tool", "{}");
@@ -237,6 +237,6 @@ fn an_unknown_tool_lists_this_librarys_tool_set() {
     let text = got[0].trim_matches('"');
     assert_eq!(
         text,
-        "Tool 'no_such_tool' not found. Available tools: ask_user, glob, list_directory, read_file, replace, run_shell_command, search_file_content, todo_write, web_fetch, write_file"
+        "Tool 'no_such_tool' not found. Available tools: ask_user, glob, list_directory, read_file, replace, run_shell_command, save_memory, search_file_content, todo_write, web_fetch, write_file"
     );
 }

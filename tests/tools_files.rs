@@ -583,6 +583,7 @@ fn registry_catalogue_and_flags() {
         ("read_file", true, false),
         ("replace", false, true),
         ("run_shell_command", false, true),
+        ("save_memory", false, false),
         ("search_file_content", true, false),
         ("todo_write", true, false),
         ("web_fetch", true, true),

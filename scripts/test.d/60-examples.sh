@@ -8,7 +8,13 @@ grep -q '"is_answer":true' build/examples/quickstart.out
 cc "${CFLAGS[@]}" examples/audit_pipeline.c -lagentao -lsqlite3 -lpthread -o build/examples/audit_pipeline
 build/examples/audit_pipeline build/examples/audit.db | tee build/examples/audit.out
 grep -q 'rows: [1-9]' build/examples/audit.out
-record "C examples" 2
+cc "${CFLAGS[@]}" examples/sandboxed_host.c -lagentao -lpthread -o build/examples/sandboxed_host
+build/examples/sandboxed_host | tee build/examples/sandboxed_host.out
+grep -q '^\[output\] querying the ticket database' build/examples/sandboxed_host.out
+grep -q '^\[memory\] stored .*"key_normalized":"ticket_t_42_owner"' build/examples/sandboxed_host.out
+grep -q '^\[policy\] run_shell_command: .*"outcome":"deny"' build/examples/sandboxed_host.out
+grep -qx '\[answer\] OK: T-42 is owned by Dana; I saved that for later.' build/examples/sandboxed_host.out
+record "C examples" 3
 
 step "README quickstart compiles as written"
 awk '/^## Quickstart/{q=1} q&&/^```c$/{c=1;next} c&&/^```$/{exit} c' README.md > build/examples/readme_quickstart.c

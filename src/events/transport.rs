@@ -42,6 +42,13 @@ pub enum Answer {
     Json(String),
     /// The host failed the request (the reference's exception); the message explains.
     Fail(String),
+    /// A host tool's result text.
+    ToolResult(String),
+    /// A host tool's failure: the error type (the host event's `error_type`) and message.
+    ToolError {
+        error_type: String,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +56,8 @@ pub enum ReplyKind {
     Confirm,
     AskUser,
     MaxIterations,
+    /// A host tool's execution.
+    HostTool,
 }
 
 /// The one-shot answer slot of a request. Answering consumes it; dropping it unanswered fails
@@ -84,11 +93,16 @@ impl Reply {
                 | (ReplyKind::Confirm, Answer::Confirm(_))
                 | (ReplyKind::AskUser, Answer::Text(_))
                 | (ReplyKind::MaxIterations, Answer::Json(_))
+                | (
+                    ReplyKind::HostTool,
+                    Answer::ToolResult(_) | Answer::ToolError { .. }
+                )
         );
         let expected = match self.kind {
             ReplyKind::Confirm => "confirmation",
             ReplyKind::AskUser => "text",
             ReplyKind::MaxIterations => "JSON",
+            ReplyKind::HostTool => "tool result",
         };
         let tx = self.tx.take().expect("a reply is answered once");
         if fits {

@@ -3,23 +3,25 @@
 use std::ffi::c_char;
 
 use super::handle::BoxCastable;
-use super::transport::HostTransport;
 use super::{agentao_error, agentao_status, guard, opt_str_arg, str_arg, Fail};
 use crate::events::transport::{Answer, Confirmation, Reply};
 
-/// The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call. Answer it
+/// The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call, or of
+/// one host tool's `execute` (`agentao_reply_tool_result` / `_tool_error`). Answer it
 /// exactly once with one of the `agentao_reply_*` functions, which consume it, from any thread,
 /// before or after the callback returns. An answer that arrives after the turn was cancelled
 /// is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
 /// cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
 ///
-/// A pending reply keeps the transport's userdata alive: `userdata_free` runs only once every
+/// A pending reply keeps the transport's (or the host tool's) userdata alive: `userdata_free` runs only once every
 /// reply handed to the host has been answered, even after `agentao_agent_free`. It may then
 /// run on the thread that answers the last one, inside `agentao_reply_*`. A reply that is never
 /// answered means `userdata_free` never runs.
 pub struct agentao_reply {
     pub(crate) reply: Reply,
-    pub(crate) _transport: std::sync::Arc<HostTransport>,
+    /// What the host's answer may still need: the transport's userdata, or a host tool's
+    /// userdata and call context.
+    pub(crate) _keep_alive: std::sync::Arc<dyn Send + Sync>,
 }
 
 /// The answers to `confirm_tool` (passed to `agentao_reply_confirm` as an `int32_t`).
@@ -37,13 +39,13 @@ const ALLOW: i32 = agentao_confirmation::Allow as i32;
 const DENY: i32 = agentao_confirmation::Deny as i32;
 const DENY_UNAVAILABLE: i32 = agentao_confirmation::DenyUnavailable as i32;
 
-unsafe fn take(reply: *mut agentao_reply) -> Result<Reply, Fail> {
+pub(crate) unsafe fn take(reply: *mut agentao_reply) -> Result<Reply, Fail> {
     // The keep-alive drops here. Order does not matter: it can only be the last reference
     // once the agent and its turns are gone, and then nobody waits for the answer.
     Ok(agentao_reply::try_take(reply)?.reply)
 }
 
-fn deliver(reply: Reply, answer: Answer) -> Result<(), Fail> {
+pub(crate) fn deliver(reply: Reply, answer: Answer) -> Result<(), Fail> {
     reply.answer(answer).map_err(|e| {
         Fail(
             agentao_status::InvalidArgument,
@@ -135,7 +137,8 @@ pub unsafe extern "C" fn agentao_reply_json(
 
 /// Fails a request with `message` (borrowed; NULL allowed): a failed confirmation or
 /// max-iterations request ends the turn with status error (`AGENTAO_STATUS_HOST_ERROR`); a
-/// failed question becomes the tool's error result and the turn goes on. Consumes `reply`.
+/// failed question becomes the tool's error result and the turn goes on; a failed host tool call
+/// completes with status `error` (error type `HostToolError`). Consumes `reply`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_reply_fail(
     reply: *mut agentao_reply,

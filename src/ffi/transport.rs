@@ -158,7 +158,7 @@ impl FfiTransport {
     fn reply_ptr(&self, reply: Reply) -> *mut agentao_reply {
         agentao_reply {
             reply,
-            _transport: self.host.clone(),
+            _keep_alive: self.host.clone(),
         }
         .into_raw()
     }

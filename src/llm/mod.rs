@@ -28,9 +28,9 @@ use crate::cancel::CancelToken;
 use assembly::Assembler;
 pub use assembly::{LlmResponse, Usage};
 use config::{LlmConfig, RetryConfig};
+use fingerprint::SharedMemo;
 pub use message::Message;
 pub use tool_call::{ArgumentsError, ToolCall};
-use fingerprint::SharedMemo;
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]

@@ -9,6 +9,7 @@ pub mod config;
 pub mod engine;
 pub mod hardline;
 pub mod path_policy;
+pub mod preflight;
 pub mod presets;
 pub mod rules;
 pub mod shell_reads;

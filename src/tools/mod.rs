@@ -9,6 +9,10 @@ pub mod builtin;
 pub mod config;
 pub mod fs;
 pub mod git_launch;
+pub mod host;
+pub mod memory;
+#[cfg(feature = "sqlite-memory")]
+pub mod memory_sqlite;
 pub mod result_format;
 pub mod secrets;
 pub mod selection;
@@ -16,7 +20,8 @@ pub mod shell_exec;
 pub mod shell_run;
 
 pub use builtin::{
-    ask_user, glob, list_directory, read_file, replace, search, shell, todo, web_fetch, write_file,
+    ask_user, glob, list_directory, read_file, replace, save_memory, search, shell, todo,
+    web_fetch, write_file,
 };
 
 use std::collections::BTreeMap;
@@ -30,6 +35,7 @@ use crate::permissions::path_policy;
 
 pub use config::{ShellSettings, ToolSettings, ToolsConfig, WebFetchSettings};
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
+pub use memory::{MemoryRecord, MemoryScope, MemoryStore};
 pub use selection::ToolSelection;
 pub use shell_exec::{
     note_credential_value, BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect,
@@ -90,6 +96,7 @@ pub struct ToolServices {
     /// `<workspace>/.agentao/tool-outputs`).
     pub tool_outputs_dir: PathBuf,
     todos: Mutex<Vec<TodoItem>>,
+    memory: RwLock<Arc<dyn MemoryStore>>,
 }
 
 impl Default for ToolServices {
@@ -103,6 +110,7 @@ impl Default for ToolServices {
             web: WebSettings::default(),
             tool_outputs_dir: PathBuf::from(result_format::DEFAULT_OUTPUT_DIR),
             todos: Mutex::new(Vec::new()),
+            memory: RwLock::new(Arc::new(memory::InMemoryStore::default())),
         }
     }
 }
@@ -179,6 +187,23 @@ impl ToolServices {
         }
     }
 
+    /// The memory store (spec §5.4; default in memory).
+    pub fn memory(&self) -> Arc<dyn MemoryStore> {
+        self.memory
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the memory store; returns the previous one (for the caller to drop outside
+    /// its locks).
+    pub fn set_memory(&self, store: Arc<dyn MemoryStore>) -> Arc<dyn MemoryStore> {
+        std::mem::replace(
+            &mut *self.memory.write().unwrap_or_else(|e| e.into_inner()),
+            store,
+        )
+    }
+
     /// Empties the list (`clear_history()`).
     pub fn clear_todos(&self) {
         self.set_todos(Vec::new());
@@ -243,6 +268,11 @@ pub trait Tool: Send + Sync {
     fn requires_confirmation(&self) -> bool {
         !self.is_read_only()
     }
+    /// Whether two calls in one parallel batch may run at once (spec §2.5 serialises them
+    /// otherwise).
+    fn is_reentrant(&self) -> bool {
+        false
+    }
     /// A refusal decided from the arguments alone, before planning looks at them (an argument
     /// too large to check); the text is the call's result.
     fn reject_early(&self, _args: &Map<String, Value>) -> Option<String> {
@@ -263,6 +293,7 @@ pub const BUILTIN_TOOL_NAMES: &[&str] = &[
     "read_file",
     "replace",
     "run_shell_command",
+    "save_memory",
     "search_file_content",
     "todo_write",
     "web_fetch",
@@ -304,6 +335,7 @@ impl ToolRegistry {
             Arc::new(read_file::ReadFile),
             Arc::new(replace::Replace),
             Arc::new(shell::RunShellCommand::new(interpreter)),
+            Arc::new(save_memory::SaveMemory),
             Arc::new(search::SearchFileContent),
             Arc::new(todo::TodoWrite),
             Arc::new(web_fetch::WebFetch::new(&web)),

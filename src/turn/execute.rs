@@ -62,7 +62,8 @@ impl Turn<'_, '_> {
     }
 
     /// Executes the batch: read-only batches in parallel (calls to one tool still one at a
-    /// time), anything else in call order. Results come back in call order.
+    /// time unless it is re-entrant), anything else in call order. Results come back in call
+    /// order.
     pub(super) async fn execute(&mut self, plans: &[Plan]) -> Vec<ToolOutcome> {
         let mut results: Vec<Option<ToolOutcome>> = plans.iter().map(|_| None).collect();
         let runnable: Vec<usize> = (0..plans.len())
@@ -79,7 +80,11 @@ impl Turn<'_, '_> {
             }
             let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
             for &i in &runnable {
-                match groups.iter_mut().find(|(n, _)| *n == plans[i].name) {
+                let shared = !plans[i].tool.is_reentrant();
+                match groups
+                    .iter_mut()
+                    .find(|(n, _)| shared && *n == plans[i].name)
+                {
                     Some((_, g)) => g.push(i),
                     None => groups.push((plans[i].name.clone(), vec![i])),
                 }

@@ -69,7 +69,7 @@ impl Turn<'_, '_> {
                 system: env.system_prompt,
                 history: &history,
                 transcript: turn,
-                tail: None,
+                tail: env.volatile_tail,
                 tools: schemas,
             };
             env.llm.start(&req, &self.cancel)

@@ -63,6 +63,8 @@ pub struct TurnEnv<'a> {
     pub tools_config: &'a ToolsConfig,
     pub workspace: &'a Path,
     pub system_prompt: &'a str,
+    /// The request-only reminder after the history (memory recall), if any.
+    pub volatile_tail: Option<&'a str>,
     pub emitter: &'a Emitter,
     pub hub: &'a HostEventHub,
     pub engine: &'a RwLock<Option<PermissionEngine>>,

@@ -6,6 +6,7 @@ pub mod glob;
 pub mod list_directory;
 pub mod read_file;
 pub mod replace;
+pub mod save_memory;
 pub mod search;
 pub mod shell;
 pub mod todo;

@@ -1,0 +1,311 @@
+//! The host's memory store (spec §5.4) as a C vtable.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::agent::{agent_ref, agentao_agent};
+use super::host_data::HostData;
+use super::{
+    agentao_error, agentao_status, guard, in_callback, opt_str_arg, str_arg, to_cstring, Fail,
+};
+use crate::tools::memory::{matching, sort_recent_first, InMemoryStore};
+use crate::tools::{MemoryRecord, MemoryScope, MemoryStore};
+
+/// Where a store callback puts its answer: borrowed for the callback, answered at most once
+/// with `agentao_memory_answer_json` or `agentao_memory_answer_fail` before it returns.
+pub struct agentao_memory_answer {
+    answer: Option<Result<String, String>>,
+}
+
+/// A memory store the host implements (spec §5.4), e.g. a remote memory service. Copied by
+/// `agentao_agent_set_memory_store`. Records are JSON objects:
+/// `{"id": 8 hex, "scope": "user"|"project", "type": str, "key_normalized": str,
+/// "title": str, "content": str, "tags": [str], "keywords": [str],
+/// "source": "explicit"|"auto"|"crystallized", "confidence": number, "sensitivity": str,
+/// "created_at": RFC 3339, "updated_at": RFC 3339, "deleted_at": RFC 3339|null}`.
+///
+/// Threads: callbacks run on library threads where blocking is fine (a `save_memory` call, the
+/// start of a turn), never two of one agent at once; strings passed in are borrowed for the
+/// callback. A callback answers through `answer` before it returns; one that fails
+/// (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
+/// and leaves the turn's prompt without memories.
+#[repr(C)]
+pub struct agentao_memory_store {
+    /// `sizeof(agentao_memory_store)`; a smaller value means the slots past it are NULL.
+    pub struct_size: u32,
+    pub userdata: *mut c_void,
+    /// Optional; called exactly once with `userdata` when the agent lets the store go
+    /// (replaced, or the agent freed). Not called when `agentao_agent_set_memory_store` fails.
+    pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
+    /// Required. Insert `record_json`, or replace the live record with the same `scope` and
+    /// `key_normalized`. Answer nothing (success) or fail.
+    pub upsert: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            record_json: *const c_char,
+            answer: *mut agentao_memory_answer,
+        ),
+    >,
+    /// Required. The live records of `scope` (`"user"`, `"project"`, or NULL for both) as a
+    /// JSON array, most recently updated first.
+    pub list: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            scope: *const c_char,
+            answer: *mut agentao_memory_answer,
+        ),
+    >,
+    /// Optional. The live record with this `scope` and `key`, or `null`. NULL: found in `list`.
+    pub get: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            scope: *const c_char,
+            key: *const c_char,
+            answer: *mut agentao_memory_answer,
+        ),
+    >,
+    /// Optional. The live records (of `scope`, NULL for both) relevant to `query`, as a JSON
+    /// array. NULL: the records of `list` that share a word with the query.
+    pub search: Option<
+        unsafe extern "C" fn(
+            userdata: *mut c_void,
+            query: *const c_char,
+            scope: *const c_char,
+            answer: *mut agentao_memory_answer,
+        ),
+    >,
+}
+
+type AnswerPtr = *mut agentao_memory_answer;
+
+struct FfiMemoryStore {
+    data: HostData,
+    free: Option<unsafe extern "C" fn(*mut c_void)>,
+    armed: AtomicBool,
+    upsert: unsafe extern "C" fn(*mut c_void, *const c_char, AnswerPtr),
+    list: unsafe extern "C" fn(*mut c_void, *const c_char, AnswerPtr),
+    get: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, AnswerPtr)>,
+    search: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, AnswerPtr)>,
+}
+
+impl Drop for FfiMemoryStore {
+    fn drop(&mut self) {
+        if let (Some(free), true) = (self.free, self.armed.load(Ordering::Acquire)) {
+            // SAFETY: the host's finalizer, called once, when the library lets go.
+            in_callback(|| unsafe { free(self.data.ptr()) });
+        }
+    }
+}
+
+fn scope_c(scope: Option<MemoryScope>) -> Option<CString> {
+    scope.map(|s| to_cstring(s.as_str()))
+}
+
+fn ptr_or_null(s: &Option<CString>) -> *const c_char {
+    s.as_ref().map_or(std::ptr::null(), |s| s.as_ptr())
+}
+
+impl FfiMemoryStore {
+    /// Runs one callback with a fresh answer slot; `Ok(None)` when it answered nothing.
+    fn ask(&self, what: &str, call: impl FnOnce(AnswerPtr)) -> Result<Option<String>, String> {
+        let mut slot = agentao_memory_answer { answer: None };
+        in_callback(|| call(&mut slot));
+        match slot.answer {
+            None => Ok(None),
+            Some(Ok(json)) => Ok(Some(json)),
+            Some(Err(m)) => Err(format!("the memory store failed `{what}`: {m}")),
+        }
+    }
+
+    fn records(&self, what: &str, json: Option<String>) -> Result<Vec<MemoryRecord>, String> {
+        let json = json.ok_or_else(|| format!("the memory store gave no answer to `{what}`"))?;
+        let mut v: Vec<MemoryRecord> = serde_json::from_str(&json).map_err(|e| {
+            format!("the memory store's answer to `{what}` is not a list of records: {e}")
+        })?;
+        v.retain(|r| r.deleted_at.is_none());
+        Ok(v)
+    }
+}
+
+impl MemoryStore for FfiMemoryStore {
+    fn upsert(&self, record: &MemoryRecord) -> Result<(), String> {
+        let json = to_cstring(&serde_json::to_string(record).map_err(|e| e.to_string())?);
+        // SAFETY: the host's callback with its userdata, a string and an answer slot that live
+        // for the call.
+        self.ask("upsert", |a| unsafe {
+            (self.upsert)(self.data.ptr(), json.as_ptr(), a)
+        })
+        .map(drop)
+    }
+
+    fn get(&self, scope: MemoryScope, key: &str) -> Result<Option<MemoryRecord>, String> {
+        let Some(get) = self.get else {
+            return Ok(self
+                .list(Some(scope))?
+                .into_iter()
+                .find(|r| r.key_normalized == key));
+        };
+        let (s, k) = (to_cstring(scope.as_str()), to_cstring(key));
+        // SAFETY: as in `upsert`.
+        let json = self.ask("get", |a| unsafe {
+            get(self.data.ptr(), s.as_ptr(), k.as_ptr(), a)
+        })?;
+        let json = json.ok_or("the memory store gave no answer to `get`")?;
+        let r: Option<MemoryRecord> = serde_json::from_str(&json).map_err(|e| {
+            format!("the memory store's answer to `get` is not a record or null: {e}")
+        })?;
+        Ok(r.filter(|r| r.deleted_at.is_none()))
+    }
+
+    fn list(&self, scope: Option<MemoryScope>) -> Result<Vec<MemoryRecord>, String> {
+        let s = scope_c(scope);
+        // SAFETY: as in `upsert`.
+        let json = self.ask("list", |a| unsafe {
+            (self.list)(self.data.ptr(), ptr_or_null(&s), a)
+        })?;
+        let mut v = self.records("list", json)?;
+        sort_recent_first(&mut v);
+        Ok(v)
+    }
+
+    fn search(&self, query: &str, scope: Option<MemoryScope>) -> Result<Vec<MemoryRecord>, String> {
+        let Some(search) = self.search else {
+            return Ok(matching(self.list(scope)?, query));
+        };
+        let (q, s) = (to_cstring(query), scope_c(scope));
+        // SAFETY: as in `upsert`.
+        let json = self.ask("search", |a| unsafe {
+            search(self.data.ptr(), q.as_ptr(), ptr_or_null(&s), a)
+        })?;
+        self.records("search", json)
+    }
+}
+
+unsafe fn from_vtable(t: *const agentao_memory_store) -> Result<FfiMemoryStore, Fail> {
+    let size = (*t).struct_size as usize;
+    let base = std::mem::offset_of!(agentao_memory_store, list) + std::mem::size_of::<usize>();
+    if size < base {
+        return Err(Fail(
+            agentao_status::InvalidArgument,
+            format!("store->struct_size is {size}; set it to sizeof(agentao_memory_store)"),
+        ));
+    }
+    macro_rules! slot {
+        ($field:ident) => {
+            if size
+                >= std::mem::offset_of!(agentao_memory_store, $field) + std::mem::size_of::<usize>()
+            {
+                (*t).$field
+            } else {
+                None
+            }
+        };
+    }
+    let (Some(upsert), Some(list)) = ((*t).upsert, (*t).list) else {
+        return Err(Fail(
+            agentao_status::NullArgument,
+            "the memory store needs `upsert` and `list`".into(),
+        ));
+    };
+    Ok(FfiMemoryStore {
+        data: HostData::borrowed((*t).userdata),
+        free: (*t).userdata_free,
+        armed: AtomicBool::new(false),
+        upsert,
+        list,
+        get: slot!(get),
+        search: slot!(search),
+    })
+}
+
+/// Sets the agent's memory store (spec §5.4), right after `agentao_agent_new` or between
+/// turns: `save_memory` writes to it, and every turn shows its memories to the model (a
+/// stable block of at most 2,000 characters in the system prompt, and the memories relevant
+/// to the user's message in a request-only reminder). `store` is borrowed and copied; NULL
+/// restores a new, empty in-memory store (the default).
+///
+/// Ownership: on success the library owns `store->userdata` (released with
+/// `userdata_free` when replaced or when the agent is freed); on failure it stays the host's.
+///
+/// Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, or a NULL `upsert` or `list`),
+/// `_INVALID_ARGUMENT` (`struct_size` too small), `_TURN_IN_PROGRESS`. Threads: any thread,
+/// not inside a callback of this agent's running turn.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_set_memory_store(
+    agent: *mut agentao_agent,
+    store: *const agentao_memory_store,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let agent = agent_ref(agent)?;
+        if store.is_null() {
+            agent.set_memory_store(Arc::new(InMemoryStore::default()))?;
+            return Ok(());
+        }
+        let store = Arc::new(from_vtable(store)?);
+        agent.set_memory_store(store.clone())?;
+        store.armed.store(true, Ordering::Release);
+        Ok(())
+    })
+}
+
+unsafe fn answer_slot<'a>(
+    answer: *mut agentao_memory_answer,
+) -> Result<&'a mut agentao_memory_answer, Fail> {
+    let a = answer
+        .as_mut()
+        .ok_or_else(|| Fail(agentao_status::NullArgument, "`answer` is NULL".into()))?;
+    if a.answer.is_some() {
+        return Err(Fail(
+            agentao_status::InvalidArgument,
+            "this answer was already given".into(),
+        ));
+    }
+    Ok(a)
+}
+
+/// Answers a store callback with `json` (borrowed, copied): a record list for `list` and
+/// `search`, a record or `null` for `get`. Only inside the callback that received `answer`.
+/// Text that is not JSON fails the callback and returns `AGENTAO_STATUS_INVALID_JSON`;
+/// a second answer `_INVALID_ARGUMENT`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_memory_answer_json(
+    answer: *mut agentao_memory_answer,
+    json: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let a = answer_slot(answer)?;
+        let text = match str_arg(json, "json") {
+            Ok(t) => t,
+            Err(f) => {
+                a.answer = Some(Err(f.1.clone()));
+                return Err(f);
+            }
+        };
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            let msg = format!("the answer is not JSON: {e}");
+            a.answer = Some(Err(msg.clone()));
+            return Err(Fail(agentao_status::InvalidJson, msg));
+        }
+        a.answer = Some(Ok(text.to_owned()));
+        Ok(())
+    })
+}
+
+/// Fails a store callback with `message` (borrowed, copied; NULL: a generic text). Only inside
+/// the callback that received `answer`; a second answer returns `_INVALID_ARGUMENT`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_memory_answer_fail(
+    answer: *mut agentao_memory_answer,
+    message: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let a = answer_slot(answer)?;
+        let msg = opt_str_arg(message, "message")?.unwrap_or("the store failed");
+        a.answer = Some(Err(msg.to_owned()));
+        Ok(())
+    })
+}
