@@ -170,7 +170,7 @@ static char g_tmp[256];     /* scratch directory (scripts, port files) */
 static char g_mock[1024];   /* path of the mock-openai binary */
 static char g_self[1024];   /* this program, for --child */
 static int g_quick = 0;
-static const char *g_only = NULL; /* --only turn|stream|loop|events|memory|scale */
+static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale */
 
 static int want(const char *section) { return !g_only || strcmp(g_only, section) == 0; }
 
@@ -598,6 +598,114 @@ static void ratio_row(const char *what, stat_t lib, stat_t floor_, const char *t
     snprintf(name, sizeof name, "  ratio library/floor, %s", what);
     stat_t q = {lib.median / floor_.median, lib.p90 / floor_.p90, lib.n};
     row(name, "x", q, target);
+}
+
+/* ------------------------------------------------------------------ host tools and the FS vtable */
+
+#define HT_CALLS 50
+
+/* A host tool answering at once; it times itself so that its own time can be subtracted. */
+static double g_cb_s;
+static void ht_execute(void *ud, const char *args, const agentao_tool_call *call, agentao_reply *reply) {
+    (void)ud, (void)args, (void)call;
+    double t0 = now_s();
+    agentao_reply_tool_result(reply, "ok", NULL);
+    g_cb_s += now_s() - t0;
+}
+
+/* One response with `calls` calls to bench_tool (distinct arguments), then a final text. */
+static char *script_host_tool(int calls) {
+    sbuf b = {0};
+    sb_add(&b, "{\"responses\":[{\"tool_calls\":[");
+    for (int c = 1; c <= calls; c++)
+        sb_add(&b, "%s{\"id\":\"h%d\",\"name\":\"bench_tool\",\"arguments\":{\"k\":%d}}", c > 1 ? "," : "", c, c);
+    sb_add(&b, "]},{\"text\":\"done\"}]}");
+    return b.p;
+}
+
+/* An in-memory file system answering every read with the same small text. */
+static const char VFS_TEXT[] = "line one of file\nline two\nline three\n";
+static int32_t vfs_read(void *ud, const char *path, uint64_t max_bytes, agentao_fs_out *out) {
+    (void)ud, (void)path;
+    size_t len = sizeof VFS_TEXT - 1 < max_bytes ? sizeof VFS_TEXT - 1 : (size_t)max_bytes;
+    agentao_fs_out_set_data(out, (const uint8_t *)VFS_TEXT, len, NULL);
+    return 0;
+}
+static int32_t vfs_stat(void *ud, const char *path, agentao_fs_out *out) {
+    (void)ud;
+    if (strcmp(path, g_ws) == 0) agentao_fs_out_set_stat(out, 0, 1000.0, AGENTAO_FS_KIND_DIR, NULL);
+    else agentao_fs_out_set_stat(out, sizeof VFS_TEXT - 1, 1000.0, AGENTAO_FS_KIND_FILE, NULL);
+    return 0;
+}
+static bool vfs_exists(void *ud, const char *path) { return (void)ud, (void)path, true; }
+
+/* Wall time of one turn on a fresh agent (creation not timed: the script is consumed), minus
+ * the host tool's own time, in seconds; `h` sums the tools' own durations (tool_complete). */
+static double timed_turn(const char *script, int host_tool, int vfs, host_t *h) {
+    char *cfg = config_scripted(script);
+    agentao_agent *a = agent_new(cfg, h);
+    host_reset(h);
+    free(cfg);
+    agentao_error *err = NULL;
+    if (host_tool) {
+        agentao_tool_desc d = {
+            .struct_size = sizeof d,
+            .name = "bench_tool",
+            .description = "answers ok",
+            .parameters_json = "{\"type\":\"object\",\"properties\":{\"k\":{\"type\":\"integer\"}}}",
+            .is_read_only = true,
+            .execute = ht_execute,
+        };
+        check(agentao_agent_add_tool(a, &d, false, &err), err, "add_tool");
+    }
+    if (vfs) {
+        agentao_file_system fs = {.struct_size = sizeof fs, .read = vfs_read, .stat = vfs_stat, .exists = vfs_exists};
+        check(agentao_agent_set_file_system(a, &fs, &err), err, "set_file_system");
+    }
+    g_cb_s = 0;
+    char *text = NULL;
+    double t0 = now_s();
+    check(agentao_agent_chat(a, "go", -1, NULL, &text, &err), err, "timed turn");
+    double t = now_s() - t0 - g_cb_s;
+    if (!text || (strcmp(text, "done") != 0 && strcmp(text, "loop done") != 0)) die("timed turn: unexpected answer");
+    agentao_string_free(text);
+    agentao_agent_free(a);
+    return t;
+}
+
+static void bench_host_tool(void) {
+    int warm = 3, runs = g_quick ? 11 : 41;
+    double *v = calloc((size_t)runs, sizeof(double));
+    host_t h;
+    host_init(&h);
+
+    /* The same turn with 1 and with HT_CALLS + 1 calls in one batch (read-only, not re-entrant:
+     * run one after another); the difference per call is what a host-tool call costs beyond
+     * its callback: dispatch, permission, events, history. */
+    char *one = script_host_tool(1), *many = script_host_tool(HT_CALLS + 1);
+    for (int i = 0; i < warm + runs; i++) {
+        double t1 = timed_turn(one, 1, 0, &h);
+        double tn = timed_turn(many, 1, 0, &h);
+        if (i >= warm) v[i - warm] = (tn - t1) * 1e6 / HT_CALLS;
+    }
+    row("host-tool call, overhead beyond callback", "us", stats(v, runs), "< 10 us");
+    free(one);
+    free(many);
+
+    /* HT_CALLS read_file iterations on the local disk and through an in-memory FileSystem
+     * vtable, alternating; the difference of read_file's own time (its tool_complete
+     * durations, so the loop's noise stays out) per read is the vtable's cost. */
+    char *loop = script_tool_loop(HT_CALLS, "loop done");
+    for (int i = 0; i < warm + runs; i++) {
+        timed_turn(loop, 0, 0, &h);
+        double local = h.tool_ms;
+        timed_turn(loop, 0, 1, &h);
+        double vt = h.tool_ms;
+        if (i >= warm) v[i - warm] = (vt - local) * 1e3 / HT_CALLS;
+    }
+    row("FS-vtable read_file minus local, own time", "us", stats(v, runs), "< 2 us");
+    free(loop);
+    free(v);
 }
 
 /* ------------------------------------------------------------------ 1. per-turn overhead */
@@ -1348,6 +1456,7 @@ int main(int argc, char **argv) {
     if (want("stream")) bench_stream();
     if (want("loop")) bench_tool_loop();
     if (want("events")) bench_host_events();
+    if (want("hosttool")) bench_host_tool();
     if (want("memory")) {
         /* memory: the openai config points at a live mock (never contacted while idle) */
         mock_t m = mock_start("{\"responses\":[{\"text\":\"x\"}]}");
