@@ -18,6 +18,19 @@
 //! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |
 //!
 //! `unsafe` lives in `ffi` only.
+//!
+//! # Public Rust surface
+//!
+//! The product is the C ABI; the Rust surface is public only where something outside the crate
+//! needs it: the Rust integration tests (`tests/`), `mock-openai/` (the scripted `llm::script`
+//! types), `acp/` (the agent, its config, `turn::{DeltaSink, TurnOutcome, TurnStatus,
+//! IncompleteReason}`, events) and `fuzz/` (`turn::plan::repair_name`,
+//! `permissions::hardline::{check, MAX_TEXTS}`, `llm::sse`, `llm::openai`,
+//! `llm::tool_call`). Everything else is `pub(crate)`: the turn's stages, the built-in tools,
+//! the hardline floor's internals, the MCP naming, tool and resource-tool internals, retry,
+//! fingerprints, the scripted provider, presets, shell reads, secrets, git launch, shell runs
+//! and the SQLite store. A new item starts `pub(crate)` and becomes `pub` only for one of
+//! those users.
 
 #![deny(unsafe_code)]
 

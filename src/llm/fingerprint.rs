@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 /// Values computed once per distinct text for the whole process. Bounded in entries and in
 /// bytes of text: a process that sees more starts over.
-pub struct SharedMemo<T>(LazyLock<Mutex<Entries<T>>>);
+pub(crate) struct SharedMemo<T>(LazyLock<Mutex<Entries<T>>>);
 
 struct Entries<T> {
     map: HashMap<Box<[u8]>, T>,
@@ -40,11 +40,11 @@ impl<T: Clone> Default for SharedMemo<T> {
 }
 
 impl<T: Clone> SharedMemo<T> {
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         SharedMemo(LazyLock::new(Default::default))
     }
 
-    pub fn get_or(&self, text: &[u8], compute: impl FnOnce() -> T) -> T {
+    pub(crate) fn get_or(&self, text: &[u8], compute: impl FnOnce() -> T) -> T {
         if let Some(v) = self.lock().map.get(text) {
             return v.clone();
         }
@@ -67,7 +67,7 @@ impl<T: Clone> SharedMemo<T> {
 }
 
 /// The first 8 bytes of the SHA-256 of `data`, in lowercase hex.
-pub fn hex16(data: &[u8]) -> String {
+pub(crate) fn hex16(data: &[u8]) -> String {
     use std::fmt::Write;
     let mut s = String::with_capacity(16);
     for b in &Sha256::digest(data)[..8] {

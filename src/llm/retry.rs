@@ -17,7 +17,11 @@ const QUOTA_CODES: &[&str] = &[
     "organization_usage_limit_exceeded",
 ];
 
-pub fn is_retryable_status(status: u16, code: Option<&str>, error_type: Option<&str>) -> bool {
+pub(crate) fn is_retryable_status(
+    status: u16,
+    code: Option<&str>,
+    error_type: Option<&str>,
+) -> bool {
     if status == 429
         && (code.is_some_and(|c| QUOTA_CODES.contains(&c))
             || error_type == Some("insufficient_quota"))
@@ -28,7 +32,7 @@ pub fn is_retryable_status(status: u16, code: Option<&str>, error_type: Option<&
 }
 
 /// The reference's exception class for a status (the OpenAI SDK's names).
-pub fn status_class(status: u16) -> &'static str {
+pub(crate) fn status_class(status: u16) -> &'static str {
     match status {
         400 => "BadRequestError",
         401 => "AuthenticationError",
@@ -44,7 +48,7 @@ pub fn status_class(status: u16) -> &'static str {
 
 /// Delay before retry `n` (0-based): `Retry-After` if given, else `min(base·2^n, cap)` plus
 /// uniform jitter in `[0, 0.3·that)`, all capped.
-pub fn backoff(cfg: &RetryConfig, n: u32, retry_after: Option<Duration>) -> Duration {
+pub(crate) fn backoff(cfg: &RetryConfig, n: u32, retry_after: Option<Duration>) -> Duration {
     if let Some(ra) = retry_after {
         return ra.min(cfg.backoff_cap.max(Duration::from_secs(60)));
     }
@@ -60,7 +64,7 @@ pub fn backoff(cfg: &RetryConfig, n: u32, retry_after: Option<Duration>) -> Dura
 }
 
 /// `Retry-After`: delta seconds (fractions allowed) or an HTTP date; a past date is 0.
-pub fn parse_retry_after(v: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(secs) = v.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0)

@@ -9,7 +9,7 @@ use super::assembly::{Assembler, Usage};
 use super::script::{Fault, Script, ScriptArgs, ScriptResponse};
 use super::{retry, LlmError};
 
-pub struct ScriptedBackend {
+pub(crate) struct ScriptedBackend {
     model: Option<String>,
     // Shared, so a request does not copy its response.
     responses: Vec<Arc<ScriptResponse>>,
@@ -18,7 +18,7 @@ pub struct ScriptedBackend {
 }
 
 impl ScriptedBackend {
-    pub fn new(script: Script) -> Self {
+    pub(crate) fn new(script: Script) -> Self {
         let exhausted = script.response(usize::MAX);
         ScriptedBackend {
             model: script.model,
@@ -28,11 +28,11 @@ impl ScriptedBackend {
         }
     }
 
-    pub fn model(&self) -> &str {
+    pub(crate) fn model(&self) -> &str {
         self.model.as_deref().unwrap_or("scripted")
     }
 
-    pub fn open(&self) -> Result<ScriptedStream, LlmError> {
+    pub(crate) fn open(&self) -> Result<ScriptedStream, LlmError> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let resp = self.responses.get(n).unwrap_or(&self.exhausted).clone();
         if let Some(Fault::HttpError {
@@ -88,7 +88,7 @@ enum Ev {
     Usage,
 }
 
-pub struct ScriptedStream {
+pub(crate) struct ScriptedStream {
     resp: Arc<ScriptResponse>,
     order: Vec<Ev>,
     pos: usize,
@@ -96,7 +96,7 @@ pub struct ScriptedStream {
 
 impl ScriptedStream {
     /// The next event at once, when nothing (a delay or a stall) is due before it.
-    pub fn try_ready(&mut self, asm: &mut Assembler) -> Option<Result<bool, LlmError>> {
+    pub(crate) fn try_ready(&mut self, asm: &mut Assembler) -> Option<Result<bool, LlmError>> {
         let stall_due = self.pos == 0 && matches!(self.resp.fault, Some(Fault::Stall { .. }));
         if self.resp.delay_ms > 0 || stall_due {
             return None;
@@ -104,7 +104,7 @@ impl ScriptedStream {
         Some(self.step(asm))
     }
 
-    pub async fn next(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
+    pub(crate) async fn next(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
         if self.pos == 0 {
             if let Some(Fault::Stall { ms }) = &self.resp.fault {
                 tokio::time::sleep(Duration::from_millis(*ms)).await;

@@ -7,7 +7,7 @@
 
 use sha2::{Digest, Sha256};
 
-pub const MAX_TOOL_NAME_LEN: usize = 64;
+pub(crate) const MAX_TOOL_NAME_LEN: usize = 64;
 const HASH_LEN: usize = 8;
 
 fn sanitize(name: &str) -> String {
@@ -23,7 +23,7 @@ fn sanitize(name: &str) -> String {
 }
 
 /// The model-facing name of `tool` on `server`.
-pub fn tool_name(server: &str, tool: &str) -> String {
+pub(crate) fn tool_name(server: &str, tool: &str) -> String {
     let name = format!("mcp_{}_{}", sanitize(server), sanitize(tool));
     let lossy = !(server.is_ascii() && tool.is_ascii());
     if name.len() <= MAX_TOOL_NAME_LEN && !lossy {

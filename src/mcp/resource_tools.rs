@@ -10,9 +10,9 @@ use super::client::{CallError, Connection};
 use super::render::render_read;
 use crate::tools::{arg_str, Tool, ToolContext, ToolError};
 
-pub const LIST_RESOURCES: &str = "list_mcp_resources";
-pub const LIST_TEMPLATES: &str = "list_mcp_resource_templates";
-pub const READ_RESOURCE: &str = "read_mcp_resource";
+pub(crate) const LIST_RESOURCES: &str = "list_mcp_resources";
+pub(crate) const LIST_TEMPLATES: &str = "list_mcp_resource_templates";
+pub(crate) const READ_RESOURCE: &str = "read_mcp_resource";
 
 /// The resource bounds of the all-servers walk, per server (the reference's).
 const MAX_LIST_PAGES: usize = 100;
@@ -20,7 +20,7 @@ const MAX_LIST_ITEMS: usize = 1024;
 
 /// The servers whose resources the tools reach: connected, declaring resources, not
 /// `"resources": false`. Sorted by name.
-pub type ResourceServers = Arc<Vec<Arc<Connection>>>;
+pub(crate) type ResourceServers = Arc<Vec<Arc<Connection>>>;
 
 fn find<'a>(servers: &'a ResourceServers, name: &str) -> Result<&'a Arc<Connection>, String> {
     servers.iter().find(|c| c.server == name).ok_or_else(|| {
@@ -58,9 +58,9 @@ fn item(server: &str, v: &Value, templates: bool) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-pub struct ListResources {
-    pub servers: ResourceServers,
-    pub templates: bool,
+pub(crate) struct ListResources {
+    pub(crate) servers: ResourceServers,
+    pub(crate) templates: bool,
 }
 
 impl ListResources {
@@ -233,8 +233,8 @@ impl Tool for ListResources {
     }
 }
 
-pub struct ReadResource {
-    pub servers: ResourceServers,
+pub(crate) struct ReadResource {
+    pub(crate) servers: ResourceServers,
 }
 
 impl Tool for ReadResource {

@@ -10,7 +10,7 @@ use super::naming::tool_name;
 use super::render::render_call_result;
 use crate::tools::{Tool, ToolContext, ToolError};
 
-pub struct McpTool {
+pub(crate) struct McpTool {
     fqn: String,
     description: String,
     parameters: Value,
@@ -22,7 +22,7 @@ pub struct McpTool {
 }
 
 impl McpTool {
-    pub fn new(conn: Arc<Connection>, def: ToolDef, read_hint: bool) -> Self {
+    pub(crate) fn new(conn: Arc<Connection>, def: ToolDef, read_hint: bool) -> Self {
         let server = &conn.server;
         let description = format!(
             "[MCP:{server}] {}",

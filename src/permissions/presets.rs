@@ -13,12 +13,12 @@ use super::rules::{compile_preset, Pattern, Rule};
 use super::Mode;
 use crate::pycompat::ignorecase_fold;
 
-pub const READ_ONLY_SHELL: &str = r#"^(?:git[ \t]+(?:status|log|diff|show|stash[ \t]+list|shortlog|describe|blame|ls-files|ls-tree|rev-parse|config[ \t]+--get[a-z-]*)(?=[ \t]|$)(?![^\n]*--(?:ext|textc|out))|(?:ls|cat|echo|pwd|which|head|tail|wc|diff|grep|du|df|ps)(?=[ \t]|$))[^;&|`$<>()\n\r'\"\\*?\[\]{}]*\Z"#;
-pub const DANGEROUS_SHELL: &str = r"rm\s+-rf|sudo\s|mkfs|dd\s+if=";
-pub const PROTECTED_PATH: &str = r"(?i)(?:^|/)\.(?:git|agentao)(?:/|$)";
-pub const CREDENTIAL_PATH: &str =
+pub(crate) const READ_ONLY_SHELL: &str = r#"^(?:git[ \t]+(?:status|log|diff|show|stash[ \t]+list|shortlog|describe|blame|ls-files|ls-tree|rev-parse|config[ \t]+--get[a-z-]*)(?=[ \t]|$)(?![^\n]*--(?:ext|textc|out))|(?:ls|cat|echo|pwd|which|head|tail|wc|diff|grep|du|df|ps)(?=[ \t]|$))[^;&|`$<>()\n\r'\"\\*?\[\]{}]*\Z"#;
+pub(crate) const DANGEROUS_SHELL: &str = r"rm\s+-rf|sudo\s|mkfs|dd\s+if=";
+pub(crate) const PROTECTED_PATH: &str = r"(?i)(?:^|/)\.(?:git|agentao)(?:/|$)";
+pub(crate) const CREDENTIAL_PATH: &str =
     r"(?i)(?:^|[/\\])\.env(?:\.(?!(?:example|sample|template|dist)$)[^/\\]+)?$|\.(?:pem|key)$";
-pub const SHELL_RC_WRITE: &str = r#"(?:>>?\s*(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)(?=\s|[;|&)>'\"<]|$)|\btee\b(?:\s+-\S+)*\s+(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)(?=\s|[;|&)>'\"<]|$)|\b(?:cp|mv)\b(?:\s+-\S+)*\s+\S+\s+(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)(?=\s|[;|&)>'\"<]|$)|\bsed\b(?:\s+\S+)*?\s+-i(?:\.\S+)?(?:\s+\S+)*?\s+(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)(?=\s|[;|&)>'\"<]|$))"#;
+pub(crate) const SHELL_RC_WRITE: &str = r#"(?:>>?\s*(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)(?=\s|[;|&)>'\"<]|$)|\btee\b(?:\s+-\S+)*\s+(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)(?=\s|[;|&)>'\"<]|$)|\b(?:cp|mv)\b(?:\s+-\S+)*\s+\S+\s+(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)(?=\s|[;|&)>'\"<]|$)|\bsed\b(?:\s+\S+)*?\s+-i(?:\.\S+)?(?:\s+\S+)*?\s+(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|zshrc|profile|bash_profile|zprofile|netrc|pgpass|npmrc|pypirc)(?=\s|[;|&)>'\"<]|$))"#;
 
 const WEB_ALLOW: &[&str] = &[
     ".github.com",
@@ -47,7 +47,7 @@ static READ_ONLY_SHELL_RE: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// `READ_ONLY_SHELL`, without look-around: the look-aheads become an optional `[ \t]…` tail,
 /// and the git arm's negative look-ahead a substring test on the rest of the command.
-pub fn is_read_only_shell(s: &str) -> bool {
+pub(crate) fn is_read_only_shell(s: &str) -> bool {
     read_only_shell(s)
 }
 
@@ -186,7 +186,7 @@ fn shell_read_only_and_dangerous() -> [Rule; 2] {
 }
 
 /// The preset rules of `mode`, in evaluation order.
-pub fn preset_rules(mode: Mode) -> Vec<Rule> {
+pub(crate) fn preset_rules(mode: Mode) -> Vec<Rule> {
     match mode {
         Mode::ReadOnly => Vec::new(),
         Mode::FullAccess => vec![plain("*", "allow")],

@@ -24,7 +24,7 @@ use super::path_policy;
 
 /// The first word of `command` (a command of the read-only shell set), run in `cwd`, that
 /// names a path outside `workspace`.
-pub fn outside_operand(command: &str, cwd: &Path, workspace: &Path) -> Option<String> {
+pub(crate) fn outside_operand(command: &str, cwd: &Path, workspace: &Path) -> Option<String> {
     let mut words = command.split([' ', '\t']).filter(|w| !w.is_empty());
     let program = words.next()?;
     if matches!(program, "echo" | "pwd") {

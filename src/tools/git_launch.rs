@@ -59,7 +59,7 @@ const FIXED_ENV: &[(&str, &str)] = &[
 
 /// How a command is launched.
 #[derive(Debug, Clone, PartialEq)]
-pub enum GitLaunch {
+pub(crate) enum GitLaunch {
     /// Not a command of the read-only git set: launch as asked.
     Unchanged,
     /// Launch this command with this environment instead.
@@ -157,7 +157,12 @@ fn sq(s: &str) -> String {
 /// How to launch `command` in `cwd` with `env` (see the module doc). `local`: the command runs
 /// on this machine, so the repository's drivers can be listed here first (an injected
 /// executor gets the fixed overrides and flags only).
-pub fn harden(command: &str, cwd: &Path, env: &[(OsString, OsString)], local: bool) -> GitLaunch {
+pub(crate) fn harden(
+    command: &str,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    local: bool,
+) -> GitLaunch {
     if !is_read_only_shell(command) {
         return GitLaunch::Unchanged;
     }

@@ -32,7 +32,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS memories_live_key
 const COLUMNS: &str = "id, scope, type, key_normalized, title, content, tags, keywords, source, \
                        confidence, sensitivity, created_at, updated_at, deleted_at";
 
-pub struct SqliteMemoryStore {
+pub(crate) struct SqliteMemoryStore {
     db: Mutex<Connection>,
 }
 
@@ -74,7 +74,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Option<MemoryRecord>> {
 
 impl SqliteMemoryStore {
     /// Opens (creating it and its parent directories if needed) the database at `path`.
-    pub fn open(path: &Path) -> Result<Self, String> {
+    pub(crate) fn open(path: &Path) -> Result<Self, String> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(err)?;
         }

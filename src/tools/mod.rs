@@ -19,7 +19,7 @@ pub mod selection;
 pub mod shell_exec;
 pub mod shell_run;
 
-pub use builtin::{
+pub(crate) use builtin::{
     ask_user, glob, list_directory, read_file, replace, save_memory, search, shell, todo,
     web_fetch, write_file,
 };

@@ -70,7 +70,7 @@ static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
 
 /// `(redacted text, hits by kind)`; an empty map means the text was clean. Never fails: a
 /// pattern that errors at match time (backtrack limit) leaves the text as it is.
-pub fn scan_and_redact(text: &str) -> (String, BTreeMap<&'static str, usize>) {
+pub(crate) fn scan_and_redact(text: &str) -> (String, BTreeMap<&'static str, usize>) {
     let mut hits = BTreeMap::new();
     if text.chars().count() < MIN_SCAN_LEN {
         return (text.to_owned(), hits);
@@ -101,14 +101,13 @@ pub fn scan_and_redact(text: &str) -> (String, BTreeMap<&'static str, usize>) {
     (current, hits)
 }
 
-/// [`scan_and_redact`] without the counters.
-pub fn redact(text: &str) -> String {
-    scan_and_redact(text).0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn redact(text: &str) -> String {
+        scan_and_redact(text).0
+    }
 
     #[test]
     fn patterns_fire_in_order() {

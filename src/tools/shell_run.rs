@@ -17,7 +17,7 @@ use super::shell_exec::{
 use crate::cancel::CancelToken;
 
 /// How long a stopped run (turn cancelled, or silent past its timeout) may take to answer.
-pub const GRACE: Duration = Duration::from_secs(2);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
 /// Streamed text not yet shown beyond this is dropped from the display (the result still has
 /// it): a host pushing output faster than the turn drains it cannot grow memory.
 const MAX_PENDING_BYTES: usize = 1024 * 1024;
@@ -25,7 +25,7 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// Which way the host was asked to run the command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunKind {
+pub(crate) enum RunKind {
     Foreground,
     Background,
 }
@@ -40,14 +40,14 @@ impl RunKind {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputStream {
+pub(crate) enum OutputStream {
     Stdout,
     Stderr,
 }
 
 /// The one answer of a run.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RunAnswer {
+pub(crate) enum RunAnswer {
     /// A foreground run ended (or was stopped). A negative `returncode` is a signal number.
     Finished {
         returncode: i32,
@@ -62,7 +62,7 @@ pub enum RunAnswer {
 
 /// Why a sink call was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SinkError {
+pub(crate) enum SinkError {
     /// The answer does not fit the run (`Started` for a foreground run, `Finished` for a
     /// background one). The run has been failed with this message.
     #[error("a {run} run cannot be answered with {answer}; the run was failed")]
@@ -96,21 +96,24 @@ impl Shared {
 
 /// The host's side of one run. Thread-safe; consumed by its answer. Dropped unanswered, it
 /// fails the run.
-pub struct RunSink {
+pub(crate) struct RunSink {
     shared: Arc<Shared>,
     kind: RunKind,
     answered: bool,
 }
 
 /// The tool's side of one run.
-pub struct RunWaiter {
+pub(crate) struct RunWaiter {
     shared: Arc<Shared>,
     token: CancelToken,
 }
 
 /// A new run of `kind`, and its token: cancelled when the turn is, or when the waiter stops the
 /// run; the host watches it.
-pub fn channel(kind: RunKind, turn: Option<&CancelToken>) -> (RunSink, RunWaiter, CancelToken) {
+pub(crate) fn channel(
+    kind: RunKind,
+    turn: Option<&CancelToken>,
+) -> (RunSink, RunWaiter, CancelToken) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
             bufs: [
@@ -145,12 +148,8 @@ pub fn channel(kind: RunKind, turn: Option<&CancelToken>) -> (RunSink, RunWaiter
 }
 
 impl RunSink {
-    pub fn kind(&self) -> RunKind {
-        self.kind
-    }
-
     /// A chunk of the command's output. A background run's output is discarded.
-    pub fn output(&self, stream: OutputStream, bytes: &[u8]) {
+    pub(crate) fn output(&self, stream: OutputStream, bytes: &[u8]) {
         if self.kind == RunKind::Background || bytes.is_empty() {
             return;
         }
@@ -172,7 +171,7 @@ impl RunSink {
     }
 
     /// The run's one answer. An answer of the wrong kind fails the run and says so.
-    pub fn answer(mut self, answer: RunAnswer) -> Result<(), SinkError> {
+    pub(crate) fn answer(mut self, answer: RunAnswer) -> Result<(), SinkError> {
         let wrong = match (&answer, self.kind) {
             (RunAnswer::Started { .. }, RunKind::Foreground) => Some("a background start"),
             (RunAnswer::Finished { .. }, RunKind::Background) => Some("a foreground finish"),
@@ -232,7 +231,7 @@ enum Stop {
 impl RunWaiter {
     /// Waits for a foreground run, streaming its output to `request.on_chunk`. `Err` is a run
     /// that could not start.
-    pub fn wait(self, request: &ShellRequest<'_>) -> Result<ShellResult, String> {
+    pub(crate) fn wait(self, request: &ShellRequest<'_>) -> Result<ShellResult, String> {
         let (answer, stopped) = self.wait_answer(request, true);
         let mut st = self.shared.lock();
         let (stdout, so, sa) = st.bufs[0].snapshot();
@@ -270,7 +269,7 @@ impl RunWaiter {
     }
 
     /// Waits for a background run to start.
-    pub fn wait_background(
+    pub(crate) fn wait_background(
         self,
         request: &ShellRequest<'_>,
     ) -> Result<BackgroundHandle, BackgroundError> {

@@ -9,90 +9,90 @@ use crate::llm::Message;
 use serde_json::{Map, Value};
 
 #[derive(Serialize)]
-pub struct TurnStart {
+pub(crate) struct TurnStart {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub display_reset: bool,
+    pub(crate) display_reset: bool,
 }
 
 #[derive(Serialize)]
-pub struct LlmCallStarted<'a> {
-    pub attempt: u32,
-    pub model: &'a str,
-    pub temperature: Option<f64>,
-    pub max_tokens: u32,
-    pub n_messages: usize,
-    pub n_tool_messages: usize,
-    pub n_system_reminder_blocks: usize,
-    pub system_prompt_hash: &'a str,
-    pub tools_hash: &'a str,
-    pub tool_count: usize,
+pub(crate) struct LlmCallStarted<'a> {
+    pub(crate) attempt: u32,
+    pub(crate) model: &'a str,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) max_tokens: u32,
+    pub(crate) n_messages: usize,
+    pub(crate) n_tool_messages: usize,
+    pub(crate) n_system_reminder_blocks: usize,
+    pub(crate) system_prompt_hash: &'a str,
+    pub(crate) tools_hash: &'a str,
+    pub(crate) tool_count: usize,
 }
 
 #[derive(Serialize)]
-pub struct LlmCallDelta<'a> {
-    pub attempt: u32,
-    pub delta_start_index: usize,
-    pub total_messages: usize,
-    pub added_messages: &'a [Message],
+pub(crate) struct LlmCallDelta<'a> {
+    pub(crate) attempt: u32,
+    pub(crate) delta_start_index: usize,
+    pub(crate) total_messages: usize,
+    pub(crate) added_messages: &'a [Message],
 }
 
 #[derive(Serialize)]
-pub struct LlmCallCompleted<'a> {
-    pub attempt: u32,
-    pub status: &'static str,
-    pub duration_ms: f64,
-    pub model_latency_ms: f64,
-    pub first_token_ms: Option<f64>,
-    pub first_reasoning_ms: Option<f64>,
-    pub error_class: Option<&'a str>,
-    pub error_message: Option<&'a str>,
-    pub finish_reason: Option<&'a str>,
+pub(crate) struct LlmCallCompleted<'a> {
+    pub(crate) attempt: u32,
+    pub(crate) status: &'static str,
+    pub(crate) duration_ms: f64,
+    pub(crate) model_latency_ms: f64,
+    pub(crate) first_token_ms: Option<f64>,
+    pub(crate) first_reasoning_ms: Option<f64>,
+    pub(crate) error_class: Option<&'a str>,
+    pub(crate) error_message: Option<&'a str>,
+    pub(crate) finish_reason: Option<&'a str>,
     /// Only on `ok`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub finish_reason_reported: Option<bool>,
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
-    pub cache_read_tokens: Option<u64>,
-    pub cache_creation_tokens: Option<u64>,
-    pub reasoning_tokens: Option<u64>,
+    pub(crate) finish_reason_reported: Option<bool>,
+    pub(crate) prompt_tokens: Option<u64>,
+    pub(crate) completion_tokens: Option<u64>,
+    pub(crate) cache_read_tokens: Option<u64>,
+    pub(crate) cache_creation_tokens: Option<u64>,
+    pub(crate) reasoning_tokens: Option<u64>,
     /// Only on `error`: whether text had reached the host.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub streamed: Option<bool>,
+    pub(crate) streamed: Option<bool>,
 }
 
 #[derive(Serialize)]
-pub struct ToolCall<'a> {
-    pub tool: &'a str,
-    pub args: &'a Map<String, Value>,
-    pub call_id: &'a str,
+pub(crate) struct ToolCall<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) args: &'a Map<String, Value>,
+    pub(crate) call_id: &'a str,
 }
 
 #[derive(Serialize)]
-pub struct ToolOutput<'a> {
-    pub tool: &'a str,
-    pub chunk: &'a str,
-    pub call_id: &'a str,
+pub(crate) struct ToolOutput<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) chunk: &'a str,
+    pub(crate) call_id: &'a str,
 }
 
 #[derive(Serialize)]
-pub struct ToolComplete<'a> {
-    pub tool: &'a str,
-    pub call_id: &'a str,
-    pub status: ToolStatus,
-    pub duration_ms: f64,
-    pub error: Option<&'a str>,
+pub(crate) struct ToolComplete<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) call_id: &'a str,
+    pub(crate) status: ToolStatus,
+    pub(crate) duration_ms: f64,
+    pub(crate) error: Option<&'a str>,
 }
 
 #[derive(Serialize)]
-pub struct ToolResult<'a> {
-    pub tool: &'a str,
-    pub call_id: &'a str,
-    pub content: &'a str,
-    pub content_hash: &'a str,
-    pub original_chars: usize,
-    pub saved_to_disk: bool,
-    pub disk_path: Option<String>,
-    pub status: ToolStatus,
-    pub duration_ms: f64,
-    pub error: Option<&'a str>,
+pub(crate) struct ToolResult<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) call_id: &'a str,
+    pub(crate) content: &'a str,
+    pub(crate) content_hash: &'a str,
+    pub(crate) original_chars: usize,
+    pub(crate) saved_to_disk: bool,
+    pub(crate) disk_path: Option<String>,
+    pub(crate) status: ToolStatus,
+    pub(crate) duration_ms: f64,
+    pub(crate) error: Option<&'a str>,
 }

@@ -18,7 +18,7 @@ pub(super) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 
 /// Answers every assistant tool call that has no tool result yet (right after that message's
 /// existing results), so the history is always valid for the next request.
-pub fn backfill_orphans(history: &mut Vec<Message>) {
+pub(crate) fn backfill_orphans(history: &mut Vec<Message>) {
     let mut i = 0;
     while i < history.len() {
         let Some(calls) = history[i].calls() else {

@@ -14,15 +14,15 @@
 //! through a channel; host requests run on blocking threads and answer through replies.
 
 mod confirm;
-pub mod events;
+pub(crate) mod events;
 mod execute;
-pub mod history;
+pub(crate) mod history;
 mod llm_call;
 pub mod outcome;
 pub mod plan;
-pub mod prompt;
-pub mod tool_outcome;
-pub mod tool_output;
+pub(crate) mod prompt;
+pub(crate) mod tool_outcome;
+pub(crate) mod tool_output;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -55,28 +55,28 @@ pub enum DeltaSink {
 }
 
 /// Everything a turn borrows from its agent.
-pub struct TurnEnv<'a> {
-    pub session_id: &'a str,
-    pub llm: &'a LlmClient,
-    pub tools: &'a ToolRegistry,
-    pub tool_services: &'a Arc<ToolServices>,
-    pub tools_config: &'a ToolsConfig,
-    pub workspace: &'a Path,
-    pub system_prompt: &'a str,
+pub(crate) struct TurnEnv<'a> {
+    pub(crate) session_id: &'a str,
+    pub(crate) llm: &'a LlmClient,
+    pub(crate) tools: &'a ToolRegistry,
+    pub(crate) tool_services: &'a Arc<ToolServices>,
+    pub(crate) tools_config: &'a ToolsConfig,
+    pub(crate) workspace: &'a Path,
+    pub(crate) system_prompt: &'a str,
     /// The request-only reminder after the history (memory recall), if any.
-    pub volatile_tail: Option<&'a str>,
-    pub emitter: &'a Emitter,
-    pub hub: &'a HostEventHub,
-    pub engine: &'a RwLock<Option<PermissionEngine>>,
-    pub read_only: &'a AtomicBool,
+    pub(crate) volatile_tail: Option<&'a str>,
+    pub(crate) emitter: &'a Emitter,
+    pub(crate) hub: &'a HostEventHub,
+    pub(crate) engine: &'a RwLock<Option<PermissionEngine>>,
+    pub(crate) read_only: &'a AtomicBool,
     /// Read only: the turn's messages are its transcript, which the agent commits.
-    pub history: &'a RwLock<Vec<Message>>,
-    pub reply_timeout: Option<Duration>,
+    pub(crate) history: &'a RwLock<Vec<Message>>,
+    pub(crate) reply_timeout: Option<Duration>,
 }
 
 /// A turn that ended in error: the host failed a request, or a reply timed out.
 #[derive(Debug, Clone)]
-pub enum TurnFailure {
+pub(crate) enum TurnFailure {
     Host(String),
     Timeout(String),
 }
@@ -101,21 +101,21 @@ fn cancel_reason(cancel: &CancelToken) -> &str {
 
 /// A turn that has run to its end, before its `turn_end` event: the agent commits the
 /// transcript and the outcome, then calls [`Ended::finish`].
-pub struct Ended<'e, 'a> {
+pub(crate) struct Ended<'e, 'a> {
     turn: Turn<'e, 'a>,
-    pub outcome: TurnOutcome,
-    pub failure: Option<TurnFailure>,
+    pub(crate) outcome: TurnOutcome,
+    pub(crate) failure: Option<TurnFailure>,
 }
 
 impl Ended<'_, '_> {
     /// The messages this turn added, for the agent's history (taken once).
-    pub fn take_transcript(&mut self) -> Vec<Message> {
+    pub(crate) fn take_transcript(&mut self) -> Vec<Message> {
         std::mem::take(&mut self.turn.transcript)
     }
 
     /// Emits `turn_end` (after the commit, so a host reading the last turn or the history
     /// from its handler sees this turn).
-    pub fn finish(mut self) -> (TurnOutcome, Option<TurnFailure>) {
+    pub(crate) fn finish(mut self) -> (TurnOutcome, Option<TurnFailure>) {
         self.turn.emit("turn_end", &outcome::TurnEnd(&self.outcome));
         (self.outcome, self.failure)
     }
@@ -123,7 +123,7 @@ impl Ended<'_, '_> {
 
 /// Runs one turn up to its end. Never panics on model or host input. The history before the
 /// turn must have every call answered (`history::backfill_orphans`).
-pub async fn run_turn<'e, 'a>(
+pub(crate) async fn run_turn<'e, 'a>(
     env: &'e TurnEnv<'a>,
     user_message: &str,
     max_iterations: u32,

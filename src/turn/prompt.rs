@@ -4,7 +4,7 @@ use std::path::Path;
 
 /// Our own system prompt (the reference's text is content, not contract), plus the host's
 /// addition.
-pub fn system_prompt(workspace: &Path, extra: Option<&str>) -> String {
+pub(crate) fn system_prompt(workspace: &Path, extra: Option<&str>) -> String {
     let mut s = format!(
         "You are an agent embedded in a host application. You work in the directory {}.\n\n\
          Reliability: read before you change; never claim to have done what you did not do; when \
@@ -26,7 +26,7 @@ pub fn system_prompt(workspace: &Path, extra: Option<&str>) -> String {
 }
 
 /// The stored user message: a date/time reminder (host-local clock), then the text.
-pub fn user_message(text: &str) -> String {
+pub(crate) fn user_message(text: &str) -> String {
     let now = chrono::Local::now();
     format!(
         "<system-reminder>\nCurrent Date/Time: {}\n</system-reminder>\n{text}",

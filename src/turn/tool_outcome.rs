@@ -9,7 +9,7 @@ const DNR: &str = "Do not retry this call, rephrase its arguments, or use a diff
 
 /// Why a planned call was not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Denied by the permission engine in read-only mode.
     ReadOnly,
     /// Denied by the permission rules.
@@ -21,7 +21,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub fn denied(kind: DenyKind) -> Refusal {
+    pub(crate) fn denied(kind: DenyKind) -> Refusal {
         match kind {
             DenyKind::ReadOnly => Refusal::ReadOnly,
             DenyKind::Rules => Refusal::Rules,
@@ -29,7 +29,7 @@ impl Refusal {
     }
 
     /// The `error` of the call's events.
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Refusal::ReadOnly | Refusal::Rules => "denied by permission engine",
             Refusal::ApprovalUnavailable => "approval unavailable",
@@ -38,7 +38,7 @@ impl Refusal {
     }
 
     /// What the model is told.
-    pub fn text(self, name: &str) -> String {
+    pub(crate) fn text(self, name: &str) -> String {
         match self {
             Refusal::ReadOnly => format!("[Readonly mode] Tool '{name}' is blocked — only read-only tools are permitted in readonly mode. {DNR}"),
             Refusal::Rules => format!("Tool execution denied: '{name}' is not permitted by the current permission rules. {DNR}"),
@@ -50,7 +50,7 @@ impl Refusal {
 
 /// How one call ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ToolOutcome {
+pub(crate) enum ToolOutcome {
     /// The tool ran and returned its text.
     Success { text: String, duration_ms: f64 },
     /// The tool ran and failed (or panicked, or never reported back).
@@ -70,14 +70,14 @@ pub enum ToolOutcome {
 
 /// The `status` of the `tool_complete` and `tool_result` events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolStatus {
+pub(crate) enum ToolStatus {
     Ok,
     Error,
     Cancelled,
 }
 
 impl ToolStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ToolStatus::Ok => "ok",
             ToolStatus::Error => "error",
@@ -93,15 +93,15 @@ impl serde::Serialize for ToolStatus {
 }
 
 /// What the host's `tool_lifecycle` `finished` event says.
-pub struct HostFinish {
-    pub outcome: HostOutcome,
-    pub summary: String,
-    pub error_type: Option<String>,
+pub(crate) struct HostFinish {
+    pub(crate) outcome: HostOutcome,
+    pub(crate) summary: String,
+    pub(crate) error_type: Option<String>,
 }
 
 impl ToolOutcome {
     /// The result text before it is formatted for history (a refusal's is built for `name`).
-    pub fn text(&self, name: &str) -> std::borrow::Cow<'_, str> {
+    pub(crate) fn text(&self, name: &str) -> std::borrow::Cow<'_, str> {
         match self {
             ToolOutcome::Success { text, .. }
             | ToolOutcome::Failed { text, .. }
@@ -110,7 +110,7 @@ impl ToolOutcome {
         }
     }
 
-    pub fn status(&self) -> ToolStatus {
+    pub(crate) fn status(&self) -> ToolStatus {
         match self {
             ToolOutcome::Success { .. } => ToolStatus::Ok,
             ToolOutcome::Failed { .. } => ToolStatus::Error,
@@ -119,7 +119,7 @@ impl ToolOutcome {
     }
 
     /// The events' `error`.
-    pub fn error(&self) -> Option<&str> {
+    pub(crate) fn error(&self) -> Option<&str> {
         match self {
             ToolOutcome::Success { .. } => None,
             ToolOutcome::Failed { message, .. } => Some(message),
@@ -128,7 +128,7 @@ impl ToolOutcome {
         }
     }
 
-    pub fn duration_ms(&self) -> f64 {
+    pub(crate) fn duration_ms(&self) -> f64 {
         match self {
             ToolOutcome::Success { duration_ms, .. }
             | ToolOutcome::Failed { duration_ms, .. }
@@ -137,7 +137,7 @@ impl ToolOutcome {
         }
     }
 
-    pub fn host_finish(&self, name: &str) -> HostFinish {
+    pub(crate) fn host_finish(&self, name: &str) -> HostFinish {
         let (outcome, summary, error_type) = match self {
             ToolOutcome::Success { .. } => (HostOutcome::Ok, format!("{name} succeeded"), None),
             ToolOutcome::Failed { error_type, .. } => (

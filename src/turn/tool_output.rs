@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use crate::tools::result_format::thousands;
 
 /// Bytes of one call's output that may wait for the turn task.
-pub const PENDING_LIMIT: usize = 64 * 1024;
+pub(crate) const PENDING_LIMIT: usize = 64 * 1024;
 
 #[derive(Default)]
 struct Pending {
@@ -27,14 +27,14 @@ struct Pending {
 }
 
 /// What the turn task takes from a slot.
-pub struct Taken {
-    pub text: String,
-    pub skipped: u64,
+pub(crate) struct Taken {
+    pub(crate) text: String,
+    pub(crate) skipped: u64,
 }
 
 impl Taken {
     /// The notice streamed in place of skipped output.
-    pub fn skipped_notice(&self) -> Option<String> {
+    pub(crate) fn skipped_notice(&self) -> Option<String> {
         (self.skipped > 0).then(|| {
             format!(
                 "\n[{} bytes of output not streamed: the host was reading more slowly than the tool wrote]\n",
@@ -45,14 +45,14 @@ impl Taken {
 }
 
 /// One slot per planned call, and a wake-up for the turn task.
-pub struct OutputMailbox {
+pub(crate) struct OutputMailbox {
     slots: Vec<Mutex<Pending>>,
     notify: Notify,
     closed: AtomicBool,
 }
 
 impl OutputMailbox {
-    pub fn new(calls: usize) -> Self {
+    pub(crate) fn new(calls: usize) -> Self {
         OutputMailbox {
             slots: (0..calls).map(|_| Mutex::default()).collect(),
             notify: Notify::new(),
@@ -61,7 +61,7 @@ impl OutputMailbox {
     }
 
     /// Called from the tool's thread; never blocks on the host.
-    pub fn push(&self, call: usize, chunk: &str) {
+    pub(crate) fn push(&self, call: usize, chunk: &str) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
@@ -82,7 +82,7 @@ impl OutputMailbox {
     }
 
     /// Everything waiting in the slot of `call`, if anything is.
-    pub fn take(&self, call: usize) -> Option<Taken> {
+    pub(crate) fn take(&self, call: usize) -> Option<Taken> {
         let slot = self.slots.get(call)?;
         let mut p = slot.lock().unwrap_or_else(|e| e.into_inner());
         if p.text.is_empty() && p.skipped == 0 {
@@ -96,19 +96,19 @@ impl OutputMailbox {
     }
 
     /// Drops what is queued and everything pushed from now on (the turn was cancelled).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
         for slot in &self.slots {
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = Pending::default();
         }
     }
 
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.slots.len()
     }
 
     /// Resolves after a push (or at once if one happened since the last wait).
-    pub async fn pushed(&self) {
+    pub(crate) async fn pushed(&self) {
         self.notify.notified().await;
     }
 }

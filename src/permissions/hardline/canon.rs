@@ -27,11 +27,11 @@ use super::lex::decode_ansi_c;
 #[derive(Debug, Default)]
 pub(super) struct Canon {
     /// A self-calling function run in the background or through a pipe, then called.
-    pub fork_bomb: bool,
+    pub(crate) fork_bomb: bool,
     /// The command respelled, when a rewrite changed something the scanner would read.
-    pub canonical: Option<Vec<char>>,
+    pub(crate) canonical: Option<Vec<char>>,
     /// Raw texts to judge: shell bodies, pipe-fed scripts, substitutions.
-    pub texts: Vec<Vec<char>>,
+    pub(crate) texts: Vec<Vec<char>>,
 }
 
 const SHELLS: &[&str] = &[

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::{arg_bool, arg_str, required_str, Tool, ToolContext, ToolError};
 
-pub struct AskUser;
+pub(crate) struct AskUser;
 
 impl Tool for AskUser {
     fn name(&self) -> &str {

@@ -18,7 +18,7 @@ use crate::permissions::path_policy;
 /// Files modified within this many seconds are listed first, newest first.
 const RECENCY_THRESHOLD: f64 = 86_400.0;
 
-pub struct Glob;
+pub(crate) struct Glob;
 
 impl Tool for Glob {
     fn name(&self) -> &str {

@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 use super::fs::os_error;
 use super::{arg_bool, arg_str, Tool, ToolContext, ToolError};
 
-pub struct ListDirectory;
+pub(crate) struct ListDirectory;
 
 impl Tool for ListDirectory {
     fn name(&self) -> &str {

@@ -1,17 +1,17 @@
 //! The built-in tools, one file per tool; the services they share (file system, shell
 //! executor, secrets, result formatting) stay in the parent `tools` module.
 
-pub mod ask_user;
-pub mod glob;
-pub mod list_directory;
-pub mod read_file;
-pub mod replace;
-pub mod save_memory;
-pub mod search;
-pub mod shell;
-pub mod todo;
-pub mod web_fetch;
-pub mod write_file;
+pub(crate) mod ask_user;
+pub(crate) mod glob;
+pub(crate) mod list_directory;
+pub(crate) mod read_file;
+pub(crate) mod replace;
+pub(crate) mod save_memory;
+pub(crate) mod search;
+pub(crate) mod shell;
+pub(crate) mod todo;
+pub(crate) mod web_fetch;
+pub(crate) mod write_file;
 
 // The tools name the shared argument helpers and services as `super::…`; these imports keep
 // those paths valid here.

@@ -8,11 +8,11 @@ use serde_json::{json, Map, Value};
 use super::fs::os_error;
 use super::{arg_i64, required_str, Tool, ToolContext, ToolError};
 
-pub const MAX_LINES: usize = 2000;
-pub const MAX_LINE_CHARS: usize = 2000;
-pub const SNIFF_BYTES: usize = 8192;
+pub(crate) const MAX_LINES: usize = 2000;
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
+pub(crate) const SNIFF_BYTES: usize = 8192;
 
-pub struct ReadFile;
+pub(crate) struct ReadFile;
 
 impl Tool for ReadFile {
     fn name(&self) -> &str {

@@ -12,7 +12,7 @@ use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
 use crate::pycompat::{py_strip, splitlines, utf8_error_text};
 
-pub struct Replace;
+pub(crate) struct Replace;
 
 const SUFFIX_FLEXIBLE: &str = " (flexible whitespace match)";
 const SUFFIX_UNICODE: &str = " (unicode-normalized match)";

@@ -20,11 +20,11 @@ const TYPES: &[&str] = &[
 ];
 const USER_TAGS: &[&str] = &["user", "preference", "profile", "personal"];
 
-pub struct SaveMemory;
+pub(crate) struct SaveMemory;
 
 /// snake_case: words split at non-alphanumerics and lower-to-upper steps, joined by `_`, at
 /// most 80 characters.
-pub fn normalize_key(key: &str) -> String {
+pub(crate) fn normalize_key(key: &str) -> String {
     let mut out = String::new();
     let mut prev_lower = false;
     for c in key.chars() {

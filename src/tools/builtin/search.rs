@@ -20,9 +20,9 @@ use serde_json::{json, Map, Value};
 
 use super::{arg_bool, arg_str, required_str, Tool, ToolContext, ToolError};
 
-pub const MAX_MATCHES: usize = 100;
+pub(crate) const MAX_MATCHES: usize = 100;
 
-pub const DEFAULT_SKIP_DIRS: &[&str] = &[
+pub(crate) const DEFAULT_SKIP_DIRS: &[&str] = &[
     ".git",
     "node_modules",
     ".venv",
@@ -40,7 +40,7 @@ pub const DEFAULT_SKIP_DIRS: &[&str] = &[
     ".ruff_cache",
 ];
 
-pub struct SearchFileContent;
+pub(crate) struct SearchFileContent;
 
 impl Tool for SearchFileContent {
     fn name(&self) -> &str {
@@ -119,7 +119,7 @@ impl Tool for SearchFileContent {
 }
 
 /// The skip set minus every name the caller referenced in `directory` or `file_pattern`.
-pub fn effective_skip_dirs(file_pattern: &str, directory: &str) -> Vec<&'static str> {
+pub(crate) fn effective_skip_dirs(file_pattern: &str, directory: &str) -> Vec<&'static str> {
     let referenced: Vec<String> = [file_pattern, directory]
         .iter()
         .flat_map(|raw| {

@@ -15,23 +15,23 @@ use super::{arg_bool, arg_f64, arg_str, required_str, Tool, ToolContext, ToolErr
 use crate::permissions::path_policy;
 
 /// The longest string the tool returns, headers and notices included.
-pub const MAX_OUTPUT_CHARS: usize = 40_000;
-pub const MAX_COMMAND_ECHO_CHARS: usize = 2_000;
-pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
+pub(crate) const MAX_OUTPUT_CHARS: usize = 40_000;
+pub(crate) const MAX_COMMAND_ECHO_CHARS: usize = 2_000;
+pub(crate) const DEFAULT_TIMEOUT_S: f64 = 120.0;
 /// The longest command planned or run: Linux passes no longer argument to a program
 /// (`MAX_ARG_STRLEN`), so the local executor could not run it anyway, and the floor's scan of a
 /// command grows faster than its length.
-pub const MAX_COMMAND_BYTES: usize = 128 * 1024;
+pub(crate) const MAX_COMMAND_BYTES: usize = 128 * 1024;
 const HEAD_SHARE: f64 = 0.2;
 
-pub struct RunShellCommand {
+pub(crate) struct RunShellCommand {
     description: String,
     command_description: String,
 }
 
 impl RunShellCommand {
     /// `interpreter` is what the tool description names (`<interpreter> -c <command>`).
-    pub fn new(interpreter: &Path) -> Self {
+    pub(crate) fn new(interpreter: &Path) -> Self {
         let invocation = format!("{} -c <command>", interpreter.display());
         let description = format!(
             "Run a shell command as `{invocation}`. The command runs in its own process group.\n\n\
@@ -224,7 +224,7 @@ impl Tool for RunShellCommand {
 }
 
 /// The refusal of a command over [`MAX_COMMAND_BYTES`].
-pub fn oversized_command(command: &str) -> Option<String> {
+pub(crate) fn oversized_command(command: &str) -> Option<String> {
     (command.len() > MAX_COMMAND_BYTES).then(|| {
         format!(
             "Error: the command is {} bytes; commands longer than {} bytes are refused without \
@@ -267,7 +267,7 @@ fn last_chars(s: &str, n: usize) -> &str {
 }
 
 /// The command (or path) echoed back, clipped at 2,000 characters.
-pub fn clip(text: &str, what: &str) -> String {
+pub(crate) fn clip(text: &str, what: &str) -> String {
     let n = clen(text);
     if n <= MAX_COMMAND_ECHO_CHARS {
         return text.to_owned();
@@ -292,7 +292,7 @@ fn severed_re() -> Option<&'static Regex> {
 }
 
 /// Terminal `\r` overwrites collapsed (CRLF first becomes LF), then ANSI escapes removed.
-pub fn clean(text: &str) -> String {
+pub(crate) fn clean(text: &str) -> String {
     let collapsed = if text.contains('\r') {
         let text = text.replace("\r\n", "\n");
         let mut lines = Vec::new();

@@ -6,7 +6,7 @@ use super::fs::os_error;
 use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
 
-pub struct WriteFile;
+pub(crate) struct WriteFile;
 
 /// The ValueError Python raises for a path with a NUL byte in it (the tool does not catch it, so
 /// the model reads `Error executing <tool>: embedded null byte`).
