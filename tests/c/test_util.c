@@ -257,9 +257,12 @@ static void rec_confirm(void *ud, const char *tool_name, const char *description
     free(rec->last_confirm_tool);
     rec->last_confirm_tool = strdup(tool_name ? tool_name : "");
     pthread_mutex_unlock(&rec->mu);
+    /* Counted once the reply is reachable and before it is answered: a caller that waits for the
+     * count finds the deferred reply, and a turn ended by the answer has already been counted. */
     switch (rec->confirm_mode) {
     case TU_CONFIRM_ALLOW:
     case TU_CONFIRM_DENY: {
+        atomic_fetch_add(&rec->confirms, 1);
         int32_t c = rec->confirm_mode == TU_CONFIRM_ALLOW ? AGENTAO_CONFIRMATION_ALLOW
                                                           : AGENTAO_CONFIRMATION_DENY;
         agentao_status st = agentao_reply_confirm(reply, c, NULL);
@@ -269,9 +272,9 @@ static void rec_confirm(void *ud, const char *tool_name, const char *description
     }
     case TU_CONFIRM_DEFER:
         atomic_store(&rec->pending_reply, reply);
+        atomic_fetch_add(&rec->confirms, 1);
         break;
     }
-    atomic_fetch_add(&rec->confirms, 1);
 }
 
 static void rec_ask(void *ud, const char *question, const char *hints, struct agentao_reply *reply) {
@@ -290,14 +293,16 @@ static void rec_max_iter(void *ud, uint32_t count, const char *pending, struct a
     free(rec->last_pending_calls);
     rec->last_pending_calls = strdup(pending ? pending : "(null)");
     pthread_mutex_unlock(&rec->mu);
+    /* As for confirmations: counted once a deferred reply is reachable, before an answer. */
     if (rec->max_iter_answer) {
+        atomic_fetch_add(&rec->max_iters, 1);
         agentao_status st = agentao_reply_json(reply, rec->max_iter_answer, NULL);
         if (st != AGENTAO_STATUS_OK)
             tu_fail_at(__FILE__, __LINE__, "reply_json: %s", agentao_status_name(st));
     } else {
         atomic_store(&rec->pending_reply, reply);
+        atomic_fetch_add(&rec->max_iters, 1);
     }
-    atomic_fetch_add(&rec->max_iters, 1);
 }
 
 static agentao_status rec_subscribe(void *ud, agentao_listener_fn listener, void *listener_ud,
