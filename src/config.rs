@@ -99,8 +99,8 @@ impl AgentConfig {
     }
 
     pub fn from_json_with_env(json: &str, env: &dyn Env) -> Result<Self, ConfigError> {
-        let de = &mut serde_json::Deserializer::from_str(json);
-        let Document(raw) = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut de = serde_json::Deserializer::from_str(json);
+        let Document(raw) = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             // A type error can come before a syntax error further on; the document is then
             // still reported as malformed JSON. Only a failed parse pays for this second look.
             if let Err(syntax) = serde_json::from_str::<serde::de::IgnoredAny>(json) {
@@ -108,6 +108,9 @@ impl AgentConfig {
             }
             err(config_field::message(&e))
         })?;
+        // The document must be the whole text: `deserialize` stops at the end of the value.
+        de.end()
+            .map_err(|e| ConfigError(e.to_string(), ConfigErrorKind::Json))?;
 
         let wd = raw
             .working_directory

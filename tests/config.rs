@@ -210,3 +210,13 @@ fn a_repeated_key_is_refused() {
         assert_eq!(parse(&text).err().as_deref(), Some(want), "{section}");
     }
 }
+
+/// Text after the document is malformed JSON, as it was before the sections were typed (found by
+/// the config fuzz target: an extra closing brace was accepted).
+#[test]
+fn trailing_characters_after_the_document_are_refused_as_json() {
+    let text = format!("{}}}", doc(json!({})));
+    let e = AgentConfig::from_json_with_env(&text, &NoEnv).expect_err("trailing brace accepted");
+    assert_eq!(e.1, agentao::config::ConfigErrorKind::Json, "{}", e.0);
+    assert!(e.0.contains("trailing characters"), "{}", e.0);
+}
