@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::agent::{agent_ref, agentao_agent};
 use super::cancel::agentao_cancel_token;
 use super::host_data::HostData;
-use super::reply::{agentao_reply, deliver, take};
+use super::reply::{agentao_reply, answer_text, deliver, take};
 use super::{
     agentao_error, agentao_status, guard, in_callback, opt_str_arg, str_arg, to_cstring, Fail,
     FfiResult,
@@ -309,14 +309,9 @@ pub unsafe extern "C" fn agentao_reply_tool_result(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let reply = take(reply)?;
-        match str_arg(text, "text") {
-            Ok(t) => deliver(reply, Answer::ToolResult(t.to_owned())),
-            Err(f) => {
-                let _ = reply.answer(Answer::Fail(format!("the tool's result: {}", f.1)));
-                Err(f)
-            }
-        }
+        answer_text(reply, text, Answer::ToolResult, |why| {
+            format!("the tool's result: {why}")
+        })
     })
 }
 

@@ -45,6 +45,24 @@ pub(crate) unsafe fn take(reply: *mut agentao_reply) -> Result<Reply, Fail> {
     Ok(agentao_reply::try_take(reply)?.reply)
 }
 
+/// Delivers `text` as `answer(text)`; text that is not UTF-8 fails the request instead (with
+/// `failure(why)`) so the waiting side never hangs, and the caller gets the UTF-8 status.
+pub(crate) unsafe fn answer_text(
+    reply: *mut agentao_reply,
+    text: *const c_char,
+    answer: impl FnOnce(String) -> Answer,
+    failure: impl FnOnce(&str) -> String,
+) -> Result<(), Fail> {
+    let reply = take(reply)?;
+    match str_arg(text, "text") {
+        Ok(t) => deliver(reply, answer(t.to_owned())),
+        Err(f) => {
+            let _ = reply.answer(Answer::Fail(failure(&f.1)));
+            Err(f)
+        }
+    }
+}
+
 pub(crate) fn deliver(reply: Reply, answer: Answer) -> Result<(), Fail> {
     reply.answer(answer).map_err(|e| {
         Fail(
@@ -90,14 +108,7 @@ pub unsafe extern "C" fn agentao_reply_text(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let reply = take(reply)?;
-        match str_arg(text, "text") {
-            Ok(t) => deliver(reply, Answer::Text(t.to_owned())),
-            Err(f) => {
-                let _ = reply.answer(Answer::Fail(f.1.clone()));
-                Err(f)
-            }
-        }
+        answer_text(reply, text, Answer::Text, |why| why.to_owned())
     })
 }
 
