@@ -802,7 +802,9 @@ agentao_status agentao_agent_set_permission_mode(struct agentao_agent *agent, co
  Adds a host-event observer: `observer(userdata, event_json)` runs inline for every host
  event of this agent, in order, never concurrently with another observer call of the same
  agent, on a library thread. `userdata_free` (may be NULL) runs once when the observer is
- removed or the agent is gone. Writes the registration id to `*id_out`.
+ removed or the agent is gone. Writes the registration id to `*id_out`. On failure (NULL
+ `agent`, `observer` or `id_out`) nothing is registered and `userdata` stays the host's:
+ `userdata_free` is not called, as for the other registrations.
  */
 agentao_status agentao_agent_add_host_event_observer(struct agentao_agent *agent, agentao_event_fn observer, void *userdata, void (*userdata_free)(void*), uint64_t *id_out, struct agentao_error **err_out);
 

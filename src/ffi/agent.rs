@@ -347,7 +347,9 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
 /// Adds a host-event observer: `observer(userdata, event_json)` runs inline for every host
 /// event of this agent, in order, never concurrently with another observer call of the same
 /// agent, on a library thread. `userdata_free` (may be NULL) runs once when the observer is
-/// removed or the agent is gone. Writes the registration id to `*id_out`.
+/// removed or the agent is gone. Writes the registration id to `*id_out`. On failure (NULL
+/// `agent`, `observer` or `id_out`) nothing is registered and `userdata` stays the host's:
+/// `userdata_free` is not called, as for the other registrations.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
     agent: *mut agentao_agent,
