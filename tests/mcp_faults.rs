@@ -40,7 +40,7 @@ fn tools_are_named_called_and_confirmed_by_the_trust_rules() {
     let st = run.server_status("fault");
     assert_eq!(st["status"], "connected");
     assert_eq!(st["transport"], "stdio");
-    assert_eq!(st["tools"], 6);
+    assert_eq!(st["tools"], 7);
     assert_eq!(st["trusted"], false);
     assert!(
         st["stderr"]
@@ -250,7 +250,7 @@ fn ten_thousand_tools_hit_the_catalog_limit_and_a_thousand_are_fine() {
     );
     let big = run.server_status("big");
     assert_eq!(big["status"], "connected");
-    assert_eq!(big["tools"], 1006);
+    assert_eq!(big["tools"], 1007);
 }
 
 #[test]
@@ -513,4 +513,65 @@ fn a_request_timeout_ends_the_call_and_tells_the_server() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Every progress notification the server wrote before its result reaches the host as the
+/// call's output, in order, before the call's `tool_complete`: the last ones arrive together
+/// with the result (the fault server writes them back to back), and a burst is longer than
+/// any per-call queue of notifications.
+#[test]
+fn progress_sent_just_before_the_result_reaches_the_host_before_tool_complete() {
+    let steps: Vec<u64> = (0..24)
+        .map(|i| if i % 8 == 7 { 300 + i } else { 1 + i })
+        .collect();
+    let mut responses: Vec<Value> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            json!({"tool_calls": [{"id": format!("c{i}"), "name": "mcp_fault_progress",
+                                   "arguments": {"steps": n}}]})
+        })
+        .collect();
+    responses.push(json!({"text": "done"}));
+    let mut server = fault(&[]);
+    server["trust"] = json!(true);
+    let run = agent(responses, json!({"fault": server}), Value::Null);
+    let out = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(out.status, TurnStatus::Ok);
+    let events = run.host.events.lock().unwrap().clone();
+    let mut lost = Vec::new();
+    for (i, n) in steps.iter().enumerate() {
+        let id = format!("c{i}");
+        let of_call = |ty: &str| {
+            events
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e["type"] == ty && e["data"]["call_id"] == id.as_str())
+                .map(|(k, e)| (k, e.clone()))
+                .collect::<Vec<_>>()
+        };
+        let complete = of_call("tool_complete");
+        assert_eq!(complete.len(), 1, "call {id}");
+        let outputs = of_call("tool_output");
+        assert!(
+            outputs.iter().all(|(k, _)| *k < complete[0].0),
+            "output of {id} after its tool_complete"
+        );
+        let text: String = outputs
+            .iter()
+            .map(|(_, e)| e["data"]["chunk"].as_str().unwrap())
+            .collect();
+        let want: String = (1..=*n).map(|k| format!("progress {k}/{n}\n")).collect();
+        if text != want {
+            lost.push(format!(
+                "{id}: {} of {n} lines, last {:?}",
+                text.lines().count(),
+                text.lines().last()
+            ));
+        }
+    }
+    assert!(lost.is_empty(), "progress lost: {lost:#?}");
 }

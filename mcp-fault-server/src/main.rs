@@ -5,8 +5,10 @@
 //! Tools: `echo` (returns `text`), `crash` (the process exits mid-call), `hang` (never answers;
 //! a cancellation notification is written to the log as `cancelled <request id>`), `big`
 //! (`bytes` of text, default 10 MB), `fail` (an `isError` result), `spawn_child` (starts a
-//! grandchild `sleep`; returns `<own pid> <grandchild pid>`, for the process-group test), and with `--tools N`
-//! the listing has N tools `t0`...`t<N-1>` besides.
+//! grandchild `sleep`; returns `<own pid> <grandchild pid>`, for the process-group test),
+//! `progress` (`steps` progress notifications written back to back, the result right after the
+//! last one: the client must not lose the ones that arrive with the result), and with
+//! `--tools N` the listing has N tools `t0`...`t<N-1>` besides.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -72,6 +74,12 @@ impl ServerHandler for Fault {
                 schema(json!({"bytes": {"type": "integer"}})),
             ),
             Tool::new("fail", "An isError result", schema(json!({}))),
+            Tool::new(
+                "progress",
+                "Progress notifications, then the result at once",
+                schema(json!({"steps": {"type": "integer"}})),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
             Tool::new("spawn_child", "Start a grandchild", schema(json!({})))
                 .with_annotations(ToolAnnotations::new().read_only(true).destructive(true)),
         ];
@@ -112,6 +120,21 @@ impl ServerHandler for Fault {
                     .and_then(Value::as_u64)
                     .unwrap_or(10 << 20) as usize;
                 text("x".repeat(n))
+            }
+            "progress" => {
+                let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(4);
+                if let Some(token) = context.meta.get_progress_token() {
+                    for i in 1..=steps {
+                        // Each send resolves once written, so the result follows the last on
+                        // the wire.
+                        let note = ProgressNotificationParam::new(token.clone(), i as f64)
+                            .with_total(steps as f64);
+                        if context.peer.notify_progress(note).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                text(format!("{steps} steps"))
             }
             "fail" => {
                 Ok(CallToolResult::error(vec![ContentBlock::text("it failed on purpose")]).into())
