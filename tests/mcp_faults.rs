@@ -575,3 +575,111 @@ fn progress_sent_just_before_the_result_reaches_the_host_before_tool_complete() 
     }
     assert!(lost.is_empty(), "progress lost: {lost:#?}");
 }
+
+/// The tools a turn offered, read from the answer to a call of a tool nobody has.
+fn offered_tools(run: &mcp_support::Run, turn: usize) -> Vec<String> {
+    let msg = run.tool_messages()[turn].clone();
+    let list = msg
+        .split_once("Available tools: ")
+        .unwrap_or_else(|| panic!("not an unknown-tool answer: {msg}"))
+        .1;
+    list.split(", ").map(str::to_owned).collect()
+}
+
+/// `tools.disabled` and `tools.enabled` name the MCP resource tools as the reference's
+/// `disable_tools` / `enabled_tools` do (its `MCP_RESOURCE_TOOL_NAMES`); `enabled` may name
+/// MCP tools (never pruned), and `disabled` refuses them as the reference does.
+#[test]
+fn the_tool_selection_names_mcp_resource_tools_as_the_reference_does() {
+    let server = json!({"fault": fault(&["--resources", "1"])});
+    let unknown = call("no_such_tool", json!({}));
+    let run = agent(
+        unknown.clone(),
+        server.clone(),
+        json!({"tools": {"disabled": ["list_mcp_resource_templates"]}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let offered = offered_tools(&run, 0);
+    for want in [
+        "list_mcp_resources",
+        "read_mcp_resource",
+        "mcp_fault_echo",
+        "glob",
+    ] {
+        assert!(offered.iter().any(|t| t == want), "{want}: {offered:?}");
+    }
+    assert!(
+        !offered.iter().any(|t| t == "list_mcp_resource_templates"),
+        "{offered:?}"
+    );
+
+    let run = agent(
+        unknown,
+        server.clone(),
+        json!({"tools": {"enabled": ["read_file", "read_mcp_resource", "mcp_fault_echo"]}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let offered = offered_tools(&run, 0);
+    let mcp: Vec<&String> = offered.iter().filter(|t| t.starts_with("mcp_")).collect();
+    assert_eq!(mcp.len(), 7, "MCP tools are never pruned: {offered:?}");
+    let rest: Vec<&String> = offered.iter().filter(|t| !t.starts_with("mcp_")).collect();
+    assert_eq!(rest, ["read_file", "read_mcp_resource"], "{offered:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"working_directory": dir.path(), "mcp_servers": server,
+        "llm": {"provider": "scripted", "script": {"responses": []}},
+        "tools": {"disabled": ["mcp_fault_echo"]}});
+    let err = Agent::new(&config.to_string(), None)
+        .err()
+        .expect("an MCP tool in tools.disabled")
+        .to_string();
+    assert!(
+        err.contains("'mcp_fault_echo'") && err.contains("permission rule"),
+        "{err}"
+    );
+}
+
+/// A host tool added between turns is offered on the next turn when MCP servers are
+/// configured too (the MCP tool list is kept while the servers are unchanged).
+#[test]
+fn a_host_tool_added_between_turns_is_offered_with_mcp_servers() {
+    struct Ping;
+    impl agentao::tools::Tool for Ping {
+        fn name(&self) -> &str {
+            "host_ping"
+        }
+        fn description(&self) -> &str {
+            "ping"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {}})
+        }
+        fn is_read_only(&self) -> bool {
+            true
+        }
+        fn execute(
+            &self,
+            _: &serde_json::Map<String, Value>,
+            _: &agentao::tools::ToolContext<'_>,
+        ) -> Result<String, agentao::tools::ToolError> {
+            Ok("pong".into())
+        }
+    }
+    let mut responses = call("mcp_fault_echo", json!({"text": "one"}));
+    responses.extend(call("host_ping", json!({})));
+    let run = agent(responses, json!({"fault": fault(&[])}), Value::Null);
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    run.agent
+        .add_tool(std::sync::Arc::new(Ping), false)
+        .unwrap();
+    run.agent
+        .run_blocking("again", TurnOptions::default())
+        .unwrap();
+    assert_eq!(run.tool_messages(), ["one", "pong"]);
+}

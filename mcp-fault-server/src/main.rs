@@ -1,6 +1,6 @@
 //! An MCP stdio server that misbehaves on purpose, for the agent's fault tests.
 //!
-//! `mcp-fault-server [--slow-start MS] [--tools N] [--log FILE]`
+//! `mcp-fault-server [--slow-start MS] [--tools N] [--log FILE] [--resources 1]`
 //!
 //! Tools: `echo` (returns `text`), `crash` (the process exits mid-call), `hang` (never answers;
 //! a cancellation notification is written to the log as `cancelled <request id>`), `big`
@@ -8,7 +8,8 @@
 //! grandchild `sleep`; returns `<own pid> <grandchild pid>`, for the process-group test),
 //! `progress` (`steps` progress notifications written back to back, the result right after the
 //! last one: the client must not lose the ones that arrive with the result), and with
-//! `--tools N` the listing has N tools `t0`...`t<N-1>` besides.
+//! `--tools N` the listing has N tools `t0`...`t<N-1>` besides. `--resources 1` declares the
+//! `resources` capability (with no resources), so the client offers its resource tools.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use serde_json::{json, Map, Value};
 struct Fault {
     extra_tools: usize,
     log: Option<Arc<str>>,
+    resources: bool,
 }
 
 fn schema(props: Value) -> Arc<Map<String, Value>> {
@@ -51,7 +53,12 @@ impl Fault {
 
 impl ServerHandler for Fault {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let caps = ServerCapabilities::builder().enable_tools();
+        ServerConfig::new(if self.resources {
+            caps.enable_resources().build()
+        } else {
+            caps.build()
+        })
     }
 
     async fn list_tools(
@@ -172,6 +179,7 @@ async fn main() {
     let mut fault = Fault {
         extra_tools: 0,
         log: None,
+        resources: false,
     };
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_default();
@@ -179,6 +187,7 @@ async fn main() {
             "--slow-start" => slow_start = v.parse().unwrap_or(0),
             "--tools" => fault.extra_tools = v.parse().unwrap_or(0),
             "--log" => fault.log = Some(v.into()),
+            "--resources" => fault.resources = v == "1",
             _ => {
                 eprintln!("mcp-fault-server: unknown argument {a}");
                 std::process::exit(2);

@@ -24,3 +24,4 @@ pub mod tool;
 pub use config::ConfigFiles;
 pub use manager::{McpManager, ServerState, StatusChange};
 pub use registry::McpRegistry;
+pub use resource_tools::ResourceToolSelection;
