@@ -1511,9 +1511,7 @@ static void bench_mcp(void) {
     t.struct_size = sizeof t;
     t.userdata = &h;
     t.emit = mcp_on_emit;
-    agentao_agent *a = NULL;
     agentao_error *err = NULL;
-    check(agentao_agent_new(cfg, &t, &a, &err), err, "agentao_agent_new (mcp)");
     mcp_raw_t r = mcp_raw_start();
     int nraw = 0;
     char req[256];
@@ -1530,17 +1528,19 @@ static void bench_mcp(void) {
             mcp_raw_answer(&r, id);
             if (round > 0) raw[nraw++] = (now_s() - t0) * 1e6;
         }
-        reset_history(a);
+        /* A scripted agent plays its script once: a fresh one per round (not timed). */
+        agentao_agent *a = NULL;
+        check(agentao_agent_new(cfg, &t, &a, &err), err, "agentao_agent_new (mcp)");
         int before = h.n;
         char *text = NULL;
         check(agentao_agent_chat(a, "go", -1, NULL, &text, &err), err, "mcp turn");
-        if (!text || strcmp(text, "mcp done") != 0) die("mcp turn: unexpected answer");
+        if (!text || strcmp(text, "mcp done") != 0) die("mcp turn: unexpected answer: %s", text ? text : "(none)");
         agentao_string_free(text);
+        agentao_agent_free(a);
         if (h.n - before != n) die("mcp turn: %d calls completed of %d", h.n - before, n);
         if (round == 0) h.n = 0;
     }
     mcp_raw_stop(&r);
-    agentao_agent_free(a);
     free(cfg);
     stat_t floor_ = stats(raw, nraw), lib = stats(h.v, h.n);
     row("MCP echo over stdio, raw JSON-RPC client", "us", floor_, "(floor)");
