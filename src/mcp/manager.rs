@@ -197,6 +197,9 @@ impl McpManager {
         }
         let (desired, registry_problem) = self.desired().await;
         let registry_failed = registry_problem.is_some();
+        // The status board is rebuilt only when something changed: a turn with the same
+        // servers connected does no status work (a connection's death shows at read time).
+        let mut board_changed = state.registry_error != registry_problem;
         state.registry_error = registry_problem;
         let mut changes = Vec::new();
         let mut live_changed = false;
@@ -208,6 +211,7 @@ impl McpManager {
             .cloned()
             .collect();
         for name in removed {
+            board_changed = true;
             if let Some(slot) = state.slots.remove(&name) {
                 live_changed |= slot.conn.is_some();
             }
@@ -225,6 +229,7 @@ impl McpManager {
             }
             todo.push((name, config));
         }
+        board_changed |= !todo.is_empty();
         if !todo.is_empty() {
             self.publish_connecting(&state, todo.iter().map(|(n, _)| n.as_str()));
         }
@@ -274,7 +279,9 @@ impl McpManager {
         if live_changed {
             state.generation += 1;
         }
-        self.publish(&state, &[]);
+        if board_changed {
+            self.publish(&state, &[]);
+        }
         for c in &changes {
             report(c);
         }
