@@ -691,3 +691,31 @@ fn a_host_tool_added_between_turns_is_offered_with_mcp_servers() {
         .unwrap();
     assert_eq!(run.tool_messages(), ["one", "pong"]);
 }
+
+/// Permission rules name the MCP resource tools too (they are read-only and never confirmed,
+/// so only a rule can stop them).
+#[test]
+fn permission_rules_name_mcp_resource_tools() {
+    let responses = vec![
+        json!({"tool_calls": [{"id": "c1", "name": "read_mcp_resource",
+                               "arguments": {"server": "fault", "uri": "x://y"}},
+                              {"id": "c2", "name": "list_mcp_resources", "arguments": {}}]}),
+        json!({"text": "done"}),
+    ];
+    let run = agent(
+        responses,
+        json!({"fault": fault(&["--resources", "1"])}),
+        json!({"permissions": {"mode": "workspace-write",
+            "rules": [{"tool": "read_mcp_resource", "action": "deny"}]}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let msgs = run.tool_messages();
+    assert!(
+        msgs[0].starts_with("Tool execution denied: 'read_mcp_resource'"),
+        "{msgs:?}"
+    );
+    assert!(!msgs[1].starts_with("Tool execution denied"), "{msgs:?}");
+    assert!(run.host.confirms.lock().unwrap().is_empty());
+}
