@@ -361,7 +361,7 @@ impl Connection {
     ) -> Result<Value, CallError> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.request(request, tool, cancel, progress).await? {
+        match self.request(request, tool, cancel, Some(progress)).await? {
             ServerResult::CallToolResult(r) => serde_json::to_value(r)
                 .map_err(|e| CallError::Failed(format!("MCP tool error: {e}"))),
             _ => Err(CallError::Failed(format!(
@@ -389,7 +389,7 @@ impl Connection {
         } else {
             "resources/list"
         };
-        let r = self.request(request, what, cancel, &|_| {}).await?;
+        let r = self.request(request, what, cancel, None).await?;
         serde_json::to_value(r).map_err(|e| CallError::Failed(format!("Error: {e}")))
     }
 
@@ -399,17 +399,20 @@ impl Connection {
             ReadResourceRequestParams::new(uri),
         ));
         let r = self
-            .request(request, "resources/read", cancel, &|_| {})
+            .request(request, "resources/read", cancel, None)
             .await?;
         serde_json::to_value(r).map_err(|e| CallError::Failed(format!("Error: {e}")))
     }
 
+    /// Sends `request` and waits for its answer, the turn's cancel or the request timeout.
+    /// With `progress` (tool calls only: the transport routes progress for those alone), the
+    /// call's progress lines go there, all of them before this returns.
     async fn request(
         &self,
         request: ClientRequest,
         what: &str,
         cancel: &CancelToken,
-        progress: &(dyn Fn(&str) + Sync),
+        progress: Option<&(dyn Fn(&str) + Sync)>,
     ) -> Result<ServerResult, CallError> {
         if self.is_dead() {
             return Err(CallError::Failed(format!(
@@ -425,7 +428,14 @@ impl Connection {
                 self.dead.store(true, Ordering::Release);
                 CallError::Failed(format!("MCP connection error for '{}': {e}", self.server))
             })?;
-        let route = self.progress.route(&handle.progress_token);
+        let route = progress.map(|p| (p, self.progress.route(&handle.progress_token)));
+        let forward = || {
+            if let Some((progress, route)) = &route {
+                if let Some(lines) = route.slot.take() {
+                    progress(&lines);
+                }
+            }
+        };
         let deadline = self
             .config
             .request_timeout
@@ -452,18 +462,17 @@ impl Connection {
                         self.config.request_timeout.unwrap_or_default().as_secs_f64()
                     )));
                 }
-                _ = route.slot.pushed() => {
-                    if let Some(lines) = route.slot.take() {
-                        progress(&lines);
+                _ = async {
+                    match &route {
+                        Some((_, r)) => r.slot.pushed().await,
+                        None => std::future::pending().await,
                     }
-                }
+                } => forward(),
                 r = &mut handle.rx => break r,
             }
         };
         // What the server wrote before its answer was queued before the answer was read.
-        if let Some(lines) = route.slot.take() {
-            progress(&lines);
-        }
+        forward();
         match answer {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(rmcp::ServiceError::McpError(e))) => {

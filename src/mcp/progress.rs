@@ -6,8 +6,9 @@
 //! result can run after the caller has the result (their lines were lost), and two handlers
 //! can run out of order. So the lines are taken where messages come in, in the transport's
 //! `receive`, which rmcp calls for one message at a time: a line is queued for its call before
-//! the next message (the result) is even read. A call's route is made when its request is
-//! handed to the transport, before the server can see it.
+//! the next message (the result) is even read. A tool call's route is made when its request
+//! is handed to the transport, before the server can see it (other requests have none: the
+//! client forwards progress for tool calls only).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
