@@ -6,6 +6,8 @@
  *
  *   bench --mock PATH/mock-openai [--out results.json] [--quick] [--only SECTION]
  *   bench --mock PATH/mock-openai --callgrind     (instructions per turn and per iteration)
+ *   bench --mock PATH/mock-openai --only mcp      (an MCP call against its stdio floor;
+ *                                                  mcpcallgrind: per turn with one MCP server)
  *
  * Every HTTP-path figure is printed next to its floor: a raw blocking-socket client in this
  * file replays the library's own request bodies (captured from the mock with
@@ -170,7 +172,7 @@ static char g_tmp[256];     /* scratch directory (scripts, port files) */
 static char g_mock[1024];   /* path of the mock-openai binary */
 static char g_self[1024];   /* this program, for --child */
 static int g_quick = 0;
-static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale */
+static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale|mcp */
 
 static int want(const char *section) { return !g_only || strcmp(g_only, section) == 0; }
 
@@ -1382,6 +1384,227 @@ static void bench_callgrind(void) {
     free(loop_script);
 }
 
+/* ------------------------------------------------------------------ 8. MCP calls (issue 17) */
+
+/* mcp-fault-server, built next to mock-openai (bench/run.sh builds both). */
+static char g_mcp_server[1100];
+
+static int mcp_server_found(void) {
+    snprintf(g_mcp_server, sizeof g_mcp_server, "%s", g_mock);
+    char *slash = strrchr(g_mcp_server, '/');
+    if (!slash) return 0;
+    snprintf(slash + 1, sizeof g_mcp_server - (size_t)(slash + 1 - g_mcp_server),
+             "mcp-fault-server");
+    return access(g_mcp_server, X_OK) == 0;
+}
+
+/* The floor: a raw JSON-RPC client of the same server over pipes, one line each way per call
+ * (what any MCP stdio client must do at least). */
+typedef struct {
+    pid_t pid;
+    FILE *to, *from;
+    char *line;
+    size_t cap;
+} mcp_raw_t;
+
+static void mcp_raw_send(mcp_raw_t *r, const char *json) {
+    if (fputs(json, r->to) < 0 || fputc('\n', r->to) < 0 || fflush(r->to) != 0)
+        die("mcp raw: write: %s", strerror(errno));
+}
+
+/* Reads lines until the response of request `id` (notifications are skipped). */
+static void mcp_raw_answer(mcp_raw_t *r, int id) {
+    char want[32];
+    snprintf(want, sizeof want, "\"id\":%d,", id);
+    for (;;) {
+        if (getline(&r->line, &r->cap, r->from) <= 0) die("mcp raw: the server closed");
+        if (strstr(r->line, want)) return;
+    }
+}
+
+static mcp_raw_t mcp_raw_start(void) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) die("pipe");
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 2);
+        close(in[1]);
+        close(out[0]);
+        execl(g_mcp_server, g_mcp_server, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    mcp_raw_t r = {pid, fdopen(in[1], "w"), fdopen(out[0], "r"), NULL, 0};
+    if (!r.to || !r.from) die("fdopen");
+    mcp_raw_send(&r, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+                     "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                     "\"clientInfo\":{\"name\":\"bench\",\"version\":\"0\"}}}");
+    mcp_raw_answer(&r, 0);
+    mcp_raw_send(&r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    return r;
+}
+
+static void mcp_raw_stop(mcp_raw_t *r) {
+    fclose(r->to);
+    fclose(r->from);
+    free(r->line);
+    kill(r->pid, SIGKILL);
+    waitpid(r->pid, NULL, 0);
+}
+
+/* Per-call wall time from tool_start to tool_complete, stamped in the host's emit. */
+typedef struct {
+    double *v;
+    int n, cap;
+    double t_start;
+} mcp_host_t;
+
+static void mcp_on_emit(void *ud, const char *json) {
+    mcp_host_t *h = ud;
+    double t = now_s();
+    /* {"type":"tool_start",... / {"type":"tool_complete",... */
+    if (strncmp(json, "{\"type\":\"tool_start\"", 20) == 0) {
+        h->t_start = t;
+    } else if (strncmp(json, "{\"type\":\"tool_complete\"", 23) == 0 && h->n < h->cap) {
+        h->v[h->n++] = (t - h->t_start) * 1e6;
+    }
+}
+
+/* n tool-loop iterations, each calling mcp_f_echo (distinct text, so no loop guard trips). */
+static char *config_mcp(int n, const char *llm) {
+    sbuf b = {0};
+    sb_add(&b, "{\"working_directory\":\"%s\",\"max_iterations\":%d,\"llm\":", g_ws, n + 10);
+    if (llm) {
+        sb_add(&b, "%s", llm);
+    } else {
+        sb_add(&b, "{\"provider\":\"scripted\",\"script\":{\"responses\":[");
+        for (int k = 1; k <= n; k++)
+            sb_add(&b,
+                   "{\"tool_calls\":[{\"id\":\"m%d\",\"name\":\"mcp_f_echo\","
+                   "\"arguments\":{\"text\":\"ping %d\"}}]},",
+                   k, k);
+        sb_add(&b, "{\"text\":\"mcp done\"}]}}");
+    }
+    sb_add(&b, ",\"mcp_servers\":{\"f\":{\"command\":\"%s\",\"trust\":true}}}", g_mcp_server);
+    return b.p;
+}
+
+#define MCP_CALLS 200
+
+static void bench_mcp(void) {
+    if (!mcp_server_found()) {
+        printf("mcp: skipped: %s is missing (bench/run.sh builds it)\n", g_mcp_server);
+        return;
+    }
+    int rounds = g_quick ? 2 : 6, n = MCP_CALLS;
+    double *raw = calloc((size_t)(rounds * n), sizeof(double));
+    mcp_host_t h = {calloc((size_t)(rounds * n), sizeof(double)), 0, rounds * n, 0};
+    char *cfg = config_mcp(n, NULL);
+    agentao_transport t;
+    memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    t.userdata = &h;
+    t.emit = mcp_on_emit;
+    agentao_error *err = NULL;
+    mcp_raw_t r = mcp_raw_start();
+    int nraw = 0;
+    char req[256];
+    /* Rounds alternate the two sides, so both see the same load; the first round warms up. */
+    for (int round = 0; round <= rounds; round++) {
+        for (int i = 1; i <= n; i++) {
+            int id = round * n + i;
+            snprintf(req, sizeof req,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+                     "{\"name\":\"echo\",\"arguments\":{\"text\":\"ping %d\"}}}",
+                     id, i);
+            double t0 = now_s();
+            mcp_raw_send(&r, req);
+            mcp_raw_answer(&r, id);
+            if (round > 0) raw[nraw++] = (now_s() - t0) * 1e6;
+        }
+        /* A scripted agent plays its script once: a fresh one per round (not timed). */
+        agentao_agent *a = NULL;
+        check(agentao_agent_new(cfg, &t, &a, &err), err, "agentao_agent_new (mcp)");
+        int before = h.n;
+        char *text = NULL;
+        check(agentao_agent_chat(a, "go", -1, NULL, &text, &err), err, "mcp turn");
+        if (!text || strcmp(text, "mcp done") != 0) die("mcp turn: unexpected answer: %s", text ? text : "(none)");
+        agentao_string_free(text);
+        agentao_agent_free(a);
+        if (h.n - before != n) die("mcp turn: %d calls completed of %d", h.n - before, n);
+        if (round == 0) h.n = 0;
+    }
+    mcp_raw_stop(&r);
+    free(cfg);
+    stat_t floor_ = stats(raw, nraw), lib = stats(h.v, h.n);
+    row("MCP echo over stdio, raw JSON-RPC client", "us", floor_, "(floor)");
+    row("MCP echo, agent tool_start to tool_complete", "us", lib, "");
+    stat_t over = {lib.median - floor_.median, lib.p90 - floor_.p90, lib.n};
+    row("  MCP call overhead over the stdio floor", "us", over, "< 100 us");
+    free(raw);
+    free(h.v);
+}
+
+/* child: cgmcp <reps> <base_url> <with_mcp>: instructions of one-request turns (openai, mock)
+ * with or without one connected MCP server, run under callgrind as child_callgrind is. */
+static int child_callgrind_mcp(int reps, const char *base_url, int with_mcp) {
+    if (with_mcp && !mcp_server_found()) die("mcp-fault-server is missing");
+    char llm[512];
+    snprintf(llm, sizeof llm,
+             "{\"provider\":\"openai\",\"base_url\":\"%s\",\"api_key\":\"sk-bench\","
+             "\"model\":\"bench-model\",\"max_attempts\":1}",
+             base_url);
+    char *cfg = with_mcp ? config_mcp(0, llm) : config_openai(base_url);
+    agentao_agent *a = agent_new(cfg, NULL);
+    for (int i = 0; i < reps + 1; i++) {
+        if (i == 1) CALLGRIND_ZERO_STATS;
+        reset_history(a);
+        char *text = NULL;
+        agentao_error *err = NULL;
+        check(agentao_agent_chat(a, "hi", -1, NULL, &text, &err), err, "callgrind mcp turn");
+        if (!text || strcmp(text, ONE_TEXT) != 0) die("callgrind mcp turn: unexpected answer");
+        agentao_string_free(text);
+    }
+    CALLGRIND_DUMP_STATS;
+    agentao_agent_free(a);
+    free(cfg);
+    printf("ok\n");
+    return 0;
+}
+
+/* --only mcpcallgrind: instructions per one-request turn without and with one MCP server. */
+static void bench_mcp_callgrind(void) {
+#ifndef HAVE_CALLGRIND
+    die("mcpcallgrind needs valgrind (valgrind/callgrind.h was not found at build time)");
+#endif
+    if (!mcp_server_found()) die("%s is missing (bench/run.sh builds it)", g_mcp_server);
+    char text_script[256];
+    snprintf(text_script, sizeof text_script, "{\"responses\":[{\"text\":\"%s\"}]}", ONE_TEXT);
+    int reps = 5;
+    for (int with_mcp = 0; with_mcp < 2; with_mcp++) {
+        mock_t m = mock_start(text_script);
+        char out[600], cmd[4096];
+        const char *keep = getenv("BENCH_CALLGRIND_DIR");
+        snprintf(out, sizeof out, "%s/callgrind.mcp%d", keep ? keep : g_tmp, with_mcp);
+        snprintf(cmd, sizeof cmd,
+                 "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --child cgmcp %d %s %d "
+                 ">/dev/null 2>'%s.log'",
+                 out, g_self, reps, m.base_url, with_mcp, out);
+        if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
+        mock_stop(&m);
+        double ir = callgrind_ir(out) / reps;
+        stat_t st = {ir, ir, 1};
+        row(with_mcp ? "instructions per turn, one MCP server, mock" : "instructions per turn, no MCP server, mock",
+            "instr", st, "");
+    }
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void machine(sbuf *b) {
@@ -1420,6 +1643,10 @@ int main(int argc, char **argv) {
         if (strcmp(argv[2], "mem") == 0 && argc == 5) return child_mem(argv[3], argv[4]);
         if (strcmp(argv[2], "cg") == 0 && argc == 6)
             return child_callgrind(argv[3], atoi(argv[4]), argv[5]);
+        if (strcmp(argv[2], "cgmcp") == 0 && argc == 6) {
+            if (!realpath(getenv("AGENTAO_BENCH_MOCK"), g_mock)) die("AGENTAO_BENCH_MOCK");
+            return child_callgrind_mcp(atoi(argv[3]), argv[4], atoi(argv[5]));
+        }
         if (strcmp(argv[2], "scale") == 0 && argc == 7)
             return child_scale(argv[3], atoi(argv[4]), atoi(argv[5]), argv[6]);
         die("bad child arguments");
@@ -1443,6 +1670,7 @@ int main(int argc, char **argv) {
     raise_nofile();
     make_workspace();
     setenv("AGENTAO_BENCH_WS", g_ws, 1);
+    setenv("AGENTAO_BENCH_MOCK", g_mock, 1);
 
     sbuf mach = {0};
     machine(&mach);
@@ -1464,6 +1692,8 @@ int main(int argc, char **argv) {
         mock_stop(&m);
     }
     if (want("scale")) bench_scale();
+    if (want("mcp")) bench_mcp();
+    if (g_only && strcmp(g_only, "mcpcallgrind") == 0) bench_mcp_callgrind();
     /* valgrind runs only when asked: it takes a while and is not always installed */
     if (g_only && strcmp(g_only, "callgrind") == 0) bench_callgrind();
 

@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-cargo build --release -p agentao -p mock-openai
+cargo build --release -p agentao -p mock-openai -p mcp-fault-server
 mkdir -p target/bench
 cc -O2 -std=c11 -Wall -Wextra -Iinclude -o target/bench/bench bench/bench.c \
    -Ltarget/release -lagentao -Wl,-rpath,"$ROOT/target/release" -lpthread

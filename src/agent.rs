@@ -13,7 +13,7 @@ use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::{LlmClient, Message};
-use crate::mcp::{ConfigFiles, McpManager, McpRegistry, StatusChange};
+use crate::mcp::{ConfigFiles, McpManager, McpRegistry, ResourceToolSelection, StatusChange};
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
 use crate::tools::{
@@ -197,11 +197,13 @@ impl Agent {
             &config.working_directory,
             config.system_prompt_extra.as_deref(),
         );
+        let selection = ToolSelection::of(&config.tools);
         let mcp = McpManager::new(
             config.working_directory.clone(),
             config.mcp.servers.clone(),
             ConfigFiles::parse(config.mcp.config_files.as_ref())
                 .map_err(AgentError::InvalidConfig)?,
+            ResourceToolSelection::from(|n| selection.selects(n)),
         )
         .map_err(AgentError::InvalidConfig)
         .map(Arc::new)?;

@@ -1,12 +1,15 @@
 //! An MCP stdio server that misbehaves on purpose, for the agent's fault tests.
 //!
-//! `mcp-fault-server [--slow-start MS] [--tools N] [--log FILE]`
+//! `mcp-fault-server [--slow-start MS] [--tools N] [--log FILE] [--resources 1]`
 //!
 //! Tools: `echo` (returns `text`), `crash` (the process exits mid-call), `hang` (never answers;
 //! a cancellation notification is written to the log as `cancelled <request id>`), `big`
 //! (`bytes` of text, default 10 MB), `fail` (an `isError` result), `spawn_child` (starts a
-//! grandchild `sleep`; returns `<own pid> <grandchild pid>`, for the process-group test), and with `--tools N`
-//! the listing has N tools `t0`...`t<N-1>` besides.
+//! grandchild `sleep`; returns `<own pid> <grandchild pid>`, for the process-group test),
+//! `progress` (`steps` progress notifications written back to back, the result right after the
+//! last one: the client must not lose the ones that arrive with the result), and with
+//! `--tools N` the listing has N tools `t0`...`t<N-1>` besides. `--resources 1` declares the
+//! `resources` capability (with no resources), so the client offers its resource tools.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -14,7 +17,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -24,6 +27,7 @@ use serde_json::{json, Map, Value};
 struct Fault {
     extra_tools: usize,
     log: Option<Arc<str>>,
+    resources: bool,
 }
 
 fn schema(props: Value) -> Arc<Map<String, Value>> {
@@ -49,7 +53,12 @@ impl Fault {
 
 impl ServerHandler for Fault {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let caps = ServerCapabilities::builder().enable_tools();
+        ServerConfig::new(if self.resources {
+            caps.enable_resources().build()
+        } else {
+            caps.build()
+        })
     }
 
     async fn list_tools(
@@ -72,6 +81,12 @@ impl ServerHandler for Fault {
                 schema(json!({"bytes": {"type": "integer"}})),
             ),
             Tool::new("fail", "An isError result", schema(json!({}))),
+            Tool::new(
+                "progress",
+                "Progress notifications, then the result at once",
+                schema(json!({"steps": {"type": "integer"}})),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
             Tool::new("spawn_child", "Start a grandchild", schema(json!({})))
                 .with_annotations(ToolAnnotations::new().read_only(true).destructive(true)),
         ];
@@ -113,6 +128,21 @@ impl ServerHandler for Fault {
                     .unwrap_or(10 << 20) as usize;
                 text("x".repeat(n))
             }
+            "progress" => {
+                let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(4);
+                if let Some(token) = context.meta.get_progress_token() {
+                    for i in 1..=steps {
+                        // Each send resolves once written, so the result follows the last on
+                        // the wire.
+                        let note = ProgressNotificationParam::new(token.clone(), i as f64)
+                            .with_total(steps as f64);
+                        if context.peer.notify_progress(note).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                text(format!("{steps} steps"))
+            }
             "fail" => {
                 Ok(CallToolResult::error(vec![ContentBlock::text("it failed on purpose")]).into())
             }
@@ -149,6 +179,7 @@ async fn main() {
     let mut fault = Fault {
         extra_tools: 0,
         log: None,
+        resources: false,
     };
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_default();
@@ -156,6 +187,7 @@ async fn main() {
             "--slow-start" => slow_start = v.parse().unwrap_or(0),
             "--tools" => fault.extra_tools = v.parse().unwrap_or(0),
             "--log" => fault.log = Some(v.into()),
+            "--resources" => fault.resources = v == "1",
             _ => {
                 eprintln!("mcp-fault-server: unknown argument {a}");
                 std::process::exit(2);

@@ -2,21 +2,22 @@
 //! process group, or Streamable HTTP), the bounded `tools/list` walk, tool calls with progress
 //! and cancellation, and resource requests.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, Implementation,
-    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ServerResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::service::{Peer, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{ServerConfig, TransportConfig};
+use super::progress::{ProgressRoutes, ProgressTap};
 use crate::cancel::CancelToken;
 
 /// Bounds on the `tools/list` walk, the reference's: a paginating server is an untrusted peer
@@ -27,8 +28,6 @@ pub const MAX_CURSOR_BYTES: usize = 64 * 1024;
 /// What is kept of a stdio server's stderr (for the status JSON and failure messages).
 const STDERR_TAIL_LINES: usize = 40;
 const STDERR_LINE_CHARS: usize = 400;
-/// Progress notifications buffered per call; past that they are dropped, never queued.
-const PROGRESS_BUFFER: usize = 64;
 
 /// Blocks SIGPIPE on the calling thread. For the runtime's threads: they write to stdio
 /// servers' stdin, and a write to one that died raises SIGPIPE, whose default action kills a C
@@ -63,13 +62,10 @@ pub enum CallError {
     Failed(String),
 }
 
-type ProgressRoutes = Arc<Mutex<HashMap<String, tokio::sync::mpsc::Sender<String>>>>;
-
-/// The client side handler: identifies us and routes progress notifications to their call.
+/// The client side handler: identifies us. Progress notifications are routed by the
+/// transport ([`ProgressTap`]), not here.
 #[derive(Clone)]
-struct Handler {
-    progress: ProgressRoutes,
-}
+struct Handler;
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
@@ -77,27 +73,6 @@ impl ClientHandler for Handler {
             Default::default(),
             Implementation::new("agentao", env!("CARGO_PKG_VERSION")),
         )
-    }
-
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl std::future::Future<Output = ()> + Send + '_ {
-        let key = serde_json::to_string(&params.progress_token).unwrap_or_default();
-        if let Some(tx) = self.progress.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            let mut line = match params.total {
-                Some(total) => format!("progress {}/{}", params.progress, total),
-                None => format!("progress {}", params.progress),
-            };
-            if let Some(m) = params.message.filter(|m| !m.is_empty()) {
-                line.push_str(": ");
-                line.push_str(&m);
-            }
-            line.push('\n');
-            let _ = tx.try_send(line);
-        }
-        std::future::ready(())
     }
 }
 
@@ -267,10 +242,7 @@ impl Connection {
         stderr: Arc<StderrTail>,
     ) -> Result<Connection, String> {
         let handle = tokio::runtime::Handle::current();
-        let progress: ProgressRoutes = Arc::default();
-        let handler = Handler {
-            progress: progress.clone(),
-        };
+        let progress = ProgressRoutes::default();
         let mut group = None;
         let startup = config.startup_timeout;
         let attempt = async {
@@ -307,9 +279,12 @@ impl Connection {
                             }
                         });
                     }
-                    handler
-                        .clone()
-                        .serve(child)
+                    let tap = ProgressTap {
+                        inner: child,
+                        routes: progress.clone(),
+                    };
+                    Handler
+                        .serve(tap)
                         .await
                         .map_err(|e| format!("initialize failed: {e}"))?
                 }
@@ -320,9 +295,12 @@ impl Connection {
                         client,
                         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
                     );
-                    handler
-                        .clone()
-                        .serve(transport)
+                    let tap = ProgressTap {
+                        inner: transport,
+                        routes: progress.clone(),
+                    };
+                    Handler
+                        .serve(tap)
                         .await
                         .map_err(|e| format!("initialize failed: {e}"))?
                 }
@@ -383,7 +361,7 @@ impl Connection {
     ) -> Result<Value, CallError> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.request(request, tool, cancel, progress).await? {
+        match self.request(request, tool, cancel, Some(progress)).await? {
             ServerResult::CallToolResult(r) => serde_json::to_value(r)
                 .map_err(|e| CallError::Failed(format!("MCP tool error: {e}"))),
             _ => Err(CallError::Failed(format!(
@@ -411,7 +389,7 @@ impl Connection {
         } else {
             "resources/list"
         };
-        let r = self.request(request, what, cancel, &|_| {}).await?;
+        let r = self.request(request, what, cancel, None).await?;
         serde_json::to_value(r).map_err(|e| CallError::Failed(format!("Error: {e}")))
     }
 
@@ -421,17 +399,20 @@ impl Connection {
             ReadResourceRequestParams::new(uri),
         ));
         let r = self
-            .request(request, "resources/read", cancel, &|_| {})
+            .request(request, "resources/read", cancel, None)
             .await?;
         serde_json::to_value(r).map_err(|e| CallError::Failed(format!("Error: {e}")))
     }
 
+    /// Sends `request` and waits for its answer, the turn's cancel or the request timeout.
+    /// With `progress` (tool calls only: the transport routes progress for those alone), the
+    /// call's progress lines go there, all of them before this returns.
     async fn request(
         &self,
         request: ClientRequest,
         what: &str,
         cancel: &CancelToken,
-        progress: &(dyn Fn(&str) + Sync),
+        progress: Option<&(dyn Fn(&str) + Sync)>,
     ) -> Result<ServerResult, CallError> {
         if self.is_dead() {
             return Err(CallError::Failed(format!(
@@ -447,20 +428,14 @@ impl Connection {
                 self.dead.store(true, Ordering::Release);
                 CallError::Failed(format!("MCP connection error for '{}': {e}", self.server))
             })?;
-        let key = serde_json::to_string(&handle.progress_token).unwrap_or_default();
-        let (tx, mut rx) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
-        if let Ok(mut m) = self.progress.lock() {
-            m.insert(key.clone(), tx);
-        }
-        struct Unroute<'a>(&'a ProgressRoutes, String);
-        impl Drop for Unroute<'_> {
-            fn drop(&mut self) {
-                if let Ok(mut m) = self.0.lock() {
-                    m.remove(&self.1);
+        let route = progress.map(|p| (p, self.progress.route(&handle.progress_token)));
+        let forward = || {
+            if let Some((progress, route)) = &route {
+                if let Some(lines) = route.slot.take() {
+                    progress(&lines);
                 }
             }
-        }
-        let _unroute = Unroute(&self.progress, key);
+        };
         let deadline = self
             .config
             .request_timeout
@@ -487,10 +462,17 @@ impl Connection {
                         self.config.request_timeout.unwrap_or_default().as_secs_f64()
                     )));
                 }
-                Some(line) = rx.recv() => progress(&line),
+                _ = async {
+                    match &route {
+                        Some((_, r)) => r.slot.pushed().await,
+                        None => std::future::pending().await,
+                    }
+                } => forward(),
                 r = &mut handle.rx => break r,
             }
         };
+        // What the server wrote before its answer was queued before the answer was read.
+        forward();
         match answer {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(rmcp::ServiceError::McpError(e))) => {

@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use super::client::{Connection, StderrTail};
 use super::config::{parse_server, ConfigFiles, ProcessVars, ServerConfig};
 use super::registry::McpRegistry;
-use super::resource_tools::{ListResources, ReadResource};
+use super::resource_tools::{ListResources, ReadResource, ResourceToolSelection};
 use super::tool::McpTool;
 use crate::cancel::CancelToken;
 use crate::tools::{Tool, ToolRegistry};
@@ -71,6 +71,13 @@ type StatusEntry = (Value, Option<Arc<Connection>>);
 /// The servers' entries and the registry's error.
 type StatusBoard = (Vec<StatusEntry>, Option<String>);
 
+/// A turn's tools, for a generation of connections and a base registry.
+struct ToolsCache {
+    generation: u64,
+    base: Arc<ToolRegistry>,
+    tools: Arc<ToolRegistry>,
+}
+
 /// The agent's MCP servers.
 pub struct McpManager {
     workspace: PathBuf,
@@ -81,7 +88,11 @@ pub struct McpManager {
     /// What the status call reads without waiting for a sync in progress: each server's
     /// entry with its connection (whose death shows at read time), and the registry's error.
     status: Mutex<StatusBoard>,
-    cache: Mutex<Option<(u64, Arc<ToolRegistry>)>>,
+    /// The resource tools the config's tool selection keeps.
+    resource_tools: ResourceToolSelection,
+    /// The last turn's tools, kept while neither the connections nor the base registry
+    /// changed: the same list keeps the request's rendered `tools` array cached.
+    cache: Mutex<Option<ToolsCache>>,
     /// Cancelled when the agent goes: a sync in progress stops and drops what it started.
     closed: CancelToken,
 }
@@ -92,6 +103,7 @@ impl McpManager {
         workspace: PathBuf,
         config_servers: Map<String, Value>,
         files: ConfigFiles,
+        resource_tools: ResourceToolSelection,
     ) -> Result<Self, String> {
         for (name, v) in &config_servers {
             parse_server(name, v, &workspace, &ProcessVars)
@@ -104,6 +116,7 @@ impl McpManager {
             registry: RwLock::new(None),
             state: tokio::sync::Mutex::new(State::default()),
             status: Mutex::new((Vec::new(), None)),
+            resource_tools,
             cache: Mutex::new(None),
             closed: CancelToken::new(),
         })
@@ -184,6 +197,9 @@ impl McpManager {
         }
         let (desired, registry_problem) = self.desired().await;
         let registry_failed = registry_problem.is_some();
+        // The status board is rebuilt only when something changed: a turn with the same
+        // servers connected does no status work (a connection's death shows at read time).
+        let mut board_changed = state.registry_error != registry_problem;
         state.registry_error = registry_problem;
         let mut changes = Vec::new();
         let mut live_changed = false;
@@ -195,6 +211,7 @@ impl McpManager {
             .cloned()
             .collect();
         for name in removed {
+            board_changed = true;
             if let Some(slot) = state.slots.remove(&name) {
                 live_changed |= slot.conn.is_some();
             }
@@ -212,6 +229,7 @@ impl McpManager {
             }
             todo.push((name, config));
         }
+        board_changed |= !todo.is_empty();
         if !todo.is_empty() {
             self.publish_connecting(&state, todo.iter().map(|(n, _)| n.as_str()));
         }
@@ -261,7 +279,9 @@ impl McpManager {
         if live_changed {
             state.generation += 1;
         }
-        self.publish(&state, &[]);
+        if board_changed {
+            self.publish(&state, &[]);
+        }
         for c in &changes {
             report(c);
         }
@@ -354,14 +374,14 @@ impl McpManager {
         doc.to_string()
     }
 
-    /// `base` plus every live server's tools (and the resource tools when a server offers
-    /// resources). Built once per generation of connections.
+    /// `base` plus every live server's tools (and the resource tools the selection keeps when
+    /// a server offers resources). Built once per generation of connections and base.
     pub async fn tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
         let state = self.state.lock().await;
         if let Ok(c) = self.cache.lock() {
-            if let Some((g, reg)) = c.as_ref() {
-                if *g == state.generation {
-                    return reg.clone();
+            if let Some(c) = c.as_ref() {
+                if c.generation == state.generation && Arc::ptr_eq(&c.base, base) {
+                    return c.tools.clone();
                 }
             }
         }
@@ -378,24 +398,27 @@ impl McpManager {
         );
         let mut reg = (**base).clone();
         let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
+        let offered = self.resource_tools;
         for conn in &live {
-            let hint = conn.resources && conn.config.resources;
+            let hint = conn.resources && conn.config.resources && offered.read;
             for def in &conn.tools {
                 extra.push(Arc::new(McpTool::new(conn.clone(), def.clone(), hint)));
             }
         }
         if !resource_servers.is_empty() {
-            extra.push(Arc::new(ListResources {
-                servers: resource_servers.clone(),
-                templates: false,
-            }));
-            extra.push(Arc::new(ListResources {
-                servers: resource_servers.clone(),
-                templates: true,
-            }));
-            extra.push(Arc::new(ReadResource {
-                servers: resource_servers,
-            }));
+            for templates in [false, true] {
+                if (templates && offered.templates) || (!templates && offered.list) {
+                    extra.push(Arc::new(ListResources {
+                        servers: resource_servers.clone(),
+                        templates,
+                    }));
+                }
+            }
+            if offered.read {
+                extra.push(Arc::new(ReadResource {
+                    servers: resource_servers,
+                }));
+            }
         }
         let reg = if extra.is_empty() {
             base.clone()
@@ -404,7 +427,11 @@ impl McpManager {
             Arc::new(reg)
         };
         if let Ok(mut c) = self.cache.lock() {
-            *c = Some((state.generation, reg.clone()));
+            *c = Some(ToolsCache {
+                generation: state.generation,
+                base: base.clone(),
+                tools: reg.clone(),
+            });
         }
         reg
     }

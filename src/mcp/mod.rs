@@ -6,7 +6,8 @@
 //! - [`manager`]: the agent's servers, synced before every turn, and their status JSON;
 //! - [`tool`] and [`resource_tools`]: the `Tool`s a turn sees; [`naming`] and [`render`]: the
 //!   reference's names and result text;
-//! - [`registry`]: the host's `MCPRegistry`.
+//! - [`registry`]: the host's `MCPRegistry`; `progress`: progress notifications routed to
+//!   their call as they are read.
 //!
 //! Sits between `agent` (which owns a [`McpManager`]) and `tools` (whose trait it implements).
 
@@ -14,6 +15,7 @@ pub mod client;
 pub mod config;
 pub mod manager;
 pub mod naming;
+mod progress;
 pub mod registry;
 pub mod render;
 pub mod resource_tools;
@@ -22,3 +24,4 @@ pub mod tool;
 pub use config::ConfigFiles;
 pub use manager::{McpManager, ServerState, StatusChange};
 pub use registry::McpRegistry;
+pub use resource_tools::ResourceToolSelection;

@@ -14,6 +14,25 @@ pub(crate) const LIST_RESOURCES: &str = "list_mcp_resources";
 pub(crate) const LIST_TEMPLATES: &str = "list_mcp_resource_templates";
 pub(crate) const READ_RESOURCE: &str = "read_mcp_resource";
 
+/// Which resource tools the config's tool selection keeps (`tools.enabled` / `tools.disabled`
+/// may name them, as the reference's `enabled_tools` / `disable_tools` may).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceToolSelection {
+    pub list: bool,
+    pub templates: bool,
+    pub read: bool,
+}
+
+impl ResourceToolSelection {
+    pub fn from(selects: impl Fn(&str) -> bool) -> Self {
+        ResourceToolSelection {
+            list: selects(LIST_RESOURCES),
+            templates: selects(LIST_TEMPLATES),
+            read: selects(READ_RESOURCE),
+        }
+    }
+}
+
 /// The resource bounds of the all-servers walk, per server (the reference's).
 const MAX_LIST_PAGES: usize = 100;
 const MAX_LIST_ITEMS: usize = 1024;

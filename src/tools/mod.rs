@@ -300,6 +300,14 @@ pub const BUILTIN_TOOL_NAMES: &[&str] = &[
     "write_file",
 ];
 
+/// The MCP resource tools (registered by `mcp` when a server offers resources), which a config
+/// may enable or disable as the reference's `MCP_RESOURCE_TOOL_NAMES`.
+pub const MCP_RESOURCE_TOOL_NAMES: &[&str] = &[
+    "list_mcp_resource_templates",
+    "list_mcp_resources",
+    "read_mcp_resource",
+];
+
 /// The tools of one agent, by name, with their schemas sorted by name.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
@@ -316,12 +324,27 @@ impl ToolRegistry {
     /// The built-in tools a selection names; errors name an unknown tool.
     pub fn for_selection(sel: &ToolSelection) -> Result<Self, String> {
         for name in sel.enabled.iter().flatten().chain(&sel.disabled) {
-            if !BUILTIN_TOOL_NAMES.contains(&name.as_str()) {
+            let name = name.as_str();
+            if BUILTIN_TOOL_NAMES.contains(&name) || MCP_RESOURCE_TOOL_NAMES.contains(&name) {
+                continue;
+            }
+            // MCP tools are never pruned, so `enabled` may name them (the reference checks
+            // they are live; they are not connected yet when the config is read).
+            if name.starts_with("mcp_") && sel.enabled.is_some() {
+                continue;
+            }
+            if name.starts_with("mcp_") {
                 return Err(format!(
-                    "config field `tools`: unknown tool '{name}' (known: {})",
-                    BUILTIN_TOOL_NAMES.join(", ")
+                    "config field `tools.disabled`: '{name}' is an MCP tool, which cannot be \
+                     disabled by name (as in the reference); deny it with a permission rule \
+                     or remove its server"
                 ));
             }
+            return Err(format!(
+                "config field `tools`: unknown tool '{name}' (known: {}, {})",
+                BUILTIN_TOOL_NAMES.join(", "),
+                MCP_RESOURCE_TOOL_NAMES.join(", ")
+            ));
         }
         let web = WebSettings {
             allow: sel.web_allow.clone(),
@@ -344,11 +367,7 @@ impl ToolRegistry {
         let mut reg = ToolRegistry::default();
         for tool in all {
             let name = tool.name();
-            let on = match &sel.enabled {
-                Some(list) => list.iter().any(|n| n == name),
-                None => !sel.disabled.iter().any(|n| n == name),
-            };
-            if on {
+            if sel.selects(name) {
                 reg.tools.insert(name.to_owned(), tool);
             }
         }

@@ -31,4 +31,12 @@ impl ToolSelection {
             web_allow: settings.web_fetch.resolve().allow,
         }
     }
+
+    /// Whether the selection keeps the tool `name` (a built-in or an MCP resource tool).
+    pub fn selects(&self, name: &str) -> bool {
+        match &self.enabled {
+            Some(list) => list.iter().any(|n| n == name),
+            None => !self.disabled.iter().any(|n| n == name),
+        }
+    }
 }
