@@ -731,7 +731,10 @@ agentao_status agentao_agent_new(const char *config_json, const struct agentao_t
  without waiting: its completion still fires (with `AGENTAO_STATUS_CANCELLED`), and the
  transport's `userdata_free` runs once that turn and every pending request are gone. Streams
  opened on the agent stay valid until freed. NULL is a no-op.
- Allowed inside a callback of the agent's own turn (that turn then ends cancelled).
+ Background sub-agents are cancelled too, and this call blocks up to 5 seconds for them to
+ settle; one still running then is stopped at its next await point.
+ Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the
+ background agents are then stopped without the wait).
  */
 void agentao_agent_free(struct agentao_agent *agent);
 

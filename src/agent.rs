@@ -16,6 +16,7 @@ use crate::llm::{LlmClient, Message};
 use crate::mcp::{ConfigFiles, McpManager, McpRegistry, StatusChange};
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
+use crate::subagents::background::{self, BackgroundStore};
 use crate::tools::{
     memory, FileSystem, MemoryStore, ShellExecutor, Tool, ToolRegistry, ToolSelection, ToolServices,
 };
@@ -128,12 +129,17 @@ pub struct AgentCore {
     busy: AtomicBool,
     active: Mutex<Option<CancelToken>>,
     mcp: Arc<McpManager>,
+    /// Background sub-agents: they hold the store, not the agent.
+    background: Arc<BackgroundStore>,
 }
 
 impl Drop for AgentCore {
     fn drop(&mut self) {
         // A background sync holds the manager, not the agent: stop it and kill its servers now.
         self.mcp.close();
+        // Likewise the background agents: stopped now, without waiting (this may be a worker).
+        self.background
+            .close("session-closed", std::time::Duration::ZERO);
     }
 }
 
@@ -206,7 +212,8 @@ impl Agent {
         .map_err(AgentError::InvalidConfig)
         .map(Arc::new)?;
         // Make sure the runtime can start before we hand out a handle.
-        runtime()?;
+        let rt = runtime()?;
+        let background = BackgroundStore::new(rt.handle().clone(), None);
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
         let session_id = uuid::Uuid::new_v4().to_string();
         let agent = Agent {
@@ -226,6 +233,7 @@ impl Agent {
                 busy: AtomicBool::new(false),
                 active: Mutex::new(None),
                 mcp,
+                background,
             }),
         };
         agent.connect_mcp_in_background();
@@ -425,6 +433,25 @@ impl Agent {
         if let Some(t) = lock(&self.core.active).clone() {
             t.cancel(reason);
         }
+    }
+
+    /// Agent free's part for background agents: no new launches, every pending or running one
+    /// cancelled (`session-closed`), and a wait of up to [`background::CLOSE_TIMEOUT`] for them
+    /// to settle (none on a library thread, where waiting could hold up the runs themselves);
+    /// a run still going after that is aborted. Returns how many had not settled in time.
+    pub fn close_background(&self) -> usize {
+        let timeout = if on_runtime_thread() {
+            std::time::Duration::ZERO
+        } else {
+            background::CLOSE_TIMEOUT
+        };
+        self.core.background.close("session-closed", timeout)
+    }
+
+    // Used by the spawn tool once it lands (and the tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn background(&self) -> &Arc<BackgroundStore> {
+        &self.core.background
     }
 
     pub fn is_busy(&self) -> bool {
@@ -702,6 +729,7 @@ impl AgentCore {
             read_only: &self.read_only,
             history: &self.history,
             reply_timeout: self.config.reply_timeout,
+            background: Some(&*self.background),
         }
     }
 }
