@@ -35,6 +35,16 @@ pub(crate) enum LaunchError {
     Closed,
 }
 
+impl LaunchError {
+    /// The reference's exception class, for the tool error's `error_type`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            LaunchError::AtCapacity(_) => "BackgroundCapacityError",
+            LaunchError::Closed => "BackgroundOwnerClosedError",
+        }
+    }
+}
+
 /// What `cancel` did, typed; [`CancelResult::text`] is the reference's sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CancelResult {
@@ -185,8 +195,8 @@ impl BackgroundStore {
         }
     }
 
-    /// Registers a pending task named `name` and starts `run` with the task's own token on the
-    /// runtime. Returns the 8-hex id at once. Refused (nothing recorded, `run` never called)
+    /// Registers a pending task named `name` and starts `run(id, token)` (the task's id and its
+    /// own token) on the runtime. Returns the 8-hex id at once. Refused (nothing recorded, `run` never called)
     /// when [`MAX_IN_FLIGHT`] tasks are pending or running, or the agent is closed.
     pub(crate) fn launch<F, Fut>(
         self: &Arc<Self>,
@@ -195,7 +205,7 @@ impl BackgroundStore {
         run: F,
     ) -> Result<String, LaunchError>
     where
-        F: FnOnce(CancelToken) -> Fut,
+        F: FnOnce(&str, CancelToken) -> Fut,
         Fut: Future<Output = RunReport> + Send + 'static,
     {
         let token = CancelToken::new();
@@ -223,7 +233,7 @@ impl BackgroundStore {
             id
         };
         self.flush();
-        let run = run(token);
+        let run = run(&id, token);
         let store = self.clone();
         let task_id = id.clone();
         self.runtime.spawn(async move {

@@ -34,9 +34,11 @@ fn completed(text: &str) -> RunReport {
 /// A run that ends when told to (`Some(report)`), or reports cancelled when its token is.
 fn gated(
     rx: tokio::sync::oneshot::Receiver<RunReport>,
-) -> impl FnOnce(CancelToken) -> std::pin::Pin<Box<dyn std::future::Future<Output = RunReport> + Send>>
-{
-    move |token| {
+) -> impl FnOnce(
+    &str,
+    CancelToken,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = RunReport> + Send>> {
+    move |_, token| {
         Box::pin(async move {
             tokio::select! {
                 r = rx => r.unwrap_or_else(|_| RunReport::bare(Settled::Cancelled { result: None })),
@@ -107,7 +109,7 @@ fn ids_are_8_hex_and_the_seventh_launch_is_refused() {
 
     let mut called = false;
     let err = s
-        .launch("worker", "one too many", |_| {
+        .launch("worker", "one too many", |_, _| {
             called = true;
             async { completed("never") }
         })
@@ -122,11 +124,19 @@ fn ids_are_8_hex_and_the_seventh_launch_is_refused() {
     );
     assert_eq!(s.list().len(), MAX_IN_FLIGHT, "the refusal left no record");
 
-    // One settles: a slot is free again.
+    // One settles: a slot is free again. The run is told its own id.
     gates.remove(0).send(completed("done")).unwrap();
     assert_eq!(settle_wait(&s, &ids[0]), TaskStatus::Completed);
-    s.launch("worker", "fits now", |_| async { completed("ok") })
+    let told = Arc::new(Mutex::new(String::new()));
+    let seen = told.clone();
+    let id = s
+        .launch("worker", "fits now", move |id, _| {
+            *seen.lock().unwrap() = id.to_owned();
+            async { completed("ok") }
+        })
         .unwrap();
+    assert_eq!(*told.lock().unwrap(), id);
+    assert_eq!(LaunchError::AtCapacity(6).kind(), "BackgroundCapacityError");
     for g in gates {
         let _ = g.send(completed("x"));
     }
@@ -142,12 +152,12 @@ fn every_terminal_state_is_recorded_with_its_notice() {
         s.launch(
             "alpha",
             "summarise",
-            move |_| async move { completed(&long) },
+            move |_, _| async move { completed(&long) },
         )
         .unwrap()
     };
     let failed = s
-        .launch("beta", "count", |_| async {
+        .launch("beta", "count", |_, _| async {
             RunReport {
                 settled: Settled::Failed {
                     error: "the model stopped before answering".into(),
@@ -162,7 +172,7 @@ fn every_terminal_state_is_recorded_with_its_notice() {
         })
         .unwrap();
     let panicked = s
-        .launch("gamma", "explode", |_| async { panic!("child blew up") })
+        .launch("gamma", "explode", |_, _| async { panic!("child blew up") })
         .unwrap();
     let (_tx, rx) = tokio::sync::oneshot::channel();
     let cancelled = s.launch("delta", "wait", gated(rx)).unwrap();
@@ -218,7 +228,7 @@ fn a_pending_task_cancels_before_it_starts() {
     let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = ran.clone();
     let id = s
-        .launch("slow", "later", move |_| async move {
+        .launch("slow", "later", move |_, _| async move {
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
             completed("ran")
         })
@@ -375,7 +385,7 @@ fn close_cancels_waits_bounded_and_aborts_what_ignores_its_token() {
     let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let guard = Dropped(dropped.clone());
     let stubborn = s
-        .launch("stubborn", "s", move |_| async move {
+        .launch("stubborn", "s", move |_, _| async move {
             let _guard = guard;
             std::future::pending::<()>().await;
             completed("never")
@@ -410,7 +420,7 @@ fn close_cancels_waits_bounded_and_aborts_what_ignores_its_token() {
         Some("[Cancelled: session-closed]")
     );
     assert_eq!(
-        s.launch("late", "x", |_| async { completed("no") })
+        s.launch("late", "x", |_, _| async { completed("no") })
             .unwrap_err(),
         LaunchError::Closed
     );
@@ -450,7 +460,7 @@ fn persistence_writes_merges_and_recovers() {
     );
 
     let id = s
-        .launch("writer", "persist me", |_| async {
+        .launch("writer", "persist me", |_, _| async {
             completed("secret result")
         })
         .unwrap();
@@ -480,7 +490,7 @@ fn persistence_writes_merges_and_recovers() {
     let s2 = BackgroundStore::new(rt.handle().clone(), Some(dir.path().to_owned()));
     assert!(s2.get(&id).is_none());
     let id2 = s2
-        .launch("other", "o", |_| async { completed("two") })
+        .launch("other", "o", |_, _| async { completed("two") })
         .unwrap();
     assert_eq!(settle_wait(&s2, &id2), TaskStatus::Completed);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -504,7 +514,7 @@ fn persistence_never_writes_through_a_planted_symlink() {
     let elsewhere = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(".agentao")).unwrap();
     let s = BackgroundStore::new(rt.handle().clone(), Some(dir.path().to_owned()));
-    let id = s.launch("w", "t", |_| async { completed("r") }).unwrap();
+    let id = s.launch("w", "t", |_, _| async { completed("r") }).unwrap();
     assert_eq!(settle_wait(&s, &id), TaskStatus::Completed);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(
@@ -725,7 +735,7 @@ fn agent_close_background_cancels_and_refuses_new_launches() {
     assert_eq!(store.get(&id).unwrap().rec.status, TaskStatus::Cancelled);
     assert_eq!(
         store
-            .launch("w", "t", |_| async { completed("x") })
+            .launch("w", "t", |_, _| async { completed("x") })
             .unwrap_err(),
         LaunchError::Closed
     );
