@@ -17,6 +17,9 @@ use crate::mcp::{ConfigFiles, McpManager, McpRegistry, StatusChange};
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
 use crate::subagents::background::{self, BackgroundStore};
+use crate::subagents::{
+    ParentAgent, ParentSnapshot, SpawnTool, SubagentDefinition, SubagentsConfig,
+};
 use crate::tools::{
     memory, FileSystem, MemoryStore, ShellExecutor, Tool, ToolRegistry, ToolSelection, ToolServices,
 };
@@ -131,6 +134,8 @@ pub struct AgentCore {
     mcp: Arc<McpManager>,
     /// Background sub-agents: they hold the store, not the agent.
     background: Arc<BackgroundStore>,
+    /// Definitions change between turns only (`add_subagent`).
+    subagents: RwLock<SubagentsConfig>,
 }
 
 impl Drop for AgentCore {
@@ -198,6 +203,9 @@ impl Agent {
                 .map_err(AgentError::InvalidConfig)?,
         );
         let tool_services = Arc::new(tool_services);
+        let subagents =
+            SubagentsConfig::from_value(config.subagents.as_ref(), &config.working_directory)
+                .map_err(AgentError::InvalidConfig)?;
         let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
         let system_prompt = turn::prompt::system_prompt(
             &config.working_directory,
@@ -213,7 +221,13 @@ impl Agent {
         .map(Arc::new)?;
         // Make sure the runtime can start before we hand out a handle.
         let rt = runtime()?;
-        let background = BackgroundStore::new(rt.handle().clone(), None);
+        let background = BackgroundStore::new(
+            rt.handle().clone(),
+            subagents
+                .background
+                .persist
+                .then(|| config.working_directory.clone()),
+        );
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
         let session_id = uuid::Uuid::new_v4().to_string();
         let agent = Agent {
@@ -234,6 +248,7 @@ impl Agent {
                 active: Mutex::new(None),
                 mcp,
                 background,
+                subagents: RwLock::new(subagents),
             }),
         };
         agent.connect_mcp_in_background();
@@ -448,8 +463,7 @@ impl Agent {
         self.core.background.close("session-closed", timeout)
     }
 
-    // Used by the spawn tool once it lands (and the tests).
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg(test)]
     pub(crate) fn background(&self) -> &Arc<BackgroundStore> {
         &self.core.background
     }
@@ -666,6 +680,43 @@ impl Agent {
         Ok(())
     }
 
+    /// Adds a sub-agent definition (spec §6.1), between turns: its `agent_<name>` tool is
+    /// offered from the next turn on. A definition of the same name is replaced; a name whose
+    /// tool name another tool has is refused.
+    pub fn add_subagent(&self, json: &str) -> Result<(), AgentError> {
+        let v: Value = serde_json::from_str(json)
+            .map_err(|e| AgentError::InvalidJson(format!("definition: {e}")))?;
+        let def = SubagentDefinition::from_value(&v)
+            .map_err(|e| AgentError::InvalidArgument(format!("definition: {e}")))?;
+        if self.core.tools_now().get(&def.tool_name()).is_some() {
+            return Err(AgentError::InvalidArgument(format!(
+                "definition: a tool named '{}' is already registered",
+                def.tool_name()
+            )));
+        }
+        let mut subagents = self
+            .core
+            .subagents
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        // Checked under the lock: a turn reads the definitions under the same lock.
+        if self.is_busy() {
+            return Err(AgentError::TurnInProgress);
+        }
+        crate::subagents::config::upsert(&mut subagents.definitions, def);
+        Ok(())
+    }
+
+    /// The sub-agent definitions the next turn offers.
+    pub fn subagent_definitions(&self) -> Vec<SubagentDefinition> {
+        let s = self
+            .core
+            .subagents
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        s.definitions.clone()
+    }
+
     /// Provider usage totals of the session.
     pub fn usage(&self) -> crate::llm::Usage {
         self.core.llm.usage.snapshot()
@@ -690,19 +741,72 @@ impl AgentCore {
     }
 
     /// The turn's tools: the built-ins plus the MCP servers' (synced first; a cancelled turn
-    /// stops waiting for servers).
-    async fn turn_tools(&self, cancel: &CancelToken) -> Arc<ToolRegistry> {
+    /// stops waiting for servers), plus a spawn tool per sub-agent definition.
+    async fn turn_tools(self: &Arc<Self>, cancel: &CancelToken) -> Arc<ToolRegistry> {
         let base = self.tools_now();
-        if !self.mcp.has_sources() {
-            return base;
+        let tools = if !self.mcp.has_sources() {
+            base
+        } else {
+            let asked = std::time::Instant::now();
+            let report = |c: &StatusChange| self.report_mcp(c);
+            tokio::select! {
+                _ = self.mcp.sync(asked, &report) => self.mcp.tools(&base).await,
+                _ = cancel.cancelled() => base,
+            }
+        };
+        self.with_spawn_tools(self.with_background_tools(tools))
+    }
+
+    /// `tools` plus `check_background_agent` and `cancel_background_agent` when background
+    /// agents are enabled (before the spawn tools, so a child inherits them as the reference's
+    /// children share the store).
+    fn with_background_tools(&self, tools: Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        let enabled = self
+            .subagents
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .background
+            .enabled;
+        if !enabled {
+            return tools;
         }
-        let asked = std::time::Instant::now();
-        let report = |c: &StatusChange| self.report_mcp(c);
-        tokio::select! {
-            _ = self.mcp.sync(asked, &report) => {}
-            _ = cancel.cancelled() => return base,
+        let store = &self.background;
+        let mut reg = (*tools).clone();
+        reg.extend([
+            Arc::new(background::tools::CheckBackgroundAgent {
+                store: store.clone(),
+            }) as Arc<dyn Tool>,
+            Arc::new(background::tools::CancelBackgroundAgent {
+                store: store.clone(),
+            }),
+        ]);
+        Arc::new(reg)
+    }
+
+    /// `tools` plus an `agent_<name>` tool per definition. The spawn tools hold the agent
+    /// weakly and `tools` without themselves, so nothing keeps the agent alive or loops.
+    fn with_spawn_tools(self: &Arc<Self>, tools: Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        let subagents = self.subagents.read().unwrap_or_else(|e| e.into_inner());
+        if subagents.definitions.is_empty() {
+            return tools;
         }
-        self.mcp.tools(&base).await
+        let weak: std::sync::Weak<AgentCore> = Arc::downgrade(self);
+        let parent: std::sync::Weak<dyn ParentAgent> = weak;
+        let spawn: Vec<Arc<dyn Tool>> = subagents
+            .definitions
+            .iter()
+            .map(|d| {
+                Arc::new(SpawnTool::new(
+                    Arc::new(d.clone()),
+                    parent.clone(),
+                    tools.clone(),
+                    subagents.background,
+                )) as Arc<dyn Tool>
+            })
+            .collect();
+        let mut reg = (*tools).clone();
+        reg.extend(spawn);
+        Arc::new(reg)
     }
 
     fn report_mcp(&self, c: &StatusChange) {
@@ -731,6 +835,52 @@ impl AgentCore {
             reply_timeout: self.config.reply_timeout,
             background: Some(&*self.background),
         }
+    }
+}
+
+impl ParentAgent for AgentCore {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn snapshot(&self) -> ParentSnapshot {
+        let engine = self
+            .engine
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let relay_events = self
+            .subagents
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .relay_events;
+        ParentSnapshot {
+            llm: self.config.llm.clone(),
+            services: self.tool_services.clone(),
+            tools_config: self.config.tools.clone(),
+            workspace: self.config.working_directory.clone(),
+            engine,
+            read_only: self.read_only.load(Ordering::Acquire),
+            reply_timeout: self.config.reply_timeout,
+            relay_events,
+        }
+    }
+
+    fn emitter(&self) -> &Emitter {
+        &self.emitter
+    }
+
+    fn hub(&self) -> &HostEventHub {
+        &self.hub
+    }
+
+    fn add_usage(&self, usage: &crate::llm::Usage) {
+        self.llm.usage.add(usage);
+    }
+
+    #[allow(private_interfaces)]
+    fn background(&self) -> Arc<BackgroundStore> {
+        self.background.clone()
     }
 }
 

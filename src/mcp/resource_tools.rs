@@ -138,6 +138,10 @@ impl Tool for ListResources {
         true
     }
 
+    fn origin(&self) -> crate::tools::ToolOrigin {
+        crate::tools::ToolOrigin::Mcp
+    }
+
     fn requires_confirmation(&self) -> bool {
         false
     }
@@ -257,6 +261,10 @@ impl Tool for ReadResource {
 
     fn is_read_only(&self) -> bool {
         true
+    }
+
+    fn origin(&self) -> crate::tools::ToolOrigin {
+        crate::tools::ToolOrigin::Mcp
     }
 
     fn requires_confirmation(&self) -> bool {

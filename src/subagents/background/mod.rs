@@ -11,10 +11,6 @@
 //! | `check_background_agent`, `cancel_background_agent` | `tools.rs` |
 //! | opt-in `.agentao/background_tasks.json` | `persist.rs` |
 
-// The launch side (the spawn tool's `run_in_background`, the tools' registration) is wired
-// when the spawn tool lands; until then only the tests and the turn's drain use the store.
-#![cfg_attr(not(test), allow(dead_code, unused_imports))]
-
 mod notices;
 mod persist;
 pub(crate) mod record;
@@ -24,8 +20,50 @@ pub(crate) mod tools;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use record::{RunReport, Settled, TaskStatus};
-pub(crate) use store::{BackgroundStore, LaunchError, CLOSE_TIMEOUT, MAX_IN_FLIGHT};
+pub(crate) use record::{RunReport, Settled};
+pub(crate) use store::{BackgroundStore, CLOSE_TIMEOUT};
+
+use super::outcome::ChildState;
+use super::run::ChildReport;
+
+/// A child run's report as the store records it: the text the model would have read in the
+/// foreground is the result (a failed run keeps it as its partial work).
+pub(crate) fn run_report(r: ChildReport) -> RunReport {
+    let settled = match (r.state, r.setup_error) {
+        (ChildState::Completed, _) => Settled::Completed { result: r.text },
+        (ChildState::Cancelled, _) => Settled::Cancelled {
+            result: Some(r.text),
+        },
+        // The child could not be built: the text is the error, and there is no work.
+        (ChildState::Failed, Some(_)) => Settled::Failed {
+            error: r.text,
+            incomplete_reason: None,
+            result: None,
+        },
+        (ChildState::Failed, None) => {
+            let reason = r
+                .error_type
+                .as_deref()
+                .and_then(|t| t.strip_prefix("incomplete:"))
+                .map(str::to_owned);
+            Settled::Failed {
+                error: r
+                    .detail
+                    .or_else(|| r.error_type.clone())
+                    .unwrap_or_default(),
+                incomplete_reason: reason,
+                result: Some(r.text),
+            }
+        }
+    };
+    RunReport {
+        settled,
+        turns: r.stats.turns,
+        tool_calls: r.stats.tool_calls,
+        tokens: r.stats.tokens,
+        duration_ms: r.stats.duration_ms,
+    }
+}
 
 impl crate::turn::BackgroundNotices for BackgroundStore {
     fn drain(&self) -> Vec<String> {

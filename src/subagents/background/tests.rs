@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::record::TaskStatus;
 use super::store::CancelResult;
+use super::store::{LaunchError, MAX_IN_FLIGHT};
 use super::tools::{CancelBackgroundAgent, CheckBackgroundAgent};
 use super::*;
 use crate::cancel::CancelToken;
