@@ -137,8 +137,7 @@ pub async fn run_child(
                 );
             }
             let ev = lineage.terminal(ChildState::Failed, Some("ValueError".into()), None);
-            publish(HostEvent::SubagentLifecycle(ev)).await;
-            return report(
+            let r = report(
                 ChildState::Failed,
                 e,
                 Some("ValueError".into()),
@@ -146,6 +145,9 @@ pub async fn run_child(
                 None,
                 RunStats::default(),
             );
+            record_background(parent, &mode, &r);
+            publish(HostEvent::SubagentLifecycle(ev)).await;
+            return r;
         }
     };
 
@@ -234,9 +236,20 @@ pub async fn run_child(
         );
     }
     let ev = lineage.terminal(state, error_type.clone(), Some(usage));
-    publish(HostEvent::SubagentLifecycle(ev)).await;
     let text = result_text(&def.name, &result, &stats, incomplete);
     let mut r = report(state, text, None, error_type, Some(usage), stats);
     r.detail = incomplete.map(|i| i.detail());
+    record_background(parent, &mode, &r);
+    publish(HostEvent::SubagentLifecycle(ev)).await;
     r
+}
+
+/// A background run is recorded in the store (its notice queued) before its terminal event, as
+/// the reference's `update` precedes the event: a host that starts the next turn on
+/// `completed` finds the notice there.
+fn record_background(parent: &ParentView, mode: &ChildMode, r: &ChildReport) {
+    if let ChildMode::Background { parent_task_id } = mode {
+        let report = super::background::run_report(r.clone());
+        parent.agent.background().settle(parent_task_id, report);
+    }
 }

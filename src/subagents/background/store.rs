@@ -274,11 +274,15 @@ impl BackgroundStore {
         Some(child)
     }
 
-    /// Records a run's end, wakes waiters and queues the notice.
-    fn settle(&self, id: &str, report: RunReport) {
+    /// Records a run's end, wakes waiters and queues the notice. Only the first settle of a
+    /// task counts (a child run records itself before its terminal event; the supervisor's
+    /// settle afterwards is then a no-op).
+    pub(crate) fn settle(&self, id: &str, report: RunReport) {
         let notice = {
             let mut s = self.lock();
-            let Some(task) = s.find(id) else { return };
+            let Some(task) = s.find(id).filter(|t| t.rec.status.in_flight()) else {
+                return;
+            };
             let notice = notices::notice_for(id, &task.rec.agent_name, &report.settled);
             task.rec.settle(report);
             task.token = None;
