@@ -278,20 +278,23 @@ impl BackgroundStore {
     /// task counts (a child run records itself before its terminal event; the supervisor's
     /// settle afterwards is then a no-op).
     pub(crate) fn settle(&self, id: &str, report: RunReport) {
-        let notice = {
+        {
             let mut s = self.lock();
             let Some(task) = s.find(id).filter(|t| t.rec.status.in_flight()) else {
                 return;
             };
-            let notice = notices::notice_for(id, &task.rec.agent_name, &report.settled);
+            // Queued under the lock: whoever sees the task settled also finds its notice.
+            self.notices.push(notices::notice_for(
+                id,
+                &task.rec.agent_name,
+                &report.settled,
+            ));
             task.rec.settle(report);
             task.token = None;
             task.abort = None;
             s.prune();
-            notice
-        };
+        }
         self.settled.notify_all();
-        self.notices.push(notice);
         self.flush();
     }
 
@@ -306,6 +309,7 @@ impl BackgroundStore {
             let name = task.rec.agent_name.clone();
             match task.rec.status {
                 TaskStatus::Pending => {
+                    self.notices.push(notices::cancelled_notice(&name, id));
                     task.rec
                         .settle(RunReport::bare(Settled::Cancelled { result: None }));
                     task.token = None;
@@ -316,9 +320,8 @@ impl BackgroundStore {
             }
         };
         match &result {
-            CancelResult::BeforeStart { name } => {
+            CancelResult::BeforeStart { .. } => {
                 self.settled.notify_all();
-                self.notices.push(notices::cancelled_notice(name, id));
                 self.flush();
             }
             _ => {
