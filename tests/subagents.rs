@@ -1010,3 +1010,35 @@ fn markdown_definitions_only_from_a_named_directory() {
     let e = Agent::new(&bad.to_string(), None).err().unwrap();
     assert!(e.to_string().contains("subagents.directory"), "{e}");
 }
+
+#[test]
+fn a_host_tool_with_a_spawn_tools_name_wins() {
+    let parent = json!([spawn("c1", "agent_late", "t"), {"text": "ok"}]);
+    let run = setup(
+        parent,
+        json!({"late": [{"text": "child"}]}),
+        one("late", json!({})),
+        Host::default(),
+        json!({}),
+    );
+    run.agent
+        .add_tool(
+            Arc::new(HostTool {
+                name: "agent_late",
+                copies: false,
+            }),
+            false,
+        )
+        .unwrap();
+    // And the other way round: a definition whose tool name a tool has is refused.
+    assert!(run.agent.add_subagent(r#"{"name": "late"}"#).is_err());
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    // The host tool's own schema has no `task`: its check, not a spawn, answered.
+    assert_eq!(
+        tool_messages(&run.agent),
+        ["Error executing agent_late: agent_late() got an unexpected keyword argument 'task'"]
+    );
+    assert!(lifecycle(&run).is_empty());
+}
