@@ -40,6 +40,28 @@ impl SpawnTool {
     }
 }
 
+impl SpawnTool {
+    /// What a run of this tool's sub-agent reads from the parent, at this call (a background
+    /// launch takes it on the tool's thread too, before handing it to its own task).
+    pub fn parent_view(&self, ctx: &ToolContext<'_>) -> Result<ParentView, ToolError> {
+        let agent = self
+            .parent
+            .upgrade()
+            .ok_or_else(|| ToolError::new("RuntimeError", "the agent was freed"))?;
+        Ok(ParentView {
+            snapshot: agent.snapshot(),
+            agent,
+            tools: self.inherit.clone(),
+            recent_messages: ctx.host.recent_messages(),
+            tool_call_id: Some(ctx.call_id.to_owned()),
+        })
+    }
+
+    pub fn definition(&self) -> &Arc<SubagentDefinition> {
+        &self.def
+    }
+}
+
 impl Tool for SpawnTool {
     fn name(&self) -> &str {
         &self.name
@@ -95,19 +117,9 @@ impl Tool for SpawnTool {
                 "background agents are not available in this build yet",
             ));
         }
-        let agent = self
-            .parent
-            .upgrade()
-            .ok_or_else(|| ToolError::new("RuntimeError", "the agent was freed"))?;
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| ToolError::new("RuntimeError", "no runtime to run the sub-agent on"))?;
-        let view = ParentView {
-            snapshot: agent.snapshot(),
-            agent,
-            tools: self.inherit.clone(),
-            recent_messages: ctx.host.recent_messages(),
-            tool_call_id: Some(ctx.call_id.to_owned()),
-        };
+        let view = self.parent_view(ctx)?;
         let report = handle.block_on(run_child(
             &view,
             &self.def,
