@@ -792,9 +792,12 @@ impl AgentCore {
         }
         let weak: std::sync::Weak<AgentCore> = Arc::downgrade(self);
         let parent: std::sync::Weak<dyn ParentAgent> = weak;
+        // A host tool registered under a spawn tool's name wins, as the reference registers
+        // host tools after the agent tools.
         let spawn: Vec<Arc<dyn Tool>> = subagents
             .definitions
             .iter()
+            .filter(|d| tools.get(&d.tool_name()).is_none())
             .map(|d| {
                 Arc::new(SpawnTool::new(
                     Arc::new(d.clone()),

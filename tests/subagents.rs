@@ -885,3 +885,161 @@ fn definitions_added_between_turns_and_refused_during_one() {
         .unwrap();
     assert_eq!(footer(&tool_messages(&run.agent)[0], "late").0, "hi");
 }
+
+/// The child's first request over the OpenAI wire: its model settings, its tools, and its one
+/// user message (the context block of the parent's last 10 messages, then the task) exactly.
+#[test]
+fn the_childs_request_over_the_wire() {
+    let server = mock_openai::MockServer::start(json!({"responses": [
+        {"tool_calls": [{"id": "call_9", "name": "agent_n", "arguments": {"task": "find alpha\nquickly"}}]},
+        {"text": "child done"},
+        {"text": "parent done"},
+    ]}))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"working_directory": dir.path(),
+        "llm": {"provider": "openai", "base_url": server.base_url(), "api_key": "k", "model": "m",
+                "temperature": 0.9, "max_attempts": 1},
+        "subagents": {"definitions": [{"name": "n", "description": "d", "model": "openai/child-model",
+                                        "temperature": 0.25, "tools": ["read_file", "agent_n"],
+                                        "instructions": "Be brief."}]}});
+    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let mut history = Vec::new();
+    for i in 0..12 {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        history.push(json!({"role": role, "content": format!("m{i}")}));
+    }
+    history[11] =
+        json!({"role": "assistant", "content": format!("{}\n{}", "x".repeat(398), "tail")});
+    agent
+        .set_history_json(&Value::Array(history).to_string())
+        .unwrap();
+    let o = agent
+        .run_blocking("look for alpha", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "parent done");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    let child = &reqs[1];
+    assert_eq!(child["model"], "child-model");
+    assert_eq!(child["temperature"], 0.25);
+    let tools: Vec<&str> = child["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["complete_task", "read_file"]);
+    let msgs = child["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert!(msgs[0]["content"]
+        .as_str()
+        .unwrap()
+        .ends_with("\n\nBe brief."));
+    let parent_user = reqs[0]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let indented = parent_user.replace('\n', "\n    ");
+    let expected_block = format!(
+        "[Parent conversation context (last 10 messages)]\n[user]: m4\n[assistant]: m5\n[user]: m6\n[assistant]: m7\n[user]: m8\n[assistant]: m9\n[user]: m10\n[assistant]: {}\n    t\n[user]: {indented}\n[assistant called: agent_n]\n\n[Your Task]\nfind alpha\nquickly",
+        "x".repeat(398)
+    );
+    let child_user = msgs[1]["content"].as_str().unwrap();
+    let body = child_user
+        .split_once("</system-reminder>\n")
+        .map(|(_, b)| b)
+        .unwrap_or_else(|| panic!("no reminder: {child_user}"));
+    assert_eq!(body, expected_block);
+}
+
+#[test]
+fn markdown_definitions_only_from_a_named_directory() {
+    let child = json!([{"text": "md child"}]);
+    let parent = json!([spawn("c1", "agent_md_helper", "t"), {"text": "ok"}]);
+    // In the reference's place: not read unless named.
+    let run = setup(
+        parent.clone(),
+        json!({"md-helper": child.clone()}),
+        json!(null),
+        Host::default(),
+        json!({}),
+    );
+    let agents = run.dir.path().join(".agentao/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("md-helper.md"),
+        "---\ndescription: From markdown.\ntools: read_file, glob\nmax_turns: 4\n---\nBe brief.\n",
+    )
+    .unwrap();
+    std::fs::write(agents.join("broken.md"), "no front matter\n").unwrap();
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert!(lifecycle(&run).is_empty());
+    assert!(run.agent.subagent_definitions().is_empty());
+    // Named: read, broken files skipped.
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("agents");
+    std::fs::create_dir_all(&md).unwrap();
+    std::fs::copy(agents.join("md-helper.md"), md.join("md-helper.md")).unwrap();
+    std::fs::copy(agents.join("broken.md"), md.join("broken.md")).unwrap();
+    let config = json!({"working_directory": dir.path(),
+        "llm": {"provider": "scripted", "script": {"responses": parent, "subagents": {"md-helper": child}}},
+        "subagents": {"directory": "agents"}});
+    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let defs = agent.subagent_definitions();
+    assert_eq!(defs.len(), 1);
+    assert_eq!(defs[0].name, "md-helper");
+    assert_eq!(defs[0].max_turns, 4);
+    assert_eq!(defs[0].instructions.as_deref(), Some("Be brief."));
+    agent.run_blocking("go", TurnOptions::default()).unwrap();
+    let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
+    let result = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(result["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("md child\n\n[md-helper: 1 turns"));
+    // A directory that cannot be read is a config error.
+    let bad = json!({"working_directory": dir.path(), "llm": {"provider": "scripted", "script": []},
+                     "subagents": {"directory": "missing"}});
+    let e = Agent::new(&bad.to_string(), None).err().unwrap();
+    assert!(e.to_string().contains("subagents.directory"), "{e}");
+}
+
+#[test]
+fn a_host_tool_with_a_spawn_tools_name_wins() {
+    let parent = json!([spawn("c1", "agent_late", "t"), {"text": "ok"}]);
+    let run = setup(
+        parent,
+        json!({"late": [{"text": "child"}]}),
+        one("late", json!({})),
+        Host::default(),
+        json!({}),
+    );
+    run.agent
+        .add_tool(
+            Arc::new(HostTool {
+                name: "agent_late",
+                copies: false,
+            }),
+            false,
+        )
+        .unwrap();
+    // And the other way round: a definition whose tool name a tool has is refused.
+    assert!(run.agent.add_subagent(r#"{"name": "late"}"#).is_err());
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    // The host tool's own schema has no `task`: its check, not a spawn, answered.
+    assert_eq!(
+        tool_messages(&run.agent),
+        ["Error executing agent_late: agent_late() got an unexpected keyword argument 'task'"]
+    );
+    assert!(lifecycle(&run).is_empty());
+}

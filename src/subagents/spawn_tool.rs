@@ -42,22 +42,32 @@ impl SpawnTool {
 }
 
 impl SpawnTool {
-    /// `run_in_background: true` (spec §6.5): the child runs on the runtime with the task's
-    /// own token, refusing confirmations and forwarding nothing; the model gets the task's id
-    /// at once, and the outcome later as a notice.
-    fn launch_background(&self, task: &str, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+    /// What a run of this tool's sub-agent reads from the parent, at this call (a background
+    /// launch takes it on the tool's thread too, before handing it to its own task).
+    pub fn parent_view(&self, ctx: &ToolContext<'_>) -> Result<ParentView, ToolError> {
         let agent = self
             .parent
             .upgrade()
             .ok_or_else(|| ToolError::new("RuntimeError", "the agent was freed"))?;
-        let store = agent.background();
-        let view = ParentView {
+        Ok(ParentView {
             snapshot: agent.snapshot(),
             agent,
             tools: self.inherit.clone(),
             recent_messages: ctx.host.recent_messages(),
             tool_call_id: Some(ctx.call_id.to_owned()),
-        };
+        })
+    }
+
+    pub fn definition(&self) -> &Arc<SubagentDefinition> {
+        &self.def
+    }
+
+    /// `run_in_background: true` (spec §6.5): the child runs on the runtime with the task's
+    /// own token, refusing confirmations and forwarding nothing; the model gets the task's id
+    /// at once, and the outcome later as a notice.
+    fn launch_background(&self, task: &str, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let view = self.parent_view(ctx)?;
+        let store = view.agent.background();
         let def = self.def.clone();
         let owned = task.to_owned();
         let id =
@@ -127,19 +137,9 @@ impl Tool for SpawnTool {
             }
             return self.launch_background(task, ctx);
         }
-        let agent = self
-            .parent
-            .upgrade()
-            .ok_or_else(|| ToolError::new("RuntimeError", "the agent was freed"))?;
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| ToolError::new("RuntimeError", "no runtime to run the sub-agent on"))?;
-        let view = ParentView {
-            snapshot: agent.snapshot(),
-            agent,
-            tools: self.inherit.clone(),
-            recent_messages: ctx.host.recent_messages(),
-            tool_call_id: Some(ctx.call_id.to_owned()),
-        };
+        let view = self.parent_view(ctx)?;
         let report = handle.block_on(run_child(
             &view,
             &self.def,

@@ -163,6 +163,20 @@ static void test_a_child_run(void) {
     char *end = tu_recorder_find(&rec, "agent_end", 0);
     CHECK_CONTAINS(end, TU_KV("state", "completed"));
     CHECK_CONTAINS(end, "\"turns\":4,\"tool_calls\":3");
+    /* Every forwarded kind carries the run's id; the child's text and turn end do not arrive. */
+    const char *kinds[] = {"turn_start", "tool_complete"};
+    for (int k = 0; k < 2; k++) {
+        char *ev = tu_recorder_find(&rec, kinds[k], 0);
+        if (ev && !strstr(ev, ctid)) { free(ev); ev = tu_recorder_find(&rec, kinds[k], 1); }
+        CHECK_CONTAINS(ev, ctid);
+        free(ev);
+    }
+    char *tc = tu_recorder_find(&rec, "tool_complete", 0);
+    CHECK_CONTAINS(tc, TU_KV("tool", "write_file"));
+    free(tc);
+    char *second_end = tu_recorder_find(&rec, "turn_end", 1);
+    CHECK_MSG(second_end == NULL, "a child's turn_end reached the parent: %s", second_end);
+    free(second_end);
 
     /* The parent's tool result: the payload and the footer. */
     char *history = tu_history(a);
@@ -326,11 +340,59 @@ out:
     tu_recorder_destroy(&rec);
 }
 
+static void test_failed_and_parallel(void) {
+    tu_section("a failed run (budget) and two sub-agents in one read-only batch");
+    const char *dir = tu_workspace();
+    const char *parent =
+        "{\"tool_calls\":[{\"id\":\"p1\",\"name\":\"agent_loop\",\"arguments\":{\"task\":\"t\"}},"
+        "{\"id\":\"p2\",\"name\":\"agent_quick\",\"arguments\":{\"task\":\"t\"}}]},{\"text\":\"ok\"}";
+    const char *subs =
+        "\"loop\":[{\"repeat\":2,\"delay_ms\":100,\"tool_calls\":[{\"id\":\"g{i}\",\"name\":\"glob\",\"arguments\":{\"pattern\":\"{i}*\"}}]}],"
+        "\"quick\":[{\"text\":\"quick answer\",\"delay_ms\":100}]";
+    char *cfg = config(dir, "{\"definitions\":[{\"name\":\"loop\",\"max_turns\":2},{\"name\":\"quick\"}]}", parent, subs);
+    tu_recorder rec;
+    tu_recorder_init(&rec);
+    agentao_transport t = tu_recorder_transport(&rec, TU_SLOT_ALL);
+    agentao_agent *a = tu_agent(cfg, &t);
+    free(cfg);
+    if (!a) goto out;
+    struct observed o = {.mu = PTHREAD_MUTEX_INITIALIZER, .agent = a};
+    uint64_t obs_id = 0;
+    CHECK_STATUS(agentao_agent_add_host_event_observer(a, observe, &o, NULL, &obs_id, NULL), AGENTAO_STATUS_OK);
+    char *text = NULL;
+    CHECK_STATUS(agentao_agent_chat(a, "go", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+    CHECK_STR_EQ(text, "ok");
+    agentao_string_free(text);
+    CHECK(o.n == 4);
+    if (o.n == 4) {
+        /* Both spawned before either ended: they ran at the same time. */
+        CHECK_CONTAINS(o.lifecycle[0], TU_KV("phase", "spawned"));
+        CHECK_CONTAINS(o.lifecycle[1], TU_KV("phase", "spawned"));
+        for (int i = 2; i < 4; i++) {
+            if (strstr(o.lifecycle[i], "sub-agent: loop")) {
+                CHECK_CONTAINS(o.lifecycle[i], TU_KV("phase", "failed"));
+                CHECK_CONTAINS(o.lifecycle[i], TU_KV("error_type", "incomplete:max_iterations"));
+            } else {
+                CHECK_CONTAINS(o.lifecycle[i], TU_KV("phase", "completed"));
+            }
+        }
+    }
+    char *history = tu_history(a);
+    CHECK_CONTAINS(history, "[loop did not finish: it used its entire 2-turn budget without finishing]");
+    CHECK_CONTAINS(history, "quick answer\\n\\n[quick: 1 turns, 0 tool calls, ~");
+    free(history);
+    agentao_agent_free(a);
+    observed_free(&o);
+out:
+    tu_recorder_destroy(&rec);
+}
+
 int main(void) {
     test_add_subagent_errors();
     test_busy_during_a_turn();
     test_a_child_run();
     test_narrowing_with_a_host_tool();
+    test_failed_and_parallel();
     test_parent_cancel_during_a_child();
     test_free_during_a_child();
     return tu_finish("test_subagents");
