@@ -2,8 +2,10 @@
  * audit_pipeline.c: the tenant audit pipeline of the reference docs, in C.
  *
  * A consumer thread reads the agent's host-event pull stream while a turn runs and writes one
- * row per host event (tool lifecycle, permission decisions) into a SQLite database; afterwards
- * the audit table is printed. Host events carry no prompt text, tool arguments or output, so
+ * row per host event (tool lifecycle, permission decisions, sub-agent lifecycle) into a SQLite
+ * database; afterwards the audit table is printed. The turn delegates a check to the
+ * `ledger-checker` sub-agent, scripted by name under `llm.script.subagents`, so the table shows
+ * its `spawned` and `completed` rows with the usage the parent's totals now include. Host events carry no prompt text, tool arguments or output, so
  * the audit log is safe to keep. Runs offline on the scripted provider.
  *
  * Usage: audit_pipeline [DATABASE]   (default: audit.db in a temporary directory)
@@ -22,12 +24,25 @@ static const char *SCRIPT =
     "{\"responses\": ["
     " {\"tool_calls\": [{\"id\": \"call_read\", \"name\": \"read_file\", \"arguments\": {\"file_path\": \"ledger.csv\"}},"
     "                 {\"id\": \"call_list\", \"name\": \"list_directory\", \"arguments\": {}}]},"
+    " {\"tool_calls\": [{\"id\": \"call_check\", \"name\": \"agent_ledger_checker\","
+    "                   \"arguments\": {\"task\": \"Check that the ledger adds up to 42.\"}}]},"
     " {\"tool_calls\": [{\"id\": \"call_write\", \"name\": \"write_file\","
     "                   \"arguments\": {\"file_path\": \"report.txt\", \"content\": \"total: 42\\n\"}}]},"
     " {\"tool_calls\": [{\"id\": \"call_wipe\", \"name\": \"write_file\","
     "                   \"arguments\": {\"file_path\": \"ledger.csv\", \"content\": \"\"}}]},"
     " {\"text\": \"Report written; I did not wipe the ledger.\"}"
-    "]}";
+    "],"
+    " \"subagents\": {\"ledger-checker\": ["
+    "  {\"tool_calls\": [{\"id\": \"sub_read\", \"name\": \"read_file\", \"arguments\": {\"file_path\": \"ledger.csv\"}}],"
+    "   \"usage\": {\"prompt_tokens\": 310, \"completion_tokens\": 12}},"
+    "  {\"tool_calls\": [{\"id\": \"sub_done\", \"name\": \"complete_task\", \"arguments\": {\"result\": \"40 + 2 = 42: the ledger adds up.\"}}],"
+    "   \"usage\": {\"prompt_tokens\": 420, \"completion_tokens\": 18}},"
+    "  {\"text\": \"\"}"
+    " ]}}";
+
+static const char *SUBAGENTS =
+    "{\"definitions\": [{\"name\": \"ledger-checker\", \"description\": \"Checks the ledger's totals.\","
+    " \"tools\": [\"read_file\"], \"max_turns\": 5}]}";
 
 struct consumer {
     agentao_host_event_stream *stream;
@@ -75,7 +90,23 @@ static void *consume(void *arg) {
         field(json, "session_id", sid, sizeof sid);
         field(json, "tool_call_id", call, sizeof call);
         field(json, "tool_name", tool, sizeof tool);
-        if (strcmp(type, "permission_decision") == 0) {
+        if (strcmp(type, "subagent_lifecycle") == 0) {
+            /* The parent's agent_* call, the run's label, its phase; usage on a terminal row. */
+            char prompt[32], completion[32], error_type[64];
+            field(json, "parent_tool_call_id", call, sizeof call);
+            field(json, "task_summary", tool, sizeof tool);
+            field(json, "phase", what, sizeof what);
+            field(json, "prompt_tokens", prompt, sizeof prompt);
+            field(json, "completion_tokens", completion, sizeof completion);
+            field(json, "error_type", error_type, sizeof error_type);
+            if (prompt[0])
+                snprintf(detail, sizeof detail, "usage %s+%s tokens%s%s", prompt, completion,
+                         strcmp(error_type, "null") ? ", " : "", strcmp(error_type, "null") ? error_type : "");
+            else
+                snprintf(detail, sizeof detail, "child %.36s", strstr(json, "\"child_task_id\":\"") ?
+                         strstr(json, "\"child_task_id\":\"") + 17 : "?");
+            field(json, "started_at", at, sizeof at);
+        } else if (strcmp(type, "permission_decision") == 0) {
             field(json, "outcome", what, sizeof what);
             field(json, "reason", detail, sizeof detail);
             field(json, "decided_at", at, sizeof at);
@@ -127,7 +158,8 @@ int main(int argc, char **argv) {
 
     char config[4096];
     snprintf(config, sizeof config,
-             "{\"working_directory\": \"%s\", \"llm\": {\"provider\": \"scripted\", \"script\": %s}}", dir, SCRIPT);
+             "{\"working_directory\": \"%s\", \"subagents\": %s,"
+             " \"llm\": {\"provider\": \"scripted\", \"script\": %s}}", dir, SUBAGENTS, SCRIPT);
     agentao_transport t = {0};
     t.struct_size = sizeof t;
     t.confirm_tool = confirm;
@@ -156,17 +188,20 @@ int main(int argc, char **argv) {
     agentao_host_event_stream_free(c.stream);
 
     printf("\nsession %s\n", agentao_agent_session_id(agent));
-    printf("%-3s %-20s %-11s %-15s %-18s %s\n", "id", "event_type", "call", "tool", "phase/outcome", "detail");
+    printf("%-3s %-20s %-11s %-25s %-18s %s\n", "id", "event_type", "call", "tool", "phase/outcome", "detail");
     sqlite3_stmt *q = NULL;
     sqlite3_prepare_v2(db, "SELECT id, event_type, tool_call_id, tool_name, phase_or_outcome, detail FROM audit ORDER BY id",
                        -1, &q, NULL);
     while (sqlite3_step(q) == SQLITE_ROW) {
-        printf("%-3d %-20s %-11s %-15s %-18s %s\n", sqlite3_column_int(q, 0), sqlite3_column_text(q, 1),
+        printf("%-3d %-20s %-11s %-25s %-18s %s\n", sqlite3_column_int(q, 0), sqlite3_column_text(q, 1),
                sqlite3_column_text(q, 2), sqlite3_column_text(q, 3), sqlite3_column_text(q, 4),
                sqlite3_column_text(q, 5));
     }
     sqlite3_finalize(q);
     printf("rows: %d\n", c.rows);
+    char *usage = NULL;
+    if (agentao_agent_usage(agent, &usage, NULL) == AGENTAO_STATUS_OK) printf("session usage (sub-agent included): %s\n", usage);
+    agentao_string_free(usage);
     sqlite3_close(db);
     agentao_agent_free(agent);
     return c.rows > 0 ? 0 : 1;

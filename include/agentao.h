@@ -576,8 +576,8 @@ typedef struct agentao_tool_desc {
    */
   bool requires_confirmation;
   /*
-   Whether a sub-agent would receive the tool (recorded; sub-agents are not in this
-   library yet).
+   Whether a sub-agent receives the tool too; otherwise its name is left out of every
+   sub-agent's tool set (docs/subagents.md).
    */
   bool copies_to_subagents;
   /*
@@ -731,7 +731,10 @@ agentao_status agentao_agent_new(const char *config_json, const struct agentao_t
  without waiting: its completion still fires (with `AGENTAO_STATUS_CANCELLED`), and the
  transport's `userdata_free` runs once that turn and every pending request are gone. Streams
  opened on the agent stay valid until freed. NULL is a no-op.
- Allowed inside a callback of the agent's own turn (that turn then ends cancelled).
+ Background sub-agents are cancelled too, and this call blocks up to 5 seconds for them to
+ settle; one still running then is stopped at its next await point.
+ Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the
+ background agents are then stopped without the wait).
  */
 void agentao_agent_free(struct agentao_agent *agent);
 
@@ -1224,6 +1227,25 @@ agentao_status agentao_host_event_stream_next(struct agentao_host_event_stream *
  dropped for this stream). NULL is a no-op.
  */
 void agentao_host_event_stream_free(struct agentao_host_event_stream *stream);
+
+/*
+ Adds a sub-agent definition to `agent`, between turns: the model is offered its
+ `agent_<name>` tool (`-` becomes `_`) from the next turn on. `definition_json` (borrowed,
+ copied) is one object: `{"name": str, "description"?: str, "instructions"?: str,
+ "tools"?: [str] | "a, b", "max_turns"?: int >= 1 (default 15), "model"?: str,
+ "temperature"?: number}` (docs/subagents.md). A definition with the same name is replaced.
+
+ Ownership: nothing is kept from the caller's memory.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent or json), `_INVALID_UTF8`,
+ `_INVALID_JSON` (the text does not parse), `_INVALID_ARGUMENT` (an unknown key, a wrong
+ type, a name that does not make a tool name of letters, digits, `-` and `_`, `max_turns` 0,
+ a tool name another tool already has), `_TURN_IN_PROGRESS` (a turn is running).
+
+ Threads: any thread; not inside a callback of this agent's running turn (that turn is in
+ progress).
+ */
+agentao_status agentao_agent_add_subagent(struct agentao_agent *agent, const char *definition_json, struct agentao_error **err_out);
 
 /*
  A new broadcaster; release with `agentao_broadcaster_free`.

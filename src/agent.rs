@@ -16,6 +16,10 @@ use crate::llm::{LlmClient, Message};
 use crate::mcp::{ConfigFiles, McpManager, McpRegistry, ResourceToolSelection, StatusChange};
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
+use crate::subagents::background::{self, BackgroundStore};
+use crate::subagents::{
+    ParentAgent, ParentSnapshot, SpawnTool, SubagentDefinition, SubagentsConfig,
+};
 use crate::tools::{
     memory, FileSystem, MemoryStore, ShellExecutor, Tool, ToolRegistry, ToolSelection, ToolServices,
 };
@@ -128,12 +132,19 @@ pub struct AgentCore {
     busy: AtomicBool,
     active: Mutex<Option<CancelToken>>,
     mcp: Arc<McpManager>,
+    /// Background sub-agents: they hold the store, not the agent.
+    background: Arc<BackgroundStore>,
+    /// Definitions change between turns only (`add_subagent`).
+    subagents: RwLock<SubagentsConfig>,
 }
 
 impl Drop for AgentCore {
     fn drop(&mut self) {
         // A background sync holds the manager, not the agent: stop it and kill its servers now.
         self.mcp.close();
+        // Likewise the background agents: stopped now, without waiting (this may be a worker).
+        self.background
+            .close("session-closed", std::time::Duration::ZERO);
     }
 }
 
@@ -192,6 +203,9 @@ impl Agent {
                 .map_err(AgentError::InvalidConfig)?,
         );
         let tool_services = Arc::new(tool_services);
+        let subagents =
+            SubagentsConfig::from_value(config.subagents.as_ref(), &config.working_directory)
+                .map_err(AgentError::InvalidConfig)?;
         let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
         let system_prompt = turn::prompt::system_prompt(
             &config.working_directory,
@@ -208,7 +222,14 @@ impl Agent {
         .map_err(AgentError::InvalidConfig)
         .map(Arc::new)?;
         // Make sure the runtime can start before we hand out a handle.
-        runtime()?;
+        let rt = runtime()?;
+        let background = BackgroundStore::new(
+            rt.handle().clone(),
+            subagents
+                .background
+                .persist
+                .then(|| config.working_directory.clone()),
+        );
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
         let session_id = uuid::Uuid::new_v4().to_string();
         let agent = Agent {
@@ -228,6 +249,8 @@ impl Agent {
                 busy: AtomicBool::new(false),
                 active: Mutex::new(None),
                 mcp,
+                background,
+                subagents: RwLock::new(subagents),
             }),
         };
         agent.connect_mcp_in_background();
@@ -427,6 +450,24 @@ impl Agent {
         if let Some(t) = lock(&self.core.active).clone() {
             t.cancel(reason);
         }
+    }
+
+    /// Agent free's part for background agents: no new launches, every pending or running one
+    /// cancelled (`session-closed`), and a wait of up to [`background::CLOSE_TIMEOUT`] for them
+    /// to settle (none on a library thread, where waiting could hold up the runs themselves);
+    /// a run still going after that is aborted. Returns how many had not settled in time.
+    pub fn close_background(&self) -> usize {
+        let timeout = if on_runtime_thread() {
+            std::time::Duration::ZERO
+        } else {
+            background::CLOSE_TIMEOUT
+        };
+        self.core.background.close("session-closed", timeout)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn background(&self) -> &Arc<BackgroundStore> {
+        &self.core.background
     }
 
     pub fn is_busy(&self) -> bool {
@@ -641,6 +682,43 @@ impl Agent {
         Ok(())
     }
 
+    /// Adds a sub-agent definition (spec §6.1), between turns: its `agent_<name>` tool is
+    /// offered from the next turn on. A definition of the same name is replaced; a name whose
+    /// tool name another tool has is refused.
+    pub fn add_subagent(&self, json: &str) -> Result<(), AgentError> {
+        let v: Value = serde_json::from_str(json)
+            .map_err(|e| AgentError::InvalidJson(format!("definition: {e}")))?;
+        let def = SubagentDefinition::from_value(&v)
+            .map_err(|e| AgentError::InvalidArgument(format!("definition: {e}")))?;
+        if self.core.tools_now().get(&def.tool_name()).is_some() {
+            return Err(AgentError::InvalidArgument(format!(
+                "definition: a tool named '{}' is already registered",
+                def.tool_name()
+            )));
+        }
+        let mut subagents = self
+            .core
+            .subagents
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        // Checked under the lock: a turn reads the definitions under the same lock.
+        if self.is_busy() {
+            return Err(AgentError::TurnInProgress);
+        }
+        crate::subagents::config::upsert(&mut subagents.definitions, def);
+        Ok(())
+    }
+
+    /// The sub-agent definitions the next turn offers.
+    pub fn subagent_definitions(&self) -> Vec<SubagentDefinition> {
+        let s = self
+            .core
+            .subagents
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        s.definitions.clone()
+    }
+
     /// Provider usage totals of the session.
     pub fn usage(&self) -> crate::llm::Usage {
         self.core.llm.usage.snapshot()
@@ -665,19 +743,75 @@ impl AgentCore {
     }
 
     /// The turn's tools: the built-ins plus the MCP servers' (synced first; a cancelled turn
-    /// stops waiting for servers).
-    async fn turn_tools(&self, cancel: &CancelToken) -> Arc<ToolRegistry> {
+    /// stops waiting for servers), plus a spawn tool per sub-agent definition.
+    async fn turn_tools(self: &Arc<Self>, cancel: &CancelToken) -> Arc<ToolRegistry> {
         let base = self.tools_now();
-        if !self.mcp.has_sources() {
-            return base;
+        let tools = if !self.mcp.has_sources() {
+            base
+        } else {
+            let asked = std::time::Instant::now();
+            let report = |c: &StatusChange| self.report_mcp(c);
+            tokio::select! {
+                _ = self.mcp.sync(asked, &report) => self.mcp.tools(&base).await,
+                _ = cancel.cancelled() => base,
+            }
+        };
+        self.with_spawn_tools(self.with_background_tools(tools))
+    }
+
+    /// `tools` plus `check_background_agent` and `cancel_background_agent` when background
+    /// agents are enabled (before the spawn tools, so a child inherits them as the reference's
+    /// children share the store).
+    fn with_background_tools(&self, tools: Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        let enabled = self
+            .subagents
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .background
+            .enabled;
+        if !enabled {
+            return tools;
         }
-        let asked = std::time::Instant::now();
-        let report = |c: &StatusChange| self.report_mcp(c);
-        tokio::select! {
-            _ = self.mcp.sync(asked, &report) => {}
-            _ = cancel.cancelled() => return base,
+        let store = &self.background;
+        let mut reg = (*tools).clone();
+        reg.extend([
+            Arc::new(background::tools::CheckBackgroundAgent {
+                store: store.clone(),
+            }) as Arc<dyn Tool>,
+            Arc::new(background::tools::CancelBackgroundAgent {
+                store: store.clone(),
+            }),
+        ]);
+        Arc::new(reg)
+    }
+
+    /// `tools` plus an `agent_<name>` tool per definition. The spawn tools hold the agent
+    /// weakly and `tools` without themselves, so nothing keeps the agent alive or loops.
+    fn with_spawn_tools(self: &Arc<Self>, tools: Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        let subagents = self.subagents.read().unwrap_or_else(|e| e.into_inner());
+        if subagents.definitions.is_empty() {
+            return tools;
         }
-        self.mcp.tools(&base).await
+        let weak: std::sync::Weak<AgentCore> = Arc::downgrade(self);
+        let parent: std::sync::Weak<dyn ParentAgent> = weak;
+        // A host tool registered under a spawn tool's name wins, as the reference registers
+        // host tools after the agent tools.
+        let spawn: Vec<Arc<dyn Tool>> = subagents
+            .definitions
+            .iter()
+            .filter(|d| tools.get(&d.tool_name()).is_none())
+            .map(|d| {
+                Arc::new(SpawnTool::new(
+                    Arc::new(d.clone()),
+                    parent.clone(),
+                    tools.clone(),
+                    subagents.background,
+                )) as Arc<dyn Tool>
+            })
+            .collect();
+        let mut reg = (*tools).clone();
+        reg.extend(spawn);
+        Arc::new(reg)
     }
 
     fn report_mcp(&self, c: &StatusChange) {
@@ -704,7 +838,54 @@ impl AgentCore {
             read_only: &self.read_only,
             history: &self.history,
             reply_timeout: self.config.reply_timeout,
+            background: Some(&*self.background),
         }
+    }
+}
+
+impl ParentAgent for AgentCore {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn snapshot(&self) -> ParentSnapshot {
+        let engine = self
+            .engine
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let relay_events = self
+            .subagents
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .relay_events;
+        ParentSnapshot {
+            llm: self.config.llm.clone(),
+            services: self.tool_services.clone(),
+            tools_config: self.config.tools.clone(),
+            workspace: self.config.working_directory.clone(),
+            engine,
+            read_only: self.read_only.load(Ordering::Acquire),
+            reply_timeout: self.config.reply_timeout,
+            relay_events,
+        }
+    }
+
+    fn emitter(&self) -> &Emitter {
+        &self.emitter
+    }
+
+    fn hub(&self) -> &HostEventHub {
+        &self.hub
+    }
+
+    fn add_usage(&self, usage: &crate::llm::Usage) {
+        self.llm.usage.add(usage);
+    }
+
+    #[allow(private_interfaces)]
+    fn background(&self) -> Arc<BackgroundStore> {
+        self.background.clone()
     }
 }
 

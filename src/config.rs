@@ -50,6 +50,8 @@ pub struct AgentConfig {
     pub memory: Option<Value>,
     /// `mcp_servers` and `mcp_config_files`, validated by the mcp layer.
     pub mcp: McpSources,
+    /// The raw `subagents` section, typed by the subagents layer (above this one).
+    pub subagents: Option<Value>,
 }
 
 /// The MCP keys of the config, as given (typed by `crate::mcp::config`).
@@ -75,6 +77,7 @@ struct RawConfig {
     mcp_servers: Option<Map<String, Value>>,
     mcp_config_files: Option<Value>,
     memory: Option<Value>,
+    subagents: Option<Value>,
 }
 
 impl Section for RawConfig {}
@@ -150,6 +153,7 @@ impl AgentConfig {
                 config_files: raw.mcp_config_files,
             },
             memory: raw.memory,
+            subagents: raw.subagents,
         })
     }
 }

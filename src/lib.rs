@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`ffi`] | every `extern "C"` function, handles, the panic boundary, C strings, status codes |
 //! | [`agent`] | one session: config, history, turn lock, last turn, entry points |
+//! | [`subagents`] | sub-agent definitions, spawn tools, the child run and its events |
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
 //! | [`config`] | the agent config: composes the sections each layer owns |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
@@ -38,6 +39,7 @@
 pub mod ffi;
 
 pub mod agent;
+pub mod subagents;
 pub mod turn;
 
 pub mod config;

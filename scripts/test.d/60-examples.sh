@@ -8,6 +8,9 @@ grep -q '"is_answer":true' build/examples/quickstart.out
 cc "${CFLAGS[@]}" examples/audit_pipeline.c -lagentao -lsqlite3 -lpthread -o build/examples/audit_pipeline
 build/examples/audit_pipeline build/examples/audit.db | tee build/examples/audit.out
 grep -q 'rows: [1-9]' build/examples/audit.out
+grep -qE '^[0-9]+ +subagent_lifecycle +call_check +sub-agent: ledger-checker +spawned +child [0-9a-f-]{36}$' build/examples/audit.out
+grep -qE '^[0-9]+ +subagent_lifecycle +call_check +sub-agent: ledger-checker +completed +usage 730\+30 tokens$' build/examples/audit.out
+grep -q '^session usage (sub-agent included): {"prompt_tokens":730,"completion_tokens":30,' build/examples/audit.out
 cc "${CFLAGS[@]}" examples/sandboxed_host.c -lagentao -lpthread -o build/examples/sandboxed_host
 build/examples/sandboxed_host | tee build/examples/sandboxed_host.out
 grep -q '^\[output\] querying the ticket database' build/examples/sandboxed_host.out

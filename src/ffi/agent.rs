@@ -113,10 +113,16 @@ pub unsafe extern "C" fn agentao_agent_new(
 /// without waiting: its completion still fires (with `AGENTAO_STATUS_CANCELLED`), and the
 /// transport's `userdata_free` runs once that turn and every pending request are gone. Streams
 /// opened on the agent stay valid until freed. NULL is a no-op.
-/// Allowed inside a callback of the agent's own turn (that turn then ends cancelled).
+/// Background sub-agents are cancelled too, and this call blocks up to 5 seconds for them to
+/// settle; one still running then is stopped at its next await point.
+/// Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the
+/// background agents are then stopped without the wait).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_free(agent: *mut agentao_agent) {
-    agentao_agent::free_with(agent, |a| a.agent.cancel_active("session-closed"));
+    agentao_agent::free_with(agent, |a| {
+        a.agent.cancel_active("session-closed");
+        a.agent.close_background();
+    });
 }
 
 /// The agent's session id (UUID), borrowed: valid until `agentao_agent_free`. NULL agent: NULL.

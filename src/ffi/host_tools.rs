@@ -63,8 +63,8 @@ pub struct agentao_tool_desc {
     pub is_read_only: bool,
     /// When no rule decides the call, ask the host (`confirm_tool`) first.
     pub requires_confirmation: bool,
-    /// Whether a sub-agent would receive the tool (recorded; sub-agents are not in this
-    /// library yet).
+    /// Whether a sub-agent receives the tool too; otherwise its name is left out of every
+    /// sub-agent's tool set (docs/subagents.md).
     pub copies_to_subagents: bool,
     /// Two calls of this tool in one parallel batch may run at the same time.
     pub reentrant: bool,

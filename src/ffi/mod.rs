@@ -28,6 +28,7 @@ pub mod preflight;
 pub mod reply;
 pub mod stream;
 mod strings;
+pub mod subagents;
 pub mod transport;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};

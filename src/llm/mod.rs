@@ -174,7 +174,7 @@ pub struct UsageTotals {
 }
 
 impl UsageTotals {
-    fn add(&self, u: &Usage) {
+    pub(crate) fn add(&self, u: &Usage) {
         self.prompt.fetch_add(u.prompt_tokens, Ordering::Relaxed);
         self.completion
             .fetch_add(u.completion_tokens, Ordering::Relaxed);

@@ -17,8 +17,14 @@
 //!     "repeat": 3,                                  // this entry 3 times; "{i}" becomes 1, 2, 3
 //!     "fault": {"type": "http_error", "status": 500, "message": "…", "code": "…",
 //!               "headers": {"Retry-After": "0"}}}],
-//!  "exhausted": {"text": "(script exhausted)"}}
+//!  "exhausted": {"text": "(script exhausted)"},
+//!  "subagents": {"codebase-investigator": {"responses": […]}}}
 //! ```
+//!
+//! `subagents` scripts sub-agents by name: each child run of that sub-agent plays its own
+//! script from the start (a list or an object like this one). A sub-agent with no entry gets
+//! the `exhausted` answer at once. Over HTTP (mock-openai) there are no names: child requests
+//! take the next entries of the one `responses` sequence, in request order.
 //!
 //! Faults: `http_error` (the request fails with that status), `drop` (`after_events` chunks, then
 //! the connection breaks), `malformed` (`line`: a raw bad data line, then the rest), `stall`
@@ -173,7 +179,7 @@ impl Script {
             Value::Array(a) => (Map::new(), a),
             Value::Object(mut o) => {
                 for k in o.keys() {
-                    if !["responses", "exhausted", "model"].contains(&k.as_str()) {
+                    if !["responses", "exhausted", "model", "subagents"].contains(&k.as_str()) {
                         return Err(format!("unknown key `{k}`"));
                     }
                 }
@@ -208,6 +214,16 @@ impl Script {
                 }
             }
         }
+        match obj.get("subagents") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(subs)) => {
+                for (name, sub) in subs {
+                    Script::from_value(sub.clone())
+                        .map_err(|e| format!("subagents.{name}: {e}"))?;
+                }
+            }
+            Some(_) => return Err("`subagents` must be an object of scripts by name".into()),
+        }
         let exhausted = match obj.get("exhausted") {
             None | Some(Value::Null) => None,
             Some(Value::Object(o)) => {
@@ -234,6 +250,24 @@ impl Script {
                 ..Default::default()
             })
     }
+}
+
+/// The script a sub-agent named `name` plays (`subagents.<name>` of a validated script; an
+/// empty one without it), with the parent's model name unless it names its own.
+pub fn subagent_script(script: &Value, name: &str) -> Value {
+    let script = match script {
+        Value::Object(o) if o.contains_key("llm") && !o.contains_key("responses") => &o["llm"],
+        other => other,
+    };
+    let mut sub = match script.get("subagents").and_then(|s| s.get(name)) {
+        Some(Value::Array(list)) => json!({"responses": list}),
+        Some(v @ Value::Object(_)) => v.clone(),
+        _ => json!({"responses": []}),
+    };
+    if let (Some(model), Some(o)) = (script.get("model"), sub.as_object_mut()) {
+        o.entry("model").or_insert_with(|| model.clone());
+    }
+    sub
 }
 
 impl ScriptResponse {

@@ -157,6 +157,10 @@ impl Tool for ListResources {
         true
     }
 
+    fn origin(&self) -> crate::tools::ToolOrigin {
+        crate::tools::ToolOrigin::Mcp
+    }
+
     fn requires_confirmation(&self) -> bool {
         false
     }
@@ -276,6 +280,10 @@ impl Tool for ReadResource {
 
     fn is_read_only(&self) -> bool {
         true
+    }
+
+    fn origin(&self) -> crate::tools::ToolOrigin {
+        crate::tools::ToolOrigin::Mcp
     }
 
     fn requires_confirmation(&self) -> bool {

@@ -68,6 +68,10 @@ impl Tool for McpTool {
 
     /// Never from an untrusted server's annotations; a trusted server's `destructiveHint`
     /// overrides its `readOnlyHint`.
+    fn origin(&self) -> crate::tools::ToolOrigin {
+        crate::tools::ToolOrigin::Mcp
+    }
+
     fn is_read_only(&self) -> bool {
         self.trusted()
             && self.def.read_only_hint == Some(true)

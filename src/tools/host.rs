@@ -61,7 +61,7 @@ pub struct HostToolSpec {
     pub parameters: Value,
     pub read_only: bool,
     pub requires_confirmation: bool,
-    /// Recorded for sub-agents (not in this library yet).
+    /// A sub-agent gets this tool too (spec §6.3); otherwise its name is left out of theirs.
     pub copies_to_subagents: bool,
     /// Two calls in one parallel batch may run at once.
     pub reentrant: bool,
@@ -196,6 +196,12 @@ impl Tool for HostTool {
 
     fn requires_confirmation(&self) -> bool {
         self.spec.requires_confirmation
+    }
+
+    fn origin(&self) -> crate::tools::ToolOrigin {
+        crate::tools::ToolOrigin::Host {
+            copies_to_subagents: self.spec.copies_to_subagents,
+        }
     }
 
     fn is_reentrant(&self) -> bool {

@@ -66,6 +66,29 @@ pub trait HostRequests: Send + Sync {
     /// Asks the user; blocks until the host answers, the turn is cancelled, or the host fails.
     /// `hints` is `{"header", "options", "multiple", "allow_custom"}`.
     fn ask_user(&self, question: &str, hints: &Value) -> Result<String, String>;
+
+    /// The conversation's last messages (history and the running turn's own, wire-shaped), for a
+    /// spawn tool's parent-context block. Only a batch with a sub-agent call pays for them.
+    fn recent_messages(&self) -> Vec<Value> {
+        Vec::new()
+    }
+}
+
+/// How many of the conversation's last messages [`HostRequests::recent_messages`] gives: a
+/// sub-agent's parent-context window (spec §6.2).
+pub const RECENT_MESSAGES: usize = 10;
+
+/// Where a tool came from: sub-agents narrow their parent's tools by it (spec §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolOrigin {
+    Builtin,
+    Mcp,
+    /// A host tool; a sub-agent gets it only when the host said so.
+    Host {
+        copies_to_subagents: bool,
+    },
+    /// A sub-agent's spawn tool (`agent_<name>`).
+    Agent,
 }
 
 /// Everything a tool call may use besides its arguments.
@@ -139,6 +162,21 @@ impl ToolServices {
             services.set_shell(None);
         }
         services
+    }
+
+    /// A sub-agent's services (spec §6.2): the same file system, shell, memory store and
+    /// settings, with a todo list of its own.
+    pub fn child_view(&self) -> ToolServices {
+        ToolServices {
+            fs: RwLock::new(self.fs()),
+            shell: RwLock::new(self.shell()),
+            local_shell: self.local_shell.clone(),
+            shell_settings: self.shell_settings.clone(),
+            web: self.web.clone(),
+            tool_outputs_dir: self.tool_outputs_dir.clone(),
+            todos: Mutex::new(Vec::new()),
+            memory: RwLock::new(self.memory()),
+        }
     }
 
     /// Replaces the file-system seam (spec §5.1).
@@ -277,6 +315,9 @@ pub trait Tool: Send + Sync {
     /// too large to check); the text is the call's result.
     fn reject_early(&self, _args: &Map<String, Value>) -> Option<String> {
         None
+    }
+    fn origin(&self) -> ToolOrigin {
+        ToolOrigin::Builtin
     }
     fn execute(
         &self,

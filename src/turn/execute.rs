@@ -17,7 +17,7 @@ use crate::cancel::CancelToken;
 use crate::events::host::ToolLifecycleEvent;
 use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
 use crate::llm::message::ToolAnswer;
-use crate::tools::{HostRequests, Tool, ToolContext};
+use crate::tools::{HostRequests, Tool, ToolContext, ToolOrigin, RECENT_MESSAGES};
 
 /// One call handed to a blocking thread.
 struct Job {
@@ -163,11 +163,17 @@ impl Turn<'_, '_> {
         let cancel = self.cancel.clone();
         let workspace = self.env.workspace.to_path_buf();
         let settings = self.env.tools_config.clone();
+        let recent = if jobs.iter().any(|j| j.tool.origin() == ToolOrigin::Agent) {
+            self.recent_messages()
+        } else {
+            Vec::new()
+        };
         let host = TurnHost {
             transport: self.transport(),
             cancel: cancel.clone(),
             timeout: self.env.reply_timeout,
             handle: tokio::runtime::Handle::current(),
+            recent,
         };
         let services = self.env.tool_services.clone();
         let mailbox = mailbox.clone();
@@ -278,6 +284,16 @@ impl Turn<'_, '_> {
         }
     }
 
+    /// The last messages of the history and this turn, wire-shaped (a spawn tool's context).
+    fn recent_messages(&self) -> Vec<Value> {
+        let history = super::history::read(self.env.history);
+        let all = history.iter().chain(&self.transcript);
+        let skip = (history.len() + self.transcript.len()).saturating_sub(RECENT_MESSAGES);
+        all.skip(skip)
+            .filter_map(|m| serde_json::to_value(m).ok())
+            .collect()
+    }
+
     /// One `tool_output` event with everything waiting for call `i`.
     fn stream_output(&mut self, plans: &[Plan], mailbox: &OutputMailbox, i: usize) {
         let Some(taken) = mailbox.take(i) else {
@@ -329,9 +345,14 @@ pub(super) struct TurnHost {
     cancel: CancelToken,
     timeout: Option<Duration>,
     handle: tokio::runtime::Handle,
+    recent: Vec<Value>,
 }
 
 impl HostRequests for TurnHost {
+    fn recent_messages(&self) -> Vec<Value> {
+        self.recent.clone()
+    }
+
     fn ask_user(&self, question: &str, hints: &Value) -> Result<String, String> {
         if self.cancel.is_cancelled() {
             return Err(format!("cancelled: {}", cancel_reason(&self.cancel)));

@@ -7,6 +7,7 @@
 //! | permission events and host confirmations | `confirm.rs` |
 //! | execution: serial and parallel batches, tool events, the host bridge | `execute.rs` |
 //! | history: what the turn appends, orphan backfill | `history.rs` |
+//! | background agents' notices, injected before an LLM call | `notices.rs` |
 //! | how the turn ended | `outcome.rs`, and per call `tool_outcome.rs` |
 //!
 //! Every internal event and host event of a turn is emitted from the turn's own task, so they
@@ -18,6 +19,7 @@ pub(crate) mod events;
 mod execute;
 pub(crate) mod history;
 mod llm_call;
+mod notices;
 pub mod outcome;
 pub mod plan;
 pub(crate) mod prompt;
@@ -40,6 +42,7 @@ use crate::events::{Emitter, EventWriter};
 use crate::llm::{LlmClient, LlmResponse, Message};
 use crate::permissions::PermissionEngine;
 use crate::tools::{ToolRegistry, ToolServices};
+pub(crate) use notices::BackgroundNotices;
 pub use outcome::{IncompleteReason, TurnOutcome, TurnStatus};
 use plan::{Guards, Plan};
 
@@ -72,6 +75,8 @@ pub(crate) struct TurnEnv<'a> {
     /// Read only: the turn's messages are its transcript, which the agent commits.
     pub(crate) history: &'a RwLock<Vec<Message>>,
     pub(crate) reply_timeout: Option<Duration>,
+    /// The agent's background-agent notices; `None` for a turn that must not drain them.
+    pub(crate) background: Option<&'a dyn BackgroundNotices>,
 }
 
 /// A turn that ended in error: the host failed a request, or a reply timed out.
@@ -223,6 +228,7 @@ impl Turn<'_, '_> {
             if self.cancel.is_cancelled() {
                 return Err(LoopError::Cancelled);
             }
+            self.inject_background_notices();
             self.emit(
                 "turn_start",
                 &events::TurnStart {

@@ -1,0 +1,46 @@
+//! `complete_task(result)`: how a sub-agent hands back its answer (always in its tool set).
+//! The call is an ordinary read-only tool whose result is the payload; the run's
+//! classification finds it in the child's transcript (spec §6.4).
+
+use serde_json::{json, Map, Value};
+
+use crate::tools::{required_str, Tool, ToolContext, ToolError};
+
+pub const COMPLETE_TASK: &str = "complete_task";
+
+pub struct CompleteTask;
+
+impl Tool for CompleteTask {
+    fn name(&self) -> &str {
+        COMPLETE_TASK
+    }
+
+    fn description(&self) -> &str {
+        "Call this tool when you finish the assigned task. Pass the final result as a string. You MUST call this tool to finish."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "result": {
+                    "type": "string",
+                    "description": "The final result of the completed task",
+                }
+            },
+            "required": ["result"],
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        _ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
+        Ok(required_str(args, "result", COMPLETE_TASK)?.to_owned())
+    }
+}

@@ -1,0 +1,367 @@
+//! How a finished sub-agent run is classified (spec §6.4, the reference's `_outcome.py`), the
+//! tool result the parent model reads, and the `subagent_lifecycle` host events.
+
+use serde_json::Value;
+
+use crate::events::host::{now_rfc3339, SubagentLifecycleEvent, SubagentPhase, SubagentUsage};
+use crate::llm::{Message, Usage};
+use crate::turn::{IncompleteReason, TurnOutcome, TurnStatus};
+
+/// How the run ended, in the vocabulary the lifecycle phase, `agent_end.state` and the
+/// background store share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildState {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ChildState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildState::Completed => "completed",
+            ChildState::Failed => "failed",
+            ChildState::Cancelled => "cancelled",
+        }
+    }
+
+    fn phase(self) -> SubagentPhase {
+        match self {
+            ChildState::Completed => SubagentPhase::Completed,
+            ChildState::Failed => SubagentPhase::Failed,
+            ChildState::Cancelled => SubagentPhase::Cancelled,
+        }
+    }
+}
+
+/// Why a run stopped short of an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Incomplete {
+    /// Its `on_max_iterations` fired: the whole budget was used.
+    MaxIterations {
+        max_turns: u32,
+    },
+    /// The child's turn ended with this `incomplete_reason`.
+    Turn(IncompleteReason),
+    Cancelled,
+    Error,
+    Unknown,
+}
+
+impl Incomplete {
+    /// The machine-readable reason (`error_type` is `incomplete:<reason>`).
+    pub fn reason(self) -> &'static str {
+        match self {
+            Incomplete::MaxIterations { .. } => "max_iterations",
+            Incomplete::Turn(r) => r.as_str(),
+            Incomplete::Cancelled => "cancelled",
+            Incomplete::Error => "error",
+            Incomplete::Unknown => "unknown",
+        }
+    }
+
+    /// What the parent model reads (the reference's wording).
+    pub fn detail(self) -> String {
+        match self {
+            Incomplete::MaxIterations { max_turns } => {
+                format!("it used its entire {max_turns}-turn budget without finishing")
+            }
+            Incomplete::Turn(r) => match r {
+                IncompleteReason::NoOutput => "it produced no output".into(),
+                IncompleteReason::ReasoningOnly => {
+                    "it produced only reasoning, with no answer".into()
+                }
+                IncompleteReason::LengthTruncated => {
+                    "its answer was cut off by the model's output-length limit".into()
+                }
+                IncompleteReason::DoomLoop => {
+                    "it was halted after repeating the same tool call".into()
+                }
+                IncompleteReason::LlmError => "the LLM API call failed".into(),
+                other => format!("it stopped early ({})", other.as_str()),
+            },
+            Incomplete::Cancelled => "it was cancelled".into(),
+            Incomplete::Error => "it ended with an error".into(),
+            Incomplete::Unknown => "it did not produce a complete answer".into(),
+        }
+    }
+
+    pub fn state(self) -> ChildState {
+        match self {
+            Incomplete::Cancelled => ChildState::Cancelled,
+            _ => ChildState::Failed,
+        }
+    }
+}
+
+/// The classification order of spec §6.4: `complete_task` wins, then the budget, then an
+/// answer, then the turn's reason, then its status. `None`: the run answered.
+pub fn classify(
+    outcome: &TurnOutcome,
+    task_complete: bool,
+    max_iterations_hit: bool,
+    max_turns: u32,
+) -> Option<Incomplete> {
+    if task_complete {
+        return None;
+    }
+    if max_iterations_hit {
+        return Some(Incomplete::MaxIterations { max_turns });
+    }
+    if outcome.is_answer() {
+        return None;
+    }
+    if let Some(r) = outcome.incomplete_reason {
+        return Some(Incomplete::Turn(r));
+    }
+    Some(match outcome.status {
+        TurnStatus::Cancelled => Incomplete::Cancelled,
+        TurnStatus::Error => Incomplete::Error,
+        TurnStatus::Ok => Incomplete::Unknown,
+    })
+}
+
+/// Text the harness wrote on the child's behalf, never shown as its partial result.
+pub fn is_harness_notice(text: &str) -> bool {
+    let body = text.trim();
+    body.is_empty()
+        || matches!(
+            body,
+            "[No response]" | "Maximum tool call iterations reached." | "[Interrupted by user]"
+        )
+        || body.starts_with("[LLM API error:")
+        || body.starts_with("[Cancelled:")
+}
+
+/// The last `complete_task` payload in the child's messages, if it called it.
+pub fn complete_task_payload(messages: &[Message]) -> Option<String> {
+    messages.iter().rev().find_map(|m| {
+        let v = serde_json::to_value(m).ok()?;
+        (v.get("role")? == "tool" && v.get("name")? == super::complete::COMPLETE_TASK).then(|| {
+            v.get("content")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        })
+    })
+}
+
+/// What the footer reports: counted from the child's messages, timed by the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Assistant messages.
+    pub turns: u64,
+    /// Tool messages.
+    pub tool_calls: u64,
+    /// The estimated size of the child's history (not what it was billed).
+    pub tokens: u64,
+    pub duration_ms: u64,
+}
+
+/// The reference's fallback estimate: ASCII 0.25, anything else 1.3 tokens per character.
+fn text_tokens(text: &str) -> u64 {
+    let n = text.chars().count() as u64;
+    if n > 100_000 {
+        return n / 4;
+    }
+    let ascii = text.chars().filter(char::is_ascii).count() as u64;
+    (ascii * 25 + (n - ascii) * 130) / 100
+}
+
+impl RunStats {
+    pub fn of(messages: &[Message], duration_ms: u64) -> RunStats {
+        let mut s = RunStats {
+            duration_ms,
+            ..RunStats::default()
+        };
+        for m in messages {
+            let Ok(v) = serde_json::to_value(m) else {
+                continue;
+            };
+            match v.get("role").and_then(Value::as_str) {
+                Some("assistant") => s.turns += 1,
+                Some("tool") => s.tool_calls += 1,
+                _ => {}
+            }
+            if let Some(t) = v.get("content").and_then(Value::as_str) {
+                s.tokens += text_tokens(t);
+            }
+            if let Some(calls) = v.get("tool_calls") {
+                s.tokens += text_tokens(&crate::pycompat::python_str(calls));
+            }
+        }
+        s
+    }
+}
+
+/// `12,345`: Python's `{:,}`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The spawn tool's result: the child's text and a footer, led by a plain "did not finish"
+/// when it stopped short (its text then shown as a partial result unless the harness wrote it).
+pub fn result_text(
+    name: &str,
+    result: &str,
+    stats: &RunStats,
+    incomplete: Option<Incomplete>,
+) -> String {
+    let footer = format!(
+        "[{name}: {} turns, {} tool calls, ~{} tokens, {}ms]",
+        stats.turns,
+        stats.tool_calls,
+        thousands(stats.tokens),
+        stats.duration_ms
+    );
+    match incomplete {
+        None => format!("{result}\n\n{footer}"),
+        Some(i) => {
+            let header = format!("[{name} did not finish: {}]", i.detail());
+            if is_harness_notice(result) {
+                format!("{header}\n\n{footer}")
+            } else {
+                format!("{header}\nPartial result:\n{result}\n\n{footer}")
+            }
+        }
+    }
+}
+
+pub fn usage_of(u: &Usage) -> SubagentUsage {
+    SubagentUsage {
+        prompt_tokens: u.prompt_tokens,
+        completion_tokens: u.completion_tokens,
+        cache_read_tokens: u.cache_read_tokens,
+        cache_creation_tokens: u.cache_creation_tokens,
+        reasoning_tokens: u.reasoning_tokens,
+    }
+}
+
+/// The ids one run's lifecycle events share (spec §3.4).
+#[derive(Debug, Clone)]
+pub struct Lineage {
+    pub parent_session_id: String,
+    /// The background task's id; `None` in the foreground.
+    pub parent_task_id: Option<String>,
+    pub parent_tool_call_id: Option<String>,
+    pub child_session_id: String,
+    pub child_task_id: String,
+    pub name: String,
+    pub started_at: String,
+}
+
+impl Lineage {
+    fn event(
+        &self,
+        phase: SubagentPhase,
+        completed_at: Option<String>,
+        error_type: Option<String>,
+        usage: Option<SubagentUsage>,
+    ) -> SubagentLifecycleEvent {
+        SubagentLifecycleEvent {
+            session_id: self.parent_session_id.clone(),
+            parent_session_id: Some(self.parent_session_id.clone()),
+            parent_task_id: self.parent_task_id.clone(),
+            parent_tool_call_id: self.parent_tool_call_id.clone(),
+            child_session_id: Some(self.child_session_id.clone()),
+            child_task_id: self.child_task_id.clone(),
+            phase,
+            task_summary: crate::events::host::redact_summary(&format!("sub-agent: {}", self.name)),
+            started_at: self.started_at.clone(),
+            completed_at,
+            error_type,
+            usage,
+        }
+    }
+
+    pub fn spawned(&self) -> SubagentLifecycleEvent {
+        self.event(SubagentPhase::Spawned, None, None, None)
+    }
+
+    /// `completed`, `failed` (with its `error_type`) or `cancelled`, with the child's usage.
+    pub fn terminal(
+        &self,
+        state: ChildState,
+        error_type: Option<String>,
+        usage: Option<SubagentUsage>,
+    ) -> SubagentLifecycleEvent {
+        let error_type = match state {
+            ChildState::Failed => error_type,
+            _ => None,
+        };
+        self.event(state.phase(), Some(now_rfc3339()), error_type, usage)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(status: TurnStatus, reason: Option<IncompleteReason>) -> TurnOutcome {
+        TurnOutcome {
+            text: "t".into(),
+            status,
+            incomplete_reason: reason,
+            tool_count: 0,
+            error: None,
+            finish_reason_missing: false,
+        }
+    }
+
+    #[test]
+    fn classification_order() {
+        let ok = outcome(TurnStatus::Ok, None);
+        let trunc = outcome(TurnStatus::Ok, Some(IncompleteReason::LengthTruncated));
+        assert_eq!(classify(&trunc, true, true, 5), None);
+        assert_eq!(
+            classify(&ok, false, true, 5),
+            Some(Incomplete::MaxIterations { max_turns: 5 })
+        );
+        assert_eq!(classify(&ok, false, false, 5), None);
+        let i = classify(&trunc, false, false, 5).unwrap();
+        assert_eq!(
+            (i.reason(), i.state()),
+            ("length_truncated", ChildState::Failed)
+        );
+        let c = classify(&outcome(TurnStatus::Cancelled, None), false, false, 5).unwrap();
+        assert_eq!(
+            (c.reason(), c.state()),
+            ("cancelled", ChildState::Cancelled)
+        );
+        let e = classify(&outcome(TurnStatus::Error, None), false, false, 5).unwrap();
+        assert_eq!(e.reason(), "error");
+    }
+
+    #[test]
+    fn result_text_forms() {
+        let s = RunStats {
+            turns: 2,
+            tool_calls: 1,
+            tokens: 1234,
+            duration_ms: 56,
+        };
+        assert_eq!(
+            result_text("x", "found it", &s, None),
+            "found it\n\n[x: 2 turns, 1 tool calls, ~1,234 tokens, 56ms]"
+        );
+        let i = Some(Incomplete::MaxIterations { max_turns: 3 });
+        assert_eq!(
+            result_text("x", "half", &s, i),
+            "[x did not finish: it used its entire 3-turn budget without finishing]\nPartial result:\nhalf\n\n[x: 2 turns, 1 tool calls, ~1,234 tokens, 56ms]"
+        );
+        assert_eq!(
+            result_text("x", "[LLM API error: boom]", &s, i),
+            "[x did not finish: it used its entire 3-turn budget without finishing]\n\n[x: 2 turns, 1 tool calls, ~1,234 tokens, 56ms]"
+        );
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
+}

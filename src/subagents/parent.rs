@@ -1,0 +1,65 @@
+//! What a child needs from its parent agent. The agent (a layer up) implements
+//! [`ParentAgent`]; a spawn tool holds it weakly and takes a [`ParentView`] per call.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::{LlmConfig, ToolsConfig};
+use crate::events::host::HostEventHub;
+use crate::events::Emitter;
+use crate::llm::Usage;
+use crate::permissions::PermissionEngine;
+use crate::tools::{ToolRegistry, ToolServices};
+
+/// The parent agent, as its children reach it.
+pub trait ParentAgent: Send + Sync {
+    fn session_id(&self) -> &str;
+    /// The parent's settings now (its current LLM config, a snapshot of its engine).
+    fn snapshot(&self) -> ParentSnapshot;
+    /// Where forwarded events and `agent_start` / `agent_end` go (serialised with the
+    /// parent's own events).
+    fn emitter(&self) -> &Emitter;
+    /// Where `subagent_lifecycle` events (and relayed child events) are published.
+    fn hub(&self) -> &HostEventHub;
+    /// Rolls a child's provider usage into the parent's session totals.
+    fn add_usage(&self, usage: &Usage);
+    /// The parent's background-agent store (spec §6.5). Crate-internal, like the store; the
+    /// trait is public only for its other methods.
+    #[allow(private_interfaces)]
+    fn background(&self) -> Arc<super::background::BackgroundStore>;
+}
+
+/// The parent's settings a child is built from (spec §6.2).
+pub struct ParentSnapshot {
+    pub llm: LlmConfig,
+    pub services: Arc<ToolServices>,
+    pub tools_config: ToolsConfig,
+    pub workspace: PathBuf,
+    /// A copy: the child decides with the parent's rules and mode as they were at spawn.
+    pub engine: Option<crate::permissions::PermissionEngine>,
+    pub read_only: bool,
+    pub reply_timeout: Option<Duration>,
+    /// `subagents.relay_events`.
+    pub relay_events: bool,
+}
+
+impl ParentSnapshot {
+    pub fn engine(&self) -> Option<PermissionEngine> {
+        self.engine.clone()
+    }
+}
+
+/// Everything one child run reads from its parent.
+pub struct ParentView {
+    pub agent: Arc<dyn ParentAgent>,
+    pub snapshot: ParentSnapshot,
+    /// The parent's tools of this turn (the child's are narrowed from them).
+    pub tools: Arc<ToolRegistry>,
+    /// The parent conversation's last messages, wire-shaped, oldest first.
+    pub recent_messages: Vec<Value>,
+    /// The id of the `agent_*` call that spawned the child.
+    pub tool_call_id: Option<String>,
+}

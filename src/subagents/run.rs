@@ -1,0 +1,255 @@
+//! One child run, start to end (spec §6.2–§6.4): lineage ids, `agent_start`, `spawned`, the
+//! child's turn, classification, usage roll-up, `agent_end`, the terminal event.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::context::{child_message, parent_context};
+use super::definition::SubagentDefinition;
+use super::forward::{ChildMode, Forwarder};
+use super::narrow::narrow;
+use super::outcome::{
+    classify, complete_task_payload, is_harness_notice, result_text, usage_of, ChildState, Lineage,
+    RunStats,
+};
+use super::parent::ParentView;
+use crate::cancel::CancelToken;
+use crate::config::LlmConfig;
+use crate::events::host::{now_rfc3339, HostEvent, HostEventHub, SubagentUsage};
+use crate::events::{Emitter, EventWriter};
+use crate::llm::LlmClient;
+use crate::turn::{self, DeltaSink, TurnEnv};
+
+/// How one run ended, for the spawn tool (or the background store).
+#[derive(Debug, Clone)]
+pub struct ChildReport {
+    pub state: ChildState,
+    /// What the parent model reads: the child's text and footer (spec §6.4). For a run that
+    /// could not start, the error.
+    pub text: String,
+    /// Why a failed run stopped short (the `agent_end` error), for the background store.
+    pub detail: Option<String>,
+    /// The child could not be built (the tool reports it as an error of this type).
+    pub setup_error: Option<String>,
+    /// `incomplete:<reason>` on a failed run.
+    pub error_type: Option<String>,
+    /// The child's provider usage, already added to the parent's totals.
+    pub usage: Option<SubagentUsage>,
+    pub stats: RunStats,
+    pub child_task_id: String,
+    pub child_session_id: String,
+}
+
+/// The child's model settings: the parent's current ones, with the definition's model and
+/// temperature when it sets them. A scripted parent gives the child the script under its name
+/// (`llm.script.subagents.<name>`; docs/subagents.md).
+fn child_llm(parent: &LlmConfig, def: &SubagentDefinition) -> LlmConfig {
+    match parent {
+        LlmConfig::OpenAi(c) => {
+            let mut c = c.clone();
+            if let Some(m) = def.model_name() {
+                c.model = m.to_owned();
+            }
+            if def.temperature.is_some() {
+                c.temperature = def.temperature;
+            }
+            LlmConfig::OpenAi(c)
+        }
+        LlmConfig::Scripted(s) => {
+            LlmConfig::Scripted(crate::llm::script::subagent_script(s, &def.name))
+        }
+    }
+}
+
+/// Runs one sub-agent to its end and reports it. Never fails the caller: a child that cannot
+/// be built is a `failed` run whose report says why.
+///
+/// The spawn tool calls it on the tool's thread with [`ChildMode::Foreground`]; background
+/// agents (`src/subagents/background/`) call it from their own task with
+/// [`ChildMode::Background`] and a token of their own. `cancel` is the child's token: in the
+/// foreground the parent turn's, so cancelling the parent cancels the child at once.
+pub async fn run_child(
+    parent: &ParentView,
+    def: &SubagentDefinition,
+    task: &str,
+    mode: ChildMode,
+    cancel: CancelToken,
+) -> ChildReport {
+    let agent = &parent.agent;
+    let foreground = mode == ChildMode::Foreground;
+    let lineage = Lineage {
+        parent_session_id: agent.session_id().to_owned(),
+        parent_task_id: match &mode {
+            ChildMode::Foreground => None,
+            ChildMode::Background { parent_task_id } => Some(parent_task_id.clone()),
+        },
+        parent_tool_call_id: parent.tool_call_id.clone(),
+        child_session_id: uuid::Uuid::new_v4().to_string(),
+        child_task_id: uuid::Uuid::new_v4().to_string(),
+        name: def.name.clone(),
+        started_at: now_rfc3339(),
+    };
+    let emit = |ty: &str, data: serde_json::Value| {
+        let mut w = EventWriter::default();
+        agent.emitter().emit(w.event(ty, &data));
+    };
+    let cancel_ref = &cancel;
+    let publish = |ev: HostEvent| async move {
+        agent
+            .hub()
+            .publish(agent.session_id(), &ev, cancel_ref)
+            .await;
+    };
+    if foreground {
+        let head: String = task.chars().take(80).collect();
+        emit(
+            "agent_start",
+            json!({"agent": def.name, "task": head, "max_turns": def.max_turns,
+                   "child_task_id": lineage.child_task_id}),
+        );
+    }
+    publish(HostEvent::SubagentLifecycle(lineage.spawned())).await;
+
+    let report = |state, text, setup_error, error_type, usage, stats| ChildReport {
+        state,
+        text,
+        detail: None,
+        setup_error,
+        error_type,
+        usage,
+        stats,
+        child_task_id: lineage.child_task_id.clone(),
+        child_session_id: lineage.child_session_id.clone(),
+    };
+
+    let llm = match LlmClient::new(&child_llm(&parent.snapshot.llm, def)) {
+        Ok(l) => l,
+        Err(e) => {
+            // Nothing ran: the counters are not known and left out, as the reference does.
+            if foreground {
+                emit(
+                    "agent_end",
+                    json!({"agent": def.name, "state": "failed", "error": "ValueError",
+                           "child_task_id": lineage.child_task_id}),
+                );
+            }
+            let ev = lineage.terminal(ChildState::Failed, Some("ValueError".into()), None);
+            let r = report(
+                ChildState::Failed,
+                e,
+                Some("ValueError".into()),
+                Some("ValueError".into()),
+                None,
+                RunStats::default(),
+            );
+            record_background(parent, &mode, &r);
+            publish(HostEvent::SubagentLifecycle(ev)).await;
+            return r;
+        }
+    };
+
+    let snap = &parent.snapshot;
+    let forwarder = Arc::new(Forwarder::new(
+        agent.clone(),
+        &def.name,
+        def.max_turns,
+        &lineage.child_task_id,
+        &mode,
+    ));
+    let emitter = Emitter::new(forwarder.clone());
+    let own_hub = HostEventHub::default();
+    // Relayed events are the child's own, unchanged, under the child's session id.
+    let hub = if snap.relay_events {
+        agent.hub()
+    } else {
+        &own_hub
+    };
+    let tools = narrow(&parent.tools, def);
+    let services = Arc::new(snap.services.child_view());
+    let engine = RwLock::new(snap.engine());
+    let read_only = AtomicBool::new(snap.read_only);
+    let history = RwLock::new(Vec::new());
+    let system_prompt = turn::prompt::system_prompt(&snap.workspace, def.instructions.as_deref());
+    let env = TurnEnv {
+        session_id: &lineage.child_session_id,
+        llm: &llm,
+        tools: &tools,
+        tool_services: &services,
+        tools_config: &snap.tools_config,
+        workspace: &snap.workspace,
+        system_prompt: &system_prompt,
+        volatile_tail: None,
+        emitter: &emitter,
+        hub,
+        engine: &engine,
+        read_only: &read_only,
+        history: &history,
+        reply_timeout: snap.reply_timeout,
+        // Sub-agents never drain the parent's background notices.
+        background: None,
+    };
+    let message = child_message(&parent_context(&parent.recent_messages), task);
+    let t0 = Instant::now();
+    let mut ended = turn::run_turn(&env, &message, def.max_turns, &cancel, DeltaSink::None).await;
+    let transcript = ended.take_transcript();
+    let (outcome, _failure) = ended.finish();
+    let stats = RunStats::of(&transcript, t0.elapsed().as_millis() as u64);
+
+    let payload = complete_task_payload(&transcript);
+    let mut result = outcome.text.clone();
+    if let Some(p) = &payload {
+        if is_harness_notice(&result) && !p.trim().is_empty() {
+            result = p.clone();
+        }
+    }
+    let incomplete = classify(
+        &outcome,
+        payload.is_some(),
+        forwarder.max_iterations_hit(),
+        def.max_turns,
+    );
+    let state = incomplete.map_or(ChildState::Completed, |i| i.state());
+    let error_type = match (state, incomplete) {
+        (ChildState::Failed, Some(i)) => Some(format!("incomplete:{}", i.reason())),
+        _ => None,
+    };
+
+    // Before anything says the run ended: a host told `completed` reads the parent's totals.
+    let raw_usage = llm.usage.snapshot();
+    agent.add_usage(&raw_usage);
+    let usage = usage_of(&raw_usage);
+
+    if foreground {
+        let error = match (state, incomplete) {
+            (ChildState::Failed, Some(i)) => Some(i.detail()),
+            _ => None,
+        };
+        emit(
+            "agent_end",
+            json!({"agent": def.name, "state": state.as_str(), "turns": stats.turns,
+                   "tool_calls": stats.tool_calls, "tokens": stats.tokens,
+                   "duration_ms": stats.duration_ms, "error": error,
+                   "child_task_id": lineage.child_task_id}),
+        );
+    }
+    let ev = lineage.terminal(state, error_type.clone(), Some(usage));
+    let text = result_text(&def.name, &result, &stats, incomplete);
+    let mut r = report(state, text, None, error_type, Some(usage), stats);
+    r.detail = incomplete.map(|i| i.detail());
+    record_background(parent, &mode, &r);
+    publish(HostEvent::SubagentLifecycle(ev)).await;
+    r
+}
+
+/// A background run is recorded in the store (its notice queued) before its terminal event, as
+/// the reference's `update` precedes the event: a host that starts the next turn on
+/// `completed` finds the notice there.
+fn record_background(parent: &ParentView, mode: &ChildMode, r: &ChildReport) {
+    if let ChildMode::Background { parent_task_id } = mode {
+        let report = super::background::run_report(r.clone());
+        parent.agent.background().settle(parent_task_id, report);
+    }
+}

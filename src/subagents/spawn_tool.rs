@@ -1,0 +1,155 @@
+//! `agent_<name>`: the tool the parent model calls to run a sub-agent (spec §6.1). Read-only
+//! and never confirmed itself: the child's own calls are decided and confirmed one by one.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::{json, Map, Value};
+
+use super::background;
+use super::config::BackgroundConfig;
+use super::definition::SubagentDefinition;
+use super::forward::ChildMode;
+use super::parent::{ParentAgent, ParentView};
+use super::run::run_child;
+use crate::tools::{
+    arg_bool, required_str, Tool, ToolContext, ToolError, ToolOrigin, ToolRegistry,
+};
+
+pub struct SpawnTool {
+    def: Arc<SubagentDefinition>,
+    name: String,
+    parent: Weak<dyn ParentAgent>,
+    /// The parent's tools of this turn, without the spawn tools (depth one).
+    inherit: Arc<ToolRegistry>,
+    background: BackgroundConfig,
+}
+
+impl SpawnTool {
+    pub fn new(
+        def: Arc<SubagentDefinition>,
+        parent: Weak<dyn ParentAgent>,
+        inherit: Arc<ToolRegistry>,
+        background: BackgroundConfig,
+    ) -> Self {
+        SpawnTool {
+            name: def.tool_name(),
+            def,
+            parent,
+            inherit,
+            background,
+        }
+    }
+}
+
+impl SpawnTool {
+    /// What a run of this tool's sub-agent reads from the parent, at this call (a background
+    /// launch takes it on the tool's thread too, before handing it to its own task).
+    pub fn parent_view(&self, ctx: &ToolContext<'_>) -> Result<ParentView, ToolError> {
+        let agent = self
+            .parent
+            .upgrade()
+            .ok_or_else(|| ToolError::new("RuntimeError", "the agent was freed"))?;
+        Ok(ParentView {
+            snapshot: agent.snapshot(),
+            agent,
+            tools: self.inherit.clone(),
+            recent_messages: ctx.host.recent_messages(),
+            tool_call_id: Some(ctx.call_id.to_owned()),
+        })
+    }
+
+    pub fn definition(&self) -> &Arc<SubagentDefinition> {
+        &self.def
+    }
+
+    /// `run_in_background: true` (spec §6.5): the child runs on the runtime with the task's
+    /// own token, refusing confirmations and forwarding nothing; the model gets the task's id
+    /// at once, and the outcome later as a notice.
+    fn launch_background(&self, task: &str, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let view = self.parent_view(ctx)?;
+        let store = view.agent.background();
+        let def = self.def.clone();
+        let owned = task.to_owned();
+        let id =
+            store
+                .launch(&self.def.name, task, move |id, token| {
+                    let mode = ChildMode::Background {
+                        parent_task_id: id.to_owned(),
+                    };
+                    async move {
+                        background::run_report(run_child(&view, &def, &owned, mode, token).await)
+                    }
+                })
+                .map_err(|e| ToolError::new(e.kind(), e.to_string()))?;
+        Ok(background::started_text(&self.def.name, &id, task))
+    }
+}
+
+impl Tool for SpawnTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.def.description
+    }
+
+    fn parameters(&self) -> Value {
+        let mut properties = json!({
+            "task": {
+                "type": "string",
+                "description": "Task description to delegate to this agent",
+            },
+        });
+        if self.background.enabled {
+            properties["run_in_background"] = json!({
+                "type": "boolean",
+                "description": "If true, run the agent asynchronously. The tool returns an agent_id at once.\n- Continue with other work. Do not wait with sleep or with repeated status checks.\n- If you have no other work, end this turn. You can read the update of a background agent the next time this session runs.\n- If this turn cannot continue without the result, call check_background_agent with wait_seconds one time.",
+            });
+        }
+        json!({"type": "object", "properties": properties, "required": ["task"]})
+    }
+
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn requires_confirmation(&self) -> bool {
+        false
+    }
+
+    fn origin(&self) -> ToolOrigin {
+        ToolOrigin::Agent
+    }
+
+    fn execute(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
+        let task = required_str(args, "task", "execute")?;
+        if arg_bool(args, "run_in_background")?.unwrap_or(false) {
+            if !self.background.enabled {
+                return Err(ToolError::new(
+                    "ValueError",
+                    "run_in_background=True but background-agent store is disabled (bg_store=None) on this runtime.",
+                ));
+            }
+            return self.launch_background(task, ctx);
+        }
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| ToolError::new("RuntimeError", "no runtime to run the sub-agent on"))?;
+        let view = self.parent_view(ctx)?;
+        let report = handle.block_on(run_child(
+            &view,
+            &self.def,
+            task,
+            ChildMode::Foreground,
+            ctx.cancel.clone(),
+        ));
+        match report.setup_error {
+            Some(kind) => Err(ToolError::new(&kind, report.text)),
+            None => Ok(report.text),
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Background sub-agents end to end (spec §6.5): `run_in_background` through the spawn tool, the
+//! completion notice in the parent's next request body, a background child's confirmations
+//! refused, the cap of 6, and closing an agent with running children. The store itself is
+//! tested with synthetic runs in `src/subagents/background/tests.rs`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentao::agent::{Agent, TurnOptions};
+use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
+use mock_openai::MockServer;
+use serde_json::{json, Value};
+
+mod common;
+
+#[derive(Default)]
+struct Host {
+    events: Mutex<Vec<Value>>,
+    confirms: Mutex<Vec<String>>,
+}
+
+impl Transport for Host {
+    fn emit(&self, event: &str) {
+        self.events
+            .lock()
+            .unwrap()
+            .push(serde_json::from_str(event).unwrap());
+    }
+    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
+        self.confirms.lock().unwrap().push(req.tool_name);
+        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap();
+    }
+}
+
+struct Run {
+    agent: Agent,
+    host: Arc<Host>,
+    lifecycle: Arc<Mutex<Vec<Value>>>,
+    dir: tempfile::TempDir,
+}
+
+/// An agent with one sub-agent `n` and background agents on; `llm` is its `llm` section.
+fn setup(llm: impl FnOnce(&std::path::Path) -> Value) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({
+        "working_directory": dir.path(),
+        "llm": llm(dir.path()),
+        "subagents": {"definitions": [{"name": "n", "description": "n helper"}],
+                      "background": {"enabled": true}},
+    });
+    let host = Arc::new(Host::default());
+    let agent = Agent::new(&config.to_string(), Some(host.clone())).unwrap();
+    let lifecycle = Arc::new(Mutex::new(Vec::new()));
+    let l = lifecycle.clone();
+    agent.host_events().add_observer(Arc::new(move |j: &str| {
+        let v: Value = serde_json::from_str(j).unwrap();
+        if v["event_type"] == "subagent_lifecycle" {
+            l.lock().unwrap().push(v);
+        }
+    }));
+    Run {
+        agent,
+        host,
+        lifecycle,
+        dir,
+    }
+}
+
+fn bg_call(id: &str, task: &str) -> Value {
+    json!({"id": id, "name": "agent_n", "arguments": {"task": task, "run_in_background": true}})
+}
+
+fn tool_messages(agent: &Agent) -> Vec<String> {
+    let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
+    h.as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The 8-hex id in a started text.
+fn started_id(text: &str) -> String {
+    let re = regex::Regex::new(
+        r"^Background agent 'n' started \(ID: ([0-9a-f]{8})\)\. Task: .*\. Continue other work; do not wait with sleep or repeated status checks\. If there is nothing else to do, end this turn\. A background agent update can be read when this session next runs\. If this turn cannot continue without its result, call check_background_agent\(agent_id='([0-9a-f]{8})', wait_seconds=N\) once\.$",
+    )
+    .unwrap();
+    let c = re
+        .captures(text)
+        .unwrap_or_else(|| panic!("not a started text: {text:?}"));
+    assert_eq!(c[1], c[2]);
+    c[1].to_owned()
+}
+
+/// Waits for `n` terminal lifecycle events (bounded).
+fn wait_terminal(run: &Run, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let done: Vec<Value> = run
+            .lifecycle
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e["phase"] != "spawned")
+            .cloned()
+            .collect();
+        if done.len() >= n {
+            return done;
+        }
+        assert!(Instant::now() < deadline, "only {} settled", done.len());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_background_child_completes_and_the_next_request_carries_its_notice() {
+    // The child and the parent's second call race for the mock's second and third answers;
+    // both are the same text, so either order gives the same result.
+    let server = MockServer::start(json!({"responses": [
+        {"tool_calls": [bg_call("call_bg", "count the files")]},
+        {"text": "Done."},
+        {"text": "Done."},
+        {"text": "Noted."}
+    ]}))
+    .unwrap();
+    let run = setup(
+        |_| json!({"provider": "openai", "base_url": server.base_url(), "api_key": "k", "model": "m"}),
+    );
+    run.agent
+        .run_blocking("Start it.", TurnOptions::default())
+        .unwrap();
+    let id = started_id(&tool_messages(&run.agent)[0]);
+
+    // The lifecycle pair carries the task id; the terminal event comes after the notice is
+    // queued, so a host may start the next turn on it.
+    let done = wait_terminal(&run, 1);
+    assert_eq!(done[0]["phase"], "completed");
+    assert_eq!(done[0]["parent_task_id"], id.as_str());
+    let all = run.lifecycle.lock().unwrap().clone();
+    assert_eq!(all[0]["phase"], "spawned");
+    assert_eq!(all[0]["parent_task_id"], id.as_str());
+    assert_eq!(all[0]["parent_tool_call_id"], "call_bg");
+    common::validate_host_events(&all);
+    // Nothing of the child reached the parent's transport.
+    let forwarded = run
+        .host
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["data"]["child_task_id"].is_string() || e["type"] == "agent_start")
+        .count();
+    assert_eq!(forwarded, 0);
+
+    run.agent
+        .run_blocking("Next.", TurnOptions::default())
+        .unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let last = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let n = last.len();
+    assert_eq!(last[n - 2]["role"], "user");
+    assert!(last[n - 2]["content"]
+        .as_str()
+        .unwrap()
+        .ends_with("</system-reminder>\nNext."));
+    assert_eq!(last[n - 1]["role"], "user");
+    let reminder = last[n - 1]["content"].as_str().unwrap();
+    let re = regex::Regex::new(&format!(
+        r"^<system-reminder>\nBackground agent update:\nBackground agent 'n' \(ID: {id}\) completed\.\nDone\.\n\n\[n: 1 turns, 0 tool calls, ~\d+ tokens, \d+ms\]\n</system-reminder>$"
+    ))
+    .unwrap();
+    assert!(re.is_match(reminder), "{reminder:?}");
+    let injected: Vec<Value> = run
+        .host
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "background_notification_injected")
+        .cloned()
+        .collect();
+    assert_eq!(injected.len(), 1);
+    assert_eq!(injected[0]["data"]["note_count"], 1);
+}
+
+#[test]
+fn a_background_child_never_asks_and_runs_nothing_that_needs_confirmation() {
+    let run = setup(|_| {
+        json!({"provider": "scripted", "script": {
+        "responses": [{"tool_calls": [bg_call("c1", "write it")]}, {"text": "Started."}],
+        "subagents": {"n": [
+            {"tool_calls": [{"id": "w1", "name": "write_file",
+                "arguments": {"file_path": "out.txt", "content": "x"}}]},
+            {"text": "Could not write."}
+        ]}}})
+    });
+    run.agent
+        .run_blocking("Go.", TurnOptions::default())
+        .unwrap();
+    let id = started_id(&tool_messages(&run.agent)[0]);
+    let done = wait_terminal(&run, 1);
+    assert_eq!(done[0]["parent_task_id"], id.as_str());
+    assert!(
+        run.host.confirms.lock().unwrap().is_empty(),
+        "the host was asked: {:?}",
+        run.host.confirms.lock().unwrap()
+    );
+    assert!(
+        !run.dir.path().join("out.txt").exists(),
+        "a refused call ran"
+    );
+}
+
+#[test]
+fn the_seventh_launch_is_refused_and_closing_cancels_the_six() {
+    let calls: Vec<Value> = (1..=7)
+        .map(|i| bg_call(&format!("c{i}"), &format!("task {i}")))
+        .collect();
+    let run = setup(|_| {
+        json!({"provider": "scripted", "script": {
+            "responses": [{"tool_calls": calls}, {"text": "Launched."}],
+            // Each child stalls: they are all still running when the agent closes.
+            "subagents": {"n": [{"fault": {"type": "stall", "ms": 60000}, "text": "late"}]}}})
+    });
+    run.agent
+        .run_blocking("Go.", TurnOptions::default())
+        .unwrap();
+    let results = tool_messages(&run.agent);
+    assert_eq!(results.len(), 7);
+    let refused: Vec<&String> = results
+        .iter()
+        .filter(|r| r.starts_with("Error executing agent_n: "))
+        .collect();
+    assert_eq!(refused.len(), 1, "{results:#?}");
+    assert_eq!(
+        refused[0].as_str(),
+        "Error executing agent_n: Background agent not started: 6 background agents are already \
+         running, the most this session allows. Wait for one to finish (check_background_agent \
+         with wait_seconds), cancel one, or run this task in the foreground \
+         (run_in_background=false)."
+    );
+    let ids: std::collections::HashSet<String> = results
+        .iter()
+        .filter(|r| !r.starts_with("Error"))
+        .map(|r| started_id(r))
+        .collect();
+    assert_eq!(ids.len(), 6);
+    let spawned = run
+        .lifecycle
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["phase"] == "spawned")
+        .count();
+    assert_eq!(spawned, 6, "a refused launch leaves no event");
+
+    let started = Instant::now();
+    let left = run.agent.close_background();
+    let took = started.elapsed();
+    println!("closing with 6 running background children took {took:?}");
+    assert_eq!(left, 0, "every child stopped on its token");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let done = wait_terminal(&run, 6);
+    assert!(done.iter().all(|e| e["phase"] == "cancelled"), "{done:#?}");
+    let settled: std::collections::HashSet<String> = done
+        .iter()
+        .map(|e| e["parent_task_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(settled, ids);
+}
