@@ -74,6 +74,12 @@ void tu_section(const char *name);
 
 char *tu_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t tu_now_ms(void);
+/* A time bound of `ms` for this build: under valgrind (TU_SLOWDOWN=10) everything runs tens of
+ * times slower, and a bound is about the library's promptness, not the instrumentation's. */
+#ifndef TU_SLOWDOWN
+#define TU_SLOWDOWN 1
+#endif
+#define TU_BOUND_MS(ms) ((uint64_t)(ms) * TU_SLOWDOWN)
 void tu_sleep_ms(unsigned ms);
 /* Polls `cond(arg)` every 5 ms until it holds or `timeout_ms` passes; returns whether it held. */
 bool tu_wait_until(bool (*cond)(void *), void *arg, unsigned timeout_ms);
