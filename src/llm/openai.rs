@@ -25,6 +25,7 @@ use super::assembly::{Assembler, Usage};
 use super::config::OpenAiConfig;
 use super::fingerprint::SharedMemo;
 use super::sse::SseParser;
+use super::wire_cache::{RenderedMessages, UserWire};
 use super::{retry, ChatRequest, LlmError};
 
 /// Bodies of failed responses are read up to this size for their error message.
@@ -58,6 +59,8 @@ pub struct OpenAiBackend {
     /// most of a request's cost): the system message per distinct prompt, the tools array per
     /// tool list, both shared process-wide; this agent's last tools array is kept here.
     tools: Mutex<Option<RenderedTools>>,
+    /// The conversation as of the last request, each message rendered once.
+    messages: Mutex<RenderedMessages>,
     /// The last body's size: the next one is allocated once.
     body_size_hint: AtomicUsize,
 }
@@ -145,6 +148,7 @@ impl OpenAiBackend {
             use_max_completion_tokens: AtomicBool::new(false),
             drop_temperature: AtomicBool::new(false),
             tools: Mutex::new(None),
+            messages: Mutex::new(RenderedMessages::default()),
             body_size_hint: AtomicUsize::new(4096),
         })
     }
@@ -196,8 +200,11 @@ impl OpenAiBackend {
                 m.serialize_entry("model", &self.model)?;
             }
             if own("messages") {
+                let mut rendered = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+                rendered.sync(req.history.iter().chain(req.transcript));
                 let messages = Messages {
                     system: &self.system_message(req.system),
+                    rendered: &rendered,
                     req,
                 };
                 m.serialize_entry("messages", &messages)?;
@@ -870,10 +877,11 @@ struct StreamOptions {
     include_usage: bool,
 }
 
-/// The `messages` array without copying history: system (pre-rendered), history, this turn's
-/// messages, then the volatile tail.
+/// The `messages` array as bytes rendered before: system (per distinct prompt), history and
+/// this turn's messages (per message, [`RenderedMessages`]), then the volatile tail.
 struct Messages<'a, 'b> {
     system: &'a RawValue,
+    rendered: &'a RenderedMessages,
     req: &'a ChatRequest<'b>,
 }
 
@@ -883,11 +891,10 @@ impl serde::Serialize for Messages<'_, '_> {
         let r = self.req;
         let mut seq = s.serialize_seq(None)?;
         seq.serialize_element(self.system)?;
-        for m in r.history.iter().chain(r.transcript) {
-            seq.serialize_element(m)?;
-        }
+        self.rendered
+            .serialize_into(r.history.iter().chain(r.transcript), &mut seq)?;
         if let Some(tail) = r.tail {
-            seq.serialize_element(&serde_json::json!({"role": "user", "content": tail}))?;
+            seq.serialize_element(&UserWire(tail))?;
         }
         seq.end()
     }
@@ -1075,6 +1082,43 @@ mod tests {
             }
         }
         assert!(compared >= 4 * 19 * 3 * 4 * 2, "{compared} bodies compared");
+    }
+
+    /// Each message's rendering is kept between requests: a message edited in place (same
+    /// length), inserted before others or replaced is sent as it is now.
+    #[test]
+    fn an_edited_history_is_sent_as_edited() {
+        use crate::llm::message::ToolAnswer;
+        let (b, schemas) = backend(serde_json::json!({"model": "m"}));
+        let check = |history: &[Message], transcript: &[Message]| {
+            let req = ChatRequest {
+                system: "s",
+                history,
+                transcript,
+                tail: Some("t"),
+                tools: &schemas,
+            };
+            assert_eq!(
+                std::str::from_utf8(&b.render_body(&req)).unwrap(),
+                std::str::from_utf8(&reference_body(&b, &req)).unwrap()
+            );
+        };
+        let mut history = vec![
+            Message::User("one".into()),
+            Message::Tool(ToolAnswer::new("c", "read_file", "abc")),
+            Message::assistant_text("two"),
+        ];
+        let turn = vec![Message::User("three".into())];
+        check(&history, &turn);
+        check(&history, &turn);
+        let Message::Tool(t) = &mut history[1] else {
+            unreachable!()
+        };
+        t.content = "xyz".into();
+        check(&history, &turn);
+        history.insert(0, Message::User("zero".into()));
+        check(&history, &turn);
+        check(&history[2..], &[]);
     }
 
     #[test]
