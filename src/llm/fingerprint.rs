@@ -2,7 +2,7 @@
 //! digests the `llm_call_started` event carries, and the pre-rendered system message.
 //!
 //! A memo is process-wide (agents with the same system prompt or tool list share an entry, and
-//! an idle agent holds nothing) and keyed by the whole text: a hit costs a hash (foldhash) and a
+//! an idle agent holds nothing) and keyed by the whole text: a hit costs a SipHash and a
 //! compare of the text (~2k instructions for 1 KiB, against ~30k for the SHA-256 and ~15k for
 //! JSON-escaping it). Keying by the text itself, not by a hash of it, means one agent's text
 //! can never be mistaken for another's, however it was chosen.
@@ -17,16 +17,14 @@ use sha2::{Digest, Sha256};
 pub(crate) struct SharedMemo<T>(LazyLock<Mutex<Entries<T>>>);
 
 struct Entries<T> {
-    /// foldhash, not SipHash: a hit hashes the whole text (a system prompt, on every request),
-    /// and the keys are texts this process chose, so flooding is not a concern.
-    map: HashMap<Box<[u8]>, T, foldhash::fast::RandomState>,
+    map: HashMap<Box<[u8]>, T>,
     text_bytes: usize,
 }
 
 impl<T> Default for Entries<T> {
     fn default() -> Self {
         Entries {
-            map: HashMap::default(),
+            map: HashMap::new(),
             text_bytes: 0,
         }
     }
