@@ -1314,16 +1314,28 @@ static void bench_scale(void) {
 /* child: cg <turn|loop> <reps> <base_url>, run under `valgrind --tool=callgrind`: one warm-up
  * turn, then the counters are zeroed, `reps` turns run, and the counts are dumped. */
 static int child_callgrind(const char *kind, int reps, const char *base_url) {
-    int loop = strcmp(kind, "loop") == 0;
+    int loop = strcmp(kind, "loop") == 0, stream = strcmp(kind, "stream") == 0;
     char *cfg = config_openai(base_url);
-    agentao_agent *a = agent_new(cfg, NULL);
+    /* The stream case has the stream bench's host: a no-op emit and on_delta. */
+    host_t h;
+    host_init(&h);
+    agentao_agent *a = agent_new(cfg, stream ? &h : NULL);
     const char *prompt = loop ? "loop" : "hi";
     const char *expect = loop ? "loop done" : ONE_TEXT;
     for (int i = 0; i < reps + 1; i++) {
         if (i == 1) CALLGRIND_ZERO_STATS;
         reset_history(a);
-        char *text = NULL;
         agentao_error *err = NULL;
+        if (stream) {
+            host_reset(&h);
+            check(agentao_agent_stream(a, "go", -1, NULL, on_delta, on_done, &h, &err), err,
+                  "callgrind stream");
+            host_wait(&h);
+            if (h.status != AGENTAO_STATUS_OK || atomic_load(&h.deltas) != STREAM_CHUNKS)
+                die("callgrind stream: unexpected end");
+            continue;
+        }
+        char *text = NULL;
         check(agentao_agent_chat(a, prompt, -1, NULL, &text, &err), err, "callgrind turn");
         if (!text || strcmp(text, expect) != 0) die("callgrind turn: unexpected answer");
         agentao_string_free(text);
@@ -1335,7 +1347,9 @@ static int child_callgrind(const char *kind, int reps, const char *base_url) {
     return 0;
 }
 
-/* The instructions (Ir) of the first dump `<out>.1`: its `summary:` or `totals:` line. */
+/* The instructions (Ir) of the first dump `<out>.1`: its `totals:` line, the cost since the
+ * counters were zeroed. (Its `summary:` line is the whole run's, warm-up and agent creation
+ * included: the figures of issue 12 before 2026-12-03 were read from it, 1.2-2x too high.) */
 static double callgrind_ir(const char *out) {
     char path[700], line[512];
     snprintf(path, sizeof path, "%s.1", out);
@@ -1343,8 +1357,8 @@ static double callgrind_ir(const char *out) {
     if (!f) die("callgrind: no dump %s", path);
     double ir = -1;
     while (fgets(line, sizeof line, f))
-        if (strncmp(line, "summary:", 8) == 0 || strncmp(line, "totals:", 7) == 0) {
-            ir = strtod(line + (line[0] == 's' ? 8 : 7), NULL);
+        if (strncmp(line, "totals:", 7) == 0) {
+            ir = strtod(line + 7, NULL);
             break;
         }
     fclose(f);
@@ -1359,13 +1373,16 @@ static void bench_callgrind(void) {
     static const struct {
         const char *kind, *label;
         int reps, per;
-    } cases[2] = {{"turn", "instructions per one-request turn, mock", 5, 1},
-                  {"loop", "instructions per tool-loop iteration, mock", 2, LOOP_ITERS}};
+    } cases[3] = {{"turn", "instructions per one-request turn, mock", 5, 1},
+                  {"loop", "instructions per tool-loop iteration, mock", 2, LOOP_ITERS},
+                  {"stream", "instructions per streamed delta, mock, 4-char", 1, STREAM_CHUNKS}};
     char text_script[256];
     snprintf(text_script, sizeof text_script, "{\"responses\":[{\"text\":\"%s\"}]}", ONE_TEXT);
     char *loop_script = script_tool_loop(LOOP_ITERS, "loop done");
-    for (int c = 0; c < 2; c++) {
-        mock_t m = mock_start(c == 0 ? text_script : loop_script);
+    char *stream_script = script_text_stream(STREAM_CHUNKS, 4, 0);
+    const char *scripts[3] = {text_script, loop_script, stream_script};
+    for (int c = 0; c < 3; c++) {
+        mock_t m = mock_start(scripts[c]);
         char out[600], reps[16], cmd[4096];
         /* BENCH_CALLGRIND_DIR keeps the profiles (callgrind_annotate DIR/callgrind.loop.1). */
         const char *keep = getenv("BENCH_CALLGRIND_DIR");
@@ -1382,6 +1399,7 @@ static void bench_callgrind(void) {
         row(cases[c].label, "instr", st, c == 1 ? "<= 150k" : "");
     }
     free(loop_script);
+    free(stream_script);
 }
 
 /* ------------------------------------------------------------------ 8. MCP calls (issue 17) */

@@ -670,3 +670,51 @@ fn the_transcript_is_committed_once_before_turn_end() {
         ]
     );
 }
+
+/// `llm_call_started` counts the request's tool messages and `<system-reminder>` blocks over
+/// the history and the turn's messages so far (kept as the turn grows, not recounted).
+#[test]
+fn llm_call_started_counts_tool_messages_and_reminders() {
+    let run = setup(
+        json!([
+            call("read_file", json!({"file_path": "a.txt"})),
+            call("read_file", json!({"file_path": "a.txt", "limit": 1})),
+            {"text": "done"}
+        ]),
+        Host::default(),
+        json!({}),
+    );
+    let history = json!([
+        {"role": "user", "content": "<system-reminder>\nx\n</system-reminder>\nfirst"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "h", "type": "function",
+            "function": {"name": "read_file", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "h", "name": "read_file", "content": "old"},
+        {"role": "assistant", "content": "ok"}
+    ]);
+    run.agent.set_history_json(&history.to_string()).unwrap();
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "done");
+    let started: Vec<(u64, u64, u64)> = run
+        .host
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "llm_call_started")
+        .map(|e| {
+            let d = &e["data"];
+            let n = |k: &str| d[k].as_u64().unwrap();
+            (
+                n("n_messages"),
+                n("n_tool_messages"),
+                n("n_system_reminder_blocks"),
+            )
+        })
+        .collect();
+    // System + 4 history messages + the turn's user message (with its date reminder), then
+    // one assistant call and its answer per iteration.
+    assert_eq!(started, [(6, 1, 2), (8, 2, 2), (10, 3, 2)]);
+}

@@ -22,9 +22,13 @@ pub const STREAM_CAPACITY: usize = 64;
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, UTC, truncated to milliseconds.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+    rfc3339_millis(chrono::Utc::now())
+}
+
+/// Written directly, not through a parsed `strftime` format (two per tool call: that parse was
+/// 2 % of a tool-loop iteration).
+fn rfc3339_millis(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// The reference's `redact_summary`: whitespace collapsed, trimmed, empty → none, capped at 240
@@ -523,6 +527,21 @@ impl HostEventHub {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_are_the_strftime_form() {
+        use chrono::TimeZone;
+        for (secs, nanos) in [
+            (0, 0),
+            (1_764_777_600, 5_000_000),
+            (4_102_444_799, 999_999_999),
+        ] {
+            let t = chrono::Utc.timestamp_opt(secs, nanos).unwrap();
+            let old = t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+            assert_eq!(rfc3339_millis(t), old);
+        }
+        assert_eq!(now_rfc3339().len(), "2026-12-03T16:00:00.123Z".len());
+    }
 
     #[test]
     fn summary_redaction() {

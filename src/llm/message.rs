@@ -168,6 +168,49 @@ impl Message {
     }
 }
 
+/// What `llm_call_started` counts in the messages of a request: tool messages, and messages
+/// whose text holds a `<system-reminder>` block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub tool_messages: usize,
+    pub reminders: usize,
+}
+
+impl Counts {
+    fn add(&mut self, m: &Message) {
+        static REMINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new("<system-reminder>"));
+        self.tool_messages += usize::from(m.role() == Role::Tool);
+        let text = m.text().unwrap_or_default();
+        self.reminders += usize::from(REMINDER.find(text.as_bytes()).is_some());
+    }
+}
+
+/// [`Counts`] over a request's messages during one turn: the history before the turn, which
+/// the turn does not change, then the turn's own messages, which it only appends to. Each
+/// message is looked at once, not on every request.
+#[derive(Debug, Default)]
+pub struct RunningCounts {
+    seen: usize,
+    counts: Counts,
+}
+
+impl RunningCounts {
+    /// The counts of `history` followed by `turn`, of which the messages seen before must be
+    /// unchanged. Fewer messages than last time start over.
+    pub fn update(&mut self, history: &[Message], turn: &[Message]) -> Counts {
+        let n = history.len() + turn.len();
+        if n < self.seen {
+            *self = RunningCounts::default();
+        }
+        for m in history.iter().chain(turn).skip(self.seen) {
+            self.counts.add(m);
+        }
+        self.seen = n;
+        self.counts
+    }
+}
+
 /// The typed form of a host message, if it has one of our shapes (the key order is checked by
 /// the caller, through the bytes).
 fn typed(m: &Map<String, Value>) -> Option<Message> {
@@ -307,6 +350,29 @@ mod tests {
             m.write_wire(&mut out);
             assert_eq!(out, v.to_string().into_bytes());
         }
+    }
+
+    #[test]
+    fn counts_are_kept_as_the_list_grows() {
+        let reminder = "<system-reminder>\nx\n</system-reminder>\nhi";
+        let mut list = vec![
+            Message::User(reminder.into()),
+            Message::Tool(ToolAnswer::new("1", "f", "<system-reminder>")),
+            host(json!({"role": "tool", "tool_call_id": "2", "content": 1})),
+            Message::assistant_text("no reminder"),
+        ];
+        let mut running = RunningCounts::default();
+        let expect = |tool_messages, reminders| Counts {
+            tool_messages,
+            reminders,
+        };
+        let (history, turn) = list.split_at(1);
+        assert_eq!(running.update(history, turn), expect(2, 2));
+        list.push(host(json!({"role": "user", "content": reminder, "x": 1})));
+        let (history, turn) = list.split_at(1);
+        assert_eq!(running.update(history, turn), expect(2, 3));
+        assert_eq!(running.update(history, turn), expect(2, 3));
+        assert_eq!(running.update(&list[3..], &[]), expect(0, 1));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod script;
 pub mod scripted;
 pub mod sse;
 pub mod tool_call;
+mod wire_cache;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

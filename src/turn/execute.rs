@@ -17,7 +17,10 @@ use crate::cancel::CancelToken;
 use crate::events::host::ToolLifecycleEvent;
 use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
 use crate::llm::message::ToolAnswer;
-use crate::tools::{HostRequests, Tool, ToolContext, ToolOrigin, RECENT_MESSAGES};
+use crate::tools::{
+    check_declared, check_declared_in, HostRequests, Tool, ToolContext, ToolError, ToolOrigin,
+    RECENT_MESSAGES,
+};
 
 /// One call handed to a blocking thread.
 struct Job {
@@ -25,6 +28,8 @@ struct Job {
     tool: Arc<dyn Tool>,
     args: Map<String, Value>,
     call_id: String,
+    /// The arguments checked against the registry's schema (`tools::check_declared_in`).
+    declared: Result<(), ToolError>,
 }
 
 /// A call that finished on its thread: its index and outcome.
@@ -153,11 +158,19 @@ impl Turn<'_, '_> {
     ) {
         let jobs: Vec<Job> = group
             .into_iter()
-            .map(|i| Job {
-                index: i,
-                tool: plans[i].tool.clone(),
-                args: plans[i].args.clone(),
-                call_id: plans[i].call_id.clone(),
+            .map(|i| {
+                let p = &plans[i];
+                let declared = match self.env.tools.parameters(&p.name) {
+                    Some(schema) => check_declared_in(p.tool.name(), schema, &p.args),
+                    None => check_declared(p.tool.as_ref(), &p.args),
+                };
+                Job {
+                    index: i,
+                    tool: p.tool.clone(),
+                    args: p.args.clone(),
+                    call_id: p.call_id.clone(),
+                    declared,
+                }
             })
             .collect();
         let cancel = self.cancel.clone();
@@ -183,6 +196,7 @@ impl Turn<'_, '_> {
                 tool,
                 args,
                 call_id,
+                declared,
             } in jobs
             {
                 let t0 = Instant::now();
@@ -204,8 +218,7 @@ impl Turn<'_, '_> {
                         services: &services,
                     };
                     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        crate::tools::check_declared(tool.as_ref(), &args)
-                            .and_then(|()| tool.execute(&args, &ctx))
+                        declared.and_then(|()| tool.execute(&args, &ctx))
                     }));
                     let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
                     match run {

@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 
 use super::history::read;
 use super::{events, DeltaSink, Turn};
-use crate::llm::message::Role;
 use crate::llm::{ChatRequest, LlmError, LlmResponse, Piece};
 
 /// The finish reasons that mean the output hit the token limit.
@@ -34,20 +33,16 @@ impl Turn<'_, '_> {
         let mut call = {
             let history = read(env.history);
             let turn = &self.transcript;
-            let all = || history.iter().chain(turn);
             let total = history.len() + turn.len();
-            let n_tool = all().filter(|m| m.role() == Role::Tool).count();
-            let n_reminders = all()
-                .filter(|m| m.text().is_some_and(|c| c.contains("<system-reminder>")))
-                .count();
+            let counts = self.counted.update(&history, turn);
             let started = events::LlmCallStarted {
                 attempt,
                 model: env.llm.model(),
                 temperature: env.llm.temperature(),
                 max_tokens: env.llm.max_tokens(),
                 n_messages: total + 1,
-                n_tool_messages: n_tool,
-                n_system_reminder_blocks: n_reminders,
+                n_tool_messages: counts.tool_messages,
+                n_system_reminder_blocks: counts.reminders,
                 system_prompt_hash: &self.system_prompt_hash,
                 tools_hash: &self.tools_hash,
                 tool_count: schemas.len(),

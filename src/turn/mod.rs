@@ -39,6 +39,7 @@ use crate::config::ToolsConfig;
 use crate::events::host::{CallIds, HostEvent, HostEventHub};
 use crate::events::transport::Transport;
 use crate::events::{Emitter, EventWriter};
+use crate::llm::message::RunningCounts;
 use crate::llm::{LlmClient, LlmResponse, Message};
 use crate::permissions::PermissionEngine;
 use crate::tools::{ToolRegistry, ToolServices};
@@ -147,6 +148,7 @@ pub(crate) async fn run_turn<'e, 'a>(
         tool_count: 0,
         finish_reason_missing: false,
         delta_baseline: 0,
+        counted: RunningCounts::default(),
         guards: Guards::default(),
         tools_hash: String::new(),
         system_prompt_hash: env.llm.prompt_digest(env.system_prompt),
@@ -175,6 +177,8 @@ struct Turn<'e, 'a> {
     finish_reason_missing: bool,
     /// How much of the transcript the last `llm_call_delta` reported.
     delta_baseline: usize,
+    /// What `llm_call_started` counts, kept as the transcript grows.
+    counted: RunningCounts,
     guards: Guards,
     tools_hash: String,
     system_prompt_hash: String,

@@ -1,0 +1,211 @@
+//! The conversation's messages as JSON, each rendered once and spliced into every later
+//! request body. A request re-sends the whole conversation, and escaping its strings again
+//! on every request was the largest part of a tool-loop iteration (issue 12); with this cache a
+//! request renders only the messages added since the last one.
+//!
+//! The cache is keyed by the messages themselves, position by position: an entry is spliced
+//! only while the message at its position is equal to the one it was rendered from. So an
+//! edited, inserted, removed or replaced message (a host's new history, the orphan backfill,
+//! anything a later repair may change) is rendered again from its position on, and the body is
+//! always what serializing the messages would give. Comparing costs a `memcmp` of the texts,
+//! a small fraction of escaping them.
+
+use serde::ser::{Serialize, SerializeSeq, Serializer};
+use serde_json::value::RawValue;
+
+use super::Message;
+
+/// One agent's rendered conversation, as of its last request.
+#[derive(Default)]
+pub(crate) struct RenderedMessages {
+    entries: Vec<Entry>,
+}
+
+enum Entry {
+    /// A message of our own shapes and its JSON.
+    Rendered {
+        source: Message,
+        json: Box<RawValue>,
+    },
+    /// A host's message kept as written: serialized on each request. (Rare; and the equality
+    /// of its map ignores key order, which the bytes do not.)
+    AsWritten,
+}
+
+impl Entry {
+    fn of(m: &Message) -> Entry {
+        match m {
+            Message::Host(_) => Entry::AsWritten,
+            _ => Entry::Rendered {
+                source: m.clone(),
+                json: serde_json::value::to_raw_value(m).expect("messages serialize"),
+            },
+        }
+    }
+
+    fn still_fits(&self, m: &Message) -> bool {
+        match self {
+            Entry::Rendered { source, .. } => source == m,
+            Entry::AsWritten => matches!(m, Message::Host(_)),
+        }
+    }
+}
+
+impl RenderedMessages {
+    /// Brings the cache in line with `messages`: the entries of the longest unchanged prefix
+    /// are kept and the rest rendered. Returns how many messages were rendered.
+    pub(crate) fn sync<'m>(&mut self, messages: impl IntoIterator<Item = &'m Message>) -> usize {
+        let mut rendered = 0;
+        let mut n = 0;
+        for m in messages {
+            match self.entries.get(n) {
+                Some(e) if e.still_fits(m) => {}
+                _ => {
+                    self.entries.truncate(n);
+                    let e = Entry::of(m);
+                    rendered += usize::from(matches!(e, Entry::Rendered { .. }));
+                    self.entries.push(e);
+                }
+            }
+            n += 1;
+        }
+        self.entries.truncate(n);
+        rendered
+    }
+
+    /// The messages of the last [`RenderedMessages::sync`] as JSON array elements, appended to
+    /// `seq`; `messages` must be the same ones.
+    pub(crate) fn serialize_into<'m, S: SerializeSeq>(
+        &self,
+        messages: impl IntoIterator<Item = &'m Message>,
+        seq: &mut S,
+    ) -> Result<(), S::Error> {
+        for (e, m) in self.entries.iter().zip(messages) {
+            match e {
+                Entry::Rendered { json, .. } => seq.serialize_element(&**json)?,
+                Entry::AsWritten => seq.serialize_element(m)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The request-only volatile `user` message, as `{"role":"user","content":…}`.
+pub(crate) struct UserWire<'a>(pub(crate) &'a str);
+
+impl Serialize for UserWire<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("role", "user")?;
+        m.serialize_entry("content", self.0)?;
+        m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::message::{AssistantMessage, HistoryCall, ToolAnswer};
+    use serde_json::json;
+
+    fn body(cache: &mut RenderedMessages, messages: &[Message]) -> (usize, String) {
+        let rendered = cache.sync(messages);
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::new(&mut out);
+        let mut seq = ser.serialize_seq(None).unwrap();
+        cache.serialize_into(messages, &mut seq).unwrap();
+        SerializeSeq::end(seq).unwrap();
+        (rendered, String::from_utf8(out).unwrap())
+    }
+
+    fn plain(messages: &[Message]) -> String {
+        serde_json::to_string(messages).unwrap()
+    }
+
+    fn conversation() -> Vec<Message> {
+        vec![
+            Message::User("read \"a\"".into()),
+            Message::Assistant(AssistantMessage {
+                content: String::new(),
+                tool_calls: Some(vec![HistoryCall {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    arguments: r#"{"path":"a"}"#.into(),
+                }]),
+                reasoning: Some("think".into()),
+            }),
+            Message::Tool(ToolAnswer::new("c1", "read_file", "line\n")),
+            Message::from_host(
+                json!({"content": "key order kept", "role": "user"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            Message::assistant_text("done"),
+        ]
+    }
+
+    #[test]
+    fn a_turn_renders_only_what_it_appends() {
+        let mut cache = RenderedMessages::default();
+        let mut m = conversation();
+        m.truncate(3);
+        assert_eq!(body(&mut cache, &m), (3, plain(&m)));
+        assert_eq!(body(&mut cache, &m), (0, plain(&m)));
+        m.push(Message::User("next".into()));
+        m.push(Message::assistant_text("ok"));
+        assert_eq!(body(&mut cache, &m), (2, plain(&m)));
+    }
+
+    #[test]
+    fn a_changed_message_is_rendered_again() {
+        let mut cache = RenderedMessages::default();
+        let mut m = conversation();
+        assert_eq!(body(&mut cache, &m), (4, plain(&m)));
+
+        // Same length, same place: only equality can tell.
+        let Message::Tool(t) = &mut m[2] else {
+            unreachable!()
+        };
+        t.content = "LINE\n".into();
+        assert_eq!(body(&mut cache, &m), (2, plain(&m)));
+
+        // A call's arguments inside an assistant message.
+        let Message::Assistant(a) = &mut m[1] else {
+            unreachable!()
+        };
+        a.tool_calls.as_mut().unwrap()[0].arguments = r#"{"path":"b"}"#.into();
+        assert_eq!(body(&mut cache, &m), (3, plain(&m)));
+
+        // Inserted (as the orphan backfill does), removed, replaced by a host's history.
+        m.insert(3, Message::Tool(ToolAnswer::new("c2", "glob", "x")));
+        assert_eq!(body(&mut cache, &m), (2, plain(&m)));
+        m.remove(0);
+        assert_eq!(body(&mut cache, &m), (4, plain(&m)));
+        let host = vec![Message::User("fresh".into())];
+        assert_eq!(body(&mut cache, &host), (1, plain(&host)));
+        assert_eq!(body(&mut cache, &[]), (0, "[]".to_owned()));
+    }
+
+    #[test]
+    fn host_messages_keep_their_bytes_whatever_their_key_order() {
+        let mut cache = RenderedMessages::default();
+        let host = |v: serde_json::Value| Message::from_host(v.as_object().unwrap().clone());
+        let a = vec![host(json!({"role": "user", "content": [1], "x": 1}))];
+        let b = vec![host(json!({"x": 1, "content": [1], "role": "user"}))];
+        assert_eq!(a[0], b[0], "map equality ignores key order");
+        assert_eq!(body(&mut cache, &a).1, plain(&a));
+        assert_eq!(body(&mut cache, &b).1, plain(&b));
+        assert_ne!(plain(&a), plain(&b));
+    }
+
+    #[test]
+    fn the_volatile_tail_is_a_user_message() {
+        let t = "tail \"q\"\n";
+        assert_eq!(
+            serde_json::to_string(&UserWire(t)).unwrap(),
+            json!({"role": "user", "content": t}).to_string()
+        );
+    }
+}
