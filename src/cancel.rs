@@ -3,35 +3,23 @@
 //!
 //! The first `cancel` wins; its reason is kept and every later call is a no-op. Children are
 //! linked one way: cancelling a parent cancels its children with the parent's reason, never the
-//! reverse. Callbacks and wake-ups run on the cancelling thread, outside every lock, so a cancel
-//! made from inside a host callback cannot deadlock.
+//! reverse. Wake-ups run on the cancelling thread, outside every lock, so a cancel made from
+//! inside a host callback cannot deadlock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
 
 use tokio::sync::Notify;
 
 /// The reason used when a caller cancels without giving one.
-pub const DEFAULT_REASON: &str = "user-cancel";
-
-type Callback = Box<dyn FnOnce(&str) + Send>;
+pub(crate) const DEFAULT_REASON: &str = "user-cancel";
 
 #[derive(Default)]
 struct Inner {
     cancelled: AtomicBool,
     reason: OnceLock<String>,
     notify: Notify,
-    links: Mutex<Links>,
-    // Blocking waiters (tool threads) park on this pair.
-    blocking: (Mutex<bool>, std::sync::Condvar),
-}
-
-#[derive(Default)]
-struct Links {
-    children: Vec<Weak<Inner>>,
-    callbacks: Vec<(u64, Callback)>,
-    next_id: u64,
+    children: Mutex<Vec<Weak<Inner>>>,
 }
 
 /// A cheaply clonable handle to one cancellation flag.
@@ -64,32 +52,19 @@ impl CancelToken {
         }
         self.0.cancelled.store(true, Ordering::Release);
         self.0.notify.notify_waiters();
-        {
-            let mut woke = self.0.blocking.0.lock().unwrap_or_else(|e| e.into_inner());
-            *woke = true;
-            self.0.blocking.1.notify_all();
-        }
-        let (children, callbacks) = {
-            let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                std::mem::take(&mut links.children),
-                std::mem::take(&mut links.callbacks),
-            )
-        };
+        let children =
+            std::mem::take(&mut *self.0.children.lock().unwrap_or_else(|e| e.into_inner()));
         for child in children.iter().filter_map(Weak::upgrade) {
             CancelToken(child).cancel(reason);
         }
-        for (_, cb) in callbacks {
-            cb(reason);
-        }
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.0.cancelled.load(Ordering::Acquire)
     }
 
     /// The reason, or `""` while not cancelled.
-    pub fn reason(&self) -> &str {
+    pub(crate) fn reason(&self) -> &str {
         if !self.is_cancelled() {
             return "";
         }
@@ -97,48 +72,27 @@ impl CancelToken {
     }
 
     /// A new token cancelled whenever this one is (one-way link).
-    pub fn child(&self) -> CancelToken {
+    pub(crate) fn child(&self) -> CancelToken {
         let child = CancelToken::new();
         self.link_child(&child);
         child
     }
 
     /// Links an existing token under this one: cancelling `self` cancels `child`.
-    pub fn link_child(&self, child: &CancelToken) {
+    pub(crate) fn link_child(&self, child: &CancelToken) {
         {
-            let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
+            let mut children = self.0.children.lock().unwrap_or_else(|e| e.into_inner());
             if !self.is_cancelled() {
-                links.children.retain(|w| w.strong_count() > 0);
-                links.children.push(Arc::downgrade(&child.0));
+                children.retain(|w| w.strong_count() > 0);
+                children.push(Arc::downgrade(&child.0));
                 return;
             }
         }
         child.cancel(self.reason());
     }
 
-    /// Runs `f(reason)` once when the token is cancelled (at once if it already is). Returns an id
-    /// for [`CancelToken::remove_callback`].
-    pub fn on_cancel(&self, f: impl FnOnce(&str) + Send + 'static) -> u64 {
-        {
-            let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
-            if !self.is_cancelled() {
-                links.next_id += 1;
-                let id = links.next_id;
-                links.callbacks.push((id, Box::new(f)));
-                return id;
-            }
-        }
-        f(self.reason());
-        0
-    }
-
-    pub fn remove_callback(&self, id: u64) {
-        let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
-        links.callbacks.retain(|(i, _)| *i != id);
-    }
-
     /// Resolves when the token is cancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         loop {
             let notified = self.0.notify.notified();
             tokio::pin!(notified);
@@ -148,23 +102,6 @@ impl CancelToken {
             }
             notified.await;
         }
-    }
-
-    /// Blocks the calling (non-runtime) thread up to `timeout`; true when cancelled.
-    pub fn wait_blocking(&self, timeout: Duration) -> bool {
-        let guard = self.0.blocking.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (_guard, _) = self
-            .0
-            .blocking
-            .1
-            .wait_timeout_while(guard, timeout, |woke| !*woke)
-            .unwrap_or_else(|e| e.into_inner());
-        self.is_cancelled()
-    }
-
-    /// Whether two handles name the same token.
-    pub fn same_as(&self, other: &CancelToken) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -186,34 +123,5 @@ mod tests {
         assert_eq!(child.reason(), "child-only");
         let late = parent.child();
         assert_eq!(late.reason(), "stop");
-    }
-
-    #[test]
-    fn callbacks_run_once_and_can_be_removed() {
-        let t = CancelToken::new();
-        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let h = hits.clone();
-        t.on_cancel(move |_| {
-            h.fetch_add(1, Ordering::SeqCst);
-        });
-        let h = hits.clone();
-        let id = t.on_cancel(move |_| {
-            h.fetch_add(10, Ordering::SeqCst);
-        });
-        t.remove_callback(id);
-        t.cancel("");
-        t.cancel("x");
-        assert_eq!(hits.load(Ordering::SeqCst), 1);
-        assert_eq!(t.reason(), "cancelled");
-    }
-
-    #[test]
-    fn blocking_wait_wakes() {
-        let t = CancelToken::new();
-        let t2 = t.clone();
-        let h = std::thread::spawn(move || t2.wait_blocking(Duration::from_secs(10)));
-        std::thread::sleep(Duration::from_millis(20));
-        t.cancel("go");
-        assert!(h.join().unwrap());
     }
 }

@@ -28,7 +28,7 @@ pub struct agentao_agent {
 /// cancelled one, and the failure's status otherwise. `outcome_json` (the TurnOutcome, see
 /// `docs/c-api.md`) and `err` (NULL on OK) are borrowed for the call; `outcome_json` is NULL
 /// only when the turn could not produce one (a contained panic).
-pub type agentao_done_fn = Option<
+pub(crate) type agentao_done_fn = Option<
     unsafe extern "C" fn(
         userdata: *mut c_void,
         status: agentao_status,
@@ -39,11 +39,11 @@ pub type agentao_done_fn = Option<
 
 /// A text delta of a streaming turn: `{"type":"text_delta","text":"..."}`, borrowed for the
 /// call, on a library thread, in order. Deltas are for display; the outcome is the result.
-pub type agentao_delta_fn =
+pub(crate) type agentao_delta_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, delta_json: *const c_char)>;
 
 /// A host-event observer: the event's JSON (v3 wire form), borrowed for the call.
-pub type agentao_event_fn =
+pub(crate) type agentao_event_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
 pub(crate) unsafe fn agent_ref<'a>(a: *const agentao_agent) -> FfiResult<&'a Agent> {
