@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::agent::{agent_ref, agentao_agent};
+use super::agent::{agentao_agent, with_agent};
 use super::cancel::agentao_cancel_token;
 use super::host_data::HostData;
 use super::reply::{agentao_reply, answer_text, deliver, take};
@@ -214,8 +214,7 @@ pub unsafe extern "C" fn agentao_agent_add_tool(
     replace: bool,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let (tool, data) = read_desc(desc)?;
         agent.add_tool(Arc::new(tool), replace)?;
         data.armed.store(true, Ordering::Release);
@@ -240,8 +239,7 @@ pub unsafe extern "C" fn agentao_agent_remove_tool(
     if !removed_out.is_null() {
         *removed_out = false;
     }
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let removed = agent.remove_tool(str_arg(name, "name")?)?;
         if !removed_out.is_null() {
             *removed_out = removed;

@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::agent::{agent_ref, agentao_agent};
+use super::agent::{agentao_agent, with_agent};
 use super::host_data::HostData;
 use super::{
     agentao_error, agentao_status, guard, in_callback, opt_str_arg, str_arg, to_cstring, Fail,
@@ -237,8 +237,7 @@ pub unsafe extern "C" fn agentao_agent_set_memory_store(
     store: *const agentao_memory_store,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         if store.is_null() {
             agent.set_memory_store(Arc::new(InMemoryStore::default()))?;
             return Ok(());
