@@ -138,10 +138,6 @@ impl Tool for ListResources {
         true
     }
 
-    fn requires_confirmation(&self) -> bool {
-        false
-    }
-
     fn execute(
         &self,
         args: &Map<String, Value>,
@@ -257,10 +253,6 @@ impl Tool for ReadResource {
 
     fn is_read_only(&self) -> bool {
         true
-    }
-
-    fn requires_confirmation(&self) -> bool {
-        false
     }
 
     fn execute(

@@ -218,6 +218,36 @@ impl ToolContext<'_> {
         )
         .map_err(|msg| format!("Error: {msg}"))
     }
+
+    /// A read-side tool's path argument resolved (as [`ToolContext::resolve_read`]) and found
+    /// as `target` requires. `Err` is the text the call returns instead: the refusal, or the
+    /// reference's `Error: Directory <raw> does not exist` (`File` for a file).
+    pub(crate) fn existing_for_read(
+        &self,
+        raw: &str,
+        target: ReadTarget,
+    ) -> Result<PathBuf, String> {
+        let path = self.resolve_read(raw)?;
+        let fs = self.services.fs();
+        let (found, what) = match target {
+            ReadTarget::Directory => (fs.exists(&path), "Directory"),
+            ReadTarget::File => (fs.is_file(&path), "File"),
+        };
+        if found {
+            Ok(path)
+        } else {
+            Err(format!("Error: {what} {raw} does not exist"))
+        }
+    }
+}
+
+/// What a read-side tool's path argument must name ([`ToolContext::existing_for_read`]).
+#[derive(Clone, Copy)]
+pub(crate) enum ReadTarget {
+    /// Anything that exists (the tool reports a non-directory itself).
+    Directory,
+    /// A regular file.
+    File,
 }
 
 pub(crate) fn resolve_path(workspace: &Path, raw: &str) -> PathBuf {
