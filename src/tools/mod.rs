@@ -85,7 +85,7 @@ pub struct ToolContext<'a> {
 
 /// Per-agent state the tools share, built once from the config when the agent is created.
 /// The file system and shell seams default to the local implementations; a host may swap them
-/// with [`ToolServices::with_file_system`] / [`ToolServices::with_shell`], or between turns with
+/// with [`ToolServices::with_file_system`], or between turns with
 /// [`ToolServices::set_file_system`] / [`ToolServices::set_shell`].
 pub struct ToolServices {
     fs: RwLock<Arc<dyn FileSystem>>,
