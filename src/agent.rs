@@ -59,7 +59,7 @@ static WORKER_THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomi
 
 /// Sets the runtime's worker count; only before the runtime exists (first agent). Returns
 /// false when it is too late.
-pub fn set_worker_threads(n: usize) -> bool {
+pub(crate) fn set_worker_threads(n: usize) -> bool {
     if RUNTIME.get().is_some() {
         return false;
     }
@@ -68,7 +68,7 @@ pub fn set_worker_threads(n: usize) -> bool {
 }
 
 /// The process-wide runtime, built on first use.
-pub fn runtime() -> Result<&'static tokio::runtime::Runtime, AgentError> {
+pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, AgentError> {
     if let Some(rt) = RUNTIME.get() {
         return Ok(rt);
     }
@@ -90,7 +90,7 @@ pub fn runtime() -> Result<&'static tokio::runtime::Runtime, AgentError> {
 
 /// Whether the calling thread belongs to a runtime (a worker, a blocking-pool thread running a
 /// callback or a tool): a blocking entry point there could deadlock.
-pub fn on_runtime_thread() -> bool {
+pub(crate) fn on_runtime_thread() -> bool {
     tokio::runtime::Handle::try_current().is_ok()
 }
 
@@ -114,8 +114,8 @@ pub struct TurnOptions {
 /// The result of a finished turn, as handed to completions.
 pub type TurnResult = Result<TurnOutcome, (AgentError, Option<TurnOutcome>)>;
 
-pub struct AgentCore {
-    pub session_id: String,
+pub(crate) struct AgentCore {
+    pub(crate) session_id: String,
     config: AgentConfig,
     llm: LlmClient,
     /// Replaced whole by `add_tool` / `remove_tool`; a turn keeps the one it started with.
@@ -281,7 +281,7 @@ impl Agent {
 
     /// Sets (or with `None` removes) the host's MCP registry; its servers connect now in the
     /// background and are in the next turn.
-    pub fn set_mcp_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
+    pub(crate) fn set_mcp_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
         self.core.mcp.set_registry(registry);
         self.connect_mcp_in_background();
     }
@@ -295,7 +295,7 @@ impl Agent {
         &self.core.session_id
     }
 
-    pub fn transport(&self) -> &Arc<dyn Transport> {
+    pub(crate) fn transport(&self) -> &Arc<dyn Transport> {
         self.core.emitter.transport()
     }
 
@@ -343,7 +343,7 @@ impl Agent {
     /// (one thread wake-up less per turn), after the turn let go of the agent, so a host that
     /// frees the agent as soon as it has the result gets its `userdata_free` inside
     /// `agentao_agent_free`.
-    pub fn start_turn_handoff(
+    pub(crate) fn start_turn_handoff(
         &self,
         message: String,
         opts: TurnOptions,
@@ -590,7 +590,7 @@ impl Agent {
 
     /// Removes a tool by name, between turns; false when there is none. A reserved name is
     /// refused.
-    pub fn remove_tool(&self, name: &str) -> Result<bool, AgentError> {
+    pub(crate) fn remove_tool(&self, name: &str) -> Result<bool, AgentError> {
         if crate::tools::host::RESERVED_NAMES.contains(&name) {
             return Err(AgentError::InvalidArgument(format!(
                 "tool '{name}': the name is reserved"
@@ -620,7 +620,7 @@ impl Agent {
     }
 
     /// Replaces the memory store (spec §5.4), between turns.
-    pub fn set_memory_store(&self, store: Arc<dyn MemoryStore>) -> Result<(), AgentError> {
+    pub(crate) fn set_memory_store(&self, store: Arc<dyn MemoryStore>) -> Result<(), AgentError> {
         let tools = self.core.tools.write().unwrap_or_else(|e| e.into_inner());
         if self.is_busy() {
             return Err(AgentError::TurnInProgress);
@@ -633,7 +633,11 @@ impl Agent {
     }
 
     /// What the planner would decide for this call now, without running anything.
-    pub fn preflight(&self, tool_name: &str, args_json: &str) -> Result<Preflight, AgentError> {
+    pub(crate) fn preflight(
+        &self,
+        tool_name: &str,
+        args_json: &str,
+    ) -> Result<Preflight, AgentError> {
         let args = match serde_json::from_str::<Value>(args_json) {
             Ok(Value::Object(m)) => m,
             Ok(_) => {
@@ -663,12 +667,15 @@ impl Agent {
     }
 
     /// Installs a host file system for the tools (`None`: the local one). Between turns only.
-    pub fn set_file_system(&self, fs: Option<Arc<dyn FileSystem>>) -> Result<(), AgentError> {
+    pub(crate) fn set_file_system(
+        &self,
+        fs: Option<Arc<dyn FileSystem>>,
+    ) -> Result<(), AgentError> {
         self.between_turns(|s| s.set_file_system(fs))
     }
 
     /// Installs a host shell executor (`None`: the local one). Between turns only.
-    pub fn set_shell_executor(
+    pub(crate) fn set_shell_executor(
         &self,
         shell: Option<Arc<dyn ShellExecutor>>,
     ) -> Result<(), AgentError> {
@@ -906,7 +913,7 @@ fn shared_registry(config: &crate::config::ToolsConfig) -> Result<Arc<ToolRegist
     Ok(r)
 }
 
-pub fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = p.downcast_ref::<String>() {

@@ -8,12 +8,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
 
 use tokio::sync::Notify;
 
 /// The reason used when a caller cancels without giving one.
-pub const DEFAULT_REASON: &str = "user-cancel";
+pub(crate) const DEFAULT_REASON: &str = "user-cancel";
 
 type Callback = Box<dyn FnOnce(&str) + Send>;
 
@@ -23,8 +22,6 @@ struct Inner {
     reason: OnceLock<String>,
     notify: Notify,
     links: Mutex<Links>,
-    // Blocking waiters (tool threads) park on this pair.
-    blocking: (Mutex<bool>, std::sync::Condvar),
 }
 
 #[derive(Default)]
@@ -64,11 +61,6 @@ impl CancelToken {
         }
         self.0.cancelled.store(true, Ordering::Release);
         self.0.notify.notify_waiters();
-        {
-            let mut woke = self.0.blocking.0.lock().unwrap_or_else(|e| e.into_inner());
-            *woke = true;
-            self.0.blocking.1.notify_all();
-        }
         let (children, callbacks) = {
             let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
             (
@@ -84,12 +76,12 @@ impl CancelToken {
         }
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.0.cancelled.load(Ordering::Acquire)
     }
 
     /// The reason, or `""` while not cancelled.
-    pub fn reason(&self) -> &str {
+    pub(crate) fn reason(&self) -> &str {
         if !self.is_cancelled() {
             return "";
         }
@@ -97,14 +89,14 @@ impl CancelToken {
     }
 
     /// A new token cancelled whenever this one is (one-way link).
-    pub fn child(&self) -> CancelToken {
+    pub(crate) fn child(&self) -> CancelToken {
         let child = CancelToken::new();
         self.link_child(&child);
         child
     }
 
     /// Links an existing token under this one: cancelling `self` cancels `child`.
-    pub fn link_child(&self, child: &CancelToken) {
+    pub(crate) fn link_child(&self, child: &CancelToken) {
         {
             let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
             if !self.is_cancelled() {
@@ -118,7 +110,7 @@ impl CancelToken {
 
     /// Runs `f(reason)` once when the token is cancelled (at once if it already is). Returns an id
     /// for [`CancelToken::remove_callback`].
-    pub fn on_cancel(&self, f: impl FnOnce(&str) + Send + 'static) -> u64 {
+    pub(crate) fn on_cancel(&self, f: impl FnOnce(&str) + Send + 'static) -> u64 {
         {
             let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
             if !self.is_cancelled() {
@@ -132,13 +124,13 @@ impl CancelToken {
         0
     }
 
-    pub fn remove_callback(&self, id: u64) {
+    pub(crate) fn remove_callback(&self, id: u64) {
         let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
         links.callbacks.retain(|(i, _)| *i != id);
     }
 
     /// Resolves when the token is cancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         loop {
             let notified = self.0.notify.notified();
             tokio::pin!(notified);
@@ -148,23 +140,6 @@ impl CancelToken {
             }
             notified.await;
         }
-    }
-
-    /// Blocks the calling (non-runtime) thread up to `timeout`; true when cancelled.
-    pub fn wait_blocking(&self, timeout: Duration) -> bool {
-        let guard = self.0.blocking.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (_guard, _) = self
-            .0
-            .blocking
-            .1
-            .wait_timeout_while(guard, timeout, |woke| !*woke)
-            .unwrap_or_else(|e| e.into_inner());
-        self.is_cancelled()
-    }
-
-    /// Whether two handles name the same token.
-    pub fn same_as(&self, other: &CancelToken) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -205,15 +180,5 @@ mod tests {
         t.cancel("x");
         assert_eq!(hits.load(Ordering::SeqCst), 1);
         assert_eq!(t.reason(), "cancelled");
-    }
-
-    #[test]
-    fn blocking_wait_wakes() {
-        let t = CancelToken::new();
-        let t2 = t.clone();
-        let h = std::thread::spawn(move || t2.wait_blocking(Duration::from_secs(10)));
-        std::thread::sleep(Duration::from_millis(20));
-        t.cancel("go");
-        assert!(h.join().unwrap());
     }
 }

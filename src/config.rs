@@ -12,14 +12,12 @@ use serde_json::{Map, Value};
 
 use crate::config_field::{self, optional_object, Section};
 use crate::llm::config::LlmSection;
-pub use crate::llm::config::{
-    Env, LlmConfig, OpenAiConfig, ProcessEnv, RetryConfig, DEFAULT_MAX_EVENT_BYTES,
-    DEFAULT_MAX_TOKENS, RESPONSE_BYTES_PER_TOKEN,
-};
-pub use crate::permissions::PermissionsConfig;
+pub(crate) use crate::llm::config::ProcessEnv;
+pub use crate::llm::config::{Env, LlmConfig, DEFAULT_MAX_TOKENS};
+pub(crate) use crate::permissions::PermissionsConfig;
 pub use crate::tools::ToolsConfig;
 
-pub const DEFAULT_MAX_ITERATIONS: u32 = 100;
+pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 100;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -47,18 +45,18 @@ pub struct AgentConfig {
     /// `None`: no permission engine.
     pub permissions: Option<PermissionsConfig>,
     /// Raw memory settings (`sqlite_path`), validated by the tools layer.
-    pub memory: Option<Value>,
+    pub(crate) memory: Option<Value>,
     /// `mcp_servers` and `mcp_config_files`, validated by the mcp layer.
-    pub mcp: McpSources,
+    pub(crate) mcp: McpSources,
     /// The raw `subagents` section, typed by the subagents layer (above this one).
-    pub subagents: Option<Value>,
+    pub(crate) subagents: Option<Value>,
 }
 
 /// The MCP keys of the config, as given (typed by `crate::mcp::config`).
 #[derive(Debug, Clone, Default)]
-pub struct McpSources {
-    pub servers: Map<String, Value>,
-    pub config_files: Option<Value>,
+pub(crate) struct McpSources {
+    pub(crate) servers: Map<String, Value>,
+    pub(crate) config_files: Option<Value>,
 }
 
 #[derive(Deserialize)]

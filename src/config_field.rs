@@ -16,7 +16,7 @@ use serde::de::{DeserializeSeed, Deserializer, Error, IntoDeserializer, MapAcces
 use serde::Deserialize;
 
 /// How a section reports a key it does not know.
-pub enum UnknownKey {
+pub(crate) enum UnknownKey {
     /// Serde's own words (`unknown field `x`, expected one of …`), at the key's path.
     Serde,
     /// These words, at the path of the object that holds the key.
@@ -26,7 +26,7 @@ pub enum UnknownKey {
 }
 
 /// A config object: the keys it knows, and how it words an unknown one.
-pub trait Section {
+pub(crate) trait Section {
     /// Every key of the object; with [`UnknownKey::Serde`] this may be left empty.
     const KEYS: &'static [&'static str] = &[];
 
@@ -37,7 +37,7 @@ pub trait Section {
 
 /// Reads a [`Section`] that must be a JSON object (`must be an object` otherwise). For
 /// `#[serde(deserialize_with = "…")]` on a field that is not an `Option`.
-pub fn object<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(crate) fn object<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Section + Deserialize<'de>,
@@ -59,7 +59,7 @@ where
 }
 
 /// [`object`] for an `Option` field: `null` is `None`.
-pub fn optional_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+pub(crate) fn optional_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Section + Deserialize<'de>,
@@ -75,7 +75,7 @@ where
 
 /// Reads a value whose failure has one message, whatever serde would say. Only for values
 /// without nested fields, whose own errors would name a deeper path.
-pub fn worded<'de, D, T>(d: D, words: &'static str) -> Result<T, D::Error>
+pub(crate) fn worded<'de, D, T>(d: D, words: &'static str) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
@@ -84,12 +84,12 @@ where
 }
 
 /// `Option<bool>` worded `must be a boolean`.
-pub fn optional_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+pub(crate) fn optional_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
     worded(d, "must be a boolean")
 }
 
 /// `bool` worded `must be a boolean` (`null` refused).
-pub fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+pub(crate) fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     worded(d, "must be a boolean")
 }
 
@@ -97,7 +97,7 @@ pub fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 /// document itself. A message starting with `[i]` names an item of the list at the path, as in
 /// ``config field `permissions.rules`[1]: unknown key `foo` ``. The JSON position is left out
 /// (the path names the field).
-pub fn message(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+pub(crate) fn message(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
     let inner = e.inner();
     let text = inner.to_string();
     let suffix = format!(" at line {} column {}", inner.line(), inner.column());

@@ -23,15 +23,21 @@
 //! # Public Rust surface
 //!
 //! The product is the C ABI; the Rust surface is public only where something outside the crate
-//! needs it: the Rust integration tests (`tests/`), `mock-openai/` (the scripted `llm::script`
-//! types), `acp/` (the agent, its config, `turn::{DeltaSink, TurnOutcome, TurnStatus,
-//! IncompleteReason}`, events) and `fuzz/` (`turn::plan::repair_name`,
-//! `permissions::hardline::{check, MAX_TEXTS}`, `llm::sse`, `llm::openai`,
-//! `llm::tool_call`). Everything else is `pub(crate)`: the turn's stages, the built-in tools,
-//! the hardline floor's internals, the MCP naming, tool and resource-tool internals, retry,
-//! fingerprints, the scripted provider, presets, shell reads, secrets, git launch, shell runs
-//! and the SQLite store. A new item starts `pub(crate)` and becomes `pub` only for one of
-//! those users.
+//! needs it, and every layer is `pub(crate)` by default:
+//!
+//! | user | what it needs |
+//! |---|---|
+//! | `acp/` | `agent` (the entry points, `TurnOptions`, `AgentError`), `config::DEFAULT_MAX_TOKENS`, `turn::{DeltaSink, TurnOutcome, TurnStatus, IncompleteReason}`, `events::{transport, host}`, `cancel::CancelToken`, `permissions::Mode` |
+//! | `mock-openai/` | the scripted `llm::script` types |
+//! | `fuzz/` | `turn::plan::repair_name`, `permissions::hardline::{check, MAX_TEXTS}`, `permissions::{rules, path_policy, url_policy}`, the engine, `llm::{sse, openai::decode_events_for_fuzzing, tool_call}`, `config::AgentConfig` |
+//! | `tests/` | the above, and what the Rust tests drive directly: `llm::{LlmClient, ChatRequest, Message, Piece}`, `tools::{Tool, ToolContext, ToolServices, ToolRegistry, FileSystem}`, the tools config, `mcp::{client, config, render}`, `events::host` streams, `ffi::library::acp_schema`, `subagents::SubagentDefinition`, `Agent::{add_tool, usage}` |
+//!
+//! Everything else is `pub(crate)`: the turn's stages, the built-in tools' internals, the
+//! hardline floor's internals, the MCP manager, naming and tools, retry, fingerprints, the
+//! scripted provider, presets, shell reads, secrets, git launch, shell runs, the SQLite store,
+//! the event writer, the config sections' parsing, and every non-`extern` item of `ffi`
+//! except the C types the header declares. A new item starts `pub(crate)` and becomes `pub`
+//! only for one of those users.
 
 #![deny(unsafe_code)]
 

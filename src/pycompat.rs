@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// Python's `json.dumps` layout (`", "` and `": "` separators, UTF-8 kept), which is what the
 /// reference writes into history for canonical tool arguments.
-pub fn python_json(v: &Value) -> String {
+pub(crate) fn python_json(v: &Value) -> String {
     struct PyFormatter;
     impl serde_json::ser::Formatter for PyFormatter {
         fn begin_array_value<W: ?Sized + std::io::Write>(
@@ -110,7 +110,7 @@ fn python_float(f: f64) -> String {
 }
 
 /// Python's `repr()` of a string, as the reference's messages show URLs.
-pub fn py_repr(s: &str) -> String {
+pub(crate) fn py_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {

@@ -161,21 +161,7 @@ fn an_unread_stream_does_not_block_cancel() {
     agent.host_events().add_observer(Arc::new(move |_: &str| {
         p.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }));
-    let token = agentao::cancel::CancelToken::new();
-    let (tx, done_rx) = std::sync::mpsc::channel();
-    agent
-        .start_turn(
-            "go".into(),
-            TurnOptions {
-                cancel: Some(token.clone()),
-                ..Default::default()
-            },
-            agentao::turn::DeltaSink::None,
-            move |r| {
-                let _ = tx.send((Instant::now(), r));
-            },
-        )
-        .unwrap();
+    let (token, done_rx) = common::start_cancellable(&agent, "go");
     // 64 queued + the one the producer waits on.
     let t0 = Instant::now();
     while published.load(std::sync::atomic::Ordering::SeqCst) < 65 {

@@ -8,6 +8,8 @@ use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Tr
 use mock_openai::MockServer;
 use serde_json::{json, Value};
 
+mod common;
+
 #[derive(Default)]
 struct Host {
     events: Mutex<Vec<Value>>,
@@ -101,18 +103,6 @@ fn an_in_stream_error_has_no_status_prefix() {
     assert_eq!(o.text, "[LLM API error: upstream died]");
 }
 
-impl Run {
-    fn tool_results(&self) -> Vec<String> {
-        let h: Value = serde_json::from_str(&self.agent.history_json()).unwrap();
-        h.as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| m["content"].as_str().unwrap().to_owned())
-            .collect()
-    }
-}
-
 /// Runs one turn whose first model reply is a single call of `name` with `arguments` (raw).
 fn one_call(name: &str, arguments: &str) -> Run {
     let server = MockServer::start(json!({"responses": [
@@ -133,7 +123,7 @@ fn one_call(name: &str, arguments: &str) -> Run {
 fn unparseable_arguments_use_the_reference_reason() {
     let run = one_call("read_file", "{\"file_path\": ");
     assert_eq!(
-        run.tool_results(),
+        common::tool_results(&run.agent),
         ["Error: could not parse arguments for 'read_file': could not parse tool arguments as JSON or Python literal. Please retry with valid JSON."]
     );
 }
@@ -142,7 +132,7 @@ fn unparseable_arguments_use_the_reference_reason() {
 fn an_undeclared_argument_is_reported_before_a_missing_one() {
     let run = one_call("read_file", r#"{"path": "a.txt"}"#);
     assert_eq!(
-        run.tool_results(),
+        common::tool_results(&run.agent),
         ["Error executing read_file: read_file() got an unexpected keyword argument 'path'"]
     );
 }
@@ -233,7 +223,7 @@ fn freeing_the_agent_closes_its_idle_connections() {
 #[test]
 fn an_unknown_tool_lists_this_librarys_tool_set() {
     let run = one_call("no_such_tool", "{}");
-    let got = run.tool_results();
+    let got = common::tool_results(&run.agent);
     let text = got[0].trim_matches('"');
     assert_eq!(
         text,

@@ -6,16 +6,16 @@
 //! Memory is measured on this process (`/proc/self/status`), so the tests of this file take
 //! one lock and run one at a time.
 
+mod common;
 mod tools_support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use agentao::agent::{Agent, TurnOptions, TurnResult};
-use agentao::cancel::CancelToken;
 use agentao::events::transport::Transport;
-use agentao::turn::{DeltaSink, TurnStatus};
+use agentao::turn::TurnStatus;
 use serde_json::{json, Value};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -106,21 +106,7 @@ struct Cancelled {
 /// turn and the time from the cancel to the completion.
 fn cancel_after(agent: &Agent, run_for: Duration) -> Cancelled {
     let peak = PeakRss::start();
-    let token = CancelToken::new();
-    let (tx, rx) = mpsc::channel();
-    agent
-        .start_turn(
-            "go".into(),
-            TurnOptions {
-                cancel: Some(token.clone()),
-                ..Default::default()
-            },
-            DeltaSink::None,
-            move |r| {
-                let _ = tx.send((Instant::now(), r));
-            },
-        )
-        .unwrap();
+    let (token, rx) = common::start_cancellable(agent, "go");
     std::thread::sleep(run_for);
     let fired = Instant::now();
     token.cancel("fault-test");
@@ -441,26 +427,6 @@ fn shell_agent(dir: &std::path::Path, command: &str) -> Agent {
     Agent::new(&config.to_string(), None).unwrap()
 }
 
-/// Starts a turn and returns its token and where its completion arrives.
-fn start(agent: &Agent) -> (CancelToken, mpsc::Receiver<(Instant, TurnResult)>) {
-    let token = CancelToken::new();
-    let (tx, rx) = mpsc::channel();
-    agent
-        .start_turn(
-            "go".into(),
-            TurnOptions {
-                cancel: Some(token.clone()),
-                ..Default::default()
-            },
-            DeltaSink::None,
-            move |r| {
-                let _ = tx.send((Instant::now(), r));
-            },
-        )
-        .unwrap();
-    (token, rx)
-}
-
 fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
@@ -471,16 +437,6 @@ fn thousands(n: usize) -> String {
         out.push(c);
     }
     out
-}
-
-fn tool_results(agent: &Agent) -> Vec<String> {
-    let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
-    h.as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 #[test]
@@ -496,7 +452,10 @@ fn huge_commands_do_not_hold_up_other_agents() {
     let bytes = huge.len();
     let agents: Vec<Agent> = (0..2).map(|_| shell_agent(dir.path(), &huge)).collect();
     let t0 = Instant::now();
-    let turns: Vec<_> = agents.iter().map(start).collect();
+    let turns: Vec<_> = agents
+        .iter()
+        .map(|a| common::start_cancellable(a, "go"))
+        .collect();
     std::thread::sleep(Duration::from_millis(50));
     let busy = one_line_chat(dir.path());
     // The first is cancelled, the second runs to its end.
@@ -518,7 +477,7 @@ fn huge_commands_do_not_hold_up_other_agents() {
             assert!(took < CANCEL_BOUND, "cancel took {took:?}");
             continue;
         }
-        let results = tool_results(agent);
+        let results = common::tool_results(agent);
         assert_eq!(results.len(), 1);
         assert!(
             results[0].starts_with(&format!("Error: the command is {} bytes", thousands(bytes))),
@@ -546,7 +505,7 @@ fn planning_a_long_command_is_cancellable() {
     let mut cancelled_while_planning = 0;
     for _ in 0..3 {
         let agent = shell_agent(dir.path(), &long);
-        let (token, rx) = start(&agent);
+        let (token, rx) = common::start_cancellable(&agent, "go");
         std::thread::sleep(Duration::from_millis(20));
         let fired = Instant::now();
         token.cancel("fault-test");
@@ -555,7 +514,7 @@ fn planning_a_long_command_is_cancellable() {
         worst = worst.max(took);
         let o = result.unwrap();
         if o.status == TurnStatus::Cancelled
-            && tool_results(&agent)
+            && common::tool_results(&agent)
                 .iter()
                 .all(|r| !r.starts_with("STDOUT"))
         {

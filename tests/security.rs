@@ -10,6 +10,8 @@ use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Tr
 use agentao::permissions::Mode;
 use serde_json::{json, Value};
 
+mod common;
+
 /// A host that denies every confirmation and records what it was asked.
 #[derive(Default)]
 struct DenyAll {
@@ -101,14 +103,7 @@ impl Site {
             agent.set_permission_mode(Mode::Plan).unwrap();
         }
         agent.run_blocking("go", TurnOptions::default()).unwrap();
-        let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
-        let results = h
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| m["content"].as_str().unwrap().to_owned())
-            .collect();
+        let results = common::tool_results(&agent);
         let asked = host.asked.lock().unwrap().clone();
         Outcome { results, asked }
     }

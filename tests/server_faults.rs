@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentao::agent::{Agent, TurnOptions, TurnResult};
-use agentao::cancel::CancelToken;
-use agentao::turn::DeltaSink;
+use agentao::agent::Agent;
 use mock_openai::{Hostile, MockServer};
 use serde_json::{json, Value};
+
+mod common;
 
 /// The tests of this file run one at a time: each measures this process's memory and timing,
 /// which a flood in a neighbouring test would distort.
@@ -84,37 +84,12 @@ fn agent(server: &MockServer, llm: Value) -> (Agent, tempfile::TempDir) {
     (Agent::new(&config.to_string(), None).unwrap(), dir)
 }
 
-/// Starts a turn; returns its token and where its completion arrives (with its time).
-fn start(
-    agent: &Agent,
-) -> (
-    CancelToken,
-    std::sync::mpsc::Receiver<(Instant, TurnResult)>,
-) {
-    let token = CancelToken::new();
-    let (tx, rx) = std::sync::mpsc::channel();
-    agent
-        .start_turn(
-            "hi".into(),
-            TurnOptions {
-                cancel: Some(token.clone()),
-                ..Default::default()
-            },
-            DeltaSink::None,
-            move |r| {
-                let _ = tx.send((Instant::now(), r));
-            },
-        )
-        .unwrap();
-    (token, rx)
-}
-
 /// Runs a turn that must end by itself within `limit` (cancelled after that, so a failing test
 /// does not leave a runaway turn); returns its text, time and peak RSS growth.
 fn run_until_it_ends(agent: &Agent, limit: Duration) -> (String, Duration, f64) {
     let rss = RssSampler::start();
     let t0 = Instant::now();
-    let (token, rx) = start(agent);
+    let (token, rx) = common::start_cancellable(agent, "hi");
     let got = rx.recv_timeout(limit);
     if got.is_err() {
         token.cancel("test-gave-up");
@@ -260,7 +235,7 @@ fn cancel_during(hostile: Hostile, llm: Value, name: &str) -> Duration {
     let server = MockServer::builder().start_hostile(hostile).unwrap();
     let (agent, _dir) = agent(&server, llm);
     let rss = RssSampler::start();
-    let (token, rx) = start(&agent);
+    let (token, rx) = common::start_cancellable(&agent, "hi");
     std::thread::sleep(Duration::from_millis(300));
     let cancelled_at = Instant::now();
     token.cancel("test-cancel");
@@ -334,7 +309,7 @@ fn scripted(
     let (agent, _dir) = agent(&server, llm);
     let rss = RssSampler::start();
     let t0 = Instant::now();
-    let (token, rx) = start(&agent);
+    let (token, rx) = common::start_cancellable(&agent, "hi");
     let mut from = t0;
     if let Some(ms) = cancel_after_ms {
         std::thread::sleep(Duration::from_millis(ms));

@@ -76,16 +76,6 @@ fn setup(responses: Value, host: Host, extra: Value) -> Run {
     }
 }
 
-fn tool_messages(agent: &Agent) -> Vec<String> {
-    let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
-    h.as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 fn types(run: &Run) -> Vec<String> {
     run.host
         .events
@@ -115,7 +105,7 @@ fn identical_calls_trip_the_doom_loop() {
     assert_eq!(o.incomplete_reason, Some(IncompleteReason::DoomLoop));
     assert_eq!(o.text, "Tool execution halted by doom-loop detection.");
     assert_eq!(o.tool_count, 3);
-    let msgs = tool_messages(&run.agent);
+    let msgs = common::tool_results(&run.agent);
     assert!(
         msgs[2].starts_with("[Doom-loop detected] Tool 'read_file' was called 3 times"),
         "{msgs:?}"
@@ -132,7 +122,7 @@ fn unparseable_arguments_three_times_stop() {
         .run_blocking("go", TurnOptions::default())
         .unwrap();
     assert_eq!(o.incomplete_reason, Some(IncompleteReason::DoomLoop));
-    let msgs = tool_messages(&run.agent);
+    let msgs = common::tool_results(&run.agent);
     assert!(
         msgs[0].starts_with("Error: could not parse arguments for 'read_file': "),
         "{msgs:?}"
@@ -153,7 +143,7 @@ fn blank_names_three_times_stop() {
         .unwrap();
     assert_eq!(o.incomplete_reason, Some(IncompleteReason::DoomLoop));
     assert_eq!(o.text, "hm");
-    let msgs = tool_messages(&run.agent);
+    let msgs = common::tool_results(&run.agent);
     assert!(
         msgs[2].ends_with(" Repeated empty-name tool calls detected; stopping to prevent a loop.")
     );
@@ -174,7 +164,7 @@ fn tool_calls_cut_off_at_the_limit_never_run() {
     );
     assert!(!run._dir.path().join("x").exists());
     assert!(!types(&run).iter().any(|t| t.starts_with("tool_")));
-    assert!(tool_messages(&run.agent)[0]
+    assert!(common::tool_results(&run.agent)[0]
         .starts_with("Tool call not executed: the assistant message was cut off"));
 }
 
@@ -245,7 +235,7 @@ fn a_failed_confirmation_ends_the_turn_in_error() {
         (TurnStatus::Error, "", Some("UI crashed"))
     );
     // The unanswered call was backfilled, so history stays valid for the next turn.
-    assert!(tool_messages(&run.agent)[0].starts_with("Tool call interrupted"));
+    assert!(common::tool_results(&run.agent)[0].starts_with("Tool call interrupted"));
     assert_eq!(types(&run).last().unwrap(), "turn_end");
 }
 
@@ -475,7 +465,7 @@ fn tool_errors_and_read_only_denials_are_reported() {
         .run_blocking("go", TurnOptions::default())
         .unwrap();
     assert_eq!(o.text, "done");
-    let msgs = tool_messages(&run.agent);
+    let msgs = common::tool_results(&run.agent);
     assert!(
         msgs[0].starts_with("Error executing read_file: argument 'file_path' must be a string"),
         "{msgs:?}"
@@ -593,7 +583,7 @@ fn the_hardline_floor_holds_with_and_without_an_engine() {
     run.agent
         .run_blocking("go", TurnOptions::default())
         .unwrap();
-    let msgs = tool_messages(&run.agent);
+    let msgs = common::tool_results(&run.agent);
     assert!(msgs[0].contains("Error: hardline:"), "{msgs:?}");
     let decision = run.host_events.lock().unwrap()[0].clone();
     assert_eq!(decision["outcome"], "prompt");
@@ -615,7 +605,8 @@ fn the_hardline_floor_holds_with_and_without_an_engine() {
             .starts_with("hardline:"),
         "{decision}"
     );
-    assert!(tool_messages(&run.agent)[0].starts_with("Tool execution denied: 'run_shell_command'"));
+    assert!(common::tool_results(&run.agent)[0]
+        .starts_with("Tool execution denied: 'run_shell_command'"));
     validate_host_events(&run);
 }
 

@@ -18,10 +18,10 @@ pub const HOST_EVENTS_SCHEMA_V3: &str =
     include_str!("../../docs/schema/host.events.v3.schema.json");
 
 /// Capacity of each pull stream's queue (spec §3.8).
-pub const STREAM_CAPACITY: usize = 64;
+pub(crate) const STREAM_CAPACITY: usize = 64;
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, UTC, truncated to milliseconds.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     rfc3339_millis(chrono::Utc::now())
 }
 
@@ -33,7 +33,7 @@ fn rfc3339_millis(t: chrono::DateTime<chrono::Utc>) -> String {
 
 /// The reference's `redact_summary`: whitespace collapsed, trimmed, empty → none, capped at 240
 /// code points (237 + `...`).
-pub fn redact_summary(s: &str) -> Option<String> {
+pub(crate) fn redact_summary(s: &str) -> Option<String> {
     let collapsed = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if collapsed.is_empty() {
         return None;
@@ -52,7 +52,7 @@ fn is_scalar(v: &Value) -> bool {
 
 /// `matched_rule` projection: top-level scalars and nulls kept; nested objects keep their
 /// scalar, list and null members; top-level lists keep their scalar items; the rest is dropped.
-pub fn project_rule(rule: &Value) -> Option<Value> {
+pub(crate) fn project_rule(rule: &Value) -> Option<Value> {
     let obj = rule.as_object()?;
     let mut out = Map::new();
     for (k, v) in obj {
@@ -82,7 +82,7 @@ pub fn project_rule(rule: &Value) -> Option<Value> {
 /// One host event: the closed union of the v3 schema, discriminated by `event_type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event_type", rename_all = "snake_case")]
-pub enum HostEvent {
+pub(crate) enum HostEvent {
     ToolLifecycle(ToolLifecycleEvent),
     PermissionDecision(PermissionDecisionEvent),
     /// Reserved: sub-agents are not in this library yet, but the shape is part of the contract.
@@ -91,7 +91,7 @@ pub enum HostEvent {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ToolPhase {
+pub(crate) enum ToolPhase {
     Started,
     Completed,
     Failed,
@@ -99,7 +99,7 @@ pub enum ToolPhase {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ToolOutcome {
+pub(crate) enum ToolOutcome {
     Ok,
     Error,
     Cancelled,
@@ -107,7 +107,7 @@ pub enum ToolOutcome {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum PermissionOutcome {
+pub(crate) enum PermissionOutcome {
     Allow,
     Deny,
     Prompt,
@@ -115,38 +115,38 @@ pub enum PermissionOutcome {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolLifecycleEvent {
-    pub session_id: String,
-    pub turn_id: Option<String>,
-    pub tool_call_id: String,
-    pub tool_name: String,
-    pub phase: ToolPhase,
-    pub started_at: String,
-    pub completed_at: Option<String>,
-    pub outcome: Option<ToolOutcome>,
-    pub summary: Option<String>,
-    pub error_type: Option<String>,
+pub(crate) struct ToolLifecycleEvent {
+    pub(crate) session_id: String,
+    pub(crate) turn_id: Option<String>,
+    pub(crate) tool_call_id: String,
+    pub(crate) tool_name: String,
+    pub(crate) phase: ToolPhase,
+    pub(crate) started_at: String,
+    pub(crate) completed_at: Option<String>,
+    pub(crate) outcome: Option<ToolOutcome>,
+    pub(crate) summary: Option<String>,
+    pub(crate) error_type: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PermissionDecisionEvent {
-    pub session_id: String,
-    pub turn_id: Option<String>,
-    pub tool_call_id: Option<String>,
-    pub tool_name: String,
-    pub decision_id: String,
-    pub outcome: PermissionOutcome,
-    pub mode: String,
-    pub matched_rule: Option<Value>,
-    pub reason: Option<String>,
-    pub loaded_sources: Vec<String>,
-    pub decided_at: String,
+pub(crate) struct PermissionDecisionEvent {
+    pub(crate) session_id: String,
+    pub(crate) turn_id: Option<String>,
+    pub(crate) tool_call_id: Option<String>,
+    pub(crate) tool_name: String,
+    pub(crate) decision_id: String,
+    pub(crate) outcome: PermissionOutcome,
+    pub(crate) mode: String,
+    pub(crate) matched_rule: Option<Value>,
+    pub(crate) reason: Option<String>,
+    pub(crate) loaded_sources: Vec<String>,
+    pub(crate) decided_at: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SubagentPhase {
+pub(crate) enum SubagentPhase {
     Spawned,
     Completed,
     Failed,
@@ -155,41 +155,41 @@ pub enum SubagentPhase {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SubagentLifecycleEvent {
-    pub session_id: String,
-    pub parent_session_id: Option<String>,
-    pub parent_task_id: Option<String>,
-    pub parent_tool_call_id: Option<String>,
-    pub child_session_id: Option<String>,
-    pub child_task_id: String,
-    pub phase: SubagentPhase,
-    pub task_summary: Option<String>,
-    pub started_at: String,
-    pub completed_at: Option<String>,
-    pub error_type: Option<String>,
-    pub usage: Option<SubagentUsage>,
+pub(crate) struct SubagentLifecycleEvent {
+    pub(crate) session_id: String,
+    pub(crate) parent_session_id: Option<String>,
+    pub(crate) parent_task_id: Option<String>,
+    pub(crate) parent_tool_call_id: Option<String>,
+    pub(crate) child_session_id: Option<String>,
+    pub(crate) child_task_id: String,
+    pub(crate) phase: SubagentPhase,
+    pub(crate) task_summary: Option<String>,
+    pub(crate) started_at: String,
+    pub(crate) completed_at: Option<String>,
+    pub(crate) error_type: Option<String>,
+    pub(crate) usage: Option<SubagentUsage>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SubagentUsage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_creation_tokens: u64,
-    pub reasoning_tokens: u64,
+pub(crate) struct SubagentUsage {
+    pub(crate) prompt_tokens: u64,
+    pub(crate) completion_tokens: u64,
+    pub(crate) cache_read_tokens: u64,
+    pub(crate) cache_creation_tokens: u64,
+    pub(crate) reasoning_tokens: u64,
 }
 
 /// Identity shared by the events of one tool call.
-pub struct CallIds<'a> {
-    pub session_id: &'a str,
-    pub turn_id: &'a str,
-    pub tool_call_id: &'a str,
-    pub tool_name: &'a str,
+pub(crate) struct CallIds<'a> {
+    pub(crate) session_id: &'a str,
+    pub(crate) turn_id: &'a str,
+    pub(crate) tool_call_id: &'a str,
+    pub(crate) tool_name: &'a str,
 }
 
 impl ToolLifecycleEvent {
-    pub fn started(ids: &CallIds<'_>, started_at: &str) -> HostEvent {
+    pub(crate) fn started(ids: &CallIds<'_>, started_at: &str) -> HostEvent {
         HostEvent::ToolLifecycle(Self::new(
             ids,
             ToolPhase::Started,
@@ -202,7 +202,7 @@ impl ToolLifecycleEvent {
     }
 
     /// A terminal event: `completed` for ok, `failed` for error and cancelled.
-    pub fn finished(
+    pub(crate) fn finished(
         ids: &CallIds<'_>,
         started_at: &str,
         outcome: ToolOutcome,
@@ -250,7 +250,7 @@ impl ToolLifecycleEvent {
 }
 
 impl PermissionDecisionEvent {
-    pub fn decided(
+    pub(crate) fn decided(
         ids: &CallIds<'_>,
         outcome: PermissionOutcome,
         mode: &str,
@@ -275,7 +275,7 @@ impl PermissionDecisionEvent {
 }
 
 /// A host-event observer: called inline, in order, for every event of the agent.
-pub type Observer = Arc<dyn Fn(&str) + Send + Sync>;
+pub(crate) type Observer = Arc<dyn Fn(&str) + Send + Sync>;
 
 struct StreamSub {
     id: u64,
@@ -286,7 +286,7 @@ struct StreamSub {
 }
 
 /// One queued event, with the number of events dropped just before it.
-pub struct StreamItem {
+pub(crate) struct StreamItem {
     dropped_before: u64,
     json: Arc<str>,
 }
@@ -346,7 +346,7 @@ impl HostEventReceiver {
     }
 
     /// Waits for the next item.
-    pub async fn next(&mut self) -> StreamNext {
+    pub(crate) async fn next(&mut self) -> StreamNext {
         if let Some(n) = self.try_next() {
             return n;
         }
@@ -388,7 +388,7 @@ pub struct StreamSubscribeError;
 
 impl HostEventHub {
     /// Whether anyone listens; events are not even built otherwise.
-    pub fn has_listeners(&self) -> bool {
+    pub(crate) fn has_listeners(&self) -> bool {
         self.listeners.load(Ordering::Acquire) > 0
     }
 
@@ -424,7 +424,7 @@ impl HostEventHub {
     }
 
     /// Idempotent; true when the observer was registered.
-    pub fn remove_observer(&self, id: u64) -> bool {
+    pub(crate) fn remove_observer(&self, id: u64) -> bool {
         self.update(|h| {
             let before = h.observers.len();
             h.observers.retain(|(i, _)| *i != id);
@@ -484,7 +484,7 @@ impl HostEventHub {
     /// or its agent freed) nothing waits: an event that finds its stream full is dropped for
     /// that stream and counted, and the reader is told how many, where they were dropped (the
     /// reference drops blocked writes of a cancelled turn the same way).
-    pub async fn publish(&self, session_id: &str, event: &HostEvent, cancel: &CancelToken) {
+    pub(crate) async fn publish(&self, session_id: &str, event: &HostEvent, cancel: &CancelToken) {
         if !self.has_listeners() {
             return;
         }

@@ -16,16 +16,13 @@ use serde::Serialize;
 
 use transport::Transport;
 
-/// The envelope version of internal events.
-pub const SCHEMA_VERSION: u32 = 1;
-
 /// Serializes `emit` per agent without holding a lock across the callback.
 ///
 /// One caller at a time owns the gate (one atomic swap) and delivers; anyone who finds it taken
 /// (another thread, or the same thread re-entering from inside `emit`) queues an owned copy that
 /// the owner delivers before it lets go. So callbacks never overlap, a re-entrant emit cannot
 /// deadlock, and the uncontended path costs one compare-and-swap.
-pub struct Emitter {
+pub(crate) struct Emitter {
     transport: Arc<dyn Transport>,
     busy: AtomicBool,
     queued: AtomicUsize,
@@ -33,7 +30,7 @@ pub struct Emitter {
 }
 
 impl Emitter {
-    pub fn new(transport: Arc<dyn Transport>) -> Self {
+    pub(crate) fn new(transport: Arc<dyn Transport>) -> Self {
         Emitter {
             transport,
             busy: AtomicBool::new(false),
@@ -42,11 +39,11 @@ impl Emitter {
         }
     }
 
-    pub fn transport(&self) -> &Arc<dyn Transport> {
+    pub(crate) fn transport(&self) -> &Arc<dyn Transport> {
         &self.transport
     }
 
-    pub fn emit(&self, event: &str) {
+    pub(crate) fn emit(&self, event: &str) {
         if self.try_own() {
             self.drain();
             self.transport.emit(event);
@@ -106,13 +103,13 @@ impl Emitter {
 /// Builds event JSON into one reusable buffer per turn, so an event costs no allocation once
 /// the buffer is warm.
 #[derive(Default)]
-pub struct EventWriter {
+pub(crate) struct EventWriter {
     buf: Vec<u8>,
 }
 
 impl EventWriter {
     /// `{"type":…,"schema_version":1,"data":<data>}`.
-    pub fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> &str {
+    pub(crate) fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> &str {
         self.buf.clear();
         self.buf.extend_from_slice(b"{\"type\":\"");
         self.buf.extend_from_slice(ty.as_bytes());
@@ -124,7 +121,7 @@ impl EventWriter {
     }
 
     /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
-    pub fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &str {
+    pub(crate) fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &str {
         self.buf.clear();
         self.buf.extend_from_slice(b"{\"type\":\"");
         self.buf.extend_from_slice(ty.as_bytes());
@@ -138,19 +135,12 @@ impl EventWriter {
     }
 
     /// `{"type":"text_delta","text":…}`: the stream entry point's delta item.
-    pub fn text_delta(&mut self, text: &str) -> &str {
+    pub(crate) fn text_delta(&mut self, text: &str) -> &str {
         self.buf.clear();
         self.buf
             .extend_from_slice(b"{\"type\":\"text_delta\",\"text\":");
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
         self.buf.extend_from_slice(b"}");
-        self.as_str()
-    }
-
-    /// Any serializable value.
-    pub fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> &str {
-        self.buf.clear();
-        serde_json::to_writer(&mut self.buf, value).expect("value serializes");
         self.as_str()
     }
 

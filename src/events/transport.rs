@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 pub const NON_INTERACTIVE_ANSWER: &str = "[ask_user: not available in non-interactive mode]";
 
 /// A listener of a transport's event fan-out; receives each event's JSON.
-pub type Listener = Arc<dyn Fn(&str) + Send + Sync>;
+pub(crate) type Listener = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// A `confirm_tool` request.
 #[derive(Debug, Clone)]
@@ -52,7 +52,7 @@ pub enum Answer {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyKind {
+pub(crate) enum ReplyKind {
     Confirm,
     AskUser,
     MaxIterations,
@@ -71,17 +71,13 @@ pub struct Reply {
 #[derive(Debug, thiserror::Error)]
 #[error("this reply expects a {expected} answer")]
 pub struct WrongAnswer {
-    pub expected: &'static str,
+    pub(crate) expected: &'static str,
 }
 
 impl Reply {
-    pub fn new(kind: ReplyKind) -> (Reply, oneshot::Receiver<Answer>) {
+    pub(crate) fn new(kind: ReplyKind) -> (Reply, oneshot::Receiver<Answer>) {
         let (tx, rx) = oneshot::channel();
         (Reply { kind, tx: Some(tx) }, rx)
-    }
-
-    pub fn kind(&self) -> ReplyKind {
-        self.kind
     }
 
     /// Delivers the answer. An answer of the wrong kind fails the request (and says so).
@@ -156,14 +152,14 @@ pub trait Transport: Send + Sync {
 /// unsubscribing during delivery takes effect from the next event; a panicking listener is
 /// contained and the others still run.
 #[derive(Default)]
-pub struct Broadcaster {
+pub(crate) struct Broadcaster {
     listeners: Mutex<Arc<Vec<(u64, Listener)>>>,
     count: AtomicUsize,
     next_id: AtomicU64,
 }
 
 impl Broadcaster {
-    pub fn subscribe(&self, listener: Listener) -> u64 {
+    pub(crate) fn subscribe(&self, listener: Listener) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let mut guard = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
         let mut list = (**guard).clone();
@@ -173,7 +169,7 @@ impl Broadcaster {
         id
     }
 
-    pub fn unsubscribe(&self, id: u64) {
+    pub(crate) fn unsubscribe(&self, id: u64) {
         let mut guard = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
         if guard.iter().any(|(i, _)| *i == id) {
             let list: Vec<_> = guard.iter().filter(|(i, _)| *i != id).cloned().collect();
@@ -182,7 +178,7 @@ impl Broadcaster {
         }
     }
 
-    pub fn notify(&self, event: &str) {
+    pub(crate) fn notify(&self, event: &str) {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -195,21 +191,13 @@ impl Broadcaster {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event)));
         }
     }
-
-    pub fn len(&self) -> usize {
-        self.count.load(Ordering::Acquire)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// The reference's NullTransport: discards events (after notifying subscribers), approves,
 /// answers the fixed non-interactive text, stops at the iteration limit.
 #[derive(Default)]
-pub struct NullTransport {
-    pub broadcaster: Broadcaster,
+pub(crate) struct NullTransport {
+    pub(crate) broadcaster: Broadcaster,
 }
 
 impl Transport for NullTransport {
@@ -239,7 +227,7 @@ mod tests {
         b.unsubscribe(id);
         b.notify("{}");
         assert_eq!(hits.load(Ordering::SeqCst), 1);
-        assert_eq!(b.len(), 1);
+        assert_eq!(b.count.load(Ordering::Acquire), 1);
     }
 
     #[test]

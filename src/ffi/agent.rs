@@ -3,6 +3,7 @@
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 
+use super::boundary::Out;
 use super::cancel::agentao_cancel_token;
 use super::handle::BoxCastable;
 use super::host_data::HostData;
@@ -13,7 +14,7 @@ use super::{
 };
 use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
 use crate::events::transport::Transport;
-use crate::permissions::Mode;
+use crate::permissions::{Mode, PermissionEngine};
 use crate::turn::{DeltaSink, TurnOutcome, TurnStatus};
 
 /// An agent: one session with its history, tools, permissions and transport. Thread-safe.
@@ -28,7 +29,7 @@ pub struct agentao_agent {
 /// cancelled one, and the failure's status otherwise. `outcome_json` (the TurnOutcome, see
 /// `docs/c-api.md`) and `err` (NULL on OK) are borrowed for the call; `outcome_json` is NULL
 /// only when the turn could not produce one (a contained panic).
-pub type agentao_done_fn = Option<
+pub(crate) type agentao_done_fn = Option<
     unsafe extern "C" fn(
         userdata: *mut c_void,
         status: agentao_status,
@@ -39,15 +40,57 @@ pub type agentao_done_fn = Option<
 
 /// A text delta of a streaming turn: `{"type":"text_delta","text":"..."}`, borrowed for the
 /// call, on a library thread, in order. Deltas are for display; the outcome is the result.
-pub type agentao_delta_fn =
+pub(crate) type agentao_delta_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, delta_json: *const c_char)>;
 
 /// A host-event observer: the event's JSON (v3 wire form), borrowed for the call.
-pub type agentao_event_fn =
+pub(crate) type agentao_event_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
 pub(crate) unsafe fn agent_ref<'a>(a: *const agentao_agent) -> FfiResult<&'a Agent> {
     Ok(&agentao_agent::try_ref(a)?.agent)
+}
+
+/// The shape of an agent entry point with a status: the panic boundary, then the agent
+/// borrowed (a NULL agent is `NULL_ARGUMENT` before any other argument is looked at).
+pub(crate) unsafe fn with_agent(
+    agent: *const agentao_agent,
+    err_out: *mut *mut agentao_error,
+    body: impl FnOnce(&Agent) -> FfiResult<()>,
+) -> agentao_status {
+    guard(err_out, || body(agent_ref(agent)?))
+}
+
+/// The shape of an agent entry point with one required `*_out`: `*out` NULLed and checked
+/// first (see [`guard_required_out`]), then the agent borrowed.
+pub(crate) unsafe fn with_agent_out<T>(
+    agent: *const agentao_agent,
+    out: *mut *mut T,
+    out_name: &str,
+    err_out: *mut *mut agentao_error,
+    body: impl FnOnce(&Agent, &Out<T>) -> FfiResult<()>,
+) -> agentao_status {
+    guard_required_out(out, out_name, err_out, |out| body(agent_ref(agent)?, out))
+}
+
+/// A finished turn as the entry points that hand out its result report it: the outcome of a
+/// turn that ended `ok`, otherwise its status and message.
+pub(crate) fn turn_ended_ok(result: &TurnResult) -> Result<TurnOutcome, Fail> {
+    match turn_status(result) {
+        (agentao_status::Ok, _, Some(o)) => Ok(o),
+        (s, msg, _) => Err(Fail(s, msg.unwrap_or_default())),
+    }
+}
+
+/// A change to the agent's permission engine: a refused change (`Err` text) is
+/// `INVALID_ARGUMENT`, no engine `NO_ENGINE`.
+fn change_engine(
+    agent: &Agent,
+    f: impl FnOnce(&mut PermissionEngine) -> Result<(), String>,
+) -> FfiResult<()> {
+    agent
+        .with_engine(f)?
+        .map_err(|m| Fail(agentao_status::InvalidArgument, m))
 }
 
 pub(crate) unsafe fn turn_options(
@@ -148,21 +191,15 @@ pub unsafe extern "C" fn agentao_agent_chat(
     text_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_required_out(text_out, "text_out", err_out, |text_out| {
-        let agent = agent_ref(agent)?;
+    with_agent_out(agent, text_out, "text_out", err_out, |agent, text_out| {
         let message = str_arg(message, "message")?;
         if reentrant() {
             return Err(AgentError::Reentrant.into());
         }
-        let result = agent.run_blocking(message, turn_options(max_iterations, cancel));
-        let (status, msg, outcome) = turn_status(&result);
-        match (status, outcome) {
-            (agentao_status::Ok, Some(o)) => {
-                text_out.write(|| out_string(&o.text));
-                Ok(())
-            }
-            (s, _) => Err(Fail(s, msg.unwrap_or_default())),
-        }
+        let outcome =
+            turn_ended_ok(&agent.run_blocking(message, turn_options(max_iterations, cancel)))?;
+        text_out.write(|| out_string(&outcome.text));
+        Ok(())
     })
 }
 
@@ -303,8 +340,7 @@ pub unsafe extern "C" fn agentao_agent_set_history(
     history_json: *const c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let json = str_arg(history_json, "history_json")?;
         agent.set_history_json(json)?;
         Ok(())
@@ -365,8 +401,7 @@ pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
     id_out: *mut u64,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let f = required(observer, "observer")?;
         let id_out = out_arg(id_out, "id_out")?;
         let host = HostData::new(userdata, userdata_free).with(f);
@@ -394,8 +429,7 @@ unsafe fn json_getter(
     err_out: *mut *mut agentao_error,
     f: impl FnOnce(&Agent) -> String,
 ) -> agentao_status {
-    guard_required_out(out, out_name, err_out, |out| {
-        let agent = agent_ref(agent)?;
+    with_agent_out(agent, out, out_name, err_out, |agent, out| {
         out.write(|| out_string(&f(agent)));
         Ok(())
     })
@@ -417,13 +451,10 @@ pub unsafe extern "C" fn agentao_agent_add_permission_rules(
     source_name: *const c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let rules = parse_json_arg(str_arg(rules_json, "rules_json")?, "rules_json")?;
         let source = str_arg(source_name, "source_name")?;
-        agent
-            .with_engine(|e| e.add_rules(&rules, source))?
-            .map_err(|m| Fail(agentao_status::InvalidArgument, m))
+        change_engine(agent, |e| e.add_rules(&rules, source))
     })
 }
 
@@ -439,8 +470,7 @@ pub unsafe extern "C" fn agentao_agent_add_run_rules(
     source_name: *const c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let list = |p: *const c_char, name: &str| -> FfiResult<serde_json::Value> {
             match opt_str_arg(p, name)? {
                 Some(t) => parse_json_arg(t, name),
@@ -452,9 +482,7 @@ pub unsafe extern "C" fn agentao_agent_add_run_rules(
             list(deny_json, "deny_json")?,
         );
         let source = opt_str_arg(source_name, "source_name")?.unwrap_or("run-spec");
-        agent
-            .with_engine(|e| e.add_run_rules(&allow, &deny, source))?
-            .map_err(|m| Fail(agentao_status::InvalidArgument, m))
+        change_engine(agent, |e| e.add_run_rules(&allow, &deny, source))
     })
 }
 
@@ -466,13 +494,12 @@ pub unsafe extern "C" fn agentao_agent_add_permission_source(
     label: *const c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let label = str_arg(label, "label")?;
-        agent.with_engine(|e| {
+        change_engine(agent, |e| {
             e.add_loaded_source(label);
-        })?;
-        Ok(())
+            Ok(())
+        })
     })
 }
 

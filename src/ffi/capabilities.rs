@@ -20,7 +20,7 @@ use crate::tools::{
 
 /// What a path is, in a file-system answer (passed as `int32_t`).
 #[repr(i32)]
-pub enum agentao_fs_kind {
+pub(crate) enum agentao_fs_kind {
     /// Neither a regular file nor a directory (a device, a dangling link).
     Other = 0,
     /// A regular file.
@@ -57,8 +57,8 @@ const MAX_ENTRIES: usize = 1_000_000;
 #[repr(C)]
 pub struct agentao_file_system {
     /// `sizeof(agentao_file_system)`; a smaller value means the slots past it are NULL.
-    pub struct_size: u32,
-    pub userdata: *mut c_void,
+    pub(crate) struct_size: u32,
+    pub(crate) userdata: *mut c_void,
     /// Called exactly once with `userdata` when the library lets go of the vtable: when
     /// another file system replaces it, when the agent is freed and its last call ended, or
     /// at once when `agentao_agent_set_file_system` refuses it.
@@ -66,7 +66,7 @@ pub struct agentao_file_system {
     /// Reads the file at `path`: the whole file when `max_bytes` is `UINT64_MAX`, else at
     /// most `max_bytes` bytes from its start (binary sniffing). Answer with
     /// `agentao_fs_out_set_data`. Text lines are split by the library (strict UTF-8).
-    pub read: Option<
+    pub(crate) read: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             path: *const c_char,
@@ -77,7 +77,7 @@ pub struct agentao_file_system {
     /// Writes `len` bytes (borrowed for the call) to `path`: appended when `append`, else
     /// replacing the content atomically. Missing parent directories are created; no newline
     /// translation.
-    pub write: Option<
+    pub(crate) write: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             path: *const c_char,
@@ -88,7 +88,7 @@ pub struct agentao_file_system {
     >,
     /// The entries of the directory `path` (not `.` and `..`): one
     /// `agentao_fs_out_add_entry` each, in any order.
-    pub list_dir: Option<
+    pub(crate) list_dir: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             path: *const c_char,
@@ -100,7 +100,7 @@ pub struct agentao_file_system {
     /// one `agentao_fs_out_add_path` each, with an absolute path under `base`. `glob` and
     /// `search_file_content` match their patterns on this list themselves, so matching is the
     /// same on every file system.
-    pub walk: Option<
+    pub(crate) walk: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             base: *const c_char,
@@ -110,7 +110,7 @@ pub struct agentao_file_system {
     >,
     /// Size, modification time and kind of `path` (symlinks followed): answer with
     /// `agentao_fs_out_set_stat`. Also answers "is it a file / a directory".
-    pub stat: Option<
+    pub(crate) stat: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             path: *const c_char,
@@ -588,14 +588,14 @@ pub unsafe extern "C" fn agentao_agent_set_file_system(
 /// The shell dialect an executor declares (passed as `int32_t`). The hardline floor and the
 /// permission rules' `dialect` field see it. v1 accepts `POSIX` only.
 #[repr(i32)]
-pub enum agentao_shell_dialect {
+pub(crate) enum agentao_shell_dialect {
     /// A POSIX shell: commands run as `<interpreter> -c <command>`.
     Posix = 0,
 }
 
 /// Which output stream a chunk comes from (passed as `int32_t`).
 #[repr(i32)]
-pub enum agentao_shell_stream {
+pub(crate) enum agentao_shell_stream {
     Stdout = 1,
     Stderr = 2,
 }
@@ -603,23 +603,23 @@ pub enum agentao_shell_stream {
 /// One command to run, borrowed for the duration of the `run` / `run_background` callback
 /// (copy what you keep; the `cancel` token stays valid until the run is answered).
 #[repr(C)]
-pub struct agentao_shell_request {
+pub(crate) struct agentao_shell_request {
     /// `sizeof(agentao_shell_request)`: fields may be appended.
-    pub struct_size: u32,
+    pub(crate) struct_size: u32,
     /// The command, for the executor's shell (`<interpreter> -c <command>` for POSIX).
-    pub command: *const c_char,
+    pub(crate) command: *const c_char,
     /// The working directory: absolute, inside the workspace (the path policy has checked it;
     /// whether it exists is the executor's check).
-    pub cwd: *const c_char,
+    pub(crate) cwd: *const c_char,
     /// The environment as `NAME=value` strings (provider credentials already removed).
-    pub env: *const *const c_char,
-    pub env_len: usize,
+    pub(crate) env: *const *const c_char,
+    pub(crate) env_len: usize,
     /// The inactivity timeout in milliseconds: stop the command when it has been silent this
     /// long, and answer with `timed_out`. The library stops waiting 2 s after that.
-    pub timeout_ms: u64,
+    pub(crate) timeout_ms: u64,
     /// Cancelled when the turn is cancelled or the library stops the run (reason `timeout`):
     /// stop the command and answer. Borrowed: valid until the run is answered.
-    pub cancel: *const agentao_cancel_token,
+    pub(crate) cancel: *const agentao_cancel_token,
 }
 
 /// A host shell executor (spec §5.2). Installed with `agentao_agent_set_shell_executor`, which
@@ -643,17 +643,17 @@ pub struct agentao_shell_request {
 #[repr(C)]
 pub struct agentao_shell_executor {
     /// `sizeof(agentao_shell_executor)`; a smaller value means the slots past it are NULL.
-    pub struct_size: u32,
-    pub userdata: *mut c_void,
+    pub(crate) struct_size: u32,
+    pub(crate) userdata: *mut c_void,
     /// Called exactly once with `userdata` when the library lets go: replaced, or the agent
     /// freed and every run handed out answered; at once when the install is refused.
     pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
     /// An `agentao_shell_dialect` value.
-    pub dialect: i32,
+    pub(crate) dialect: i32,
     /// The interpreter the executor runs commands with (borrowed, copied; NULL: `sh`).
-    pub interpreter: *const c_char,
+    pub(crate) interpreter: *const c_char,
     /// Runs a command in the foreground. Required.
-    pub run: Option<
+    pub(crate) run: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             request: *const agentao_shell_request,
@@ -661,7 +661,7 @@ pub struct agentao_shell_executor {
         ),
     >,
     /// Starts a command in the background and answers at once. NULL: not supported.
-    pub run_background: Option<
+    pub(crate) run_background: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             request: *const agentao_shell_request,

@@ -13,7 +13,7 @@ use super::{agentao_error, agentao_status, in_callback};
 pub(crate) trait HostCallbacks: Copy + sealed::Sealed {}
 
 mod sealed {
-    pub trait Sealed {}
+    pub(crate) trait Sealed {}
 }
 
 macro_rules! host_callbacks {

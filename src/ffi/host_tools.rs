@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::agent::{agent_ref, agentao_agent};
+use super::agent::{agentao_agent, with_agent};
 use super::cancel::agentao_cancel_token;
 use super::host_data::HostData;
 use super::reply::{agentao_reply, answer_text, deliver, take};
@@ -35,7 +35,7 @@ pub struct agentao_tool_call {
 /// Threads: runs on a library thread where blocking is fine. Calls of one tool in one batch
 /// run one at a time unless the descriptor sets `reentrant`; calls of different read-only tools
 /// in one batch may run at the same time.
-pub type agentao_tool_execute_fn = Option<
+pub(crate) type agentao_tool_execute_fn = Option<
     unsafe extern "C" fn(
         userdata: *mut c_void,
         args_json: *const c_char,
@@ -49,34 +49,34 @@ pub type agentao_tool_execute_fn = Option<
 #[repr(C)]
 pub struct agentao_tool_desc {
     /// `sizeof(agentao_tool_desc)`: members may be appended in later versions.
-    pub struct_size: u32,
+    pub(crate) struct_size: u32,
     /// The name the model calls. Not empty, not starting with `mcp_`, not `plan_save` or
     /// `plan_finalize`.
-    pub name: *const c_char,
+    pub(crate) name: *const c_char,
     /// Sent to the model, and to `confirm_tool` as its `description`.
-    pub description: *const c_char,
+    pub(crate) description: *const c_char,
     /// The arguments' JSON Schema, sent verbatim as `function.parameters`: a JSON object
     /// (its `type`, when given, `"object"`). Its `required` list decides which `null`
     /// arguments are dropped.
-    pub parameters_json: *const c_char,
+    pub(crate) parameters_json: *const c_char,
     /// Admitted in read-only mode, and eligible for parallel batches.
-    pub is_read_only: bool,
+    pub(crate) is_read_only: bool,
     /// When no rule decides the call, ask the host (`confirm_tool`) first.
-    pub requires_confirmation: bool,
+    pub(crate) requires_confirmation: bool,
     /// Whether a sub-agent receives the tool too; otherwise its name is left out of every
     /// sub-agent's tool set (docs/subagents.md).
-    pub copies_to_subagents: bool,
+    pub(crate) copies_to_subagents: bool,
     /// Two calls of this tool in one parallel batch may run at the same time.
-    pub reentrant: bool,
+    pub(crate) reentrant: bool,
     /// Passed to `execute`; owned by the library once `agentao_agent_add_tool` succeeds.
-    pub userdata: *mut c_void,
+    pub(crate) userdata: *mut c_void,
     /// Optional; called exactly once with `userdata`, on some thread, when the tool is gone:
     /// removed or replaced (and no turn uses it any more), or its agent freed, and every reply
     /// handed to `execute` answered. Not called when `agentao_agent_add_tool` fails: `userdata`
     /// then stays the host's.
     pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
     /// Required.
-    pub execute: agentao_tool_execute_fn,
+    pub(crate) execute: agentao_tool_execute_fn,
 }
 
 /// A tool's userdata. Its finalizer is armed only once the tool is registered, so a refused
@@ -214,8 +214,7 @@ pub unsafe extern "C" fn agentao_agent_add_tool(
     replace: bool,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let (tool, data) = read_desc(desc)?;
         agent.add_tool(Arc::new(tool), replace)?;
         data.armed.store(true, Ordering::Release);
@@ -240,8 +239,7 @@ pub unsafe extern "C" fn agentao_agent_remove_tool(
     if !removed_out.is_null() {
         *removed_out = false;
     }
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         let removed = agent.remove_tool(str_arg(name, "name")?)?;
         if !removed_out.is_null() {
             *removed_out = removed;

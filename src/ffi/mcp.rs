@@ -18,8 +18,8 @@ use crate::mcp::McpRegistry;
 #[repr(C)]
 pub struct agentao_mcp_registry {
     /// `sizeof(agentao_mcp_registry)`; a smaller value means the slots past it are NULL.
-    pub struct_size: u32,
-    pub userdata: *mut c_void,
+    pub(crate) struct_size: u32,
+    pub(crate) userdata: *mut c_void,
     /// Called exactly once with `userdata` when the library lets go of the registry (the agent
     /// is freed, or another registry replaces it), and when the set call fails on a NULL agent.
     pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
@@ -31,7 +31,7 @@ pub struct agentao_mcp_registry {
     pub list_servers: Option<unsafe extern "C" fn(userdata: *mut c_void) -> *const c_char>,
     /// Optional: called once with each non-NULL string `list_servers` returned, after the
     /// library copied it, so the host can free it.
-    pub release_servers:
+    pub(crate) release_servers:
         Option<unsafe extern "C" fn(userdata: *mut c_void, servers_json: *const c_char)>,
 }
 

@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::agent::{agent_ref, agentao_agent};
+use super::agent::{agentao_agent, with_agent};
 use super::host_data::HostData;
 use super::{
     agentao_error, agentao_status, guard, in_callback, opt_str_arg, str_arg, to_cstring, Fail,
@@ -33,14 +33,14 @@ pub struct agentao_memory_answer {
 #[repr(C)]
 pub struct agentao_memory_store {
     /// `sizeof(agentao_memory_store)`; a smaller value means the slots past it are NULL.
-    pub struct_size: u32,
-    pub userdata: *mut c_void,
+    pub(crate) struct_size: u32,
+    pub(crate) userdata: *mut c_void,
     /// Optional; called exactly once with `userdata` when the agent lets the store go
     /// (replaced, or the agent freed). Not called when `agentao_agent_set_memory_store` fails.
     pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
     /// Required. Insert `record_json`, or replace the live record with the same `scope` and
     /// `key_normalized`. Answer nothing (success) or fail.
-    pub upsert: Option<
+    pub(crate) upsert: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             record_json: *const c_char,
@@ -49,7 +49,7 @@ pub struct agentao_memory_store {
     >,
     /// Required. The live records of `scope` (`"user"`, `"project"`, or NULL for both) as a
     /// JSON array, most recently updated first.
-    pub list: Option<
+    pub(crate) list: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             scope: *const c_char,
@@ -57,7 +57,7 @@ pub struct agentao_memory_store {
         ),
     >,
     /// Optional. The live record with this `scope` and `key`, or `null`. NULL: found in `list`.
-    pub get: Option<
+    pub(crate) get: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             scope: *const c_char,
@@ -67,7 +67,7 @@ pub struct agentao_memory_store {
     >,
     /// Optional. The live records (of `scope`, NULL for both) relevant to `query`, as a JSON
     /// array. NULL: the records of `list` that share a word with the query.
-    pub search: Option<
+    pub(crate) search: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             query: *const c_char,
@@ -237,8 +237,7 @@ pub unsafe extern "C" fn agentao_agent_set_memory_store(
     store: *const agentao_memory_store,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let agent = agent_ref(agent)?;
+    with_agent(agent, err_out, |agent| {
         if store.is_null() {
             agent.set_memory_store(Arc::new(InMemoryStore::default()))?;
             return Ok(());

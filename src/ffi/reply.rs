@@ -26,7 +26,7 @@ pub struct agentao_reply {
 
 /// The answers to `confirm_tool` (passed to `agentao_reply_confirm` as an `int32_t`).
 #[repr(i32)]
-pub enum agentao_confirmation {
+pub(crate) enum agentao_confirmation {
     /// Approve the call.
     Allow = 0,
     /// Decline it: the model is told it was not approved.

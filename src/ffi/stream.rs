@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::agent::{agent_ref, agentao_agent, turn_options, turn_status};
+use super::agent::{agentao_agent, turn_ended_ok, turn_options, with_agent_out};
 use super::cancel::agentao_cancel_token;
 use super::handle::BoxCastable;
 use super::{
@@ -49,41 +49,41 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
     stream_out: *mut *mut agentao_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_required_out(stream_out, "stream_out", err_out, |stream_out| {
-        let agent = agent_ref(agent)?;
-        let message = str_arg(message, "message")?.to_owned();
-        if !agent.transport().supports_subscribe() {
-            return Err(AgentError::NoSubscribe.into());
-        }
-        let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
-        let (end_tx, end_rx) = oneshot::channel();
-        // The completion only sends on a oneshot: it runs on the worker (no extra hop).
-        let token = agent.start_turn_handoff(
-            message,
-            turn_options(max_iterations, cancel),
-            DeltaSink::Queue(tx),
-            move |result| {
-                let (status, msg, outcome) = turn_status(&result);
-                let item = match (status, outcome) {
-                    (agentao_status::Ok, Some(o)) => Ok(o.to_json()),
-                    (s, _) => Err(Fail(s, msg.unwrap_or_default())),
-                };
-                let _ = end_tx.send(item);
-            },
-        )?;
-        stream_out.write(|| {
-            agentao_stream {
-                state: Mutex::new(TurnStreamState {
-                    deltas: rx,
-                    end: Some(end_rx),
-                    finished: false,
-                }),
-                token,
+    with_agent_out(
+        agent,
+        stream_out,
+        "stream_out",
+        err_out,
+        |agent, stream_out| {
+            let message = str_arg(message, "message")?.to_owned();
+            if !agent.transport().supports_subscribe() {
+                return Err(AgentError::NoSubscribe.into());
             }
-            .into_raw()
-        });
-        Ok(())
-    })
+            let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
+            let (end_tx, end_rx) = oneshot::channel();
+            // The completion only sends on a oneshot: it runs on the worker (no extra hop).
+            let token = agent.start_turn_handoff(
+                message,
+                turn_options(max_iterations, cancel),
+                DeltaSink::Queue(tx),
+                move |result| {
+                    let _ = end_tx.send(turn_ended_ok(&result).map(|o| o.to_json()));
+                },
+            )?;
+            stream_out.write(|| {
+                agentao_stream {
+                    state: Mutex::new(TurnStreamState {
+                        deltas: rx,
+                        end: Some(end_rx),
+                        finished: false,
+                    }),
+                    token,
+                }
+                .into_raw()
+            });
+            Ok(())
+        },
+    )
 }
 
 fn timeout_of(ms: u32) -> Duration {
@@ -191,23 +191,28 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
     stream_out: *mut *mut agentao_host_event_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_required_out(stream_out, "stream_out", err_out, |stream_out| {
-        let agent = agent_ref(agent)?;
-        let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
-        let (id, rx) = agent
-            .host_events()
-            .open_stream(filter)
-            .map_err(|e| Fail(agentao_status::StreamSubscribe, e.to_string()))?;
-        stream_out.write(|| {
-            agentao_host_event_stream {
-                rx: Mutex::new(rx),
-                agent: agent.clone(),
-                id,
-            }
-            .into_raw()
-        });
-        Ok(())
-    })
+    with_agent_out(
+        agent,
+        stream_out,
+        "stream_out",
+        err_out,
+        |agent, stream_out| {
+            let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
+            let (id, rx) = agent
+                .host_events()
+                .open_stream(filter)
+                .map_err(|e| Fail(agentao_status::StreamSubscribe, e.to_string()))?;
+            stream_out.write(|| {
+                agentao_host_event_stream {
+                    rx: Mutex::new(rx),
+                    agent: agent.clone(),
+                    id,
+                }
+                .into_raw()
+            });
+            Ok(())
+        },
+    )
 }
 
 /// Waits up to `timeout_ms` for the next host event and writes its JSON to `*event_json_out`

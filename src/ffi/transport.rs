@@ -16,7 +16,7 @@ use crate::events::transport::{
 
 /// A listener a transport's `subscribe` receives: call it with each event's JSON (borrowed
 /// for the call) and `listener_userdata`.
-pub type agentao_listener_fn =
+pub(crate) type agentao_listener_fn =
     Option<unsafe extern "C" fn(listener_userdata: *mut c_void, event_json: *const c_char)>;
 
 /// The host transport: how the agent talks to its host (spec §1 of the reference). Copied by
@@ -38,8 +38,8 @@ pub type agentao_listener_fn =
 #[derive(Clone, Copy)]
 pub struct agentao_transport {
     /// `sizeof(agentao_transport)`; a smaller value means the slots past it are NULL.
-    pub struct_size: u32,
-    pub userdata: *mut c_void,
+    pub(crate) struct_size: u32,
+    pub(crate) userdata: *mut c_void,
     /// Called exactly once with `userdata`, when the agent, every turn and every pending
     /// request are gone: a reply the host still holds keeps it waiting, even after
     /// `agentao_agent_free` (it then runs inside the `agentao_reply_*` that answers the last
@@ -49,7 +49,7 @@ pub struct agentao_transport {
     pub emit: Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>,
     /// Approve a tool call: answer with `agentao_reply_confirm` (allow / deny /
     /// deny-unavailable) or `agentao_reply_fail` (ends the turn with status error).
-    pub confirm_tool: Option<
+    pub(crate) confirm_tool: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             tool_name: *const c_char,
@@ -62,7 +62,7 @@ pub struct agentao_transport {
     /// Answer a question from the model: `agentao_reply_text`, or `agentao_reply_fail` (the
     /// tool reports an error; the turn goes on). `hints_json` is
     /// `{"header": str|null, "options": [str]|null, "multiple": bool, "allow_custom": bool}`.
-    pub ask_user: Option<
+    pub(crate) ask_user: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             question: *const c_char,
@@ -74,7 +74,7 @@ pub struct agentao_transport {
     /// tool calls, `[{"name": str, "args": str}]`. Answer with `agentao_reply_json`:
     /// `{"action": "stop"}`, `{"action": "continue"}` (a whole new budget) or
     /// `{"action": "new_instruction", "message": "..."}`; an unknown or missing action stops.
-    pub on_max_iterations: Option<
+    pub(crate) on_max_iterations: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             count: u32,
@@ -88,7 +88,7 @@ pub struct agentao_transport {
     /// not call it today. `agentao_broadcaster_subscribe` fits this slot (a host that wants the
     /// broadcaster to release `listener_userdata` calls `agentao_broadcaster_subscribe_with_free`
     /// from its own `subscribe` instead).
-    pub subscribe: Option<
+    pub(crate) subscribe: Option<
         unsafe extern "C" fn(
             userdata: *mut c_void,
             listener: agentao_listener_fn,

@@ -17,13 +17,13 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub cache_read_tokens: u64,
-    pub cache_creation_tokens: u64,
-    pub reasoning_tokens: u64,
+    pub(crate) cache_creation_tokens: u64,
+    pub(crate) reasoning_tokens: u64,
 }
 
 impl Usage {
     /// Reads an OpenAI-style `usage` object; anything that is not a non-negative integer is 0.
-    pub fn from_openai(u: &Value) -> Usage {
+    pub(crate) fn from_openai(u: &Value) -> Usage {
         let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
         let cache_read = u
             .get("cache_read_input_tokens")
@@ -52,13 +52,13 @@ pub struct LlmResponse {
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub model: String,
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     pub first_token: Option<Duration>,
     pub first_reasoning: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy)]
-pub enum PieceKind {
+pub(crate) enum PieceKind {
     Text,
     Reasoning,
 }
@@ -73,7 +73,7 @@ struct Slot {
 
 /// Accumulates one attempt's deltas.
 #[derive(Debug, Default)]
-pub struct Assembler {
+pub(crate) struct Assembler {
     content: String,
     reasoning: String,
     slots: Vec<Slot>,
@@ -98,11 +98,11 @@ const SLOT_COST: usize = 64;
 
 impl Assembler {
     /// Bytes of text, reasoning and tool calls received so far in this attempt.
-    pub fn received(&self) -> usize {
+    pub(crate) fn received(&self) -> usize {
         self.received
     }
 
-    pub fn text(&mut self, t: &str) {
+    pub(crate) fn text(&mut self, t: &str) {
         if t.is_empty() {
             return;
         }
@@ -111,7 +111,7 @@ impl Assembler {
         self.pending_text.push_str(t);
     }
 
-    pub fn reasoning(&mut self, t: &str) {
+    pub(crate) fn reasoning(&mut self, t: &str) {
         if t.is_empty() {
             return;
         }
@@ -120,25 +120,25 @@ impl Assembler {
         self.pending_reasoning.push_str(t);
     }
 
-    pub fn finish_reason(&mut self, r: &str) {
+    pub(crate) fn finish_reason(&mut self, r: &str) {
         let r = r.trim();
         if !r.is_empty() {
             self.finish_reason = Some(r.to_owned());
         }
     }
 
-    pub fn usage(&mut self, u: Usage) {
+    pub(crate) fn usage(&mut self, u: Usage) {
         self.usage = Some(u);
     }
 
-    pub fn model(&mut self, m: &str) {
+    pub(crate) fn model(&mut self, m: &str) {
         if self.model.is_empty() && !m.is_empty() {
             self.model = m.to_owned();
         }
     }
 
     /// One tool-call delta.
-    pub fn tool_delta(
+    pub(crate) fn tool_delta(
         &mut self,
         index: Option<u64>,
         id: Option<&str>,

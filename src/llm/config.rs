@@ -13,10 +13,10 @@ use crate::config_field::Section;
 
 pub const DEFAULT_MAX_TOKENS: u32 = 65536;
 /// Default bound on one SSE line, one event's data, and a whole-JSON response body.
-pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 << 20;
+pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 16 << 20;
 /// Bytes of text, reasoning and tool calls allowed per token of `max_tokens` by default (a
 /// token is about 4 bytes; escapes and arguments as objects can make it more).
-pub const RESPONSE_BYTES_PER_TOKEN: usize = 64;
+pub(crate) const RESPONSE_BYTES_PER_TOKEN: usize = 64;
 
 // One per agent, never in a collection: the size difference costs nothing.
 #[allow(clippy::large_enum_variant)]
@@ -27,14 +27,7 @@ pub enum LlmConfig {
     Scripted(Value),
 }
 
-impl LlmConfig {
-    pub fn model(&self) -> &str {
-        match self {
-            LlmConfig::OpenAi(c) => &c.model,
-            LlmConfig::Scripted(s) => s.get("model").and_then(Value::as_str).unwrap_or("scripted"),
-        }
-    }
-}
+impl LlmConfig {}
 
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
@@ -48,11 +41,11 @@ pub struct OpenAiConfig {
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
     /// Optional bound on one LLM call as a whole (every attempt and backoff included).
-    pub call_timeout: Option<Duration>,
+    pub(crate) call_timeout: Option<Duration>,
     /// Bound on one SSE line, one event's data, and a whole-JSON body.
-    pub max_event_bytes: usize,
+    pub(crate) max_event_bytes: usize,
     /// Bound on the text, reasoning and tool calls one response accumulates.
-    pub max_response_bytes: usize,
+    pub(crate) max_response_bytes: usize,
     pub retry: RetryConfig,
 }
 
@@ -77,7 +70,7 @@ impl Default for RetryConfig {
 /// The `llm` section as written; [`LlmSection::resolve`] fills it from the environment.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LlmSection {
+pub(crate) struct LlmSection {
     provider: Option<String>,
     base_url: Option<String>,
     api_key: Option<String>,
@@ -105,7 +98,7 @@ pub trait Env {
     fn var(&self, key: &str) -> Option<String>;
 }
 
-pub struct ProcessEnv;
+pub(crate) struct ProcessEnv;
 
 impl Env for ProcessEnv {
     fn var(&self, key: &str) -> Option<String> {
@@ -116,7 +109,7 @@ impl Env for ProcessEnv {
 impl LlmSection {
     /// The provider's config: values left out for `openai` come from `env`. Errors name the
     /// field (`config field `llm.base_url`: required (or set OPENAI_BASE_URL)`).
-    pub fn resolve(self, env: &dyn Env) -> Result<LlmConfig, String> {
+    pub(crate) fn resolve(self, env: &dyn Env) -> Result<LlmConfig, String> {
         let provider = self.provider.as_deref().unwrap_or("openai");
         match provider {
             "scripted" => {

@@ -24,33 +24,33 @@ pub enum Message {
 /// An assistant message: its text, the calls it asked for, and the reasoning that came with it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AssistantMessage {
-    pub content: String,
+    pub(crate) content: String,
     /// `None`: the message has no `tool_calls` key.
-    pub tool_calls: Option<Vec<HistoryCall>>,
+    pub(crate) tool_calls: Option<Vec<HistoryCall>>,
     /// `None`: no `reasoning_content` key.
-    pub reasoning: Option<String>,
+    pub(crate) reasoning: Option<String>,
 }
 
 /// A tool call as history records it: `{"id", "type": "function", "function": {"name",
 /// "arguments"}}`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HistoryCall {
-    pub id: String,
-    pub name: String,
+pub(crate) struct HistoryCall {
+    pub(crate) id: String,
+    pub(crate) name: String,
     /// The arguments string as sent back to the model.
-    pub arguments: String,
+    pub(crate) arguments: String,
 }
 
 /// The answer to one tool call (a `role: "tool"` message).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolAnswer {
-    pub call_id: String,
-    pub name: String,
-    pub content: String,
+    pub(crate) call_id: String,
+    pub(crate) name: String,
+    pub(crate) content: String,
 }
 
 impl ToolAnswer {
-    pub fn new(
+    pub(crate) fn new(
         call_id: impl Into<String>,
         name: impl Into<String>,
         content: impl Into<String>,
@@ -65,7 +65,7 @@ impl ToolAnswer {
 
 /// A message's role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     System,
     User,
     Assistant,
@@ -76,13 +76,13 @@ pub enum Role {
 
 /// A call of an assistant message as the history repair reads it, whatever the message's
 /// shape.
-pub struct CallView<'a> {
-    pub id: Option<&'a str>,
-    pub name: Option<&'a str>,
+pub(crate) struct CallView<'a> {
+    pub(crate) id: Option<&'a str>,
+    pub(crate) name: Option<&'a str>,
 }
 
 impl Message {
-    pub fn assistant_text(text: impl Into<String>) -> Message {
+    pub(crate) fn assistant_text(text: impl Into<String>) -> Message {
         Message::Assistant(AssistantMessage {
             content: text.into(),
             ..AssistantMessage::default()
@@ -91,14 +91,14 @@ impl Message {
 
     /// A host's message: typed when the typed form serializes to exactly the same bytes,
     /// kept as written otherwise.
-    pub fn from_host(m: Map<String, Value>) -> Message {
+    pub(crate) fn from_host(m: Map<String, Value>) -> Message {
         match typed(&m) {
             Some(t) if serde_json::to_vec(&t).ok() == serde_json::to_vec(&m).ok() => t,
             _ => Message::Host(m),
         }
     }
 
-    pub fn role(&self) -> Role {
+    pub(crate) fn role(&self) -> Role {
         match self {
             Message::System(_) => Role::System,
             Message::User(_) => Role::User,
@@ -115,7 +115,7 @@ impl Message {
     }
 
     /// The content when it is a string.
-    pub fn text(&self) -> Option<&str> {
+    pub(crate) fn text(&self) -> Option<&str> {
         match self {
             Message::System(t) | Message::User(t) => Some(t),
             Message::Assistant(a) => Some(&a.content),
@@ -125,7 +125,7 @@ impl Message {
     }
 
     /// The `tool_call_id` of a tool message.
-    pub fn tool_call_id(&self) -> Option<&str> {
+    pub(crate) fn tool_call_id(&self) -> Option<&str> {
         match self {
             Message::Tool(t) => Some(&t.call_id),
             Message::Host(m) if self.role() == Role::Tool => {
@@ -136,7 +136,7 @@ impl Message {
     }
 
     /// The calls of an assistant message (`None`: it has no `tool_calls` list).
-    pub fn calls(&self) -> Option<Vec<CallView<'_>>> {
+    pub(crate) fn calls(&self) -> Option<Vec<CallView<'_>>> {
         match self {
             Message::Assistant(a) => a.tool_calls.as_ref().map(|calls| {
                 calls
@@ -163,7 +163,8 @@ impl Message {
     }
 
     /// The message in the wire shape, appended to `out`.
-    pub fn write_wire(&self, out: &mut Vec<u8>) {
+    #[cfg(test)]
+    pub(crate) fn write_wire(&self, out: &mut Vec<u8>) {
         serde_json::to_writer(out, self).expect("messages serialize into a Vec");
     }
 }

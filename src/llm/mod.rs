@@ -6,14 +6,14 @@
 //! allocates nothing here. Where a delta is parsed: [`openai`] (wire chunks) and [`assembly`]
 //! (accumulation of text, reasoning and tool-call slots).
 
-pub mod assembly;
-pub mod config;
-pub mod fingerprint;
-pub mod message;
+pub(crate) mod assembly;
+pub(crate) mod config;
+pub(crate) mod fingerprint;
+pub(crate) mod message;
 pub mod openai;
-pub mod retry;
+pub(crate) mod retry;
 pub mod script;
-pub mod scripted;
+pub(crate) mod scripted;
 pub mod sse;
 pub mod tool_call;
 mod wire_cache;
@@ -31,7 +31,7 @@ pub use assembly::{LlmResponse, Usage};
 use config::{LlmConfig, RetryConfig};
 use fingerprint::SharedMemo;
 pub use message::Message;
-pub use tool_call::{ArgumentsError, ToolCall};
+pub(crate) use tool_call::{ArgumentsError, ToolCall};
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -55,12 +55,12 @@ pub struct LlmError {
     pub message: String,
     pub status: Option<u16>,
     pub retryable: bool,
-    pub retry_after: Option<Duration>,
+    pub(crate) retry_after: Option<Duration>,
     /// Whether text had reached the host before the failure.
     pub streamed: bool,
     /// An error event inside a 200 stream: `status` only classifies it for the retry policy,
     /// and the model-visible text has no `Error code: NNN - ` prefix (as the reference's SDK).
-    pub in_stream: bool,
+    pub(crate) in_stream: bool,
 }
 
 impl fmt::Display for LlmError {
@@ -78,7 +78,7 @@ impl LlmError {
     /// The text the reference puts in `[LLM API error: …]`: its SDK's `str(exc)`, which is the
     /// fixed `Connection error.` for any connection failure (the reason stays in `message`, for
     /// the `llm_call_completed` event and the log) and the bare message for in-stream errors.
-    pub fn reference_text(&self) -> std::borrow::Cow<'_, str> {
+    pub(crate) fn reference_text(&self) -> std::borrow::Cow<'_, str> {
         if self.class == "APIConnectionError" {
             "Connection error.".into()
         } else if self.in_stream {
@@ -89,7 +89,7 @@ impl LlmError {
     }
 
     /// An error the policy does not map to a status: not retried.
-    pub fn api(message: String) -> Self {
+    pub(crate) fn api(message: String) -> Self {
         LlmError {
             class: "APIError",
             message,
@@ -102,12 +102,12 @@ impl LlmError {
     }
 
     /// Marks an error that arrived as an event inside a 200 stream.
-    pub fn in_stream(mut self) -> Self {
+    pub(crate) fn in_stream(mut self) -> Self {
         self.in_stream = true;
         self
     }
 
-    pub fn connection(message: impl Into<String>) -> Self {
+    pub(crate) fn connection(message: impl Into<String>) -> Self {
         LlmError {
             class: "APIConnectionError",
             message: message.into(),
@@ -119,7 +119,7 @@ impl LlmError {
         }
     }
 
-    pub fn timeout() -> Self {
+    pub(crate) fn timeout() -> Self {
         LlmError {
             class: "APITimeoutError",
             message: "Request timed out.".into(),
@@ -132,7 +132,7 @@ impl LlmError {
     }
 
     /// An HTTP error status (or an in-stream error mapped to one), classified per the policy.
-    pub fn status(
+    pub(crate) fn status(
         status: u16,
         message: String,
         code: Option<&str>,
@@ -167,11 +167,11 @@ pub struct ChatRequest<'a> {
 /// Session totals of provider-reported usage (failed attempts included).
 #[derive(Default)]
 pub struct UsageTotals {
-    pub prompt: AtomicU64,
-    pub completion: AtomicU64,
-    pub cache_read: AtomicU64,
-    pub cache_creation: AtomicU64,
-    pub reasoning: AtomicU64,
+    pub(crate) prompt: AtomicU64,
+    pub(crate) completion: AtomicU64,
+    pub(crate) cache_read: AtomicU64,
+    pub(crate) cache_creation: AtomicU64,
+    pub(crate) reasoning: AtomicU64,
 }
 
 impl UsageTotals {
@@ -240,7 +240,7 @@ impl LlmClient {
         })
     }
 
-    pub fn model(&self) -> &str {
+    pub(crate) fn model(&self) -> &str {
         match &self.backend {
             Backend::OpenAi(b) => b.model(),
             Backend::Scripted(b) => b.model(),
@@ -248,27 +248,27 @@ impl LlmClient {
     }
 
     /// `temperature` as sent (`None`: not sent).
-    pub fn temperature(&self) -> Option<f64> {
+    pub(crate) fn temperature(&self) -> Option<f64> {
         match &self.backend {
             Backend::OpenAi(b) => b.temperature(),
             Backend::Scripted(_) => None,
         }
     }
 
-    pub fn max_tokens(&self) -> u32 {
+    pub(crate) fn max_tokens(&self) -> u32 {
         match &self.backend {
             Backend::OpenAi(b) => b.max_tokens(),
             Backend::Scripted(_) => config::DEFAULT_MAX_TOKENS,
         }
     }
 
-    pub fn max_retries(&self) -> u32 {
+    pub(crate) fn max_retries(&self) -> u32 {
         self.retry.max_attempts.saturating_sub(1)
     }
 
     /// `system_prompt_hash` of `llm_call_started` (SHA-256 prefix), computed once per distinct
     /// prompt instead of once per turn.
-    pub fn prompt_digest(&self, system: &str) -> String {
+    pub(crate) fn prompt_digest(&self, system: &str) -> String {
         static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
         DIGESTS
             .get_or(system.as_bytes(), || {
@@ -279,7 +279,7 @@ impl LlmClient {
 
     /// `tools_hash` of `llm_call_started`: the SHA-256 prefix of the JSON list of tool names,
     /// computed once per distinct list.
-    pub fn tools_digest(&self, names: &[&str]) -> String {
+    pub(crate) fn tools_digest(&self, names: &[&str]) -> String {
         static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
         // Names joined by a byte no UTF-8 text holds, so ["ab"] and ["a", "b"] differ.
         let mut key = Vec::with_capacity(names.iter().map(|n| n.len() + 1).sum());
@@ -538,7 +538,7 @@ impl LlmCall<'_> {
     }
 
     /// Milliseconds since the call started (all attempts).
-    pub fn elapsed_ms(&self) -> f64 {
+    pub(crate) fn elapsed_ms(&self) -> f64 {
         (self.started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
     }
 
@@ -548,7 +548,7 @@ impl LlmCall<'_> {
     }
 
     /// The attempt's provider-reported usage, when any.
-    pub fn usage(&self) -> Option<&Usage> {
+    pub(crate) fn usage(&self) -> Option<&Usage> {
         self.asm.usage.as_ref()
     }
 

@@ -41,7 +41,7 @@ fn agent_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
-pub struct OpenAiBackend {
+pub(crate) struct OpenAiBackend {
     http: reqwest::Client,
     headers: HeaderMap,
     url: Endpoint,
@@ -117,7 +117,7 @@ fn raw_json<T: serde::Serialize + ?Sized>(v: &T) -> Box<RawValue> {
 }
 
 impl OpenAiBackend {
-    pub fn new(c: &OpenAiConfig) -> Result<Self, String> {
+    pub(crate) fn new(c: &OpenAiConfig) -> Result<Self, String> {
         let mut headers = HeaderMap::new();
         let auth = HeaderValue::from_str(&format!("Bearer {}", c.api_key))
             .map_err(|_| "config field `llm.api_key`: not a valid header value".to_owned())?;
@@ -176,20 +176,20 @@ impl OpenAiBackend {
         json
     }
 
-    pub fn model(&self) -> &str {
+    pub(crate) fn model(&self) -> &str {
         &self.model
     }
 
-    pub fn temperature(&self) -> Option<f64> {
+    pub(crate) fn temperature(&self) -> Option<f64> {
         self.temperature
     }
 
-    pub fn max_tokens(&self) -> u32 {
+    pub(crate) fn max_tokens(&self) -> u32 {
         self.max_tokens
     }
 
     /// The request body, in the reference's key order; `extra_body` keys win.
-    pub fn render_body(&self, req: &ChatRequest<'_>) -> Bytes {
+    pub(crate) fn render_body(&self, req: &ChatRequest<'_>) -> Bytes {
         let mut out = Vec::with_capacity(self.body_size_hint.load(Ordering::Relaxed));
         let mut ser = serde_json::Serializer::new(&mut out);
         let extra = &self.extra_body;
@@ -257,7 +257,7 @@ impl OpenAiBackend {
     /// The one-shot request repairs of spec §4.6: a server that rejects `max_tokens` in favour
     /// of `max_completion_tokens`, or rejects `temperature`, gets the body fixed once (and every
     /// later request of this client). Returns the repaired body, or `None` when no repair fits.
-    pub fn repair(&self, e: &LlmError, body: &Bytes) -> Option<Bytes> {
+    pub(crate) fn repair(&self, e: &LlmError, body: &Bytes) -> Option<Bytes> {
         if !matches!(e.status, Some(400) | Some(422)) {
             return None;
         }
@@ -299,7 +299,7 @@ impl OpenAiBackend {
     /// The streaming-unsupported fallback of spec §4.6: a server whose refusal says it cannot
     /// stream gets this one request again without `stream` (its JSON answer is decoded as one
     /// chunk). Not latched: the body of the next call streams again.
-    pub fn without_stream(&self, e: &LlmError, body: &Bytes) -> Option<Bytes> {
+    pub(crate) fn without_stream(&self, e: &LlmError, body: &Bytes) -> Option<Bytes> {
         const PHRASES: [&str; 5] = [
             "does not support streaming",
             "streaming is not supported",
@@ -321,7 +321,7 @@ impl OpenAiBackend {
     }
 
     /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
-    pub async fn open(&self, body: Bytes) -> Result<OpenAiStream, LlmError> {
+    pub(crate) async fn open(&self, body: Bytes) -> Result<OpenAiStream, LlmError> {
         let post = match &self.url {
             Endpoint::Parsed(u) => self.http.post(u.clone()),
             Endpoint::Unparsed(u) => self.http.post(u),
@@ -439,7 +439,7 @@ fn in_stream_error(e: &Value) -> LlmError {
 }
 
 /// The body of one attempt, read event by event.
-pub struct OpenAiStream {
+pub(crate) struct OpenAiStream {
     /// The server answered with one JSON document instead of a stream (a non-streaming
     /// completion, or an error object with status 200): decoded as one chunk.
     whole_json: bool,
@@ -501,7 +501,7 @@ impl OpenAiStream {
 
     /// The next data event from what is already buffered, without waiting; `None` when the
     /// network must be read.
-    pub fn try_ready(&mut self, asm: &mut Assembler) -> Option<Result<bool, LlmError>> {
+    pub(crate) fn try_ready(&mut self, asm: &mut Assembler) -> Option<Result<bool, LlmError>> {
         if self.whole_json {
             return None;
         }
@@ -519,7 +519,7 @@ impl OpenAiStream {
     }
 
     /// Processes the next data event into `asm`. `Ok(false)`: the stream is over.
-    pub async fn next(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
+    pub(crate) async fn next(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
         if self.whole_json {
             if self.eof {
                 return Ok(false);

@@ -39,17 +39,17 @@ use serde_json::{json, Map, Value};
 pub struct Script {
     pub model: Option<String>,
     pub responses: Vec<ScriptResponse>,
-    pub exhausted: Option<ScriptResponse>,
+    pub(crate) exhausted: Option<ScriptResponse>,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct ScriptResponse {
-    pub reasoning_chunks: Vec<String>,
+    pub(crate) reasoning_chunks: Vec<String>,
     pub text_chunks: Vec<String>,
     pub tool_calls: Vec<ScriptToolCall>,
     /// `None`: no finish reason is sent at all.
     pub finish_reason: Option<String>,
-    pub usage: Option<Value>,
+    pub(crate) usage: Option<Value>,
     pub delay_ms: u64,
     pub fault: Option<Fault>,
 }

@@ -23,7 +23,7 @@ pub struct SseParser {
 impl SseParser {
     /// A parser that refuses a line or an event's data longer than `limit` bytes: once that
     /// happens it consumes nothing more and [`SseParser::overflowed`] is true.
-    pub fn with_limit(limit: usize) -> Self {
+    pub(crate) fn with_limit(limit: usize) -> Self {
         SseParser {
             limit: Some(limit),
             ..Default::default()
@@ -31,7 +31,7 @@ impl SseParser {
     }
 
     /// Whether a line or an event exceeded the limit (the stream cannot go on).
-    pub fn overflowed(&self) -> bool {
+    pub(crate) fn overflowed(&self) -> bool {
         self.overflow
     }
 

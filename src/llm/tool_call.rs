@@ -12,12 +12,12 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments string exactly as received (the identical-call guard compares it).
     pub raw_arguments: String,
-    pub arguments: Result<Map<String, Value>, ArgumentsError>,
+    pub(crate) arguments: Result<Map<String, Value>, ArgumentsError>,
 }
 
 impl ToolCall {
     /// A call as assembled from the stream; its arguments are parsed here, once.
-    pub fn new(id: String, name: String, raw_arguments: String) -> ToolCall {
+    pub(crate) fn new(id: String, name: String, raw_arguments: String) -> ToolCall {
         let arguments = parse_arguments(&raw_arguments);
         ToolCall {
             id,
@@ -29,7 +29,7 @@ impl ToolCall {
 
     /// The arguments as history records them: Python's `json.dumps` layout of the parsed
     /// object, `{}` when they did not parse (as the reference).
-    pub fn canonical_arguments(&self) -> String {
+    pub(crate) fn canonical_arguments(&self) -> String {
         match &self.arguments {
             Ok(m) => crate::pycompat::python_json(&Value::Object(m.clone())),
             Err(_) => "{}".to_owned(),

@@ -22,9 +22,9 @@ use crate::cancel::CancelToken;
 
 /// Bounds on the `tools/list` walk, the reference's: a paginating server is an untrusted peer
 /// driving a loop, so each bound fails the server rather than truncating its catalogue.
-pub const MAX_TOOL_PAGES: usize = 100;
-pub const MAX_TOOLS: usize = 1024;
-pub const MAX_CURSOR_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_TOOL_PAGES: usize = 100;
+pub(crate) const MAX_TOOLS: usize = 1024;
+pub(crate) const MAX_CURSOR_BYTES: usize = 64 * 1024;
 /// What is kept of a stdio server's stderr (for the status JSON and failure messages).
 const STDERR_TAIL_LINES: usize = 40;
 const STDERR_LINE_CHARS: usize = 400;
@@ -33,7 +33,7 @@ const STDERR_LINE_CHARS: usize = 400;
 /// servers' stdin, and a write to one that died raises SIGPIPE, whose default action kills a C
 /// host (Rust programs ignore it; C programs do not). Blocked, the write fails with EPIPE and
 /// the connection reports the server gone.
-pub fn block_sigpipe() {
+pub(crate) fn block_sigpipe() {
     let mut set = nix::sys::signal::SigSet::empty();
     set.add(nix::sys::signal::Signal::SIGPIPE);
     let _ = nix::sys::signal::pthread_sigmask(
@@ -45,12 +45,12 @@ pub fn block_sigpipe() {
 
 /// One tool as the server described it.
 #[derive(Debug, Clone)]
-pub struct ToolDef {
-    pub name: String,
-    pub description: Option<String>,
-    pub input_schema: Value,
-    pub read_only_hint: Option<bool>,
-    pub destructive_hint: Option<bool>,
+pub(crate) struct ToolDef {
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
+    pub(crate) input_schema: Value,
+    pub(crate) read_only_hint: Option<bool>,
+    pub(crate) destructive_hint: Option<bool>,
 }
 
 /// Why a call produced no result.
@@ -90,7 +90,7 @@ impl StderrTail {
         }
     }
 
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         self.0
             .lock()
             .map(|q| q.iter().cloned().collect())
@@ -111,13 +111,13 @@ impl Drop for ProcessGroup {
 
 /// A connected server.
 pub struct Connection {
-    pub server: String,
-    pub config: ServerConfig,
-    pub tools: Vec<ToolDef>,
+    pub(crate) server: String,
+    pub(crate) config: ServerConfig,
+    pub(crate) tools: Vec<ToolDef>,
     /// The server declared the `resources` capability.
-    pub resources: bool,
-    pub protocol: Option<String>,
-    pub stderr: Arc<StderrTail>,
+    pub(crate) resources: bool,
+    pub(crate) protocol: Option<String>,
+    pub(crate) stderr: Arc<StderrTail>,
     peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     progress: ProgressRoutes,
@@ -343,11 +343,11 @@ impl Connection {
     }
 
     /// Whether the connection is gone (the transport closed, or a call found it dropped).
-    pub fn is_dead(&self) -> bool {
+    pub(crate) fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire) || self.peer.is_transport_closed()
     }
 
-    pub fn runtime(&self) -> &tokio::runtime::Handle {
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
         &self.handle
     }
 
@@ -371,7 +371,7 @@ impl Connection {
     }
 
     /// `resources/list` (or `resources/templates/list`), one page.
-    pub async fn list_resources(
+    pub(crate) async fn list_resources(
         &self,
         templates: bool,
         cursor: Option<String>,
@@ -394,7 +394,11 @@ impl Connection {
     }
 
     /// `resources/read`.
-    pub async fn read_resource(&self, uri: &str, cancel: &CancelToken) -> Result<Value, CallError> {
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancelToken,
+    ) -> Result<Value, CallError> {
         let request = ClientRequest::ReadResourceRequest(rmcp::model::Request::new(
             ReadResourceRequestParams::new(uri),
         ));

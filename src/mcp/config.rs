@@ -10,11 +10,11 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 /// The reference's default bound on connecting and listing a server's tools.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How the agent reaches one server.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TransportConfig {
+pub(crate) enum TransportConfig {
     /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
     Stdio {
         command: String,
@@ -32,20 +32,20 @@ pub enum TransportConfig {
 /// One server, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
-    pub transport: TransportConfig,
+    pub(crate) transport: TransportConfig,
     /// Bounds spawning (or the first request), `initialize` and the whole `tools/list` walk.
-    pub startup_timeout: Duration,
+    pub(crate) startup_timeout: Duration,
     /// Bounds each tool call and resource request; `None`: unbounded, as in the reference.
-    pub request_timeout: Option<Duration>,
+    pub(crate) request_timeout: Option<Duration>,
     /// Trusted servers' annotations are honoured (spec §8.1); untrusted tools always confirm.
-    pub trust: bool,
+    pub(crate) trust: bool,
     /// `false` hides the server from the generic resource tools.
-    pub resources: bool,
+    pub(crate) resources: bool,
 }
 
 impl ServerConfig {
     /// `stdio` / `http`, as the status JSON reports it.
-    pub fn transport_name(&self) -> &'static str {
+    pub(crate) fn transport_name(&self) -> &'static str {
         match self.transport {
             TransportConfig::Stdio { .. } => "stdio",
             TransportConfig::Http { .. } => "http",
@@ -69,7 +69,7 @@ impl VarSource for ProcessVars {
 
 /// Replaces `$VAR` and `${VAR}`; an unset variable becomes `""` and its name goes to `missing`
 /// (with `empty_is_missing`, a variable set to `""` too).
-pub fn expand_vars(
+pub(crate) fn expand_vars(
     value: &str,
     vars: &dyn VarSource,
     missing: &mut Vec<String>,
@@ -144,7 +144,7 @@ fn positive_secs(v: &Value) -> Option<Duration> {
 }
 
 /// `(startup, request)` from `timeout`; never fails (the reference logs and falls back).
-pub fn resolve_timeouts(raw: Option<&Value>) -> (Duration, Option<Duration>) {
+pub(crate) fn resolve_timeouts(raw: Option<&Value>) -> (Duration, Option<Duration>) {
     match raw {
         None | Some(Value::Null) => (DEFAULT_STARTUP_TIMEOUT, None),
         Some(Value::Object(o)) => (
@@ -331,14 +331,14 @@ pub fn parse_server(
 
 /// Which `mcp.json` files the agent reads (none unless the config names them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ConfigFiles {
-    pub workspace: bool,
-    pub home: bool,
+pub(crate) struct ConfigFiles {
+    pub(crate) workspace: bool,
+    pub(crate) home: bool,
 }
 
 impl ConfigFiles {
     /// `mcp_config_files`: a list of `"workspace"` and `"home"`.
-    pub fn parse(v: Option<&Value>) -> Result<Self, String> {
+    pub(crate) fn parse(v: Option<&Value>) -> Result<Self, String> {
         let mut out = ConfigFiles::default();
         let Some(v) = v.filter(|v| !v.is_null()) else {
             return Ok(out);
@@ -359,7 +359,7 @@ impl ConfigFiles {
 
     /// The `mcpServers` of the files asked for, home first so the workspace's win by name
     /// (the reference's order). A missing file is no error; an unreadable one is.
-    pub fn read(&self, workspace: &Path) -> Result<Map<String, Value>, String> {
+    pub(crate) fn read(&self, workspace: &Path) -> Result<Map<String, Value>, String> {
         let mut out = Map::new();
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let paths = [

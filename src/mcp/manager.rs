@@ -24,14 +24,17 @@ use crate::tools::{Tool, ToolRegistry};
 
 /// Where a server stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerState {
+pub(crate) enum ServerState {
+    // Documented by `agentao_agent_mcp_status` but built nowhere in this crate; whether a
+    // first connect should report it is for the MCP work to decide.
+    #[allow(dead_code)]
     Connecting,
     Connected,
     Error,
 }
 
 impl ServerState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ServerState::Connecting => "connecting",
             ServerState::Connected => "connected",
@@ -42,11 +45,11 @@ impl ServerState {
 
 /// A change a sync made, for the agent to report as an `mcp_server_status` event.
 #[derive(Debug, Clone)]
-pub struct StatusChange {
-    pub server: String,
-    pub state: ServerState,
-    pub tools: usize,
-    pub error: Option<String>,
+pub(crate) struct StatusChange {
+    pub(crate) server: String,
+    pub(crate) state: ServerState,
+    pub(crate) tools: usize,
+    pub(crate) error: Option<String>,
 }
 
 struct Slot {
@@ -79,7 +82,7 @@ struct ToolsCache {
 }
 
 /// The agent's MCP servers.
-pub struct McpManager {
+pub(crate) struct McpManager {
     workspace: PathBuf,
     config_servers: Map<String, Value>,
     files: ConfigFiles,
@@ -99,7 +102,7 @@ pub struct McpManager {
 
 impl McpManager {
     /// Validates the config's servers (a bad one is a config error naming it).
-    pub fn new(
+    pub(crate) fn new(
         workspace: PathBuf,
         config_servers: Map<String, Value>,
         files: ConfigFiles,
@@ -123,7 +126,7 @@ impl McpManager {
     }
 
     /// Whether any server can exist (config, files or a registry): otherwise a sync is a no-op.
-    pub fn has_sources(&self) -> bool {
+    pub(crate) fn has_sources(&self) -> bool {
         !self.config_servers.is_empty()
             || self.files != ConfigFiles::default()
             || self.registry.read().map(|r| r.is_some()).unwrap_or(false)
@@ -131,7 +134,7 @@ impl McpManager {
 
     /// Closes every connection (killing stdio servers with their groups) and stops a sync in
     /// progress; later syncs do nothing. Called when the agent goes.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.cancel("the agent was freed");
         if let Ok(mut state) = self.state.try_lock() {
             state.slots.clear();
@@ -141,7 +144,7 @@ impl McpManager {
         }
     }
 
-    pub fn set_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
+    pub(crate) fn set_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
         if let Ok(mut r) = self.registry.write() {
             *r = registry;
         }
@@ -186,7 +189,7 @@ impl McpManager {
     /// `asked` is when the caller wanted fresh servers: a failure that ended after it (another
     /// sync the caller waited for) is not retried. `report` sees each change while the sync
     /// still holds its lock, so reports of two syncs never interleave.
-    pub async fn sync(&self, asked: Instant, report: &(dyn Fn(&StatusChange) + Sync)) {
+    pub(crate) async fn sync(&self, asked: Instant, report: &(dyn Fn(&StatusChange) + Sync)) {
         if !self.has_sources() || self.closed.is_cancelled() {
             return;
         }
@@ -347,7 +350,7 @@ impl McpManager {
 
     /// `{"servers": [{name, status, transport, protocol, tools, resources, resources_enabled,
     /// trusted, error, stderr}], "registry_error"?}`.
-    pub fn status_json(&self) -> String {
+    pub(crate) fn status_json(&self) -> String {
         let Ok(guard) = self.status.lock() else {
             return json!({"servers": []}).to_string();
         };
@@ -376,7 +379,7 @@ impl McpManager {
 
     /// `base` plus every live server's tools (and the resource tools the selection keeps when
     /// a server offers resources). Built once per generation of connections and base.
-    pub async fn tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+    pub(crate) async fn tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
         let state = self.state.lock().await;
         if let Ok(c) = self.cache.lock() {
             if let Some(c) = c.as_ref() {

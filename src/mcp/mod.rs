@@ -13,15 +13,15 @@
 
 pub mod client;
 pub mod config;
-pub mod manager;
-pub mod naming;
+pub(crate) mod manager;
+pub(crate) mod naming;
 mod progress;
-pub mod registry;
+pub(crate) mod registry;
 pub mod render;
-pub mod resource_tools;
-pub mod tool;
+pub(crate) mod resource_tools;
+pub(crate) mod tool;
 
-pub use config::ConfigFiles;
-pub use manager::{McpManager, ServerState, StatusChange};
-pub use registry::McpRegistry;
-pub use resource_tools::ResourceToolSelection;
+pub(crate) use config::ConfigFiles;
+pub(crate) use manager::{McpManager, StatusChange};
+pub(crate) use registry::McpRegistry;
+pub(crate) use resource_tools::ResourceToolSelection;

@@ -11,11 +11,11 @@ use base64::Engine;
 use serde_json::Value;
 
 /// Every blob is checked against this before it is decoded.
-pub const MAX_BLOB_BYTES: usize = 10 * 1024 * 1024;
+pub(crate) const MAX_BLOB_BYTES: usize = 10 * 1024 * 1024;
 const SAVED_RESOURCE_PREFIX: &str = "mcp-resource_";
 
 /// The decoded length of a base64 string, without decoding it.
-pub fn decoded_size(b64: &str) -> usize {
+pub(crate) fn decoded_size(b64: &str) -> usize {
     let padding = if b64.ends_with("==") {
         2
     } else if b64.ends_with('=') {
@@ -26,7 +26,7 @@ pub fn decoded_size(b64: &str) -> usize {
     (b64.len() * 3 / 4).saturating_sub(padding)
 }
 
-pub fn format_size(size: usize) -> String {
+pub(crate) fn format_size(size: usize) -> String {
     match size {
         1 => "1 byte".into(),
         s if s < 1024 => format!("{s} bytes"),
@@ -105,7 +105,12 @@ fn save_binary(dir: &Path, data: &[u8], uri: &str, mime: Option<&str>) -> std::i
 }
 
 /// A blob as text: size-checked first, then decoded as text or saved under `save_dir`.
-pub fn render_blob(uri: &str, mime: Option<&str>, b64: &str, save_dir: Option<&Path>) -> String {
+pub(crate) fn render_blob(
+    uri: &str,
+    mime: Option<&str>,
+    b64: &str,
+    save_dir: Option<&Path>,
+) -> String {
     let shown = mime.unwrap_or("application/octet-stream");
     let size = decoded_size(b64);
     if size > MAX_BLOB_BYTES {
@@ -229,7 +234,7 @@ pub fn render_call_result(
 }
 
 /// A `resources/read` result as `read_mcp_resource` returns it.
-pub fn render_read(uri: &str, result: &Value, save_dir: Option<&Path>) -> String {
+pub(crate) fn render_read(uri: &str, result: &Value, save_dir: Option<&Path>) -> String {
     let empty = Vec::new();
     let contents = result
         .get("contents")

@@ -161,10 +161,6 @@ impl Tool for ListResources {
         crate::tools::ToolOrigin::Mcp
     }
 
-    fn requires_confirmation(&self) -> bool {
-        false
-    }
-
     fn execute(
         &self,
         args: &Map<String, Value>,
@@ -284,10 +280,6 @@ impl Tool for ReadResource {
 
     fn origin(&self) -> crate::tools::ToolOrigin {
         crate::tools::ToolOrigin::Mcp
-    }
-
-    fn requires_confirmation(&self) -> bool {
-        false
     }
 
     fn execute(

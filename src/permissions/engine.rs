@@ -141,7 +141,7 @@ impl PermissionEngine {
 
     /// Loads a user permissions file (UTF-8, BOM accepted; keys `rules` and `shell`), appends
     /// its rules and records `user:<absolute path>`.
-    pub fn load_file(&mut self, path: &Path) -> Result<(), String> {
+    pub(crate) fn load_file(&mut self, path: &Path) -> Result<(), String> {
         let shown = path.display().to_string();
         let err = |m: String| format!("permissions file '{shown}': {m}");
         // Only a regular file, read with a bound: a FIFO would block agent creation forever and
@@ -194,7 +194,7 @@ impl PermissionEngine {
     /// to a listed host is allowed, any other fetch is asked. The two rules are evaluated after
     /// the user rules and before the preset (in `plan` and `full-access`, before the preset,
     /// which those modes evaluate first), and appear there in the snapshot.
-    pub fn set_web_fetch_domains(&mut self, hosts: &[String]) -> Result<(), String> {
+    pub(crate) fn set_web_fetch_domains(&mut self, hosts: &[String]) -> Result<(), String> {
         let allow = Rule::parse(&serde_json::json!({
             "tool": "web_fetch", "domain": {"allowlist": hosts}, "action": "allow"
         }))?;
@@ -208,7 +208,7 @@ impl PermissionEngine {
     /// Mirrors `tools.allow_reads_outside_workspace` (default false): when reads outside the
     /// workspace are refused, a read-only shell command the preset would allow is asked when
     /// one of its path operands resolves outside (see `shell_reads`).
-    pub fn set_outside_reads_allowed(&mut self, allowed: bool) {
+    pub(crate) fn set_outside_reads_allowed(&mut self, allowed: bool) {
         self.outside_reads = allowed;
     }
 
@@ -229,7 +229,7 @@ impl PermissionEngine {
     }
 
     /// Whether the hardline floor is on (config `hardline`, default true).
-    pub fn hardline_enabled(&self) -> bool {
+    pub(crate) fn hardline_enabled(&self) -> bool {
         self.hardline
     }
 

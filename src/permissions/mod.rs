@@ -5,14 +5,14 @@
 //! the confirmation fallback. Without an engine only the gate and the fallback apply, and the
 //! snapshot reports `default:no-engine`.
 
-pub mod config;
-pub mod engine;
+pub(crate) mod config;
+pub(crate) mod engine;
 pub mod hardline;
 pub mod path_policy;
-pub mod preflight;
-pub mod presets;
+pub(crate) mod preflight;
+pub(crate) mod presets;
 pub mod rules;
-pub mod shell_reads;
+pub(crate) mod shell_reads;
 pub mod url_policy;
 
 use serde::Serialize;
@@ -71,7 +71,7 @@ impl Verdict {
 
 /// Why a call was denied; it picks the text the model reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DenyKind {
+pub(crate) enum DenyKind {
     ReadOnly,
     Rules,
 }
@@ -79,7 +79,7 @@ pub enum DenyKind {
 #[derive(Debug, Clone)]
 pub struct Decision {
     pub verdict: Verdict,
-    pub deny_kind: Option<DenyKind>,
+    pub(crate) deny_kind: Option<DenyKind>,
     /// The matched rule as it stands in the rules (projected for host events later).
     pub matched_rule: Option<Value>,
     pub reason: String,

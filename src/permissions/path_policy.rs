@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 /// The reference's refusal text (without the `Error: ` prefix the tools add).
-pub fn refusal(raw: &str, resolved: &Path, root: &Path) -> String {
+pub(crate) fn refusal(raw: &str, resolved: &Path, root: &Path) -> String {
     format!(
         "PathPolicy: refused '{raw}' — resolves to '{}', outside project_root '{}'",
         resolved.display(),
@@ -22,7 +22,7 @@ pub fn refusal(raw: &str, resolved: &Path, root: &Path) -> String {
 }
 
 /// `~` expanded, absolute kept, relative joined to `root` (no resolution).
-pub fn join_to_root(root: &Path, raw: &str) -> PathBuf {
+pub(crate) fn join_to_root(root: &Path, raw: &str) -> PathBuf {
     let expanded = if raw == "~" || raw.starts_with("~/") {
         match std::env::var_os("HOME") {
             Some(home) => {
@@ -68,7 +68,7 @@ fn push_components(pending: &mut Vec<Step>, path: &Path) {
 /// again while its own target is being resolved): a fixed budget of links would leave the rest
 /// of a long but legitimate chain (`up/ws/up/ws/…` with `up -> ..`) unresolved, and the kernel,
 /// which starts a fresh budget on the returned path, would follow it out of the workspace.
-pub fn resolve(path: &Path) -> PathBuf {
+pub(crate) fn resolve(path: &Path) -> PathBuf {
     let mut pending: Vec<Step> = Vec::new();
     push_components(&mut pending, path);
     let mut out = PathBuf::from("/");

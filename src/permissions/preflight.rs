@@ -10,7 +10,7 @@ use crate::events::host::project_rule;
 /// The step of the pipeline that settled a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum DecisionSource {
+pub(crate) enum DecisionSource {
     /// The read-only gate (spec §3.1 step 1).
     ReadOnlyGate,
     /// The hardline floor.
@@ -27,19 +27,19 @@ pub enum DecisionSource {
 
 /// One preflight answer, as the C API hands it out.
 #[derive(Debug, Clone, Serialize)]
-pub struct Preflight {
+pub(crate) struct Preflight {
     /// `allow`, `deny` or `prompt` (the PermissionDecisionEvent's words).
-    pub outcome: &'static str,
-    pub reason: String,
+    pub(crate) outcome: &'static str,
+    pub(crate) reason: String,
     /// The rule that decided, projected as in the host event; `null` when none did.
-    pub matched_rule: Option<Value>,
-    pub source: DecisionSource,
+    pub(crate) matched_rule: Option<Value>,
+    pub(crate) source: DecisionSource,
     /// The permission mode the answer was computed in.
-    pub mode: &'static str,
+    pub(crate) mode: &'static str,
     /// The floor's description when it refuses this command: while planning (`outcome` is
     /// `deny`) or, without an engine, when the command is launched after the prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hardline: Option<String>,
+    pub(crate) hardline: Option<String>,
 }
 
 fn source_of(d: &Decision) -> DecisionSource {
@@ -62,7 +62,7 @@ fn source_of(d: &Decision) -> DecisionSource {
 }
 
 /// Decides one call exactly as the turn's planner would.
-pub fn preflight(
+pub(crate) fn preflight(
     engine: Option<&PermissionEngine>,
     read_only_flag: bool,
     tool: ToolFacts<'_>,

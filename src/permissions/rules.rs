@@ -16,7 +16,7 @@ use crate::pycompat::python_str;
 
 /// What a rule does when it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     Allow,
     Deny,
     Ask,

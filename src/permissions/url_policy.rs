@@ -11,8 +11,8 @@ use url::{Host, Url};
 
 use crate::pycompat::py_repr;
 
-pub const MAX_REDIRECTS: usize = 20;
-pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const MAX_REDIRECTS: usize = 20;
+pub(crate) const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 const LOCAL_HOSTNAMES: &[&str] = &[
     "localhost",
@@ -108,7 +108,7 @@ fn in_any(addr: IpAddr, networks: &[IpNet]) -> bool {
 }
 
 /// Parses allow-list tokens: CIDRs or bare IPs (a bare IP is a /32 or /128).
-pub fn parse_allow_list<'a>(
+pub(crate) fn parse_allow_list<'a>(
     tokens: impl IntoIterator<Item = &'a str>,
 ) -> Result<Vec<IpNet>, String> {
     let mut out = Vec::new();
@@ -131,7 +131,7 @@ pub fn parse_allow_list<'a>(
 
 /// `AGENTAO_WEB_FETCH_ALLOW_CIDRS` (commas or whitespace between tokens); invalid tokens are
 /// skipped as the reference does.
-pub fn allow_list_from_env() -> Vec<IpNet> {
+pub(crate) fn allow_list_from_env() -> Vec<IpNet> {
     let raw = std::env::var("AGENTAO_WEB_FETCH_ALLOW_CIDRS").unwrap_or_default();
     raw.split(|c: char| c == ',' || c.is_whitespace())
         .filter_map(|t| parse_allow_list([t]).ok())

@@ -3,7 +3,7 @@
 use super::definition::SubagentDefinition;
 
 /// `codebase-investigator` and `generalist`, as the reference ships them (budget 100 turns).
-pub fn builtin_definitions() -> Vec<SubagentDefinition> {
+pub(crate) fn builtin_definitions() -> Vec<SubagentDefinition> {
     vec![
         SubagentDefinition {
             name: "codebase-investigator".into(),

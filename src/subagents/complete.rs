@@ -6,9 +6,9 @@ use serde_json::{json, Map, Value};
 
 use crate::tools::{required_str, Tool, ToolContext, ToolError};
 
-pub const COMPLETE_TASK: &str = "complete_task";
+pub(crate) const COMPLETE_TASK: &str = "complete_task";
 
-pub struct CompleteTask;
+pub(crate) struct CompleteTask;
 
 impl Tool for CompleteTask {
     fn name(&self) -> &str {

@@ -2,7 +2,7 @@
 //! yields: built-ins, then the markdown directory, then the inline list (a later definition
 //! replaces an earlier one of the same name, as the reference's loader does).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -14,13 +14,13 @@ use super::markdown;
 /// `subagents.background`: what the background engineer's store does with it (spec §6.5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BackgroundConfig {
+pub(crate) struct BackgroundConfig {
     /// Offers `run_in_background` on every spawn tool.
     #[serde(default)]
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// Writes the store to `<workspace>/.agentao/background_tasks.json`.
     #[serde(default)]
-    pub persist: bool,
+    pub(crate) persist: bool,
 }
 
 #[derive(Deserialize)]
@@ -39,21 +39,19 @@ struct RawSection {
 
 /// The validated section.
 #[derive(Debug, Clone, Default)]
-pub struct SubagentsConfig {
+pub(crate) struct SubagentsConfig {
     /// Every definition the agent starts with, in order, names unique.
-    pub definitions: Vec<SubagentDefinition>,
+    pub(crate) definitions: Vec<SubagentDefinition>,
     /// Republish a child's own host events on the parent's stream (under the child's session).
-    pub relay_events: bool,
-    pub background: BackgroundConfig,
-    /// The markdown directory read (absolute), if the config named one.
-    pub directory: Option<PathBuf>,
+    pub(crate) relay_events: bool,
+    pub(crate) background: BackgroundConfig,
 }
 
 impl SubagentsConfig {
     /// Reads the raw section (`None`: no sub-agents). A relative `directory` is resolved against
     /// the workspace; an unreadable directory is an error, a file in it that does not parse is
     /// skipped (as the reference skips it).
-    pub fn from_value(v: Option<&Value>, workspace: &Path) -> Result<Self, String> {
+    pub(crate) fn from_value(v: Option<&Value>, workspace: &Path) -> Result<Self, String> {
         let Some(v) = v else {
             return Ok(SubagentsConfig::default());
         };
@@ -63,17 +61,13 @@ impl SubagentsConfig {
         if raw.builtin {
             defs.extend(builtin_definitions());
         }
-        let directory = match raw.directory.filter(|d| !d.is_empty()) {
-            Some(d) => {
-                let dir = crate::tools::resolve_path(workspace, &d);
-                defs.extend(
-                    markdown::load_directory(&dir)
-                        .map_err(|e| format!("config field `subagents.directory`: {e}"))?,
-                );
-                Some(dir)
-            }
-            None => None,
-        };
+        if let Some(d) = raw.directory.filter(|d| !d.is_empty()) {
+            let dir = crate::tools::resolve_path(workspace, &d);
+            defs.extend(
+                markdown::load_directory(&dir)
+                    .map_err(|e| format!("config field `subagents.directory`: {e}"))?,
+            );
+        }
         for (i, d) in raw.definitions.iter().enumerate() {
             defs.push(
                 SubagentDefinition::from_value(d)
@@ -88,13 +82,12 @@ impl SubagentsConfig {
             definitions,
             relay_events: raw.relay_events,
             background: raw.background,
-            directory,
         })
     }
 }
 
 /// Adds `d`, replacing a definition of the same name in place.
-pub fn upsert(defs: &mut Vec<SubagentDefinition>, d: SubagentDefinition) {
+pub(crate) fn upsert(defs: &mut Vec<SubagentDefinition>, d: SubagentDefinition) {
     match defs.iter_mut().find(|x| x.name == d.name) {
         Some(slot) => *slot = d,
         None => defs.push(d),

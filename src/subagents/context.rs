@@ -40,7 +40,7 @@ fn content_text(m: &Value) -> String {
 
 /// `[Parent conversation context (last N messages)]\n<one line per message>\n`, or empty when
 /// no message yields a line. `messages` are the parent's last ones, oldest first.
-pub fn parent_context(messages: &[Value]) -> String {
+pub(crate) fn parent_context(messages: &[Value]) -> String {
     let mut lines = Vec::new();
     for m in messages {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("unknown");
@@ -94,7 +94,7 @@ pub fn parent_context(messages: &[Value]) -> String {
 }
 
 /// The child's user message: the context block, then `[Your Task]` and the task.
-pub fn child_message(context: &str, task: &str) -> String {
+pub(crate) fn child_message(context: &str, task: &str) -> String {
     if context.is_empty() {
         task.to_owned()
     } else {

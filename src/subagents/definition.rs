@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// `max_turns` of a definition that does not say (the built-ins say 100).
-pub const DEFAULT_MAX_TURNS: u32 = 15;
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 15;
 
 /// A sub-agent: what the parent model sees (`name`, `description`) and how the child runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +47,7 @@ struct RawDefinition {
 impl SubagentDefinition {
     /// Parses one definition object: `{"name", "description"?, "instructions"?, "tools"?,
     /// "max_turns"?, "model"?, "temperature"?}`. Errors say what is wrong.
-    pub fn from_value(v: &Value) -> Result<Self, String> {
+    pub(crate) fn from_value(v: &Value) -> Result<Self, String> {
         let raw: RawDefinition = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
         let tools = raw.tools.map(|t| match t {
             ToolList::List(l) => l,
@@ -92,12 +92,12 @@ impl SubagentDefinition {
     }
 
     /// `agent_` + the name with `-` replaced by `_` (spec §6.1).
-    pub fn tool_name(&self) -> String {
+    pub(crate) fn tool_name(&self) -> String {
         format!("agent_{}", self.name.replace('-', "_"))
     }
 
     /// The model the child asks for: a `provider/model` definition names the part after `/`.
-    pub fn model_name(&self) -> Option<&str> {
+    pub(crate) fn model_name(&self) -> Option<&str> {
         self.model
             .as_deref()
             .map(|m| m.split_once('/').map_or(m, |(_, name)| name))

@@ -18,7 +18,7 @@ use crate::events::EventWriter;
 /// How a child runs: in the foreground its host is the parent's; in the background nobody is
 /// asked and nothing is shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChildMode {
+pub(crate) enum ChildMode {
     Foreground,
     /// A background task; `parent_task_id` is its id in the store (8 hex digits).
     Background {
@@ -26,7 +26,7 @@ pub enum ChildMode {
     },
 }
 
-pub struct Forwarder {
+pub(crate) struct Forwarder {
     parent: Arc<dyn ParentAgent>,
     name: String,
     max_turns: u32,
@@ -37,7 +37,7 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    pub fn new(
+    pub(crate) fn new(
         parent: Arc<dyn ParentAgent>,
         name: &str,
         max_turns: u32,
@@ -56,7 +56,7 @@ impl Forwarder {
     }
 
     /// Whether the child used its whole budget (its `on_max_iterations` fired).
-    pub fn max_iterations_hit(&self) -> bool {
+    pub(crate) fn max_iterations_hit(&self) -> bool {
         self.max_iterations_hit.load(Ordering::Acquire)
     }
 

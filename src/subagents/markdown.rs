@@ -16,7 +16,7 @@ use super::definition::SubagentDefinition;
 const MAX_FILE_BYTES: u64 = 256 * 1024;
 
 /// Every `*.md` in `dir`, in name order, that parses.
-pub fn load_directory(dir: &Path) -> Result<Vec<SubagentDefinition>, String> {
+pub(crate) fn load_directory(dir: &Path) -> Result<Vec<SubagentDefinition>, String> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| format!("cannot read '{}': {e}", dir.display()))?;
     let mut files: Vec<_> = entries
@@ -37,7 +37,7 @@ pub fn load_directory(dir: &Path) -> Result<Vec<SubagentDefinition>, String> {
 }
 
 /// One file: front matter between `---` lines, then the body (the instructions).
-pub fn parse(text: &str, stem: &str) -> Option<SubagentDefinition> {
+pub(crate) fn parse(text: &str, stem: &str) -> Option<SubagentDefinition> {
     let mut lines = text.lines();
     if lines.next()?.trim_end() != "---" {
         return None;

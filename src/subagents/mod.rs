@@ -17,23 +17,20 @@
 //! implements [`ParentAgent`] and registers the spawn tools of each turn.
 
 pub(crate) mod background;
-pub mod builtin;
-pub mod complete;
-pub mod config;
-pub mod context;
+pub(crate) mod builtin;
+pub(crate) mod complete;
+pub(crate) mod config;
+pub(crate) mod context;
 pub mod definition;
-pub mod forward;
-pub mod markdown;
-pub mod narrow;
-pub mod outcome;
-pub mod parent;
-pub mod run;
-pub mod spawn_tool;
+pub(crate) mod forward;
+pub(crate) mod markdown;
+pub(crate) mod narrow;
+pub(crate) mod outcome;
+pub(crate) mod parent;
+pub(crate) mod run;
+pub(crate) mod spawn_tool;
 
-pub use config::{BackgroundConfig, SubagentsConfig};
+pub(crate) use config::SubagentsConfig;
 pub use definition::SubagentDefinition;
-pub use forward::ChildMode;
-pub use outcome::ChildState;
-pub use parent::{ParentAgent, ParentSnapshot, ParentView};
-pub use run::{run_child, ChildReport};
-pub use spawn_tool::SpawnTool;
+pub(crate) use parent::{ParentAgent, ParentSnapshot};
+pub(crate) use spawn_tool::SpawnTool;

@@ -21,7 +21,7 @@ fn inherited(origin: ToolOrigin) -> bool {
     }
 }
 
-pub fn narrow(parent: &ToolRegistry, def: &SubagentDefinition) -> ToolRegistry {
+pub(crate) fn narrow(parent: &ToolRegistry, def: &SubagentDefinition) -> ToolRegistry {
     let kept: Vec<Arc<dyn Tool>> = parent
         .names()
         .filter(|n| def.tools.as_ref().is_none_or(|l| l.iter().any(|t| t == n)))

@@ -10,14 +10,14 @@ use crate::turn::{IncompleteReason, TurnOutcome, TurnStatus};
 /// How the run ended, in the vocabulary the lifecycle phase, `agent_end.state` and the
 /// background store share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChildState {
+pub(crate) enum ChildState {
     Completed,
     Failed,
     Cancelled,
 }
 
 impl ChildState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ChildState::Completed => "completed",
             ChildState::Failed => "failed",
@@ -36,7 +36,7 @@ impl ChildState {
 
 /// Why a run stopped short of an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Incomplete {
+pub(crate) enum Incomplete {
     /// Its `on_max_iterations` fired: the whole budget was used.
     MaxIterations {
         max_turns: u32,
@@ -50,7 +50,7 @@ pub enum Incomplete {
 
 impl Incomplete {
     /// The machine-readable reason (`error_type` is `incomplete:<reason>`).
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             Incomplete::MaxIterations { .. } => "max_iterations",
             Incomplete::Turn(r) => r.as_str(),
@@ -61,7 +61,7 @@ impl Incomplete {
     }
 
     /// What the parent model reads (the reference's wording).
-    pub fn detail(self) -> String {
+    pub(crate) fn detail(self) -> String {
         match self {
             Incomplete::MaxIterations { max_turns } => {
                 format!("it used its entire {max_turns}-turn budget without finishing")
@@ -86,7 +86,7 @@ impl Incomplete {
         }
     }
 
-    pub fn state(self) -> ChildState {
+    pub(crate) fn state(self) -> ChildState {
         match self {
             Incomplete::Cancelled => ChildState::Cancelled,
             _ => ChildState::Failed,
@@ -96,7 +96,7 @@ impl Incomplete {
 
 /// The classification order of spec §6.4: `complete_task` wins, then the budget, then an
 /// answer, then the turn's reason, then its status. `None`: the run answered.
-pub fn classify(
+pub(crate) fn classify(
     outcome: &TurnOutcome,
     task_complete: bool,
     max_iterations_hit: bool,
@@ -122,7 +122,7 @@ pub fn classify(
 }
 
 /// Text the harness wrote on the child's behalf, never shown as its partial result.
-pub fn is_harness_notice(text: &str) -> bool {
+pub(crate) fn is_harness_notice(text: &str) -> bool {
     let body = text.trim();
     body.is_empty()
         || matches!(
@@ -134,7 +134,7 @@ pub fn is_harness_notice(text: &str) -> bool {
 }
 
 /// The last `complete_task` payload in the child's messages, if it called it.
-pub fn complete_task_payload(messages: &[Message]) -> Option<String> {
+pub(crate) fn complete_task_payload(messages: &[Message]) -> Option<String> {
     messages.iter().rev().find_map(|m| {
         let v = serde_json::to_value(m).ok()?;
         (v.get("role")? == "tool" && v.get("name")? == super::complete::COMPLETE_TASK).then(|| {
@@ -148,14 +148,14 @@ pub fn complete_task_payload(messages: &[Message]) -> Option<String> {
 
 /// What the footer reports: counted from the child's messages, timed by the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunStats {
+pub(crate) struct RunStats {
     /// Assistant messages.
-    pub turns: u64,
+    pub(crate) turns: u64,
     /// Tool messages.
-    pub tool_calls: u64,
+    pub(crate) tool_calls: u64,
     /// The estimated size of the child's history (not what it was billed).
-    pub tokens: u64,
-    pub duration_ms: u64,
+    pub(crate) tokens: u64,
+    pub(crate) duration_ms: u64,
 }
 
 /// The reference's fallback estimate: ASCII 0.25, anything else 1.3 tokens per character.
@@ -169,7 +169,7 @@ fn text_tokens(text: &str) -> u64 {
 }
 
 impl RunStats {
-    pub fn of(messages: &[Message], duration_ms: u64) -> RunStats {
+    pub(crate) fn of(messages: &[Message], duration_ms: u64) -> RunStats {
         let mut s = RunStats {
             duration_ms,
             ..RunStats::default()
@@ -209,7 +209,7 @@ fn thousands(n: u64) -> String {
 
 /// The spawn tool's result: the child's text and a footer, led by a plain "did not finish"
 /// when it stopped short (its text then shown as a partial result unless the harness wrote it).
-pub fn result_text(
+pub(crate) fn result_text(
     name: &str,
     result: &str,
     stats: &RunStats,
@@ -235,7 +235,7 @@ pub fn result_text(
     }
 }
 
-pub fn usage_of(u: &Usage) -> SubagentUsage {
+pub(crate) fn usage_of(u: &Usage) -> SubagentUsage {
     SubagentUsage {
         prompt_tokens: u.prompt_tokens,
         completion_tokens: u.completion_tokens,
@@ -247,15 +247,15 @@ pub fn usage_of(u: &Usage) -> SubagentUsage {
 
 /// The ids one run's lifecycle events share (spec §3.4).
 #[derive(Debug, Clone)]
-pub struct Lineage {
-    pub parent_session_id: String,
+pub(crate) struct Lineage {
+    pub(crate) parent_session_id: String,
     /// The background task's id; `None` in the foreground.
-    pub parent_task_id: Option<String>,
-    pub parent_tool_call_id: Option<String>,
-    pub child_session_id: String,
-    pub child_task_id: String,
-    pub name: String,
-    pub started_at: String,
+    pub(crate) parent_task_id: Option<String>,
+    pub(crate) parent_tool_call_id: Option<String>,
+    pub(crate) child_session_id: String,
+    pub(crate) child_task_id: String,
+    pub(crate) name: String,
+    pub(crate) started_at: String,
 }
 
 impl Lineage {
@@ -282,12 +282,12 @@ impl Lineage {
         }
     }
 
-    pub fn spawned(&self) -> SubagentLifecycleEvent {
+    pub(crate) fn spawned(&self) -> SubagentLifecycleEvent {
         self.event(SubagentPhase::Spawned, None, None, None)
     }
 
     /// `completed`, `failed` (with its `error_type`) or `cancelled`, with the child's usage.
-    pub fn terminal(
+    pub(crate) fn terminal(
         &self,
         state: ChildState,
         error_type: Option<String>,

@@ -15,7 +15,7 @@ use crate::permissions::PermissionEngine;
 use crate::tools::{ToolRegistry, ToolServices};
 
 /// The parent agent, as its children reach it.
-pub trait ParentAgent: Send + Sync {
+pub(crate) trait ParentAgent: Send + Sync {
     fn session_id(&self) -> &str;
     /// The parent's settings now (its current LLM config, a snapshot of its engine).
     fn snapshot(&self) -> ParentSnapshot;
@@ -33,33 +33,33 @@ pub trait ParentAgent: Send + Sync {
 }
 
 /// The parent's settings a child is built from (spec §6.2).
-pub struct ParentSnapshot {
-    pub llm: LlmConfig,
-    pub services: Arc<ToolServices>,
-    pub tools_config: ToolsConfig,
-    pub workspace: PathBuf,
+pub(crate) struct ParentSnapshot {
+    pub(crate) llm: LlmConfig,
+    pub(crate) services: Arc<ToolServices>,
+    pub(crate) tools_config: ToolsConfig,
+    pub(crate) workspace: PathBuf,
     /// A copy: the child decides with the parent's rules and mode as they were at spawn.
-    pub engine: Option<crate::permissions::PermissionEngine>,
-    pub read_only: bool,
-    pub reply_timeout: Option<Duration>,
+    pub(crate) engine: Option<crate::permissions::PermissionEngine>,
+    pub(crate) read_only: bool,
+    pub(crate) reply_timeout: Option<Duration>,
     /// `subagents.relay_events`.
-    pub relay_events: bool,
+    pub(crate) relay_events: bool,
 }
 
 impl ParentSnapshot {
-    pub fn engine(&self) -> Option<PermissionEngine> {
+    pub(crate) fn engine(&self) -> Option<PermissionEngine> {
         self.engine.clone()
     }
 }
 
 /// Everything one child run reads from its parent.
-pub struct ParentView {
-    pub agent: Arc<dyn ParentAgent>,
-    pub snapshot: ParentSnapshot,
+pub(crate) struct ParentView {
+    pub(crate) agent: Arc<dyn ParentAgent>,
+    pub(crate) snapshot: ParentSnapshot,
     /// The parent's tools of this turn (the child's are narrowed from them).
-    pub tools: Arc<ToolRegistry>,
+    pub(crate) tools: Arc<ToolRegistry>,
     /// The parent conversation's last messages, wire-shaped, oldest first.
-    pub recent_messages: Vec<Value>,
+    pub(crate) recent_messages: Vec<Value>,
     /// The id of the `agent_*` call that spawned the child.
-    pub tool_call_id: Option<String>,
+    pub(crate) tool_call_id: Option<String>,
 }

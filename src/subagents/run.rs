@@ -18,29 +18,25 @@ use super::outcome::{
 use super::parent::ParentView;
 use crate::cancel::CancelToken;
 use crate::config::LlmConfig;
-use crate::events::host::{now_rfc3339, HostEvent, HostEventHub, SubagentUsage};
+use crate::events::host::{now_rfc3339, HostEvent, HostEventHub};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::LlmClient;
 use crate::turn::{self, DeltaSink, TurnEnv};
 
 /// How one run ended, for the spawn tool (or the background store).
 #[derive(Debug, Clone)]
-pub struct ChildReport {
-    pub state: ChildState,
+pub(crate) struct ChildReport {
+    pub(crate) state: ChildState,
     /// What the parent model reads: the child's text and footer (spec §6.4). For a run that
     /// could not start, the error.
-    pub text: String,
+    pub(crate) text: String,
     /// Why a failed run stopped short (the `agent_end` error), for the background store.
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
     /// The child could not be built (the tool reports it as an error of this type).
-    pub setup_error: Option<String>,
+    pub(crate) setup_error: Option<String>,
     /// `incomplete:<reason>` on a failed run.
-    pub error_type: Option<String>,
-    /// The child's provider usage, already added to the parent's totals.
-    pub usage: Option<SubagentUsage>,
-    pub stats: RunStats,
-    pub child_task_id: String,
-    pub child_session_id: String,
+    pub(crate) error_type: Option<String>,
+    pub(crate) stats: RunStats,
 }
 
 /// The child's model settings: the parent's current ones, with the definition's model and
@@ -71,7 +67,7 @@ fn child_llm(parent: &LlmConfig, def: &SubagentDefinition) -> LlmConfig {
 /// agents (`src/subagents/background/`) call it from their own task with
 /// [`ChildMode::Background`] and a token of their own. `cancel` is the child's token: in the
 /// foreground the parent turn's, so cancelling the parent cancels the child at once.
-pub async fn run_child(
+pub(crate) async fn run_child(
     parent: &ParentView,
     def: &SubagentDefinition,
     task: &str,
@@ -113,16 +109,13 @@ pub async fn run_child(
     }
     publish(HostEvent::SubagentLifecycle(lineage.spawned())).await;
 
-    let report = |state, text, setup_error, error_type, usage, stats| ChildReport {
+    let report = |state, text, setup_error, error_type, stats| ChildReport {
         state,
         text,
         detail: None,
         setup_error,
         error_type,
-        usage,
         stats,
-        child_task_id: lineage.child_task_id.clone(),
-        child_session_id: lineage.child_session_id.clone(),
     };
 
     let llm = match LlmClient::new(&child_llm(&parent.snapshot.llm, def)) {
@@ -142,7 +135,6 @@ pub async fn run_child(
                 e,
                 Some("ValueError".into()),
                 Some("ValueError".into()),
-                None,
                 RunStats::default(),
             );
             record_background(parent, &mode, &r);
@@ -237,7 +229,7 @@ pub async fn run_child(
     }
     let ev = lineage.terminal(state, error_type.clone(), Some(usage));
     let text = result_text(&def.name, &result, &stats, incomplete);
-    let mut r = report(state, text, None, error_type, Some(usage), stats);
+    let mut r = report(state, text, None, error_type, stats);
     r.detail = incomplete.map(|i| i.detail());
     record_background(parent, &mode, &r);
     publish(HostEvent::SubagentLifecycle(ev)).await;

@@ -15,7 +15,7 @@ use crate::tools::{
     arg_bool, required_str, Tool, ToolContext, ToolError, ToolOrigin, ToolRegistry,
 };
 
-pub struct SpawnTool {
+pub(crate) struct SpawnTool {
     def: Arc<SubagentDefinition>,
     name: String,
     parent: Weak<dyn ParentAgent>,
@@ -25,7 +25,7 @@ pub struct SpawnTool {
 }
 
 impl SpawnTool {
-    pub fn new(
+    pub(crate) fn new(
         def: Arc<SubagentDefinition>,
         parent: Weak<dyn ParentAgent>,
         inherit: Arc<ToolRegistry>,
@@ -44,7 +44,7 @@ impl SpawnTool {
 impl SpawnTool {
     /// What a run of this tool's sub-agent reads from the parent, at this call (a background
     /// launch takes it on the tool's thread too, before handing it to its own task).
-    pub fn parent_view(&self, ctx: &ToolContext<'_>) -> Result<ParentView, ToolError> {
+    pub(crate) fn parent_view(&self, ctx: &ToolContext<'_>) -> Result<ParentView, ToolError> {
         let agent = self
             .parent
             .upgrade()
@@ -56,10 +56,6 @@ impl SpawnTool {
             recent_messages: ctx.host.recent_messages(),
             tool_call_id: Some(ctx.call_id.to_owned()),
         })
-    }
-
-    pub fn definition(&self) -> &Arc<SubagentDefinition> {
-        &self.def
     }
 
     /// `run_in_background: true` (spec §6.5): the child runs on the runtime with the task's

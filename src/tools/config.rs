@@ -68,7 +68,7 @@ pub struct ShellSettings {
     /// Apply the hardline floor when the command is launched (default true). Not a config key:
     /// the agent turns it off only when a permission engine is configured with `hardline: false`.
     #[serde(skip)]
-    pub hardline_at_launch: bool,
+    pub(crate) hardline_at_launch: bool,
 }
 
 impl Default for ShellSettings {
@@ -115,7 +115,7 @@ impl Section for WebFetchSettings {
 
 impl WebFetchSettings {
     /// The tool's settings: these, with `AGENTAO_WEB_FETCH_ALLOW_CIDRS` added to the allow list.
-    pub fn resolve(&self) -> WebSettings {
+    pub(crate) fn resolve(&self) -> WebSettings {
         let defaults = WebSettings::default();
         let mut allow = url_policy::allow_list_from_env();
         allow.extend(self.allow_private.iter().copied());

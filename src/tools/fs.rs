@@ -228,7 +228,7 @@ impl FileSystem for LocalFileSystem {
 
 /// Why [`FileSystem::edit_bytes`] failed: someone else changed the file under the edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileChanged {
+pub(crate) enum FileChanged {
     /// Seen before anything was written: the edit was not applied.
     BeforeWrite,
     /// Seen right after the rename: the edit was applied, and another process wrote to the
@@ -239,7 +239,7 @@ pub enum FileChanged {
 
 impl FileChanged {
     /// The `FileChanged` inside `e`, if that is what `e` is.
-    pub fn of(e: &std::io::Error) -> Option<&FileChanged> {
+    pub(crate) fn of(e: &std::io::Error) -> Option<&FileChanged> {
         e.get_ref()?.downcast_ref::<FileChanged>()
     }
 }
@@ -476,7 +476,7 @@ fn write_local(
 
 /// Python's `str(OSError)` layout, which the model-visible error strings carry:
 /// `[Errno 2] No such file or directory: '/x'`.
-pub fn os_error(e: &std::io::Error, path: &Path) -> String {
+pub(crate) fn os_error(e: &std::io::Error, path: &Path) -> String {
     match e.raw_os_error() {
         Some(code) => {
             let full = e.to_string();

@@ -16,17 +16,17 @@ use crate::cancel::CancelToken;
 use crate::events::transport::{Answer, Reply, ReplyKind};
 
 /// Names no host tool may take (the reference's plan tools).
-pub const RESERVED_NAMES: &[&str] = &["plan_save", "plan_finalize"];
+pub(crate) const RESERVED_NAMES: &[&str] = &["plan_save", "plan_finalize"];
 
 /// What a call that the turn's cancellation interrupted reports (spec §2.4).
-pub const CANCELLED_TEXT: &str = "Tool execution cancelled.";
+pub(crate) const CANCELLED_TEXT: &str = "Tool execution cancelled.";
 
 /// The error type of a call the host failed without naming one (`agentao_reply_fail`, a
 /// dropped or wrong-kind reply).
-pub const HOST_FAILURE_TYPE: &str = "HostToolError";
+pub(crate) const HOST_FAILURE_TYPE: &str = "HostToolError";
 
 /// Checks a name a host wants to register or remove (spec §2.2); the message names the tool.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("a host tool needs a non-empty name".into());
     }
@@ -43,7 +43,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
 
 /// Why a host tool's description was refused; the message names the tool.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum SpecError {
+pub(crate) enum SpecError {
     /// The parameters schema is not JSON.
     #[error("{0}")]
     Json(String),
@@ -54,24 +54,24 @@ pub enum SpecError {
 
 /// The validated description of a host tool.
 #[derive(Debug, Clone)]
-pub struct HostToolSpec {
-    pub name: String,
-    pub description: String,
+pub(crate) struct HostToolSpec {
+    pub(crate) name: String,
+    pub(crate) description: String,
     /// Sent verbatim as `function.parameters`.
-    pub parameters: Value,
-    pub read_only: bool,
-    pub requires_confirmation: bool,
+    pub(crate) parameters: Value,
+    pub(crate) read_only: bool,
+    pub(crate) requires_confirmation: bool,
     /// A sub-agent gets this tool too (spec §6.3); otherwise its name is left out of theirs.
-    pub copies_to_subagents: bool,
+    pub(crate) copies_to_subagents: bool,
     /// Two calls in one parallel batch may run at once.
-    pub reentrant: bool,
+    pub(crate) reentrant: bool,
 }
 
 impl HostToolSpec {
     /// Validates the name and the parameters schema (a JSON object; its `type`, when given,
     /// is `"object"`; `properties` an object; `required` a list of names). Errors name the
     /// tool.
-    pub fn parse(
+    pub(crate) fn parse(
         name: &str,
         description: &str,
         parameters_json: &str,
@@ -115,47 +115,43 @@ impl HostToolSpec {
 
 /// The boolean members of a host tool's description.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HostToolFlags {
-    pub read_only: bool,
-    pub requires_confirmation: bool,
-    pub copies_to_subagents: bool,
-    pub reentrant: bool,
+pub(crate) struct HostToolFlags {
+    pub(crate) read_only: bool,
+    pub(crate) requires_confirmation: bool,
+    pub(crate) copies_to_subagents: bool,
+    pub(crate) reentrant: bool,
 }
 
 /// One running call as the host sees it: its id, the turn's token, and an output sink that
 /// works from any thread until the call ends.
-pub struct HostCall {
-    pub call_id: String,
-    pub cancel: CancelToken,
+pub(crate) struct HostCall {
+    pub(crate) call_id: String,
+    pub(crate) cancel: CancelToken,
     output: mpsc::UnboundedSender<String>,
 }
 
 impl HostCall {
     /// Streams a chunk as a `tool_output` event; false once the call has ended (the chunk is
     /// dropped).
-    pub fn output(&self, chunk: &str) -> bool {
+    pub(crate) fn output(&self, chunk: &str) -> bool {
         !chunk.is_empty() && self.output.send(chunk.to_owned()).is_ok()
     }
 }
 
 /// How a host runs its tool: start the call, answer `reply` once (now or later).
-pub trait HostExecutor: Send + Sync {
+pub(crate) trait HostExecutor: Send + Sync {
     fn start(&self, args_json: &str, call: Arc<HostCall>, reply: Reply);
 }
 
 /// A host tool: its description and the host's executor.
-pub struct HostTool {
+pub(crate) struct HostTool {
     spec: HostToolSpec,
     executor: Arc<dyn HostExecutor>,
 }
 
 impl HostTool {
-    pub fn new(spec: HostToolSpec, executor: Arc<dyn HostExecutor>) -> Self {
+    pub(crate) fn new(spec: HostToolSpec, executor: Arc<dyn HostExecutor>) -> Self {
         HostTool { spec, executor }
-    }
-
-    pub fn spec(&self) -> &HostToolSpec {
-        &self.spec
     }
 }
 

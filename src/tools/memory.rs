@@ -9,28 +9,28 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The stable block's budget in the system prompt (spec §8.2).
-pub const STABLE_BLOCK_MAX_CHARS: usize = 2000;
+pub(crate) const STABLE_BLOCK_MAX_CHARS: usize = 2000;
 /// The recall's budget in the volatile tail (about 300 tokens).
-pub const RECALL_MAX_CHARS: usize = 1200;
+pub(crate) const RECALL_MAX_CHARS: usize = 1200;
 /// The longest a single memory's content is shown in either view.
 const ENTRY_MAX_CHARS: usize = 300;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum MemoryScope {
+pub(crate) enum MemoryScope {
     User,
     Project,
 }
 
 impl MemoryScope {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MemoryScope::User => "user",
             MemoryScope::Project => "project",
         }
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         match s {
             "user" => Some(MemoryScope::User),
             "project" => Some(MemoryScope::Project),
@@ -41,35 +41,35 @@ impl MemoryScope {
 
 /// `MemoryRecord` of the reference, as plain data (JSON at the C boundary).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemoryRecord {
+pub(crate) struct MemoryRecord {
     /// 8 hex digits.
-    pub id: String,
-    pub scope: MemoryScope,
+    pub(crate) id: String,
+    pub(crate) scope: MemoryScope,
     /// `preference|profile|project_fact|workflow|decision|constraint|note`.
     #[serde(rename = "type")]
-    pub kind: String,
-    pub key_normalized: String,
-    pub title: String,
-    pub content: String,
+    pub(crate) kind: String,
+    pub(crate) key_normalized: String,
+    pub(crate) title: String,
+    pub(crate) content: String,
     #[serde(default)]
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     #[serde(default)]
-    pub keywords: Vec<String>,
+    pub(crate) keywords: Vec<String>,
     /// `explicit|auto|crystallized`.
-    pub source: String,
-    pub confidence: f64,
-    pub sensitivity: String,
+    pub(crate) source: String,
+    pub(crate) confidence: f64,
+    pub(crate) sensitivity: String,
     /// RFC 3339.
-    pub created_at: String,
-    pub updated_at: String,
+    pub(crate) created_at: String,
+    pub(crate) updated_at: String,
     #[serde(default)]
-    pub deleted_at: Option<String>,
+    pub(crate) deleted_at: Option<String>,
 }
 
 /// Where memories live. Errors are messages the model may read (`Error saving memory: …`).
 /// Calls come from tool threads and from the start of a turn (off the async workers); a store
 /// may block.
-pub trait MemoryStore: Send + Sync {
+pub(crate) trait MemoryStore: Send + Sync {
     /// Whether a call may block (host code, a database): such a store is asked off the async
     /// workers.
     fn may_block(&self) -> bool {
@@ -94,7 +94,7 @@ pub trait MemoryStore: Send + Sync {
 
 /// The default store: this agent's memories, in memory only.
 #[derive(Default)]
-pub struct InMemoryStore {
+pub(crate) struct InMemoryStore {
     records: Mutex<Vec<MemoryRecord>>,
 }
 
@@ -125,7 +125,7 @@ impl MemoryStore for InMemoryStore {
 /// The store the config's `memory` selects: `{"sqlite_path": path}` (relative to the
 /// workspace) opens that SQLite database; no `memory`, a new in-memory store. Errors name the
 /// field.
-pub fn store_from_config(
+pub(crate) fn store_from_config(
     memory: Option<&Value>,
     workspace: &Path,
 ) -> Result<Arc<dyn MemoryStore>, String> {
@@ -161,7 +161,7 @@ fn open_sqlite(_path: &Path) -> Result<Arc<dyn MemoryStore>, String> {
     Err("config field `memory.sqlite_path`: this build has no SQLite store (Cargo feature `sqlite-memory`)".into())
 }
 
-pub fn sort_recent_first(records: &mut [MemoryRecord]) {
+pub(crate) fn sort_recent_first(records: &mut [MemoryRecord]) {
     records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
 }
 
@@ -174,7 +174,7 @@ const STOP_WORDS: &[&str] = &[
 
 /// Lower-case words of three or more letters or digits, in order, without repeats or stop
 /// words.
-pub fn keywords_of(text: &str) -> Vec<String> {
+pub(crate) fn keywords_of(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for w in text
         .split(|c: char| !c.is_alphanumeric())
@@ -189,7 +189,7 @@ pub fn keywords_of(text: &str) -> Vec<String> {
 }
 
 /// The records that share a word with `query`.
-pub fn matching(records: Vec<MemoryRecord>, query: &str) -> Vec<MemoryRecord> {
+pub(crate) fn matching(records: Vec<MemoryRecord>, query: &str) -> Vec<MemoryRecord> {
     let words = keywords_of(query);
     records
         .into_iter()
@@ -253,16 +253,16 @@ fn render(
 
 /// What memory adds to one turn's request.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct MemoryView {
+pub(crate) struct MemoryView {
     /// Appended to the system prompt (at most [`STABLE_BLOCK_MAX_CHARS`]).
-    pub stable_block: Option<String>,
+    pub(crate) stable_block: Option<String>,
     /// The request-only recall for this user message (at most [`RECALL_MAX_CHARS`]).
-    pub recall: Option<String>,
+    pub(crate) recall: Option<String>,
 }
 
 /// The stable block (the most recently updated memories that fit) and the recall (memories
 /// matching the user message that the block left out). A store that fails adds nothing.
-pub fn view(store: &dyn MemoryStore, user_message: &str) -> MemoryView {
+pub(crate) fn view(store: &dyn MemoryStore, user_message: &str) -> MemoryView {
     let Ok(all) = store.list(None) else {
         return MemoryView::default();
     };

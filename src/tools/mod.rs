@@ -5,19 +5,19 @@
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
-pub mod builtin;
-pub mod config;
-pub mod fs;
-pub mod git_launch;
-pub mod host;
-pub mod memory;
+pub(crate) mod builtin;
+pub(crate) mod config;
+pub(crate) mod fs;
+pub(crate) mod git_launch;
+pub(crate) mod host;
+pub(crate) mod memory;
 #[cfg(feature = "sqlite-memory")]
-pub mod memory_sqlite;
-pub mod result_format;
-pub mod secrets;
-pub mod selection;
-pub mod shell_exec;
-pub mod shell_run;
+pub(crate) mod memory_sqlite;
+pub(crate) mod result_format;
+pub(crate) mod secrets;
+pub(crate) mod selection;
+pub(crate) mod shell_exec;
+pub(crate) mod shell_run;
 
 pub(crate) use builtin::{
     ask_user, glob, list_directory, read_file, replace, save_memory, search, shell, todo,
@@ -33,16 +33,18 @@ use serde_json::{Map, Value};
 use crate::cancel::CancelToken;
 use crate::permissions::path_policy;
 
-pub use config::{ShellSettings, ToolSettings, ToolsConfig, WebFetchSettings};
+pub(crate) use config::ShellSettings;
+pub use config::ToolsConfig;
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
-pub use memory::{MemoryRecord, MemoryScope, MemoryStore};
-pub use selection::ToolSelection;
-pub use shell_exec::{
-    note_credential_value, BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect,
-    ShellExecutor, ShellRequest, ShellResult, ShellSpec,
+pub(crate) use memory::{MemoryRecord, MemoryScope, MemoryStore};
+pub(crate) use selection::ToolSelection;
+pub use shell_exec::note_credential_value;
+pub(crate) use shell_exec::{
+    BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect, ShellExecutor,
+    ShellRequest, ShellResult, ShellSpec,
 };
-pub use todo::TodoItem;
-pub use web_fetch::WebSettings;
+pub(crate) use todo::TodoItem;
+pub(crate) use web_fetch::WebSettings;
 
 /// A tool failure that is not a model-readable result string.
 #[derive(Debug, Clone)]
@@ -53,7 +55,7 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    pub fn new(kind: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: &str, message: impl Into<String>) -> Self {
         ToolError {
             kind: kind.to_owned(),
             message: message.into(),
@@ -106,7 +108,7 @@ pub struct ToolContext<'a> {
 
 /// Per-agent state the tools share, built once from the config when the agent is created.
 /// The file system and shell seams default to the local implementations; a host may swap them
-/// with [`ToolServices::with_file_system`] / [`ToolServices::with_shell`], or between turns with
+/// with [`ToolServices::with_file_system`], or between turns with
 /// [`ToolServices::set_file_system`] / [`ToolServices::set_shell`].
 pub struct ToolServices {
     fs: RwLock<Arc<dyn FileSystem>>,
@@ -185,31 +187,25 @@ impl ToolServices {
         self
     }
 
-    /// Replaces the shell seam (spec §5.2).
-    pub fn with_shell(self, shell: Arc<dyn ShellExecutor>) -> Self {
-        self.set_shell(Some(shell));
-        self
-    }
-
     /// The file system the tools use now.
-    pub fn fs(&self) -> Arc<dyn FileSystem> {
+    pub(crate) fn fs(&self) -> Arc<dyn FileSystem> {
         self.fs.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The shell executor `run_shell_command` uses now.
-    pub fn shell(&self) -> Arc<dyn ShellExecutor> {
+    pub(crate) fn shell(&self) -> Arc<dyn ShellExecutor> {
         self.shell.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Installs a file system; `None` restores the local one. Calls already running keep the
     /// one they started with (the agent only swaps between turns).
-    pub fn set_file_system(&self, fs: Option<Arc<dyn FileSystem>>) {
+    pub(crate) fn set_file_system(&self, fs: Option<Arc<dyn FileSystem>>) {
         let fs = fs.unwrap_or_else(|| Arc::new(LocalFileSystem));
         *self.fs.write().unwrap_or_else(|e| e.into_inner()) = fs;
     }
 
     /// Installs a shell executor; `None` restores the local one.
-    pub fn set_shell(&self, shell: Option<Arc<dyn ShellExecutor>>) {
+    pub(crate) fn set_shell(&self, shell: Option<Arc<dyn ShellExecutor>>) {
         let shell = shell.unwrap_or_else(|| self.local_shell.clone());
         *self.shell.write().unwrap_or_else(|e| e.into_inner()) = shell;
     }
@@ -219,14 +215,14 @@ impl ToolServices {
         self.todos.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
-    pub fn set_todos(&self, todos: Vec<TodoItem>) {
+    pub(crate) fn set_todos(&self, todos: Vec<TodoItem>) {
         if let Ok(mut t) = self.todos.lock() {
             *t = todos;
         }
     }
 
     /// The memory store (spec §5.4; default in memory).
-    pub fn memory(&self) -> Arc<dyn MemoryStore> {
+    pub(crate) fn memory(&self) -> Arc<dyn MemoryStore> {
         self.memory
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -235,34 +231,24 @@ impl ToolServices {
 
     /// Replaces the memory store; returns the previous one (for the caller to drop outside
     /// its locks).
-    pub fn set_memory(&self, store: Arc<dyn MemoryStore>) -> Arc<dyn MemoryStore> {
+    pub(crate) fn set_memory(&self, store: Arc<dyn MemoryStore>) -> Arc<dyn MemoryStore> {
         std::mem::replace(
             &mut *self.memory.write().unwrap_or_else(|e| e.into_inner()),
             store,
         )
     }
 
-    /// Empties the list (`clear_history()`).
-    pub fn clear_todos(&self) {
-        self.set_todos(Vec::new());
-    }
-
-    /// [`result_format::format_result`] into the configured spill directory.
+    /// [`result_format::format_result_to`] the configured spill directory, through the tools' file system.
     pub fn format_result(&self, tool_name: &str, raw: &str) -> result_format::FormattedResult {
         result_format::format_result_to(&self.tool_outputs_dir, tool_name, raw, &*self.fs())
     }
 }
 
 impl ToolContext<'_> {
-    /// `~` expanded, absolute kept, relative joined to the workspace (the reference's rule).
-    pub fn resolve(&self, raw: &str) -> PathBuf {
-        resolve_path(self.workspace, raw)
-    }
-
     /// Resolves a path a read-side tool wants; outside the workspace it is refused unless the
     /// config allows it (a deliberate deviation: the reference reads anywhere). A path with a
     /// NUL byte passes through (the tool then finds nothing there, as the reference does).
-    pub fn resolve_read(&self, raw: &str) -> Result<PathBuf, String> {
+    pub(crate) fn resolve_read(&self, raw: &str) -> Result<PathBuf, String> {
         path_policy::resolve_for_read(
             self.workspace,
             raw,
@@ -270,14 +256,44 @@ impl ToolContext<'_> {
         )
         .map_err(|msg| format!("Error: {msg}"))
     }
+
+    /// A read-side tool's path argument resolved (as [`ToolContext::resolve_read`]) and found
+    /// as `target` requires. `Err` is the text the call returns instead: the refusal, or the
+    /// reference's `Error: Directory <raw> does not exist` (`File` for a file).
+    pub(crate) fn existing_for_read(
+        &self,
+        raw: &str,
+        target: ReadTarget,
+    ) -> Result<PathBuf, String> {
+        let path = self.resolve_read(raw)?;
+        let fs = self.services.fs();
+        let (found, what) = match target {
+            ReadTarget::Directory => (fs.exists(&path), "Directory"),
+            ReadTarget::File => (fs.is_file(&path), "File"),
+        };
+        if found {
+            Ok(path)
+        } else {
+            Err(format!("Error: {what} {raw} does not exist"))
+        }
+    }
 }
 
-pub fn resolve_path(workspace: &Path, raw: &str) -> PathBuf {
+/// What a read-side tool's path argument must name ([`ToolContext::existing_for_read`]).
+#[derive(Clone, Copy)]
+pub(crate) enum ReadTarget {
+    /// Anything that exists (the tool reports a non-directory itself).
+    Directory,
+    /// A regular file.
+    File,
+}
+
+pub(crate) fn resolve_path(workspace: &Path, raw: &str) -> PathBuf {
     path_policy::join_to_root(workspace, raw)
 }
 
 /// Lexical `.`/`..` folding (no symlink resolution).
-pub fn normalize(p: &Path) -> PathBuf {
+pub(crate) fn normalize(p: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in p.components() {
@@ -363,7 +379,7 @@ impl ToolRegistry {
     }
 
     /// The built-in tools a selection names; errors name an unknown tool.
-    pub fn for_selection(sel: &ToolSelection) -> Result<Self, String> {
+    pub(crate) fn for_selection(sel: &ToolSelection) -> Result<Self, String> {
         for name in sel.enabled.iter().flatten().chain(&sel.disabled) {
             let name = name.as_str();
             if BUILTIN_TOOL_NAMES.contains(&name) || MCP_RESOURCE_TOOL_NAMES.contains(&name) {
@@ -417,20 +433,20 @@ impl ToolRegistry {
     }
 
     /// Adds or replaces a tool.
-    pub fn insert(&mut self, tool: Arc<dyn Tool>) {
+    pub(crate) fn insert(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.name().to_owned(), tool);
         self.rebuild_schemas();
     }
 
     /// Adds or replaces many tools, rebuilding the schemas once.
-    pub fn extend(&mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) {
+    pub(crate) fn extend(&mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) {
         for tool in tools {
             self.tools.insert(tool.name().to_owned(), tool);
         }
         self.rebuild_schemas();
     }
 
-    pub fn remove(&mut self, name: &str) -> bool {
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
         let removed = self.tools.remove(name).is_some();
         self.rebuild_schemas();
         removed
@@ -466,14 +482,6 @@ impl ToolRegistry {
     /// `{"type":"function","function":{…}}` entries sorted by name; shared, cheap to clone.
     pub fn schemas(&self) -> Arc<Vec<Value>> {
         self.schemas.clone()
-    }
-
-    pub fn len(&self) -> usize {
-        self.tools.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
     }
 }
 
@@ -613,7 +621,7 @@ mod registry_tests {
     #[test]
     fn parameters_are_each_tools_own() {
         let reg = ToolRegistry::builtin(&ToolsConfig::default()).unwrap();
-        assert!(reg.len() > 5);
+        assert!(reg.names().count() > 5);
         for name in reg.names() {
             let tool = reg.get(name).unwrap();
             assert_eq!(reg.parameters(name), Some(&tool.parameters()), "{name}");

@@ -13,17 +13,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
-use super::fs::{FileSystem, LocalFileSystem};
+use super::fs::FileSystem;
 use super::secrets;
 use crate::pycompat::char_count;
 
-pub const SAVE_THRESHOLD: usize = 40_000;
-pub const HEAD_CHARS: usize = 8_000;
-pub const TAIL_CHARS: usize = SAVE_THRESHOLD - HEAD_CHARS;
-pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+pub(crate) const SAVE_THRESHOLD: usize = 40_000;
+pub(crate) const HEAD_CHARS: usize = 8_000;
+pub(crate) const TAIL_CHARS: usize = SAVE_THRESHOLD - HEAD_CHARS;
+pub(crate) const RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// Where spills go, relative to the workspace, unless `tools.settings.tool_outputs_dir` says
 /// otherwise.
-pub const DEFAULT_OUTPUT_DIR: &str = ".agentao/tool-outputs";
+pub(crate) const DEFAULT_OUTPUT_DIR: &str = ".agentao/tool-outputs";
 
 /// A raw result made ready for history and for the `tool_result` event.
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ pub struct FormattedResult {
     /// The text that goes into history.
     pub model_text: String,
     /// `sha256` hex of the raw content.
-    pub content_hash: String,
+    pub(crate) content_hash: String,
     pub original_chars: usize,
     pub saved_to_disk: bool,
     pub disk_path: Option<PathBuf>,
@@ -40,19 +40,9 @@ pub struct FormattedResult {
 /// Directories already pruned by this process (the reference prunes once per formatter).
 static PRUNED: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
 
-/// Formats one result, spilling to `<workspace>/.agentao/tool-outputs/`.
-pub fn format_result(workspace: &Path, tool_name: &str, raw: &str) -> FormattedResult {
-    format_result_in(&workspace.join(DEFAULT_OUTPUT_DIR), tool_name, raw)
-}
-
-/// Formats one result, spilling into `output_dir` on the local disk.
-pub fn format_result_in(output_dir: &Path, tool_name: &str, raw: &str) -> FormattedResult {
-    format_result_to(output_dir, tool_name, raw, &LocalFileSystem)
-}
-
 /// Formats one result, spilling into `output_dir` through `fs`: with a host file system the
 /// saved copy lives where the rest of the workspace does (never pruned: the seam has no delete).
-pub fn format_result_to(
+pub(crate) fn format_result_to(
     output_dir: &Path,
     tool_name: &str,
     raw: &str,
@@ -160,7 +150,7 @@ fn save(
 }
 
 /// Deletes saved outputs (`*.txt`) older than the retention; best effort. Returns how many.
-pub fn prune(dir: &Path, now: SystemTime) -> usize {
+pub(crate) fn prune(dir: &Path, now: SystemTime) -> usize {
     let Some(cutoff) = now.checked_sub(RETENTION) else {
         return 0;
     };
@@ -185,7 +175,7 @@ pub fn prune(dir: &Path, now: SystemTime) -> usize {
 }
 
 /// `{n:,}`.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -212,7 +202,7 @@ fn is_tag_payload(c: char) -> bool {
 
 /// Removes Unicode tag characters (U+E0000–U+E007F) from the model's copy, keeping up to 8
 /// well-formed emoji tag sequences (a black flag, 1–5 tag digits/letters, the cancel tag).
-pub fn strip_tag_chars(s: &str) -> String {
+pub(crate) fn strip_tag_chars(s: &str) -> String {
     // Tag characters encode as F3 A0 xx xx: text without an F3 byte has none (fast path).
     if !s.as_bytes().contains(&0xF3) || !s.chars().any(is_tag) {
         return s.to_owned();
@@ -259,6 +249,16 @@ pub fn strip_tag_chars(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::fs::LocalFileSystem;
+
+    fn format_result(workspace: &Path, tool_name: &str, raw: &str) -> FormattedResult {
+        format_result_to(
+            &workspace.join(DEFAULT_OUTPUT_DIR),
+            tool_name,
+            raw,
+            &LocalFileSystem,
+        )
+    }
 
     #[test]
     fn small_results_pass_through() {

@@ -8,17 +8,17 @@ use ipnet::IpNet;
 use super::{shell_exec, ToolsConfig};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ToolSelection {
-    pub enabled: Option<Vec<String>>,
-    pub disabled: Vec<String>,
+pub(crate) struct ToolSelection {
+    pub(crate) enabled: Option<Vec<String>>,
+    pub(crate) disabled: Vec<String>,
     /// Named in `run_shell_command`'s description.
-    pub interpreter: PathBuf,
+    pub(crate) interpreter: PathBuf,
     /// Named in `web_fetch`'s description.
-    pub web_allow: Vec<IpNet>,
+    pub(crate) web_allow: Vec<IpNet>,
 }
 
 impl ToolSelection {
-    pub fn of(config: &ToolsConfig) -> Self {
+    pub(crate) fn of(config: &ToolsConfig) -> Self {
         let settings = &config.settings;
         ToolSelection {
             enabled: config.enabled.clone(),

@@ -22,7 +22,7 @@ use super::fs::os_error;
 use crate::cancel::CancelToken;
 
 /// How much of each stream the local executor keeps (half head, half tail).
-pub const MAX_RETAINED_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_RETAINED_BYTES: usize = 1024 * 1024;
 const CHUNK: usize = 4096;
 const POLL: Duration = Duration::from_millis(50);
 /// After the command ended (or timed out), how long to wait for the pipes to close.
@@ -35,68 +35,60 @@ const CANCEL_DRAIN: Duration = Duration::from_millis(50);
 const READ_AHEAD_CHUNKS: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShellDialect {
+pub(crate) enum ShellDialect {
     Posix,
-}
-
-impl ShellDialect {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShellDialect::Posix => "posix",
-        }
-    }
 }
 
 /// What interprets an executor's commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellSpec {
-    pub dialect: ShellDialect,
-    pub interpreter: PathBuf,
+pub(crate) struct ShellSpec {
+    pub(crate) dialect: ShellDialect,
+    pub(crate) interpreter: PathBuf,
 }
 
 /// One launch: `<interpreter> -c <command>` in `cwd` with exactly `env`.
-pub struct ShellRequest<'a> {
-    pub command: &'a str,
-    pub cwd: &'a Path,
-    pub env: &'a [(OsString, OsString)],
+pub(crate) struct ShellRequest<'a> {
+    pub(crate) command: &'a str,
+    pub(crate) cwd: &'a Path,
+    pub(crate) env: &'a [(OsString, OsString)],
     /// Inactivity timeout.
-    pub timeout: Duration,
-    pub on_chunk: Option<&'a (dyn Fn(&str) + Sync)>,
-    pub cancel: Option<&'a CancelToken>,
+    pub(crate) timeout: Duration,
+    pub(crate) on_chunk: Option<&'a (dyn Fn(&str) + Sync)>,
+    pub(crate) cancel: Option<&'a CancelToken>,
 }
 
 /// A finished (or stopped) foreground run. A negative `returncode` is a signal number.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ShellResult {
-    pub returncode: i32,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub timed_out: bool,
-    pub cancelled: bool,
+pub(crate) struct ShellResult {
+    pub(crate) returncode: i32,
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
+    pub(crate) timed_out: bool,
+    pub(crate) cancelled: bool,
     /// Bytes not kept, and the offset in `stdout`/`stderr` where the gap is.
-    pub stdout_omitted_bytes: u64,
-    pub stderr_omitted_bytes: u64,
-    pub stdout_omitted_at: usize,
-    pub stderr_omitted_at: usize,
+    pub(crate) stdout_omitted_bytes: u64,
+    pub(crate) stderr_omitted_bytes: u64,
+    pub(crate) stdout_omitted_at: usize,
+    pub(crate) stderr_omitted_at: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct BackgroundHandle {
-    pub pid: u32,
-    pub pgid: Option<u32>,
-    pub command: String,
-    pub cwd: PathBuf,
+pub(crate) struct BackgroundHandle {
+    pub(crate) pid: u32,
+    pub(crate) pgid: Option<u32>,
+    pub(crate) command: String,
+    pub(crate) cwd: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum BackgroundError {
+pub(crate) enum BackgroundError {
     /// The executor cannot run commands in the background.
     Unsupported,
     /// The process could not be started.
     Failed(String),
 }
 
-pub trait ShellExecutor: Send + Sync {
+pub(crate) trait ShellExecutor: Send + Sync {
     /// The interpreter and dialect, or why none can be resolved.
     fn shell_spec(&self) -> Result<ShellSpec, String>;
     /// Runs in the foreground. `Err` means the process could not be started.
@@ -116,7 +108,7 @@ pub trait ShellExecutor: Send + Sync {
 }
 
 /// `/bin/bash` if present, else `bash` on PATH, else `/bin/sh`.
-pub fn default_interpreter() -> PathBuf {
+pub(crate) fn default_interpreter() -> PathBuf {
     // Looked up once per process: agents are created by the thousand.
     static FOUND: OnceLock<PathBuf> = OnceLock::new();
     FOUND.get_or_init(find_interpreter).clone()
@@ -145,8 +137,8 @@ fn is_executable(p: &Path) -> bool {
 
 /// The default executor: local processes through a POSIX shell.
 #[derive(Debug, Clone)]
-pub struct LocalShellExecutor {
-    pub interpreter: PathBuf,
+pub(crate) struct LocalShellExecutor {
+    pub(crate) interpreter: PathBuf,
 }
 
 impl Default for LocalShellExecutor {
@@ -412,7 +404,7 @@ fn utf8_incomplete_suffix(data: &[u8]) -> usize {
 }
 
 /// The first and last bytes of a stream, and a count of the bytes dropped between.
-pub struct HeadTailBuffer {
+pub(crate) struct HeadTailBuffer {
     head_limit: usize,
     tail_limit: usize,
     head: Vec<u8>,
@@ -422,7 +414,7 @@ pub struct HeadTailBuffer {
 }
 
 impl HeadTailBuffer {
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         HeadTailBuffer {
             head_limit: limit / 2,
             tail_limit: limit - limit / 2,
@@ -433,7 +425,7 @@ impl HeadTailBuffer {
         }
     }
 
-    pub fn append(&mut self, mut chunk: &[u8]) {
+    pub(crate) fn append(&mut self, mut chunk: &[u8]) {
         let room = self.head_limit.saturating_sub(self.head.len());
         if room > 0 {
             let take = room.min(chunk.len());
@@ -457,7 +449,7 @@ impl HeadTailBuffer {
 
     /// `(data, omitted, at)`: the bytes kept, how many were not, and where the gap is. Both
     /// edges of a gap sit on UTF-8 character boundaries.
-    pub fn snapshot(&self) -> (Vec<u8>, u64, usize) {
+    pub(crate) fn snapshot(&self) -> (Vec<u8>, u64, usize) {
         let mut head = self.head.clone();
         let mut tail: Vec<u8> = self.chunks.iter().flatten().copied().collect();
         let mut omitted = self.dropped;
@@ -487,7 +479,7 @@ impl HeadTailBuffer {
 }
 
 /// The provider-credential variables removed from a child's environment (spec §3.10).
-pub const HARNESS_ENV_KEYS: &[&str] = &[
+pub(crate) const HARNESS_ENV_KEYS: &[&str] = &[
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "GEMINI_API_KEY",
@@ -522,7 +514,7 @@ pub fn note_credential_value(value: &str) {
 
 /// The environment for a child: this process's, minus provider credentials unless `scrub` is
 /// false or `AGENTAO_SCRUB_CHILD_ENV` is `0/false/no/off`.
-pub fn build_child_env(scrub: bool) -> Vec<(OsString, OsString)> {
+pub(crate) fn build_child_env(scrub: bool) -> Vec<(OsString, OsString)> {
     let source: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let opt_out = std::env::var("AGENTAO_SCRUB_CHILD_ENV")
         .map(|v| {

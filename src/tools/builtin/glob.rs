@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use globset::GlobBuilder;
 use serde_json::{json, Map, Value};
 
-use super::{arg_str, required_str, Tool, ToolContext, ToolError};
+use super::{arg_str, required_str, ReadTarget, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
 
 /// Files modified within this many seconds are listed first, newest first.
@@ -43,14 +43,10 @@ impl Tool for Glob {
     ) -> Result<String, ToolError> {
         let pattern = required_str(args, "pattern", "glob")?;
         let directory = arg_str(args, "directory")?.unwrap_or(".");
-        let path = match ctx.resolve_read(directory) {
+        let path = match ctx.existing_for_read(directory, ReadTarget::Directory) {
             Ok(p) => p,
-            Err(msg) => return Ok(msg),
+            Err(text) => return Ok(text),
         };
-        let fs = ctx.services.fs();
-        if !fs.exists(&path) {
-            return Ok(format!("Error: Directory {directory} does not exist"));
-        }
         let matches = match find(ctx, &path, pattern) {
             Ok(m) => m,
             Err(FindError::Outside(msg)) => return Ok(format!("Error: {msg}")),

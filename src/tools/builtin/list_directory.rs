@@ -3,7 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use super::fs::os_error;
-use super::{arg_bool, arg_str, Tool, ToolContext, ToolError};
+use super::{arg_bool, arg_str, ReadTarget, Tool, ToolContext, ToolError};
 
 pub(crate) struct ListDirectory;
 
@@ -30,14 +30,11 @@ impl Tool for ListDirectory {
     ) -> Result<String, ToolError> {
         let p = arg_str(args, "directory_path")?.unwrap_or(".");
         let recursive = arg_bool(args, "recursive")?.unwrap_or(false);
-        let path = match ctx.resolve_read(p) {
+        let path = match ctx.existing_for_read(p, ReadTarget::Directory) {
             Ok(path) => path,
-            Err(msg) => return Ok(msg),
+            Err(text) => return Ok(text),
         };
         let fs = ctx.services.fs();
-        if !fs.exists(&path) {
-            return Ok(format!("Error: Directory {p} does not exist"));
-        }
         if !fs.is_dir(&path) {
             return Ok(format!("Error: {p} is not a directory"));
         }

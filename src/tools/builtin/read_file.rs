@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use serde_json::{json, Map, Value};
 
 use super::fs::os_error;
-use super::{arg_i64, required_str, Tool, ToolContext, ToolError};
+use super::{arg_i64, required_str, ReadTarget, Tool, ToolContext, ToolError};
 
 pub(crate) const MAX_LINES: usize = 2000;
 pub(crate) const MAX_LINE_CHARS: usize = 2000;
@@ -41,14 +41,11 @@ impl Tool for ReadFile {
         let file_path = required_str(args, "file_path", "read_file")?;
         let offset = arg_i64(args, "offset")?.unwrap_or(1);
         let limit = arg_i64(args, "limit")?.unwrap_or(0);
-        let path = match ctx.resolve_read(file_path) {
+        let path = match ctx.existing_for_read(file_path, ReadTarget::File) {
             Ok(p) => p,
-            Err(msg) => return Ok(msg),
+            Err(text) => return Ok(text),
         };
         let fs = ctx.services.fs();
-        if !fs.is_file(&path) {
-            return Ok(format!("Error: File {file_path} does not exist"));
-        }
         let binary = || {
             let size = fs.stat(&path).map(|s| s.size).unwrap_or(0);
             Ok(format!("Binary file: {file_path} ({size} bytes)"))

@@ -66,9 +66,6 @@ impl Tool for SaveMemory {
             "type": {"type": "string", "enum": TYPES, "description": "The kind of memory."}},
             "required": ["key", "value"]})
     }
-    fn is_read_only(&self) -> bool {
-        false
-    }
     fn requires_confirmation(&self) -> bool {
         false
     }
