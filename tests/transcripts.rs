@@ -217,8 +217,11 @@ fn run(name: &str) {
         .collect();
     assert_eq!(seen, expected_msgs, "{name}: tool messages");
 
-    // Host events: same sequence, same shape.
-    let host = host_events.lock().unwrap().clone();
+    // Host events: same sequence, same shape. The calls of a parallel batch start and complete
+    // "interleaved" (spec: host contract, turn loop), so within a run of consecutive lifecycle
+    // events of one phase the order is the scheduler's: both sides are compared sorted by call.
+    let host = sort_parallel_runs(host_events.lock().unwrap().clone());
+    let expected_host = sort_parallel_runs(turn["host_events"].as_array().unwrap().clone());
     let seq: Vec<String> = host
         .iter()
         .map(|e| match e["event_type"].as_str().unwrap() {
@@ -239,15 +242,18 @@ fn run(name: &str) {
             other => other.to_owned(),
         })
         .collect();
-    let expected_seq: Vec<String> = turn["host_event_sequence"]
+    let mut expected_seq: Vec<String> = turn["host_event_sequence"]
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v.as_str().unwrap().to_owned())
         .collect();
+    sort_runs(&mut expected_seq, |a, b| {
+        a.starts_with("tool(") && phase_of(a) == phase_of(b) && phase_of(a).is_some()
+    });
     assert_eq!(seq, expected_seq, "{name}: host events");
     common::validate_host_events(&host);
-    for (ours, theirs) in host.iter().zip(turn["host_events"].as_array().unwrap()) {
+    for (ours, theirs) in host.iter().zip(&expected_host) {
         let keys = |v: &Value| {
             v.as_object()
                 .unwrap()
@@ -288,6 +294,54 @@ fn run(name: &str) {
             }
         }
     }
+}
+
+/// `started` or `completed[..]` of a `tool(name).phase` sequence entry.
+fn phase_of(entry: &str) -> Option<&str> {
+    let rest = entry.strip_prefix("tool(")?;
+    let phase = &rest[rest.find(").")? + 2..];
+    Some(phase.split('[').next().unwrap_or(phase))
+}
+
+/// Sorts each maximal run of neighbours that `same_run` joins.
+fn sort_runs<T: Ord>(v: &mut [T], same_run: impl Fn(&T, &T) -> bool) {
+    let mut start = 0;
+    while start < v.len() {
+        let mut end = start + 1;
+        while end < v.len() && same_run(&v[start], &v[end]) {
+            end += 1;
+        }
+        v[start..end].sort();
+        start = end;
+    }
+}
+
+/// Host events with each run of consecutive `tool_lifecycle` events of one phase sorted by
+/// tool name then call id (the sequence strings are sorted by name the same way).
+fn sort_parallel_runs(events: Vec<Value>) -> Vec<Value> {
+    let key = |e: &Value| {
+        (
+            e["tool_name"].as_str().unwrap_or("").to_owned(),
+            e["tool_call_id"].as_str().unwrap_or("").to_owned(),
+        )
+    };
+    let phase = |e: &Value| (e["event_type"] == "tool_lifecycle").then(|| e["phase"].clone());
+    let mut out: Vec<Value> = Vec::with_capacity(events.len());
+    let mut run: Vec<Value> = Vec::new();
+    for e in events {
+        if !run.is_empty() && (phase(&e).is_none() || phase(&e) != phase(&run[0])) {
+            run.sort_by_key(key);
+            out.append(&mut run);
+        }
+        if phase(&e).is_some() {
+            run.push(e);
+        } else {
+            out.push(e);
+        }
+    }
+    run.sort_by_key(key);
+    out.append(&mut run);
+    out
 }
 
 macro_rules! transcript {
