@@ -85,7 +85,7 @@ pub(crate) fn project_rule(rule: &Value) -> Option<Value> {
 pub(crate) enum HostEvent {
     ToolLifecycle(ToolLifecycleEvent),
     PermissionDecision(PermissionDecisionEvent),
-    /// Reserved: sub-agents are not in this library yet, but the shape is part of the contract.
+    /// A sub-agent spawned and how it ended (`subagents::outcome`; docs/subagents.md).
     SubagentLifecycle(SubagentLifecycleEvent),
 }
 
