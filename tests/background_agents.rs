@@ -70,16 +70,6 @@ fn bg_call(id: &str, task: &str) -> Value {
     json!({"id": id, "name": "agent_n", "arguments": {"task": task, "run_in_background": true}})
 }
 
-fn tool_messages(agent: &Agent) -> Vec<String> {
-    let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
-    h.as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 /// The 8-hex id in a started text.
 fn started_id(text: &str) -> String {
     let re = regex::Regex::new(
@@ -130,7 +120,7 @@ fn a_background_child_completes_and_the_next_request_carries_its_notice() {
     run.agent
         .run_blocking("Start it.", TurnOptions::default())
         .unwrap();
-    let id = started_id(&tool_messages(&run.agent)[0]);
+    let id = started_id(&common::tool_results(&run.agent)[0]);
 
     // The lifecycle pair carries the task id; the terminal event comes after the notice is
     // queued, so a host may start the next turn on it.
@@ -202,7 +192,7 @@ fn a_background_child_never_asks_and_runs_nothing_that_needs_confirmation() {
     run.agent
         .run_blocking("Go.", TurnOptions::default())
         .unwrap();
-    let id = started_id(&tool_messages(&run.agent)[0]);
+    let id = started_id(&common::tool_results(&run.agent)[0]);
     let done = wait_terminal(&run, 1);
     assert_eq!(done[0]["parent_task_id"], id.as_str());
     assert!(
@@ -230,7 +220,7 @@ fn the_seventh_launch_is_refused_and_closing_cancels_the_six() {
     run.agent
         .run_blocking("Go.", TurnOptions::default())
         .unwrap();
-    let results = tool_messages(&run.agent);
+    let results = common::tool_results(&run.agent);
     assert_eq!(results.len(), 7);
     let refused: Vec<&String> = results
         .iter()

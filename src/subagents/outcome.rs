@@ -194,19 +194,6 @@ impl RunStats {
     }
 }
 
-/// `12,345`: Python's `{:,}`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The spawn tool's result: the child's text and a footer, led by a plain "did not finish"
 /// when it stopped short (its text then shown as a partial result unless the harness wrote it).
 pub(crate) fn result_text(
@@ -219,7 +206,7 @@ pub(crate) fn result_text(
         "[{name}: {} turns, {} tool calls, ~{} tokens, {}ms]",
         stats.turns,
         stats.tool_calls,
-        thousands(stats.tokens),
+        crate::tools::result_format::thousands(stats.tokens),
         stats.duration_ms
     );
     match incomplete {
@@ -361,7 +348,5 @@ mod tests {
             result_text("x", "[LLM API error: boom]", &s, i),
             "[x did not finish: it used its entire 3-turn budget without finishing]\n\n[x: 2 turns, 1 tool calls, ~1,234 tokens, 56ms]"
         );
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(thousands(999), "999");
     }
 }
