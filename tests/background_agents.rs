@@ -7,30 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentao::agent::{Agent, TurnOptions};
-use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
 use mock_openai::MockServer;
 use serde_json::{json, Value};
 
 mod common;
-
-#[derive(Default)]
-struct Host {
-    events: Mutex<Vec<Value>>,
-    confirms: Mutex<Vec<String>>,
-}
-
-impl Transport for Host {
-    fn emit(&self, event: &str) {
-        self.events
-            .lock()
-            .unwrap()
-            .push(serde_json::from_str(event).unwrap());
-    }
-    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
-        self.confirms.lock().unwrap().push(req.tool_name);
-        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap();
-    }
-}
+use common::RecordingHost as Host;
 
 struct Run {
     agent: Agent,

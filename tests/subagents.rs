@@ -7,41 +7,11 @@ use std::time::{Duration, Instant};
 
 use agentao::agent::{Agent, TurnOptions};
 use agentao::cancel::CancelToken;
-use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
 use agentao::turn::TurnStatus;
 use serde_json::{json, Value};
 
 mod common;
-
-#[derive(Default)]
-struct Host {
-    events: Mutex<Vec<Value>>,
-    confirms: Mutex<Vec<String>>,
-    questions: Mutex<Vec<String>>,
-    deny: bool,
-}
-
-impl Transport for Host {
-    fn emit(&self, event: &str) {
-        self.events
-            .lock()
-            .unwrap()
-            .push(serde_json::from_str(event).unwrap());
-    }
-    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
-        self.confirms.lock().unwrap().push(req.tool_name);
-        let c = if self.deny {
-            Confirmation::Deny
-        } else {
-            Confirmation::Allow
-        };
-        reply.answer(Answer::Confirm(c)).unwrap();
-    }
-    fn ask_user(&self, question: &str, _hints: &str, reply: Reply) {
-        self.questions.lock().unwrap().push(question.to_owned());
-        reply.answer(Answer::Text("blue".into())).unwrap();
-    }
-}
+use common::RecordingHost as Host;
 
 struct Run {
     agent: Agent,

@@ -72,3 +72,46 @@ pub fn start_cancellable(
         .unwrap();
     (token, rx)
 }
+
+/// What [`RecordingHost`] answers every `ask_user` question with.
+pub const HOST_ANSWER: &str = "blue";
+
+/// A transport that records every event (parsed), every confirmation's tool name and every
+/// question; it allows each confirmation (denies when `deny`) and answers each question with
+/// [`HOST_ANSWER`].
+#[derive(Default)]
+pub struct RecordingHost {
+    pub events: std::sync::Mutex<Vec<Value>>,
+    pub confirms: std::sync::Mutex<Vec<String>>,
+    pub questions: std::sync::Mutex<Vec<String>>,
+    pub deny: bool,
+}
+
+impl agentao::events::transport::Transport for RecordingHost {
+    fn emit(&self, event: &str) {
+        self.events
+            .lock()
+            .unwrap()
+            .push(serde_json::from_str(event).unwrap());
+    }
+    fn confirm_tool(
+        &self,
+        req: agentao::events::transport::ConfirmRequest,
+        reply: agentao::events::transport::Reply,
+    ) {
+        use agentao::events::transport::{Answer, Confirmation};
+        self.confirms.lock().unwrap().push(req.tool_name);
+        let c = if self.deny {
+            Confirmation::Deny
+        } else {
+            Confirmation::Allow
+        };
+        reply.answer(Answer::Confirm(c)).unwrap();
+    }
+    fn ask_user(&self, question: &str, _hints: &str, reply: agentao::events::transport::Reply) {
+        self.questions.lock().unwrap().push(question.to_owned());
+        reply
+            .answer(agentao::events::transport::Answer::Text(HOST_ANSWER.into()))
+            .unwrap();
+    }
+}

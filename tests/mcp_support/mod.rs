@@ -4,30 +4,14 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agentao::agent::Agent;
-use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
 use serde_json::{json, Value};
 
-#[derive(Default)]
-pub struct Host {
-    pub events: Mutex<Vec<Value>>,
-    pub confirms: Mutex<Vec<String>>,
-}
-
-impl Transport for Host {
-    fn emit(&self, event: &str) {
-        self.events
-            .lock()
-            .unwrap()
-            .push(serde_json::from_str(event).unwrap());
-    }
-    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
-        self.confirms.lock().unwrap().push(req.tool_name.clone());
-        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap();
-    }
-}
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::RecordingHost as Host;
 
 pub struct Run {
     pub agent: Agent,
