@@ -163,7 +163,6 @@ impl Tool for CheckBackgroundAgent {
         args: &Map<String, Value>,
         ctx: &ToolContext<'_>,
     ) -> Result<String, ToolError> {
-        crate::tools::check_declared(self, args)?;
         let id = required_str(args, "agent_id", self.name())?;
         if id.is_empty() {
             return Ok(listing(&self.store.list()));
@@ -213,7 +212,6 @@ impl Tool for CancelBackgroundAgent {
         args: &Map<String, Value>,
         _ctx: &ToolContext<'_>,
     ) -> Result<String, ToolError> {
-        crate::tools::check_declared(self, args)?;
         let id = required_str(args, "agent_id", self.name())?;
         Ok(self
             .store
