@@ -14,6 +14,7 @@ use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::{LlmClient, Message};
 use crate::mcp::{ConfigFiles, McpManager, McpRegistry, ResourceToolSelection, StatusChange};
+use crate::panic_text::panic_text;
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
 use crate::subagents::background::{self, BackgroundStore};
@@ -403,7 +404,7 @@ impl Agent {
                     Err((AgentError::Timeout(m), Some(outcome)))
                 }
                 Err(e) if e.is_panic() => {
-                    let msg = panic_message(e.into_panic());
+                    let msg = panic_text(e.into_panic());
                     Err((AgentError::Panic(msg), None))
                 }
                 Err(e) => Err((AgentError::Internal(e.to_string()), None)),
@@ -911,14 +912,4 @@ fn shared_registry(config: &crate::config::ToolsConfig) -> Result<Arc<ToolRegist
         cache.insert(selection, r.clone());
     }
     Ok(r)
-}
-
-pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_owned()
-    }
 }
