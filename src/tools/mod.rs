@@ -13,6 +13,7 @@ pub(crate) mod host;
 pub(crate) mod memory;
 #[cfg(feature = "sqlite-memory")]
 pub(crate) mod memory_sqlite;
+pub(crate) mod metadata;
 pub(crate) mod result_format;
 pub(crate) mod secrets;
 pub(crate) mod selection;
@@ -37,6 +38,7 @@ pub(crate) use config::ShellSettings;
 pub use config::ToolsConfig;
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
 pub(crate) use memory::{MemoryRecord, MemoryScope, MemoryStore};
+pub(crate) use metadata::tool_metadata;
 pub(crate) use selection::ToolSelection;
 pub use shell_exec::note_credential_value;
 pub(crate) use shell_exec::{

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{arg_bool, arg_str, required_str, Tool, ToolContext, ToolError};
+use super::{arg_bool, arg_str, required_str, tool_metadata, Tool, ToolContext, ToolError};
 
 pub(crate) const MAX_MATCHES: usize = 100;
 
@@ -43,11 +43,10 @@ pub(crate) const DEFAULT_SKIP_DIRS: &[&str] = &[
 pub(crate) struct SearchFileContent;
 
 impl Tool for SearchFileContent {
-    fn name(&self) -> &str {
-        "search_file_content"
-    }
-    fn description(&self) -> &str {
-        "Search files for text or for a regular expression. By default, the search is \
+    tool_metadata! {
+        name: "search_file_content",
+        read_only: true,
+        description: "Search files for text or for a regular expression. By default, the search is \
          case-sensitive and treats the pattern as plain text. The tool shows a maximum of 100 \
          matching lines and the number of the other matches. By default, the tool skips large \
          directories: .git, node_modules, .venv, dist, build, __pycache__, and language caches. \
@@ -56,19 +55,14 @@ impl Tool for SearchFileContent {
          `file_pattern` names them. If .gitignore ignores `directory` itself, the tool searches \
          every file in it. To search an ignored directory, set `directory` to it. The tool never \
          searches an ignored file in a directory that .gitignore does not ignore, for example a \
-         file that a `*.log` rule ignores. Regular expressions use Rust regex syntax."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         file that a `*.log` rule ignores. Regular expressions use Rust regex syntax.",
+        parameters: {"type": "object", "properties": {
             "pattern": {"type": "string", "description": "Text or regex pattern to search for"},
             "file_pattern": {"type": "string", "description": "File glob pattern to search in (e.g., '*.py', '**/*.txt')", "default": "**/*"},
             "directory": {"type": "string", "description": "Directory to search. Default: the working directory.", "default": "."},
             "case_sensitive": {"type": "boolean", "description": "If true, match upper and lower case exactly. Default true.", "default": true},
             "regex": {"type": "boolean", "description": "If true, treat pattern as a regular expression. Default false: plain text.", "default": false}},
-            "required": ["pattern"]})
-    }
-    fn is_read_only(&self) -> bool {
-        true
+            "required": ["pattern"]},
     }
     fn execute(
         &self,
