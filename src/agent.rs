@@ -14,6 +14,7 @@ use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::{LlmClient, Message};
 use crate::mcp::{ConfigFiles, McpManager, McpRegistry, ResourceToolSelection, StatusChange};
+use crate::panic_text::panic_text;
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
 use crate::subagents::background::{self, BackgroundStore};
@@ -96,10 +97,13 @@ pub(crate) fn on_runtime_thread() -> bool {
 
 /// Where a turn's completion runs.
 #[derive(Clone, Copy)]
-enum Completion {
+pub(crate) enum Completion {
     /// Host code: on a blocking thread, with the agent kept alive until it returns.
     Host,
-    /// Library code that hands the result over: inline, after the agent is released.
+    /// Library code that only hands the result to a waiting host thread (blocking chat, pull
+    /// streams): inline on the worker that finished the turn (one thread wake-up less per
+    /// turn), after the turn let go of the agent, so a host that frees the agent as soon as it
+    /// has the result gets its `userdata_free` inside `agentao_agent_free`.
     Handoff,
 }
 
@@ -338,22 +342,8 @@ impl Agent {
         self.spawn_turn(message, opts, deltas, Completion::Host, done)
     }
 
-    /// Like [`Agent::start_turn`], for completions that only hand the result to a waiting host
-    /// thread (blocking chat, pull streams): `done` runs on the worker that finished the turn
-    /// (one thread wake-up less per turn), after the turn let go of the agent, so a host that
-    /// frees the agent as soon as it has the result gets its `userdata_free` inside
-    /// `agentao_agent_free`.
-    pub(crate) fn start_turn_handoff(
-        &self,
-        message: String,
-        opts: TurnOptions,
-        deltas: DeltaSink,
-        done: impl FnOnce(TurnResult) + Send + 'static,
-    ) -> Result<CancelToken, AgentError> {
-        self.spawn_turn(message, opts, deltas, Completion::Handoff, done)
-    }
-
-    fn spawn_turn(
+    /// [`Agent::start_turn`] with `done` run where `completion` says.
+    pub(crate) fn spawn_turn(
         &self,
         message: String,
         opts: TurnOptions,
@@ -403,7 +393,7 @@ impl Agent {
                     Err((AgentError::Timeout(m), Some(outcome)))
                 }
                 Err(e) if e.is_panic() => {
-                    let msg = panic_message(e.into_panic());
+                    let msg = panic_text(e.into_panic());
                     Err((AgentError::Panic(msg), None))
                 }
                 Err(e) => Err((AgentError::Internal(e.to_string()), None)),
@@ -433,9 +423,15 @@ impl Agent {
             return Err((AgentError::Reentrant, None));
         }
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.start_turn_handoff(message.to_owned(), opts, DeltaSink::None, move |r| {
-            let _ = tx.send(r);
-        })
+        self.spawn_turn(
+            message.to_owned(),
+            opts,
+            DeltaSink::None,
+            Completion::Handoff,
+            move |r| {
+                let _ = tx.send(r);
+            },
+        )
         .map_err(|e| (e, None))?;
         rx.recv().unwrap_or_else(|_| {
             Err((
@@ -911,14 +907,4 @@ fn shared_registry(config: &crate::config::ToolsConfig) -> Result<Arc<ToolRegist
         cache.insert(selection, r.clone());
     }
     Ok(r)
-}
-
-pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_owned()
-    }
 }

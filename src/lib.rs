@@ -15,8 +15,9 @@
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot |
 //! | [`events`] | internal events, the transport, host-event projection and streams |
 //! | [`cancel`] | cancellation tokens |
-//! | [`config_field`] | how a config section is read: closed objects, errors in the section's words |
+//! | `config_field` | how a config section is read: closed objects, errors in the section's words |
 //! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |
+//! | `panic_text` | the message of a caught panic |
 //!
 //! `unsafe` lives in `ffi` only.
 //!
@@ -29,7 +30,7 @@
 //! |---|---|
 //! | `acp/` | `agent` (the entry points, `TurnOptions`, `AgentError`), `config::DEFAULT_MAX_TOKENS`, `turn::{DeltaSink, TurnOutcome, TurnStatus, IncompleteReason}`, `events::{transport, host}`, `cancel::CancelToken`, `permissions::Mode` |
 //! | `mock-openai/` | the scripted `llm::script` types |
-//! | `fuzz/` | `turn::plan::repair_name`, `permissions::hardline::{check, MAX_TEXTS}`, `permissions::{rules, path_policy, url_policy}`, the engine, `llm::{sse, openai::decode_events_for_fuzzing, tool_call}`, `config::AgentConfig` |
+//! | `fuzz/` | `turn::plan::repair_name`, `permissions::hardline::{check, MAX_TEXTS}`, `permissions::{rules, path_policy, url_policy}`, the engine, `llm::{sse, openai::decode_events_for_fuzzing, tool_call}`, `config::AgentConfig`, `pycompat::python_str` |
 //! | `tests/` | the above, and what the Rust tests drive directly: `llm::{LlmClient, ChatRequest, Message, Piece}`, `tools::{Tool, ToolContext, ToolServices, ToolRegistry, FileSystem}`, the tools config, `mcp::{client, config, render}`, `events::host` streams, `ffi::library::acp_schema`, `subagents::SubagentDefinition`, `Agent::{add_tool, usage}` |
 //!
 //! Everything else is `pub(crate)`: the turn's stages, the built-in tools' internals, the
@@ -60,5 +61,6 @@ pub mod permissions;
 pub mod events;
 
 pub mod cancel;
-pub mod config_field;
+pub(crate) mod config_field;
+pub(crate) mod panic_text;
 pub mod pycompat;

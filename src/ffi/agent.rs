@@ -73,6 +73,38 @@ pub(crate) unsafe fn with_agent_out<T>(
     guard_required_out(out, out_name, err_out, |out| body(agent_ref(agent)?, out))
 }
 
+/// [`with_agent_out`] for the exports that open a handle on the agent (a stream): the body's
+/// value becomes `*out`.
+pub(crate) unsafe fn open_on_agent<T: BoxCastable>(
+    agent: *const agentao_agent,
+    out: *mut *mut T,
+    out_name: &str,
+    err_out: *mut *mut agentao_error,
+    body: impl FnOnce(&Agent) -> FfiResult<T>,
+) -> agentao_status {
+    with_agent_out(agent, out, out_name, err_out, |agent, out| {
+        let handle = body(agent)?;
+        out.write(|| handle.into_raw());
+        Ok(())
+    })
+}
+
+/// [`with_agent_out`] for the queries that look at the agent before their `*out`: a NULL agent
+/// is reported even when `*out` is NULL too.
+pub(crate) unsafe fn with_agent_then_out<T>(
+    agent: *const agentao_agent,
+    out: *mut *mut T,
+    out_name: &str,
+    err_out: *mut *mut agentao_error,
+    body: impl FnOnce(&Agent, &Out<T>) -> FfiResult<()>,
+) -> agentao_status {
+    guard_out(out, err_out, |out| {
+        let agent = agent_ref(agent)?;
+        out.require(&format!("`{out_name}` is NULL"))?;
+        body(agent, out)
+    })
+}
+
 /// A finished turn as the entry points that hand out its result report it: the outcome of a
 /// turn that ended `ok`, otherwise its status and message.
 pub(crate) fn turn_ended_ok(result: &TurnResult) -> Result<TurnOutcome, Fail> {

@@ -38,7 +38,7 @@ pub(crate) fn guard(
             agentao_status::Panic,
             format!(
                 "panic contained at the C boundary: {}",
-                crate::agent::panic_message(p)
+                crate::panic_text::panic_text(p)
             ),
         ))
     });

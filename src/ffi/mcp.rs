@@ -4,9 +4,9 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
-use super::agent::{agent_ref, agentao_agent};
+use super::agent::{agent_ref, agentao_agent, with_agent_then_out};
 use super::host_data::HostData;
-use super::{agentao_error, agentao_status, guard, guard_out, in_callback, out_string, Fail};
+use super::{agentao_error, agentao_status, guard, in_callback, out_string, Fail};
 use crate::mcp::McpRegistry;
 
 /// Where an agent's MCP servers come from besides its config's `mcp_servers` (which are
@@ -125,9 +125,7 @@ pub unsafe extern "C" fn agentao_agent_mcp_status(
     json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(json_out, err_out, |out| {
-        let agent = agent_ref(agent)?;
-        out.require("`json_out` is NULL")?;
+    with_agent_then_out(agent, json_out, "json_out", err_out, |agent, out| {
         out.write(|| out_string(&agent.mcp_status_json()));
         Ok(())
     })

@@ -2,8 +2,8 @@
 
 use std::ffi::c_char;
 
-use super::agent::{agent_ref, agentao_agent};
-use super::{agentao_error, agentao_status, guard_out, out_string, str_arg, Fail};
+use super::agent::{agentao_agent, with_agent_then_out};
+use super::{agentao_error, agentao_status, out_string, str_arg, Fail};
 
 /// Answers "what would happen if the model called `tool_name` with `args_json` now?" from the
 /// same pipeline the turn uses (read-only gate, hardline floor, run-scope, preset and user
@@ -29,9 +29,7 @@ pub unsafe extern "C" fn agentao_agent_preflight(
     json_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard_out(json_out, err_out, |out| {
-        let agent = agent_ref(agent)?;
-        out.require("`json_out` is NULL")?;
+    with_agent_then_out(agent, json_out, "json_out", err_out, |agent, out| {
         let name = str_arg(tool_name, "tool_name")?;
         let args = str_arg(args_json, "args_json")?;
         let answer = agent.preflight(name, args)?;

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::agent::{agentao_agent, turn_ended_ok, turn_options, with_agent_out};
+use super::agent::{agentao_agent, open_on_agent, turn_ended_ok, turn_options};
 use super::cancel::agentao_cancel_token;
 use super::handle::BoxCastable;
 use super::{
     agentao_error, agentao_status, guard_required_out, opt_str_arg, out_string, reentrant, str_arg,
     Fail,
 };
-use crate::agent::{runtime, Agent, AgentError};
+use crate::agent::{runtime, Agent, AgentError, Completion};
 use crate::cancel::CancelToken;
 use crate::events::host::{HostEventReceiver, StreamNext};
 use crate::turn::DeltaSink;
@@ -49,41 +49,32 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
     stream_out: *mut *mut agentao_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_agent_out(
-        agent,
-        stream_out,
-        "stream_out",
-        err_out,
-        |agent, stream_out| {
-            let message = str_arg(message, "message")?.to_owned();
-            if !agent.transport().supports_subscribe() {
-                return Err(AgentError::NoSubscribe.into());
-            }
-            let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
-            let (end_tx, end_rx) = oneshot::channel();
-            // The completion only sends on a oneshot: it runs on the worker (no extra hop).
-            let token = agent.start_turn_handoff(
-                message,
-                turn_options(max_iterations, cancel),
-                DeltaSink::Queue(tx),
-                move |result| {
-                    let _ = end_tx.send(turn_ended_ok(&result).map(|o| o.to_json()));
-                },
-            )?;
-            stream_out.write(|| {
-                agentao_stream {
-                    state: Mutex::new(TurnStreamState {
-                        deltas: rx,
-                        end: Some(end_rx),
-                        finished: false,
-                    }),
-                    token,
-                }
-                .into_raw()
-            });
-            Ok(())
-        },
-    )
+    open_on_agent(agent, stream_out, "stream_out", err_out, |agent| {
+        let message = str_arg(message, "message")?.to_owned();
+        if !agent.transport().supports_subscribe() {
+            return Err(AgentError::NoSubscribe.into());
+        }
+        let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
+        let (end_tx, end_rx) = oneshot::channel();
+        // The completion only sends on a oneshot: it runs on the worker (no extra hop).
+        let token = agent.spawn_turn(
+            message,
+            turn_options(max_iterations, cancel),
+            DeltaSink::Queue(tx),
+            Completion::Handoff,
+            move |result| {
+                let _ = end_tx.send(turn_ended_ok(&result).map(|o| o.to_json()));
+            },
+        )?;
+        Ok(agentao_stream {
+            state: Mutex::new(TurnStreamState {
+                deltas: rx,
+                end: Some(end_rx),
+                finished: false,
+            }),
+            token,
+        })
+    })
 }
 
 fn timeout_of(ms: u32) -> Duration {
@@ -191,28 +182,18 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
     stream_out: *mut *mut agentao_host_event_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_agent_out(
-        agent,
-        stream_out,
-        "stream_out",
-        err_out,
-        |agent, stream_out| {
-            let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
-            let (id, rx) = agent
-                .host_events()
-                .open_stream(filter)
-                .map_err(|e| Fail(agentao_status::StreamSubscribe, e.to_string()))?;
-            stream_out.write(|| {
-                agentao_host_event_stream {
-                    rx: Mutex::new(rx),
-                    agent: agent.clone(),
-                    id,
-                }
-                .into_raw()
-            });
-            Ok(())
-        },
-    )
+    open_on_agent(agent, stream_out, "stream_out", err_out, |agent| {
+        let filter = opt_str_arg(session_filter, "session_filter")?.map(str::to_owned);
+        let (id, rx) = agent
+            .host_events()
+            .open_stream(filter)
+            .map_err(|e| Fail(agentao_status::StreamSubscribe, e.to_string()))?;
+        Ok(agentao_host_event_stream {
+            rx: Mutex::new(rx),
+            agent: agent.clone(),
+            id,
+        })
+    })
 }
 
 /// Waits up to `timeout_ms` for the next host event and writes its JSON to `*event_json_out`

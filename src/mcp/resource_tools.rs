@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::client::{CallError, Connection};
 use super::render::render_read;
-use crate::tools::{arg_str, Tool, ToolContext, ToolError};
+use crate::tools::{arg_str, tool_metadata, Tool, ToolContext, ToolError};
 
 pub(crate) const LIST_RESOURCES: &str = "list_mcp_resources";
 pub(crate) const LIST_TEMPLATES: &str = "list_mcp_resource_templates";
@@ -153,12 +153,9 @@ impl Tool for ListResources {
             "cursor": {"type": "string", "description": "The nextCursor value from the previous call. Use it only together with server."}}})
     }
 
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn origin(&self) -> crate::tools::ToolOrigin {
-        crate::tools::ToolOrigin::Mcp
+    tool_metadata! {
+        read_only: true,
+        origin: Mcp,
     }
 
     fn execute(
@@ -257,29 +254,17 @@ pub(crate) struct ReadResource {
 }
 
 impl Tool for ReadResource {
-    fn name(&self) -> &str {
-        READ_RESOURCE
-    }
-
-    fn description(&self) -> &str {
-        "Read a resource from an MCP server by its URI. You must give the server. Use the server \
+    tool_metadata! {
+        name: READ_RESOURCE,
+        read_only: true,
+        description: "Read a resource from an MCP server by its URI. You must give the server. Use the server \
          that listed the item, or the server that a resource link in a tool result names. If the \
-         content is binary, the tool saves it to a file and returns the file path."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         content is binary, the tool saves it to a file and returns the file path.",
+        parameters: {"type": "object", "properties": {
             "server": {"type": "string", "description": "MCP server name."},
             "uri": {"type": "string", "description": "Resource URI to read."}},
-            "required": ["server", "uri"]})
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn origin(&self) -> crate::tools::ToolOrigin {
-        crate::tools::ToolOrigin::Mcp
+            "required": ["server", "uri"]},
+        origin: Mcp,
     }
 
     fn execute(

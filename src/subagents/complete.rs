@@ -2,25 +2,20 @@
 //! The call is an ordinary read-only tool whose result is the payload; the run's
 //! classification finds it in the child's transcript (spec §6.4).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use crate::tools::{required_str, Tool, ToolContext, ToolError};
+use crate::tools::{required_str, tool_metadata, Tool, ToolContext, ToolError};
 
 pub(crate) const COMPLETE_TASK: &str = "complete_task";
 
 pub(crate) struct CompleteTask;
 
 impl Tool for CompleteTask {
-    fn name(&self) -> &str {
-        COMPLETE_TASK
-    }
-
-    fn description(&self) -> &str {
-        "Call this tool when you finish the assigned task. Pass the final result as a string. You MUST call this tool to finish."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
+    tool_metadata! {
+        name: COMPLETE_TASK,
+        read_only: true,
+        description: "Call this tool when you finish the assigned task. Pass the final result as a string. You MUST call this tool to finish.",
+        parameters: {
             "type": "object",
             "properties": {
                 "result": {
@@ -29,11 +24,7 @@ impl Tool for CompleteTask {
                 }
             },
             "required": ["result"],
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
+        },
     }
 
     fn execute(

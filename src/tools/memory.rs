@@ -66,6 +66,29 @@ pub(crate) struct MemoryRecord {
     pub(crate) deleted_at: Option<String>,
 }
 
+#[cfg(test)]
+impl MemoryRecord {
+    /// A project note keyed `key`, written at `at`: the stores' tests' fixture.
+    pub(crate) fn test_note(key: &str, content: &str, at: &str) -> Self {
+        MemoryRecord {
+            id: "0000abcd".into(),
+            scope: MemoryScope::Project,
+            kind: "note".into(),
+            key_normalized: key.into(),
+            title: key.into(),
+            content: content.into(),
+            tags: vec![],
+            keywords: keywords_of(content),
+            source: "explicit".into(),
+            confidence: 1.0,
+            sensitivity: "normal".into(),
+            created_at: at.into(),
+            updated_at: at.into(),
+            deleted_at: None,
+        }
+    }
+}
+
 /// Where memories live. Errors are messages the model may read (`Error saving memory: …`).
 /// Calls come from tool threads and from the start of a turn (off the async workers); a store
 /// may block.
@@ -301,22 +324,7 @@ mod tests {
     use super::*;
 
     fn rec(key: &str, content: &str, at: &str) -> MemoryRecord {
-        MemoryRecord {
-            id: "0000abcd".into(),
-            scope: MemoryScope::Project,
-            kind: "note".into(),
-            key_normalized: key.into(),
-            title: key.into(),
-            content: content.into(),
-            tags: vec![],
-            keywords: keywords_of(content),
-            source: "explicit".into(),
-            confidence: 1.0,
-            sensitivity: "normal".into(),
-            created_at: at.into(),
-            updated_at: at.into(),
-            deleted_at: None,
-        }
+        MemoryRecord::test_note(key, content, at)
     }
 
     #[test]

@@ -169,19 +169,8 @@ mod tests {
     fn rec(id: &str, key: &str, content: &str, at: &str) -> MemoryRecord {
         MemoryRecord {
             id: id.into(),
-            scope: MemoryScope::Project,
-            kind: "note".into(),
-            key_normalized: key.into(),
-            title: key.into(),
-            content: content.into(),
             tags: vec!["t".into()],
-            keywords: vec![],
-            source: "explicit".into(),
-            confidence: 1.0,
-            sensitivity: "normal".into(),
-            created_at: at.into(),
-            updated_at: at.into(),
-            deleted_at: None,
+            ..MemoryRecord::test_note(key, content, at)
         }
     }
 

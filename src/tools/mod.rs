@@ -13,6 +13,7 @@ pub(crate) mod host;
 pub(crate) mod memory;
 #[cfg(feature = "sqlite-memory")]
 pub(crate) mod memory_sqlite;
+pub(crate) mod metadata;
 pub(crate) mod result_format;
 pub(crate) mod secrets;
 pub(crate) mod selection;
@@ -37,6 +38,7 @@ pub(crate) use config::ShellSettings;
 pub use config::ToolsConfig;
 pub use fs::{FileEntry, FileStat, FileSystem, LocalFileSystem, WalkEntry};
 pub(crate) use memory::{MemoryRecord, MemoryScope, MemoryStore};
+pub(crate) use metadata::tool_metadata;
 pub(crate) use selection::ToolSelection;
 pub use shell_exec::note_credential_value;
 pub(crate) use shell_exec::{
@@ -485,68 +487,45 @@ impl ToolRegistry {
     }
 }
 
-/// Reads an optional argument of one JSON type; a wrong type is a ToolError as the reference's
-/// TypeError would be.
+/// Reads an optional argument of one JSON type (`what`, as the message words it); a wrong type
+/// is a ToolError as the reference's TypeError would be.
+fn typed_arg<'a, T>(
+    args: &'a Map<String, Value>,
+    key: &str,
+    what: &str,
+    read: impl FnOnce(&'a Value) -> Option<T>,
+) -> Result<Option<T>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => read(v).map(Some).ok_or_else(|| {
+            ToolError::new(
+                "TypeError",
+                format!("argument '{key}' must be {what}, not {}", json_type(v)),
+            )
+        }),
+    }
+}
+
 pub(crate) fn arg_str<'a>(
     args: &'a Map<String, Value>,
     key: &str,
 ) -> Result<Option<&'a str>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(ToolError::new(
-            "TypeError",
-            format!(
-                "argument '{key}' must be a string, not {}",
-                json_type(other)
-            ),
-        )),
-    }
+    typed_arg(args, key, "a string", Value::as_str)
 }
 
 pub(crate) fn arg_bool(args: &Map<String, Value>, key: &str) -> Result<Option<bool>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(ToolError::new(
-            "TypeError",
-            format!(
-                "argument '{key}' must be a boolean, not {}",
-                json_type(other)
-            ),
-        )),
-    }
+    typed_arg(args, key, "a boolean", Value::as_bool)
 }
 
 pub(crate) fn arg_i64(args: &Map<String, Value>, key: &str) -> Result<Option<i64>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64()),
-        Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => {
-            Ok(n.as_f64().map(|f| f as i64))
-        }
-        Some(other) => Err(ToolError::new(
-            "TypeError",
-            format!(
-                "argument '{key}' must be an integer, not {}",
-                json_type(other)
-            ),
-        )),
-    }
+    typed_arg(args, key, "an integer", |v| {
+        v.as_i64()
+            .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+    })
 }
 
 pub(crate) fn arg_f64(args: &Map<String, Value>, key: &str) -> Result<Option<f64>, ToolError> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(other) => Err(ToolError::new(
-            "TypeError",
-            format!(
-                "argument '{key}' must be a number, not {}",
-                json_type(other)
-            ),
-        )),
-    }
+    typed_arg(args, key, "a number", Value::as_f64)
 }
 
 pub(crate) fn required_str<'a>(
@@ -610,6 +589,59 @@ fn json_type(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod argument_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    fn type_error<T: std::fmt::Debug>(r: Result<T, ToolError>) -> String {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind, "TypeError");
+        e.message
+    }
+
+    /// Absent and `null` read as unset; a whole float is an integer; a wrong type is the
+    /// reference's TypeError naming the argument and the JSON type it got.
+    #[test]
+    fn typed_readers_accept_their_type_and_word_the_rest() {
+        let a = args(json!({"s": "x", "b": true, "i": 3, "w": 4.0, "f": 2.5, "n": null}));
+        assert_eq!(arg_str(&a, "s").unwrap(), Some("x"));
+        assert_eq!(arg_str(&a, "n").unwrap(), None);
+        assert_eq!(arg_str(&a, "absent").unwrap(), None);
+        assert_eq!(arg_bool(&a, "b").unwrap(), Some(true));
+        assert_eq!(arg_i64(&a, "i").unwrap(), Some(3));
+        assert_eq!(arg_i64(&a, "w").unwrap(), Some(4));
+        assert_eq!(arg_f64(&a, "i").unwrap(), Some(3.0));
+        assert_eq!(arg_f64(&a, "f").unwrap(), Some(2.5));
+        assert_eq!(
+            type_error(arg_str(&a, "b")),
+            "argument 'b' must be a string, not boolean"
+        );
+        assert_eq!(
+            type_error(arg_bool(&a, "s")),
+            "argument 's' must be a boolean, not string"
+        );
+        assert_eq!(
+            type_error(arg_i64(&a, "f")),
+            "argument 'f' must be an integer, not number"
+        );
+        assert_eq!(
+            type_error(arg_f64(&args(json!({"f": [1]})), "f")),
+            "argument 'f' must be a number, not array"
+        );
+        assert_eq!(required_str(&a, "s", "t").unwrap(), "x");
+        assert_eq!(
+            type_error(required_str(&a, "n", "read_file")),
+            "read_file() missing 1 required positional argument: 'n'"
+        );
     }
 }
 

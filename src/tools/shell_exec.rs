@@ -72,6 +72,30 @@ pub(crate) struct ShellResult {
     pub(crate) stderr_omitted_at: usize,
 }
 
+impl ShellResult {
+    /// A finished run whose output is what `bufs` (stdout, stderr) kept.
+    pub(crate) fn captured(
+        returncode: i32,
+        bufs: &[HeadTailBuffer; 2],
+        timed_out: bool,
+        cancelled: bool,
+    ) -> Self {
+        let (stdout, stdout_omitted_bytes, stdout_omitted_at) = bufs[0].snapshot();
+        let (stderr, stderr_omitted_bytes, stderr_omitted_at) = bufs[1].snapshot();
+        ShellResult {
+            returncode,
+            stdout,
+            stderr,
+            timed_out,
+            cancelled,
+            stdout_omitted_bytes,
+            stderr_omitted_bytes,
+            stdout_omitted_at,
+            stderr_omitted_at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BackgroundHandle {
     pub(crate) pid: u32,
@@ -337,19 +361,12 @@ fn supervise(
             break;
         }
     }
-    let (stdout, so, sa) = bufs[0].snapshot();
-    let (stderr, eo, ea) = bufs[1].snapshot();
-    ShellResult {
-        returncode: status.map(returncode).unwrap_or(-1),
-        stdout,
-        stderr,
+    ShellResult::captured(
+        status.map(returncode).unwrap_or(-1),
+        &bufs,
         timed_out,
         cancelled,
-        stdout_omitted_bytes: so,
-        stderr_omitted_bytes: eo,
-        stdout_omitted_at: sa,
-        stderr_omitted_at: ea,
-    }
+    )
 }
 
 /// Incremental lossy UTF-8 decoding for streamed chunks; chunks with a NUL are not shown.

@@ -233,11 +233,10 @@ impl RunWaiter {
     /// that could not start.
     pub(crate) fn wait(self, request: &ShellRequest<'_>) -> Result<ShellResult, String> {
         let (answer, stopped) = self.wait_answer(request, true);
-        let mut st = self.shared.lock();
-        let (stdout, so, sa) = st.bufs[0].snapshot();
-        let (stderr, eo, ea) = st.bufs[1].snapshot();
-        st.bufs = [HeadTailBuffer::new(0), HeadTailBuffer::new(0)];
-        drop(st);
+        let bufs = std::mem::replace(
+            &mut self.shared.lock().bufs,
+            [HeadTailBuffer::new(0), HeadTailBuffer::new(0)],
+        );
         let (returncode, mut timed_out, mut cancelled) = match answer {
             Some(RunAnswer::Failed(e)) => return Err(e),
             Some(RunAnswer::Finished {
@@ -255,17 +254,9 @@ impl RunWaiter {
             Some(Stop::TimedOut) => (cancelled, timed_out) = (false, true),
             None => {}
         }
-        Ok(ShellResult {
-            returncode,
-            stdout,
-            stderr,
-            timed_out,
-            cancelled,
-            stdout_omitted_bytes: so,
-            stderr_omitted_bytes: eo,
-            stdout_omitted_at: sa,
-            stderr_omitted_at: ea,
-        })
+        Ok(ShellResult::captured(
+            returncode, &bufs, timed_out, cancelled,
+        ))
     }
 
     /// Waits for a background run to start.

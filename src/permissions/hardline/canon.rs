@@ -633,72 +633,72 @@ fn fork_bomb(toks: &[Tok]) -> bool {
     false
 }
 
-/// Rewrites one text (see the module doc).
-pub(super) fn canonicalize(text: &[char]) -> Canon {
-    let mut canon = Canon::default();
-    let mut subs = Vec::new();
-    let toks = tokenize(text, &mut subs);
-    canon.fork_bomb = fork_bomb(&toks);
-    let mut out: Vec<char> = Vec::with_capacity(text.len() + 16);
-    let mut words: Vec<String> = Vec::new();
-    let mut prev_words: Vec<String> = Vec::new();
-    let mut piped = false;
-    // A backslash-newline joins words (`r\<newline>m` is `rm`): the respelling removes it.
-    let mut changed = text.windows(2).any(|w| w == ['\\', '\n']);
-    let mut texts = Vec::new();
-    let finish = |words: &mut Vec<String>,
-                  prev: &mut Vec<String>,
-                  piped: bool,
-                  out: &mut Vec<char>,
-                  texts: &mut Vec<Vec<char>>,
-                  changed: &mut bool| {
-        if words.is_empty() {
+/// The respelled text being built, one simple command at a time.
+struct Respelling {
+    out: Vec<char>,
+    /// The command being read, and the one before it in the pipeline.
+    words: Vec<String>,
+    prev_words: Vec<String>,
+    piped: bool,
+    changed: bool,
+    texts: Vec<Vec<char>>,
+}
+
+impl Respelling {
+    /// Rewrites the command read so far into `out`; a shell fed by a pipe also checks what the
+    /// writer before it printed.
+    fn finish_command(&mut self) {
+        if self.words.is_empty() {
             return;
         }
-        if piped && shell_reads_stdin(words) {
-            writer_texts(prev, texts);
+        if self.piped && shell_reads_stdin(&self.words) {
+            writer_texts(&self.prev_words, &mut self.texts);
         }
-        let rewritten = rewrite_command(words, texts, changed);
+        let rewritten = rewrite_command(&self.words, &mut self.texts, &mut self.changed);
         for (i, w) in rewritten.iter().enumerate() {
             if i > 0 {
-                out.push(' ');
+                self.out.push(' ');
             }
-            emit_word(out, w);
+            emit_word(&mut self.out, w);
         }
-        *prev = std::mem::take(words);
+        self.prev_words = std::mem::take(&mut self.words);
+    }
+}
+
+/// Rewrites one text (see the module doc).
+pub(super) fn canonicalize(text: &[char]) -> Canon {
+    let mut subs = Vec::new();
+    let toks = tokenize(text, &mut subs);
+    let mut r = Respelling {
+        out: Vec::with_capacity(text.len() + 16),
+        words: Vec::new(),
+        prev_words: Vec::new(),
+        piped: false,
+        // A backslash-newline joins words (`r\<newline>m` is `rm`): the respelling removes it.
+        changed: text.windows(2).any(|w| w == ['\\', '\n']),
+        texts: Vec::new(),
     };
     for t in &toks {
         match t {
-            Tok::Word(w) => words.push(w.clone()),
+            Tok::Word(w) => r.words.push(w.clone()),
             Tok::Op(o) => {
-                finish(
-                    &mut words,
-                    &mut prev_words,
-                    piped,
-                    &mut out,
-                    &mut texts,
-                    &mut changed,
-                );
-                piped = matches!(*o, "|" | "|&");
-                if !piped {
-                    prev_words.clear();
+                r.finish_command();
+                r.piped = matches!(*o, "|" | "|&");
+                if !r.piped {
+                    r.prev_words.clear();
                 }
-                out.push(' ');
-                out.extend(o.chars());
-                out.push(' ');
+                r.out.push(' ');
+                r.out.extend(o.chars());
+                r.out.push(' ');
             }
         }
     }
-    finish(
-        &mut words,
-        &mut prev_words,
-        piped,
-        &mut out,
-        &mut texts,
-        &mut changed,
-    );
-    canon.canonical = changed.then_some(out);
-    canon.texts = texts;
-    canon.texts.extend(subs);
-    canon
+    r.finish_command();
+    let mut texts = r.texts;
+    texts.extend(subs);
+    Canon {
+        fork_bomb: fork_bomb(&toks),
+        canonical: r.changed.then_some(r.out),
+        texts,
+    }
 }

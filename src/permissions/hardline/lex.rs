@@ -95,36 +95,23 @@ impl Contexts {
                 continue;
             }
             let opens_sub = c == '$' && i + 1 < n && cmd[i + 1] == '(';
-            match cur {
-                Ctx::Dq => {
-                    if c == '"' {
-                        stack.pop();
-                    } else if opens_sub {
-                        stack.push(Ctx::Sub);
-                        ctx[i + 1] = Ctx::Sub;
-                        i += 2;
-                        continue;
-                    } else if c == '`' {
-                        stack.push(Ctx::Bt);
-                    }
+            // Inside double quotes only `$(` and a backquote open something.
+            let unquoted = cur != Ctx::Dq;
+            match (cur, c) {
+                (Ctx::Sq, _) => {}
+                (Ctx::Dq, '"') | (Ctx::Sub, ')') | (Ctx::Bt, '`') => {
+                    stack.pop();
                 }
-                Ctx::Sub | Ctx::Bt | Ctx::Top => {
-                    if cur == Ctx::Sub && c == ')' || cur == Ctx::Bt && c == '`' {
-                        stack.pop();
-                    } else if c == '\'' {
-                        stack.push(Ctx::Sq);
-                    } else if c == '"' {
-                        stack.push(Ctx::Dq);
-                    } else if opens_sub {
-                        stack.push(Ctx::Sub);
-                        ctx[i + 1] = Ctx::Sub;
-                        i += 2;
-                        continue;
-                    } else if c == '`' {
-                        stack.push(Ctx::Bt);
-                    }
+                (_, '\'') if unquoted => stack.push(Ctx::Sq),
+                (_, '"') if unquoted => stack.push(Ctx::Dq),
+                _ if opens_sub => {
+                    stack.push(Ctx::Sub);
+                    ctx[i + 1] = Ctx::Sub;
+                    i += 2;
+                    continue;
                 }
-                Ctx::Sq => {}
+                (_, '`') => stack.push(Ctx::Bt),
+                _ => {}
             }
             i += 1;
         }

@@ -15,6 +15,7 @@ use super::notices::{self, NoticeQueue};
 use super::persist::Persistence;
 use super::record::{now, RunReport, Settled, TaskRecord, TaskStatus};
 use crate::cancel::CancelToken;
+use crate::panic_text::panic_text;
 
 /// Pending or running tasks one store allows (the reference's `DEFAULT_MAX_CONCURRENT`).
 pub(crate) const MAX_IN_FLIGHT: usize = 6;
@@ -435,15 +436,5 @@ impl BackgroundStore {
     /// The queued completion notices, emptied (the parent's next LLM iteration).
     pub(crate) fn drain_notices(&self) -> Vec<String> {
         self.notices.drain()
-    }
-}
-
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_owned()
     }
 }

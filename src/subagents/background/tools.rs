@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::record::TaskStatus;
 use super::store::{BackgroundStore, TaskView};
 use crate::pycompat::{py_repr, python_str};
-use crate::tools::{required_str, Tool, ToolContext, ToolError};
+use crate::tools::{required_str, tool_metadata, Tool, ToolContext, ToolError};
 
 /// Upper bound of one `wait_seconds`.
 pub(crate) const MAX_WAIT_SECONDS: i64 = 1800;
@@ -137,26 +137,20 @@ impl CheckBackgroundAgent {
 }
 
 impl Tool for CheckBackgroundAgent {
-    fn name(&self) -> &str {
-        "check_background_agent"
-    }
-    fn description(&self) -> &str {
-        "Check the status of a background sub-agent previously launched with run_in_background=true. \
+    tool_metadata! {
+        name: "check_background_agent",
+        read_only: true,
+        description: "Check the status of a background sub-agent previously launched with run_in_background=true. \
          Returns 'pending', 'running', 'completed' (with result), or 'failed' (with error). Pass \
          agent_id='' to list this conversation's background agents (and any still running). Only \
          when you need the result before you can continue in this turn, pass wait_seconds (up to \
          1800) to wait for it once. If the wait times out, do not repeat it: end the turn or cancel \
-         the agent."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         the agent.",
+        parameters: {"type": "object", "properties": {
             "agent_id": {"type": "string", "description": "The agent ID returned when the background agent was launched. Pass empty string to list this conversation's background agents."},
             "wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_SECONDS,
                 "description": "Seconds to wait for this agent to finish before answering. Default 0 answers at once. Ignored when listing."}},
-            "required": ["agent_id"]})
-    }
-    fn is_read_only(&self) -> bool {
-        true
+            "required": ["agent_id"]},
     }
     fn execute(
         &self,
@@ -190,18 +184,14 @@ impl Tool for CheckBackgroundAgent {
 }
 
 impl Tool for CancelBackgroundAgent {
-    fn name(&self) -> &str {
-        "cancel_background_agent"
-    }
-    fn description(&self) -> &str {
-        "Cancel a background sub-agent that was launched with run_in_background=true. Works on \
+    tool_metadata! {
+        name: "cancel_background_agent",
+        description: "Cancel a background sub-agent that was launched with run_in_background=true. Works on \
          both pending (not yet started) and running agents. Completed or failed agents cannot be \
-         cancelled."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         cancelled.",
+        parameters: {"type": "object", "properties": {
             "agent_id": {"type": "string", "description": "The agent ID returned when the background agent was launched."}},
-            "required": ["agent_id"]})
+            "required": ["agent_id"]},
     }
     /// Not read-only (it changes a task), yet never asks: the reference's flags.
     fn requires_confirmation(&self) -> bool {
@@ -222,6 +212,8 @@ impl Tool for CancelBackgroundAgent {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

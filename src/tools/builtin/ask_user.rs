@@ -4,31 +4,25 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{arg_bool, arg_str, required_str, Tool, ToolContext, ToolError};
+use super::{arg_bool, arg_str, required_str, tool_metadata, Tool, ToolContext, ToolError};
 
 pub(crate) struct AskUser;
 
 impl Tool for AskUser {
-    fn name(&self) -> &str {
-        "ask_user"
-    }
-    fn description(&self) -> &str {
-        "Ask the user a question and wait for the answer. Use this tool when you need information that \
+    tool_metadata! {
+        name: "ask_user",
+        read_only: true,
+        description: "Ask the user a question and wait for the answer. Use this tool when you need information that \
          you do not have, or when a requirement has more than one meaning. Do not use this tool for a \
          yes/no confirmation. To offer choices, pass `options`. To let the user pick more than one option, \
-         set `multiple` to true. To accept only the listed options, set `allow_custom` to false."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         set `multiple` to true. To accept only the listed options, set `allow_custom` to false.",
+        parameters: {"type": "object", "properties": {
             "question": {"type": "string", "description": "The question to ask the user"},
             "header": {"type": "string", "description": "Optional short label (a few words) categorizing the question."},
             "options": {"type": "array", "items": {"type": "string"}, "description": "Optional list of suggested answers to present as choices. The user may still type a custom answer unless allow_custom is false."},
             "multiple": {"type": "boolean", "description": "Whether the user may select more than one option. Default false."},
             "allow_custom": {"type": "boolean", "description": "Whether the user may type a free-form answer in addition to any options. Default true."}},
-            "required": ["question"]})
-    }
-    fn is_read_only(&self) -> bool {
-        true
+            "required": ["question"]},
     }
     fn execute(
         &self,

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use globset::GlobBuilder;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{arg_str, required_str, ReadTarget, Tool, ToolContext, ToolError};
+use super::{arg_str, required_str, tool_metadata, ReadTarget, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
 
 /// Files modified within this many seconds are listed first, newest first.
@@ -21,20 +21,14 @@ const RECENCY_THRESHOLD: f64 = 86_400.0;
 pub(crate) struct Glob;
 
 impl Tool for Glob {
-    fn name(&self) -> &str {
-        "glob"
-    }
-    fn description(&self) -> &str {
-        "Find files matching a glob pattern (e.g., '*.py', '**/*.txt'). Supports recursive search with '**'."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+    tool_metadata! {
+        name: "glob",
+        read_only: true,
+        description: "Find files matching a glob pattern (e.g., '*.py', '**/*.txt'). Supports recursive search with '**'.",
+        parameters: {"type": "object", "properties": {
             "pattern": {"type": "string", "description": "Glob pattern to match files (e.g., '*.py', 'src/**/*.js')"},
             "directory": {"type": "string", "description": "Directory to search. Default: the working directory.", "default": "."}},
-            "required": ["pattern"]})
-    }
-    fn is_read_only(&self) -> bool {
-        true
+            "required": ["pattern"]},
     }
     fn execute(
         &self,

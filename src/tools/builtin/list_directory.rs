@@ -1,27 +1,21 @@
 //! `list_directory` (spec §1.6): directories first, then files, case-insensitively sorted.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::fs::os_error;
-use super::{arg_bool, arg_str, ReadTarget, Tool, ToolContext, ToolError};
+use super::{arg_bool, arg_str, tool_metadata, ReadTarget, Tool, ToolContext, ToolError};
 
 pub(crate) struct ListDirectory;
 
 impl Tool for ListDirectory {
-    fn name(&self) -> &str {
-        "list_directory"
-    }
-    fn description(&self) -> &str {
-        "List the contents of a directory, showing files and subdirectories."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+    tool_metadata! {
+        name: "list_directory",
+        read_only: true,
+        description: "List the contents of a directory, showing files and subdirectories.",
+        parameters: {"type": "object", "properties": {
             "directory_path": {"type": "string", "description": "Directory to list. Default: the working directory."},
             "recursive": {"type": "boolean", "description": "If true, also list the contents of each subdirectory. Default false.", "default": false}},
-            "required": []})
-    }
-    fn is_read_only(&self) -> bool {
-        true
+            "required": []},
     }
     fn execute(
         &self,

@@ -17,5 +17,5 @@ pub(crate) mod write_file;
 // those paths valid here.
 use super::{
     arg_bool, arg_f64, arg_i64, arg_str, fs, git_launch, required_str, result_format, shell_exec,
-    ReadTarget, Tool, ToolContext, ToolError,
+    tool_metadata, ReadTarget, Tool, ToolContext, ToolError,
 };

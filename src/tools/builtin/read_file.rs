@@ -3,10 +3,10 @@
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::fs::os_error;
-use super::{arg_i64, required_str, ReadTarget, Tool, ToolContext, ToolError};
+use super::{arg_i64, required_str, tool_metadata, ReadTarget, Tool, ToolContext, ToolError};
 
 pub(crate) const MAX_LINES: usize = 2000;
 pub(crate) const MAX_LINE_CHARS: usize = 2000;
@@ -15,23 +15,17 @@ pub(crate) const SNIFF_BYTES: usize = 8192;
 pub(crate) struct ReadFile;
 
 impl Tool for ReadFile {
-    fn name(&self) -> &str {
-        "read_file"
-    }
-    fn description(&self) -> &str {
-        "Read a file and return its lines with line numbers. Without limit, the tool returns a \
+    tool_metadata! {
+        name: "read_file",
+        read_only: true,
+        description: "Read a file and return its lines with line numbers. Without limit, the tool returns a \
          maximum of 2000 lines. The tool cuts each line that is longer than 2000 characters. To \
-         read a different part of a large file, use offset and limit."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         read a different part of a large file, use offset and limit.",
+        parameters: {"type": "object", "properties": {
             "file_path": {"type": "string", "description": "Path to the file to read (can be absolute or relative)"},
             "offset": {"type": "integer", "description": "Line number to start reading from (1-based, default: 1)"},
             "limit": {"type": "integer", "description": "Maximum number of lines to read. Default 0: a maximum of 2000 lines."}},
-            "required": ["file_path"]})
-    }
-    fn is_read_only(&self) -> bool {
-        true
+            "required": ["file_path"]},
     }
     fn execute(
         &self,

@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use unicode_normalization::UnicodeNormalization;
 
 use super::fs::{os_error, FileChanged};
 use super::write_file::nul_error;
-use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
+use super::{arg_bool, required_str, tool_metadata, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
 use crate::pycompat::{py_strip, splitlines, utf8_error_text};
 
@@ -18,22 +18,18 @@ const SUFFIX_FLEXIBLE: &str = " (flexible whitespace match)";
 const SUFFIX_UNICODE: &str = " (unicode-normalized match)";
 
 impl Tool for Replace {
-    fn name(&self) -> &str {
-        "replace"
-    }
-    fn description(&self) -> &str {
-        "Edit a file: replace `old_text` with `new_text`. The `old_text` value must match the file \
+    tool_metadata! {
+        name: "replace",
+        description: "Edit a file: replace `old_text` with `new_text`. The `old_text` value must match the file \
          text exactly. By default, the tool replaces only the first match. To replace all matches, \
          set `replace_all` to true. Use this tool for small changes to existing files. It sends \
-         less text than write_file, is easier to review, and does not delete text by accident."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         less text than write_file, is easier to review, and does not delete text by accident.",
+        parameters: {"type": "object", "properties": {
             "file_path": {"type": "string", "description": "Path to the file to edit"},
             "old_text": {"type": "string", "description": "The exact text to replace"},
             "new_text": {"type": "string", "description": "The new text to insert"},
             "replace_all": {"type": "boolean", "description": "Replace all occurrences (default: false, first only)"}},
-            "required": ["file_path", "old_text", "new_text"]})
+            "required": ["file_path", "old_text", "new_text"]},
     }
     fn execute(
         &self,

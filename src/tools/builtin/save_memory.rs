@@ -1,9 +1,9 @@
 //! `save_memory` (spec §1.14): one memory, by key, into the agent's store
 //! ([`ToolServices::memory`](super::ToolServices::memory)).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{arg_str, required_str, Tool, ToolContext, ToolError};
+use super::{arg_str, required_str, tool_metadata, Tool, ToolContext, ToolError};
 use crate::tools::memory::{keywords_of, MemoryRecord, MemoryScope};
 use crate::tools::secrets;
 
@@ -50,21 +50,17 @@ fn error(msg: impl std::fmt::Display) -> String {
 }
 
 impl Tool for SaveMemory {
-    fn name(&self) -> &str {
-        "save_memory"
-    }
-    fn description(&self) -> &str {
-        "Save a durable memory: a fact, preference or decision worth keeping for later sessions. \
-         Give it a short key; saving the same key again replaces the memory. Never save secrets."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+    tool_metadata! {
+        name: "save_memory",
+        description: "Save a durable memory: a fact, preference or decision worth keeping for later sessions. \
+         Give it a short key; saving the same key again replaces the memory. Never save secrets.",
+        parameters: {"type": "object", "properties": {
             "key": {"type": "string", "description": "A short name for the memory, e.g. preferred_language."},
             "value": {"type": "string", "description": "What to remember (1 to 4000 characters)."},
             "tags": {"type": "array", "items": {"type": "string"}, "description": "Optional labels."},
             "scope": {"type": "string", "enum": ["user", "project"], "description": "user: about the person; project: about this workspace. Inferred when omitted."},
             "type": {"type": "string", "enum": TYPES, "description": "The kind of memory."}},
-            "required": ["key", "value"]})
+            "required": ["key", "value"]},
     }
     fn requires_confirmation(&self) -> bool {
         false

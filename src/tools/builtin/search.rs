@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{arg_bool, arg_str, required_str, Tool, ToolContext, ToolError};
+use super::{arg_bool, arg_str, required_str, tool_metadata, Tool, ToolContext, ToolError};
 
 pub(crate) const MAX_MATCHES: usize = 100;
 
@@ -43,11 +43,10 @@ pub(crate) const DEFAULT_SKIP_DIRS: &[&str] = &[
 pub(crate) struct SearchFileContent;
 
 impl Tool for SearchFileContent {
-    fn name(&self) -> &str {
-        "search_file_content"
-    }
-    fn description(&self) -> &str {
-        "Search files for text or for a regular expression. By default, the search is \
+    tool_metadata! {
+        name: "search_file_content",
+        read_only: true,
+        description: "Search files for text or for a regular expression. By default, the search is \
          case-sensitive and treats the pattern as plain text. The tool shows a maximum of 100 \
          matching lines and the number of the other matches. By default, the tool skips large \
          directories: .git, node_modules, .venv, dist, build, __pycache__, and language caches. \
@@ -56,19 +55,14 @@ impl Tool for SearchFileContent {
          `file_pattern` names them. If .gitignore ignores `directory` itself, the tool searches \
          every file in it. To search an ignored directory, set `directory` to it. The tool never \
          searches an ignored file in a directory that .gitignore does not ignore, for example a \
-         file that a `*.log` rule ignores. Regular expressions use Rust regex syntax."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         file that a `*.log` rule ignores. Regular expressions use Rust regex syntax.",
+        parameters: {"type": "object", "properties": {
             "pattern": {"type": "string", "description": "Text or regex pattern to search for"},
             "file_pattern": {"type": "string", "description": "File glob pattern to search in (e.g., '*.py', '**/*.txt')", "default": "**/*"},
             "directory": {"type": "string", "description": "Directory to search. Default: the working directory.", "default": "."},
             "case_sensitive": {"type": "boolean", "description": "If true, match upper and lower case exactly. Default true.", "default": true},
             "regex": {"type": "boolean", "description": "If true, treat pattern as a regular expression. Default false: plain text.", "default": false}},
-            "required": ["pattern"]})
-    }
-    fn is_read_only(&self) -> bool {
-        true
+            "required": ["pattern"]},
     }
     fn execute(
         &self,
@@ -105,16 +99,27 @@ impl Tool for SearchFileContent {
             Ok(f) => f,
             Err(e) => return Ok(format!("Error searching files: {e}")),
         };
-        let mut collector = Collector::default();
+        let mut walk = Walk {
+            ctx,
+            dir: &path,
+            matcher: &matcher,
+            skip: &skip,
+            filter: &filter,
+            searcher: SearcherBuilder::new()
+                .line_number(true)
+                .binary_detection(BinaryDetection::quit(0))
+                .build(),
+            collector: Collector::default(),
+        };
         let result = if fs.is_local() {
-            search_local(ctx, &path, &matcher, &skip, &filter, &mut collector)
+            walk.local()
         } else {
-            search_via_fs(ctx, &path, &matcher, &skip, &filter, &mut collector)
+            walk.via_fs()
         };
         if let Err(e) = result {
             return Ok(format!("Error searching files: {e}"));
         }
-        Ok(collector.render(pattern))
+        Ok(walk.collector.render(pattern))
     }
 }
 
@@ -244,28 +249,111 @@ impl Sink for FileSink {
     }
 }
 
-fn searcher() -> Searcher {
-    SearcherBuilder::new()
-        .line_number(true)
-        .binary_detection(BinaryDetection::quit(0))
-        .build()
+/// One search of a directory tree: what it looks for and what it has found.
+struct Walk<'a> {
+    ctx: &'a ToolContext<'a>,
+    dir: &'a Path,
+    matcher: &'a RegexMatcher,
+    skip: &'a [&'static str],
+    filter: &'a FilePattern,
+    searcher: Searcher,
+    collector: Collector,
 }
 
-fn search_one(
-    searcher: &mut Searcher,
-    matcher: &RegexMatcher,
-    collector: &mut Collector,
-    rel: &str,
-    run: impl FnOnce(&mut Searcher, &RegexMatcher, &mut FileSink) -> Result<(), io::Error>,
-) {
-    let mut sink = FileSink {
-        found: Vec::new(),
-        binary: false,
-        keep_text: collector.lines.len() < MAX_MATCHES,
-    };
-    // Unreadable files are skipped, as every reference engine does.
-    if run(searcher, matcher, &mut sink).is_ok() && !sink.binary {
-        collector.add_file(rel, sink.found);
+impl Walk<'_> {
+    /// Searches one file, read by `run`, into the collector.
+    fn file(
+        &mut self,
+        rel: &str,
+        run: impl FnOnce(&mut Searcher, &RegexMatcher, &mut FileSink) -> Result<(), io::Error>,
+    ) {
+        let mut sink = FileSink {
+            found: Vec::new(),
+            binary: false,
+            keep_text: self.collector.lines.len() < MAX_MATCHES,
+        };
+        // Unreadable files are skipped, as every reference engine does.
+        if run(&mut self.searcher, self.matcher, &mut sink).is_ok() && !sink.binary {
+            self.collector.add_file(rel, sink.found);
+        }
+    }
+
+    /// Walks the local disk as ripgrep does (ignore files honoured).
+    fn local(&mut self) -> Result<(), String> {
+        let dir = self.dir;
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let vcs = !dir_is_git_ignored(dir);
+        let skip_owned: Vec<String> = self.skip.iter().map(|s| (*s).to_owned()).collect();
+        let walker = ignore::WalkBuilder::new(dir)
+            .hidden(false)
+            .parents(true)
+            .ignore(true)
+            .git_ignore(vcs)
+            .git_exclude(vcs)
+            .git_global(false)
+            .require_git(true)
+            .follow_links(false)
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .filter_entry(move |e| {
+                e.depth() == 0 || !skip_owned.iter().any(|s| e.file_name() == s.as_str())
+            })
+            .build();
+        for entry in walker {
+            if self.ctx.cancel.is_cancelled() {
+                break;
+            }
+            let Ok(entry) = entry else { continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let path = entry.path();
+            let rel_path = path.strip_prefix(dir).unwrap_or(path);
+            if !self.filter.accepts(rel_path) {
+                continue;
+            }
+            let rel = rel_string(dir, path);
+            self.file(&rel, |s, m, sink| s.search_path(m, path, sink));
+        }
+        Ok(())
+    }
+
+    /// Walks a host file system through the tools' [`FileSystem`](crate::tools::FileSystem).
+    fn via_fs(&mut self) -> Result<(), String> {
+        let (ctx, dir) = (self.ctx, self.dir);
+        let fs = ctx.services.fs();
+        if !fs.is_dir(dir) {
+            return Ok(());
+        }
+        let stop = || ctx.cancel.is_cancelled();
+        let mut entries = fs.walk(dir, None, &stop).map_err(|e| e.to_string())?;
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        for entry in entries {
+            let path = entry.path;
+            if ctx.cancel.is_cancelled() {
+                break;
+            }
+            if !entry.is_file {
+                continue;
+            }
+            let rel_path: PathBuf = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
+            if rel_path
+                .components()
+                .any(|c| self.skip.iter().any(|s| c.as_os_str() == *s))
+            {
+                continue;
+            }
+            if !self.filter.accepts(&rel_path) {
+                continue;
+            }
+            let Ok(bytes) = fs.read_bytes(&path) else {
+                continue;
+            };
+            let rel = rel_path.to_string_lossy().into_owned();
+            self.file(&rel, |s, m, sink| s.search_slice(m, &bytes, sink));
+        }
+        Ok(())
     }
 }
 
@@ -274,100 +362,6 @@ fn rel_string(base: &Path, path: &Path) -> String {
         .unwrap_or(path)
         .to_string_lossy()
         .into_owned()
-}
-
-fn search_local(
-    ctx: &ToolContext<'_>,
-    dir: &Path,
-    matcher: &RegexMatcher,
-    skip: &[&'static str],
-    filter: &FilePattern,
-    collector: &mut Collector,
-) -> Result<(), String> {
-    if !dir.is_dir() {
-        return Ok(());
-    }
-    let vcs = !dir_is_git_ignored(dir);
-    let skip_owned: Vec<String> = skip.iter().map(|s| (*s).to_owned()).collect();
-    let walker = ignore::WalkBuilder::new(dir)
-        .hidden(false)
-        .parents(true)
-        .ignore(true)
-        .git_ignore(vcs)
-        .git_exclude(vcs)
-        .git_global(false)
-        .require_git(true)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |e| {
-            e.depth() == 0 || !skip_owned.iter().any(|s| e.file_name() == s.as_str())
-        })
-        .build();
-    let mut searcher = searcher();
-    for entry in walker {
-        if ctx.cancel.is_cancelled() {
-            break;
-        }
-        let Ok(entry) = entry else { continue };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let path = entry.path();
-        let rel_path = path.strip_prefix(dir).unwrap_or(path);
-        if !filter.accepts(rel_path) {
-            continue;
-        }
-        let rel = rel_string(dir, path);
-        search_one(&mut searcher, matcher, collector, &rel, |s, m, sink| {
-            s.search_path(m, path, sink)
-        });
-    }
-    Ok(())
-}
-
-fn search_via_fs(
-    ctx: &ToolContext<'_>,
-    dir: &Path,
-    matcher: &RegexMatcher,
-    skip: &[&'static str],
-    filter: &FilePattern,
-    collector: &mut Collector,
-) -> Result<(), String> {
-    let fs = ctx.services.fs();
-    if !fs.is_dir(dir) {
-        return Ok(());
-    }
-    let stop = || ctx.cancel.is_cancelled();
-    let mut entries = fs.walk(dir, None, &stop).map_err(|e| e.to_string())?;
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut searcher = searcher();
-    for entry in entries {
-        let path = entry.path;
-        if ctx.cancel.is_cancelled() {
-            break;
-        }
-        if !entry.is_file {
-            continue;
-        }
-        let rel_path: PathBuf = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
-        if rel_path
-            .components()
-            .any(|c| skip.iter().any(|s| c.as_os_str() == *s))
-        {
-            continue;
-        }
-        if !filter.accepts(&rel_path) {
-            continue;
-        }
-        let Ok(bytes) = fs.read_bytes(&path) else {
-            continue;
-        };
-        let rel = rel_path.to_string_lossy().into_owned();
-        search_one(&mut searcher, matcher, collector, &rel, |s, m, sink| {
-            s.search_slice(m, &bytes, sink)
-        });
-    }
-    Ok(())
 }
 
 /// Whether `.gitignore` files between the work tree's root and `dir` ignore `dir` itself.

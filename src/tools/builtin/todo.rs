@@ -1,9 +1,9 @@
 //! `todo_write` (spec §1.13): the session's task list; each call replaces it. The list lives in
 //! [`ToolServices`](crate::tools::ToolServices) (memory only).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{Tool, ToolContext, ToolError};
+use super::{tool_metadata, Tool, ToolContext, ToolError};
 
 /// One task as the model sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,26 +15,20 @@ pub struct TodoItem {
 pub struct TodoWrite;
 
 impl Tool for TodoWrite {
-    fn name(&self) -> &str {
-        "todo_write"
-    }
-    fn description(&self) -> &str {
-        "Replace the task list for this session. Use this tool at the start of a task with several steps. \
+    tool_metadata! {
+        name: "todo_write",
+        read_only: true,
+        description: "Replace the task list for this session. Use this tool at the start of a task with several steps. \
          Update each status as you work: pending, then in_progress, then completed. Always send the complete \
          task list, because each call replaces the previous list. Do not use this tool for a request with \
-         one simple step."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         one simple step.",
+        parameters: {"type": "object", "properties": {
             "todos": {"type": "array", "description": "The complete task list. It replaces the current task list.",
                 "items": {"type": "object", "properties": {
                     "content": {"type": "string", "description": "What the task is."},
                     "status": {"type": "string", "enum": ["pending", "in_progress", "completed"], "description": "Current status of the task"}},
                     "required": ["content", "status"]}}},
-            "required": ["todos"]})
-    }
-    fn is_read_only(&self) -> bool {
-        true
+            "required": ["todos"]},
     }
     fn execute(
         &self,

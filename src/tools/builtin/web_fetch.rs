@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 use reqwest::StatusCode;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
+use super::{arg_bool, required_str, tool_metadata, Tool, ToolContext, ToolError};
 use crate::cancel::CancelToken;
 use crate::permissions::url_policy::{self, Target};
 use crate::pycompat::py_repr;
@@ -89,20 +89,16 @@ impl WebFetch {
 }
 
 impl Tool for WebFetch {
-    fn name(&self) -> &str {
-        "web_fetch"
+    tool_metadata! {
+        name: "web_fetch",
+        read_only: true,
+        parameters: {"type": "object", "properties": {
+            "url": {"type": "string", "description": "URL to fetch"},
+            "extract_text": {"type": "boolean", "description": "If true, return only the text content. Default true.", "default": true}},
+            "required": ["url"]},
     }
     fn description(&self) -> &str {
         &self.description
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "url": {"type": "string", "description": "URL to fetch"},
-            "extract_text": {"type": "boolean", "description": "If true, return only the text content. Default true.", "default": true}},
-            "required": ["url"]})
-    }
-    fn is_read_only(&self) -> bool {
-        true
     }
     fn requires_confirmation(&self) -> bool {
         true

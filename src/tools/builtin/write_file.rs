@@ -1,9 +1,9 @@
 //! `write_file` (spec §1.4): create, overwrite (atomically) or append, inside the workspace only.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::fs::os_error;
-use super::{arg_bool, required_str, Tool, ToolContext, ToolError};
+use super::{arg_bool, required_str, tool_metadata, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
 
 pub(crate) struct WriteFile;
@@ -15,21 +15,17 @@ pub(crate) fn nul_error() -> ToolError {
 }
 
 impl Tool for WriteFile {
-    fn name(&self) -> &str {
-        "write_file"
-    }
-    fn description(&self) -> &str {
-        "Write content to a file. If the file does not exist, the tool creates it. To add the \
+    tool_metadata! {
+        name: "write_file",
+        description: "Write content to a file. If the file does not exist, the tool creates it. To add the \
          content at the end of the file, set `append` to true. Use this tool for new files and \
          small files. To change part of an existing file, use `replace`. A replace call sends \
-         less text, is easier to review, and does not delete text by accident."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+         less text, is easier to review, and does not delete text by accident.",
+        parameters: {"type": "object", "properties": {
             "file_path": {"type": "string", "description": "Path to the file to write"},
             "content": {"type": "string", "description": "Content to write to the file"},
             "append": {"type": "boolean", "description": "Append instead of overwrite (default: false)"}},
-            "required": ["file_path", "content"]})
+            "required": ["file_path", "content"]},
     }
     fn execute(
         &self,
