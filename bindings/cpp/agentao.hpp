@@ -1108,6 +1108,56 @@ struct registry_box {
 
 }  // namespace detail
 
+/// A fan-out of event JSON to listeners (agentao_broadcaster), e.g. for a host's own
+/// transport. Move-only; destroying it releases every listener. Thread-safe.
+class broadcaster {
+public:
+    broadcaster() : raw_(agentao_broadcaster_new()) {}
+    broadcaster(broadcaster&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    broadcaster& operator=(broadcaster&& o) noexcept {
+        if (this != &o) {
+            agentao_broadcaster_free(raw_);
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    broadcaster(const broadcaster&) = delete;
+    broadcaster& operator=(const broadcaster&) = delete;
+    ~broadcaster() { agentao_broadcaster_free(raw_); }
+
+    /// Adds a listener (called on the notifying thread, in registration order; an exception
+    /// it throws is dropped). The broadcaster owns it: it is destroyed after its last call,
+    /// when unsubscribed or when the broadcaster goes.
+    result<uint64_t> try_subscribe(std::function<void(std::string_view event_json)> fn) {
+        if (!fn) return agentao::error(status::null_argument, "the listener is empty");
+        // subscribe_with_free owns the box from here, and frees it itself on failure.
+        auto* box = new detail::observer_box{std::move(fn)};
+        uint64_t id = 0;
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_broadcaster_subscribe_with_free(raw_, &detail::observer_box::event_cb, box,
+                                                           &detail::observer_box::free_cb, &id, e);
+        });
+        if (!r) return r.error();
+        return id;
+    }
+    /// Removes a listener; idempotent.
+    void unsubscribe(uint64_t id) noexcept { agentao_broadcaster_unsubscribe(raw_, id); }
+    /// Delivers `event_json` to every listener on this thread.
+    result<void> try_notify(std::string_view event_json) const {
+        if (auto bad = detail::check_view(event_json, "the event")) return *bad;
+        std::string e(event_json);
+        return detail::call([&](agentao_error** err) { return agentao_broadcaster_notify(raw_, e.c_str(), err); });
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    uint64_t subscribe(std::function<void(std::string_view)> fn) { return try_subscribe(std::move(fn)).value(); }
+    void notify(std::string_view event_json) const { try_notify(event_json).value(); }
+#endif
+    agentao_broadcaster* get() const noexcept { return raw_; }
+
+private:
+    agentao_broadcaster* raw_;
+};
+
 /// The id of a host-event observer.
 using observer_id = uint64_t;
 

@@ -232,3 +232,26 @@ TEST(HostTools, RegistrationErrorsAndRemove) {
     EXPECT_EQ(a.try_remove_tool("x").code(), agentao::status::null_argument);
     EXPECT_EQ(b.chat("hi"), "x");
 }
+
+TEST(Broadcaster, OwnsItsListeners) {
+    auto seen = std::make_shared<std::vector<std::string>>();
+    std::weak_ptr<std::vector<std::string>> alive = seen;
+    {
+        agentao::broadcaster b;
+        auto id = b.subscribe([seen](std::string_view e) { seen->emplace_back(e); });
+        b.subscribe([](std::string_view) { throw std::runtime_error("dropped"); });
+        b.notify(R"({"type":"x"})");
+        b.unsubscribe(id);
+        b.notify(R"({"type":"y"})");
+        EXPECT_EQ(b.try_subscribe(nullptr).code(), agentao::status::null_argument);
+        EXPECT_EQ(b.try_notify(std::string("a\0b", 3)).code(), agentao::status::invalid_argument);
+        ASSERT_EQ(seen->size(), 1u);
+        EXPECT_EQ((*seen)[0], R"({"type":"x"})");
+        seen.reset();
+        // Unsubscribed: the broadcaster released the listener and what it captured.
+        EXPECT_TRUE(alive.expired());
+    }
+    agentao::broadcaster moved;
+    agentao::broadcaster empty = std::move(moved);
+    EXPECT_EQ(moved.try_subscribe([](std::string_view) {}).code(), agentao::status::null_argument);
+}

@@ -67,7 +67,8 @@ func TestStress(t *testing.T) {
 	}
 	dir := t.TempDir()
 	script := `{"repeat":400,"text":"step {i} of the stress run","chunk_size":3,` +
-		`"tool_calls":[{"id":"c{i}","name":"write_file","arguments":{"file_path":"f{i}.txt","content":"{i}"}}]}`
+		`"tool_calls":[{"id":"c{i}","name":"write_file","arguments":{"file_path":"f{i}.txt","content":"{i}"}},` +
+		`{"id":"h{i}","name":"stress_tool","arguments":{}}]}`
 	// With an engine in workspace-write, write_file needs no confirmation; without one it does.
 	cfgs := []string{config(dir, script, `"permissions":{"mode":"workspace-write"}`), config(dir, script, "")}
 
@@ -120,6 +121,22 @@ func TestStress(t *testing.T) {
 				if err != nil {
 					failures.Store("New: "+err.Error(), true)
 					return
+				}
+				// A host tool answered later, sometimes after its turn was cancelled; sometimes it panics.
+				if err := a.AddAsyncTool(ToolSpec{Name: "stress_tool", Description: "d"}, func(_ context.Context, call ToolCall, r *ToolReply) {
+					if rand.IntN(10) == 0 {
+						panic("stress panic")
+					}
+					tr.later(func() {
+						_ = call.Output("o")
+						if rand.IntN(5) == 0 {
+							_ = r.Fail("", "stress fail")
+						} else {
+							_ = r.Result("r")
+						}
+					})
+				}); err != nil {
+					failures.Store("AddAsyncTool: "+err.Error(), true)
 				}
 				life, stop := context.WithTimeout(context.Background(), time.Duration(50+rand.IntN(400))*time.Millisecond)
 				var g sync.WaitGroup
