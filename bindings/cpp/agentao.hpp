@@ -891,8 +891,8 @@ private:
 struct shell_executor {
     std::function<void(const shell_request& request, shell_run&& run)> run;
     std::function<void(const shell_request& request, shell_run&& run)> run_background;
-    /// The interpreter commands run with (`<interpreter> -c <command>`).
-    std::string interpreter = "sh";
+    /// The interpreter commands run with (`<interpreter> -c <command>`; empty: `sh`).
+    std::string interpreter;
 };
 
 /// A host memory store (agentao_memory_store). Records and lists are JSON (see
@@ -1029,7 +1029,7 @@ struct shell_box {
         v.userdata = this;
         v.userdata_free = &free_cb;
         v.dialect = AGENTAO_SHELL_DIALECT_POSIX;
-        v.interpreter = sh.interpreter.c_str();
+        v.interpreter = sh.interpreter.empty() ? nullptr : sh.interpreter.c_str();
         if (sh.run) v.run = &run_cb;
         if (sh.run_background) v.run_background = &bg_cb;
         return v;
