@@ -90,3 +90,39 @@ final class HostToolTests: XCTestCase {
         XCTAssertFalse(try agent.removeTool("lookup"))
     }
 }
+
+final class AgentInfoTests: XCTestCase {
+    func testMCPStatusWithAFailingServer() async throws {
+        let dir = workspace()
+        let config = #"{"working_directory":"\#(dir)","mcp_servers":{"gone":{"command":"/nonexistent/mcp-server"}},"llm":{"provider":"scripted","script":{"responses":[{"text":"fine"}]}}}"#
+        let agent = try Agent(config: config)
+        let out = try await agent.run("go")
+        XCTAssertEqual(out.text, "fine")
+        let status = try agent.mcpStatusJSON()
+        XCTAssertTrue(status.contains(#"{"name":"gone","status":"error""#), status)
+        let none = try Agent(config: scripted([["text": "x"]]))
+        XCTAssertTrue(try none.mcpStatusJSON().contains(#""servers":[]"#))
+    }
+
+    func testPreflight() throws {
+        let agent = try Agent(config: scripted([["text": "x"]]))
+        let allow = try agent.preflightJSON(tool: "read_file", argumentsJSON: #"{"file_path":"a.txt"}"#)
+        XCTAssertTrue(allow.contains(#""outcome":"allow""#), allow)
+        XCTAssertThrowsError(try agent.preflightJSON(tool: "no_such_tool", argumentsJSON: "{}")) { error in
+            XCTAssertEqual((error as? AgentaoError)?.status, .invalidArgument)
+        }
+    }
+
+    func testAddedSubagentRunsAsATool() async throws {
+        let dir = workspace()
+        let config = #"{"working_directory":"\#(dir)","llm":{"provider":"scripted","script":{"responses":[{"tool_calls":[{"id":"c1","name":"agent_helper_one","arguments":{"task":"summarise"}}]},{"text":"parent done"}],"subagents":{"helper-one":[{"text":"child summary"}]}}}}"#
+        let agent = try Agent(config: config)
+        try agent.addSubagent(definitionJSON: #"{"name":"helper-one","description":"Summarises."}"#)
+        let out = try await agent.run("delegate")
+        XCTAssertEqual(out.text, "parent done")
+        XCTAssertTrue(try agent.historyJSON().contains("child summary"))
+        XCTAssertThrowsError(try agent.addSubagent(definitionJSON: "{oops")) { error in
+            XCTAssertEqual((error as? AgentaoError)?.status, .invalidJSON)
+        }
+    }
+}
