@@ -80,3 +80,56 @@ final class CapabilityTests: XCTestCase {
         XCTAssertTrue(try agent.historyJSON().contains("Error saving memory: the memory store failed `upsert`: store is read-only"))
     }
 }
+
+private final class HostShell: ShellExecutor, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _commands: [String] = []
+    private var _sawCancel = false
+    var commands: [String] { lock.withLock { _commands } }
+    var sawCancel: Bool { lock.withLock { _sawCancel } }
+    func run(_ request: ShellRequest, output: @Sendable (ShellStream, [UInt8]) -> Void) async throws -> ShellExit {
+        lock.withLock { _commands.append(request.command) }
+        switch request.command {
+        case "explode":
+            struct NoSandbox: Error, CustomStringConvertible { var description: String { "sandbox unavailable" } }
+            throw NoSandbox()
+        case "wait":
+            do {
+                try await Task.sleep(nanoseconds: 30_000_000_000)
+            } catch {
+                lock.withLock { _sawCancel = true }
+                return ShellExit(code: -15, cancelled: true)
+            }
+        default:
+            break
+        }
+        output(.stdout, Array("built by the host\n".utf8))
+        return ShellExit(code: 0)
+    }
+}
+
+final class ShellExecutorTests: XCTestCase {
+    func testShellExecutorRunsTheCommands() async throws {
+        let shell = HostShell()
+        let agent = try Agent(config: scripted([
+            call("s1", "run_shell_command", ["command": "make all"]), ["text": "made"],
+            call("s2", "run_shell_command", ["command": "explode"]), ["text": "exploded"],
+            call("s3", "run_shell_command", ["command": "wait"]), ["text": "never"],
+        ]))
+        try agent.setShellExecutor(shell)
+        let made = try await agent.run("build")
+        XCTAssertEqual(made.text, "made")
+        XCTAssertTrue(try agent.historyJSON().contains("built by the host"))
+        let exploded = try await agent.run("explode")
+        XCTAssertEqual(exploded.text, "exploded")
+        XCTAssertTrue(try agent.historyJSON().contains("Error starting command: sandbox unavailable"))
+        let turn = Task { try await agent.run("wait") }
+        let waiting = await eventually { shell.commands.count == 3 }
+        XCTAssertTrue(waiting)
+        turn.cancel()
+        _ = await XCTAssertThrowsStatus(.cancelled) { try await turn.value }
+        let stopped = await eventually { shell.sawCancel }
+        XCTAssertTrue(stopped, "the executor's task was not cancelled with the turn")
+        XCTAssertEqual(shell.commands, ["make all", "explode", "wait"])
+    }
+}
