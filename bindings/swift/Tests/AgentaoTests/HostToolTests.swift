@@ -126,3 +126,20 @@ final class AgentInfoTests: XCTestCase {
         }
     }
 }
+
+final class MCPRegistryTests: XCTestCase {
+    func testRegistryServersAppearInTheStatus() async throws {
+        let agent = try Agent(config: scripted([["text": "one"], ["text": "two"]]))
+        try agent.setMCPRegistry { #"{"from_registry":{"command":"/nonexistent/registry-server"}}"# }
+        let one = try await agent.run("go")
+        XCTAssertEqual(one.text, "one")
+        let status = try agent.mcpStatusJSON()
+        XCTAssertTrue(status.contains(#""name":"from_registry""#), status)
+        struct Down: Error {}
+        try agent.setMCPRegistry { throw Down() }
+        let two = try await agent.run("again")
+        XCTAssertEqual(two.text, "two")
+        XCTAssertFalse(try agent.mcpStatusJSON().contains("from_registry"))
+        try agent.setMCPRegistry(nil)
+    }
+}
