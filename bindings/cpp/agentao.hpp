@@ -15,6 +15,7 @@
 #ifndef AGENTAO_HPP
 #define AGENTAO_HPP
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include <tuple>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "agentao.h"
 
@@ -626,6 +628,536 @@ private:
     detail::handle<agentao_host_event_stream, agentao_host_event_stream_free> h_;
 };
 
+// ---- host tools (agentao_agent_add_tool) ----------------------------------------------------
+
+/// What the model sees of a host tool, and how the agent treats it (agentao_tool_desc).
+struct tool_spec {
+    std::string name;
+    std::string description;
+    /// The arguments' JSON Schema: a JSON object, sent to the model verbatim.
+    std::string parameters_json = R"({"type":"object","properties":{}})";
+    /// Admitted in read-only mode, and eligible for parallel batches.
+    bool read_only = false;
+    /// When no rule decides the call, ask the transport's confirm_tool first.
+    bool requires_confirmation = false;
+    /// Sub-agents receive the tool too.
+    bool copies_to_subagents = false;
+    /// Two calls of this tool in one batch may run at the same time.
+    bool reentrant = false;
+};
+
+/// Thrown by a tool handler to choose the error type the host event reports (any other
+/// exception is reported as HostToolError with its what()).
+class tool_error : public std::runtime_error {
+public:
+    tool_error(std::string type, const std::string& message)
+        : std::runtime_error(message), type_(std::move(type)) {}
+    const std::string& type() const noexcept { return type_; }
+
+private:
+    std::string type_;
+};
+
+/// One running call of a host tool (agentao_tool_call): borrowed from the library, valid
+/// until its tool_reply is answered (or destroyed). Usable from any thread.
+class tool_call {
+public:
+    explicit tool_call(const agentao_tool_call* raw) noexcept : raw_(raw) {}
+    /// The model's tool_call_id.
+    std::string_view id() const noexcept { return detail::view(agentao_tool_call_id(raw_)); }
+    /// Whether the turn was cancelled: the call is then over and a later answer is ignored.
+    bool cancelled() const noexcept {
+        return agentao_cancel_token_is_cancelled(agentao_tool_call_cancel_token(raw_));
+    }
+    /// The turn's token, borrowed (never free it).
+    const agentao_cancel_token* cancel_token() const noexcept {
+        return agentao_tool_call_cancel_token(raw_);
+    }
+    /// Streams a chunk as a tool_output event; status::closed once the call has ended.
+    result<void> try_output(std::string_view chunk) const {
+        if (auto bad = detail::check_view(chunk, "the chunk")) return *bad;
+        std::string c(chunk);
+        return detail::call(
+            [&](agentao_error** e) { return agentao_tool_call_output(raw_, c.c_str(), e); });
+    }
+    const agentao_tool_call* get() const noexcept { return raw_; }
+
+private:
+    const agentao_tool_call* raw_;
+};
+
+/// The pending answer of one host-tool call. Answer it exactly once, from any thread, during
+/// the handler or later (move it out to keep it). Destroyed unanswered, it fails the call
+/// ("the host dropped the tool call without answering"), so a forgotten reply never leaves a
+/// turn waiting. An answer after the turn was cancelled is ignored by the library.
+class tool_reply {
+public:
+    explicit tool_reply(agentao_reply* raw) noexcept : raw_(raw) {}
+    tool_reply(tool_reply&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    tool_reply& operator=(tool_reply&& o) noexcept {
+        if (this != &o) {
+            drop();
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    tool_reply(const tool_reply&) = delete;
+    tool_reply& operator=(const tool_reply&) = delete;
+    ~tool_reply() { drop(); }
+
+    bool pending() const noexcept { return raw_ != nullptr; }
+
+    /// The call's result: the model reads `text` and the call completes ok.
+    result<void> try_answer(std::string_view text) {
+        agentao_reply* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        std::string t(text.substr(0, text.find('\0')));
+        return detail::call([&](agentao_error** e) { return agentao_reply_tool_result(r, t.c_str(), e); });
+    }
+    /// The call's failure: the model reads `Error executing <name>: <message>`; the host
+    /// event's error_type is `type` ("" means HostToolError).
+    result<void> try_fail(std::string_view type, std::string_view message) {
+        agentao_reply* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        std::string ty(type.substr(0, type.find('\0'))), m(message.substr(0, message.find('\0')));
+        return detail::call([&](agentao_error** e) {
+            return agentao_reply_tool_error(r, ty.empty() ? nullptr : ty.c_str(), m.c_str(), e);
+        });
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    void answer(std::string_view text) { try_answer(text).value(); }
+    void fail(std::string_view type, std::string_view message) { try_fail(type, message).value(); }
+#endif
+
+private:
+    void drop() noexcept {
+        if (agentao_reply* r = std::exchange(raw_, nullptr))
+            agentao_reply_tool_error(r, nullptr, "the host dropped the tool call without answering",
+                                     nullptr);
+    }
+    static agentao::error answered() {
+        return agentao::error(status::null_argument, "the tool call was already answered or moved");
+    }
+    agentao_reply* raw_;
+};
+
+/// A synchronous tool handler: the returned text is the result; a thrown exception becomes
+/// the call's error (tool_error chooses its type). Runs on a library thread.
+using tool_fn = std::function<std::string(std::string_view args_json, const tool_call& call)>;
+/// An asynchronous tool handler: answer `reply` now or later, from any thread (move it out
+/// to keep it); `call` stays valid until then. An exception thrown while the reply is still
+/// unanswered and not moved out fails the call with the exception's message.
+using async_tool_fn = std::function<void(std::string_view args_json, tool_call call, tool_reply&& reply)>;
+
+// ---- capabilities ----------------------------------------------------------------------------
+
+/// What a path is, in a file-system answer.
+enum class fs_kind : int32_t {
+    other = AGENTAO_FS_KIND_OTHER,
+    file = AGENTAO_FS_KIND_FILE,
+    dir = AGENTAO_FS_KIND_DIR,
+};
+
+/// Where a file-system callback puts its answer (agentao_fs_out): valid during the callback.
+class fs_answer {
+public:
+    explicit fs_answer(agentao_fs_out* raw) noexcept : raw_(raw) {}
+    /// Answers read (at most the max_bytes asked for).
+    result<void> try_set_data(std::string_view bytes) {
+        return detail::call([&](agentao_error** e) {
+            return agentao_fs_out_set_data(raw_, reinterpret_cast<const uint8_t*>(bytes.data()),
+                                           bytes.size(), e);
+        });
+    }
+    /// Adds one entry to a list_dir answer (a name, not a path).
+    result<void> try_add_entry(std::string_view name, fs_kind kind, uint64_t size = 0) {
+        if (auto bad = detail::check_view(name, "the entry name")) return *bad;
+        std::string n(name);
+        return detail::call([&](agentao_error** e) {
+            return agentao_fs_out_add_entry(raw_, n.c_str(), static_cast<int32_t>(kind), size, e);
+        });
+    }
+    /// Adds one absolute path to a walk answer.
+    result<void> try_add_path(std::string_view path, fs_kind kind) {
+        if (auto bad = detail::check_view(path, "the path")) return *bad;
+        std::string p(path);
+        return detail::call([&](agentao_error** e) {
+            return agentao_fs_out_add_path(raw_, p.c_str(), static_cast<int32_t>(kind), e);
+        });
+    }
+    /// Answers stat: size in bytes, mtime in seconds since the epoch.
+    result<void> try_set_stat(uint64_t size, double mtime, fs_kind kind) {
+        return detail::call([&](agentao_error** e) {
+            return agentao_fs_out_set_stat(raw_, size, mtime, static_cast<int32_t>(kind), e);
+        });
+    }
+
+private:
+    agentao_fs_out* raw_;
+};
+
+/// A host file system (agentao_file_system). Each slot returns 0 or a positive errno value
+/// (ENOENT, EISDIR, ...); an empty slot falls back to the local disk for that operation. A
+/// slot that throws answers EIO. Slots run on library threads, several at once.
+struct file_system {
+    std::function<int(std::string_view path, uint64_t max_bytes, fs_answer& out)> read;
+    std::function<int(std::string_view path, std::string_view data, bool append)> write;
+    std::function<int(std::string_view path, fs_answer& out)> list_dir;
+    /// Every descendant of `base` down to `max_depth` levels (negative: no limit).
+    std::function<int(std::string_view base, int32_t max_depth, fs_answer& out)> walk;
+    std::function<int(std::string_view path, fs_answer& out)> stat;
+    std::function<bool(std::string_view path)> exists;
+};
+
+/// Which output stream a shell chunk comes from.
+enum class shell_stream : int32_t { out = AGENTAO_SHELL_STREAM_STDOUT, err = AGENTAO_SHELL_STREAM_STDERR };
+
+/// One command for a shell executor; the views are valid during the callback only.
+struct shell_request {
+    std::string_view command;
+    std::string_view cwd;
+    /// `NAME=value` strings.
+    std::vector<std::string_view> env;
+    std::chrono::milliseconds timeout{0};
+    /// Cancelled when the turn is, or the library stops the run (borrowed: valid until the
+    /// run is answered).
+    const agentao_cancel_token* cancel = nullptr;
+    bool cancelled() const noexcept { return agentao_cancel_token_is_cancelled(cancel); }
+};
+
+/// One run handed to a shell executor (agentao_shell_run): stream output, then answer once
+/// with finish (or started, for a background run) or fail, from any thread (move it out of
+/// the callback to answer later). Destroyed unanswered, it fails the run.
+class shell_run {
+public:
+    explicit shell_run(agentao_shell_run* raw) noexcept : raw_(raw) {}
+    shell_run(shell_run&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    shell_run& operator=(shell_run&& o) noexcept {
+        if (this != &o) {
+            drop();
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    shell_run(const shell_run&) = delete;
+    shell_run& operator=(const shell_run&) = delete;
+    ~shell_run() { drop(); }
+
+    bool pending() const noexcept { return raw_ != nullptr; }
+    result<void> try_output(shell_stream s, std::string_view bytes) {
+        if (!raw_) return answered();
+        return detail::call([&](agentao_error** e) {
+            return agentao_shell_run_output(raw_, static_cast<int32_t>(s),
+                                            reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            bytes.size(), e);
+        });
+    }
+    /// The command ended with `returncode` (negative: killed by that signal).
+    result<void> try_finish(int32_t returncode, bool timed_out = false, bool cancelled = false) {
+        agentao_shell_run* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        return detail::call([&](agentao_error** e) {
+            return agentao_shell_run_finish(r, returncode, timed_out, cancelled, e);
+        });
+    }
+    /// A background command started as `pid` in process group `pgid` (negative: none).
+    result<void> try_started(int64_t pid, int64_t pgid = -1) {
+        agentao_shell_run* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        return detail::call([&](agentao_error** e) { return agentao_shell_run_started(r, pid, pgid, e); });
+    }
+    /// The command could not start: `Error starting command: <message>`.
+    result<void> try_fail(std::string_view message) {
+        agentao_shell_run* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        std::string m(message.substr(0, message.find('\0')));
+        return detail::call([&](agentao_error** e) { return agentao_shell_run_fail(r, m.c_str(), e); });
+    }
+
+private:
+    void drop() noexcept {
+        if (agentao_shell_run* r = std::exchange(raw_, nullptr))
+            agentao_shell_run_fail(r, "the host dropped the run without answering", nullptr);
+    }
+    static agentao::error answered() {
+        return agentao::error(status::null_argument, "the run was already answered or moved");
+    }
+    agentao_shell_run* raw_;
+};
+
+/// A host shell executor (agentao_shell_executor, POSIX dialect). `run` is required;
+/// an empty `run_background` refuses background commands. A callback that throws before
+/// answering fails the run with the exception's message.
+struct shell_executor {
+    std::function<void(const shell_request& request, shell_run&& run)> run;
+    std::function<void(const shell_request& request, shell_run&& run)> run_background;
+    /// The interpreter commands run with (`<interpreter> -c <command>`; empty: `sh`).
+    std::string interpreter;
+};
+
+/// A host memory store (agentao_memory_store). Records and lists are JSON (see
+/// agentao.h); a callback that throws fails that operation with the exception's message
+/// (save_memory then reports `Error saving memory: <message>`). `upsert` and `list` are
+/// required; `get` and `search` may be empty. Never two calls of one agent at once.
+struct memory_store {
+    std::function<void(std::string_view record_json)> upsert;
+    /// The live records of `scope` (nullopt: both) as a JSON array, newest first.
+    std::function<std::string(std::optional<std::string_view> scope)> list;
+    /// The live record with `scope` and `key`, or "null".
+    std::function<std::string(std::string_view scope, std::string_view key)> get;
+    /// The records relevant to `query` as a JSON array.
+    std::function<std::string(std::string_view query, std::optional<std::string_view> scope)> search;
+};
+
+/// An MCP registry: `list_servers` returns the servers as a JSON object
+/// `{"<name>": {<server config>}}`, or nullopt for none. Called before each turn, on a library
+/// thread; a throw counts as nullopt.
+using mcp_registry_fn = std::function<std::optional<std::string>()>;
+
+namespace detail {
+
+struct tool_box {
+    async_tool_fn fn;
+    static void free_cb(void* ud) noexcept { delete static_cast<tool_box*>(ud); }
+    static void execute_cb(void* ud, const char* args_json, const agentao_tool_call* call,
+                           agentao_reply* raw) noexcept {
+        auto* b = static_cast<tool_box*>(ud);
+        tool_reply r(raw);
+        guarded([&] { b->fn(view(args_json), tool_call(call), std::move(r)); },
+                [&](const char* what) {
+                    if (r.pending()) (void)r.try_fail("", std::string("the host tool threw: ") + what);
+                });
+    }
+    static async_tool_fn wrap(tool_fn fn) {
+        return [fn = std::move(fn)](std::string_view args, tool_call call, tool_reply&& reply) {
+#if AGENTAO_DETAIL_CAN_CATCH
+            try {
+                std::string text = fn(args, call);
+                (void)reply.try_answer(text);
+            } catch (const tool_error& e) {
+                (void)reply.try_fail(e.type(), e.what());
+            } catch (const std::exception& e) {
+                (void)reply.try_fail("", e.what());
+            } catch (...) {
+                (void)reply.try_fail("", "an exception that is not a std::exception");
+            }
+#else
+            (void)reply.try_answer(fn(args, call));
+#endif
+        };
+    }
+};
+
+struct fs_box {
+    file_system fs;
+    static fs_box* of(void* ud) noexcept { return static_cast<fs_box*>(ud); }
+    static void free_cb(void* ud) noexcept { delete of(ud); }
+    template <class F>
+    static int32_t run(F&& f) noexcept {
+        int32_t rc = 5;  // EIO, when the slot throws
+        guarded([&] { rc = f(); }, [](const char*) {});
+        return rc;
+    }
+    static int32_t read_cb(void* ud, const char* path, uint64_t max_bytes, agentao_fs_out* out) noexcept {
+        return run([&] { fs_answer a(out); return of(ud)->fs.read(view(path), max_bytes, a); });
+    }
+    static int32_t write_cb(void* ud, const char* path, const uint8_t* data, size_t len, bool append) noexcept {
+        return run([&] {
+            std::string_view d(reinterpret_cast<const char*>(data), data ? len : 0);
+            return of(ud)->fs.write(view(path), d, append);
+        });
+    }
+    static int32_t list_cb(void* ud, const char* path, agentao_fs_out* out) noexcept {
+        return run([&] { fs_answer a(out); return of(ud)->fs.list_dir(view(path), a); });
+    }
+    static int32_t walk_cb(void* ud, const char* base, int32_t depth, agentao_fs_out* out) noexcept {
+        return run([&] { fs_answer a(out); return of(ud)->fs.walk(view(base), depth, a); });
+    }
+    static int32_t stat_cb(void* ud, const char* path, agentao_fs_out* out) noexcept {
+        return run([&] { fs_answer a(out); return of(ud)->fs.stat(view(path), a); });
+    }
+    static bool exists_cb(void* ud, const char* path) noexcept {
+        bool yes = false;
+        guarded([&] { yes = of(ud)->fs.exists(view(path)); }, [](const char*) {});
+        return yes;
+    }
+    agentao_file_system vtable() noexcept {
+        agentao_file_system v{};
+        v.struct_size = sizeof v;
+        v.userdata = this;
+        v.userdata_free = &free_cb;
+        if (fs.read) v.read = &read_cb;
+        if (fs.write) v.write = &write_cb;
+        if (fs.list_dir) v.list_dir = &list_cb;
+        if (fs.walk) v.walk = &walk_cb;
+        if (fs.stat) v.stat = &stat_cb;
+        if (fs.exists) v.exists = &exists_cb;
+        return v;
+    }
+};
+
+struct shell_box {
+    shell_executor sh;
+    static shell_box* of(void* ud) noexcept { return static_cast<shell_box*>(ud); }
+    static void free_cb(void* ud) noexcept { delete of(ud); }
+    static void dispatch(const std::function<void(const shell_request&, shell_run&&)>& fn,
+                         const agentao_shell_request* req, agentao_shell_run* raw) noexcept {
+        shell_run r(raw);
+        guarded(
+            [&] {
+                shell_request q;
+                q.command = view(req->command);
+                q.cwd = view(req->cwd);
+                for (size_t i = 0; i < req->env_len; i++) q.env.push_back(view(req->env[i]));
+                q.timeout = std::chrono::milliseconds(req->timeout_ms);
+                q.cancel = req->cancel;
+                fn(q, std::move(r));
+            },
+            [&](const char* what) {
+                if (r.pending()) (void)r.try_fail(std::string("the host executor threw: ") + what);
+            });
+    }
+    static void run_cb(void* ud, const agentao_shell_request* req, agentao_shell_run* raw) noexcept {
+        dispatch(of(ud)->sh.run, req, raw);
+    }
+    static void bg_cb(void* ud, const agentao_shell_request* req, agentao_shell_run* raw) noexcept {
+        dispatch(of(ud)->sh.run_background, req, raw);
+    }
+    agentao_shell_executor vtable() noexcept {
+        agentao_shell_executor v{};
+        v.struct_size = sizeof v;
+        v.userdata = this;
+        v.userdata_free = &free_cb;
+        v.dialect = AGENTAO_SHELL_DIALECT_POSIX;
+        v.interpreter = sh.interpreter.empty() ? nullptr : sh.interpreter.c_str();
+        if (sh.run) v.run = &run_cb;
+        if (sh.run_background) v.run_background = &bg_cb;
+        return v;
+    }
+};
+
+struct memory_box {
+    memory_store m;
+    static memory_box* of(void* ud) noexcept { return static_cast<memory_box*>(ud); }
+    static void free_cb(void* ud) noexcept { delete of(ud); }
+    static std::optional<std::string_view> opt(const char* s) noexcept {
+        return s ? std::optional<std::string_view>(s) : std::nullopt;
+    }
+    template <class F>
+    static void answer(agentao_memory_answer* ans, F&& f) noexcept {
+        guarded(
+            [&] {
+                std::optional<std::string> json = f();
+                if (json) agentao_memory_answer_json(ans, json->c_str(), nullptr);
+            },
+            [&](const char* what) { agentao_memory_answer_fail(ans, what, nullptr); });
+    }
+    static void upsert_cb(void* ud, const char* record, agentao_memory_answer* ans) noexcept {
+        answer(ans, [&] { of(ud)->m.upsert(view(record)); return std::optional<std::string>(); });
+    }
+    static void list_cb(void* ud, const char* scope, agentao_memory_answer* ans) noexcept {
+        answer(ans, [&] { return std::optional<std::string>(of(ud)->m.list(opt(scope))); });
+    }
+    static void get_cb(void* ud, const char* scope, const char* key, agentao_memory_answer* ans) noexcept {
+        answer(ans, [&] { return std::optional<std::string>(of(ud)->m.get(view(scope), view(key))); });
+    }
+    static void search_cb(void* ud, const char* query, const char* scope, agentao_memory_answer* ans) noexcept {
+        answer(ans, [&] { return std::optional<std::string>(of(ud)->m.search(view(query), opt(scope))); });
+    }
+    agentao_memory_store vtable() noexcept {
+        agentao_memory_store v{};
+        v.struct_size = sizeof v;
+        v.userdata = this;
+        v.userdata_free = &free_cb;
+        if (m.upsert) v.upsert = &upsert_cb;
+        if (m.list) v.list = &list_cb;
+        if (m.get) v.get = &get_cb;
+        if (m.search) v.search = &search_cb;
+        return v;
+    }
+};
+
+struct registry_box {
+    mcp_registry_fn fn;
+    static registry_box* of(void* ud) noexcept { return static_cast<registry_box*>(ud); }
+    static void free_cb(void* ud) noexcept { delete of(ud); }
+    // The string goes back to release_cb once the library copied it.
+    static const char* list_cb(void* ud) noexcept {
+        char* out = nullptr;
+        guarded(
+            [&] {
+                if (std::optional<std::string> s = of(ud)->fn()) {
+                    out = new char[s->size() + 1];
+                    std::copy(s->c_str(), s->c_str() + s->size() + 1, out);
+                }
+            },
+            [](const char*) {});
+        return out;
+    }
+    static void release_cb(void*, const char* s) noexcept { delete[] s; }
+    agentao_mcp_registry vtable() noexcept {
+        agentao_mcp_registry v{};
+        v.struct_size = sizeof v;
+        v.userdata = this;
+        v.userdata_free = &free_cb;
+        v.list_servers = &list_cb;
+        v.release_servers = &release_cb;
+        return v;
+    }
+};
+
+}  // namespace detail
+
+/// A fan-out of event JSON to listeners (agentao_broadcaster), e.g. for a host's own
+/// transport. Move-only; destroying it releases every listener. Thread-safe.
+class broadcaster {
+public:
+    broadcaster() : raw_(agentao_broadcaster_new()) {}
+    broadcaster(broadcaster&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    broadcaster& operator=(broadcaster&& o) noexcept {
+        if (this != &o) {
+            agentao_broadcaster_free(raw_);
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    broadcaster(const broadcaster&) = delete;
+    broadcaster& operator=(const broadcaster&) = delete;
+    ~broadcaster() { agentao_broadcaster_free(raw_); }
+
+    /// Adds a listener (called on the notifying thread, in registration order; an exception
+    /// it throws is dropped). The broadcaster owns it: it is destroyed after its last call,
+    /// when unsubscribed or when the broadcaster goes.
+    result<uint64_t> try_subscribe(std::function<void(std::string_view event_json)> fn) {
+        if (!fn) return agentao::error(status::null_argument, "the listener is empty");
+        // subscribe_with_free owns the box from here, and frees it itself on failure.
+        auto* box = new detail::observer_box{std::move(fn)};
+        uint64_t id = 0;
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_broadcaster_subscribe_with_free(raw_, &detail::observer_box::event_cb, box,
+                                                           &detail::observer_box::free_cb, &id, e);
+        });
+        if (!r) return r.error();
+        return id;
+    }
+    /// Removes a listener; idempotent.
+    void unsubscribe(uint64_t id) noexcept { agentao_broadcaster_unsubscribe(raw_, id); }
+    /// Delivers `event_json` to every listener on this thread.
+    result<void> try_notify(std::string_view event_json) const {
+        if (auto bad = detail::check_view(event_json, "the event")) return *bad;
+        std::string e(event_json);
+        return detail::call([&](agentao_error** err) { return agentao_broadcaster_notify(raw_, e.c_str(), err); });
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    uint64_t subscribe(std::function<void(std::string_view)> fn) { return try_subscribe(std::move(fn)).value(); }
+    void notify(std::string_view event_json) const { try_notify(event_json).value(); }
+#endif
+    agentao_broadcaster* get() const noexcept { return raw_; }
+
+private:
+    agentao_broadcaster* raw_;
+};
+
 /// The id of a host-event observer.
 using observer_id = uint64_t;
 
@@ -804,6 +1336,101 @@ public:
             [&](char** out, agentao_error** e) { return agentao_agent_usage(h_.get(), out, e); });
     }
 
+
+    /// Registers a host tool whose handler answers synchronously (see tool_fn); from the
+    /// next turn on. A name in use is status::invalid_argument unless `replace`.
+    result<void> try_add_tool(const tool_spec& spec, tool_fn fn, bool replace = false) {
+        if (!fn) return agentao::error(status::null_argument, "the tool handler is empty");
+        return add_tool_box(spec, detail::tool_box::wrap(std::move(fn)), replace);
+    }
+    /// Registers a host tool whose handler answers its tool_reply now or later.
+    result<void> try_add_async_tool(const tool_spec& spec, async_tool_fn fn, bool replace = false) {
+        if (!fn) return agentao::error(status::null_argument, "the tool handler is empty");
+        return add_tool_box(spec, std::move(fn), replace);
+    }
+    /// Removes a tool (a host tool or a built-in) between turns; true when there was one.
+    result<bool> try_remove_tool(std::string_view name) {
+        if (auto bad = detail::check_view(name, "the tool name")) return *bad;
+        std::string n(name);
+        bool removed = false;
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_agent_remove_tool(h_.get(), n.c_str(), &removed, e);
+        });
+        if (!r) return r.error();
+        return removed;
+    }
+
+    /// Serves the file tools from `fs` (right after creation or between turns).
+    result<void> try_set_file_system(file_system fs) {
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        agentao_file_system v = (new detail::fs_box{std::move(fs)})->vtable();
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_file_system(h_.get(), &v, e); });
+    }
+    /// Restores the local file system.
+    result<void> try_set_file_system(std::nullopt_t) {
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_file_system(h_.get(), nullptr, e); });
+    }
+    /// Runs run_shell_command's commands through `sh` (right after creation or between turns).
+    result<void> try_set_shell_executor(shell_executor sh) {
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        agentao_shell_executor v = (new detail::shell_box{std::move(sh)})->vtable();
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_shell_executor(h_.get(), &v, e); });
+    }
+    /// Restores the local executor.
+    result<void> try_set_shell_executor(std::nullopt_t) {
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_shell_executor(h_.get(), nullptr, e); });
+    }
+    /// Keeps the agent's memories in `store` (right after creation or between turns).
+    result<void> try_set_memory_store(memory_store store) {
+        auto* box = new detail::memory_box{std::move(store)};
+        agentao_memory_store v = box->vtable();
+        agentao_error* err = nullptr;
+        agentao_status st = agentao_agent_set_memory_store(h_.get(), &v, &err);
+        if (st != AGENTAO_STATUS_OK) {
+            // The library took ownership only on success.
+            delete box;
+            return detail::take_error(st, err);
+        }
+        agentao_error_free(err);
+        return {};
+    }
+    /// Restores a new, empty in-memory store.
+    result<void> try_set_memory_store(std::nullopt_t) {
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_memory_store(h_.get(), nullptr, e); });
+    }
+    /// Adds the registry's MCP servers to the config's (asked again before each turn).
+    result<void> try_set_mcp_registry(mcp_registry_fn fn) {
+        if (!fn) return agentao::error(status::null_argument, "the registry function is empty");
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        agentao_mcp_registry v = (new detail::registry_box{std::move(fn)})->vtable();
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_mcp_registry(h_.get(), &v, e); });
+    }
+    /// Removes the MCP registry.
+    result<void> try_set_mcp_registry(std::nullopt_t) {
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_mcp_registry(h_.get(), nullptr, e); });
+    }
+    /// The MCP servers' status JSON (`{"servers": [...], "registry_error"?}`); never waits.
+    result<std::string> try_mcp_status() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_agent_mcp_status(h_.get(), out, e); });
+    }
+    /// What the permission pipeline would decide for this call now, as JSON
+    /// (`{"outcome": "allow"|"deny"|"prompt", "reason", "source", ...}`); runs nothing.
+    result<std::string> try_preflight(std::string_view tool_name, std::string_view args_json) const {
+        if (auto bad = detail::check_view(tool_name, "the tool name")) return *bad;
+        if (auto bad = detail::check_view(args_json, "the arguments")) return *bad;
+        std::string n(tool_name), a(args_json);
+        return detail::call_string([&](char** out, agentao_error** e) {
+            return agentao_agent_preflight(h_.get(), n.c_str(), a.c_str(), out, e);
+        });
+    }
+    /// Adds (or replaces) a sub-agent definition (JSON, docs/subagents.md), between turns.
+    result<void> try_add_subagent(std::string_view definition_json) {
+        if (auto bad = detail::check_view(definition_json, "the definition")) return *bad;
+        std::string d(definition_json);
+        return detail::call([&](agentao_error** e) { return agentao_agent_add_subagent(h_.get(), d.c_str(), e); });
+    }
+
     /// The C handle, still owned by this object (NULL after a move).
     agentao_agent* get() const noexcept { return h_.get(); }
 
@@ -849,6 +1476,22 @@ public:
     }
     void add_permission_source(std::string_view label) { try_add_permission_source(label).value(); }
     std::string usage() const { return try_usage().value(); }
+    void add_tool(const tool_spec& spec, tool_fn fn, bool replace = false) {
+        try_add_tool(spec, std::move(fn), replace).value();
+    }
+    void add_async_tool(const tool_spec& spec, async_tool_fn fn, bool replace = false) {
+        try_add_async_tool(spec, std::move(fn), replace).value();
+    }
+    bool remove_tool(std::string_view name) { return try_remove_tool(name).value(); }
+    void set_file_system(file_system fs) { try_set_file_system(std::move(fs)).value(); }
+    void set_shell_executor(shell_executor sh) { try_set_shell_executor(std::move(sh)).value(); }
+    void set_memory_store(memory_store store) { try_set_memory_store(std::move(store)).value(); }
+    void set_mcp_registry(mcp_registry_fn fn) { try_set_mcp_registry(std::move(fn)).value(); }
+    std::string mcp_status() const { return try_mcp_status().value(); }
+    std::string preflight(std::string_view tool_name, std::string_view args_json) const {
+        return try_preflight(tool_name, args_json).value();
+    }
+    void add_subagent(std::string_view definition_json) { try_add_subagent(definition_json).value(); }
 #endif
 
 private:
@@ -856,6 +1499,35 @@ private:
 
     static const agentao_cancel_token* token(const turn_options& opts) noexcept {
         return opts.cancel ? opts.cancel->get() : nullptr;
+    }
+
+    result<void> add_tool_box(const tool_spec& spec, async_tool_fn fn, bool replace) {
+        for (auto [v, what] : {std::make_pair(std::string_view(spec.name), "the tool name"),
+                               std::make_pair(std::string_view(spec.description), "the description"),
+                               std::make_pair(std::string_view(spec.parameters_json), "the schema")})
+            if (auto bad = detail::check_view(v, what)) return *bad;
+        auto* box = new detail::tool_box{std::move(fn)};
+        agentao_tool_desc d{};
+        d.struct_size = sizeof d;
+        d.name = spec.name.c_str();
+        d.description = spec.description.c_str();
+        d.parameters_json = spec.parameters_json.c_str();
+        d.is_read_only = spec.read_only;
+        d.requires_confirmation = spec.requires_confirmation;
+        d.copies_to_subagents = spec.copies_to_subagents;
+        d.reentrant = spec.reentrant;
+        d.userdata = box;
+        d.userdata_free = &detail::tool_box::free_cb;
+        d.execute = &detail::tool_box::execute_cb;
+        agentao_error* err = nullptr;
+        agentao_status st = agentao_agent_add_tool(h_.get(), &d, replace, &err);
+        if (st != AGENTAO_STATUS_OK) {
+            // The library took ownership only on success.
+            delete box;
+            return detail::take_error(st, err);
+        }
+        agentao_error_free(err);
+        return {};
     }
 
     static result<agent> create_raw(std::string_view config_json, transport* t) {

@@ -111,3 +111,122 @@ agentao_status agentao_go_stream_batch(agentao_stream *s, uint32_t timeout_ms, c
         agentao_string_free(item);
     }
 }
+
+static void tr_tool_execute(void *ud, const char *args_json, const agentao_tool_call *call,
+                            agentao_reply *reply) {
+    goAgentaoToolExecute((uintptr_t)ud, (char *)args_json, (agentao_tool_call *)call, reply);
+}
+
+agentao_status agentao_go_add_tool(agentao_agent *agent, const char *name, const char *description,
+                                   const char *parameters_json, int flags, uintptr_t handle,
+                                   bool replace, agentao_error **err_out) {
+    agentao_tool_desc d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.name = name;
+    d.description = description;
+    d.parameters_json = parameters_json;
+    d.is_read_only = (flags & AGENTAO_GO_TOOL_READ_ONLY) != 0;
+    d.requires_confirmation = (flags & AGENTAO_GO_TOOL_CONFIRM) != 0;
+    d.copies_to_subagents = (flags & AGENTAO_GO_TOOL_SUBAGENTS) != 0;
+    d.reentrant = (flags & AGENTAO_GO_TOOL_REENTRANT) != 0;
+    d.userdata = (void *)handle;
+    d.userdata_free = tr_free;
+    d.execute = tr_tool_execute;
+    return agentao_agent_add_tool(agent, &d, replace, err_out);
+}
+
+static int32_t tr_fs_read(void *ud, const char *path, uint64_t max_bytes, agentao_fs_out *out) {
+    return goAgentaoFsRead((uintptr_t)ud, (char *)path, max_bytes, out);
+}
+static int32_t tr_fs_write(void *ud, const char *path, const uint8_t *data, size_t len, bool append) {
+    return goAgentaoFsWrite((uintptr_t)ud, (char *)path, (uint8_t *)data, len, append);
+}
+static int32_t tr_fs_list(void *ud, const char *path, agentao_fs_out *out) {
+    return goAgentaoFsListDir((uintptr_t)ud, (char *)path, out);
+}
+static int32_t tr_fs_walk(void *ud, const char *base, int32_t max_depth, agentao_fs_out *out) {
+    return goAgentaoFsWalk((uintptr_t)ud, (char *)base, max_depth, out);
+}
+static int32_t tr_fs_stat(void *ud, const char *path, agentao_fs_out *out) {
+    return goAgentaoFsStat((uintptr_t)ud, (char *)path, out);
+}
+
+agentao_status agentao_go_set_file_system(agentao_agent *agent, uintptr_t handle, agentao_error **err_out) {
+    agentao_file_system fs;
+    memset(&fs, 0, sizeof fs);
+    fs.struct_size = sizeof fs;
+    fs.userdata = (void *)handle;
+    fs.userdata_free = tr_free;
+    fs.read = tr_fs_read;
+    fs.write = tr_fs_write;
+    fs.list_dir = tr_fs_list;
+    fs.walk = tr_fs_walk;
+    fs.stat = tr_fs_stat;
+    return agentao_agent_set_file_system(agent, &fs, err_out);
+}
+
+static void tr_shell_run(void *ud, const agentao_shell_request *req, agentao_shell_run *run) {
+    goAgentaoShellRun((uintptr_t)ud, (agentao_shell_request *)req, run, 0);
+}
+static void tr_shell_run_bg(void *ud, const agentao_shell_request *req, agentao_shell_run *run) {
+    goAgentaoShellRun((uintptr_t)ud, (agentao_shell_request *)req, run, 1);
+}
+
+agentao_status agentao_go_set_shell_executor(agentao_agent *agent, uintptr_t handle, const char *interpreter,
+                                             int background, agentao_error **err_out) {
+    agentao_shell_executor sh;
+    memset(&sh, 0, sizeof sh);
+    sh.struct_size = sizeof sh;
+    sh.userdata = (void *)handle;
+    sh.userdata_free = tr_free;
+    sh.dialect = AGENTAO_SHELL_DIALECT_POSIX;
+    sh.interpreter = interpreter;
+    sh.run = tr_shell_run;
+    if (background) sh.run_background = tr_shell_run_bg;
+    return agentao_agent_set_shell_executor(agent, &sh, err_out);
+}
+
+static void tr_mem_upsert(void *ud, const char *record_json, agentao_memory_answer *answer) {
+    goAgentaoMemory((uintptr_t)ud, 0, (char *)record_json, NULL, answer);
+}
+static void tr_mem_list(void *ud, const char *scope, agentao_memory_answer *answer) {
+    goAgentaoMemory((uintptr_t)ud, 1, (char *)scope, NULL, answer);
+}
+static void tr_mem_get(void *ud, const char *scope, const char *key, agentao_memory_answer *answer) {
+    goAgentaoMemory((uintptr_t)ud, 2, (char *)scope, (char *)key, answer);
+}
+static void tr_mem_search(void *ud, const char *query, const char *scope, agentao_memory_answer *answer) {
+    goAgentaoMemory((uintptr_t)ud, 3, (char *)query, (char *)scope, answer);
+}
+
+agentao_status agentao_go_set_memory_store(agentao_agent *agent, uintptr_t handle, int with_get,
+                                           int with_search, agentao_error **err_out) {
+    agentao_memory_store m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.userdata = (void *)handle;
+    m.userdata_free = tr_free;
+    m.upsert = tr_mem_upsert;
+    m.list = tr_mem_list;
+    if (with_get) m.get = tr_mem_get;
+    if (with_search) m.search = tr_mem_search;
+    return agentao_agent_set_memory_store(agent, &m, err_out);
+}
+
+static const char *tr_reg_list(void *ud) { return goAgentaoRegistryList((uintptr_t)ud); }
+static void tr_reg_release(void *ud, const char *servers_json) {
+    (void)ud;
+    free((void *)servers_json);
+}
+
+agentao_status agentao_go_set_mcp_registry(agentao_agent *agent, uintptr_t handle, agentao_error **err_out) {
+    agentao_mcp_registry r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.userdata = (void *)handle;
+    r.userdata_free = tr_free;
+    r.list_servers = tr_reg_list;
+    r.release_servers = tr_reg_release;
+    return agentao_agent_set_mcp_registry(agent, &r, err_out);
+}

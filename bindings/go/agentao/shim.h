@@ -34,4 +34,27 @@ void agentao_go_call_listener(agentao_listener_fn fn, void *listener_userdata, c
  * first. */
 agentao_status agentao_go_stream_batch(agentao_stream *s, uint32_t timeout_ms, char *buf, size_t cap,
                                        size_t *used_out, char **big_out, agentao_error **err_out);
+
+/* agentao_agent_add_tool with the binding's execute trampoline; userdata is `handle`. */
+agentao_status agentao_go_add_tool(agentao_agent *agent, const char *name, const char *description,
+                                   const char *parameters_json, int flags, uintptr_t handle,
+                                   bool replace, agentao_error **err_out);
+/* Flags of agentao_go_add_tool. */
+enum { AGENTAO_GO_TOOL_READ_ONLY = 1, AGENTAO_GO_TOOL_CONFIRM = 2, AGENTAO_GO_TOOL_SUBAGENTS = 4,
+       AGENTAO_GO_TOOL_REENTRANT = 8 };
+
+/* agentao_agent_set_file_system with every slot but `exists` (asked through `stat`) calling the binding. */
+agentao_status agentao_go_set_file_system(agentao_agent *agent, uintptr_t handle, agentao_error **err_out);
+
+/* agentao_agent_set_shell_executor (POSIX); `background` fills run_background. */
+agentao_status agentao_go_set_shell_executor(agentao_agent *agent, uintptr_t handle, const char *interpreter,
+                                             int background, agentao_error **err_out);
+
+/* agentao_agent_set_memory_store; `with_get` / `with_search` fill the optional slots. */
+agentao_status agentao_go_set_memory_store(agentao_agent *agent, uintptr_t handle, int with_get,
+                                           int with_search, agentao_error **err_out);
+
+/* agentao_agent_set_mcp_registry; list_servers returns a malloc'd string (or NULL), which
+ * release_servers frees. */
+agentao_status agentao_go_set_mcp_registry(agentao_agent *agent, uintptr_t handle, agentao_error **err_out);
 #endif

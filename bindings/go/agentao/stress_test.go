@@ -67,7 +67,8 @@ func TestStress(t *testing.T) {
 	}
 	dir := t.TempDir()
 	script := `{"repeat":400,"text":"step {i} of the stress run","chunk_size":3,` +
-		`"tool_calls":[{"id":"c{i}","name":"write_file","arguments":{"file_path":"f{i}.txt","content":"{i}"}}]}`
+		`"tool_calls":[{"id":"c{i}","name":"write_file","arguments":{"file_path":"f{i}.txt","content":"{i}"}},` +
+		`{"id":"h{i}","name":"stress_tool","arguments":{}}]}`
 	// With an engine in workspace-write, write_file needs no confirmation; without one it does.
 	cfgs := []string{config(dir, script, `"permissions":{"mode":"workspace-write"}`), config(dir, script, "")}
 
@@ -85,7 +86,7 @@ func TestStress(t *testing.T) {
 	}
 
 	deadline := time.Now().Add(time.Duration(secs) * time.Second)
-	var turns, ok, cancelled, busy, other atomic.Int64
+	var turns, ok, cancelled, busy, other, toolCalls atomic.Int64
 	var failures sync.Map
 	expected := func(err error) bool {
 		return err == nil || errors.Is(err, StatusCancelled) || errors.Is(err, StatusHostError) ||
@@ -120,6 +121,23 @@ func TestStress(t *testing.T) {
 				if err != nil {
 					failures.Store("New: "+err.Error(), true)
 					return
+				}
+				// A host tool answered later, sometimes after its turn was cancelled; sometimes it panics.
+				if err := a.AddAsyncTool(ToolSpec{Name: "stress_tool", Description: "d"}, func(_ context.Context, call ToolCall, r *ToolReply) {
+					toolCalls.Add(1)
+					if rand.IntN(10) == 0 {
+						panic("stress panic")
+					}
+					tr.later(func() {
+						_ = call.Output("o")
+						if rand.IntN(5) == 0 {
+							_ = r.Fail("", "stress fail")
+						} else {
+							_ = r.Result("r")
+						}
+					})
+				}); err != nil {
+					failures.Store("AddAsyncTool: "+err.Error(), true)
 				}
 				life, stop := context.WithTimeout(context.Background(), time.Duration(50+rand.IntN(400))*time.Millisecond)
 				var g sync.WaitGroup
@@ -192,13 +210,13 @@ func TestStress(t *testing.T) {
 	answerers.Wait()
 	runGC()
 	waitHandles(t)
-	t.Logf("stress: %d turn calls: %d ok, %d cancelled, %d refused busy, %d other expected (host error, closed); %d events",
-		turns.Load(), ok.Load(), cancelled.Load(), busy.Load(), other.Load(), tr.events.Load())
+	t.Logf("stress: %d turn calls: %d ok, %d cancelled, %d refused busy, %d other expected (host error, closed); %d events; %d host tool calls",
+		turns.Load(), ok.Load(), cancelled.Load(), busy.Load(), other.Load(), tr.events.Load(), toolCalls.Load())
 	failures.Range(func(k, _ any) bool {
 		t.Errorf("unexpected: %v", k)
 		return true
 	})
-	if ok.Load() == 0 || cancelled.Load() == 0 || other.Load() == 0 {
-		t.Errorf("the stress run did not exercise ok, cancelled and failed turns")
+	if ok.Load() == 0 || cancelled.Load() == 0 || other.Load() == 0 || toolCalls.Load() == 0 {
+		t.Errorf("the stress run did not exercise ok, cancelled and failed turns and host tool calls")
 	}
 }
