@@ -80,7 +80,8 @@ impl Tool for OnTask {
             }
             if let Some(n) = args.get("meet").and_then(Value::as_u64) {
                 let t0 = Instant::now();
-                while (self.running.load(Ordering::SeqCst) as u64) < n
+                // `most` never falls, so the first to see all of them does not strand the rest.
+                while (self.most.load(Ordering::SeqCst) as u64) < n
                     && t0.elapsed() < Duration::from_secs(5)
                 {
                     tokio::time::sleep(Duration::from_millis(2)).await;
@@ -180,7 +181,10 @@ fn a_panicking_task_run_tool_fails_the_call_not_the_turn() {
     let tool = OnTask::new("on_task", false);
     let mut responses = batch(&[("on_task", json!({"text": "a", "panic": "poll"}))]);
     responses.pop();
-    responses.extend(batch(&[("on_task", json!({"text": "b", "panic": "build"}))]));
+    responses.extend(batch(&[(
+        "on_task",
+        json!({"text": "b", "panic": "build"}),
+    )]));
     let run = agent(responses, &[tool]);
     let o = run
         .agent
@@ -220,12 +224,27 @@ fn a_parallel_batch_keeps_call_order_and_one_tool_runs_one_call_at_a_time() {
     let results = common::tool_results(&run.agent);
     assert_eq!(results.len(), 7, "{results:?}");
     assert_eq!(
-        [&results[0], &results[1], &results[3], &results[4], &results[5], &results[6]],
+        [
+            &results[0],
+            &results[1],
+            &results[3],
+            &results[4],
+            &results[5],
+            &results[6]
+        ],
         ["s1", "r1", "s2", "r2", "s3", "r3"]
     );
     assert!(results[2].contains("alpha"), "{}", results[2]);
-    assert_eq!(serial.most.load(Ordering::SeqCst), 1, "non-re-entrant calls overlapped");
-    assert_eq!(many.most.load(Ordering::SeqCst), 3, "re-entrant calls did not run at once");
+    assert_eq!(
+        serial.most.load(Ordering::SeqCst),
+        1,
+        "non-re-entrant calls overlapped"
+    );
+    assert_eq!(
+        many.most.load(Ordering::SeqCst),
+        3,
+        "re-entrant calls did not run at once"
+    );
     // Results reach the host in call order too.
     let ids: Vec<String> = events_of(&run, "tool_result")
         .iter()
@@ -239,12 +258,15 @@ fn a_cancel_ends_a_task_run_call() {
     let tool = OnTask::new("on_task", false);
     let run = agent(
         batch(&[("on_task", json!({"text": "x", "wait_cancel": true}))]),
-        &[tool.clone()],
+        std::slice::from_ref(&tool),
     );
     let (token, done) = common::start_cancellable(&run.agent, "go");
     let t0 = Instant::now();
     while tool.running.load(Ordering::SeqCst) == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(10), "the call never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the call never started"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     let cancelled_at = Instant::now();
@@ -258,7 +280,15 @@ fn a_cancel_ends_a_task_run_call() {
     assert_eq!(o.status, TurnStatus::Cancelled);
     let complete = events_of(&run, "tool_complete");
     assert_eq!(complete.len(), 1);
-    assert_eq!(complete[0]["data"]["status"], "cancelled", "{}", complete[0]);
+    assert_eq!(
+        complete[0]["data"]["status"], "cancelled",
+        "{}",
+        complete[0]
+    );
     let result = events_of(&run, "tool_result");
-    assert_eq!(result[0]["data"]["content"], "stopped: stop-now", "{}", result[0]);
+    assert_eq!(
+        result[0]["data"]["content"], "stopped: stop-now",
+        "{}",
+        result[0]
+    );
 }
