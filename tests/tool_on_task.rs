@@ -292,3 +292,36 @@ fn a_cancel_ends_a_task_run_call() {
         result[0]
     );
 }
+
+/// `read_file` reads a small local file on the turn's task and a big one through
+/// `block_in_place`: both read the same way, in one batch and in call order.
+#[test]
+fn read_file_reads_small_and_big_files_alike_on_either_path() {
+    let big: String = (1..=3000)
+        .map(|i| format!("line {i} {}\n", "x".repeat(40)))
+        .collect();
+    assert!(big.len() > 64 * 1024);
+    let run = agent(
+        batch(&[
+            ("read_file", json!({"file_path": "big.txt", "offset": 2990})),
+            ("read_file", json!({"file_path": "a.txt"})),
+            ("read_file", json!({"file_path": "missing.txt"})),
+        ]),
+        &[],
+    );
+    std::fs::write(run._dir.path().join("big.txt"), &big).unwrap();
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.status, TurnStatus::Ok);
+    let results = common::tool_results(&run.agent);
+    assert!(
+        results[0].starts_with("File: big.txt (3000 lines)\nShowing lines 2990-3000\n"),
+        "{}",
+        &results[0][..200.min(results[0].len())]
+    );
+    assert!(results[0].contains("  3000\tline 3000 "), "{}", results[0]);
+    assert!(results[1].contains("alpha"), "{}", results[1]);
+    assert_eq!(results[2], "Error: File missing.txt does not exist");
+}
