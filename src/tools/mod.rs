@@ -2,7 +2,8 @@
 //!
 //! Tools are synchronous and run on blocking threads (never on a runtime worker), so they may do
 //! file I/O, wait for a child process, or block on a host answer; a tool whose call only awaits
-//! (an MCP request) may run on the turn's task instead ([`Tool::runs_on_task`]). They report failure the way
+//! (an MCP request) or is a small local read may run on the turn's task instead
+//! ([`Tool::runs_on_task`]). They report failure the way
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
@@ -344,9 +345,10 @@ pub trait Tool: Send + Sync {
     /// Whether the turn runs this tool's calls on its own task ([`Tool::execute_async`])
     /// instead of a blocking thread. A blocking-thread call costs two thread wake-ups (there
     /// and back), tens of µs each on a loaded machine, which dominates a call that is mostly
-    /// waiting on a socket (an MCP request). Only for a call that never blocks: the task
-    /// shares a runtime worker with every agent's turns, so no file or process work, no host
-    /// callback and no [`HostRequests::ask_user`].
+    /// waiting on a socket (an MCP request) or a small local read. Only for a call that does
+    /// not block for long: the task shares a runtime worker with every agent's turns, so no
+    /// host callback, no [`HostRequests::ask_user`], and anything that may block (a big file,
+    /// a process) wrapped in `tokio::task::block_in_place`.
     fn runs_on_task(&self) -> bool {
         false
     }
