@@ -1596,7 +1596,32 @@ static int child_callgrind_mcp(int reps, const char *base_url, int with_mcp) {
     return 0;
 }
 
-/* --only mcpcallgrind: instructions per one-request turn without and with one MCP server. */
+/* child: cgmcpcall <calls> <reps>: `reps` scripted turns (a fresh agent each, after one warm-up
+ * agent) of `calls` MCP echo calls, counted from agent creation to its free; the parent takes
+ * the difference between calls = MCP_CG_CALLS and calls = 0, so creation and connecting cancel. */
+static int child_callgrind_mcp_calls(int calls, int reps) {
+    if (!mcp_server_found()) die("mcp-fault-server is missing");
+    char *cfg = config_mcp(calls, NULL);
+    for (int i = 0; i < reps + 1; i++) {
+        if (i == 1) CALLGRIND_ZERO_STATS;
+        agentao_agent *a = agent_new(cfg, NULL);
+        char *text = NULL;
+        agentao_error *err = NULL;
+        check(agentao_agent_chat(a, "go", -1, NULL, &text, &err), err, "callgrind mcp calls");
+        if (!text || strcmp(text, "mcp done") != 0) die("callgrind mcp calls: unexpected answer");
+        agentao_string_free(text);
+        agentao_agent_free(a);
+    }
+    CALLGRIND_DUMP_STATS;
+    free(cfg);
+    printf("ok\n");
+    return 0;
+}
+
+#define MCP_CG_CALLS 50
+
+/* --only mcpcallgrind: instructions per one-request turn without and with one MCP server, and
+ * per MCP tool call. */
 static void bench_mcp_callgrind(void) {
 #ifndef HAVE_CALLGRIND
     die("mcpcallgrind needs valgrind (valgrind/callgrind.h was not found at build time)");
@@ -1621,6 +1646,22 @@ static void bench_mcp_callgrind(void) {
         row(with_mcp ? "instructions per turn, one MCP server, mock" : "instructions per turn, no MCP server, mock",
             "instr", st, "");
     }
+    double ir_calls[2];
+    for (int k = 0; k < 2; k++) {
+        int calls = k ? MCP_CG_CALLS : 0;
+        char out[600], cmd[4096];
+        const char *keep = getenv("BENCH_CALLGRIND_DIR");
+        snprintf(out, sizeof out, "%s/callgrind.mcpcall%d", keep ? keep : g_tmp, calls);
+        snprintf(cmd, sizeof cmd,
+                 "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --child cgmcpcall %d %d "
+                 ">/dev/null 2>'%s.log'",
+                 out, g_self, calls, reps, out);
+        if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
+        ir_calls[k] = callgrind_ir(out);
+    }
+    double per_call = (ir_calls[1] - ir_calls[0]) / (reps * MCP_CG_CALLS);
+    stat_t st = {per_call, per_call, 1};
+    row("instructions per MCP call (echo), scripted", "instr", st, "");
 }
 
 /* ------------------------------------------------------------------ main */
@@ -1664,6 +1705,10 @@ int main(int argc, char **argv) {
         if (strcmp(argv[2], "cgmcp") == 0 && argc == 6) {
             if (!realpath(getenv("AGENTAO_BENCH_MOCK"), g_mock)) die("AGENTAO_BENCH_MOCK");
             return child_callgrind_mcp(atoi(argv[3]), argv[4], atoi(argv[5]));
+        }
+        if (strcmp(argv[2], "cgmcpcall") == 0 && argc == 5) {
+            if (!realpath(getenv("AGENTAO_BENCH_MOCK"), g_mock)) die("AGENTAO_BENCH_MOCK");
+            return child_callgrind_mcp_calls(atoi(argv[3]), atoi(argv[4]));
         }
         if (strcmp(argv[2], "scale") == 0 && argc == 7)
             return child_scale(argv[3], atoi(argv[4]), atoi(argv[5]), argv[6]);

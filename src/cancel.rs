@@ -76,12 +76,12 @@ impl CancelToken {
         }
     }
 
-    pub(crate) fn is_cancelled(&self) -> bool {
+    pub fn is_cancelled(&self) -> bool {
         self.0.cancelled.load(Ordering::Acquire)
     }
 
     /// The reason, or `""` while not cancelled.
-    pub(crate) fn reason(&self) -> &str {
+    pub fn reason(&self) -> &str {
         if !self.is_cancelled() {
             return "";
         }
@@ -130,7 +130,7 @@ impl CancelToken {
     }
 
     /// Resolves when the token is cancelled.
-    pub(crate) async fn cancelled(&self) {
+    pub async fn cancelled(&self) {
         loop {
             let notified = self.0.notify.notified();
             tokio::pin!(notified);

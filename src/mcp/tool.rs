@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::client::{CallError, Connection, ToolDef};
 use super::naming::tool_name;
 use super::render::render_call_result;
-use crate::tools::{Tool, ToolContext, ToolError};
+use crate::tools::{Tool, ToolContext, ToolError, ToolFuture};
 
 pub(crate) struct McpTool {
     fqn: String,
@@ -83,15 +83,39 @@ impl Tool for McpTool {
         !self.trusted() || self.def.destructive_hint == Some(true)
     }
 
+    /// An MCP call is a request and its answer: awaited on the turn's task, with no blocking
+    /// thread between the turn and rmcp's service task.
+    fn runs_on_task(&self) -> bool {
+        true
+    }
+
     fn execute(
         &self,
         args: &Map<String, Value>,
         ctx: &ToolContext<'_>,
     ) -> Result<String, ToolError> {
+        self.conn.runtime().block_on(self.call(args, ctx))
+    }
+
+    fn execute_async<'a>(
+        &'a self,
+        args: &'a Map<String, Value>,
+        ctx: &'a ToolContext<'a>,
+    ) -> ToolFuture<'a> {
+        Box::pin(self.call(args, ctx))
+    }
+}
+
+impl McpTool {
+    async fn call(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &ToolContext<'_>,
+    ) -> Result<String, ToolError> {
         let conn = &self.conn;
-        let outcome =
-            conn.runtime()
-                .block_on(conn.call_tool(&self.def.name, args, ctx.cancel, ctx.output));
+        let outcome = conn
+            .call_tool(&self.def.name, args, ctx.cancel, ctx.output)
+            .await;
         match outcome {
             Ok(result) => {
                 let hint = self.read_hint.then_some(conn.server.as_str());

@@ -35,6 +35,12 @@ pub struct FileStat {
 }
 
 pub trait FileSystem: Send + Sync {
+    /// Whether a small read may run on a runtime worker (`read_file` inline on the turn's
+    /// task): true only for the local disk; a host's file system is host code, which never
+    /// runs on a worker.
+    fn is_local_disk(&self) -> bool {
+        false
+    }
     /// The whole file.
     fn read_bytes(&self, path: &Path) -> std::io::Result<Vec<u8>>;
     /// At most `n` bytes from the start (binary sniffing).
@@ -115,6 +121,10 @@ fn stat_of(meta: &std::fs::Metadata) -> FileStat {
 }
 
 impl FileSystem for LocalFileSystem {
+    fn is_local_disk(&self) -> bool {
+        true
+    }
+
     fn read_bytes(&self, path: &Path) -> std::io::Result<Vec<u8>> {
         std::fs::read(path)
     }

@@ -1,7 +1,9 @@
 //! Tools: the [`Tool`] trait, the per-call [`ToolContext`], the registry, and the built-ins.
 //!
 //! Tools are synchronous and run on blocking threads (never on a runtime worker), so they may do
-//! file I/O, wait for a child process, or block on a host answer. They report failure the way
+//! file I/O, wait for a child process, or block on a host answer; a tool whose call only awaits
+//! (an MCP request) or is a small local read may run on the turn's task instead
+//! ([`Tool::runs_on_task`]). They report failure the way
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
@@ -342,7 +344,32 @@ pub trait Tool: Send + Sync {
         args: &Map<String, Value>,
         ctx: &ToolContext<'_>,
     ) -> Result<String, ToolError>;
+    /// Whether the turn runs this tool's calls on its own task ([`Tool::execute_async`])
+    /// instead of a blocking thread. A blocking-thread call costs two thread wake-ups (there
+    /// and back), tens of µs each on a loaded machine, which dominates a call that is mostly
+    /// waiting on a socket (an MCP request) or a small local read. Only for a call that does
+    /// not block for long: the task shares a runtime worker with every agent's turns, so no
+    /// host callback, no [`HostRequests::ask_user`], and anything that may block (a big file,
+    /// a process) wrapped in `tokio::task::block_in_place`.
+    fn runs_on_task(&self) -> bool {
+        false
+    }
+    /// The call as a future, polled on the turn's task when [`Tool::runs_on_task`]. It is
+    /// polled to the end even after a cancel (the turn waits for every call), so it must watch
+    /// `ctx.cancel` itself; a panic while it is polled is the same "the tool panicked"
+    /// failure as in [`Tool::execute`]. By default it runs [`Tool::execute`] when polled.
+    fn execute_async<'a>(
+        &'a self,
+        args: &'a Map<String, Value>,
+        ctx: &'a ToolContext<'a>,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move { self.execute(args, ctx) })
+    }
 }
+
+/// A call run on the turn's task ([`Tool::execute_async`]).
+pub type ToolFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, ToolError>> + Send + 'a>>;
 
 /// The built-in tool names a config may enable or disable.
 pub const BUILTIN_TOOL_NAMES: &[&str] = &[

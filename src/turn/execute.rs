@@ -1,11 +1,18 @@
-//! Execution: the planned calls of a batch run on blocking threads (a read-only batch in
-//! parallel, calls to one tool still one at a time; anything else in call order), their
+//! Execution: the planned calls of a batch run on blocking threads, or on the turn's task for
+//! a tool that only awaits (a read-only batch in parallel, calls to one tool still one at a
+//! time; anything else in call order), their
 //! start, output and end turned into events in the order they happen, the `tool_result`
 //! events, and the host bridge a running tool calls back through (`ask_user`).
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -19,10 +26,10 @@ use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
 use crate::llm::message::ToolAnswer;
 use crate::tools::{
     check_declared, check_declared_in, HostRequests, Tool, ToolContext, ToolError, ToolOrigin,
-    RECENT_MESSAGES,
+    ToolServices, ToolsConfig, RECENT_MESSAGES,
 };
 
-/// One call handed to a blocking thread.
+/// One call to run, on a blocking thread or the turn's task.
 struct Job {
     index: usize,
     tool: Arc<dyn Tool>,
@@ -32,8 +39,117 @@ struct Job {
     declared: Result<(), ToolError>,
 }
 
-/// A call that finished on its thread: its index and outcome.
+/// A call that finished (on its thread or task): its index and outcome.
 struct CallDone(usize, ToolOutcome);
+
+/// The groups of calls running on the turn's task, polled by [`Turn::pump`].
+type OnTask = FuturesUnordered<Pin<Box<dyn Future<Output = ()> + Send>>>;
+
+/// What a group's calls share, owned so a blocking thread or the turn's task can hold it.
+struct CallEnv {
+    workspace: PathBuf,
+    settings: ToolsConfig,
+    host: TurnHost,
+    services: Arc<ToolServices>,
+    mailbox: Arc<OutputMailbox>,
+    cancel: CancelToken,
+}
+
+impl CallEnv {
+    fn cancelled_before(&self) -> Option<ToolOutcome> {
+        self.cancel.is_cancelled().then(|| ToolOutcome::Cancelled {
+            text: format!("[Operation Cancelled] {}", cancel_reason(&self.cancel)),
+            duration_ms: 0.0,
+        })
+    }
+
+    fn run_blocking(&self, job: Job) -> CallDone {
+        let i = job.index;
+        if let Some(outcome) = self.cancelled_before() {
+            return CallDone(i, outcome);
+        }
+        let t0 = Instant::now();
+        let output = |chunk: &str| self.mailbox.push(i, chunk);
+        let ctx = self.context(&job.call_id, &output);
+        let Job {
+            tool,
+            args,
+            declared,
+            ..
+        } = &job;
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            declared.clone().and_then(|()| tool.execute(args, &ctx))
+        }));
+        CallDone(i, self.outcome(tool.name(), run, t0))
+    }
+
+    async fn run_on_task(&self, job: Job) -> CallDone {
+        let i = job.index;
+        if let Some(outcome) = self.cancelled_before() {
+            return CallDone(i, outcome);
+        }
+        let t0 = Instant::now();
+        let output = |chunk: &str| self.mailbox.push(i, chunk);
+        let ctx = self.context(&job.call_id, &output);
+        let Job {
+            tool,
+            args,
+            declared,
+            ..
+        } = &job;
+        // The future is built inside the guarded one, so a panic building it is caught too.
+        let run = AssertUnwindSafe(async {
+            declared.clone()?;
+            tool.execute_async(args, &ctx).await
+        })
+        .catch_unwind()
+        .await;
+        CallDone(i, self.outcome(tool.name(), run, t0))
+    }
+
+    fn context<'a>(
+        &'a self,
+        call_id: &'a str,
+        output: &'a (dyn Fn(&str) + Sync),
+    ) -> ToolContext<'a> {
+        ToolContext {
+            workspace: &self.workspace,
+            call_id,
+            cancel: &self.cancel,
+            output,
+            host: &self.host,
+            settings: &self.settings,
+            services: &self.services,
+        }
+    }
+
+    fn outcome(
+        &self,
+        tool: &str,
+        run: std::thread::Result<Result<String, ToolError>>,
+        t0: Instant,
+    ) -> ToolOutcome {
+        let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        match run {
+            Ok(Ok(text)) if self.cancel.is_cancelled() => {
+                ToolOutcome::Cancelled { text, duration_ms }
+            }
+            Ok(Ok(text)) => ToolOutcome::Success { text, duration_ms },
+            Ok(Err(e)) => ToolOutcome::Failed {
+                text: format!("Error executing {tool}: {}", e.message),
+                message: e.message.chars().take(200).collect(),
+                error_type: Some(e.kind),
+                duration_ms,
+            },
+            Err(_) => ToolOutcome::Failed {
+                text: format!("Error executing {tool}: the tool panicked"),
+                message: "the tool panicked".into(),
+                error_type: Some("Panic".to_owned()),
+                duration_ms,
+            },
+        }
+    }
+}
 
 impl Turn<'_, '_> {
     /// The `tool_result` events, in call order, and the answers history records.
@@ -100,11 +216,12 @@ impl Turn<'_, '_> {
                 self.call_started(plans, i, &mut started_at).await;
             }
             let (tx, rx) = mpsc::unbounded_channel();
+            let mut tasks = OnTask::new();
             for (_, group) in groups {
-                self.spawn_calls(plans, group, &mailbox, tx.clone());
+                self.spawn_calls(plans, group, &mailbox, tx.clone(), &mut tasks);
             }
             drop(tx);
-            self.pump(plans, &mailbox, rx, &mut results, &mut started_at)
+            self.pump(plans, &mailbox, rx, tasks, &mut results, &mut started_at)
                 .await;
         } else {
             for i in 0..plans.len() {
@@ -115,8 +232,9 @@ impl Turn<'_, '_> {
                 // Announced here rather than from the tool's thread: one thread wake-up less.
                 self.call_started(plans, i, &mut started_at).await;
                 let (tx, rx) = mpsc::unbounded_channel();
-                self.spawn_calls(plans, vec![i], &mailbox, tx);
-                self.pump(plans, &mailbox, rx, &mut results, &mut started_at)
+                let mut tasks = OnTask::new();
+                self.spawn_calls(plans, vec![i], &mailbox, tx, &mut tasks);
+                self.pump(plans, &mailbox, rx, tasks, &mut results, &mut started_at)
                     .await;
             }
         }
@@ -149,12 +267,16 @@ impl Turn<'_, '_> {
         outcome
     }
 
+    /// Starts a group's calls (one tool; one after another): on the turn's task when the tool
+    /// [`runs_on_task`](Tool::runs_on_task) (polled by [`Turn::pump`] through `tasks`), else on
+    /// one blocking thread. Each call's end is sent to `tx`.
     fn spawn_calls(
         &self,
         plans: &[Plan],
         group: Vec<usize>,
         mailbox: &Arc<OutputMailbox>,
         tx: mpsc::UnboundedSender<CallDone>,
+        tasks: &mut OnTask,
     ) {
         let jobs: Vec<Job> = group
             .into_iter()
@@ -174,73 +296,37 @@ impl Turn<'_, '_> {
             })
             .collect();
         let cancel = self.cancel.clone();
-        let workspace = self.env.workspace.to_path_buf();
-        let settings = self.env.tools_config.clone();
         let recent = if jobs.iter().any(|j| j.tool.origin() == ToolOrigin::Agent) {
             self.recent_messages()
         } else {
             Vec::new()
         };
-        let host = TurnHost {
-            transport: self.transport(),
-            cancel: cancel.clone(),
-            timeout: self.env.reply_timeout,
-            handle: tokio::runtime::Handle::current(),
-            recent,
+        let env = CallEnv {
+            workspace: self.env.workspace.to_path_buf(),
+            settings: self.env.tools_config.clone(),
+            host: TurnHost {
+                transport: self.transport(),
+                cancel: cancel.clone(),
+                timeout: self.env.reply_timeout,
+                handle: tokio::runtime::Handle::current(),
+                recent,
+            },
+            services: self.env.tool_services.clone(),
+            mailbox: mailbox.clone(),
+            cancel,
         };
-        let services = self.env.tool_services.clone();
-        let mailbox = mailbox.clone();
+        if jobs.first().is_some_and(|j| j.tool.runs_on_task()) {
+            tasks.push(Box::pin(async move {
+                for job in jobs {
+                    let done = env.run_on_task(job).await;
+                    let _ = tx.send(done);
+                }
+            }));
+            return;
+        }
         drop(tokio::task::spawn_blocking(move || {
-            for Job {
-                index: i,
-                tool,
-                args,
-                call_id,
-                declared,
-            } in jobs
-            {
-                let t0 = Instant::now();
-                let mailbox = &mailbox;
-                let output = move |chunk: &str| mailbox.push(i, chunk);
-                let result = if cancel.is_cancelled() {
-                    ToolOutcome::Cancelled {
-                        text: format!("[Operation Cancelled] {}", cancel_reason(&cancel)),
-                        duration_ms: 0.0,
-                    }
-                } else {
-                    let ctx = ToolContext {
-                        workspace: &workspace,
-                        call_id: &call_id,
-                        cancel: &cancel,
-                        output: &output,
-                        host: &host,
-                        settings: &settings,
-                        services: &services,
-                    };
-                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        declared.and_then(|()| tool.execute(&args, &ctx))
-                    }));
-                    let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
-                    match run {
-                        Ok(Ok(text)) if cancel.is_cancelled() => {
-                            ToolOutcome::Cancelled { text, duration_ms }
-                        }
-                        Ok(Ok(text)) => ToolOutcome::Success { text, duration_ms },
-                        Ok(Err(e)) => ToolOutcome::Failed {
-                            text: format!("Error executing {}: {}", tool.name(), e.message),
-                            message: e.message.chars().take(200).collect(),
-                            error_type: Some(e.kind),
-                            duration_ms,
-                        },
-                        Err(_) => ToolOutcome::Failed {
-                            text: format!("Error executing {}: the tool panicked", tool.name()),
-                            message: "the tool panicked".into(),
-                            error_type: Some("Panic".to_owned()),
-                            duration_ms,
-                        },
-                    }
-                };
-                let _ = tx.send(CallDone(i, result));
+            for job in jobs {
+                let _ = tx.send(env.run_blocking(job));
             }
         }));
     }
@@ -268,6 +354,7 @@ impl Turn<'_, '_> {
         plans: &[Plan],
         mailbox: &OutputMailbox,
         mut rx: mpsc::UnboundedReceiver<CallDone>,
+        mut tasks: OnTask,
         results: &mut [Option<ToolOutcome>],
         started_at: &mut [String],
     ) {
@@ -293,6 +380,9 @@ impl Turn<'_, '_> {
                         self.stream_output(plans, mailbox, i);
                     }
                 }
+                // Each task sends its calls' ends to `rx` itself; polled after a cancel too,
+                // since the calls watch the token and end.
+                Some(()) = tasks.next(), if !tasks.is_empty() => {}
             }
         }
     }

@@ -7,12 +7,36 @@ use serde_json::{Map, Value};
 
 use super::fs::os_error;
 use super::{arg_i64, required_str, tool_metadata, ReadTarget, Tool, ToolContext, ToolError};
+use crate::tools::ToolFuture;
 
 pub(crate) const MAX_LINES: usize = 2000;
 pub(crate) const MAX_LINE_CHARS: usize = 2000;
 pub(crate) const SNIFF_BYTES: usize = 8192;
 
 pub(crate) struct ReadFile;
+
+/// Files up to this size are read on the turn's task (a 64 KiB read is a few µs; a thread
+/// round trip tens of µs on a loaded machine).
+pub(crate) const INLINE_READ_BYTES: u64 = 64 * 1024;
+
+/// Whether the call is cheap enough for a runtime worker: a regular local file of at most
+/// [`INLINE_READ_BYTES`] (a FIFO or device could block; a refused or missing path is only a
+/// message).
+fn reads_inline(args: &Map<String, Value>, ctx: &ToolContext<'_>) -> bool {
+    if !ctx.services.fs().is_local_disk() {
+        return false;
+    }
+    let Ok(Some(raw)) = super::arg_str(args, "file_path") else {
+        return true;
+    };
+    match ctx.resolve_read(raw) {
+        Ok(path) => match std::fs::metadata(&path) {
+            Ok(meta) => meta.is_file() && meta.len() <= INLINE_READ_BYTES,
+            Err(_) => true,
+        },
+        Err(_) => true,
+    }
+}
 
 impl Tool for ReadFile {
     tool_metadata! {
@@ -26,6 +50,25 @@ impl Tool for ReadFile {
             "offset": {"type": "integer", "description": "Line number to start reading from (1-based, default: 1)"},
             "limit": {"type": "integer", "description": "Maximum number of lines to read. Default 0: a maximum of 2000 lines."}},
             "required": ["file_path"]},
+    }
+    /// A small local file is read on the turn's task: the blocking-thread round trip costs more
+    /// than the read. Anything else (a host file system, a big or special file) still blocks
+    /// off the task, through `block_in_place`.
+    fn runs_on_task(&self) -> bool {
+        true
+    }
+    fn execute_async<'a>(
+        &'a self,
+        args: &'a Map<String, Value>,
+        ctx: &'a ToolContext<'a>,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move {
+            if reads_inline(args, ctx) {
+                self.execute(args, ctx)
+            } else {
+                tokio::task::block_in_place(|| self.execute(args, ctx))
+            }
+        })
     }
     fn execute(
         &self,
