@@ -12,8 +12,6 @@ use agentao::llm::openai::{decode_event_for_fuzzing, DecodePath};
 use agentao::llm::sse::SseParser;
 use serde_json::{json, Value};
 
-const TRANSCRIPTS: &str = "/work/shared/conformance/transcripts";
-
 fn sse_events(body: &[u8]) -> Vec<Vec<u8>> {
     let mut p = SseParser::default();
     let mut out = Vec::new();
@@ -32,9 +30,9 @@ fn sse_events(body: &[u8]) -> Vec<Vec<u8>> {
 }
 
 fn transcript_scripts() -> Vec<Value> {
-    let dir = Path::new(TRANSCRIPTS);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/transcripts");
     let mut scripts = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir(dir)
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
         .expect("the reference transcripts")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
