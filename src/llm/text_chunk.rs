@@ -85,6 +85,19 @@ pub(super) fn text_chunk(text: &str) -> Option<TextChunk<'_>> {
     (s.pos == s.text.len()).then_some(out)
 }
 
+/// The bytes that end a run of plain string content: `"`, `\` and the control characters.
+static STOPS_A_STRING: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = true;
+        c += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
 struct Scanner<'a> {
     text: &'a str,
     pos: usize,
@@ -264,15 +277,18 @@ impl<'a> Scanner<'a> {
         let mut i = start;
         let mut escaped = false;
         loop {
-            match *b.get(i)? {
+            i += b
+                .get(i..)?
+                .iter()
+                .position(|&c| STOPS_A_STRING[c as usize])?;
+            match b[i] {
                 b'"' => break,
                 b'\\' => {
                     escaped = true;
                     i += 2;
                 }
                 // A raw control character is invalid JSON.
-                0..=0x1f => return None,
-                _ => i += 1,
+                _ => return None,
             }
         }
         self.pos = i + 1;
