@@ -1,8 +1,9 @@
 //! OpenAI chat completions over SSE: request rendering, the HTTP exchange, and chunk decoding.
 //!
-//! A plain text chunk is read by the scanner of `text_chunk.rs`; every other chunk is decoded with serde visitors that write straight into the [`Assembler`], so a text
-//! delta is copied once from the network buffer and nothing is allocated for it (no `Vec` of
-//! choices, no owned strings). Every quirk of `openai-wire-and-quirks.md` §4 is tolerated here:
+//! A plain text chunk is read by the scanner of `text_chunk.rs`; every other chunk is decoded
+//! with serde visitors that write straight into the [`Assembler`]. Either way a text delta is
+//! copied once from the network buffer and nothing is allocated for it (no `Vec` of choices,
+//! no owned strings). Every quirk of `openai-wire-and-quirks.md` §4 is tolerated here:
 //! null, empty or missing `choices`, usage-only chunks, errors inside a 200 stream in both
 //! shapes, `reasoning_content` or `reasoning`, arguments as a string or an object.
 
