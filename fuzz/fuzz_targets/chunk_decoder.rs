@@ -5,13 +5,16 @@
 //! as a hostile server may send them. Asserts no panic and bounded output: the assembled text,
 //! reasoning, tool names, ids and arguments together stay within a small multiple of the input.
 //!
+//! Each raw event is also decoded on its own both ways: the fast path for plain text chunks
+//! and the general decoder must leave the same state and the same error.
+//!
 //! First byte odd: a round trip. The rest of the input is cut into deltas (text, reasoning,
 //! tool-call fragments, finish reason), each rendered as a real chunk with serde_json; the
 //! decoder must give back exactly the joined text, the joined reasoning and, per call index,
 //! the id, name and joined arguments.
 #![no_main]
 
-use agentao::llm::openai::decode_events_for_fuzzing;
+use agentao::llm::openai::{decode_event_for_fuzzing, decode_events_for_fuzzing, DecodePath};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
@@ -23,6 +26,12 @@ fn raw_case(input: &[u8]) {
             l.strip_prefix(b"data:").unwrap_or(l)
         })
         .collect();
+    for e in &events {
+        let auto = decode_event_for_fuzzing(e, DecodePath::Auto);
+        let mut general = decode_event_for_fuzzing(e, DecodePath::GeneralOnly);
+        general.fast = auto.fast;
+        assert_eq!(auto, general, "{:?}", String::from_utf8_lossy(e));
+    }
     let (resp, _err) = decode_events_for_fuzzing(events.iter().copied());
     let out = resp.content.len()
         + resp.reasoning.len()

@@ -135,18 +135,49 @@ impl EventWriter {
     }
 
     /// `{"type":"text_delta","text":…}`: the stream entry point's delta item.
-    pub(crate) fn text_delta(&mut self, text: &str) -> &str {
+    pub(crate) fn text_delta(&mut self, text: &str) -> TextDelta<'_> {
         self.buf.clear();
-        self.buf
-            .extend_from_slice(b"{\"type\":\"text_delta\",\"text\":");
+        self.buf.extend_from_slice(TEXT_DELTA_HEAD.as_bytes());
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
         self.buf.extend_from_slice(b"}");
+        TextDelta(self.as_str())
+    }
+
+    /// [`EventWriter::text_event`] with the text already a JSON string (quoted and escaped),
+    /// e.g. [`TextDelta::text_json`]: a delta is escaped once for the event and the item.
+    pub(crate) fn text_event_json(&mut self, ty: &str, key: &str, text_json: &str) -> &str {
+        self.buf.clear();
+        self.buf.extend_from_slice(b"{\"type\":\"");
+        self.buf.extend_from_slice(ty.as_bytes());
+        self.buf
+            .extend_from_slice(b"\",\"schema_version\":1,\"data\":{\"");
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
+        self.buf.extend_from_slice(text_json.as_bytes());
+        self.buf.extend_from_slice(b"}}");
         self.as_str()
     }
 
     fn as_str(&self) -> &str {
         // serde_json writes UTF-8 and the fixed parts are ASCII.
         std::str::from_utf8(&self.buf).expect("JSON text is UTF-8")
+    }
+}
+
+const TEXT_DELTA_HEAD: &str = "{\"type\":\"text_delta\",\"text\":";
+
+/// A rendered `text_delta` item.
+#[derive(Clone, Copy)]
+pub(crate) struct TextDelta<'a>(&'a str);
+
+impl<'a> TextDelta<'a> {
+    pub(crate) fn as_str(self) -> &'a str {
+        self.0
+    }
+
+    /// The text as the item holds it: a JSON string, quotes included.
+    pub(crate) fn text_json(self) -> &'a str {
+        &self.0[TEXT_DELTA_HEAD.len()..self.0.len() - 1]
     }
 }
 
@@ -202,5 +233,21 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(v["data"]["chunk"], "a\"b\u{0}c");
+    }
+
+    /// The event built from the item's escaped text is the event built from the text.
+    #[test]
+    fn one_escaping_for_the_event_and_the_item() {
+        let (mut items, mut events) = (EventWriter::default(), EventWriter::default());
+        for text in ["a", "a\"b\0c\\", "line\n\t\u{1f}", "é 😀 \u{2028}", ""] {
+            let item = items.text_delta(text);
+            let direct = item.as_str().to_owned();
+            let v: serde_json::Value = serde_json::from_str(&direct).unwrap();
+            assert_eq!(v, serde_json::json!({"type": "text_delta", "text": text}));
+            let spliced = events
+                .text_event_json("llm_text", "chunk", item.text_json())
+                .to_owned();
+            assert_eq!(spliced, events.text_event("llm_text", "chunk", text));
+        }
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod retry;
 pub mod script;
 pub(crate) mod scripted;
 pub mod sse;
+mod text_chunk;
 pub mod tool_call;
 mod wire_cache;
 

@@ -1,8 +1,9 @@
 //! OpenAI chat completions over SSE: request rendering, the HTTP exchange, and chunk decoding.
 //!
-//! Chunks are decoded with serde visitors that write straight into the [`Assembler`], so a text
-//! delta is copied once from the network buffer and nothing is allocated for it (no `Vec` of
-//! choices, no owned strings). Every quirk of `openai-wire-and-quirks.md` §4 is tolerated here:
+//! A plain text chunk is read by the scanner of `text_chunk.rs`; every other chunk is decoded
+//! with serde visitors that write straight into the [`Assembler`]. Either way a text delta is
+//! copied once from the network buffer and nothing is allocated for it (no `Vec` of choices,
+//! no owned strings). Every quirk of `openai-wire-and-quirks.md` §4 is tolerated here:
 //! null, empty or missing `choices`, usage-only chunks, errors inside a 200 stream in both
 //! shapes, `reasoning_content` or `reasoning`, arguments as a string or an object.
 
@@ -25,6 +26,7 @@ use super::assembly::{Assembler, Usage};
 use super::config::OpenAiConfig;
 use super::fingerprint::SharedMemo;
 use super::sse::SseParser;
+use super::text_chunk::text_chunk;
 use super::wire_cache::{RenderedMessages, UserWire};
 use super::{retry, ChatRequest, LlmError};
 
@@ -483,7 +485,7 @@ impl OpenAiStream {
         let before = asm.received();
         let decoded = decode_event(self.parser.data(), asm)?;
         self.after_event(asm, before)?;
-        Ok(matches!(decoded, Decoded::Chunk))
+        Ok(!matches!(decoded, Decoded::Done))
     }
 
     fn after_event(&mut self, asm: &Assembler, before: usize) -> Result<(), LlmError> {
@@ -585,25 +587,40 @@ impl OpenAiStream {
 
 enum Decoded {
     Chunk,
+    /// A chunk the fast path read.
+    Fast,
     Done,
 }
 
 fn decode_event(data: &[u8], asm: &mut Assembler) -> Result<Decoded, LlmError> {
+    decode_event_by(data, asm, DecodePath::Auto)
+}
+
+fn decode_event_by(
+    data: &[u8],
+    asm: &mut Assembler,
+    path: DecodePath,
+) -> Result<Decoded, LlmError> {
     let trimmed = data.trim_ascii();
     if trimmed == b"[DONE]" {
         return Ok(Decoded::Done);
+    }
+    // The event is checked for UTF-8 once (the standard library's ASCII fast path) rather than
+    // each of its ~15 strings by the parser: that was a fifth of a delta's instructions. Not
+    // UTF-8: parsed from bytes as before, so it fails where it always did.
+    let text = std::str::from_utf8(trimmed).ok();
+    if let (DecodePath::Auto, Some(chunk)) = (path, text.and_then(text_chunk)) {
+        chunk.apply(asm);
+        return Ok(Decoded::Fast);
     }
     let mut error = None;
     let seed = ChunkSeed {
         asm,
         error: &mut error,
     };
-    // The event is checked for UTF-8 once (the standard library's ASCII fast path) rather than
-    // each of its ~15 strings by the parser: that was a fifth of a delta's instructions. Not
-    // UTF-8: parsed from bytes as before, so it fails where it always did.
-    let parsed = match std::str::from_utf8(trimmed) {
-        Ok(text) => seed.deserialize(&mut serde_json::Deserializer::from_str(text)),
-        Err(_) => seed.deserialize(&mut serde_json::Deserializer::from_slice(trimmed)),
+    let parsed = match text {
+        Some(text) => seed.deserialize(&mut serde_json::Deserializer::from_str(text)),
+        None => seed.deserialize(&mut serde_json::Deserializer::from_slice(trimmed)),
     };
     // A line that is not a chunk is skipped: one garbled keep-alive must not end a good stream.
     if parsed.is_err() {
@@ -917,7 +934,7 @@ pub fn decode_events_for_fuzzing<'a>(
     let mut error = None;
     for data in events {
         match decode_event(data, &mut asm) {
-            Ok(Decoded::Chunk) => {}
+            Ok(Decoded::Chunk | Decoded::Fast) => {}
             Ok(Decoded::Done) => break,
             Err(e) => {
                 error = Some(e);
@@ -926,6 +943,43 @@ pub fn decode_events_for_fuzzing<'a>(
         }
     }
     (asm.finish(), error)
+}
+
+/// Which decoder [`decode_event_for_fuzzing`] uses.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodePath {
+    /// As the library decodes: the fast path for plain text chunks, the general decoder else.
+    Auto,
+    /// The general decoder for every event.
+    GeneralOnly,
+}
+
+/// One event decoded into a fresh assembler, for `tests/delta.rs` and the fuzz target, which
+/// check that both paths agree.
+#[doc(hidden)]
+#[derive(Debug, PartialEq, Eq)]
+pub struct DecodedEvent {
+    /// The fast path read it.
+    pub fast: bool,
+    /// `[DONE]`.
+    pub done: bool,
+    /// The assembler's whole state afterwards (`Debug`).
+    pub assembler: String,
+    /// The in-stream error (`Debug`).
+    pub error: Option<String>,
+}
+
+#[doc(hidden)]
+pub fn decode_event_for_fuzzing(data: &[u8], path: DecodePath) -> DecodedEvent {
+    let mut asm = Assembler::default();
+    let decoded = decode_event_by(data, &mut asm, path);
+    DecodedEvent {
+        fast: matches!(decoded, Ok(Decoded::Fast)),
+        done: matches!(decoded, Ok(Decoded::Done)),
+        assembler: format!("{asm:?}"),
+        error: decoded.err().map(|e| format!("{e:?}")),
+    }
 }
 
 #[cfg(test)]

@@ -101,13 +101,17 @@ impl Turn<'_, '_> {
             };
             match piece {
                 Piece::Text(t) => {
-                    let ev = self.writer.text_event("llm_text", "chunk", t);
+                    // The item is rendered first so the event reuses its escaped text.
+                    let item = self.delta_writer.text_delta(t);
+                    let ev = self
+                        .writer
+                        .text_event_json("llm_text", "chunk", item.text_json());
                     env.emitter.emit(ev);
                     match &self.deltas {
                         DeltaSink::None => {}
-                        DeltaSink::Callback(cb) => cb(self.delta_writer.text_delta(t)),
+                        DeltaSink::Callback(cb) => cb(item.as_str()),
                         DeltaSink::Queue(tx) => {
-                            let item = self.delta_writer.text_delta(t).to_owned();
+                            let item = item.as_str().to_owned();
                             // Once cancelled, a blocked write is dropped instead of waiting.
                             tokio::select! {
                                 biased;

@@ -1,0 +1,349 @@
+//! The fast path of chunk decoding: the shape nearly every streamed delta has,
+//! `{"id":…,"object":"chat.completion.chunk",…,"choices":[{"index":0,"delta":{"content":"…"},…}],…}`,
+//! read by a byte scanner that knows that shape, instead of serde_json's generic parser (which
+//! was ~80 % of a delta's instructions).
+//!
+//! It only ever says "this is a plain text chunk, and here is what it carries" or "not sure":
+//! anything outside the shape (tool calls, reasoning text, usage objects, errors, nested values
+//! under keys we do not read, several choices, a key we read given twice, a number that is
+//! not a plain integer, an escaped key, a malformed byte anywhere) returns `None` and the chunk
+//! goes to the general decoder in `openai.rs`. What it accepts is valid JSON that the general
+//! decoder reads the same way (`fast_and_general_paths_agree` in `openai.rs` checks this on a
+//! corpus and on every single-byte mutation and truncation of it), so the host sees the same
+//! deltas either way.
+
+use std::borrow::Cow;
+
+use super::assembly::Assembler;
+
+/// What a plain text chunk carries, borrowed from it where it has no escapes.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct TextChunk<'a> {
+    pub(super) model: Option<Cow<'a, str>>,
+    pub(super) content: Option<Cow<'a, str>>,
+    pub(super) finish_reason: Option<Cow<'a, str>>,
+}
+
+impl TextChunk<'_> {
+    /// What the general decoder does with the same chunk. (It goes in document order; these
+    /// three touch separate parts of the assembler, so the order does not matter.)
+    pub(super) fn apply(&self, asm: &mut Assembler) {
+        if let Some(m) = &self.model {
+            asm.model(m);
+        }
+        if let Some(t) = &self.content {
+            asm.text(t);
+        }
+        if let Some(r) = &self.finish_reason {
+            asm.finish_reason(r);
+        }
+    }
+}
+
+/// Reads `text` (one SSE event's data, trimmed) if it is a plain text chunk.
+pub(super) fn text_chunk(text: &str) -> Option<TextChunk<'_>> {
+    let mut s = Scanner { text, pos: 0 };
+    let mut out = TextChunk::default();
+    let (mut choices, mut model, mut object, mut usage) = (false, false, false, false);
+    s.object(|s, key| {
+        match key {
+            "choices" => {
+                if std::mem::replace(&mut choices, true) {
+                    return None;
+                }
+                s.choices(&mut out)
+            }
+            "model" => {
+                if std::mem::replace(&mut model, true) {
+                    return None;
+                }
+                out.model = s.string_or_null()?;
+                Some(())
+            }
+            // The general decoder reports `"object":"error"` as an in-stream error.
+            "object" => {
+                if std::mem::replace(&mut object, true) {
+                    return None;
+                }
+                match s.string_or_null()? {
+                    Some(o) if o == "error" => None,
+                    _ => Some(()),
+                }
+            }
+            "usage" => {
+                if std::mem::replace(&mut usage, true) {
+                    return None;
+                }
+                s.null()
+            }
+            // Read by the general decoder (errors in a 200 stream).
+            "error" | "message" | "code" | "type" => None,
+            _ => s.scalar(),
+        }
+    })?;
+    s.ws();
+    (s.pos == s.text.len()).then_some(out)
+}
+
+/// The bytes that end a run of plain string content: `"`, `\` and the control characters.
+static STOPS_A_STRING: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = true;
+        c += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+struct Scanner<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes().get(self.pos).copied()
+    }
+
+    /// JSON whitespace (not the form feed `trim_ascii` also strips).
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        self.ws();
+        (self.peek()? == b).then(|| self.pos += 1)
+    }
+
+    fn literal(&mut self, word: &[u8]) -> bool {
+        if self.bytes()[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn null(&mut self) -> Option<()> {
+        self.ws();
+        self.literal(b"null").then_some(())
+    }
+
+    /// An object, each key handed to `value` with the scanner at its value.
+    fn object(&mut self, mut value: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let key = self.plain_string()?;
+            self.eat(b':')?;
+            value(self, key)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b'}' => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// `null`, `[]` or a one-element array of one choice object.
+    fn choices(&mut self, out: &mut TextChunk<'a>) -> Option<()> {
+        self.ws();
+        if self.literal(b"null") {
+            return Some(());
+        }
+        self.eat(b'[')?;
+        self.ws();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Some(());
+        }
+        let (mut delta, mut finish) = (false, false);
+        self.object(|s, key| match key {
+            "delta" => {
+                if std::mem::replace(&mut delta, true) {
+                    return None;
+                }
+                s.delta(out)
+            }
+            "finish_reason" => {
+                if std::mem::replace(&mut finish, true) {
+                    return None;
+                }
+                out.finish_reason = s.string_or_null()?;
+                Some(())
+            }
+            // `message` is read like `delta` by the general decoder.
+            "message" => None,
+            _ => s.scalar(),
+        })?;
+        self.eat(b']')
+    }
+
+    /// `null` or a delta object whose only text is `content`.
+    fn delta(&mut self, out: &mut TextChunk<'a>) -> Option<()> {
+        self.ws();
+        if self.literal(b"null") {
+            return Some(());
+        }
+        let mut content = false;
+        self.object(|s, key| match key {
+            "content" => {
+                if std::mem::replace(&mut content, true) {
+                    return None;
+                }
+                out.content = s.string_or_null()?;
+                Some(())
+            }
+            // Null reasoning or tool calls (servers send them beside content) add nothing;
+            // anything else in them is the general decoder's.
+            "reasoning_content" | "reasoning" | "tool_calls" => s.null(),
+            _ => s.scalar(),
+        })
+    }
+
+    /// A string, `true`, `false`, `null` or a plain integer; anything else is not ours.
+    fn scalar(&mut self) -> Option<()> {
+        self.ws();
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'-' | b'0'..=b'9' => self.integer(),
+            _ => (self.literal(b"null") || self.literal(b"true") || self.literal(b"false"))
+                .then_some(()),
+        }
+    }
+
+    /// `-?(0|[1-9][0-9]*)`, followed by what may follow a value.
+    fn integer(&mut self) -> Option<()> {
+        let b = self.bytes();
+        if b[self.pos] == b'-' {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = b.get(self.pos) {
+            self.pos += 1;
+        }
+        let digits = &b[start..self.pos];
+        if digits.is_empty() || (digits[0] == b'0' && digits.len() > 1) {
+            return None;
+        }
+        match b.get(self.pos) {
+            Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') => Some(()),
+            _ => None,
+        }
+    }
+
+    fn string_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
+        self.ws();
+        match self.peek()? {
+            b'"' => self.string().map(Some),
+            _ => self.literal(b"null").then_some(None),
+        }
+    }
+
+    /// A string without escapes (keys: an escaped key is rare enough to leave to serde_json).
+    fn plain_string(&mut self) -> Option<&'a str> {
+        match self.string()? {
+            Cow::Borrowed(s) => Some(s),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    /// A string at `"`: borrowed when it has no escapes; with escapes, decoded by serde_json
+    /// itself, so it means exactly what it means to the general decoder.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        let b = self.bytes();
+        if b.get(self.pos) != Some(&b'"') {
+            return None;
+        }
+        let start = self.pos + 1;
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            i += b
+                .get(i..)?
+                .iter()
+                .position(|&c| STOPS_A_STRING[c as usize])?;
+            match b[i] {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    i += 2;
+                }
+                // A raw control character is invalid JSON.
+                _ => return None,
+            }
+        }
+        self.pos = i + 1;
+        if !escaped {
+            // The text is a `&str` and both ends are ASCII quotes: a char boundary.
+            return Some(Cow::Borrowed(&self.text[start..i]));
+        }
+        serde_json::from_str::<String>(&self.text[start - 1..=i])
+            .ok()
+            .map(Cow::Owned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_common_shape() {
+        let c = text_chunk(
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1733,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":"ab\ncd"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        )
+        .expect("the common shape");
+        assert_eq!(c.model.as_deref(), Some("m"));
+        assert_eq!(c.content.as_deref(), Some("ab\ncd"));
+        assert!(matches!(c.content, Some(Cow::Owned(_))));
+        assert_eq!(c.finish_reason, None);
+        let c = text_chunk(r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}"#)
+            .unwrap();
+        assert!(matches!(c.content, Some(Cow::Borrowed("x"))));
+        assert_eq!(c.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn leaves_everything_else_to_the_general_decoder() {
+        for other in [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"r"}}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1}}"#,
+            r#"{"error":{"message":"x"}}"#,
+            r#"{"object":"error","message":"x"}"#,
+            r#"{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+            r#"{"choices":[{"message":{"content":"a"}}]}"#,
+            r#"{"created":1.5,"choices":[]}"#,
+            r#"{"created":01,"choices":[]}"#,
+            r#"{"x":{"y":1}}"#,
+            r#"{"c\u0068oices":[]}"#,
+            "{\"choices\":[{\"delta\":{\"content\":\"a\u{1}\"}}]}",
+            r#"{"choices":[{"delta":{"content":"a"}}]} x"#,
+            r#"{"choices":[{"delta":{"content":"a"}}]"#,
+            r#"{"choices":[{"delta":{"content":"\ud800"}}]}"#,
+            r#"[1]"#,
+        ] {
+            assert_eq!(text_chunk(other), None, "{other}");
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Issue 12, streamed deltas: the fast path of chunk decoding (`llm/text_chunk.rs`) and the
+//! general decoder read every event the same way, so the host sees the same deltas.
+//!
+//! The corpus: every SSE event the mock renders for the reference transcripts' model scripts
+//! (under each framing option), the quirks of `openai-wire-and-quirks.md` §4 and the fuzz
+//! seeds of `fuzz/corpus/chunk_decoder`; then every truncation of each event and every
+//! single-byte change at every position to bytes that matter to a JSON scanner.
+
+use std::path::Path;
+
+use agentao::llm::openai::{decode_event_for_fuzzing, DecodePath};
+use agentao::llm::sse::SseParser;
+use serde_json::{json, Value};
+
+fn sse_events(body: &[u8]) -> Vec<Vec<u8>> {
+    let mut p = SseParser::default();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < body.len() {
+        let (n, ready) = p.advance(&body[pos..]);
+        pos += n;
+        if ready {
+            out.push(p.data().to_vec());
+        }
+    }
+    if p.finish() {
+        out.push(p.data().to_vec());
+    }
+    out
+}
+
+fn transcript_scripts() -> Vec<Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/transcripts");
+    let mut scripts = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the reference transcripts")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    names.sort();
+    for path in names {
+        let t: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut llm = t["model_script"]["llm"].clone();
+        llm.as_object_mut().unwrap().remove("exhausted");
+        scripts.push(llm);
+    }
+    assert!(scripts.len() >= 10, "{} transcripts", scripts.len());
+    scripts
+}
+
+/// What a mock renders for the transcripts, plus a long text stream (the bench's shape), in
+/// each framing the mock has.
+fn rendered_events() -> Vec<Vec<u8>> {
+    let mut scripts = transcript_scripts();
+    scripts.push(json!({"responses": [
+        {"text": "a \"quoted\"\nline\twith tab, é, 😀, \u{2028} and \\ backslash", "chunk_size": 3,
+         "usage": {"prompt_tokens": 2, "completion_tokens": 3}},
+        {"reasoning": "think", "text": "answer", "chunk_size": 2},
+    ]}));
+    let wires = [
+        json!({}),
+        json!({"crlf": true, "no_space": true, "usage_choices": "null"}),
+        json!({"keepalive_comments": true, "usage_choices": "absent"}),
+    ];
+    let mut events = Vec::new();
+    for script in &scripts {
+        for wire in &wires {
+            let mut s = script.clone();
+            s.as_object_mut()
+                .unwrap()
+                .insert("wire".into(), wire.clone());
+            for body in mock_openai::render_sse_all(s).expect("the mock renders the script") {
+                events.extend(sse_events(&body));
+            }
+        }
+    }
+    events
+}
+
+/// The servers' shapes of `openai-wire-and-quirks.md`, written out.
+fn quirk_events() -> Vec<Vec<u8>> {
+    [
+        r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"x1y2"}"#,
+        r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt","service_tier":"default","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}"#,
+        r#"{"choices":null,"usage":{"prompt_tokens":1,"completion_tokens":1}}"#,
+        r#"{"usage":{"prompt_tokens":1,"completion_tokens":1}}"#,
+        r#"{"object":"error","message":"bad things","type":"BadRequestError","code":400}"#,
+        r#"{"error":{"message":"overloaded","type":"server_error","code":"server_error"}}"#,
+        r#"{"error":"plain","choices":[{"delta":{"content":"x"}}]}"#,
+        r#"{"error":null,"choices":[{"delta":{"content":"x"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"a","reasoning_content":"b","tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"reasoning":"r"}}]}"#,
+        r#"{"choices":[{"delta":{"reasoning_content":null,"content":"c","tool_calls":null}}]}"#,
+        r#"{"choices":[{"delta":{"reasoning_content":null,"reasoning":"r"}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":{"k":1}}}]}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"x","id":"old","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"t"},"finish_reason":null}],"timings":{"predicted_ms":1.5}}"#,
+        r#"{"choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"y"},"content_filter_results":{"hate":{"filtered":false}}}]}"#,
+        r#"{"choices":[{"delta":{},"finish_reason":"  stop  "}]}"#,
+        r#"{"choices":[{"delta":{},"finish_reason":""}]}"#,
+        r#"{"choices":[{"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}],"model":"m"}"#,
+        r#"{"choices":[{"delta":{"content":"one"}},{"delta":{"content":"two"}}]}"#,
+        r#"{"model":"first","model":"second","choices":[]}"#,
+        r#"{"object":"chat.completion.chunk","object":"error","message":"late"}"#,
+        r#"{"choices":[{"delta":{"content":"dup"},"delta":{"content":"licate"}}]}"#,
+        r#"{"choices":[{"delta":{"content":"\u00e9\ud83d\ude00\n\"\\\/"}}],"model":"\u006d"}"#,
+        r#"{"choices":[{"delta":{"content":"lone \ud800"}}]}"#,
+        r#"{"created":-0,"choices":[{"index":12345678901234567890123,"delta":{"content":"n"}}]}"#,
+        r#"{"created":1e3,"choices":[{"delta":{"content":"n"}}]}"#,
+        r#"{"object":"\u0065rror","message":"escaped"}"#,
+        r#"{"ch\u006fices":[{"delta":{"content":"escaped key"}}]}"#,
+        r#"{"model":5,"choices":[{"delta":{"content":"late type error"}}]}"#,
+        r#"{"choices":[{"delta":{"content":"before a type error"}}],"model":5}"#,
+        r#"{"choices":[{"delta":{"content":5}}]}"#,
+        r#"{"choices":[null]}"#,
+        r#"{"choices":[{"delta":null,"finish_reason":"length"}]}"#,
+        r#"{}"#,
+        "  { \"choices\" : [ { \"delta\" : { \"content\" : \"spaced\" } } ] }\t\r\n",
+        "\x0c{\"choices\":[{\"delta\":{\"content\":\"ff\"}}]}\x0c",
+        "{\"choices\":[{\"delta\":{\"content\":\"ff inside\"}}]\x0c}",
+        r#"[DONE]"#,
+        r#" [DONE] "#,
+        r#"{not json"#,
+        r#""just a string""#,
+        r#"[{"choices":[]}]"#,
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect()
+}
+
+fn seed_events() -> Vec<Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/chunk_decoder");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("the fuzz seeds") {
+        let bytes = std::fs::read(e.unwrap().path()).unwrap();
+        // The target's raw mode: one event per line after a first byte.
+        if let Some((_, rest)) = bytes.split_first() {
+            for l in rest.split(|b| *b == b'\n') {
+                let l = l.strip_suffix(b"\r").unwrap_or(l);
+                out.push(l.strip_prefix(b"data:").unwrap_or(l).to_vec());
+            }
+        }
+    }
+    out
+}
+
+/// Both ways agree on `event`; returns whether the fast path took it.
+fn agree(event: &[u8]) -> bool {
+    let auto = decode_event_for_fuzzing(event, DecodePath::Auto);
+    let general = decode_event_for_fuzzing(event, DecodePath::GeneralOnly);
+    assert!(!general.fast);
+    assert_eq!(
+        (&auto.assembler, &auto.error, &auto.done),
+        (&general.assembler, &general.error, &general.done),
+        "{:?}",
+        String::from_utf8_lossy(event)
+    );
+    auto.fast
+}
+
+#[test]
+fn fast_and_general_paths_agree() {
+    let rendered = rendered_events();
+    let mut corpus = rendered.clone();
+    corpus.extend(quirk_events());
+    corpus.extend(seed_events());
+    let fast = corpus.iter().filter(|e| agree(e)).count();
+    // Mutated: the quirks, the seeds and one event of each distinct shape the mock renders
+    // (its keys, text aside), at every position.
+    let mut shapes = std::collections::BTreeMap::new();
+    for e in &rendered {
+        let shape: Vec<u8> = e.iter().copied().filter(u8::is_ascii_punctuation).collect();
+        shapes.entry(shape).or_insert(e);
+    }
+    let mut targets: Vec<&Vec<u8>> = shapes.into_values().collect();
+    let (quirks, seeds) = (quirk_events(), seed_events());
+    targets.extend(quirks.iter().chain(&seeds));
+    // Bytes that steer a JSON scanner, and a few that never belong.
+    let swaps: &[&[u8]] = &[
+        b"\"", b"\\", b"}", b"]", b",", b" ", b"\x0c", b"\0", b"0", b"-", b"n", b"\xff",
+    ];
+    let mut variants = 0;
+    for event in &targets {
+        for cut in 0..event.len() {
+            agree(&event[..cut]);
+            for swap in swaps {
+                let mut v = event[..cut].to_vec();
+                v.extend_from_slice(swap);
+                v.extend_from_slice(&event[cut + 1..]);
+                agree(&v);
+                variants += 1;
+            }
+        }
+    }
+    println!(
+        "{} events ({fast} on the fast path), {} mutated at every byte: {variants} variants",
+        corpus.len(),
+        targets.len()
+    );
+    // The path must be taken where it matters: the mock's text chunks.
+    let text_chunks = rendered
+        .iter()
+        .filter(|e| {
+            let s = String::from_utf8_lossy(e);
+            s.contains("\"content\":\"") && !s.contains("tool_calls") && !s.contains("reasoning")
+        })
+        .count();
+    let fast_rendered = rendered.iter().filter(|e| agree(e)).count();
+    assert!(
+        text_chunks > 100 && fast_rendered >= text_chunks,
+        "{fast_rendered} of {} rendered events on the fast path, {text_chunks} text chunks",
+        rendered.len()
+    );
+}
