@@ -17,6 +17,7 @@ pub(crate) mod scripted;
 pub mod sse;
 pub mod tool_call;
 mod wire_cache;
+mod wire_match;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
