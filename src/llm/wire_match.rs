@@ -350,7 +350,7 @@ mod tests {
                 let json = serde_json::to_vec(b).unwrap();
                 assert_eq!(
                     serializes_to(a, &json),
-                    a.to_string() == b.to_string(),
+                    serde_json::to_vec(a).unwrap() == json,
                     "{a} against {b}"
                 );
             }
