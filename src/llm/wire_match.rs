@@ -15,7 +15,9 @@ use std::fmt;
 use serde::ser::{self, Impossible, Serialize, SerializeMap, SerializeSeq};
 
 /// True when `serde_json::to_vec(v)` would be exactly `json`; false when it would not, or
-/// when `v` holds a shape this check does not know.
+/// when `v` holds a shape this check does not know. `json` must be what serde_json wrote for
+/// some value (the cache's own renderings): a raw control character in a string is taken to
+/// be impossible.
 pub(crate) fn serializes_to<T: Serialize + ?Sized>(v: &T, json: &[u8]) -> bool {
     let mut m = Matcher { rest: json };
     v.serialize(&mut m).is_ok() && m.rest.is_empty()
@@ -54,6 +56,18 @@ impl Matcher<'_> {
     fn string(&mut self, text: &str) -> Step {
         self.token(b"\"")?;
         let mut text = text.as_bytes();
+        // Most strings (all keys, ids, names) need no escape: then the JSON holds the text
+        // itself and a quote. Equal bytes cannot hide a control character (the JSON has none
+        // raw), and a quote or backslash in the text is looked for only then.
+        if let Some((plain, after)) = self.rest.split_at_checked(text.len()) {
+            if after.first() == Some(&b'"')
+                && plain == text
+                && memchr::memchr2(b'"', b'\\', text).is_none()
+            {
+                self.rest = &after[1..];
+                return Ok(());
+            }
+        }
         loop {
             // The JSON is serde_json's: no raw control character, and a quote or a backslash
             // only where a string ends or an escape starts.
