@@ -7,14 +7,15 @@
 //! only while the message at its position still serializes to the entry's JSON. So an
 //! edited, inserted, removed or replaced message (a host's new history, the orphan backfill,
 //! anything a later repair may change) is rendered again from its position on, and the body is
-//! always what serializing the messages would give. An entry holds only the JSON, not a copy
-//! of the message (the copy cost the 1,000-agent scale run 9 % of its peak memory); checking a
-//! message against its JSON ([`super::wire_match`]) costs a `memchr` and a `memcmp` of the
-//! texts, a small fraction of escaping them.
+//! always what serializing the messages would give. An entry holds no copy of the message's
+//! text (a copy cost the 1,000-agent scale run 9 % of its peak memory): a tool message's entry
+//! shares the output with the history (`Arc<str>`, compared by pointer first); any other is
+//! checked against its JSON ([`super::wire_match`]), a `memcmp` for text without escapes.
 
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 
+use super::message::ToolAnswer;
 use super::wire_match::serializes_to;
 use super::Message;
 
@@ -27,6 +28,13 @@ pub(crate) struct RenderedMessages {
 enum Entry {
     /// The JSON of a message of our own shapes.
     Rendered(Box<RawValue>),
+    /// A tool message's JSON and the message, whose output is shared with the history's (a
+    /// pointer, not a copy): comparing starts with the pointer, and holding it keeps its
+    /// address from being reused for another text.
+    Tool {
+        json: Box<RawValue>,
+        source: ToolAnswer,
+    },
     /// A host's message kept as written: serialized on each request. (Rare; and the equality
     /// of its map ignores key order, which the bytes do not.)
     AsWritten,
@@ -36,18 +44,28 @@ impl Entry {
     fn of(m: &Message) -> Entry {
         match m {
             Message::Host(_) => Entry::AsWritten,
-            _ => Entry::Rendered(serde_json::value::to_raw_value(m).expect("messages serialize")),
+            Message::Tool(t) => Entry::Tool {
+                json: render(m),
+                source: t.clone(),
+            },
+            _ => Entry::Rendered(render(m)),
         }
     }
 
     fn still_fits(&self, m: &Message) -> bool {
         match self {
             Entry::Rendered(json) => {
-                !matches!(m, Message::Host(_)) && serializes_to(m, json.get().as_bytes())
+                !matches!(m, Message::Host(_) | Message::Tool(_))
+                    && serializes_to(m, json.get().as_bytes())
             }
+            Entry::Tool { source, .. } => matches!(m, Message::Tool(t) if t == source),
             Entry::AsWritten => matches!(m, Message::Host(_)),
         }
     }
+}
+
+fn render(m: &Message) -> Box<RawValue> {
+    serde_json::value::to_raw_value(m).expect("messages serialize")
 }
 
 impl RenderedMessages {
@@ -62,7 +80,7 @@ impl RenderedMessages {
                 _ => {
                     self.entries.truncate(n);
                     let e = Entry::of(m);
-                    rendered += usize::from(matches!(e, Entry::Rendered(_)));
+                    rendered += usize::from(!matches!(e, Entry::AsWritten));
                     self.entries.push(e);
                 }
             }
@@ -81,7 +99,9 @@ impl RenderedMessages {
     ) -> Result<(), S::Error> {
         for (e, m) in self.entries.iter().zip(messages) {
             match e {
-                Entry::Rendered(json) => seq.serialize_element(&**json)?,
+                Entry::Rendered(json) | Entry::Tool { json, .. } => {
+                    seq.serialize_element(&**json)?
+                }
                 Entry::AsWritten => seq.serialize_element(m)?,
             }
         }
