@@ -7,16 +7,13 @@
 //! only while the message at its position still serializes to the entry's JSON. So an
 //! edited, inserted, removed or replaced message (a host's new history, the orphan backfill,
 //! anything a later repair may change) is rendered again from its position on, and the body is
-//! always what serializing the messages would give. An entry holds no copy of the message's
-//! text (a copy cost the 1,000-agent scale run 9 % of its peak memory): a tool message's entry
-//! shares the output with the history (`Arc<str>`, compared by pointer first); any other is
-//! checked against its JSON ([`super::wire_match`]), a `memcmp` for text without escapes.
+//! always what serializing the messages would give. Comparing costs a `memcmp` of the short
+//! texts and a pointer compare of a tool's output, which the entry shares with the history
+//! (`Arc<str>`): a copy of the outputs cost the 1,000-agent scale run 9 % of its peak memory.
 
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 
-use super::message::ToolAnswer;
-use super::wire_match::serializes_to;
 use super::Message;
 
 /// One agent's rendered conversation, as of its last request.
@@ -26,14 +23,12 @@ pub(crate) struct RenderedMessages {
 }
 
 enum Entry {
-    /// The JSON of a message of our own shapes.
-    Rendered(Box<RawValue>),
-    /// A tool message's JSON and the message, whose output is shared with the history's (a
-    /// pointer, not a copy): comparing starts with the pointer, and holding it keeps its
-    /// address from being reused for another text.
-    Tool {
+    /// A message of our own shapes, and its JSON. The copy shares a tool message's output
+    /// with the history (`Arc<str>`: a pointer, compared first, and holding it keeps its
+    /// address from being reused for another text); the rest of a message is short.
+    Rendered {
+        source: Message,
         json: Box<RawValue>,
-        source: ToolAnswer,
     },
     /// A host's message kept as written: serialized on each request. (Rare; and the equality
     /// of its map ignores key order, which the bytes do not.)
@@ -44,28 +39,19 @@ impl Entry {
     fn of(m: &Message) -> Entry {
         match m {
             Message::Host(_) => Entry::AsWritten,
-            Message::Tool(t) => Entry::Tool {
-                json: render(m),
-                source: t.clone(),
+            _ => Entry::Rendered {
+                source: m.clone(),
+                json: serde_json::value::to_raw_value(m).expect("messages serialize"),
             },
-            _ => Entry::Rendered(render(m)),
         }
     }
 
     fn still_fits(&self, m: &Message) -> bool {
         match self {
-            Entry::Rendered(json) => {
-                !matches!(m, Message::Host(_) | Message::Tool(_))
-                    && serializes_to(m, json.get().as_bytes())
-            }
-            Entry::Tool { source, .. } => matches!(m, Message::Tool(t) if t == source),
+            Entry::Rendered { source, .. } => source == m,
             Entry::AsWritten => matches!(m, Message::Host(_)),
         }
     }
-}
-
-fn render(m: &Message) -> Box<RawValue> {
-    serde_json::value::to_raw_value(m).expect("messages serialize")
 }
 
 impl RenderedMessages {
@@ -80,7 +66,7 @@ impl RenderedMessages {
                 _ => {
                     self.entries.truncate(n);
                     let e = Entry::of(m);
-                    rendered += usize::from(!matches!(e, Entry::AsWritten));
+                    rendered += usize::from(matches!(e, Entry::Rendered { .. }));
                     self.entries.push(e);
                 }
             }
@@ -99,9 +85,7 @@ impl RenderedMessages {
     ) -> Result<(), S::Error> {
         for (e, m) in self.entries.iter().zip(messages) {
             match e {
-                Entry::Rendered(json) | Entry::Tool { json, .. } => {
-                    seq.serialize_element(&**json)?
-                }
+                Entry::Rendered { json, .. } => seq.serialize_element(&**json)?,
                 Entry::AsWritten => seq.serialize_element(m)?,
             }
         }
