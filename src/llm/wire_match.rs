@@ -1,8 +1,10 @@
 //! Whether a value serializes to given JSON bytes, found without serializing it again. The
-//! wire cache ([`super::wire_cache`]) keeps each message's JSON and nothing else: before
-//! splicing it, it checks that the message still serializes to it. Escaping a message's text
-//! was the cost the cache removes; checking a string against its JSON form needs only a
-//! `memchr` for the next quote or backslash and a `memcmp` of the text in between.
+//! request body's system message is rendered once per distinct prompt; an agent checks its
+//! prompt against the rendering it used last instead of hashing the whole prompt into the
+//! process-wide memo on every request. Checking a string against its JSON form is one compare
+//! when it needs no escape, else a `memchr` for each escape and a `memcmp` in between.
+//! (The wire cache's messages are compared with `==` instead: most of them need escapes, and
+//! checking each against its JSON on every request cost more than the escaping it saved.)
 //!
 //! The check walks the value through serde, as serialization does, and compares each token
 //! with what `serde_json`'s compact formatter writes; a string is equal when the text equals
