@@ -6,6 +6,8 @@
 //! another key order) is kept exactly as the host wrote it ([`Message::Host`]), so what we send
 //! back is byte for byte what the host gave us.
 
+use std::sync::Arc;
+
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -46,14 +48,16 @@ pub(crate) struct HistoryCall {
 pub struct ToolAnswer {
     pub(crate) call_id: String,
     pub(crate) name: String,
-    pub(crate) content: String,
+    /// Shared, not copied, by the request cache ([`super::wire_cache`]): a tool's output is
+    /// most of a conversation's bytes.
+    pub(crate) content: Arc<str>,
 }
 
 impl ToolAnswer {
     pub(crate) fn new(
         call_id: impl Into<String>,
         name: impl Into<String>,
-        content: impl Into<String>,
+        content: impl Into<Arc<str>>,
     ) -> Self {
         ToolAnswer {
             call_id: call_id.into(),
@@ -119,7 +123,7 @@ impl Message {
         match self {
             Message::System(t) | Message::User(t) => Some(t),
             Message::Assistant(a) => Some(&a.content),
-            Message::Tool(t) => Some(&t.content),
+            Message::Tool(t) => Some(&*t.content),
             Message::Host(m) => m.get("content").and_then(Value::as_str),
         }
     }
@@ -222,7 +226,7 @@ fn typed(m: &Map<String, Value>) -> Option<Message> {
         "tool" => Message::Tool(ToolAnswer {
             call_id: s("tool_call_id")?,
             name: s("name")?,
-            content: s("content")?,
+            content: s("content")?.into(),
         }),
         "assistant" => Message::Assistant(AssistantMessage {
             content: s("content")?,
@@ -284,7 +288,7 @@ impl Serialize for Message {
                 m.serialize_entry("role", "tool")?;
                 m.serialize_entry("tool_call_id", &t.call_id)?;
                 m.serialize_entry("name", &t.name)?;
-                m.serialize_entry("content", &t.content)?;
+                m.serialize_entry("content", &*t.content)?;
                 m.end()
             }
             Message::Host(map) => map.serialize(s),

@@ -18,6 +18,7 @@ pub mod sse;
 mod text_chunk;
 pub mod tool_call;
 mod wire_cache;
+mod wire_match;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

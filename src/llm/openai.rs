@@ -27,7 +27,8 @@ use super::config::OpenAiConfig;
 use super::fingerprint::SharedMemo;
 use super::sse::SseParser;
 use super::text_chunk::text_chunk;
-use super::wire_cache::{RenderedMessages, UserWire};
+use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
+use super::wire_match::serializes_to;
 use super::{retry, ChatRequest, LlmError};
 
 /// Bodies of failed responses are read up to this size for their error message.
@@ -63,6 +64,9 @@ pub(crate) struct OpenAiBackend {
     tools: Mutex<Option<RenderedTools>>,
     /// The conversation as of the last request, each message rendered once.
     messages: Mutex<RenderedMessages>,
+    /// The last system message, shared with the process-wide memo: checking the prompt
+    /// against it is cheaper than the memo's hash of the whole prompt.
+    system: Mutex<Option<Arc<RawValue>>>,
     /// The last body's size: the next one is allocated once.
     body_size_hint: AtomicUsize,
 }
@@ -151,6 +155,7 @@ impl OpenAiBackend {
             drop_temperature: AtomicBool::new(false),
             tools: Mutex::new(None),
             messages: Mutex::new(RenderedMessages::default()),
+            system: Mutex::new(None),
             body_size_hint: AtomicUsize::new(4096),
         })
     }
@@ -158,9 +163,16 @@ impl OpenAiBackend {
     /// `{"role":"system","content":…}`, rendered once per distinct prompt.
     fn system_message(&self, system: &str) -> Arc<RawValue> {
         static RENDERED: SharedMemo<Arc<RawValue>> = SharedMemo::new();
-        RENDERED.get_or(system.as_bytes(), || {
-            raw_json(&serde_json::json!({"role": "system", "content": system})).into()
-        })
+        let mut mine = self.system.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(json) = mine
+            .as_ref()
+            .filter(|j| serializes_to(&SystemWire(system), j.get().as_bytes()))
+        {
+            return json.clone();
+        }
+        let json = RENDERED.get_or(system.as_bytes(), || raw_json(&SystemWire(system)).into());
+        *mine = Some(json.clone());
+        json
     }
 
     /// The rendered `tools` array; this agent's last one is kept here so a request takes no
@@ -253,6 +265,9 @@ impl OpenAiBackend {
         // Room for the next request's additions (one more exchange of history).
         self.body_size_hint
             .store(out.len() + out.len() / 4 + 1024, Ordering::Relaxed);
+        // The body lives as long as the call; its unused room (a quarter of it and more) was
+        // most of the scale run's memory per agent in flight. Shrinking is done in place.
+        out.shrink_to_fit();
         Bytes::from(out)
     }
 

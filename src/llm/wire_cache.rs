@@ -4,11 +4,12 @@
 //! request renders only the messages added since the last one.
 //!
 //! The cache is keyed by the messages themselves, position by position: an entry is spliced
-//! only while the message at its position is equal to the one it was rendered from. So an
+//! only while the message at its position still serializes to the entry's JSON. So an
 //! edited, inserted, removed or replaced message (a host's new history, the orphan backfill,
 //! anything a later repair may change) is rendered again from its position on, and the body is
-//! always what serializing the messages would give. Comparing costs a `memcmp` of the texts,
-//! a small fraction of escaping them.
+//! always what serializing the messages would give. Comparing costs a `memcmp` of the short
+//! texts and a pointer compare of a tool's output, which the entry shares with the history
+//! (`Arc<str>`): a copy of the outputs cost the 1,000-agent scale run 9 % of its peak memory.
 
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
@@ -22,7 +23,9 @@ pub(crate) struct RenderedMessages {
 }
 
 enum Entry {
-    /// A message of our own shapes and its JSON.
+    /// A message of our own shapes, and its JSON. The copy shares a tool message's output
+    /// with the history (`Arc<str>`: a pointer, compared first, and holding it keeps its
+    /// address from being reused for another text); the rest of a message is short.
     Rendered {
         source: Message,
         json: Box<RawValue>,
@@ -95,12 +98,25 @@ pub(crate) struct UserWire<'a>(pub(crate) &'a str);
 
 impl Serialize for UserWire<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(2))?;
-        m.serialize_entry("role", "user")?;
-        m.serialize_entry("content", self.0)?;
-        m.end()
+        role_and_content(s, "user", self.0)
     }
+}
+
+/// The system message, as `{"role":"system","content":…}`.
+pub(crate) struct SystemWire<'a>(pub(crate) &'a str);
+
+impl Serialize for SystemWire<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        role_and_content(s, "system", self.0)
+    }
+}
+
+fn role_and_content<S: Serializer>(s: S, role: &str, content: &str) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("role", role)?;
+    m.serialize_entry("content", content)?;
+    m.end()
 }
 
 #[cfg(test)]
@@ -206,6 +222,10 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&UserWire(t)).unwrap(),
             json!({"role": "user", "content": t}).to_string()
+        );
+        assert_eq!(
+            serde_json::to_string(&SystemWire(t)).unwrap(),
+            json!({"role": "system", "content": t}).to_string()
         );
     }
 }
