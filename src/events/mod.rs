@@ -122,13 +122,7 @@ impl EventWriter {
 
     /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
     pub(crate) fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &str {
-        self.buf.clear();
-        self.buf.extend_from_slice(b"{\"type\":\"");
-        self.buf.extend_from_slice(ty.as_bytes());
-        self.buf
-            .extend_from_slice(b"\",\"schema_version\":1,\"data\":{\"");
-        self.buf.extend_from_slice(key.as_bytes());
-        self.buf.extend_from_slice(b"\":");
+        self.text_event_head(ty, key);
         serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
         self.buf.extend_from_slice(b"}}");
         self.as_str()
@@ -146,6 +140,14 @@ impl EventWriter {
     /// [`EventWriter::text_event`] with the text already a JSON string (quoted and escaped),
     /// e.g. [`TextDelta::text_json`]: a delta is escaped once for the event and the item.
     pub(crate) fn text_event_json(&mut self, ty: &str, key: &str, text_json: &str) -> &str {
+        self.text_event_head(ty, key);
+        self.buf.extend_from_slice(text_json.as_bytes());
+        self.buf.extend_from_slice(b"}}");
+        self.as_str()
+    }
+
+    /// `{"type":ty,"schema_version":1,"data":{key:` in a cleared buffer.
+    fn text_event_head(&mut self, ty: &str, key: &str) {
         self.buf.clear();
         self.buf.extend_from_slice(b"{\"type\":\"");
         self.buf.extend_from_slice(ty.as_bytes());
@@ -153,9 +155,6 @@ impl EventWriter {
             .extend_from_slice(b"\",\"schema_version\":1,\"data\":{\"");
         self.buf.extend_from_slice(key.as_bytes());
         self.buf.extend_from_slice(b"\":");
-        self.buf.extend_from_slice(text_json.as_bytes());
-        self.buf.extend_from_slice(b"}}");
-        self.as_str()
     }
 
     fn as_str(&self) -> &str {

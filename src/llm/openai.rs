@@ -475,15 +475,7 @@ pub(crate) struct OpenAiStream {
 
 /// A response the limits refuse: not retried (the server would send the same again).
 fn too_large(message: String) -> LlmError {
-    LlmError {
-        class: "APIError",
-        message,
-        status: None,
-        retryable: false,
-        retry_after: None,
-        streamed: false,
-        in_stream: false,
-    }
+    LlmError::api(message)
 }
 
 impl OpenAiStream {

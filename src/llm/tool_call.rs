@@ -117,29 +117,58 @@ fn strip_fence(s: &str) -> &str {
     rest.trim_start().strip_suffix("```").unwrap_or(rest).trim()
 }
 
+/// Where a character of a JSON text stands, for the lenient repairs below.
+#[derive(PartialEq)]
+enum Place {
+    /// Outside any string literal.
+    Code,
+    /// An ordinary character of a string: not a quote, a backslash or an escaped character.
+    StringText,
+    /// A quote, a backslash or an escaped character.
+    StringSyntax,
+}
+
+/// Follows string literals (and their escapes) through a JSON text, one character at a time.
+#[derive(Default)]
+struct Strings {
+    in_str: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    fn place(&mut self, c: char) -> Place {
+        if !self.in_str {
+            if c == '"' {
+                self.in_str = true;
+                return Place::StringSyntax;
+            }
+            return Place::Code;
+        }
+        if self.escaped {
+            self.escaped = false;
+        } else if c == '\\' {
+            self.escaped = true;
+        } else if c == '"' {
+            self.in_str = false;
+        } else {
+            return Place::StringText;
+        }
+        Place::StringSyntax
+    }
+}
+
 /// Lenient JSON: raw control characters inside strings escaped.
 fn escape_control_chars(s: &str) -> Option<String> {
     let mut out = String::with_capacity(s.len() + 8);
-    let mut in_str = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     let mut changed = false;
     for c in s.chars() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            } else if (c as u32) < 0x20 {
-                changed = true;
-                out.push_str(&format!("\\u{:04x}", c as u32));
-                continue;
-            }
-        } else if c == '"' {
-            in_str = true;
+        if strings.place(c) == Place::StringText && (c as u32) < 0x20 {
+            changed = true;
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
         }
-        out.push(c);
     }
     changed.then_some(out)
 }
@@ -147,20 +176,9 @@ fn escape_control_chars(s: &str) -> Option<String> {
 fn remove_trailing_commas(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let chars: Vec<char> = s.chars().collect();
-    let mut in_str = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for (i, &c) in chars.iter().enumerate() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-        } else if c == '"' {
-            in_str = true;
-        } else if c == ',' {
+        if strings.place(c) == Place::Code && c == ',' {
             let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
             if matches!(next, Some('}') | Some(']')) {
                 continue;
@@ -243,6 +261,10 @@ mod tests {
         assert_eq!(parse_arguments("\"{\\\"a\\\":1}\"").unwrap()["a"], 1);
         assert_eq!(parse_arguments("{\"a\":\"x\ny\"}").unwrap()["a"], "x\ny");
         assert_eq!(parse_arguments("{\"a\":[1,2,],}").unwrap()["a"][1], 2);
+        // A comma inside a string stays, even before a bracket; an escaped quote does not end it.
+        let m = parse_arguments("{\"a\":\"x,}\\\",]\",\"b\":[1,],}").unwrap();
+        assert_eq!(m["a"], "x,}\",]");
+        assert_eq!(parse_arguments("{\"a\":\"\\\"\t\"}").unwrap()["a"], "\"\t");
         let m = parse_arguments("{'a': True, 'b': None, 'c': 'it\\'s'}").unwrap();
         assert_eq!(m["a"], true);
         assert!(m["b"].is_null());
