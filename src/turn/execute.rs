@@ -39,6 +39,14 @@ struct Job {
     declared: Result<(), ToolError>,
 }
 
+/// Where a call runs: a blocking thread calls `Tool::execute`, the turn's task awaits
+/// `Tool::execute_async`.
+#[derive(Clone, Copy)]
+enum Where {
+    BlockingThread,
+    TurnTask,
+}
+
 /// A call that finished (on its thread or task): its index and outcome.
 struct CallDone(usize, ToolOutcome);
 
@@ -64,26 +72,17 @@ impl CallEnv {
     }
 
     fn run_blocking(&self, job: Job) -> CallDone {
-        let i = job.index;
-        if let Some(outcome) = self.cancelled_before() {
-            return CallDone(i, outcome);
-        }
-        let t0 = Instant::now();
-        let output = |chunk: &str| self.mailbox.push(i, chunk);
-        let ctx = self.context(&job.call_id, &output);
-        let Job {
-            tool,
-            args,
-            declared,
-            ..
-        } = &job;
-        let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            declared.clone().and_then(|()| tool.execute(args, &ctx))
-        }));
-        CallDone(i, self.outcome(tool.name(), run, t0))
+        self.run(job, Where::BlockingThread)
+            .now_or_never()
+            .expect("a call on a blocking thread never awaits")
     }
 
     async fn run_on_task(&self, job: Job) -> CallDone {
+        self.run(job, Where::TurnTask).await
+    }
+
+    /// One call, its panic caught (a sync `execute` panics inside the guarded future too).
+    async fn run(&self, job: Job, place: Where) -> CallDone {
         let i = job.index;
         if let Some(outcome) = self.cancelled_before() {
             return CallDone(i, outcome);
@@ -100,7 +99,10 @@ impl CallEnv {
         // The future is built inside the guarded one, so a panic building it is caught too.
         let run = AssertUnwindSafe(async {
             declared.clone()?;
-            tool.execute_async(args, &ctx).await
+            match place {
+                Where::TurnTask => tool.execute_async(args, &ctx).await,
+                Where::BlockingThread => tool.execute(args, &ctx),
+            }
         })
         .catch_unwind()
         .await;
