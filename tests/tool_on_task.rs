@@ -325,3 +325,40 @@ fn read_file_reads_small_and_big_files_alike_on_either_path() {
     assert!(results[1].contains("alpha"), "{}", results[1]);
     assert_eq!(results[2], "Error: File missing.txt does not exist");
 }
+
+/// A tool on a blocking thread (the default) whose `execute` panics.
+struct PanicsOnThread;
+
+impl Tool for PanicsOnThread {
+    fn name(&self) -> &str {
+        "on_thread"
+    }
+    fn description(&self) -> &str {
+        "panics on a blocking thread"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn execute(&self, _: &Map<String, Value>, _: &ToolContext<'_>) -> Result<String, ToolError> {
+        panic!("a blocking tool panicked");
+    }
+}
+
+#[test]
+fn a_panicking_blocking_tool_fails_the_call_not_the_turn() {
+    let run = agent(batch(&[("on_thread", json!({}))]), &[]);
+    run.agent.add_tool(Arc::new(PanicsOnThread), false).unwrap();
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.status, TurnStatus::Ok);
+    assert_eq!(o.text, "done");
+    assert_eq!(
+        common::tool_results(&run.agent),
+        ["Error executing on_thread: the tool panicked"]
+    );
+}
