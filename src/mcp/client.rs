@@ -279,14 +279,7 @@ impl Connection {
                             }
                         });
                     }
-                    let tap = ProgressTap {
-                        inner: child,
-                        routes: progress.clone(),
-                    };
-                    Handler
-                        .serve(tap)
-                        .await
-                        .map_err(|e| format!("initialize failed: {e}"))?
+                    serve_tapped(child, &progress).await?
                 }
                 TransportConfig::Http { url, headers } => {
                     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -295,14 +288,7 @@ impl Connection {
                         client,
                         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
                     );
-                    let tap = ProgressTap {
-                        inner: transport,
-                        routes: progress.clone(),
-                    };
-                    Handler
-                        .serve(tap)
-                        .await
-                        .map_err(|e| format!("initialize failed: {e}"))?
+                    serve_tapped(transport, &progress).await?
                 }
             };
             let peer = service.peer().clone();
@@ -517,4 +503,23 @@ fn with_stderr(msg: String, stderr: &StderrTail) -> String {
         Some(last) => format!("{msg} (stderr: {last})"),
         None => msg,
     }
+}
+
+/// Serves our client over `inner`, its progress notifications routed to the calls in flight.
+async fn serve_tapped<T>(
+    inner: T,
+    progress: &ProgressRoutes,
+) -> Result<RunningService<RoleClient, Handler>, String>
+where
+    T: rmcp::transport::Transport<RoleClient> + Send + 'static,
+    T::Error: Send + Sync + 'static,
+{
+    let tap = ProgressTap {
+        inner,
+        routes: progress.clone(),
+    };
+    Handler
+        .serve(tap)
+        .await
+        .map_err(|e| format!("initialize failed: {e}"))
 }
