@@ -19,22 +19,26 @@ pub(crate) struct ReadFile;
 /// round trip tens of µs on a loaded machine).
 pub(crate) const INLINE_READ_BYTES: u64 = 64 * 1024;
 
-/// Whether the call is cheap enough for a runtime worker: a regular local file of at most
-/// [`INLINE_READ_BYTES`] (a FIFO or device could block; a refused or missing path is only a
-/// message).
-fn reads_inline(args: &Map<String, Value>, ctx: &ToolContext<'_>) -> bool {
-    if !ctx.services.fs().is_local_disk() {
-        return false;
-    }
-    let Ok(Some(raw)) = super::arg_str(args, "file_path") else {
-        return true;
-    };
-    match ctx.resolve_read(raw) {
-        Ok(path) => match std::fs::metadata(&path) {
-            Ok(meta) => meta.is_file() && meta.len() <= INLINE_READ_BYTES,
-            Err(_) => true,
-        },
-        Err(_) => true,
+/// Whether reading `path` (resolved, found) is cheap enough for a runtime worker: a regular
+/// local file of at most [`INLINE_READ_BYTES`] (a FIFO or device could block).
+fn reads_inline(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() <= INLINE_READ_BYTES)
+}
+
+/// The call's arguments.
+struct ReadArgs<'a> {
+    file_path: &'a str,
+    offset: i64,
+    limit: i64,
+}
+
+impl<'a> ReadArgs<'a> {
+    fn parse(args: &'a Map<String, Value>) -> Result<Self, ToolError> {
+        Ok(ReadArgs {
+            file_path: required_str(args, "file_path", "read_file")?,
+            offset: arg_i64(args, "offset")?.unwrap_or(1),
+            limit: arg_i64(args, "limit")?.unwrap_or(0),
+        })
     }
 }
 
@@ -63,10 +67,19 @@ impl Tool for ReadFile {
         ctx: &'a ToolContext<'a>,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            if reads_inline(args, ctx) {
-                self.execute(args, ctx)
+            // A host's file system is host code: it never runs on a worker.
+            if !ctx.services.fs().is_local_disk() {
+                return tokio::task::block_in_place(|| self.execute(args, ctx));
+            }
+            let call = ReadArgs::parse(args)?;
+            let path = match ctx.existing_for_read(call.file_path, ReadTarget::File) {
+                Ok(p) => p,
+                Err(text) => return Ok(text),
+            };
+            if reads_inline(&path) {
+                read(&call, &path, ctx)
             } else {
-                tokio::task::block_in_place(|| self.execute(args, ctx))
+                tokio::task::block_in_place(|| read(&call, &path, ctx))
             }
         })
     }
@@ -75,66 +88,75 @@ impl Tool for ReadFile {
         args: &Map<String, Value>,
         ctx: &ToolContext<'_>,
     ) -> Result<String, ToolError> {
-        let file_path = required_str(args, "file_path", "read_file")?;
-        let offset = arg_i64(args, "offset")?.unwrap_or(1);
-        let limit = arg_i64(args, "limit")?.unwrap_or(0);
-        let path = match ctx.existing_for_read(file_path, ReadTarget::File) {
+        let call = ReadArgs::parse(args)?;
+        let path = match ctx.existing_for_read(call.file_path, ReadTarget::File) {
             Ok(p) => p,
             Err(text) => return Ok(text),
         };
-        let fs = ctx.services.fs();
-        let binary = || {
-            let size = fs.stat(&path).map(|s| s.size).unwrap_or(0);
-            Ok(format!("Binary file: {file_path} ({size} bytes)"))
-        };
-        match fs.read_partial(&path, SNIFF_BYTES) {
-            Ok(sniff) if sniff.contains(&0) => return binary(),
-            Ok(_) => {}
-            Err(e) => return Ok(format!("Error reading file: {}", os_error(&e, &path))),
+        read(&call, &path, ctx)
+    }
+}
+
+/// The numbered lines of `path` (resolved and found) as the call asks for them.
+fn read(
+    call: &ReadArgs<'_>,
+    path: &std::path::Path,
+    ctx: &ToolContext<'_>,
+) -> Result<String, ToolError> {
+    let ReadArgs {
+        file_path,
+        offset,
+        limit,
+    } = *call;
+    let fs = ctx.services.fs();
+    let binary = || {
+        let size = fs.stat(path).map(|s| s.size).unwrap_or(0);
+        Ok(format!("Binary file: {file_path} ({size} bytes)"))
+    };
+    match fs.read_partial(path, SNIFF_BYTES) {
+        Ok(sniff) if sniff.contains(&0) => return binary(),
+        Ok(_) => {}
+        Err(e) => return Ok(format!("Error reading file: {}", os_error(&e, path))),
+    }
+    let start = offset.max(1) as usize;
+    let start_idx = start - 1;
+    let window = if limit > 0 { limit as usize } else { MAX_LINES };
+    let reader = match fs.open_read(path) {
+        Ok(r) => r,
+        Err(e) => return Ok(format!("Error reading file: {}", os_error(&e, path))),
+    };
+    let (total, kept) = match read_window(reader, start_idx, window, ctx) {
+        Ok(v) => v,
+        Err(ReadError::Decode) => return binary(),
+        Err(ReadError::Io(e)) => return Ok(format!("Error reading file: {}", os_error(&e, path))),
+    };
+    let end_line = start_idx.saturating_add(window).min(total);
+    let mut out = format!("File: {file_path} ({total} lines)\nShowing lines {start}-{end_line}\n");
+    let mut long_lines = 0usize;
+    for (i, line) in kept.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
         }
-        let start = offset.max(1) as usize;
-        let start_idx = start - 1;
-        let window = if limit > 0 { limit as usize } else { MAX_LINES };
-        let reader = match fs.open_read(&path) {
-            Ok(r) => r,
-            Err(e) => return Ok(format!("Error reading file: {}", os_error(&e, &path))),
-        };
-        let (total, kept) = match read_window(reader, start_idx, window, ctx) {
-            Ok(v) => v,
-            Err(ReadError::Decode) => return binary(),
-            Err(ReadError::Io(e)) => {
-                return Ok(format!("Error reading file: {}", os_error(&e, &path)))
-            }
-        };
-        let end_line = start_idx.saturating_add(window).min(total);
-        let mut out =
-            format!("File: {file_path} ({total} lines)\nShowing lines {start}-{end_line}\n");
-        let mut long_lines = 0usize;
-        for (i, line) in kept.iter().enumerate() {
-            if i > 0 {
-                out.push('\n');
-            }
-            let _ = write!(out, "{:>6}\t{}", start + i, line.head);
-            if line.extra_chars > 0 {
-                let _ = write!(out, "[+{} chars]", line.extra_chars);
-                long_lines += 1;
-            }
+        let _ = write!(out, "{:>6}\t{}", start + i, line.head);
+        if line.extra_chars > 0 {
+            let _ = write!(out, "[+{} chars]", line.extra_chars);
+            long_lines += 1;
         }
-        if limit == 0 && total.saturating_sub(start_idx) > MAX_LINES {
-            let _ = write!(
+    }
+    if limit == 0 && total.saturating_sub(start_idx) > MAX_LINES {
+        let _ = write!(
                 out,
                 "\n\n[Truncated: showing lines {start}–{end_line} of {total} total. Use offset={} to continue reading.]",
                 end_line + 1
             );
-        }
-        if long_lines > 0 {
-            let _ = write!(
-                out,
-                "\n[{long_lines} line(s) truncated to {MAX_LINE_CHARS} chars per line]"
-            );
-        }
-        Ok(out)
     }
+    if long_lines > 0 {
+        let _ = write!(
+            out,
+            "\n[{long_lines} line(s) truncated to {MAX_LINE_CHARS} chars per line]"
+        );
+    }
+    Ok(out)
 }
 
 enum ReadError {
