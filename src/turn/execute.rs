@@ -256,14 +256,7 @@ impl Turn<'_, '_> {
     /// A call that does not run: denied or declined.
     async fn refuse(&mut self, p: &Plan, refusal: Refusal) -> ToolOutcome {
         let outcome = ToolOutcome::Refused(refusal);
-        self.emit(
-            "tool_start",
-            &events::ToolCall {
-                tool: &p.name,
-                args: &p.args,
-                call_id: &p.call_id,
-            },
-        );
+        self.emit_tool_start(p);
         let now = crate::events::host::now_rfc3339();
         self.call_finished(p, &now, &outcome).await;
         outcome
@@ -333,8 +326,8 @@ impl Turn<'_, '_> {
         }));
     }
 
-    async fn call_started(&mut self, plans: &[Plan], i: usize, started_at: &mut [String]) {
-        let p = &plans[i];
+    /// The transport's `tool_start` for a planned call (run or refused).
+    fn emit_tool_start(&mut self, p: &Plan) {
         self.emit(
             "tool_start",
             &events::ToolCall {
@@ -343,6 +336,11 @@ impl Turn<'_, '_> {
                 call_id: &p.call_id,
             },
         );
+    }
+
+    async fn call_started(&mut self, plans: &[Plan], i: usize, started_at: &mut [String]) {
+        let p = &plans[i];
+        self.emit_tool_start(p);
         started_at[i] = crate::events::host::now_rfc3339();
         let ev = ToolLifecycleEvent::started(&self.ids(p), &started_at[i]);
         self.publish(&ev).await;
