@@ -61,16 +61,6 @@ fn spawn(id: &str, agent: &str, task: &str) -> Value {
            "usage": {"prompt_tokens": 10, "completion_tokens": 2}})
 }
 
-fn tool_messages(agent: &Agent) -> Vec<String> {
-    let h: Value = serde_json::from_str(&agent.history_json()).unwrap();
-    h.as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 fn events(run: &Run) -> Vec<Value> {
     run.host.events.lock().unwrap().clone()
 }
@@ -142,7 +132,7 @@ fn a_completed_run_reports_its_result_events_and_usage() {
         .unwrap();
     assert_eq!(o.text, "done");
 
-    let results = tool_messages(&run.agent);
+    let results = common::tool_results(&run.agent);
     let (text, turns, calls) = footer(&results[0], "investigator");
     assert_eq!(text, "alpha is in a.txt");
     assert_eq!((turns, calls), (3, 2));
@@ -321,7 +311,7 @@ fn lifecycle_events_match_the_reference_examples() {
             "field order"
         );
     }
-    let results = tool_messages(&run.agent);
+    let results = common::tool_results(&run.agent);
     assert!(
         results[1].starts_with("[generalist did not finish: it used its entire 3-turn budget without finishing]\n\n[generalist: "),
         "{}",
@@ -375,7 +365,7 @@ fn confirmations_and_questions_reach_the_parent_host_labelled() {
     for o in outputs {
         assert!(o["data"]["chunk"].is_string() && o["data"]["call_id"].is_string());
     }
-    let (text, _, _) = footer(&tool_messages(&run.agent)[0], "writer");
+    let (text, _, _) = footer(&common::tool_results(&run.agent)[0], "writer");
     assert_eq!(text, "wrote b.txt; the user said blue");
     assert_eq!(lifecycle(&run)[1]["phase"], "completed");
 }
@@ -404,7 +394,7 @@ fn a_declined_confirmation_is_the_childs_not_the_parents() {
         .unwrap();
     assert_eq!(o.status, TurnStatus::Ok);
     assert!(!run.dir.path().join("b.txt").exists());
-    let (text, _, _) = footer(&tool_messages(&run.agent)[0], "writer");
+    let (text, _, _) = footer(&common::tool_results(&run.agent)[0], "writer");
     assert_eq!(text, "could not write");
 }
 
@@ -598,7 +588,7 @@ fn each_classification_path() {
         let lc = lifecycle(&run);
         assert_eq!(lc[1]["phase"], c.phase, "{}", c.head);
         assert_eq!(lc[1]["error_type"], c.error_type, "{}", c.head);
-        let (text, _, _) = footer(&tool_messages(&run.agent)[0], "n");
+        let (text, _, _) = footer(&common::tool_results(&run.agent)[0], "n");
         assert_eq!(text, c.head);
         let end = events(&run)
             .into_iter()
@@ -683,7 +673,7 @@ fn run_in_background_is_offered_only_when_enabled() {
         run.agent
             .run_blocking("go", TurnOptions::default())
             .unwrap();
-        let r = &tool_messages(&run.agent)[0];
+        let r = &common::tool_results(&run.agent)[0];
         assert!(r.starts_with("Error executing agent_n: "), "{r}");
         assert!(lifecycle(&run).is_empty(), "nothing was spawned");
     }
@@ -824,7 +814,7 @@ fn sub_agents_in_one_read_only_batch_run_in_parallel() {
     // Every child was spawned before any finished: they ran at the same time.
     assert_eq!(&phases[..3], ["spawned"; 3], "{phases:?}");
     assert_eq!(&phases[3..], ["completed"; 3], "{phases:?}");
-    let results = tool_messages(&run.agent);
+    let results = common::tool_results(&run.agent);
     for (n, r) in names.iter().zip(&results) {
         assert_eq!(footer(r, n).0, format!("{n} done"));
     }
@@ -853,7 +843,7 @@ fn definitions_added_between_turns_and_refused_during_one() {
     run.agent
         .run_blocking("go", TurnOptions::default())
         .unwrap();
-    assert_eq!(footer(&tool_messages(&run.agent)[0], "late").0, "hi");
+    assert_eq!(footer(&common::tool_results(&run.agent)[0], "late").0, "hi");
 }
 
 /// The child's first request over the OpenAI wire: its model settings, its tools, and its one
@@ -1008,7 +998,7 @@ fn a_host_tool_with_a_spawn_tools_name_wins() {
         .unwrap();
     // The host tool's own schema has no `task`: its check, not a spawn, answered.
     assert_eq!(
-        tool_messages(&run.agent),
+        common::tool_results(&run.agent),
         ["Error executing agent_late: agent_late() got an unexpected keyword argument 'task'"]
     );
     assert!(lifecycle(&run).is_empty());

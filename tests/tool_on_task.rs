@@ -140,14 +140,17 @@ fn batch(calls: &[(&str, Value)]) -> Vec<Value> {
 }
 
 fn events_of(run: &Run, ty: &str) -> Vec<Value> {
-    run.host
-        .events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == ty)
-        .cloned()
-        .collect()
+    run.host.events_of(ty)
+}
+
+/// Runs the scripted turn to its end and checks that it ended well.
+fn run_turn(run: &Run) -> agentao::turn::TurnOutcome {
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.status, TurnStatus::Ok);
+    o
 }
 
 #[test]
@@ -157,11 +160,7 @@ fn a_task_run_tool_is_awaited_and_its_output_comes_before_its_end() {
         batch(&[("on_task", json!({"text": "hello", "sleep_ms": 5}))]),
         &[tool],
     );
-    let o = run
-        .agent
-        .run_blocking("go", TurnOptions::default())
-        .unwrap();
-    assert_eq!(o.status, TurnStatus::Ok);
+    run_turn(&run);
     assert_eq!(common::tool_results(&run.agent), ["hello"]);
     let events = run.host.events.lock().unwrap().clone();
     let pos = |ty: &str| {
@@ -186,11 +185,7 @@ fn a_panicking_task_run_tool_fails_the_call_not_the_turn() {
         json!({"text": "b", "panic": "build"}),
     )]));
     let run = agent(responses, &[tool]);
-    let o = run
-        .agent
-        .run_blocking("go", TurnOptions::default())
-        .unwrap();
-    assert_eq!(o.status, TurnStatus::Ok);
+    let o = run_turn(&run);
     assert_eq!(o.text, "done");
     let panicked = "Error executing on_task: the tool panicked";
     assert_eq!(common::tool_results(&run.agent), [panicked, panicked]);
@@ -216,11 +211,7 @@ fn a_parallel_batch_keeps_call_order_and_one_tool_runs_one_call_at_a_time() {
         ]),
         &[serial.clone(), many.clone()],
     );
-    let o = run
-        .agent
-        .run_blocking("go", TurnOptions::default())
-        .unwrap();
-    assert_eq!(o.status, TurnStatus::Ok);
+    run_turn(&run);
     let results = common::tool_results(&run.agent);
     assert_eq!(results.len(), 7, "{results:?}");
     assert_eq!(
@@ -310,11 +301,7 @@ fn read_file_reads_small_and_big_files_alike_on_either_path() {
         &[],
     );
     std::fs::write(run._dir.path().join("big.txt"), &big).unwrap();
-    let o = run
-        .agent
-        .run_blocking("go", TurnOptions::default())
-        .unwrap();
-    assert_eq!(o.status, TurnStatus::Ok);
+    run_turn(&run);
     let results = common::tool_results(&run.agent);
     assert!(
         results[0].starts_with("File: big.txt (3000 lines)\nShowing lines 2990-3000\n"),
@@ -351,11 +338,7 @@ impl Tool for PanicsOnThread {
 fn a_panicking_blocking_tool_fails_the_call_not_the_turn() {
     let run = agent(batch(&[("on_thread", json!({}))]), &[]);
     run.agent.add_tool(Arc::new(PanicsOnThread), false).unwrap();
-    let o = run
-        .agent
-        .run_blocking("go", TurnOptions::default())
-        .unwrap();
-    assert_eq!(o.status, TurnStatus::Ok);
+    let o = run_turn(&run);
     assert_eq!(o.text, "done");
     assert_eq!(
         common::tool_results(&run.agent),

@@ -87,6 +87,20 @@ pub struct RecordingHost {
     pub deny: bool,
 }
 
+impl RecordingHost {
+    /// The events of type `ty` emitted so far, in order.
+    #[allow(dead_code)] // not every test file that includes this module uses it
+    pub fn events_of(&self, ty: &str) -> Vec<Value> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == ty)
+            .cloned()
+            .collect()
+    }
+}
+
 impl agentao::events::transport::Transport for RecordingHost {
     fn emit(&self, event: &str) {
         self.events

@@ -70,14 +70,7 @@ impl Run {
     }
 
     pub fn events_of(&self, ty: &str) -> Vec<Value> {
-        self.host
-            .events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e["type"] == ty)
-            .cloned()
-            .collect()
+        self.host.events_of(ty)
     }
 }
 
