@@ -3,8 +3,8 @@
 //! - `run ADDR FILE N TEXT`: replay the bodies of FILE, N times, on one keep-alive connection;
 //! - `fresh ADDR FILE TEXT`: send FILE's first body on a new connection (a fresh agent's first turn).
 //!
-//! ADDR is the mock's `127.0.0.1:PORT` (each bench section has its own mock). TEXT must occur in
-//! the last response of each replay (`-`: no check; a streamed answer is split across deltas).
+//! ADDR is the mock's `127.0.0.1:PORT` (each bench section has its own mock). TEXT, the rest of
+//! the line, must occur in the last response of each replay (`-`: no check; a streamed answer is split across deltas).
 //! The answer is `ok <wall_ns> <data lines> <cpu_ns>` or `err <message>`.
 
 use std::net::SocketAddr;
@@ -56,7 +56,10 @@ impl std::fmt::Display for Measured {
 
 impl Command {
     pub fn parse(line: &str) -> Result<Command, String> {
-        let words: Vec<&str> = line.split_whitespace().collect();
+        let line = line.trim_end_matches(['\n', '\r']);
+        // TEXT is the rest of the line: an answer's text has spaces.
+        let arity = if line.starts_with("run ") { 5 } else { 4 };
+        let words: Vec<&str> = line.splitn(arity, ' ').collect();
         let addr = |w: &str| {
             w.parse::<SocketAddr>()
                 .map_err(|e| format!("address {w:?}: {e}"))
@@ -98,13 +101,21 @@ mod tests {
             }
         );
         assert_eq!(
-            Command::parse("fresh 127.0.0.1:1 f -").unwrap(),
+            Command::parse("fresh 127.0.0.1:1 f Hello from it.").unwrap(),
             Command::Fresh {
                 addr: "127.0.0.1:1".parse().unwrap(),
                 file: "f".into(),
-                text: ExpectedText::Unchecked,
+                text: ExpectedText::Contains("Hello from it.".into()),
             }
         );
+    }
+
+    #[test]
+    fn a_dash_checks_nothing() {
+        let Command::Run { text, .. } = Command::parse("run 127.0.0.1:1 f 2 -").unwrap() else {
+            panic!("not a run");
+        };
+        assert_eq!(text, ExpectedText::Unchecked);
     }
 
     #[test]
