@@ -1477,9 +1477,8 @@ static int child_callgrind(const char *kind, int reps, const char *base_url) {
 /* The instructions (Ir) of the first dump `<out>.1`: its `totals:` line, the cost since the
  * counters were zeroed. (Its `summary:` line is the whole run's, warm-up and agent creation
  * included: the figures of issue 12 before 2026-12-03 were read from it, 1.2-2x too high.) */
-static double callgrind_ir(const char *out) {
-    char path[700], line[512];
-    snprintf(path, sizeof path, "%s.1", out);
+static double callgrind_totals(const char *path) {
+    char line[512];
     FILE *f = fopen(path, "r");
     if (!f) die("callgrind: no dump %s", path);
     double ir = -1;
@@ -1491,6 +1490,31 @@ static double callgrind_ir(const char *out) {
     fclose(f);
     if (ir < 0) die("callgrind: no totals in %s", path);
     return ir;
+}
+
+static double callgrind_ir(const char *out) {
+    char path[700];
+    snprintf(path, sizeof path, "%s.1", out);
+    return callgrind_totals(path);
+}
+
+/* The hyper floor's instructions per replay of `req`: the child has no client requests to zero
+ * its counters, so it runs twice under callgrind, with 1 and 1 + reps replays on one connection,
+ * and the difference leaves out its start, its connect and the first (warm-up) replay. */
+static double callgrind_hyper_per_replay(const mock_t *m, const bodies_t *req, int reps,
+                                         const char *out) {
+    double ir[2];
+    for (int k = 0; k < 2; k++) {
+        char path[700], cmd[4096];
+        snprintf(path, sizeof path, "%s.hyper%d", out, k);
+        snprintf(cmd, sizeof cmd,
+                 "printf 'run 127.0.0.1:%d %s %d -\\n' | valgrind --tool=callgrind "
+                 "--callgrind-out-file='%s' '%s' >'%s.answer' 2>'%s.log'",
+                 m->port, req->path, 1 + k * reps, path, g_hyper, path, path);
+        if (system(cmd) != 0) die("callgrind hyper floor run failed: see %s.log", path);
+        ir[k] = callgrind_totals(path);
+    }
+    return (ir[1] - ir[0]) / reps;
 }
 
 static void bench_callgrind(void) {
@@ -1508,7 +1532,11 @@ static void bench_callgrind(void) {
     char *loop_script = script_tool_loop(LOOP_ITERS, "loop done");
     char *stream_script = script_text_stream(STREAM_CHUNKS, 4, 0);
     const char *scripts[3] = {text_script, loop_script, stream_script};
+    int hyper = g_hyper[0] && access(g_hyper, X_OK) == 0;
+    if (!hyper) printf("hyper floor: no binary: its instruction counts are skipped\n");
     for (int c = 0; c < 3; c++) {
+        bodies_t req = {0};
+        if (hyper && c < 2) req = capture_requests(scripts[c], c == 0 ? capture_hi : capture_loop);
         mock_t m = mock_start(scripts[c]);
         char out[600], reps[16], cmd[4096];
         /* BENCH_CALLGRIND_DIR keeps the profiles (callgrind_annotate DIR/callgrind.loop.1). */
@@ -1520,10 +1548,18 @@ static void bench_callgrind(void) {
                  ">/dev/null 2>'%s.log'",
                  out, g_self, cases[c].kind, reps, m.base_url, out);
         if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
+        double hyper_ir = req.n ? callgrind_hyper_per_replay(&m, &req, cases[c].reps, out) : 0;
         mock_stop(&m);
         double ir = callgrind_ir(out) / (cases[c].reps * cases[c].per);
         stat_t st = {ir, ir, 1};
         row(cases[c].label, "instr", st, c == 1 ? "<= 150k" : "");
+        if (req.n) {
+            double h = hyper_ir / cases[c].per;
+            stat_t hs = {h, h, 1}, q = {ir / h, ir / h, 1};
+            row("  floor: hyper client, same requests", "instr", hs, "");
+            row("  ratio library/hyper floor, instructions", "x", q, "");
+            bodies_free(&req);
+        }
     }
     free(loop_script);
     free(stream_script);
