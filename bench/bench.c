@@ -4,7 +4,8 @@
  * (`mock-openai --script F --prerender`, its own time read from GET /v1/_stats and
  * subtracted) and (b) the scripted provider.
  *
- *   bench --mock PATH/mock-openai [--out results.json] [--quick] [--only SECTION]
+ *   bench --mock PATH/mock-openai [--hyper-floor PATH] [--out results.json] [--quick]
+ *         [--only SECTION]
  *   bench --mock PATH/mock-openai --callgrind     (instructions per turn and per iteration)
  *   bench --mock PATH/mock-openai --only mcp      (an MCP call against its stdio floor;
  *                                                  mcpcallgrind: per turn with one MCP server)
@@ -12,6 +13,8 @@
  * Every HTTP-path figure is printed next to its floor: a raw blocking-socket client in this
  * file replays the library's own request bodies (captured from the mock with
  * --raw-requests-out) to the same mock in the same run, and the ratio library/floor follows.
+ * With --hyper-floor PATH (bench/run.sh passes target/release/hyper-floor) a second, realistic
+ * floor follows it: bench/hyper-floor, a minimal hyper 1.x client, replays the same bodies.
  *
  * Every figure is the median and p90 over repeated runs after a warm-up. Memory and scale
  * figures come from fresh child processes (this program re-executed with --child), so one
@@ -171,6 +174,7 @@ static char g_ws[512];      /* workspace with small files f1.txt .. f200.txt */
 static char g_tmp[256];     /* scratch directory (scripts, port files) */
 static char g_mock[1024];   /* path of the mock-openai binary */
 static char g_self[1024];   /* this program, for --child */
+static char g_hyper[1024];  /* the hyper-floor binary (--hyper-floor), or empty */
 static int g_quick = 0;
 static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale|mcp */
 
@@ -452,6 +456,7 @@ typedef struct {
     char **req;
     size_t *len;
     int n;
+    char path[600]; /* the captured bodies, one a line: the hyper floor's request file */
 } bodies_t;
 
 /* Runs `turn` once on an agent pointed at a recording mock serving `script`, and returns the
@@ -469,6 +474,7 @@ static bodies_t capture_requests(const char *script, void (*turn)(agentao_agent 
     FILE *f = fopen(out, "r");
     if (!f) die("no captured requests in %s", out);
     bodies_t b = {0};
+    snprintf(b.path, sizeof b.path, "%s", out);
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -569,6 +575,60 @@ static long raw_exchange(raw_t *r, const char *req, size_t len) {
     return lines;
 }
 
+/* ------------------------------------------------------------------ the hyper floor */
+
+/* The realistic floor: bench/hyper-floor, a minimal hyper 1.x client, run once as a persistent
+ * child (one command a line on its stdin, one answer a line on its stdout), so its process
+ * start is not measured. Without the binary its rows are skipped. */
+static FILE *g_hf_to, *g_hf_from;
+
+typedef struct {
+    double wall_us, cpu_us;
+    long lines;
+} hyper_answer_t;
+
+static int hyper_start(void) {
+    if (!g_hyper[0] || access(g_hyper, X_OK) != 0) {
+        printf("hyper floor: no binary (%s): its rows are skipped\n",
+               g_hyper[0] ? g_hyper : "no --hyper-floor given");
+        return 0;
+    }
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) die("pipe");
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        execl(g_hyper, g_hyper, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    g_hf_to = fdopen(in[1], "w");
+    g_hf_from = fdopen(out[0], "r");
+    return 1;
+}
+
+/* `run ADDR FILE N TEXT` (N replays of the file on one connection) or, with n == 0,
+ * `fresh ADDR FILE TEXT` (its first request on a new connection). */
+static hyper_answer_t hyper_ask(const mock_t *m, const bodies_t *req, int n, const char *text) {
+    if (n > 0)
+        fprintf(g_hf_to, "run 127.0.0.1:%d %s %d %s\n", m->port, req->path, n, text);
+    else
+        fprintf(g_hf_to, "fresh 127.0.0.1:%d %s %s\n", m->port, req->path, text);
+    fflush(g_hf_to);
+    char line[512];
+    if (!fgets(line, sizeof line, g_hf_from)) die("hyper floor: the child closed");
+    double wall_ns, cpu_ns;
+    long lines;
+    if (sscanf(line, "ok %lf %ld %lf", &wall_ns, &lines, &cpu_ns) != 3) die("hyper floor: %s", line);
+    hyper_answer_t a = {wall_ns / 1e3, cpu_ns / 1e3, lines};
+    return a;
+}
+
 /* ------------------------------------------------------------------ results */
 
 static sbuf g_json;  /* results.json body */
@@ -594,12 +654,21 @@ static void row(const char *name, const char *unit, stat_t s, const char *target
     fflush(stdout);
 }
 
-/* A row "  ratio library/floor" from the medians and the p90s of the two. */
-static void ratio_row(const char *what, stat_t lib, stat_t floor_, const char *target) {
+/* A row "  ratio library/<floor>" from the medians and the p90s of the two. */
+static void ratio_row_of(const char *floor_name, const char *what, stat_t lib, stat_t floor_,
+                         const char *target) {
     char name[192];
-    snprintf(name, sizeof name, "  ratio library/floor, %s", what);
+    snprintf(name, sizeof name, "  ratio library/%s, %s", floor_name, what);
     stat_t q = {lib.median / floor_.median, lib.p90 / floor_.p90, lib.n};
     row(name, "x", q, target);
+}
+
+static void ratio_row(const char *what, stat_t lib, stat_t floor_, const char *target) {
+    ratio_row_of("floor", what, lib, floor_, target);
+}
+
+static void hyper_ratio_row(const char *what, stat_t lib, stat_t floor_, const char *target) {
+    ratio_row_of("hyper floor", what, lib, floor_, target);
 }
 
 /* ------------------------------------------------------------------ host tools and the FS vtable */
@@ -762,6 +831,8 @@ static void bench_turn(void) {
     raw_t raw = raw_open(&m);
     int bruns = runs / TURN_BATCH, bwarm = warm / TURN_BATCH + 1;
     double *fl = calloc((size_t)bruns, sizeof(double));
+    double *fh = calloc((size_t)bruns, sizeof(double));
+    int hyper = g_hf_to != NULL;
     cfg = config_openai(m.base_url);
     a = agent_new(cfg, &h);
     double server_sum = 0;
@@ -784,9 +855,13 @@ static void bench_turn(void) {
         for (int k = 0; k < TURN_BATCH; k++) raw_exchange(&raw, req.req[0], req.len[0]);
         double r1 = now_s();
         double b2 = mock_busy_ns(&m);
+        hyper_answer_t ha = {0};
+        if (hyper) ha = hyper_ask(&m, &req, TURN_BATCH, ONE_TEXT);
+        double b3 = hyper ? mock_busy_ns(&m) : b2;
         if (i >= bwarm) {
             int j = i - bwarm;
             fl[j] = ((r1 - r0) * 1e6 - (b2 - b1) / 1e3) / TURN_BATCH;
+            fh[j] = (ha.wall_us - (b3 - b2) / 1e3) / TURN_BATCH;
             v[j] = (lib_wall * 1e6 - (b1 - b0) / 1e3) / TURN_BATCH;
             wall[j] = lib_wall * 1e6 / TURN_BATCH;
             server_sum += (b1 - b0) / 1e3 / TURN_BATCH;
@@ -796,6 +871,11 @@ static void bench_turn(void) {
     row("turn overhead, mock (wall - server)", "us", lib, "< 50 us");
     row("  floor: raw client, same request", "us", flo, "");
     ratio_row("turn", lib, flo, "<= 3");
+    if (hyper) {
+        stat_t fhs = stats(fh, bruns);
+        row("  floor: hyper client, same request", "us", fhs, "");
+        hyper_ratio_row("turn", lib, fhs, "");
+    }
     row("  turn wall time, mock", "us", stats(wall, bruns), "");
     json_value("  server time per turn, mock (mean)", "us", server_sum / bruns);
     printf("%-44s %14.6g %14s  us\n", "  server time per turn, mock (mean)", server_sum / bruns, "");
@@ -807,6 +887,7 @@ static void bench_turn(void) {
     int fruns = g_quick ? 10 : 40;
     double *first = calloc((size_t)fruns, sizeof(double));
     double *second = calloc((size_t)fruns, sizeof(double));
+    double *hfirst = calloc((size_t)fruns, sizeof(double));
     for (int i = 0; i < fruns + 2; i++) {
         agentao_agent *f = agent_new(cfg, &h);
         double t[2];
@@ -824,9 +905,14 @@ static void bench_turn(void) {
             t[k] = (t1 - t0) * 1e6 - (b1 - b0) / 1e3;
         }
         agentao_agent_free(f);
+        double hb0 = mock_busy_ns(&m);
+        hyper_answer_t ha = {0};
+        if (hyper) ha = hyper_ask(&m, &req, 0, ONE_TEXT);
+        double hb1 = hyper ? mock_busy_ns(&m) : hb0;
         if (i >= 2) {
             first[i - 2] = t[0];
             second[i - 2] = t[1];
+            hfirst[i - 2] = ha.wall_us - (hb1 - hb0) / 1e3;
         }
     }
     stat_t sf = stats(first, fruns), ss = stats(second, fruns);
@@ -834,6 +920,13 @@ static void bench_turn(void) {
     row("  its second turn, mock (wall - server)", "us", ss, "");
     stat_t fr = {sf.median / ss.median, sf.p90 / ss.p90, fruns};
     row("  ratio first/second turn", "x", fr, "<= 1.5");
+    if (hyper) {
+        stat_t hf = stats(hfirst, fruns);
+        row("  floor: hyper client, fresh connection", "us", hf, "");
+        hyper_ratio_row("fresh first turn", sf, hf, "");
+    }
+    free(hfirst);
+    free(fh);
     free(first);
     free(second);
     agentao_agent_free(a);
@@ -857,6 +950,9 @@ static void stream_runs(agentao_agent *a, host_t *h, mock_t *m, const bodies_t *
     double *cpu_per = calloc((size_t)runs, sizeof(double));
     double *floor_rate = calloc((size_t)runs, sizeof(double));
     double *floor_cpu = calloc((size_t)runs, sizeof(double));
+    double *hyper_rate = calloc((size_t)runs, sizeof(double));
+    double *hyper_cpu = calloc((size_t)runs, sizeof(double));
+    int hyper = req && g_hf_to;
     raw_t raw = {-1, 0, NULL, 0};
     if (req) raw = raw_open(m);
     double *ttfd = calloc((size_t)runs, sizeof(double));
@@ -892,6 +988,14 @@ static void stream_runs(agentao_agent *a, host_t *h, mock_t *m, const bodies_t *
                 floor_rate[i - warm] = (double)lines / (r1 - r0);
                 floor_cpu[i - warm] = (rc1 - rc0) * 1e6 / (double)lines;
             }
+            if (hyper) {
+                hyper_answer_t ha = hyper_ask(m, req, 1, "-");
+                if (ha.lines < STREAM_CHUNKS) die("hyper stream: %ld data lines", ha.lines);
+                if (i >= warm) {
+                    hyper_rate[i - warm] = (double)ha.lines / (ha.wall_us * 1e-6);
+                    hyper_cpu[i - warm] = ha.cpu_us / (double)ha.lines;
+                }
+            }
         }
         if (i >= warm) {
             rate[i - warm] = (double)nd / secs;
@@ -917,8 +1021,19 @@ static void stream_runs(agentao_agent *a, host_t *h, mock_t *m, const bodies_t *
         row(name, "us", stats(cpu_per, runs), "<= 0.6 us");
         snprintf(name, sizeof name, "  floor: raw client CPU per SSE line, %d-char", chunk);
         row(name, "us", stats(floor_cpu, runs), "");
+        if (hyper) {
+            stat_t hr = stats(hyper_rate, runs);
+            snprintf(name, sizeof name, "  floor: hyper client SSE lines/s, %d-char", chunk);
+            row(name, "lines/s", hr, "");
+            snprintf(name, sizeof name, "deltas/s vs hyper SSE lines/s, %d-char", chunk);
+            hyper_ratio_row(name, wall, hr, "");
+            snprintf(name, sizeof name, "  floor: hyper client CPU per SSE line, %d-char", chunk);
+            row(name, "us", stats(hyper_cpu, runs), "");
+        }
         raw_close(&raw);
     }
+    free(hyper_rate);
+    free(hyper_cpu);
     free(floor_rate);
     free(floor_cpu);
     free(wall_rate);
@@ -1001,6 +1116,8 @@ static void bench_tool_loop(void) {
     mock_t m = mock_start(script);
     raw_t raw = raw_open(&m);
     double *fl = calloc((size_t)runs, sizeof(double));
+    double *fh = calloc((size_t)runs, sizeof(double));
+    int hyper = g_hf_to != NULL;
     cfg = config_openai(m.base_url);
     agentao_agent *a = agent_new(cfg, &h);
     for (int i = 0; i < warm + runs; i++) {
@@ -1019,8 +1136,12 @@ static void bench_tool_loop(void) {
         for (int k = 0; k < req.n; k++) raw_exchange(&raw, req.req[k], req.len[k]);
         double r1 = now_s();
         double b2 = mock_busy_ns(&m);
+        hyper_answer_t ha = {0};
+        if (hyper) ha = hyper_ask(&m, &req, 1, "loop");
+        double b3 = hyper ? mock_busy_ns(&m) : b2;
         if (i >= warm) {
             fl[i - warm] = ((r1 - r0) * 1e6 - (b2 - b1) / 1e3) / LOOP_ITERS;
+            fh[i - warm] = (ha.wall_us - (b3 - b2) / 1e3) / LOOP_ITERS;
             v[i - warm] = ((t1 - t0) * 1e6 - h.tool_ms * 1e3 - (b1 - b0) / 1e3) / LOOP_ITERS;
             tools[i - warm] = h.tool_ms * 1e3 / LOOP_ITERS;
         }
@@ -1029,6 +1150,12 @@ static void bench_tool_loop(void) {
     row("tool-loop overhead/iteration, mock", "us", lib, "< 50 us");
     row("  floor: raw client, same requests", "us", flo, "");
     ratio_row("tool-loop iteration", lib, flo, "<= 3");
+    if (hyper) {
+        stat_t fhs = stats(fh, runs);
+        row("  floor: hyper client, same requests", "us", fhs, "");
+        hyper_ratio_row("tool-loop iteration", lib, fhs, "");
+    }
+    free(fh);
     agentao_agent_free(a);
     raw_close(&raw);
     bodies_free(&req);
@@ -1350,9 +1477,8 @@ static int child_callgrind(const char *kind, int reps, const char *base_url) {
 /* The instructions (Ir) of the first dump `<out>.1`: its `totals:` line, the cost since the
  * counters were zeroed. (Its `summary:` line is the whole run's, warm-up and agent creation
  * included: the figures of issue 12 before 2026-12-03 were read from it, 1.2-2x too high.) */
-static double callgrind_ir(const char *out) {
-    char path[700], line[512];
-    snprintf(path, sizeof path, "%s.1", out);
+static double callgrind_totals(const char *path) {
+    char line[512];
     FILE *f = fopen(path, "r");
     if (!f) die("callgrind: no dump %s", path);
     double ir = -1;
@@ -1364,6 +1490,31 @@ static double callgrind_ir(const char *out) {
     fclose(f);
     if (ir < 0) die("callgrind: no totals in %s", path);
     return ir;
+}
+
+static double callgrind_ir(const char *out) {
+    char path[700];
+    snprintf(path, sizeof path, "%s.1", out);
+    return callgrind_totals(path);
+}
+
+/* The hyper floor's instructions per replay of `req`: the child has no client requests to zero
+ * its counters, so it runs twice under callgrind, with 1 and 1 + reps replays on one connection,
+ * and the difference leaves out its start, its connect and the first (warm-up) replay. */
+static double callgrind_hyper_per_replay(const mock_t *m, const bodies_t *req, int reps,
+                                         const char *out) {
+    double ir[2];
+    for (int k = 0; k < 2; k++) {
+        char path[700], cmd[4096];
+        snprintf(path, sizeof path, "%s.hyper%d", out, k);
+        snprintf(cmd, sizeof cmd,
+                 "printf 'run 127.0.0.1:%d %s %d -\\n' | valgrind --tool=callgrind "
+                 "--callgrind-out-file='%s' '%s' >'%s.answer' 2>'%s.log'",
+                 m->port, req->path, 1 + k * reps, path, g_hyper, path, path);
+        if (system(cmd) != 0) die("callgrind hyper floor run failed: see %s.log", path);
+        ir[k] = callgrind_totals(path);
+    }
+    return (ir[1] - ir[0]) / reps;
 }
 
 static void bench_callgrind(void) {
@@ -1381,7 +1532,11 @@ static void bench_callgrind(void) {
     char *loop_script = script_tool_loop(LOOP_ITERS, "loop done");
     char *stream_script = script_text_stream(STREAM_CHUNKS, 4, 0);
     const char *scripts[3] = {text_script, loop_script, stream_script};
+    int hyper = g_hyper[0] && access(g_hyper, X_OK) == 0;
+    if (!hyper) printf("hyper floor: no binary: its instruction counts are skipped\n");
     for (int c = 0; c < 3; c++) {
+        bodies_t req = {0};
+        if (hyper && c < 2) req = capture_requests(scripts[c], c == 0 ? capture_hi : capture_loop);
         mock_t m = mock_start(scripts[c]);
         char out[600], reps[16], cmd[4096];
         /* BENCH_CALLGRIND_DIR keeps the profiles (callgrind_annotate DIR/callgrind.loop.1). */
@@ -1393,10 +1548,18 @@ static void bench_callgrind(void) {
                  ">/dev/null 2>'%s.log'",
                  out, g_self, cases[c].kind, reps, m.base_url, out);
         if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
+        double hyper_ir = req.n ? callgrind_hyper_per_replay(&m, &req, cases[c].reps, out) : 0;
         mock_stop(&m);
         double ir = callgrind_ir(out) / (cases[c].reps * cases[c].per);
         stat_t st = {ir, ir, 1};
         row(cases[c].label, "instr", st, c == 1 ? "<= 150k" : "");
+        if (req.n) {
+            double h = hyper_ir / cases[c].per;
+            stat_t hs = {h, h, 1}, q = {ir / h, ir / h, 1};
+            row("  floor: hyper client, same requests", "instr", hs, "");
+            row("  ratio library/hyper floor, instructions", "x", q, "");
+            bodies_free(&req);
+        }
     }
     free(loop_script);
     free(stream_script);
@@ -1717,6 +1880,8 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--mock") == 0 && i + 1 < argc) {
             if (!realpath(argv[++i], g_mock)) die("--mock %s: %s", argv[i], strerror(errno));
+        } else if (strcmp(argv[i], "--hyper-floor") == 0 && i + 1 < argc) {
+            snprintf(g_hyper, sizeof g_hyper, "%s", argv[++i]);
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
             out = argv[++i];
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -1726,7 +1891,8 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--callgrind") == 0) {
             g_only = "callgrind";
         } else {
-            die("usage: bench --mock PATH [--out FILE] [--quick] [--only SECTION] [--callgrind]");
+            die("usage: bench --mock PATH [--hyper-floor PATH] [--out FILE] [--quick] [--only SECTION] "
+                "[--callgrind]");
         }
     }
     if (!g_mock[0]) die("usage: bench --mock PATH [--out FILE] [--quick]");
@@ -1743,6 +1909,7 @@ int main(int argc, char **argv) {
     sb_add(&g_json, "{\n  \"library_version\": \"%s\",\n  \"machine\": {%s},\n  \"quick\": %s,\n  \"figures\": {",
            agentao_version(), mach.p, g_quick ? "true" : "false");
 
+    if (want("turn") || want("stream") || want("loop")) hyper_start();
     if (want("turn")) bench_turn();
     if (want("stream")) bench_stream();
     if (want("loop")) bench_tool_loop();

@@ -7,8 +7,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-cargo build --release -p agentao -p mock-openai -p mcp-fault-server
+cargo build --release -p agentao -p mock-openai -p mcp-fault-server -p hyper-floor
 mkdir -p target/bench
 cc -O2 -std=c11 -Wall -Wextra -Iinclude -o target/bench/bench bench/bench.c \
    -Ltarget/release -lagentao -Wl,-rpath,"$ROOT/target/release" -lpthread
-exec target/bench/bench --mock target/release/mock-openai --out bench/results.json "$@"
+exec target/bench/bench --mock target/release/mock-openai --hyper-floor target/release/hyper-floor --out bench/results.json "$@"
