@@ -120,6 +120,20 @@ impl EventWriter {
         self.as_str()
     }
 
+    /// [`EventWriter::event`] for a typed event's data (see [`EventData`]).
+    pub(crate) fn data_event<D: EventData + ?Sized>(&mut self, ty: &str, data: &D) -> &str {
+        self.buf.clear();
+        self.buf.extend_from_slice(b"{\"type\":\"");
+        self.buf.extend_from_slice(ty.as_bytes());
+        self.buf
+            .extend_from_slice(b"\",\"schema_version\":1,\"data\":");
+        let mut fields = Fields::open(&mut self.buf);
+        data.write_fields(&mut fields);
+        fields.close();
+        self.buf.extend_from_slice(b"}");
+        self.as_str()
+    }
+
     /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
     pub(crate) fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &str {
         self.text_event_head(ty, key);
@@ -162,6 +176,83 @@ impl EventWriter {
         std::str::from_utf8(&self.buf).expect("JSON text is UTF-8")
     }
 }
+
+/// An event's `data` object whose keys are the library's own field names, written by
+/// [`EventWriter::data_event`]. [`event_data!`] declares the struct and implements this.
+pub(crate) trait EventData {
+    fn write_fields(&self, fields: &mut Fields<'_>);
+}
+
+/// A JSON object being written into an event buffer, one field at a time. The keys are
+/// written as they are: they are our own field names, plain ASCII with nothing to escape, and
+/// serde_json's key path (an escaping scan and its map state per key) was most of what an
+/// event cost (issue 12). The values go through serde_json as before.
+pub(crate) struct Fields<'b> {
+    buf: &'b mut Vec<u8>,
+    empty: bool,
+}
+
+impl<'b> Fields<'b> {
+    fn open(buf: &'b mut Vec<u8>) -> Self {
+        buf.push(b'{');
+        Fields { buf, empty: true }
+    }
+
+    /// `"key":value`; `quoted_key` is the key with its quotes and colon (`"key":`).
+    pub(crate) fn field<T: Serialize + ?Sized>(&mut self, quoted_key: &'static str, value: &T) {
+        debug_assert!(is_plain_key(quoted_key), "{quoted_key} needs escaping");
+        if !std::mem::take(&mut self.empty) {
+            self.buf.push(b',');
+        }
+        self.buf.extend_from_slice(quoted_key.as_bytes());
+        serde_json::to_writer(&mut *self.buf, value).expect("event data serializes");
+    }
+
+    fn close(self) {
+        self.buf.push(b'}');
+    }
+}
+
+/// `"key":` with a key that JSON needs no escape for.
+fn is_plain_key(quoted_key: &str) -> bool {
+    quoted_key
+        .strip_prefix('"')
+        .and_then(|k| k.strip_suffix("\":"))
+        .is_some_and(|k| k.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'))
+}
+
+/// Declares an event's data struct and its [`EventData`]: the fields in order, each written as
+/// `"name":value`; a field marked `#[skip_if(f)]` is left out when `f(&value)` holds.
+macro_rules! event_data {
+    (
+        $(#[$meta:meta])*
+        pub(crate) struct $name:ident $(<$lt:lifetime>)? {
+            $(
+                $(#[doc = $doc:literal])*
+                $(#[skip_if($skip:path)])?
+                pub(crate) $field:ident : $ty:ty,
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub(crate) struct $name $(<$lt>)? {
+            $( $(#[doc = $doc])* pub(crate) $field: $ty, )*
+        }
+
+        impl $(<$lt>)? $crate::events::EventData for $name $(<$lt>)? {
+            fn write_fields(&self, fields: &mut $crate::events::Fields<'_>) {
+                $(
+                    if !$crate::events::event_data!(@skip &self.$field $(, $skip)?) {
+                        fields.field(concat!("\"", stringify!($field), "\":"), &self.$field);
+                    }
+                )*
+            }
+        }
+    };
+    (@skip $value:expr) => { false };
+    (@skip $value:expr, $skip:path) => { $skip($value) };
+}
+pub(crate) use event_data;
 
 const TEXT_DELTA_HEAD: &str = "{\"type\":\"text_delta\",\"text\":";
 

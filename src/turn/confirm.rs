@@ -120,7 +120,7 @@ impl Turn<'_, '_> {
                 // Never prompt for a cancelled turn (the reference does: a deliberate fix).
                 return Err(LoopError::Cancelled);
             }
-            self.emit(
+            self.emit_data(
                 "tool_confirmation",
                 &events::ToolCall {
                     tool: &p.name,
@@ -147,7 +147,7 @@ impl Turn<'_, '_> {
                     } else {
                         Refusal::NotApproved
                     });
-                    self.emit(
+                    self.emit_data(
                         "turn_start",
                         &events::TurnStart {
                             display_reset: true,

@@ -164,7 +164,7 @@ impl Turn<'_, '_> {
         for (p, res) in plans.iter().zip(results) {
             let raw = res.text(&p.name);
             let f = self.env.tool_services.format_result(&p.name, &raw);
-            self.emit(
+            self.emit_data(
                 "tool_result",
                 &events::ToolResult {
                     tool: &p.name,
@@ -328,7 +328,7 @@ impl Turn<'_, '_> {
 
     /// The transport's `tool_start` for a planned call (run or refused).
     fn emit_tool_start(&mut self, p: &Plan) {
-        self.emit(
+        self.emit_data(
             "tool_start",
             &events::ToolCall {
                 tool: &p.name,
@@ -408,7 +408,7 @@ impl Turn<'_, '_> {
             chunk.push_str(&notice);
         }
         let p = &plans[i];
-        self.emit(
+        self.emit_data(
             "tool_output",
             &events::ToolOutput {
                 tool: &p.name,
@@ -420,7 +420,7 @@ impl Turn<'_, '_> {
 
     /// `tool_complete` and the host's `finished` event of a call that ran or was refused.
     async fn call_finished(&mut self, p: &Plan, started_at: &str, res: &ToolOutcome) {
-        self.emit(
+        self.emit_data(
             "tool_complete",
             &events::ToolComplete {
                 tool: &p.name,

@@ -48,7 +48,7 @@ impl Turn<'_, '_> {
                 tool_count: schemas.len(),
             };
             env.emitter
-                .emit(self.writer.event("llm_call_started", &started));
+                .emit(self.writer.data_event("llm_call_started", &started));
             // Everything added since the last call is this turn's.
             let start = self.delta_baseline.min(turn.len());
             let delta = events::LlmCallDelta {
@@ -58,7 +58,7 @@ impl Turn<'_, '_> {
                 added_messages: &turn[start..],
             };
             env.emitter
-                .emit(self.writer.event("llm_call_delta", &delta));
+                .emit(self.writer.data_event("llm_call_delta", &delta));
             self.delta_baseline = turn.len();
             let req = ChatRequest {
                 system: env.system_prompt,
@@ -95,7 +95,7 @@ impl Turn<'_, '_> {
                         streamed: Some(e.streamed),
                     };
                     drop(call);
-                    self.emit("llm_call_completed", &data);
+                    self.emit_data("llm_call_completed", &data);
                     return Err(e);
                 }
             };
@@ -144,7 +144,7 @@ impl Turn<'_, '_> {
             |d: Option<Duration>| d.map(|d| (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
         let duration_ms = ms(Some(r.duration)).unwrap_or_default();
         let u = r.usage;
-        self.emit(
+        self.emit_data(
             "llm_call_completed",
             &events::LlmCallCompleted {
                 attempt,

@@ -38,7 +38,7 @@ use crate::cancel::CancelToken;
 use crate::config::ToolsConfig;
 use crate::events::host::{CallIds, HostEvent, HostEventHub};
 use crate::events::transport::Transport;
-use crate::events::{Emitter, EventWriter};
+use crate::events::{Emitter, EventData, EventWriter};
 use crate::llm::message::RunningCounts;
 use crate::llm::{LlmClient, LlmResponse, Message};
 use crate::permissions::PermissionEngine;
@@ -190,6 +190,12 @@ impl Turn<'_, '_> {
         self.env.emitter.emit(ev);
     }
 
+    /// [`Turn::emit`] for the typed events of `events.rs`.
+    fn emit_data<D: EventData + ?Sized>(&mut self, ty: &str, data: &D) {
+        let ev = self.writer.data_event(ty, data);
+        self.env.emitter.emit(ev);
+    }
+
     fn transport(&self) -> Arc<dyn Transport> {
         self.env.emitter.transport().clone()
     }
@@ -233,7 +239,7 @@ impl Turn<'_, '_> {
                 return Err(LoopError::Cancelled);
             }
             self.inject_background_notices();
-            self.emit(
+            self.emit_data(
                 "turn_start",
                 &events::TurnStart {
                     display_reset: false,
