@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use agentao::llm::openai::{decode_event_for_fuzzing, DecodePath};
+use agentao::llm::openai::{decode_event_after_for_fuzzing, decode_event_for_fuzzing, DecodePath};
 use agentao::llm::sse::SseParser;
 use serde_json::{json, Value};
 
@@ -149,7 +149,13 @@ fn seed_events() -> Vec<Vec<u8>> {
 
 /// Both ways agree on `event`; returns whether the fast path took it.
 fn agree(event: &[u8]) -> bool {
-    let auto = decode_event_for_fuzzing(event, DecodePath::Auto);
+    agree_after(&[], event)
+}
+
+/// Both ways agree on `event` decoded after `previous` (the fast path remembers the last text
+/// chunk); returns whether the fast path took it.
+fn agree_after(previous: &[u8], event: &[u8]) -> bool {
+    let auto = decode_event_after_for_fuzzing(previous, event, DecodePath::Auto);
     let general = decode_event_for_fuzzing(event, DecodePath::GeneralOnly);
     assert!(!general.fast);
     assert_eq!(
@@ -186,11 +192,13 @@ fn fast_and_general_paths_agree() {
     for event in &targets {
         for cut in 0..event.len() {
             agree(&event[..cut]);
+            agree_after(event, &event[..cut]);
             for swap in swaps {
                 let mut v = event[..cut].to_vec();
                 v.extend_from_slice(swap);
                 v.extend_from_slice(&event[cut + 1..]);
                 agree(&v);
+                agree_after(event, &v);
                 variants += 1;
             }
         }

@@ -6,7 +6,8 @@
 //! reasoning, tool names, ids and arguments together stay within a small multiple of the input.
 //!
 //! Each raw event is also decoded on its own both ways: the fast path for plain text chunks
-//! and the general decoder must leave the same state and the same error.
+//! and the general decoder must leave the same state and the same error; and so must the fast
+//! path reading an event after the one before it (what it remembers of the last text chunk).
 //!
 //! First byte odd: a round trip. The rest of the input is cut into deltas (text, reasoning,
 //! tool-call fragments, finish reason), each rendered as a real chunk with serde_json; the
@@ -14,7 +15,10 @@
 //! the id, name and joined arguments.
 #![no_main]
 
-use agentao::llm::openai::{decode_event_for_fuzzing, decode_events_for_fuzzing, DecodePath};
+use agentao::llm::openai::{
+    decode_event_after_for_fuzzing, decode_event_for_fuzzing, decode_events_for_fuzzing,
+    DecodePath,
+};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
@@ -31,6 +35,13 @@ fn raw_case(input: &[u8]) {
         let mut general = decode_event_for_fuzzing(e, DecodePath::GeneralOnly);
         general.fast = auto.fast;
         assert_eq!(auto, general, "{:?}", String::from_utf8_lossy(e));
+    }
+    // The last text chunk remembered: each event decoded after the one before it.
+    for pair in events.windows(2) {
+        let auto = decode_event_after_for_fuzzing(pair[0], pair[1], DecodePath::Auto);
+        let mut general = decode_event_for_fuzzing(pair[1], DecodePath::GeneralOnly);
+        general.fast = auto.fast;
+        assert_eq!(auto, general, "{:?}", String::from_utf8_lossy(pair[1]));
     }
     let (resp, _err) = decode_events_for_fuzzing(events.iter().copied());
     let out = resp.content.len()

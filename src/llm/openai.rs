@@ -26,7 +26,7 @@ use super::assembly::{Assembler, Usage};
 use super::config::OpenAiConfig;
 use super::fingerprint::SharedMemo;
 use super::sse::SseParser;
-use super::text_chunk::text_chunk;
+use super::text_chunk::{text_chunk, LastTextChunk};
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
 use super::wire_match::serializes_to;
 use super::{retry, ChatRequest, LlmError};
@@ -384,6 +384,7 @@ impl OpenAiBackend {
             read_timeout: self.read_timeout,
             deadline: Instant::now() + self.read_timeout,
             eof: false,
+            last_text_chunk: LastTextChunk::default(),
         })
     }
 }
@@ -471,6 +472,7 @@ pub(crate) struct OpenAiStream {
     /// empty deltas do not hide a stalled stream.
     deadline: Instant,
     eof: bool,
+    last_text_chunk: LastTextChunk,
 }
 
 /// A response the limits refuse: not retried (the server would send the same again).
@@ -490,7 +492,12 @@ impl OpenAiStream {
     /// a response past its size bound is abandoned.
     fn decode_ready(&mut self, asm: &mut Assembler) -> Result<bool, LlmError> {
         let before = asm.received();
-        let decoded = decode_event(self.parser.data(), asm)?;
+        let decoded = decode_event_by(
+            self.parser.data(),
+            asm,
+            DecodePath::Auto,
+            &mut self.last_text_chunk,
+        )?;
         self.after_event(asm, before)?;
         Ok(!matches!(decoded, Decoded::Done))
     }
@@ -600,25 +607,35 @@ enum Decoded {
 }
 
 fn decode_event(data: &[u8], asm: &mut Assembler) -> Result<Decoded, LlmError> {
-    decode_event_by(data, asm, DecodePath::Auto)
+    decode_event_by(data, asm, DecodePath::Auto, &mut LastTextChunk::default())
 }
 
 fn decode_event_by(
     data: &[u8],
     asm: &mut Assembler,
     path: DecodePath,
+    last: &mut LastTextChunk,
 ) -> Result<Decoded, LlmError> {
     let trimmed = data.trim_ascii();
     if trimmed == b"[DONE]" {
         return Ok(Decoded::Done);
     }
+    if path == DecodePath::Auto {
+        if let Some(chunk) = last.read(trimmed) {
+            chunk.apply(asm);
+            return Ok(Decoded::Fast);
+        }
+    }
     // The event is checked for UTF-8 once (the standard library's ASCII fast path) rather than
     // each of its ~15 strings by the parser: that was a fifth of a delta's instructions. Not
     // UTF-8: parsed from bytes as before, so it fails where it always did.
     let text = std::str::from_utf8(trimmed).ok();
-    if let (DecodePath::Auto, Some(chunk)) = (path, text.and_then(text_chunk)) {
-        chunk.apply(asm);
-        return Ok(Decoded::Fast);
+    if let (DecodePath::Auto | DecodePath::NoMemo, Some(text)) = (path, text) {
+        if let Some(chunk) = text_chunk(text) {
+            chunk.apply(asm);
+            last.remember(text, &chunk);
+            return Ok(Decoded::Fast);
+        }
     }
     let mut error = None;
     let seed = ChunkSeed {
@@ -939,8 +956,9 @@ pub fn decode_events_for_fuzzing<'a>(
 ) -> (super::LlmResponse, Option<LlmError>) {
     let mut asm = Assembler::default();
     let mut error = None;
+    let mut last = LastTextChunk::default();
     for data in events {
-        match decode_event(data, &mut asm) {
+        match decode_event_by(data, &mut asm, DecodePath::Auto, &mut last) {
             Ok(Decoded::Chunk | Decoded::Fast) => {}
             Ok(Decoded::Done) => break,
             Err(e) => {
@@ -958,6 +976,8 @@ pub fn decode_events_for_fuzzing<'a>(
 pub enum DecodePath {
     /// As the library decodes: the fast path for plain text chunks, the general decoder else.
     Auto,
+    /// As `Auto`, without the remembered last text chunk (`LastTextChunk`).
+    NoMemo,
     /// The general decoder for every event.
     GeneralOnly,
 }
@@ -979,8 +999,21 @@ pub struct DecodedEvent {
 
 #[doc(hidden)]
 pub fn decode_event_for_fuzzing(data: &[u8], path: DecodePath) -> DecodedEvent {
+    decode_event_after_for_fuzzing(&[], data, path)
+}
+
+/// As [`decode_event_for_fuzzing`], after `previous` was decoded the same way (what the decoder
+/// remembers of it is used for `data`; its effect on the assembler is not kept).
+#[doc(hidden)]
+pub fn decode_event_after_for_fuzzing(
+    previous: &[u8],
+    data: &[u8],
+    path: DecodePath,
+) -> DecodedEvent {
+    let mut last = LastTextChunk::default();
+    let _ = decode_event_by(previous, &mut Assembler::default(), path, &mut last);
     let mut asm = Assembler::default();
-    let decoded = decode_event_by(data, &mut asm, path);
+    let decoded = decode_event_by(data, &mut asm, path, &mut last);
     DecodedEvent {
         fast: matches!(decoded, Ok(Decoded::Fast)),
         done: matches!(decoded, Ok(Decoded::Done)),
