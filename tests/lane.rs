@@ -1,0 +1,294 @@
+//! The model request's HTTP transport (issue 12, "the HTTP client itself"): what reqwest did
+//! for us and any replacement must keep doing — a keep-alive connection the server closed
+//! between two turns is replaced silently, a 307 is followed with the same body, and a proxy
+//! from the environment is used. Each test runs against a loopback stub written with `std::net`
+//! so it controls the wire: when a connection closes, what the status is, who receives what.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use agentao::cancel::CancelToken;
+use agentao::config::{AgentConfig, Env, LlmConfig};
+use agentao::llm::{ChatRequest, LlmClient, LlmError, Message, Piece};
+use serde_json::json;
+
+/// No environment fallbacks: the tests must not depend on the developer's `LLM_*` variables.
+struct NoEnv;
+impl Env for NoEnv {
+    fn var(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+fn client_for(base_url: &str) -> LlmClient {
+    let doc = json!({
+        "working_directory": std::env::temp_dir().display().to_string(),
+        "llm": {
+            "provider": "openai",
+            "base_url": base_url,
+            "api_key": "test",
+            "model": "mock-model",
+            "retry_backoff_base_ms": 10,
+            "retry_backoff_cap_ms": 100,
+            "read_timeout_ms": 5000,
+        },
+    });
+    let config: LlmConfig = AgentConfig::from_json_with_env(&doc.to_string(), &NoEnv)
+        .expect("valid config")
+        .llm;
+    LlmClient::new(&config).expect("client")
+}
+
+/// What one model call showed its caller: the text, the retries announced, the error.
+#[derive(Debug, Default)]
+struct Turn {
+    text: String,
+    retries: usize,
+    error: Option<LlmError>,
+}
+
+async fn call(client: &LlmClient) -> Turn {
+    let history = vec![Message::User("Hello?".into())];
+    let req = ChatRequest {
+        system: "You are a test.",
+        history: &history,
+        transcript: &[],
+        tail: None,
+        tools: &Arc::default(),
+    };
+    let cancel = CancelToken::new();
+    let mut call = client.start(&req, &cancel);
+    let mut turn = Turn::default();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), call.next())
+            .await
+            .expect("no call may hang")
+        {
+            Ok(Some(Piece::Text(t))) => turn.text.push_str(t),
+            Ok(Some(Piece::Retry { .. })) => turn.retries += 1,
+            Ok(Some(_)) => {}
+            Ok(None) => break,
+            Err(e) => {
+                turn.error = Some(e);
+                break;
+            }
+        }
+    }
+    turn
+}
+
+/// One request as the stub read it.
+#[derive(Debug, Clone)]
+struct Received {
+    /// `POST /v1/chat/completions HTTP/1.1`, or the absolute form a proxy receives.
+    request_line: String,
+    body: Vec<u8>,
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Received> {
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).ok()? == 0 {
+        return None;
+    }
+    let mut content_length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                content_length = value.trim().parse().ok()?;
+            }
+        }
+    }
+    let mut body = vec![0; content_length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Received {
+        request_line: request_line.trim_end().to_owned(),
+        body,
+    })
+}
+
+/// A keep-alive SSE answer saying `text`.
+fn sse_answer(text: &str) -> Vec<u8> {
+    let body = format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    );
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A stub that answers each request with `answer(request)`; `after_answer` runs on the
+/// connection once the answer is written (it may close it). Reports each request as it comes.
+fn stub(
+    answer: impl Fn(&Received) -> Vec<u8> + Send + Sync + 'static,
+    after_answer: impl Fn(&TcpStream) + Send + Sync + 'static,
+) -> (u16, mpsc::Receiver<Received>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::channel();
+    let answer = Arc::new(answer);
+    let after_answer = Arc::new(after_answer);
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let (tx, answer, after_answer) = (tx.clone(), answer.clone(), after_answer.clone());
+            thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                while let Some(req) = read_request(&mut reader) {
+                    let _ = stream.write_all(&answer(&req));
+                    after_answer(&stream);
+                    if tx.send(req).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, rx)
+}
+
+fn next_request(rx: &mpsc::Receiver<Received>) -> Received {
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("the stub received a request")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_connection_closed_by_the_server_between_turns_is_replaced_silently() {
+    // The server closes every connection right after its answer, without `connection: close`:
+    // the client pools it as keep-alive and finds it dead at the next turn.
+    let (port, rx) = stub(
+        |_| sse_answer("hi"),
+        |s| {
+            thread::sleep(Duration::from_millis(20));
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        },
+    );
+    let client = client_for(&format!("http://127.0.0.1:{port}/v1"));
+    let first = call(&client).await;
+    assert!(first.error.is_none(), "{:?}", first.error);
+    assert_eq!(first.text, "hi");
+    next_request(&rx);
+    // Let the close reach the client's socket.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = call(&client).await;
+    assert!(second.error.is_none(), "{:?}", second.error);
+    assert_eq!(second.text, "hi");
+    assert_eq!(
+        second.retries, 0,
+        "the dead connection must not cost a retry"
+    );
+    next_request(&rx);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_307_is_followed_with_the_same_body() {
+    let (port, rx) = stub(
+        |req| {
+            if req.request_line.starts_with("POST /v1/") {
+                b"HTTP/1.1 307 Temporary Redirect\r\nlocation: /v2/chat/completions\r\ncontent-length: 0\r\n\r\n".to_vec()
+            } else {
+                sse_answer("moved")
+            }
+        },
+        |_| {},
+    );
+    let client = client_for(&format!("http://127.0.0.1:{port}/v1"));
+    let turn = call(&client).await;
+    assert!(turn.error.is_none(), "{:?}", turn.error);
+    assert_eq!(turn.text, "moved");
+    assert_eq!(turn.retries, 0);
+    let redirected = next_request(&rx);
+    assert_eq!(
+        redirected.request_line,
+        "POST /v1/chat/completions HTTP/1.1"
+    );
+    // Whoever sends it, every request until the answer carries the same body.
+    let followed = loop {
+        let r = next_request(&rx);
+        assert_eq!(r.body, redirected.body);
+        if r.request_line.starts_with("POST /v2/") {
+            break r;
+        }
+    };
+    assert_eq!(followed.request_line, "POST /v2/chat/completions HTTP/1.1");
+    let body: serde_json::Value = serde_json::from_slice(&followed.body).unwrap();
+    assert_eq!(body["model"], "mock-model");
+}
+
+/// The environment variable the child of [`a_proxy_from_the_environment_is_used`] reads.
+const CHILD_MODEL_URL: &str = "AGENTAO_LANE_TEST_MODEL_URL";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_from_the_environment_is_used() {
+    // The proxy stub answers whatever it is sent; the model URL names a port nobody listens
+    // on, so only a request through the proxy can succeed.
+    let (proxy_port, rx) = stub(|_| sse_answer("proxied"), |_| {});
+    let unreachable = TcpListener::bind("127.0.0.1:0").unwrap();
+    let model_url = format!(
+        "http://127.0.0.1:{}/v1",
+        unreachable.local_addr().unwrap().port()
+    );
+    drop(unreachable);
+    // The proxy variable is set for a child process only: setting it here would reach every
+    // other test of this binary.
+    for var in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args(["--exact", "the_child_of_the_proxy_test", "--ignored"])
+            .args(["--test-threads", "1", "--nocapture"])
+            .env(CHILD_MODEL_URL, &model_url)
+            .env(var, format!("http://127.0.0.1:{proxy_port}"));
+        for other in [
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+            "NO_PROXY",
+            "no_proxy",
+        ] {
+            if other != var {
+                child.env_remove(other);
+            }
+        }
+        let out = child.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{var}: the child failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "{var}: the child test did not run"
+        );
+        let received = next_request(&rx);
+        assert_eq!(
+            received.request_line,
+            format!("POST {model_url}/chat/completions HTTP/1.1"),
+            "{var}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "run by a_proxy_from_the_environment_is_used in a child process with a proxy set"]
+async fn the_child_of_the_proxy_test() {
+    let url = std::env::var(CHILD_MODEL_URL).expect("run by the proxy test");
+    let turn = call(&client_for(&url)).await;
+    assert!(turn.error.is_none(), "{:?}", turn.error);
+    assert_eq!(turn.text, "proxied");
+}
