@@ -227,13 +227,17 @@ mod tests {
         assert_eq!(w.data_event("e", new), expected);
     }
 
+    /// The event as written now and as the old derived `Serialize` wrote it, from one field list.
+    macro_rules! same {
+        ($event:ident { $($fields:tt)* }) => {
+            same(&$event { $($fields)* }, &old::$event { $($fields)* })
+        };
+    }
+
     #[test]
     fn events_are_the_old_rendering() {
         for display_reset in [false, true] {
-            same(
-                &TurnStart { display_reset },
-                &old::TurnStart { display_reset },
-            );
+            same!(TurnStart { display_reset });
         }
         let args = json!({"file_path": "a\"b.txt", "limit": 3, "deep": {"x": [1, null]}});
         let args = args.as_object().unwrap();
@@ -258,153 +262,74 @@ mod tests {
             let ms = floats[i % floats.len()];
             let ms_opt = (i % 3 != 0).then_some(floats[(i + 1) % floats.len()]);
             let flag = [None, Some(true), Some(false)][i % 3];
-            same(
-                &LlmCallStarted {
-                    attempt: i as u32,
-                    model: text,
-                    temperature: ms_opt,
-                    max_tokens: 4096,
-                    n_messages: i,
-                    n_tool_messages: i + 1,
-                    n_system_reminder_blocks: 0,
-                    system_prompt_hash: "0123456789abcdef",
-                    tools_hash: text,
-                    tool_count: 10,
-                },
-                &old::LlmCallStarted {
-                    attempt: i as u32,
-                    model: text,
-                    temperature: ms_opt,
-                    max_tokens: 4096,
-                    n_messages: i,
-                    n_tool_messages: i + 1,
-                    n_system_reminder_blocks: 0,
-                    system_prompt_hash: "0123456789abcdef",
-                    tools_hash: text,
-                    tool_count: 10,
-                },
-            );
+            same!(LlmCallStarted {
+                attempt: i as u32,
+                model: text,
+                temperature: ms_opt,
+                max_tokens: 4096,
+                n_messages: i,
+                n_tool_messages: i + 1,
+                n_system_reminder_blocks: 0,
+                system_prompt_hash: "0123456789abcdef",
+                tools_hash: text,
+                tool_count: 10,
+            });
             let added = &messages[..i.min(messages.len())];
-            same(
-                &LlmCallDelta {
-                    attempt: 1,
-                    delta_start_index: i,
-                    total_messages: i * 2,
-                    added_messages: added,
-                },
-                &old::LlmCallDelta {
-                    attempt: 1,
-                    delta_start_index: i,
-                    total_messages: i * 2,
-                    added_messages: added,
-                },
-            );
-            same(
-                &LlmCallCompleted {
-                    attempt: 2,
-                    status: "ok",
-                    duration_ms: ms,
-                    model_latency_ms: ms,
-                    first_token_ms: ms_opt,
-                    first_reasoning_ms: None,
-                    error_class: opt,
-                    error_message: opt,
-                    finish_reason: Some(text),
-                    finish_reason_reported: flag,
-                    prompt_tokens: num,
-                    completion_tokens: num,
-                    cache_read_tokens: None,
-                    cache_creation_tokens: num,
-                    reasoning_tokens: num,
-                    streamed: flag.map(|f| !f),
-                },
-                &old::LlmCallCompleted {
-                    attempt: 2,
-                    status: "ok",
-                    duration_ms: ms,
-                    model_latency_ms: ms,
-                    first_token_ms: ms_opt,
-                    first_reasoning_ms: None,
-                    error_class: opt,
-                    error_message: opt,
-                    finish_reason: Some(text),
-                    finish_reason_reported: flag,
-                    prompt_tokens: num,
-                    completion_tokens: num,
-                    cache_read_tokens: None,
-                    cache_creation_tokens: num,
-                    reasoning_tokens: num,
-                    streamed: flag.map(|f| !f),
-                },
-            );
-            same(
-                &ToolCall {
-                    tool: text,
-                    args,
-                    call_id: "c1",
-                },
-                &old::ToolCall {
-                    tool: text,
-                    args,
-                    call_id: "c1",
-                },
-            );
-            same(
-                &ToolOutput {
-                    tool: "t",
-                    chunk: text,
-                    call_id: text,
-                },
-                &old::ToolOutput {
-                    tool: "t",
-                    chunk: text,
-                    call_id: text,
-                },
-            );
+            same!(LlmCallDelta {
+                attempt: 1,
+                delta_start_index: i,
+                total_messages: i * 2,
+                added_messages: added,
+            });
+            same!(LlmCallCompleted {
+                attempt: 2,
+                status: "ok",
+                duration_ms: ms,
+                model_latency_ms: ms,
+                first_token_ms: ms_opt,
+                first_reasoning_ms: None,
+                error_class: opt,
+                error_message: opt,
+                finish_reason: Some(text),
+                finish_reason_reported: flag,
+                prompt_tokens: num,
+                completion_tokens: num,
+                cache_read_tokens: None,
+                cache_creation_tokens: num,
+                reasoning_tokens: num,
+                streamed: flag.map(|f| !f),
+            });
+            same!(ToolCall {
+                tool: text,
+                args,
+                call_id: "c1",
+            });
+            same!(ToolOutput {
+                tool: "t",
+                chunk: text,
+                call_id: text,
+            });
             let status = [ToolStatus::Ok, ToolStatus::Error, ToolStatus::Cancelled][i % 3];
-            same(
-                &ToolComplete {
-                    tool: "t",
-                    call_id: text,
-                    status,
-                    duration_ms: ms,
-                    error: opt,
-                },
-                &old::ToolComplete {
-                    tool: "t",
-                    call_id: text,
-                    status,
-                    duration_ms: ms,
-                    error: opt,
-                },
-            );
+            same!(ToolComplete {
+                tool: "t",
+                call_id: text,
+                status,
+                duration_ms: ms,
+                error: opt,
+            });
             let disk_path = opt.map(|t| format!("/tmp/{t}"));
-            same(
-                &ToolResult {
-                    tool: "t",
-                    call_id: "c",
-                    content: text,
-                    content_hash: "abc",
-                    original_chars: i,
-                    saved_to_disk: i % 2 == 0,
-                    disk_path: disk_path.clone(),
-                    status,
-                    duration_ms: ms,
-                    error: opt,
-                },
-                &old::ToolResult {
-                    tool: "t",
-                    call_id: "c",
-                    content: text,
-                    content_hash: "abc",
-                    original_chars: i,
-                    saved_to_disk: i % 2 == 0,
-                    disk_path,
-                    status,
-                    duration_ms: ms,
-                    error: opt,
-                },
-            );
+            same!(ToolResult {
+                tool: "t",
+                call_id: "c",
+                content: text,
+                content_hash: "abc",
+                original_chars: i,
+                saved_to_disk: i % 2 == 0,
+                disk_path: disk_path.clone(),
+                status,
+                duration_ms: ms,
+                error: opt,
+            });
         }
     }
 }
