@@ -6,43 +6,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentao::cancel::CancelToken;
-use agentao::config::{AgentConfig, Env, LlmConfig};
+use agentao::config::LlmConfig;
 use agentao::llm::{ChatRequest, LlmClient, LlmError, LlmResponse, Message, Piece};
 use mock_openai::{render_sse, MockServer};
 use serde_json::{json, Value};
 
-/// No environment fallbacks: tests must not depend on the developer's `LLM_*` variables.
-struct NoEnv;
-impl Env for NoEnv {
-    fn var(&self, _: &str) -> Option<String> {
-        None
-    }
-}
+mod common;
 
 fn config(server: &MockServer, extra: Value) -> LlmConfig {
-    config_for(&server.base_url(), extra)
-}
-
-fn config_for(base_url: &str, extra: Value) -> LlmConfig {
-    let mut llm = json!({
-        "provider": "openai",
-        "base_url": base_url,
-        "api_key": "test",
-        "model": "mock-model",
-        "retry_backoff_base_ms": 10,
-        "retry_backoff_cap_ms": 100,
-        "read_timeout_ms": 5000,
-    });
-    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
-        llm[k] = v;
-    }
-    let doc = json!({
-        "working_directory": std::env::temp_dir().display().to_string(),
-        "llm": llm,
-    });
-    AgentConfig::from_json_with_env(&doc.to_string(), &NoEnv)
-        .expect("valid config")
-        .llm
+    common::openai_llm_config(&server.base_url(), extra)
 }
 
 fn client(server: &MockServer, extra: Value) -> LlmClient {
@@ -933,7 +905,7 @@ async fn connection_refused_is_retried_then_fails() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let c = LlmClient::new(&config_for(
+    let c = LlmClient::new(&common::openai_llm_config(
         &format!("http://127.0.0.1:{port}/v1"),
         json!({"max_attempts": 2}),
     ))

@@ -12,35 +12,13 @@ use std::thread;
 use std::time::Duration;
 
 use agentao::cancel::CancelToken;
-use agentao::config::{AgentConfig, Env, LlmConfig};
 use agentao::llm::{ChatRequest, LlmClient, LlmError, Message, Piece};
 use serde_json::json;
 
-/// No environment fallbacks: the tests must not depend on the developer's `LLM_*` variables.
-struct NoEnv;
-impl Env for NoEnv {
-    fn var(&self, _: &str) -> Option<String> {
-        None
-    }
-}
+mod common;
 
 fn client_for(base_url: &str) -> LlmClient {
-    let doc = json!({
-        "working_directory": std::env::temp_dir().display().to_string(),
-        "llm": {
-            "provider": "openai",
-            "base_url": base_url,
-            "api_key": "test",
-            "model": "mock-model",
-            "retry_backoff_base_ms": 10,
-            "retry_backoff_cap_ms": 100,
-            "read_timeout_ms": 5000,
-        },
-    });
-    let config: LlmConfig = AgentConfig::from_json_with_env(&doc.to_string(), &NoEnv)
-        .expect("valid config")
-        .llm;
-    LlmClient::new(&config).expect("client")
+    LlmClient::new(&common::openai_llm_config(base_url, json!({}))).expect("client")
 }
 
 /// What one model call showed its caller: the text, the retries announced, the error.

@@ -9,8 +9,9 @@ use std::time::Instant;
 
 use agentao::agent::{Agent, TurnOptions, TurnResult};
 use agentao::cancel::CancelToken;
+use agentao::config::{AgentConfig, Env, LlmConfig};
 use agentao::turn::DeltaSink;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Validates host events against the v3 schema the library exports, panicking on the first
 /// invalid one, and records how many were checked (`scripts/test.sh` prints the total).
@@ -128,4 +129,36 @@ impl agentao::events::transport::Transport for RecordingHost {
             .answer(agentao::events::transport::Answer::Text(HOST_ANSWER.into()))
             .unwrap();
     }
+}
+
+/// No environment fallbacks: tests must not depend on the developer's `LLM_*` variables.
+struct NoEnv;
+impl Env for NoEnv {
+    fn var(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+/// The LLM config of an OpenAI-compatible endpoint at `base_url` with quick retries and a 5 s
+/// read timeout, `extra`'s keys set over those, read with no environment fallbacks.
+pub fn openai_llm_config(base_url: &str, extra: Value) -> LlmConfig {
+    let mut llm = json!({
+        "provider": "openai",
+        "base_url": base_url,
+        "api_key": "test",
+        "model": "mock-model",
+        "retry_backoff_base_ms": 10,
+        "retry_backoff_cap_ms": 100,
+        "read_timeout_ms": 5000,
+    });
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        llm[k] = v;
+    }
+    let doc = json!({
+        "working_directory": std::env::temp_dir().display().to_string(),
+        "llm": llm,
+    });
+    AgentConfig::from_json_with_env(&doc.to_string(), &NoEnv)
+        .expect("valid config")
+        .llm
 }
