@@ -577,6 +577,34 @@ static long raw_exchange(raw_t *r, const char *req, size_t len) {
 
 /* ------------------------------------------------------------------ the hyper floor */
 
+/* Starts `path` as a child that reads commands on its stdin (`*to`) and answers on its stdout
+ * (`*from`), killed with the bench; `quiet` sends its stderr to /dev/null. */
+static pid_t spawn_piped(const char *path, int quiet, FILE **to, FILE **from) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) die("pipe");
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        if (quiet) {
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0) dup2(null, 2);
+        }
+        close(in[1]);
+        close(out[0]);
+        execl(path, path, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    *to = fdopen(in[1], "w");
+    *from = fdopen(out[0], "r");
+    if (!*to || !*from) die("fdopen");
+    return pid;
+}
+
 /* The realistic floor: bench/hyper-floor, a minimal hyper 1.x client, run once as a persistent
  * child (one command a line on its stdin, one answer a line on its stdout), so its process
  * start is not measured. Without the binary its rows are skipped. */
@@ -593,22 +621,7 @@ static int hyper_start(void) {
                g_hyper[0] ? g_hyper : "no --hyper-floor given");
         return 0;
     }
-    int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0) die("pipe");
-    pid_t pid = fork();
-    if (pid < 0) die("fork");
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execl(g_hyper, g_hyper, (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    g_hf_to = fdopen(in[1], "w");
-    g_hf_from = fdopen(out[0], "r");
+    spawn_piped(g_hyper, 0, &g_hf_to, &g_hf_from);
     return 1;
 }
 
@@ -1604,25 +1617,8 @@ static void mcp_raw_answer(mcp_raw_t *r, int id) {
 }
 
 static mcp_raw_t mcp_raw_start(void) {
-    int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0) die("pipe");
-    pid_t pid = fork();
-    if (pid < 0) die("fork");
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) dup2(null, 2);
-        close(in[1]);
-        close(out[0]);
-        execl(g_mcp_server, g_mcp_server, (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    mcp_raw_t r = {pid, fdopen(in[1], "w"), fdopen(out[0], "r"), NULL, 0};
-    if (!r.to || !r.from) die("fdopen");
+    mcp_raw_t r = {0, NULL, NULL, NULL, 0};
+    r.pid = spawn_piped(g_mcp_server, 1, &r.to, &r.from);
     mcp_raw_send(&r, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
                      "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
                      "\"clientInfo\":{\"name\":\"bench\",\"version\":\"0\"}}}");
