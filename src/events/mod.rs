@@ -110,11 +110,7 @@ pub(crate) struct EventWriter {
 impl EventWriter {
     /// `{"type":…,"schema_version":1,"data":<data>}`.
     pub(crate) fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> &str {
-        self.buf.clear();
-        self.buf.extend_from_slice(b"{\"type\":\"");
-        self.buf.extend_from_slice(ty.as_bytes());
-        self.buf
-            .extend_from_slice(b"\",\"schema_version\":1,\"data\":");
+        self.event_head(ty);
         serde_json::to_writer(&mut self.buf, data).expect("event data serializes");
         self.buf.extend_from_slice(b"}");
         self.as_str()
@@ -122,11 +118,7 @@ impl EventWriter {
 
     /// [`EventWriter::event`] for a typed event's data (see [`EventData`]).
     pub(crate) fn data_event<D: EventData + ?Sized>(&mut self, ty: &str, data: &D) -> &str {
-        self.buf.clear();
-        self.buf.extend_from_slice(b"{\"type\":\"");
-        self.buf.extend_from_slice(ty.as_bytes());
-        self.buf
-            .extend_from_slice(b"\",\"schema_version\":1,\"data\":");
+        self.event_head(ty);
         let mut fields = Fields::open(&mut self.buf);
         data.write_fields(&mut fields);
         fields.close();
@@ -162,13 +154,19 @@ impl EventWriter {
 
     /// `{"type":ty,"schema_version":1,"data":{key:` in a cleared buffer.
     fn text_event_head(&mut self, ty: &str, key: &str) {
+        self.event_head(ty);
+        self.buf.extend_from_slice(b"{\"");
+        self.buf.extend_from_slice(key.as_bytes());
+        self.buf.extend_from_slice(b"\":");
+    }
+
+    /// `{"type":ty,"schema_version":1,"data":` in a cleared buffer.
+    fn event_head(&mut self, ty: &str) {
         self.buf.clear();
         self.buf.extend_from_slice(b"{\"type\":\"");
         self.buf.extend_from_slice(ty.as_bytes());
         self.buf
-            .extend_from_slice(b"\",\"schema_version\":1,\"data\":{\"");
-        self.buf.extend_from_slice(key.as_bytes());
-        self.buf.extend_from_slice(b"\":");
+            .extend_from_slice(b"\",\"schema_version\":1,\"data\":");
     }
 
     fn as_str(&self) -> &str {
