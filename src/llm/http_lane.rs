@@ -11,14 +11,17 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::future::{poll_fn, Future};
 use std::net::{IpAddr, SocketAddr};
+use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex};
+use std::task::Context;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
+use http_body_util::Full;
+use hyper::body::{Body as _, Incoming};
+use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper::header::{HeaderMap, HeaderValue, HOST};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
@@ -37,10 +40,48 @@ const IDLE_LIMIT: Duration = Duration::from_secs(90);
 const KEEPALIVE: Duration = Duration::from_secs(15);
 const KEEPALIVE_RETRIES: u32 = 3;
 
-type Sender = SendRequest<Full<Bytes>>;
+/// One connection, driven by whoever uses it: the request's future while it is sent and
+/// answered, the response's reads, the next request's readiness check. No task of its own, so
+/// no thread hand-off per request, and nothing but its owner keeps the socket open.
+struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    /// `None` once it ended (closed or failed: its error reached the request or the body).
+    driver: Option<Connection<TokioIo<TcpStream>, Full<Bytes>>>,
+}
+
+impl Conn {
+    /// Lets the connection read and write what it can.
+    fn poll_driver(&mut self, cx: &mut Context<'_>) {
+        if let Some(d) = &mut self.driver {
+            if Pin::new(d).poll(cx).is_ready() {
+                self.driver = None;
+            }
+        }
+    }
+
+    /// Awaits `f` while driving the connection.
+    async fn drive<F: Future>(&mut self, f: F) -> F::Output {
+        let mut f = pin!(f);
+        poll_fn(|cx| {
+            self.poll_driver(cx);
+            f.as_mut().poll(cx)
+        })
+        .await
+    }
+
+    /// Whether the connection can take a request (an idle one the server closed cannot).
+    async fn ready(&mut self) -> bool {
+        poll_fn(|cx| {
+            self.poll_driver(cx);
+            self.sender.poll_ready(cx)
+        })
+        .await
+        .is_ok()
+    }
+}
 
 /// The kept connection, with when it was last given back.
-type IdleSlot = Mutex<Option<(Sender, Instant)>>;
+type IdleSlot = Mutex<Option<(Conn, Instant)>>;
 
 /// Where the lane connects: an address, or a name resolved at each connect (as reqwest does).
 enum Target {
@@ -109,26 +150,24 @@ impl Lane {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .filter(|(_, since)| since.elapsed() < IDLE_LIMIT);
-        if let Some((mut sender, _)) = kept {
+        if let Some((mut conn, _)) = kept {
             // A connection the server closed while it was idle fails here or gives the
             // request back unsent: either way it goes to a new connection, not to a retry.
-            if sender.ready().await.is_ok() {
-                match sender
-                    .try_send_request(self.request(headers, body.clone()))
-                    .await
-                {
-                    Ok(resp) => return Ok(self.response(resp, sender)),
+            if conn.ready().await {
+                let sent = conn
+                    .sender
+                    .try_send_request(self.request(headers, body.clone()));
+                match conn.drive(sent).await {
+                    Ok(resp) => return Ok(self.response(resp, conn)),
                     Err(e) if e.message().is_none() => return Err(LaneError::Http(e.into_error())),
                     Err(_) => {}
                 }
             }
         }
-        let mut sender = self.connect().await?;
-        let resp = sender
-            .send_request(self.request(headers, body))
-            .await
-            .map_err(LaneError::Http)?;
-        Ok(self.response(resp, sender))
+        let mut conn = self.connect().await?;
+        let sent = conn.sender.send_request(self.request(headers, body));
+        let resp = conn.drive(sent).await.map_err(LaneError::Http)?;
+        Ok(self.response(resp, conn))
     }
 
     fn request(&self, headers: &HeaderMap, body: Bytes) -> Request<Full<Bytes>> {
@@ -144,19 +183,17 @@ impl Lane {
         req
     }
 
-    fn response(&self, resp: hyper::Response<Incoming>, sender: Sender) -> LaneResponse {
+    fn response(&self, resp: hyper::Response<Incoming>, conn: Conn) -> LaneResponse {
         let (head, body) = resp.into_parts();
         LaneResponse {
             head,
             body,
-            _lease: Lease {
-                sender: Some(sender),
-                slot: self.idle.clone(),
-            },
+            conn: Some(conn),
+            slot: self.idle.clone(),
         }
     }
 
-    async fn connect(&self) -> Result<Sender, LaneError> {
+    async fn connect(&self) -> Result<Conn, LaneError> {
         let connecting = async {
             match &self.target {
                 Target::Addr(a) => TcpStream::connect(a).await,
@@ -175,41 +212,32 @@ impl Lane {
         SockRef::from(&stream)
             .set_tcp_keepalive(&keepalive)
             .map_err(LaneError::Connect)?;
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(LaneError::Http)?;
-        // The task ends when the connection does, and the connection ends when its last
-        // `SendRequest` drops (the backend's slot or a response's lease): a freed agent closes
-        // its socket. An error of the connection reaches the request or the body reading it.
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(sender)
+        Ok(Conn {
+            sender,
+            driver: Some(driver),
+        })
     }
 }
 
-/// Gives the connection back to the backend's slot when the response is dropped, read to its
-/// end or not: hyper reads what is left of an unread body (or closes the connection when it
-/// cannot), and the next request's `ready` waits for that.
-struct Lease {
-    sender: Option<Sender>,
-    slot: Arc<IdleSlot>,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if let Some(sender) = self.sender.take() {
-            *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((sender, Instant::now()));
-        }
-    }
-}
-
-/// A response of the lane.
+/// A response of the lane. Its connection goes back to the backend's slot when it is dropped,
+/// read to its end or not: the next request's readiness check lets hyper read what is left of
+/// an unread body (or close the connection when it cannot).
 pub(crate) struct LaneResponse {
     head: hyper::http::response::Parts,
     body: Incoming,
-    /// Held for its drop.
-    _lease: Lease,
+    conn: Option<Conn>,
+    slot: Arc<IdleSlot>,
+}
+
+impl Drop for LaneResponse {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((conn, Instant::now()));
+        }
+    }
 }
 
 impl LaneResponse {
@@ -219,14 +247,26 @@ impl LaneResponse {
 
     /// The next data of the body; `None` at its end.
     async fn chunk(&mut self) -> Result<Option<Bytes>, hyper::Error> {
-        while let Some(frame) = self.body.frame().await {
-            if let Ok(data) = frame?.into_data() {
-                if !data.is_empty() {
-                    return Ok(Some(data));
+        let (body, conn) = (&mut self.body, &mut self.conn);
+        loop {
+            let frame = poll_fn(|cx| {
+                if let Some(c) = conn.as_mut() {
+                    c.poll_driver(cx);
+                }
+                Pin::new(&mut *body).poll_frame(cx)
+            })
+            .await;
+            match frame {
+                None => return Ok(None),
+                Some(frame) => {
+                    if let Ok(data) = frame?.into_data() {
+                        if !data.is_empty() {
+                            return Ok(Some(data));
+                        }
+                    }
                 }
             }
         }
-        Ok(None)
     }
 }
 
@@ -261,6 +301,8 @@ impl StdError for LaneError {
 }
 
 /// The response of a model request, from the lane or from reqwest.
+// One lives in each call, never in a collection: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Response {
     Lane(LaneResponse),
     Reqwest(reqwest::Response),
@@ -448,11 +490,11 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let l = lane(&format!("http://127.0.0.1:{port}/v1")).unwrap();
-        let sender = l.connect().await.unwrap();
+        let conn = l.connect().await.unwrap();
         let (mut server_side, _) = listener.accept().unwrap();
-        *l.idle.lock().unwrap() = Some((sender, Instant::now()));
+        *l.idle.lock().unwrap() = Some((conn, Instant::now()));
         drop(l);
-        // The connection's task runs on this test's one thread: wait off it.
+        // Read off the test runtime's one thread.
         let read = tokio::task::spawn_blocking(move || {
             server_side
                 .set_read_timeout(Some(Duration::from_secs(5)))
