@@ -15,7 +15,7 @@ use std::future::{poll_fn, Future};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex};
-use std::task::Context;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -62,11 +62,22 @@ impl Conn {
     /// Awaits `f` while driving the connection.
     async fn drive<F: Future>(&mut self, f: F) -> F::Output {
         let mut f = pin!(f);
-        poll_fn(|cx| {
-            self.poll_driver(cx);
-            f.as_mut().poll(cx)
-        })
-        .await
+        poll_fn(|cx| self.poll_with(cx, |cx| f.as_mut().poll(cx))).await
+    }
+
+    /// Polls `f`, and when it waits, drives the connection and polls `f` again: what the
+    /// connection just did (a response parsed, body data handed over) is taken in this poll,
+    /// not in one more poll of the whole turn after its wake-up.
+    fn poll_with<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut f: impl FnMut(&mut Context<'_>) -> Poll<T>,
+    ) -> Poll<T> {
+        if let Poll::Ready(v) = f(cx) {
+            return Poll::Ready(v);
+        }
+        self.poll_driver(cx);
+        f(cx)
     }
 
     /// Whether the connection can take a request (an idle one the server closed cannot).
@@ -249,11 +260,9 @@ impl LaneResponse {
     async fn chunk(&mut self) -> Result<Option<Bytes>, hyper::Error> {
         let (body, conn) = (&mut self.body, &mut self.conn);
         loop {
-            let frame = poll_fn(|cx| {
-                if let Some(c) = conn.as_mut() {
-                    c.poll_driver(cx);
-                }
-                Pin::new(&mut *body).poll_frame(cx)
+            let frame = poll_fn(|cx| match conn.as_mut() {
+                Some(c) => c.poll_with(cx, |cx| Pin::new(&mut *body).poll_frame(cx)),
+                None => Pin::new(&mut *body).poll_frame(cx),
             })
             .await;
             match frame {
