@@ -66,8 +66,8 @@ impl Conn {
     }
 
     /// Polls `f`, and when it waits, drives the connection and polls `f` again: what the
-    /// connection just did (a response parsed, body data handed over) is taken in this poll,
-    /// not in one more poll of the whole turn after its wake-up.
+    /// connection just did (a response parsed, body data handed over) is taken in this poll
+    /// rather than at the turn's next wake-up.
     fn poll_with<T>(
         &mut self,
         cx: &mut Context<'_>,
