@@ -3,9 +3,11 @@
 //! between two turns is replaced silently, a 307 is followed with the same body, and a proxy
 //! from the environment is used. Each test runs against a loopback stub written with `std::net`
 //! so it controls the wire: when a connection closes, what the status is, who receives what.
+//! They pass on reqwest and on the lean lane alike (`src/llm/http_lane.rs`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
@@ -114,14 +116,26 @@ fn stub(
     answer: impl Fn(&Received) -> Vec<u8> + Send + Sync + 'static,
     after_answer: impl Fn(&TcpStream) + Send + Sync + 'static,
 ) -> (u16, mpsc::Receiver<Received>) {
+    let (port, rx, _) = counting_stub(answer, after_answer);
+    (port, rx)
+}
+
+/// [`stub`], also counting the connections it accepted.
+fn counting_stub(
+    answer: impl Fn(&Received) -> Vec<u8> + Send + Sync + 'static,
+    after_answer: impl Fn(&TcpStream) + Send + Sync + 'static,
+) -> (u16, mpsc::Receiver<Received>, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = mpsc::channel();
     let answer = Arc::new(answer);
     let after_answer = Arc::new(after_answer);
+    let connections = Arc::new(AtomicUsize::new(0));
+    let accepted = connections.clone();
     thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { return };
+            accepted.fetch_add(1, Ordering::SeqCst);
             let (tx, answer, after_answer) = (tx.clone(), answer.clone(), after_answer.clone());
             thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
@@ -136,7 +150,7 @@ fn stub(
             });
         }
     });
-    (port, rx)
+    (port, rx, connections)
 }
 
 fn next_request(rx: &mpsc::Receiver<Received>) -> Received {
@@ -205,6 +219,98 @@ async fn a_307_is_followed_with_the_same_body() {
     assert_eq!(followed.request_line, "POST /v2/chat/completions HTTP/1.1");
     let body: serde_json::Value = serde_json::from_slice(&followed.body).unwrap();
     assert_eq!(body["model"], "mock-model");
+}
+
+/// A keep-alive answer whose body is `body` as SSE.
+fn sse_body_answer(body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+fn text_event(text: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+    )
+}
+
+/// Three calls on one client; the stub must have seen them on one connection.
+async fn three_calls_on_one_connection(body: String) {
+    let (port, rx, connections) = counting_stub(move |_| sse_body_answer(&body), |_| {});
+    let client = client_for(&format!("http://127.0.0.1:{port}/v1"));
+    for _ in 0..3 {
+        let turn = call(&client).await;
+        assert!(turn.error.is_none(), "{:?}", turn.error);
+        assert_eq!(turn.text, "hi");
+        next_request(&rx);
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "one kept-alive connection"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_response_read_to_its_end_leaves_its_connection_for_the_next_call() {
+    // No `[DONE]`: the stream is read to the body's end.
+    three_calls_on_one_connection(text_event("hi")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_dropped_after_done_leaves_its_connection_for_the_next_call() {
+    // The call stops reading at `[DONE]`; the comments after it are never read by the caller.
+    let tail = ": after the end\n\n".repeat(64);
+    three_calls_on_one_connection(format!("{}data: [DONE]\n\n{tail}", text_event("hi"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_closing_mid_body_is_todays_connection_error() {
+    // The head promises more than the server sends before it closes the connection.
+    let (port, _rx) = stub(
+        |_| {
+            let part = text_event("hi");
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{part}",
+                part.len() + 100
+            )
+            .into_bytes()
+        },
+        |s| {
+            thread::sleep(Duration::from_millis(20));
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        },
+    );
+    let client = client_for(&format!("http://127.0.0.1:{port}/v1"));
+    let turn = call(&client).await;
+    assert_eq!(turn.text, "hi");
+    let e = turn.error.expect("the cut body is an error");
+    assert_eq!(e.class, "APIConnectionError");
+    assert_eq!(
+        e.message,
+        "Connection dropped while reading the response body: Connection error: end of file before message length reached"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_connection_is_todays_connection_error() {
+    let unreachable = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = unreachable.local_addr().unwrap().port();
+    drop(unreachable);
+    let client = LlmClient::new(&common::openai_llm_config(
+        &format!("http://127.0.0.1:{port}/v1"),
+        json!({"max_attempts": 1}),
+    ))
+    .expect("client");
+    let e = call(&client).await.error.expect("nobody listens");
+    assert_eq!(e.class, "APIConnectionError");
+    assert_eq!(
+        e.message,
+        "Connection error: Connection refused (os error 111)"
+    );
 }
 
 /// The environment variable the child of [`a_proxy_from_the_environment_is_used`] reads.

@@ -9,6 +9,7 @@
 pub(crate) mod assembly;
 pub(crate) mod config;
 pub(crate) mod fingerprint;
+mod http_lane;
 pub(crate) mod message;
 pub mod openai;
 pub(crate) mod retry;

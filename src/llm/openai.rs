@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use super::assembly::{Assembler, Usage};
 use super::config::OpenAiConfig;
 use super::fingerprint::SharedMemo;
+use super::http_lane::{Lane, LaneError, Response};
 use super::sse::SseParser;
 use super::text_chunk::{text_chunk, LastTextChunk};
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
@@ -45,7 +46,13 @@ fn agent_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
 }
 
 pub(crate) struct OpenAiBackend {
-    http: reqwest::Client,
+    /// Built with the backend when there is no lane (so a client that cannot be built fails
+    /// the agent's creation, as before); with a lane, at its first redirect: an agent on the
+    /// lane does not pay for it (~6 µs and its memory per agent).
+    http: OnceLock<reqwest::Client>,
+    connect_timeout: Duration,
+    /// The lean lane, when the endpoint allows it (plain `http://`, no proxy).
+    lane: Option<Lane>,
     headers: HeaderMap,
     url: Endpoint,
     model: String,
@@ -140,10 +147,21 @@ impl OpenAiBackend {
             reqwest::header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
+        let url = Endpoint::new(format!("{}/chat/completions", c.base_url));
+        let lane = match &url {
+            Endpoint::Parsed(u) => Lane::for_url(u, c.connect_timeout),
+            Endpoint::Unparsed(_) => None,
+        };
+        let http = OnceLock::new();
+        if lane.is_none() {
+            let _ = http.set(agent_client(c.connect_timeout)?);
+        }
         Ok(OpenAiBackend {
-            http: agent_client(c.connect_timeout)?,
+            http,
+            connect_timeout: c.connect_timeout,
+            lane,
             headers,
-            url: Endpoint::new(format!("{}/chat/completions", c.base_url)),
+            url,
             model: c.model.clone(),
             temperature: c.temperature,
             max_tokens: c.max_tokens,
@@ -339,22 +357,14 @@ impl OpenAiBackend {
 
     /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
     pub(crate) async fn open(&self, body: Bytes) -> Result<OpenAiStream, LlmError> {
-        let post = match &self.url {
-            Endpoint::Parsed(u) => self.http.post(u.clone()),
-            Endpoint::Unparsed(u) => self.http.post(u),
-        };
-        let sent = post.headers(self.headers.clone()).body(body).send();
-        let resp = match tokio::time::timeout(self.read_timeout, sent).await {
+        let resp = match tokio::time::timeout(self.read_timeout, self.send(body)).await {
             Err(_) => return Err(LlmError::timeout()),
-            Ok(Err(e)) if e.is_timeout() => return Err(LlmError::timeout()),
-            Ok(Err(e)) => return Err(LlmError::connection(connection_message(&e))),
-            Ok(Ok(r)) => r,
+            Ok(r) => r?,
         };
         let status = resp.status();
         if !status.is_success() {
             let retry_after = resp
-                .headers()
-                .get("retry-after")
+                .header("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(retry::parse_retry_after);
             let body = read_limited(resp, self.read_timeout).await;
@@ -369,8 +379,7 @@ impl OpenAiBackend {
             return Err(e);
         }
         let whole_json = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
+            .header("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("application/json"));
         Ok(OpenAiStream {
@@ -389,7 +398,39 @@ impl OpenAiBackend {
     }
 }
 
-fn connection_message(e: &reqwest::Error) -> String {
+impl OpenAiBackend {
+    /// The request on the lane when it applies, else (and for any redirect) through reqwest.
+    async fn send(&self, body: Bytes) -> Result<Response, LlmError> {
+        if let Some(lane) = &self.lane {
+            match lane.post(&self.headers, body.clone()).await {
+                Err(LaneError::ConnectTimeout) => return Err(LlmError::timeout()),
+                Err(e) => return Err(LlmError::connection(connection_message(&e))),
+                // reqwest follows a redirect from the first request, as it always did.
+                Ok(r) if r.status().is_redirection() => {}
+                Ok(r) => return Ok(Response::Lane(r)),
+            }
+        }
+        let http = match self.http.get() {
+            Some(h) => h,
+            None => {
+                let built = agent_client(self.connect_timeout).map_err(LlmError::connection)?;
+                self.http.get_or_init(|| built)
+            }
+        };
+        let post = match &self.url {
+            Endpoint::Parsed(u) => http.post(u.clone()),
+            Endpoint::Unparsed(u) => http.post(u),
+        };
+        match post.headers(self.headers.clone()).body(body).send().await {
+            Ok(r) => Ok(Response::Reqwest(r)),
+            Err(e) if e.is_timeout() => Err(LlmError::timeout()),
+            Err(e) => Err(LlmError::connection(connection_message(&e))),
+        }
+    }
+}
+
+/// "Connection error: " and the deepest source of `e` (`e` itself is the client's wrapper).
+fn connection_message(e: &(dyn std::error::Error + 'static)) -> String {
     let mut msg = String::from("Connection error.");
     let mut src = std::error::Error::source(e);
     while let Some(s) = src {
@@ -399,7 +440,7 @@ fn connection_message(e: &reqwest::Error) -> String {
     msg
 }
 
-async fn read_limited(mut resp: reqwest::Response, timeout: Duration) -> Vec<u8> {
+async fn read_limited(mut resp: Response, timeout: Duration) -> Vec<u8> {
     let mut body = Vec::new();
     let deadline = Instant::now() + timeout;
     while body.len() < ERROR_BODY_LIMIT {
@@ -461,7 +502,7 @@ pub(crate) struct OpenAiStream {
     /// The server answered with one JSON document instead of a stream (a non-streaming
     /// completion, or an error object with status 200): decoded as one chunk.
     whole_json: bool,
-    resp: reqwest::Response,
+    resp: Response,
     buf: Bytes,
     pos: usize,
     parser: SseParser,

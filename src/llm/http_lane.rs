@@ -1,0 +1,514 @@
+//! The lean HTTP lane of the model request: plain `http://` endpoints with no proxy in the
+//! environment, on one kept-alive hyper 1.x `http1` connection per backend, without reqwest's
+//! layers (its request future, redirect and retry layers and URL re-parses were ~40k
+//! instructions of a tool-loop iteration). Everything else goes to reqwest as before: `https://`,
+//! a proxy variable, credentials in the URL, and any redirect (answered by a request through
+//! reqwest from the start, which follows it as it always did).
+//!
+//! What reqwest did and the lane keeps: `TCP_NODELAY`, its TCP keep-alive, its 90 s idle
+//! limit, the connect timeout, the same headers and `Host`, the same body bytes; a kept
+//! connection the server closed is replaced silently; errors carry the same source chain.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::net::{IpAddr, SocketAddr};
+use std::pin::{pin, Pin};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::{Body as _, Incoming};
+use hyper::client::conn::http1::{Connection, SendRequest};
+use hyper::header::{HeaderMap, HeaderValue, HOST};
+use hyper::{Method, Request, Uri};
+use hyper_util::rt::TokioIo;
+use socket2::{SockRef, TcpKeepalive};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// The proxy variables reqwest reads for an `http://` URL. The lane is used only when none is
+/// set at all (reqwest's reading of `NO_PROXY` then does not matter).
+const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
+
+/// reqwest's pool drops a connection idle this long; so does the lane.
+const IDLE_LIMIT: Duration = Duration::from_secs(90);
+
+/// reqwest's TCP keep-alive (time, interval, probes).
+const KEEPALIVE: Duration = Duration::from_secs(15);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// One connection, driven by whoever uses it: the request's future while it is sent and
+/// answered, the response's reads, the next request's readiness check. No task of its own, so
+/// no thread hand-off per request, and nothing but its owner keeps the socket open.
+struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    /// `None` once it ended (closed or failed: its error reached the request or the body).
+    driver: Option<Connection<TokioIo<TcpStream>, Full<Bytes>>>,
+}
+
+impl Conn {
+    /// Lets the connection read and write what it can.
+    fn poll_driver(&mut self, cx: &mut Context<'_>) {
+        if let Some(d) = &mut self.driver {
+            if Pin::new(d).poll(cx).is_ready() {
+                self.driver = None;
+            }
+        }
+    }
+
+    /// Awaits `f` while driving the connection.
+    async fn drive<F: Future>(&mut self, f: F) -> F::Output {
+        let mut f = pin!(f);
+        poll_fn(|cx| self.poll_with(cx, |cx| f.as_mut().poll(cx))).await
+    }
+
+    /// Polls `f`, and when it waits, drives the connection and polls `f` again: what the
+    /// connection just did (a response parsed, body data handed over) is taken in this poll
+    /// rather than at the turn's next wake-up.
+    fn poll_with<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut f: impl FnMut(&mut Context<'_>) -> Poll<T>,
+    ) -> Poll<T> {
+        if let Poll::Ready(v) = f(cx) {
+            return Poll::Ready(v);
+        }
+        self.poll_driver(cx);
+        f(cx)
+    }
+
+    /// Whether the connection can take a request (an idle one the server closed cannot).
+    async fn ready(&mut self) -> bool {
+        poll_fn(|cx| {
+            self.poll_driver(cx);
+            self.sender.poll_ready(cx)
+        })
+        .await
+        .is_ok()
+    }
+}
+
+/// The kept connection, with when it was last given back. Boxed: an agent without a
+/// connection holds only the empty slot (an unboxed one made every idle agent ~0.9 KiB larger).
+type IdleSlot = Mutex<Option<(Box<Conn>, Instant)>>;
+
+/// Where the lane connects: an address, or a name resolved at each connect (as reqwest does).
+enum Target {
+    Addr(SocketAddr),
+    Name(String, u16),
+}
+
+/// The lane of one backend: its endpoint, prepared once, and its kept connection.
+pub(crate) struct Lane {
+    target: Target,
+    /// Origin-form path and query.
+    path: Uri,
+    /// `host[:port]`, the port only when it is not 80 (as reqwest writes it).
+    host: HeaderValue,
+    connect_timeout: Duration,
+    idle: Arc<IdleSlot>,
+}
+
+impl Lane {
+    /// The lane for `url`, or `None` when the request must go through reqwest.
+    pub(crate) fn for_url(url: &url::Url, connect_timeout: Duration) -> Option<Lane> {
+        let proxied = PROXY_VARIABLES
+            .iter()
+            .any(|v| std::env::var_os(v).is_some());
+        if proxied
+            || url.scheme() != "http"
+            || !url.username().is_empty()
+            || url.password().is_some()
+            || url.fragment().is_some()
+        {
+            return None;
+        }
+        let port = url.port_or_known_default()?;
+        let target = match url.host()? {
+            url::Host::Ipv4(a) => Target::Addr(SocketAddr::new(IpAddr::V4(a), port)),
+            url::Host::Ipv6(a) => Target::Addr(SocketAddr::new(IpAddr::V6(a), port)),
+            url::Host::Domain(d) => Target::Name(d.to_owned(), port),
+        };
+        let host = match url.port() {
+            Some(p) => format!("{}:{p}", url.host_str()?),
+            None => url.host_str()?.to_owned(),
+        };
+        let path = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_owned(),
+        };
+        Some(Lane {
+            target,
+            path: Uri::try_from(path).ok()?,
+            host: HeaderValue::try_from(host).ok()?,
+            connect_timeout,
+            idle: Arc::default(),
+        })
+    }
+
+    /// Sends `body` with `headers` (and `Host`) as a POST, on the kept connection when it is
+    /// still open, else on a new one.
+    pub(crate) async fn post(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<LaneResponse, LaneError> {
+        let kept = self
+            .idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .filter(|(_, since)| since.elapsed() < IDLE_LIMIT);
+        if let Some((mut conn, _)) = kept {
+            // A connection the server closed while it was idle fails here or gives the
+            // request back unsent: either way it goes to a new connection, not to a retry.
+            if conn.ready().await {
+                let sent = conn
+                    .sender
+                    .try_send_request(self.request(headers, body.clone()));
+                match conn.drive(sent).await {
+                    Ok(resp) => return Ok(self.response(resp, conn)),
+                    Err(e) if e.message().is_none() => return Err(LaneError::Http(e.into_error())),
+                    Err(_) => {}
+                }
+            }
+        }
+        let mut conn = self.connect().await?;
+        let sent = conn.sender.send_request(self.request(headers, body));
+        let resp = conn.drive(sent).await.map_err(LaneError::Http)?;
+        Ok(self.response(resp, conn))
+    }
+
+    fn request(&self, headers: &HeaderMap, body: Bytes) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = self.path.clone();
+        let h = req.headers_mut();
+        h.reserve(headers.len() + 1);
+        h.insert(HOST, self.host.clone());
+        for (k, v) in headers {
+            h.append(k, v.clone());
+        }
+        req
+    }
+
+    fn response(&self, resp: hyper::Response<Incoming>, conn: Box<Conn>) -> LaneResponse {
+        let (head, body) = resp.into_parts();
+        LaneResponse {
+            head,
+            body,
+            conn: Some(conn),
+            slot: self.idle.clone(),
+        }
+    }
+
+    async fn connect(&self) -> Result<Box<Conn>, LaneError> {
+        let connecting = async {
+            match &self.target {
+                Target::Addr(a) => TcpStream::connect(a).await,
+                Target::Name(n, p) => TcpStream::connect((n.as_str(), *p)).await,
+            }
+        };
+        let stream = match tokio::time::timeout(self.connect_timeout, connecting).await {
+            Err(_) => return Err(LaneError::ConnectTimeout),
+            Ok(r) => r.map_err(LaneError::Connect)?,
+        };
+        stream.set_nodelay(true).map_err(LaneError::Connect)?;
+        let keepalive = TcpKeepalive::new()
+            .with_time(KEEPALIVE)
+            .with_interval(KEEPALIVE)
+            .with_retries(KEEPALIVE_RETRIES);
+        SockRef::from(&stream)
+            .set_tcp_keepalive(&keepalive)
+            .map_err(LaneError::Connect)?;
+        let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(LaneError::Http)?;
+        Ok(Box::new(Conn {
+            sender,
+            driver: Some(driver),
+        }))
+    }
+}
+
+/// A response of the lane. Its connection goes back to the backend's slot when it is dropped,
+/// read to its end or not: the next request's readiness check lets hyper read what is left of
+/// an unread body (or close the connection when it cannot).
+pub(crate) struct LaneResponse {
+    head: hyper::http::response::Parts,
+    body: Incoming,
+    conn: Option<Box<Conn>>,
+    slot: Arc<IdleSlot>,
+}
+
+impl Drop for LaneResponse {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((conn, Instant::now()));
+        }
+    }
+}
+
+impl LaneResponse {
+    pub(crate) fn status(&self) -> hyper::StatusCode {
+        self.head.status
+    }
+
+    /// The next data of the body; `None` at its end.
+    async fn chunk(&mut self) -> Result<Option<Bytes>, hyper::Error> {
+        let (body, conn) = (&mut self.body, &mut self.conn);
+        loop {
+            let frame = poll_fn(|cx| match conn.as_mut() {
+                Some(c) => c.poll_with(cx, |cx| Pin::new(&mut *body).poll_frame(cx)),
+                None => Pin::new(&mut *body).poll_frame(cx),
+            })
+            .await;
+            match frame {
+                None => return Ok(None),
+                Some(frame) => {
+                    if let Ok(data) = frame?.into_data() {
+                        if !data.is_empty() {
+                            return Ok(Some(data));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A failure of the lane. Never transparent: [`super::openai`]'s message walks from its
+/// source to the deepest one, which must be hyper's or the socket's error itself (hyper's
+/// "connection closed before message completed" has no source below it).
+#[derive(Debug)]
+pub(crate) enum LaneError {
+    ConnectTimeout,
+    Connect(std::io::Error),
+    Http(hyper::Error),
+}
+
+impl fmt::Display for LaneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaneError::ConnectTimeout => f.write_str("connect timed out"),
+            LaneError::Connect(_) => f.write_str("connect failed"),
+            LaneError::Http(_) => f.write_str("request failed"),
+        }
+    }
+}
+
+impl StdError for LaneError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            LaneError::ConnectTimeout => None,
+            LaneError::Connect(e) => Some(e),
+            LaneError::Http(e) => Some(e),
+        }
+    }
+}
+
+/// The response of a model request, from the lane or from reqwest.
+pub(crate) enum Response {
+    Lane(LaneResponse),
+    Reqwest(reqwest::Response),
+}
+
+impl Response {
+    pub(crate) fn status(&self) -> hyper::StatusCode {
+        match self {
+            Response::Lane(r) => r.status(),
+            Response::Reqwest(r) => r.status(),
+        }
+    }
+
+    pub(crate) fn header(&self, name: &str) -> Option<&HeaderValue> {
+        match self {
+            Response::Lane(r) => r.head.headers.get(name),
+            Response::Reqwest(r) => r.headers().get(name),
+        }
+    }
+
+    /// The next data of the body; `None` at its end.
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        match self {
+            Response::Lane(r) => r
+                .chunk()
+                .await
+                .map_err(|e| BodyError::Lane(LaneError::Http(e))),
+            Response::Reqwest(r) => r.chunk().await.map_err(BodyError::Reqwest),
+        }
+    }
+}
+
+/// A failure reading a body. Its sources are those of the error it holds, so the message
+/// built from the deepest one reads as it did with reqwest alone.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    Lane(LaneError),
+    Reqwest(reqwest::Error),
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::Lane(e) => e.fmt(f),
+            BodyError::Reqwest(e) => e.fmt(f),
+        }
+    }
+}
+
+impl StdError for BodyError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            BodyError::Lane(e) => e.source(),
+            BodyError::Reqwest(e) => e.source(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+
+    use super::*;
+
+    fn lane(url: &str) -> Option<Lane> {
+        Lane::for_url(&url::Url::parse(url).unwrap(), Duration::from_secs(5))
+    }
+
+    #[test]
+    fn only_plain_http_without_credentials_takes_the_lane() {
+        // The proxy variables are read too; the test runner's environment sets none.
+        if PROXY_VARIABLES
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
+        {
+            return;
+        }
+        let l = lane("http://127.0.0.1:8080/v1/chat/completions?x=1").unwrap();
+        assert_eq!(l.host, "127.0.0.1:8080");
+        assert_eq!(l.path, "/v1/chat/completions?x=1");
+        let l = lane("http://[::1]/v1/chat/completions").unwrap();
+        assert_eq!(l.host, "[::1]");
+        assert!(matches!(l.target, Target::Addr(a) if a.port() == 80));
+        let l = lane("http://localhost:80/chat/completions").unwrap();
+        assert_eq!(l.host, "localhost");
+        assert!(matches!(l.target, Target::Name(ref n, 80) if n == "localhost"));
+        assert!(lane("https://127.0.0.1/v1/chat/completions").is_none());
+        assert!(lane("http://user:pw@127.0.0.1/v1/chat/completions").is_none());
+        assert!(lane("http://127.0.0.1/v1/chat/completions#f").is_none());
+    }
+
+    /// A server answering each request of each connection with a small body; the head of
+    /// each request goes to the channel.
+    fn server() -> (u16, std::sync::mpsc::Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let Ok(stream) = stream else { return };
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut stream = stream;
+                    loop {
+                        let mut head = String::new();
+                        let mut len = 0;
+                        loop {
+                            let mut line = String::new();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if let Some(v) =
+                                line.to_ascii_lowercase().strip_prefix("content-length:")
+                            {
+                                len = v.trim().parse().unwrap();
+                            }
+                            head.push_str(&line);
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let mut body = vec![0; len];
+                        reader.read_exact(&mut body).unwrap();
+                        let answer = format!("connection {n}");
+                        let _ = write!(
+                            stream,
+                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        );
+                        let _ = tx.send(format!("{head}{}", String::from_utf8_lossy(&body)));
+                    }
+                });
+            }
+        });
+        (port, rx)
+    }
+
+    async fn body_of(mut r: LaneResponse) -> String {
+        let mut out = Vec::new();
+        while let Some(c) = r.chunk().await.unwrap() {
+            out.extend_from_slice(&c);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[tokio::test]
+    async fn requests_share_one_connection_and_carry_the_headers_and_body() {
+        let (port, rx) = server();
+        let l = lane(&format!("http://127.0.0.1:{port}/v1/chat/completions")).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_static("Bearer k"));
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        for _ in 0..3 {
+            let r = l
+                .post(&headers, Bytes::from_static(b"{\"a\":1}"))
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            assert_eq!(body_of(r).await, "connection 0");
+            let head = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+            assert!(
+                head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"),
+                "{head}"
+            );
+            for h in [
+                &format!("host: 127.0.0.1:{port}\r\n"),
+                "authorization: Bearer k\r\n",
+                "content-type: application/json\r\n",
+                "content-length: 7\r\n",
+            ] {
+                assert!(head.contains(h), "{h:?} in {head}");
+            }
+            assert!(head.ends_with("\r\n\r\n{\"a\":1}"), "{head}");
+        }
+        // Dropped unread: still kept.
+        drop(l.post(&headers, Bytes::new()).await.unwrap());
+        let r = l.post(&headers, Bytes::new()).await.unwrap();
+        assert_eq!(body_of(r).await, "connection 0");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_lane_closes_its_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let l = lane(&format!("http://127.0.0.1:{port}/v1")).unwrap();
+        let conn = l.connect().await.unwrap();
+        let (mut server_side, _) = listener.accept().unwrap();
+        *l.idle.lock().unwrap() = Some((conn, Instant::now()));
+        drop(l);
+        // Read off the test runtime's one thread.
+        let read = tokio::task::spawn_blocking(move || {
+            server_side
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            server_side.read(&mut [0; 1]).unwrap()
+        });
+        assert_eq!(read.await.unwrap(), 0, "EOF: the client closed its end");
+    }
+}
