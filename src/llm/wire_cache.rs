@@ -12,7 +12,6 @@
 //! (`Arc<str>`): a copy of the outputs cost the 1,000-agent scale run 9 % of its peak memory.
 
 use serde::ser::{Serialize, Serializer};
-use serde_json::value::RawValue;
 
 use super::Message;
 
@@ -28,7 +27,8 @@ enum Entry {
     /// address from being reused for another text); the rest of a message is short.
     Rendered {
         source: Message,
-        json: Box<RawValue>,
+        /// The message's JSON ([`Message::write_wire`]).
+        json: Box<[u8]>,
     },
     /// A host's message kept as written: serialized on each request. (Rare; and the equality
     /// of its map ignores key order, which the bytes do not.)
@@ -41,7 +41,11 @@ impl Entry {
             Message::Host(_) => Entry::AsWritten,
             _ => Entry::Rendered {
                 source: m.clone(),
-                json: serde_json::value::to_raw_value(m).expect("messages serialize"),
+                json: {
+                    let mut json = Vec::new();
+                    m.write_wire(&mut json);
+                    json.into_boxed_slice()
+                },
             },
         }
     }
@@ -87,7 +91,7 @@ impl RenderedMessages {
         for (e, m) in self.entries.iter().zip(messages) {
             out.push(b',');
             match e {
-                Entry::Rendered { json, .. } => out.extend_from_slice(json.get().as_bytes()),
+                Entry::Rendered { json, .. } => out.extend_from_slice(json),
                 Entry::AsWritten => {
                     serde_json::to_writer(&mut *out, m).expect("messages serialize into a Vec")
                 }

@@ -3,7 +3,7 @@
 //! tool output, and its keys are copied as written (`events::event_data!`).
 
 use super::tool_outcome::ToolStatus;
-use crate::events::event_data;
+use crate::events::{event_data, EventData, Fields};
 use crate::llm::Message;
 use serde_json::{Map, Value};
 
@@ -33,12 +33,30 @@ event_data! {
     }
 }
 
-event_data! {
-    pub(crate) struct LlmCallDelta<'a> {
-        pub(crate) attempt: u32,
-        pub(crate) delta_start_index: usize,
-        pub(crate) total_messages: usize,
-        pub(crate) added_messages: &'a [Message],
+/// Written by hand: its messages are written with [`Message::write_wire`] (literal keys), not
+/// through their `Serialize`.
+pub(crate) struct LlmCallDelta<'a> {
+    pub(crate) attempt: u32,
+    pub(crate) delta_start_index: usize,
+    pub(crate) total_messages: usize,
+    pub(crate) added_messages: &'a [Message],
+}
+
+impl EventData for LlmCallDelta<'_> {
+    fn write_fields(&self, fields: &mut Fields<'_>) {
+        fields.field("\"attempt\":", &self.attempt);
+        fields.field("\"delta_start_index\":", &self.delta_start_index);
+        fields.field("\"total_messages\":", &self.total_messages);
+        fields.field_with("\"added_messages\":", |out| {
+            out.push(b'[');
+            for (i, m) in self.added_messages.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                m.write_wire(out);
+            }
+            out.push(b']');
+        });
     }
 }
 
