@@ -166,6 +166,25 @@ impl Message {
         }
     }
 
+    /// About the length of [`Message::write_wire`]'s JSON: the texts, their keys and a
+    /// little room for escapes.
+    fn wire_len_hint(&self) -> usize {
+        let texts = match self {
+            Message::System(t) | Message::User(t) => t.len(),
+            Message::Assistant(a) => {
+                let calls = a.tool_calls.iter().flatten();
+                a.content.len()
+                    + a.reasoning.as_ref().map_or(0, |r| r.len() + 24)
+                    + calls
+                        .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 64)
+                        .sum::<usize>()
+            }
+            Message::Tool(t) => t.call_id.len() + t.name.len() + t.content.len() + 24,
+            Message::Host(_) => 0,
+        };
+        texts + texts / 8 + 48
+    }
+
     /// The message in the wire shape, appended to `out`: the bytes its `Serialize` gives
     /// through serde_json, with our keys written as literals (serde_json's map path scanned
     /// each key for escapes; a tool-loop iteration renders a dozen of them twice, for the
@@ -216,6 +235,24 @@ impl Message {
                 serde_json::to_writer(out, m).expect("messages serialize into a Vec")
             }
         }
+    }
+}
+
+/// A message's JSON as [`Message::write_wire`] wrote it: rendered once by the turn for
+/// `llm_call_delta` and handed to the request's cache ([`super::LlmClient::offer_rendered`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WireJson(Box<[u8]>);
+
+impl WireJson {
+    pub(crate) fn of(m: &Message) -> WireJson {
+        // Sized once: growing from empty was most of a small message's rendering.
+        let mut out = Vec::with_capacity(m.wire_len_hint());
+        m.write_wire(&mut out);
+        WireJson(out.into_boxed_slice())
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.0
     }
 }
 

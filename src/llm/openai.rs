@@ -24,10 +24,12 @@ use tokio::time::Instant;
 use super::assembly::{Assembler, Usage};
 use super::config::OpenAiConfig;
 use super::fingerprint::SharedMemo;
+use super::message::WireJson;
 use super::sse::SseParser;
 use super::text_chunk::{text_chunk, LastTextChunk};
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
 use super::wire_match::serializes_to;
+use super::Message;
 use super::{retry, ChatRequest, LlmError};
 
 /// Bodies of failed responses are read up to this size for their error message.
@@ -199,6 +201,12 @@ impl OpenAiBackend {
 
     pub(crate) fn max_tokens(&self) -> u32 {
         self.max_tokens
+    }
+
+    /// See [`super::LlmClient::offer_rendered`].
+    pub(crate) fn offer_rendered(&self, at: usize, messages: &[Message], json: Vec<WireJson>) {
+        let mut rendered = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+        rendered.offer(at, messages, json);
     }
 
     /// The request body, in the reference's key order; `extra_body` keys win. Written as

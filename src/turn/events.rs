@@ -4,7 +4,7 @@
 
 use super::tool_outcome::ToolStatus;
 use crate::events::{event_data, EventData, Fields};
-use crate::llm::Message;
+use crate::llm::message::WireJson;
 use serde_json::{Map, Value};
 
 fn is_false(b: &bool) -> bool {
@@ -33,13 +33,13 @@ event_data! {
     }
 }
 
-/// Written by hand: its messages are written with [`Message::write_wire`] (literal keys), not
-/// through their `Serialize`.
+/// Written by hand: its messages are spliced as rendered ([`WireJson`], which the request
+/// then reuses), not written through their `Serialize`.
 pub(crate) struct LlmCallDelta<'a> {
     pub(crate) attempt: u32,
     pub(crate) delta_start_index: usize,
     pub(crate) total_messages: usize,
-    pub(crate) added_messages: &'a [Message],
+    pub(crate) added_messages: &'a [WireJson],
 }
 
 impl EventData for LlmCallDelta<'_> {
@@ -53,7 +53,7 @@ impl EventData for LlmCallDelta<'_> {
                 if i > 0 {
                     out.push(b',');
                 }
-                m.write_wire(out);
+                out.extend_from_slice(m.as_bytes());
             }
             out.push(b']');
         });
@@ -133,6 +133,7 @@ mod tests {
     use super::*;
     use crate::events::{EventData, EventWriter};
     use crate::llm::message::{AssistantMessage, HistoryCall, ToolAnswer};
+    use crate::llm::Message;
     use serde::Serialize;
     use serde_json::json;
 
@@ -293,12 +294,21 @@ mod tests {
                 tool_count: 10,
             });
             let added = &messages[..i.min(messages.len())];
-            same!(LlmCallDelta {
-                attempt: 1,
-                delta_start_index: i,
-                total_messages: i * 2,
-                added_messages: added,
-            });
+            let rendered: Vec<WireJson> = added.iter().map(WireJson::of).collect();
+            same(
+                &LlmCallDelta {
+                    attempt: 1,
+                    delta_start_index: i,
+                    total_messages: i * 2,
+                    added_messages: &rendered,
+                },
+                &old::LlmCallDelta {
+                    attempt: 1,
+                    delta_start_index: i,
+                    total_messages: i * 2,
+                    added_messages: added,
+                },
+            );
             same!(LlmCallCompleted {
                 attempt: 2,
                 status: "ok",
