@@ -198,12 +198,23 @@ impl<'b> Fields<'b> {
 
     /// `"key":value`; `quoted_key` is the key with its quotes and colon (`"key":`).
     pub(crate) fn field<T: Serialize + ?Sized>(&mut self, quoted_key: &'static str, value: &T) {
+        self.field_with(quoted_key, |buf| {
+            serde_json::to_writer(buf, value).expect("event data serializes")
+        });
+    }
+
+    /// `"key":` and a value that `write` appends as JSON itself.
+    pub(crate) fn field_with(
+        &mut self,
+        quoted_key: &'static str,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) {
         debug_assert!(is_plain_key(quoted_key), "{quoted_key} needs escaping");
         if !std::mem::take(&mut self.empty) {
             self.buf.push(b',');
         }
         self.buf.extend_from_slice(quoted_key.as_bytes());
-        serde_json::to_writer(&mut *self.buf, value).expect("event data serializes");
+        write(self.buf);
     }
 
     fn close(self) {

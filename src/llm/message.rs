@@ -166,11 +166,106 @@ impl Message {
         }
     }
 
-    /// The message in the wire shape, appended to `out`.
-    #[cfg(test)]
-    pub(crate) fn write_wire(&self, out: &mut Vec<u8>) {
-        serde_json::to_writer(out, self).expect("messages serialize into a Vec");
+    /// About the length of [`Message::write_wire`]'s JSON: the texts, their keys and a
+    /// little room for escapes.
+    fn wire_len_hint(&self) -> usize {
+        let texts = match self {
+            Message::System(t) | Message::User(t) => t.len(),
+            Message::Assistant(a) => {
+                let calls = a.tool_calls.iter().flatten();
+                a.content.len()
+                    + a.reasoning.as_ref().map_or(0, |r| r.len() + 24)
+                    + calls
+                        .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 64)
+                        .sum::<usize>()
+            }
+            Message::Tool(t) => t.call_id.len() + t.name.len() + t.content.len() + 24,
+            Message::Host(_) => 0,
+        };
+        texts + texts / 8 + 48
     }
+
+    /// The message in the wire shape, appended to `out`: the bytes its `Serialize` gives
+    /// through serde_json, with our keys written as literals (serde_json's map path scanned
+    /// each key for escapes; a tool-loop iteration renders a dozen of them twice, for the
+    /// request and for `llm_call_delta`). A host's message goes through serde as written.
+    pub(crate) fn write_wire(&self, out: &mut Vec<u8>) {
+        match self {
+            Message::System(content) => {
+                role_and_content(out, br#"{"role":"system","content":"#, content)
+            }
+            Message::User(content) => {
+                role_and_content(out, br#"{"role":"user","content":"#, content)
+            }
+            Message::Assistant(a) => {
+                out.extend_from_slice(br#"{"role":"assistant","content":"#);
+                json_string(out, &a.content);
+                if let Some(calls) = &a.tool_calls {
+                    out.extend_from_slice(br#","tool_calls":["#);
+                    for (i, c) in calls.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        out.extend_from_slice(br#"{"id":"#);
+                        json_string(out, &c.id);
+                        out.extend_from_slice(br#","type":"function","function":{"name":"#);
+                        json_string(out, &c.name);
+                        out.extend_from_slice(br#","arguments":"#);
+                        json_string(out, &c.arguments);
+                        out.extend_from_slice(b"}}");
+                    }
+                    out.push(b']');
+                }
+                if let Some(r) = &a.reasoning {
+                    out.extend_from_slice(br#","reasoning_content":"#);
+                    json_string(out, r);
+                }
+                out.push(b'}');
+            }
+            Message::Tool(t) => {
+                out.extend_from_slice(br#"{"role":"tool","tool_call_id":"#);
+                json_string(out, &t.call_id);
+                out.extend_from_slice(br#","name":"#);
+                json_string(out, &t.name);
+                out.extend_from_slice(br#","content":"#);
+                json_string(out, &t.content);
+                out.push(b'}');
+            }
+            Message::Host(m) => {
+                serde_json::to_writer(out, m).expect("messages serialize into a Vec")
+            }
+        }
+    }
+}
+
+/// A message's JSON as [`Message::write_wire`] wrote it: rendered once by the turn for
+/// `llm_call_delta` and handed to the request's cache ([`super::LlmClient::offer_rendered`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WireJson(Box<[u8]>);
+
+impl WireJson {
+    pub(crate) fn of(m: &Message) -> WireJson {
+        // Sized once: growing from empty was most of a small message's rendering.
+        let mut out = Vec::with_capacity(m.wire_len_hint());
+        m.write_wire(&mut out);
+        WireJson(out.into_boxed_slice())
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// `head` (`{"role":…,"content":`), the content as a JSON string, `}`.
+fn role_and_content(out: &mut Vec<u8>, head: &[u8], content: &str) {
+    out.extend_from_slice(head);
+    json_string(out, content);
+    out.push(b'}');
+}
+
+/// `s` as a JSON string, escaped as serde_json escapes it.
+fn json_string(out: &mut Vec<u8>, s: &str) {
+    serde_json::to_writer(out, s).expect("strings serialize into a Vec");
 }
 
 /// What `llm_call_started` counts in the messages of a request: tool messages, and messages
@@ -354,6 +449,54 @@ mod tests {
             let mut out = Vec::new();
             m.write_wire(&mut out);
             assert_eq!(out, v.to_string().into_bytes());
+        }
+    }
+
+    /// The literal-key writer gives what `Serialize` gives through serde_json, for every shape
+    /// and for strings that need escapes (quotes, backslashes, control characters, U+2028,
+    /// non-ASCII, astral), empty strings, no calls, an empty call list and several calls.
+    #[test]
+    fn the_wire_writer_writes_what_serialize_writes() {
+        let texts = [
+            "",
+            "plain",
+            "q\"uo\\te\n\t\u{1}\u{1f}\u{7f}",
+            "</script> \u{2028} caf\u{e9} \u{1f600}",
+        ];
+        let mut messages = Vec::new();
+        for t in texts {
+            messages.push(Message::System(t.into()));
+            messages.push(Message::User(t.into()));
+            messages.push(Message::Tool(ToolAnswer::new(t, t, t)));
+            let call = |i: usize| HistoryCall {
+                id: format!("{t}{i}"),
+                name: t.into(),
+                arguments: format!(r#"{{"p":"{i}"}}{t}"#),
+            };
+            for calls in [
+                None,
+                Some(vec![]),
+                Some(vec![call(0)]),
+                Some(vec![call(0), call(1)]),
+            ] {
+                for reasoning in [None, Some(t.to_owned())] {
+                    messages.push(Message::Assistant(AssistantMessage {
+                        content: t.into(),
+                        tool_calls: calls.clone(),
+                        reasoning,
+                    }));
+                }
+            }
+        }
+        messages.push(host(json!({"role": "user", "content": [1], "x": "\u{1}"})));
+        messages.push(host(json!({"content": "c", "role": "user"})));
+        for m in &messages {
+            let mut out = Vec::new();
+            m.write_wire(&mut out);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(m).unwrap()
+            );
         }
     }
 

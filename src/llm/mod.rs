@@ -34,6 +34,7 @@ pub use assembly::{LlmResponse, Usage};
 use config::{LlmConfig, RetryConfig};
 use fingerprint::SharedMemo;
 pub use message::Message;
+use message::WireJson;
 pub(crate) use tool_call::{ArgumentsError, ToolCall};
 
 /// What the turn loop receives while a call streams.
@@ -296,6 +297,17 @@ impl LlmClient {
                     .into()
             })
             .to_string()
+    }
+
+    /// The JSON of `messages`, which the next request carries at positions `at..` of its
+    /// conversation (after the system message), as the turn rendered it for `llm_call_delta`:
+    /// the request's cache uses it instead of rendering them again, for each message still
+    /// equal to the one rendered. `json[i]` must be `WireJson::of(&messages[i])`.
+    pub(crate) fn offer_rendered(&self, at: usize, messages: &[Message], json: Vec<WireJson>) {
+        match &self.backend {
+            Backend::OpenAi(b) => b.offer_rendered(at, messages, json),
+            Backend::Scripted(_) => {}
+        }
     }
 
     /// Starts a call; nothing is sent until the first [`LlmCall::next`].

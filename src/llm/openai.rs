@@ -16,7 +16,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::ser::{SerializeMap, Serializer as _};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -26,10 +25,12 @@ use super::assembly::{Assembler, Usage};
 use super::config::OpenAiConfig;
 use super::fingerprint::SharedMemo;
 use super::http_lane::{Lane, LaneError, Response};
+use super::message::WireJson;
 use super::sse::SseParser;
 use super::text_chunk::{text_chunk, LastTextChunk};
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
 use super::wire_match::serializes_to;
+use super::Message;
 use super::{retry, ChatRequest, LlmError};
 
 /// Bodies of failed responses are read up to this size for their error message.
@@ -220,66 +221,71 @@ impl OpenAiBackend {
         self.max_tokens
     }
 
-    /// The request body, in the reference's key order; `extra_body` keys win.
+    /// See [`super::LlmClient::offer_rendered`].
+    pub(crate) fn offer_rendered(&self, at: usize, messages: &[Message], json: Vec<WireJson>) {
+        let mut rendered = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+        rendered.offer(at, messages, json);
+    }
+
+    /// The request body, in the reference's key order; `extra_body` keys win. Written as
+    /// serde_json's compact map would write it, with our keys as literals (they need no
+    /// escape; serde's map path scanned each for one) and the rendered parts spliced as bytes.
     pub(crate) fn render_body(&self, req: &ChatRequest<'_>) -> Bytes {
-        let mut out = Vec::with_capacity(self.body_size_hint.load(Ordering::Relaxed));
-        let mut ser = serde_json::Serializer::new(&mut out);
+        let mut body = JsonObject::with_capacity(self.body_size_hint.load(Ordering::Relaxed));
         let extra = &self.extra_body;
         let own = |k: &str| !extra.contains_key(k);
-        let result = (|| -> Result<(), serde_json::Error> {
-            let mut m = ser.serialize_map(None)?;
-            if own("model") {
-                m.serialize_entry("model", &self.model)?;
+        if own("model") {
+            write_json(body.key("model"), &self.model);
+        }
+        if own("messages") {
+            let mut rendered = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+            rendered.sync(req.history.iter().chain(req.transcript));
+            let system = self.system_message(req.system);
+            let out = body.key("messages");
+            out.push(b'[');
+            out.extend_from_slice(system.get().as_bytes());
+            rendered.write_into(req.history.iter().chain(req.transcript), out);
+            if let Some(tail) = req.tail {
+                out.push(b',');
+                write_json(out, &UserWire(tail));
             }
-            if own("messages") {
-                let mut rendered = self.messages.lock().unwrap_or_else(|e| e.into_inner());
-                rendered.sync(req.history.iter().chain(req.transcript));
-                let messages = Messages {
-                    system: &self.system_message(req.system),
-                    rendered: &rendered,
-                    req,
-                };
-                m.serialize_entry("messages", &messages)?;
+            out.push(b']');
+        }
+        if own("stream") {
+            body.key("stream").extend_from_slice(b"true");
+        }
+        if own("stream_options") {
+            body.key("stream_options")
+                .extend_from_slice(br#"{"include_usage":true}"#);
+        }
+        let temperature = self
+            .temperature
+            .filter(|_| !self.drop_temperature.load(Ordering::Relaxed));
+        if let Some(t) = temperature.filter(|_| own("temperature")) {
+            write_json(body.key("temperature"), &t);
+        }
+        if !req.tools.is_empty() {
+            if own("tools") {
+                body.key("tools")
+                    .extend_from_slice(self.tools_json(req.tools).get().as_bytes());
             }
-            if own("stream") {
-                m.serialize_entry("stream", &true)?;
+            if own("tool_choice") {
+                body.key("tool_choice").extend_from_slice(br#""auto""#);
             }
-            if own("stream_options") {
-                m.serialize_entry(
-                    "stream_options",
-                    &StreamOptions {
-                        include_usage: true,
-                    },
-                )?;
-            }
-            let temperature = self
-                .temperature
-                .filter(|_| !self.drop_temperature.load(Ordering::Relaxed));
-            if let Some(t) = temperature.filter(|_| own("temperature")) {
-                m.serialize_entry("temperature", &t)?;
-            }
-            if !req.tools.is_empty() {
-                if own("tools") {
-                    m.serialize_entry("tools", &*self.tools_json(req.tools))?;
-                }
-                if own("tool_choice") {
-                    m.serialize_entry("tool_choice", "auto")?;
-                }
-            }
-            let max_key = if self.use_max_completion_tokens.load(Ordering::Relaxed) {
-                "max_completion_tokens"
-            } else {
-                "max_tokens"
-            };
-            if own(max_key) {
-                m.serialize_entry(max_key, &self.max_tokens)?;
-            }
-            for (k, v) in extra {
-                m.serialize_entry(k, v)?;
-            }
-            m.end()
-        })();
-        result.expect("serializing JSON values into a Vec cannot fail");
+        }
+        let max_key = if self.use_max_completion_tokens.load(Ordering::Relaxed) {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        if own(max_key) {
+            write_json(body.key(max_key), &self.max_tokens);
+        }
+        for (k, v) in extra {
+            let out = body.escaped_key(k);
+            write_json(out, v);
+        }
+        let mut out = body.end();
         // Room for the next request's additions (one more exchange of history).
         self.body_size_hint
             .store(out.len() + out.len() / 4 + 1024, Ordering::Relaxed);
@@ -960,33 +966,57 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
     }
 }
 
-#[derive(serde::Serialize)]
-struct StreamOptions {
-    include_usage: bool,
+/// A JSON object written as serde_json's compact formatter writes a map: `{`, entries
+/// separated by `,`, `}`.
+struct JsonObject {
+    out: Vec<u8>,
+    entries: usize,
 }
 
-/// The `messages` array as bytes rendered before: system (per distinct prompt), history and
-/// this turn's messages (per message, [`RenderedMessages`]), then the volatile tail.
-struct Messages<'a, 'b> {
-    system: &'a RawValue,
-    rendered: &'a RenderedMessages,
-    req: &'a ChatRequest<'b>,
-}
+impl JsonObject {
+    fn with_capacity(n: usize) -> Self {
+        let mut out = Vec::with_capacity(n);
+        out.push(b'{');
+        JsonObject { out, entries: 0 }
+    }
 
-impl serde::Serialize for Messages<'_, '_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let r = self.req;
-        let mut seq = s.serialize_seq(None)?;
-        seq.serialize_element(self.system)?;
-        self.rendered
-            .serialize_into(r.history.iter().chain(r.transcript), &mut seq)?;
-        if let Some(tail) = r.tail {
-            seq.serialize_element(&UserWire(tail))?;
+    fn separate(&mut self) {
+        if self.entries > 0 {
+            self.out.push(b',');
         }
-        seq.end()
+        self.entries += 1;
+    }
+
+    /// `"key":` for one of our keys (plain ASCII, nothing to escape); the value is written to
+    /// the returned buffer.
+    fn key(&mut self, key: &'static str) -> &mut Vec<u8> {
+        debug_assert!(!key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20));
+        self.separate();
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        &mut self.out
+    }
+
+    /// `"key":` for a key from the config, escaped.
+    fn escaped_key(&mut self, key: &str) -> &mut Vec<u8> {
+        self.separate();
+        write_json(&mut self.out, key);
+        self.out.push(b':');
+        &mut self.out
+    }
+
+    fn end(mut self) -> Vec<u8> {
+        self.out.push(b'}');
+        self.out
     }
 }
+
+/// `v` as compact JSON, appended to `out`.
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    serde_json::to_writer(out, v).expect("serializing JSON values into a Vec cannot fail");
+}
+
 
 /// The chunk decoder applied to a sequence of SSE data payloads, as one attempt reads them:
 /// stops at `[DONE]` or at the first in-stream error. Only for the fuzz targets in `fuzz/`,
@@ -1178,7 +1208,8 @@ mod tests {
             serde_json::json!({"model": "mock-model"}),
             serde_json::json!({"model": "m\u{e9}\"q\"", "temperature": 0.2, "max_tokens": 77}),
             serde_json::json!({"model": "m", "temperature": 1.0,
-                "extra_body": {"top_p": 0.5, "stream": false, "tools": [], "seed": 7}}),
+                "extra_body": {"top_p": 0.5, "stream": false, "tools": [], "seed": 7,
+                    "stream_options": null, "k\"\u{1}\u{e9}y": "v\n"}}),
             serde_json::json!({"model": "m", "extra_body": {"messages": [], "model": "x",
                 "tool_choice": "none", "max_tokens": 1}}),
         ];

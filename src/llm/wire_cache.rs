@@ -11,25 +11,26 @@
 //! texts and a pointer compare of a tool's output, which the entry shares with the history
 //! (`Arc<str>`): a copy of the outputs cost the 1,000-agent scale run 9 % of its peak memory.
 
-use serde::ser::{Serialize, SerializeSeq, Serializer};
-use serde_json::value::RawValue;
+use serde::ser::{Serialize, Serializer};
 
+use super::message::WireJson;
 use super::Message;
 
 /// One agent's rendered conversation, as of its last request.
 #[derive(Default)]
 pub(crate) struct RenderedMessages {
     entries: Vec<Entry>,
+    /// Renderings the turn made for `llm_call_delta` (position, entry), used by the next
+    /// [`RenderedMessages::sync`] for a position it must render, if the message there is
+    /// still the one rendered; dropped by it either way.
+    offered: Vec<(usize, Entry)>,
 }
 
 enum Entry {
     /// A message of our own shapes, and its JSON. The copy shares a tool message's output
     /// with the history (`Arc<str>`: a pointer, compared first, and holding it keeps its
     /// address from being reused for another text); the rest of a message is short.
-    Rendered {
-        source: Message,
-        json: Box<RawValue>,
-    },
+    Rendered { source: Message, json: WireJson },
     /// A host's message kept as written: serialized on each request. (Rare; and the equality
     /// of its map ignores key order, which the bytes do not.)
     AsWritten,
@@ -41,7 +42,7 @@ impl Entry {
             Message::Host(_) => Entry::AsWritten,
             _ => Entry::Rendered {
                 source: m.clone(),
-                json: serde_json::value::to_raw_value(m).expect("messages serialize"),
+                json: WireJson::of(m),
             },
         }
     }
@@ -65,31 +66,67 @@ impl RenderedMessages {
                 Some(e) if e.still_fits(m) => {}
                 _ => {
                     self.entries.truncate(n);
-                    let e = Entry::of(m);
-                    rendered += usize::from(matches!(e, Entry::Rendered { .. }));
+                    let e = match self.take_offered(n, m) {
+                        Some(e) => e,
+                        None => {
+                            let e = Entry::of(m);
+                            rendered += usize::from(matches!(e, Entry::Rendered { .. }));
+                            e
+                        }
+                    };
                     self.entries.push(e);
                 }
             }
             n += 1;
         }
         self.entries.truncate(n);
+        self.offered.clear();
         rendered
     }
 
-    /// The messages of the last [`RenderedMessages::sync`] as JSON array elements, appended to
-    /// `seq`; `messages` must be the same ones.
-    pub(crate) fn serialize_into<'m, S: SerializeSeq>(
-        &self,
-        messages: impl IntoIterator<Item = &'m Message>,
-        seq: &mut S,
-    ) -> Result<(), S::Error> {
-        for (e, m) in self.entries.iter().zip(messages) {
-            match e {
-                Entry::Rendered { json, .. } => seq.serialize_element(&**json)?,
-                Entry::AsWritten => seq.serialize_element(m)?,
+    /// Renderings of `messages`, which stand at positions `at..` of the next request's
+    /// conversation; `json[i]` must be `WireJson::of(&messages[i])`.
+    pub(crate) fn offer(&mut self, at: usize, messages: &[Message], json: Vec<WireJson>) {
+        debug_assert!(messages
+            .iter()
+            .zip(&json)
+            .all(|(m, j)| WireJson::of(m) == *j));
+        self.offered.clear();
+        for (i, (m, json)) in messages.iter().zip(json).enumerate() {
+            if !matches!(m, Message::Host(_)) {
+                let source = m.clone();
+                self.offered
+                    .push((at + i, Entry::Rendered { source, json }));
             }
         }
-        Ok(())
+    }
+
+    /// The offered rendering for position `n`, if it was made from `m`.
+    fn take_offered(&mut self, n: usize, m: &Message) -> Option<Entry> {
+        let i = self
+            .offered
+            .iter()
+            .position(|(at, e)| *at == n && e.still_fits(m))?;
+        Some(self.offered.swap_remove(i).1)
+    }
+
+    /// The messages of the last [`RenderedMessages::sync`] as JSON array elements, each
+    /// preceded by a `,` (they follow the system message), appended to `out`; `messages` must
+    /// be the same ones.
+    pub(crate) fn write_into<'m>(
+        &self,
+        messages: impl IntoIterator<Item = &'m Message>,
+        out: &mut Vec<u8>,
+    ) {
+        for (e, m) in self.entries.iter().zip(messages) {
+            out.push(b',');
+            match e {
+                Entry::Rendered { json, .. } => out.extend_from_slice(json.as_bytes()),
+                Entry::AsWritten => {
+                    serde_json::to_writer(&mut *out, m).expect("messages serialize into a Vec")
+                }
+            }
+        }
     }
 }
 
@@ -128,11 +165,11 @@ mod tests {
     fn body(cache: &mut RenderedMessages, messages: &[Message]) -> (usize, String) {
         let rendered = cache.sync(messages);
         let mut out = Vec::new();
-        let mut ser = serde_json::Serializer::new(&mut out);
-        let mut seq = ser.serialize_seq(None).unwrap();
-        cache.serialize_into(messages, &mut seq).unwrap();
-        SerializeSeq::end(seq).unwrap();
-        (rendered, String::from_utf8(out).unwrap())
+        cache.write_into(messages, &mut out);
+        // Each element comes with the `,` that separates it from the one before.
+        let elements = String::from_utf8(out).unwrap();
+        let elements = elements.strip_prefix(',').unwrap_or_default();
+        (rendered, format!("[{elements}]"))
     }
 
     fn plain(messages: &[Message]) -> String {
@@ -202,6 +239,33 @@ mod tests {
         let host = vec![Message::User("fresh".into())];
         assert_eq!(body(&mut cache, &host), (1, plain(&host)));
         assert_eq!(body(&mut cache, &[]), (0, "[]".to_owned()));
+    }
+
+    /// An offered rendering is spliced only at its position and only for the message it was
+    /// made from; a wrong one (made from another message) is never sent.
+    #[test]
+    fn an_offered_rendering_is_used_only_for_its_message() {
+        let m = conversation();
+        let mut cache = RenderedMessages::default();
+        let json = |ms: &[Message]| ms.iter().map(WireJson::of).collect::<Vec<_>>();
+        cache.offer(0, &m, json(&m));
+        assert_eq!(body(&mut cache, &m), (0, plain(&m)), "all offered");
+
+        let mut cache = RenderedMessages::default();
+        cache.offer(1, &m[1..3], json(&m[1..3]));
+        assert_eq!(body(&mut cache, &m), (2, plain(&m)), "the others rendered");
+
+        // Offered at the wrong place, or for a message since replaced.
+        let mut cache = RenderedMessages::default();
+        cache.offer(0, &m[1..3], json(&m[1..3]));
+        assert_eq!(body(&mut cache, &m), (4, plain(&m)));
+        let mut edited = m.clone();
+        edited[2] = Message::Tool(ToolAnswer::new("c1", "read_file", "other"));
+        cache.offer(2, &m[2..3], json(&m[2..3]));
+        assert_eq!(body(&mut cache, &edited), (2, plain(&edited)));
+        // Not for another message at its position.
+        cache.offer(4, &m[2..3], json(&m[2..3]));
+        assert_eq!(body(&mut cache, &m), (2, plain(&m)));
     }
 
     #[test]

@@ -69,6 +69,48 @@ fn push_components(pending: &mut Vec<Step>, path: &Path) {
 /// of a long but legitimate chain (`up/ws/up/ws/…` with `up -> ..`) unresolved, and the kernel,
 /// which starts a fresh budget on the returned path, would follow it out of the workspace.
 pub(crate) fn resolve(path: &Path) -> PathBuf {
+    if resolves_to_itself(path) {
+        return path.to_path_buf();
+    }
+    resolve_by_walk(path)
+}
+
+/// The common case of [`resolve`] without its walk's allocations: an absolute path in normal
+/// form (no `.` or `..`, no repeated or trailing `/`) whose every prefix is `lstat`ed, as the
+/// walk does, and found to be no symlink, up to the first that does not exist (the walk
+/// appends the rest lexically). Such a path resolves to itself. False sends the path to the
+/// walk, which then decides.
+fn resolves_to_itself(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let Some(rest) = bytes.strip_prefix(b"/") else {
+        return false;
+    };
+    if rest.is_empty() {
+        return true;
+    }
+    if rest
+        .split(|&b| b == b'/')
+        .any(|c| c.is_empty() || c == b"." || c == b"..")
+    {
+        return false;
+    }
+    let ends = memchr::memchr_iter(b'/', rest)
+        .map(|at| at + 1)
+        .chain([bytes.len()]);
+    for end in ends {
+        let prefix = Path::new(std::ffi::OsStr::from_bytes(&bytes[..end]));
+        match std::fs::symlink_metadata(prefix) {
+            Ok(meta) if meta.file_type().is_symlink() => return false,
+            Ok(_) => {}
+            Err(_) => return true,
+        }
+    }
+    true
+}
+
+/// [`resolve`] component by component.
+fn resolve_by_walk(path: &Path) -> PathBuf {
     let mut pending: Vec<Step> = Vec::new();
     push_components(&mut pending, path);
     let mut out = PathBuf::from("/");
@@ -176,6 +218,10 @@ pub fn resolve_for_read(root: &Path, raw: &str, allow_outside: bool) -> Result<P
     if allow_outside || raw.contains('\0') {
         return Ok(path);
     }
+    // Most paths resolve to themselves: no copy of the path for that.
+    if resolves_to_itself(&path) && path.starts_with(root) {
+        return Ok(path);
+    }
     let resolved = resolve(&path);
     if resolved.starts_with(root) {
         Ok(path)
@@ -218,6 +264,73 @@ mod tests {
         assert!(contain_directory(&root, "sub").is_ok());
         assert!(contain_directory(&root, "out").is_err());
         assert!(contain_directory(&root, "..").is_err());
+    }
+
+    /// The shortcut for paths that resolve to themselves gives what the walk gives, for paths
+    /// through symlinks (in, out, absolute, relative, to a file, dangling, looping), missing
+    /// parts, a file used as a directory, `.`, `..`, repeated and trailing slashes.
+    #[test]
+    fn the_shortcut_resolves_as_the_walk_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let link =
+            |target: &str, at: &str| std::os::unix::fs::symlink(target, root.join(at)).unwrap();
+        std::fs::create_dir_all(root.join("d/e")).unwrap();
+        std::fs::write(root.join("d/f.txt"), "x").unwrap();
+        link("/tmp", "out");
+        link("d", "in");
+        link("d/f.txt", "file_link");
+        link("nowhere", "dangling");
+        link("loop_b", "loop_a");
+        link("loop_a", "loop_b");
+        link("..", "d/up");
+        let tails = [
+            "",
+            "d",
+            "d/",
+            "d//e",
+            "d/./e",
+            "d/e/..",
+            "d/f.txt",
+            "d/f.txt/x",
+            "d/missing",
+            "d/missing/more",
+            "d/missing/../e",
+            "out",
+            "out/x",
+            "in/e",
+            "in/../d",
+            "file_link",
+            "dangling",
+            "dangling/x",
+            "loop_a/x",
+            "d/up",
+            "d/up/d/up/d/e",
+            "missing/../out",
+        ];
+        let mut shortcuts = 0;
+        for tail in tails {
+            let path = root.join(tail);
+            assert_eq!(resolve(&path), resolve_by_walk(&path), "{tail:?}");
+            shortcuts += usize::from(resolves_to_itself(&path));
+            for raw in [tail, &format!("../{tail}")] {
+                let walked = {
+                    let joined = join_to_root(&root, raw);
+                    let resolved = resolve_by_walk(&joined);
+                    if resolved.starts_with(&root) {
+                        Ok(joined)
+                    } else {
+                        Err(refusal(raw, &resolved, &root))
+                    }
+                };
+                assert_eq!(resolve_for_read(&root, raw, false), walked, "{raw:?}");
+            }
+        }
+        for p in ["/", "/tmp", "relative/path", "/tmp/../etc"] {
+            assert_eq!(resolve(Path::new(p)), resolve_by_walk(Path::new(p)), "{p}");
+        }
+        // The plain ones take the shortcut: "d", "d/f.txt", "d/f.txt/x" and the two missing.
+        assert_eq!(shortcuts, 5);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! tool output, and its keys are copied as written (`events::event_data!`).
 
 use super::tool_outcome::ToolStatus;
-use crate::events::event_data;
-use crate::llm::Message;
+use crate::events::{event_data, EventData, Fields};
+use crate::llm::message::WireJson;
 use serde_json::{Map, Value};
 
 fn is_false(b: &bool) -> bool {
@@ -33,12 +33,30 @@ event_data! {
     }
 }
 
-event_data! {
-    pub(crate) struct LlmCallDelta<'a> {
-        pub(crate) attempt: u32,
-        pub(crate) delta_start_index: usize,
-        pub(crate) total_messages: usize,
-        pub(crate) added_messages: &'a [Message],
+/// Written by hand: its messages are spliced as rendered ([`WireJson`], which the request
+/// then reuses), not written through their `Serialize`.
+pub(crate) struct LlmCallDelta<'a> {
+    pub(crate) attempt: u32,
+    pub(crate) delta_start_index: usize,
+    pub(crate) total_messages: usize,
+    pub(crate) added_messages: &'a [WireJson],
+}
+
+impl EventData for LlmCallDelta<'_> {
+    fn write_fields(&self, fields: &mut Fields<'_>) {
+        fields.field("\"attempt\":", &self.attempt);
+        fields.field("\"delta_start_index\":", &self.delta_start_index);
+        fields.field("\"total_messages\":", &self.total_messages);
+        fields.field_with("\"added_messages\":", |out| {
+            out.push(b'[');
+            for (i, m) in self.added_messages.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(m.as_bytes());
+            }
+            out.push(b']');
+        });
     }
 }
 
@@ -115,6 +133,7 @@ mod tests {
     use super::*;
     use crate::events::{EventData, EventWriter};
     use crate::llm::message::{AssistantMessage, HistoryCall, ToolAnswer};
+    use crate::llm::Message;
     use serde::Serialize;
     use serde_json::json;
 
@@ -275,12 +294,21 @@ mod tests {
                 tool_count: 10,
             });
             let added = &messages[..i.min(messages.len())];
-            same!(LlmCallDelta {
-                attempt: 1,
-                delta_start_index: i,
-                total_messages: i * 2,
-                added_messages: added,
-            });
+            let rendered: Vec<WireJson> = added.iter().map(WireJson::of).collect();
+            same(
+                &LlmCallDelta {
+                    attempt: 1,
+                    delta_start_index: i,
+                    total_messages: i * 2,
+                    added_messages: &rendered,
+                },
+                &old::LlmCallDelta {
+                    attempt: 1,
+                    delta_start_index: i,
+                    total_messages: i * 2,
+                    added_messages: added,
+                },
+            );
             same!(LlmCallCompleted {
                 attempt: 2,
                 status: "ok",

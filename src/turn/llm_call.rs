@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::history::read;
 use super::{events, DeltaSink, Turn};
+use crate::llm::message::WireJson;
 use crate::llm::{ChatRequest, LlmError, LlmResponse, Piece};
 
 /// The finish reasons that mean the output hit the token limit.
@@ -51,14 +52,19 @@ impl Turn<'_, '_> {
                 .emit(self.writer.data_event("llm_call_started", &started));
             // Everything added since the last call is this turn's.
             let start = self.delta_baseline.min(turn.len());
+            // Rendered once, for the event and the request.
+            let added = &turn[start..];
+            let rendered: Vec<WireJson> = added.iter().map(WireJson::of).collect();
             let delta = events::LlmCallDelta {
                 attempt,
                 delta_start_index: history.len() + start,
                 total_messages: total,
-                added_messages: &turn[start..],
+                added_messages: &rendered,
             };
             env.emitter
                 .emit(self.writer.data_event("llm_call_delta", &delta));
+            env.llm
+                .offer_rendered(history.len() + start, added, rendered);
             self.delta_baseline = turn.len();
             let req = ChatRequest {
                 system: env.system_prompt,
