@@ -1017,7 +1017,6 @@ fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     serde_json::to_writer(out, v).expect("serializing JSON values into a Vec cannot fail");
 }
 
-
 /// The chunk decoder applied to a sequence of SSE data payloads, as one attempt reads them:
 /// stops at `[DONE]` or at the first in-stream error. Only for the fuzz targets in `fuzz/`,
 /// which cannot reach the private decoder otherwise.
