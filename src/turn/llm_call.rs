@@ -109,7 +109,7 @@ impl Turn<'_, '_> {
                     env.emitter.emit(ev);
                     match &self.deltas {
                         DeltaSink::None => {}
-                        DeltaSink::Callback(cb) => cb(item.as_str()),
+                        DeltaSink::Callback(cb) => cb(item.json()),
                         DeltaSink::Queue(tx) => {
                             let item = item.as_str().to_owned();
                             // Once cancelled, a blocked write is dropped instead of waiting.
