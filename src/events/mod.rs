@@ -48,7 +48,9 @@ impl Emitter {
 
     pub(crate) fn emit(&self, event: JsonText<'_>) {
         if self.try_own() {
-            self.drain();
+            if self.queued.load(Ordering::Acquire) > 0 {
+                self.drain();
+            }
             self.transport.emit_json(event);
             self.release();
         } else {
@@ -147,10 +149,12 @@ impl EventWriter {
         TextDelta(self.end("}"))
     }
 
-    /// [`EventWriter::text_event`] with the text already a JSON string (quoted and escaped),
-    /// e.g. [`TextDelta::text_json`]: a delta is escaped once for the event and the item.
-    pub(crate) fn text_event_json(&mut self, ty: &str, key: &str, text_json: &str) -> JsonText<'_> {
-        self.text_event_head(ty, key);
+    /// [`EventWriter::text_event`] with the head written once ([`text_event_head!`]) and the
+    /// text already a JSON string (quoted and escaped), e.g. [`TextDelta::text_json`]: a delta
+    /// is escaped once for the event and the item, and its head is one copy.
+    pub(crate) fn text_event_json(&mut self, head: TextEventHead, text_json: &str) -> JsonText<'_> {
+        self.buf.clear();
+        self.buf.push_str(head.0);
         self.buf.push_str(text_json);
         self.end("}}")
     }
@@ -267,6 +271,31 @@ pub(crate) use event_data;
 
 const TEXT_DELTA_HEAD: &str = "{\"type\":\"text_delta\",\"text\":";
 
+/// `{"type":ty,"schema_version":1,"data":{key:`, as [`EventWriter::text_event`] writes it.
+#[derive(Clone, Copy)]
+pub(crate) struct TextEventHead(&'static str);
+
+impl TextEventHead {
+    #[doc(hidden)]
+    pub(crate) const fn written(head: &'static str) -> Self {
+        TextEventHead(head)
+    }
+}
+
+/// The [`TextEventHead`] of event type `$ty` with its text under `$key`, built at compile time.
+macro_rules! text_event_head {
+    ($ty:literal, $key:literal) => {
+        $crate::events::TextEventHead::written(concat!(
+            "{\"type\":\"",
+            $ty,
+            "\",\"schema_version\":1,\"data\":{\"",
+            $key,
+            "\":"
+        ))
+    };
+}
+pub(crate) use text_event_head;
+
 /// A rendered `text_delta` item.
 #[derive(Clone, Copy)]
 pub(crate) struct TextDelta<'a>(JsonText<'a>);
@@ -354,7 +383,7 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(&direct).unwrap();
             assert_eq!(v, serde_json::json!({"type": "text_delta", "text": text}));
             let spliced = events
-                .text_event_json("llm_text", "chunk", item.text_json())
+                .text_event_json(text_event_head!("llm_text", "chunk"), item.text_json())
                 .as_str()
                 .to_owned();
             assert_eq!(
@@ -416,7 +445,7 @@ mod tests {
             let item = w.text_delta(&text);
             check(item.json());
             let json = item.text_json().to_owned();
-            check(w.text_event_json("e", "k", &json));
+            check(w.text_event_json(text_event_head!("e", "k"), &json));
             crate::events::event_data! {
                 pub(crate) struct Probe<'a> {
                     pub(crate) text: &'a str,
