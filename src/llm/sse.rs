@@ -20,6 +20,12 @@ pub struct SseParser {
     overflow: bool,
 }
 
+/// Where the value of a `data:` line at the start of `input` begins (one space dropped).
+fn value_at(input: &[u8]) -> Option<usize> {
+    let rest = input.strip_prefix(b"data:")?;
+    Some(5 + usize::from(rest.first() == Some(&b' ')))
+}
+
 impl SseParser {
     /// A parser that refuses a line or an event's data longer than `limit` bytes: once that
     /// happens it consumes nothing more and [`SseParser::overflowed`] is true.
@@ -114,19 +120,38 @@ impl SseParser {
     /// fields, comments, bare CR, several data lines, a line cut by the read, past the limit)
     /// is left to the general path.
     fn whole_event<'a>(&self, input: &'a [u8]) -> Option<(usize, &'a [u8])> {
-        let rest = input.strip_prefix(b"data:")?;
-        let value_at = 5 + usize::from(rest.first() == Some(&b' '));
-        let value = &input[value_at..];
-        let end = memchr::memchr2(b'\n', b'\r', value)?;
-        let ends = match &value[end..] {
+        let at = value_at(input)?;
+        let len = memchr::memchr2(b'\n', b'\r', &input[at..])?;
+        let n = self.event_end(input, at, len)?;
+        Some((n, &input[at..at + len]))
+    }
+
+    /// Where the value of a `data:` line at the start of `input` begins, if the parser stands
+    /// at an event's start (a dispatched event is cleared): for a reader that knows where the
+    /// value ends without searching for the line end ([`SseParser::event_end`]).
+    pub(crate) fn value_start(&mut self, input: &[u8]) -> Option<usize> {
+        if self.ready {
+            self.clear_event();
+        }
+        if self.skip_lf || self.overflow || !self.line.is_empty() || self.data_lines != 0 {
+            return None;
+        }
+        value_at(input)
+    }
+
+    /// The bytes a whole event takes whose value is `input[at..at + len]`, if the value holds
+    /// no CR or LF (the caller's promise) and its line and an empty line end right after it,
+    /// both with LF or both with CRLF, within the limit; else `None` (the general path reads it).
+    pub(crate) fn event_end(&self, input: &[u8], at: usize, len: usize) -> Option<usize> {
+        let ends = match input.get(at + len..)? {
             [b'\n', b'\n', ..] => 2,
             [b'\r', b'\n', b'\r', b'\n', ..] => 4,
             _ => return None,
         };
-        if self.over(value_at + end) || self.over(end + 1) {
+        if self.over(at + len) || self.over(len + 1) {
             return None;
         }
-        Some((value_at + end + ends, &value[..end]))
+        Some(at + len + ends)
     }
 
     /// At end of input: completes a last event that lacked its blank line.
