@@ -126,30 +126,48 @@ pub(super) fn read_framed<'a>(
         return None;
     }
     let start = last.before.len();
-    let end = string_end(value, start)?;
+    let (end, escaped) = string_end(value, start)?;
     if !value[end..].starts_with(&last.after) {
         return None;
     }
     let len = end + last.after.len();
     let n = parser.event_end(input, at, len)?;
-    Some((n, last.content(&value[..len], start..end)?))
+    if escaped {
+        return Some((n, last.content(&value[..len], start..end)?));
+    }
+    // No escapes: the scanner would borrow the text between the quotes as it is.
+    let text = std::str::from_utf8(&value[start + 1..end - 1]).ok()?;
+    Some((
+        n,
+        TextChunk {
+            model: last.model.as_deref().map(Cow::Borrowed),
+            content: Some(Cow::Borrowed(text)),
+            finish_reason: last.finish_reason.as_deref().map(Cow::Borrowed),
+            content_at: Some(start..end),
+        },
+    ))
 }
 
-/// The end (after the closing quote) of the JSON string at `b[start]`, skipping escapes; `None`
-/// at a raw control character (invalid JSON, and it could be a line end) or the input's end.
-fn string_end(b: &[u8], start: usize) -> Option<usize> {
+/// The end (after the closing quote) of the JSON string at `b[start]`, skipping escapes, and
+/// whether it has any; `None` at a raw control character (invalid JSON, and it could be a line
+/// end) or the input's end.
+fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
     if b.get(start) != Some(&b'"') {
         return None;
     }
     let mut i = start + 1;
+    let mut escaped = false;
     loop {
         i += b
             .get(i..)?
             .iter()
             .position(|&c| STOPS_A_STRING[c as usize])?;
         match b[i] {
-            b'"' => return Some(i + 1),
-            b'\\' if b.get(i + 1).is_some_and(|&c| c >= 0x20) => i += 2,
+            b'"' => return Some((i + 1, escaped)),
+            b'\\' if b.get(i + 1).is_some_and(|&c| c >= 0x20) => {
+                escaped = true;
+                i += 2;
+            }
             _ => return None,
         }
     }
