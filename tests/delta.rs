@@ -26,6 +26,24 @@ fn sse_events(body: &[u8]) -> Vec<Vec<u8>> {
     if p.finish() {
         out.push(p.data().to_vec());
     }
+    // The whole-event path the library reads with gives the same events, in one read and in
+    // reads cut at every 7th byte (events split between reads).
+    for cut in [body.len().max(1), 7] {
+        let mut p = SseParser::default();
+        let mut by_next = Vec::new();
+        for part in body.chunks(cut) {
+            let mut pos = 0;
+            while pos < part.len() {
+                let (n, data) = p.next_event(&part[pos..]);
+                pos += n;
+                by_next.extend(data.map(<[u8]>::to_vec));
+            }
+        }
+        if p.finish() {
+            by_next.push(p.data().to_vec());
+        }
+        assert_eq!(by_next, out, "next_event, reads of {cut} bytes");
+    }
     out
 }
 

@@ -7,6 +7,8 @@
 //!   a last event without its blank line completed by `finish`);
 //! - the events do not depend on how the stream is cut into network reads;
 //! - the event data never exceeds the input (bounded output);
+//! - `next_event` (the whole-event path the library reads with) gives the same events as
+//!   `advance`, however the stream is cut;
 //! - round trip: payloads encoded as `data:` lines (any line end, keep-alive comments between)
 //!   come back exactly.
 #![no_main]
@@ -36,6 +38,31 @@ fn parse(input: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
             if ready {
                 out.push(p.data().to_vec());
             }
+        }
+        pos += len;
+    }
+    if p.finish() {
+        out.push(p.data().to_vec());
+    }
+    out
+}
+
+/// As [`parse`], through `next_event`.
+fn parse_next_event(input: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+    let mut p = SseParser::default();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut k = 0;
+    while pos < input.len() {
+        let len = cuts[k % cuts.len()].clamp(1, input.len() - pos);
+        k += 1;
+        let piece = &input[pos..pos + len];
+        let mut at = 0;
+        while at < piece.len() {
+            let (n, data) = p.next_event(&piece[at..]);
+            assert!(n > 0 && at + n <= piece.len(), "next_event consumed {n}");
+            at += n;
+            out.extend(data.map(<[u8]>::to_vec));
         }
         pos += len;
     }
@@ -123,6 +150,8 @@ fuzz_target!(|data: &[u8]| {
         "result depends on read boundaries"
     );
     assert_eq!(whole, parse(input, &[1]), "byte-at-a-time differs");
+    assert_eq!(whole, parse_next_event(input, &cuts), "next_event differs");
+    assert_eq!(whole, parse_next_event(input, &[usize::MAX]), "next_event differs");
     let total: usize = whole.iter().map(Vec::len).sum();
     assert!(
         total <= input.len(),

@@ -6,6 +6,7 @@
 //! events through [`host::HostEventHub::publish`].
 
 pub mod host;
+mod json_text;
 pub mod transport;
 
 use std::collections::VecDeque;
@@ -14,6 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
+use json_text::push_json_string;
+pub use json_text::JsonText;
 use transport::Transport;
 
 /// Serializes `emit` per agent without holding a lock across the callback.
@@ -43,13 +46,15 @@ impl Emitter {
         &self.transport
     }
 
-    pub(crate) fn emit(&self, event: &str) {
+    pub(crate) fn emit(&self, event: JsonText<'_>) {
         if self.try_own() {
-            self.drain();
-            self.transport.emit(event);
+            if self.queued.load(Ordering::Acquire) > 0 {
+                self.drain();
+            }
+            self.transport.emit_json(event);
             self.release();
         } else {
-            self.enqueue(event.to_owned());
+            self.enqueue(event.as_str().to_owned());
         }
     }
 
@@ -101,77 +106,89 @@ impl Emitter {
 }
 
 /// Builds event JSON into one reusable buffer per turn, so an event costs no allocation once
-/// the buffer is warm.
+/// the buffer is warm. Each event is left with a NUL byte after it ([`JsonText`]), so the C
+/// boundary lends it in place.
 #[derive(Default)]
 pub(crate) struct EventWriter {
-    buf: Vec<u8>,
+    buf: String,
 }
 
 impl EventWriter {
     /// `{"type":…,"schema_version":1,"data":<data>}`.
-    pub(crate) fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> &str {
+    pub(crate) fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> JsonText<'_> {
         self.event_head(ty);
-        serde_json::to_writer(&mut self.buf, data).expect("event data serializes");
-        self.buf.extend_from_slice(b"}");
-        self.as_str()
+        self.serialized(|buf| {
+            serde_json::to_writer(&mut *buf, data).expect("event data serializes");
+        });
+        self.end("}")
     }
 
     /// [`EventWriter::event`] for a typed event's data (see [`EventData`]).
-    pub(crate) fn data_event<D: EventData + ?Sized>(&mut self, ty: &str, data: &D) -> &str {
+    pub(crate) fn data_event<D: EventData + ?Sized>(&mut self, ty: &str, data: &D) -> JsonText<'_> {
         self.event_head(ty);
-        let mut fields = Fields::open(&mut self.buf);
-        data.write_fields(&mut fields);
-        fields.close();
-        self.buf.extend_from_slice(b"}");
-        self.as_str()
+        self.serialized(|buf| {
+            let mut fields = Fields::open(buf);
+            data.write_fields(&mut fields);
+            fields.close();
+        });
+        self.end("}")
     }
 
     /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
-    pub(crate) fn text_event(&mut self, ty: &str, key: &str, text: &str) -> &str {
+    pub(crate) fn text_event(&mut self, ty: &str, key: &str, text: &str) -> JsonText<'_> {
         self.text_event_head(ty, key);
-        serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
-        self.buf.extend_from_slice(b"}}");
-        self.as_str()
+        push_json_string(&mut self.buf, text);
+        self.end("}}")
     }
 
     /// `{"type":"text_delta","text":…}`: the stream entry point's delta item.
     pub(crate) fn text_delta(&mut self, text: &str) -> TextDelta<'_> {
         self.buf.clear();
-        self.buf.extend_from_slice(TEXT_DELTA_HEAD.as_bytes());
-        serde_json::to_writer(&mut self.buf, text).expect("strings serialize");
-        self.buf.extend_from_slice(b"}");
-        TextDelta(self.as_str())
+        self.buf.push_str(TEXT_DELTA_HEAD);
+        push_json_string(&mut self.buf, text);
+        TextDelta(self.end("}"))
     }
 
-    /// [`EventWriter::text_event`] with the text already a JSON string (quoted and escaped),
-    /// e.g. [`TextDelta::text_json`]: a delta is escaped once for the event and the item.
-    pub(crate) fn text_event_json(&mut self, ty: &str, key: &str, text_json: &str) -> &str {
-        self.text_event_head(ty, key);
-        self.buf.extend_from_slice(text_json.as_bytes());
-        self.buf.extend_from_slice(b"}}");
-        self.as_str()
+    /// [`EventWriter::text_event`] with the head written once ([`text_event_head!`]) and the
+    /// text already a JSON string (quoted and escaped), e.g. [`TextDelta::text_json`]: a delta
+    /// is escaped once for the event and the item, and its head is one copy.
+    pub(crate) fn text_event_json(&mut self, head: TextEventHead, text_json: &str) -> JsonText<'_> {
+        self.buf.clear();
+        self.buf.push_str(head.0);
+        self.buf.push_str(text_json);
+        self.end("}}")
     }
 
     /// `{"type":ty,"schema_version":1,"data":{key:` in a cleared buffer.
     fn text_event_head(&mut self, ty: &str, key: &str) {
         self.event_head(ty);
-        self.buf.extend_from_slice(b"{\"");
-        self.buf.extend_from_slice(key.as_bytes());
-        self.buf.extend_from_slice(b"\":");
+        self.buf.push_str("{\"");
+        self.buf.push_str(key);
+        self.buf.push_str("\":");
     }
 
     /// `{"type":ty,"schema_version":1,"data":` in a cleared buffer.
     fn event_head(&mut self, ty: &str) {
         self.buf.clear();
-        self.buf.extend_from_slice(b"{\"type\":\"");
-        self.buf.extend_from_slice(ty.as_bytes());
-        self.buf
-            .extend_from_slice(b"\",\"schema_version\":1,\"data\":");
+        self.buf.push_str("{\"type\":\"");
+        self.buf.push_str(ty);
+        self.buf.push_str("\",\"schema_version\":1,\"data\":");
     }
 
-    fn as_str(&self) -> &str {
+    /// Appends what serde_json writes (bytes) to the text: the buffer is checked for UTF-8
+    /// once, as before. The text deltas' methods above write `str`s and need no check.
+    fn serialized(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        let mut bytes = std::mem::take(&mut self.buf).into_bytes();
+        write(&mut bytes);
         // serde_json writes UTF-8 and the fixed parts are ASCII.
-        std::str::from_utf8(&self.buf).expect("JSON text is UTF-8")
+        self.buf = String::from_utf8(bytes).expect("JSON text is UTF-8");
+    }
+
+    /// Closes the text with `tail` and the NUL that [`JsonText`] promises.
+    fn end(&mut self, tail: &str) -> JsonText<'_> {
+        self.buf.push_str(tail);
+        self.buf.push('\0');
+        JsonText::terminated(&self.buf)
     }
 }
 
@@ -265,18 +282,48 @@ pub(crate) use event_data;
 
 const TEXT_DELTA_HEAD: &str = "{\"type\":\"text_delta\",\"text\":";
 
+/// `{"type":ty,"schema_version":1,"data":{key:`, as [`EventWriter::text_event`] writes it.
+#[derive(Clone, Copy)]
+pub(crate) struct TextEventHead(&'static str);
+
+impl TextEventHead {
+    #[doc(hidden)]
+    pub(crate) const fn written(head: &'static str) -> Self {
+        TextEventHead(head)
+    }
+}
+
+/// The [`TextEventHead`] of event type `$ty` with its text under `$key`, built at compile time.
+macro_rules! text_event_head {
+    ($ty:literal, $key:literal) => {
+        $crate::events::TextEventHead::written(concat!(
+            "{\"type\":\"",
+            $ty,
+            "\",\"schema_version\":1,\"data\":{\"",
+            $key,
+            "\":"
+        ))
+    };
+}
+pub(crate) use text_event_head;
+
 /// A rendered `text_delta` item.
 #[derive(Clone, Copy)]
-pub(crate) struct TextDelta<'a>(&'a str);
+pub(crate) struct TextDelta<'a>(JsonText<'a>);
 
 impl<'a> TextDelta<'a> {
-    pub(crate) fn as_str(self) -> &'a str {
+    pub(crate) fn json(self) -> JsonText<'a> {
         self.0
+    }
+
+    pub(crate) fn as_str(self) -> &'a str {
+        self.0.as_str()
     }
 
     /// The text as the item holds it: a JSON string, quotes included.
     pub(crate) fn text_json(self) -> &'a str {
-        &self.0[TEXT_DELTA_HEAD.len()..self.0.len() - 1]
+        let item = self.as_str();
+        &item[TEXT_DELTA_HEAD.len()..item.len() - 1]
     }
 }
 
@@ -325,7 +372,10 @@ mod tests {
     #[test]
     fn writer_escapes() {
         let mut w = EventWriter::default();
-        let s = w.text_event("llm_text", "chunk", "a\"b\0c").to_owned();
+        let s = w
+            .text_event("llm_text", "chunk", "a\"b\0c")
+            .as_str()
+            .to_owned();
         assert_eq!(
             s,
             r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"a\"b\u0000c"}}"#
@@ -344,9 +394,75 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(&direct).unwrap();
             assert_eq!(v, serde_json::json!({"type": "text_delta", "text": text}));
             let spliced = events
-                .text_event_json("llm_text", "chunk", item.text_json())
+                .text_event_json(text_event_head!("llm_text", "chunk"), item.text_json())
+                .as_str()
                 .to_owned();
-            assert_eq!(spliced, events.text_event("llm_text", "chunk", text));
+            assert_eq!(
+                spliced,
+                events.text_event("llm_text", "chunk", text).as_str()
+            );
+        }
+    }
+
+    /// Texts with every control character, quotes, backslashes and non-ASCII text.
+    fn awkward_texts() -> Vec<String> {
+        let controls: String = (0u8..0x20).map(char::from).collect();
+        vec![
+            String::new(),
+            "abcd".into(),
+            controls.clone(),
+            format!("a{controls}b\"c\\d/e\u{7f}"),
+            "é 😀 \u{2028} 中文 \0".into(),
+        ]
+    }
+
+    /// The text events and the item, written with [`push_json_string`], are the bytes serde_json
+    /// wrote for them before (a `{key: text}` map through [`EventWriter::event`]).
+    #[test]
+    fn text_events_are_the_serde_rendering() {
+        let (mut w, mut reference) = (EventWriter::default(), EventWriter::default());
+        for text in awkward_texts() {
+            let old = reference
+                .event("thinking", &serde_json::json!({ "text": text }))
+                .as_str()
+                .to_owned();
+            assert_eq!(w.text_event("thinking", "text", &text).as_str(), old);
+            let item = w.text_delta(&text).as_str().to_owned();
+            let mut old_item = TEXT_DELTA_HEAD.as_bytes().to_vec();
+            serde_json::to_writer(&mut old_item, &text).unwrap();
+            old_item.push(b'}');
+            assert_eq!(item.as_bytes(), old_item);
+        }
+    }
+
+    /// Every writer method leaves its text followed by one NUL and no NUL inside, so C reads
+    /// the whole event from the pointer it is lent.
+    #[test]
+    fn the_writer_never_writes_a_nul_inside() {
+        let mut w = EventWriter::default();
+        let check = |j: JsonText<'_>| {
+            let bytes = j.with_nul();
+            assert_eq!(bytes.last(), Some(&0), "{j:?}");
+            assert!(!j.as_str().contains('\0'), "{j:?}");
+            assert_eq!(bytes.len(), j.as_str().len() + 1);
+            serde_json::from_str::<serde_json::Value>(j.as_str()).expect("JSON");
+        };
+        for text in awkward_texts() {
+            check(w.event(
+                "e",
+                &serde_json::json!({ text.clone(): [text.clone(), 1.5, null] }),
+            ));
+            check(w.text_event("e", "k", &text));
+            let item = w.text_delta(&text);
+            check(item.json());
+            let json = item.text_json().to_owned();
+            check(w.text_event_json(text_event_head!("e", "k"), &json));
+            crate::events::event_data! {
+                pub(crate) struct Probe<'a> {
+                    pub(crate) text: &'a str,
+                }
+            }
+            check(w.data_event("e", &Probe { text: &text }));
         }
     }
 }

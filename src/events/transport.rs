@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+use super::JsonText;
+
 /// What `ask_user` answers when nobody can answer (exact reference text).
 pub const NON_INTERACTIVE_ANSWER: &str = "[ask_user: not available in non-interactive mode]";
 
@@ -126,6 +128,12 @@ impl Drop for Reply {
 pub trait Transport: Send + Sync {
     /// One event's JSON (`{"type","schema_version","data"}`); must return quickly.
     fn emit(&self, event: &str);
+
+    /// [`Transport::emit`] for an event the library wrote: a transport that hands events to C
+    /// lends [`JsonText`] in place (it is NUL-terminated) instead of copying it.
+    fn emit_json(&self, event: JsonText<'_>) {
+        self.emit(event.as_str());
+    }
 
     fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
         let _ = reply.answer(Answer::Confirm(Confirmation::Allow));

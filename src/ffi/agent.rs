@@ -14,6 +14,7 @@ use super::{
 };
 use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
 use crate::events::transport::Transport;
+use crate::events::JsonText;
 use crate::permissions::{Mode, PermissionEngine};
 use crate::turn::{DeltaSink, TurnOutcome, TurnStatus};
 
@@ -309,7 +310,9 @@ unsafe fn start(
                 return Err(AgentError::NoSubscribe.into());
             }
             let host = HostData::borrowed(userdata).with(f);
-            DeltaSink::Callback(Arc::new(move |json: &str| host.call_json(json)))
+            DeltaSink::Callback(Arc::new(move |json: JsonText<'_>| {
+                host.call_json_text(json)
+            }))
         }
     };
     agent.start_turn(

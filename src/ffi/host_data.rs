@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_void};
 
 use super::transport::agentao_transport;
 use super::{agentao_error, agentao_status, in_callback};
+use crate::events::JsonText;
 
 /// What a [`HostData`] may carry besides the pointer: a copy of plain C function pointers (or
 /// the copied transport struct). Sealed to the types listed below, so nothing else can borrow
@@ -92,6 +93,14 @@ impl HostData<JsonFn> {
     pub(crate) fn call_json(&self, json: &str) {
         super::with_cstr(json, |p| {
             // SAFETY: the host's callback with its own userdata and a string valid for the call.
+            in_callback(|| unsafe { (self.callbacks)(self.ptr, p) })
+        });
+    }
+
+    /// [`HostData::call_json`] for JSON the library wrote, lent in place.
+    pub(crate) fn call_json_text(&self, json: JsonText<'_>) {
+        super::with_json(json, |p| {
+            // SAFETY: as in `call_json`.
             in_callback(|| unsafe { (self.callbacks)(self.ptr, p) })
         });
     }

@@ -33,7 +33,7 @@ pub mod transport;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
 use handle::BoxCastable;
-pub(crate) use strings::{opt_str_arg, out_string, str_arg, to_cstring, with_cstr};
+pub(crate) use strings::{opt_str_arg, out_string, str_arg, to_cstring, with_cstr, with_json};
 
 use std::cell::Cell;
 use std::ffi::{c_char, CStr, CString};

@@ -4,6 +4,7 @@ use std::cell::Cell;
 use std::ffi::{c_char, CStr, CString};
 
 use super::{agentao_status, Fail, FfiResult};
+use crate::events::JsonText;
 
 /// A CString from text that may hold NUL bytes (they are replaced, never truncate).
 pub(crate) fn to_cstring(s: &str) -> CString {
@@ -43,6 +44,17 @@ pub(crate) fn with_cstr<R>(s: &str, f: impl FnOnce(*const c_char) -> R) -> R {
         let _ = LEND_BUF.try_with(|b| b.set(buf));
     }
     result
+}
+
+/// Lends JSON the library wrote to C for the duration of `f`: it already has its NUL after it
+/// (and none inside, JSON escapes U+0000), so it is passed in place, without the copy of
+/// [`with_cstr`] (issue 12: two per streamed delta).
+pub(crate) fn with_json<R>(json: JsonText<'_>, f: impl FnOnce(*const c_char) -> R) -> R {
+    match json.with_nul() {
+        bytes @ [.., 0] => f(bytes.as_ptr().cast()),
+        // Not built that way (JsonText always ends in its NUL); copied, as any other string.
+        _ => with_cstr(json.as_str(), f),
+    }
 }
 
 /// Borrows a C string argument as UTF-8; NULL is `NULL_ARGUMENT`, bad UTF-8 `INVALID_UTF8`.
@@ -89,5 +101,22 @@ mod tests {
         let big = "y".repeat(KEEP_CAPACITY * 2);
         assert_eq!(with_cstr(&big, read).len(), big.len());
         assert_eq!(with_cstr("", read), "");
+    }
+
+    /// The event writer's JSON reaches C in place: the pointer is the text's own, and C reads
+    /// the whole text, whatever it escapes.
+    #[test]
+    fn json_is_lent_in_place() {
+        let read = |p: *const c_char| {
+            // SAFETY: with_json lends a NUL-terminated string for the call.
+            unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_owned()
+        };
+        let mut w = crate::events::EventWriter::default();
+        for text in ["", "abcd", "a\0b\u{1}\"\\ é 😀"] {
+            let item = w.text_delta(text).json();
+            let at = with_json(item, |p| p as usize);
+            assert_eq!(at, item.as_str().as_ptr() as usize, "no copy");
+            assert_eq!(with_json(item, read), item.as_str());
+        }
     }
 }

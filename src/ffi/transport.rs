@@ -8,11 +8,12 @@ use super::host_data::HostData;
 use super::reply::agentao_reply;
 use super::{
     agentao_error, agentao_status, guard, in_callback, out_arg, required, str_arg, to_cstring,
-    with_cstr, Fail, FfiResult,
+    with_cstr, with_json, Fail, FfiResult,
 };
 use crate::events::transport::{
     Answer, Broadcaster, ConfirmRequest, Confirmation, Reply, Transport, NON_INTERACTIVE_ANSWER,
 };
+use crate::events::JsonText;
 
 /// A listener a transport's `subscribe` receives: call it with each event's JSON (borrowed
 /// for the call) and `listener_userdata`.
@@ -169,6 +170,13 @@ impl Transport for FfiTransport {
         if let Some(f) = self.slots().emit {
             // SAFETY: host callback with its own userdata and a string valid for the call.
             with_cstr(event, |e| in_callback(|| unsafe { f(self.host.ptr(), e) }));
+        }
+    }
+
+    fn emit_json(&self, event: JsonText<'_>) {
+        if let Some(f) = self.slots().emit {
+            // SAFETY: as in `emit`; the event's own NUL-terminated buffer lives for the call.
+            with_json(event, |e| in_callback(|| unsafe { f(self.host.ptr(), e) }));
         }
     }
 

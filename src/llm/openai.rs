@@ -27,7 +27,7 @@ use super::fingerprint::SharedMemo;
 use super::http_lane::{Lane, LaneError, Response};
 use super::message::WireJson;
 use super::sse::SseParser;
-use super::text_chunk::{text_chunk, LastTextChunk};
+use super::text_chunk::{read_framed, text_chunk, LastTextChunk};
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
 use super::wire_match::serializes_to;
 use super::Message;
@@ -398,6 +398,7 @@ impl OpenAiBackend {
             max_response_bytes: self.max_response_bytes,
             read_timeout: self.read_timeout,
             deadline: Instant::now() + self.read_timeout,
+            progressed: false,
             eof: false,
             last_text_chunk: LastTextChunk::default(),
         })
@@ -518,6 +519,10 @@ pub(crate) struct OpenAiStream {
     /// Reset by progress only (text, reasoning or tool-call bytes): keep-alive comments and
     /// empty deltas do not hide a stalled stream.
     deadline: Instant,
+    /// Progress since the deadline was last reset: it is reset when the buffered events are
+    /// used up and the network is read next, not on every delta (a clock read was ~3 % of a
+    /// delta's instructions and ~20 ns of its ~250).
+    progressed: bool,
     eof: bool,
     last_text_chunk: LastTextChunk,
 }
@@ -544,15 +549,23 @@ impl OpenAiStream {
             asm,
             DecodePath::Auto,
             &mut self.last_text_chunk,
-        )?;
+        );
+        self.after_decoded(asm, before, decoded)
+    }
+
+    fn after_decoded(
+        &mut self,
+        asm: &Assembler,
+        before: usize,
+        decoded: Result<Decoded, LlmError>,
+    ) -> Result<bool, LlmError> {
+        let decoded = decoded?;
         self.after_event(asm, before)?;
         Ok(!matches!(decoded, Decoded::Done))
     }
 
     fn after_event(&mut self, asm: &Assembler, before: usize) -> Result<(), LlmError> {
-        if asm.received() > before {
-            self.deadline = Instant::now() + self.read_timeout;
-        }
+        self.progressed |= asm.received() > before;
         if asm.received() > self.max_response_bytes {
             return Err(too_large(format!(
                 "The model server's response exceeded llm.max_response_bytes ({} bytes of text, reasoning and tool calls); the response was abandoned.",
@@ -563,20 +576,33 @@ impl OpenAiStream {
     }
 
     /// The next data event from what is already buffered, without waiting; `None` when the
-    /// network must be read.
+    /// network must be read (the idle timer restarts then, if the events since brought progress).
     pub(crate) fn try_ready(&mut self, asm: &mut Assembler) -> Option<Result<bool, LlmError>> {
         if self.whole_json {
             return None;
         }
         while self.pos < self.buf.len() {
-            let (n, ready) = self.parser.advance(&self.buf[self.pos..]);
+            let input = &self.buf[self.pos..];
+            if let Some((n, chunk)) = read_framed(&mut self.parser, &self.last_text_chunk, input) {
+                let before = asm.received();
+                chunk.apply(asm);
+                self.pos += n;
+                return Some(self.after_decoded(asm, before, Ok(Decoded::Fast)));
+            }
+            let (n, data) = self.parser.next_event(&self.buf[self.pos..]);
             self.pos += n;
+            if let Some(data) = data {
+                let before = asm.received();
+                let decoded =
+                    decode_event_by(data, asm, DecodePath::Auto, &mut self.last_text_chunk);
+                return Some(self.after_decoded(asm, before, decoded));
+            }
             if self.parser.overflowed() {
                 return Some(Err(self.event_too_large()));
             }
-            if ready {
-                return Some(self.decode_ready(asm));
-            }
+        }
+        if std::mem::take(&mut self.progressed) {
+            self.deadline = Instant::now() + self.read_timeout;
         }
         None
     }
@@ -611,16 +637,8 @@ impl OpenAiStream {
             return Ok(true);
         }
         loop {
-            if self.pos < self.buf.len() {
-                let (n, ready) = self.parser.advance(&self.buf[self.pos..]);
-                self.pos += n;
-                if self.parser.overflowed() {
-                    return Err(self.event_too_large());
-                }
-                if ready {
-                    return self.decode_ready(asm);
-                }
-                continue;
+            if let Some(r) = self.try_ready(asm) {
+                return r;
             }
             if self.eof {
                 if self.parser.finish() {
@@ -1096,6 +1114,140 @@ pub fn decode_event_after_for_fuzzing(
 mod tests {
     use super::*;
     use crate::llm::Message;
+
+    /// Buffered events read as `try_ready` reads them (the remembered chunk's framed read
+    /// first, then the parser's whole-event path and the decoder) leave the assembler as the
+    /// general parser and the general decoder leave it, however the body is cut into reads.
+    #[test]
+    fn the_framed_read_decodes_as_the_parser_and_the_decoder() {
+        let frame = |model: &str, content: &str, finish: &str| {
+            format!(
+                r#"{{"id":"c-1","object":"chat.completion.chunk","created":1,"model":"{model}","choices":[{{"index":0,"delta":{{"content":{content}}},"logprobs":null,"finish_reason":{finish}}}],"usage":null}}"#
+            )
+        };
+        let contents = [
+            r#""abcd""#,
+            r#""""#,
+            r#""a\nb\"c\\""#,
+            r#""\ud83d\ude00 é""#,
+            r#""\ud800""#,
+            "\"a\u{1}\"",
+            "\"a\\\nb\"",
+            "null",
+            r#""a","x":"y""#,
+            r#""xyz""#,
+        ];
+        let mut bodies = Vec::new();
+        for (prefix, end) in [
+            ("data: ", "\n"),
+            ("data:", "\r\n"),
+            ("data: ", "\r"),
+            ("data:  ", "\n"),
+        ] {
+            let mut body = String::new();
+            let event = |body: &mut String, data: &str| {
+                body.push_str(prefix);
+                body.push_str(data);
+                body.push_str(end);
+                body.push_str(end);
+            };
+            for (i, content) in contents.iter().cycle().take(30).enumerate() {
+                let model = if i == 17 { "n" } else { "m" };
+                // The bytes after the content differ, at the same length.
+                let finish = if i == 21 { r#""ab""# } else { "null" };
+                event(&mut body, &frame(model, content, finish));
+                if i == 9 {
+                    body.push_str(&format!(": keep-alive{end}"));
+                }
+                if i == 12 {
+                    // One chunk over two data lines: the remembered sides then hold an LF.
+                    let f = frame("m", r#""ab""#, "null");
+                    let (a, b) = f.split_at(20);
+                    body.push_str(&format!("data: {a}{end}data: {b}{end}{end}"));
+                }
+            }
+            for _ in 0..20 {
+                event(&mut body, &frame("m", r#""plain""#, "null"));
+            }
+            event(&mut body, &frame("m", r#""end""#, r#""stop""#));
+            event(
+                &mut body,
+                r#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#,
+            );
+            event(&mut body, "[DONE]");
+            bodies.push(body);
+        }
+        let mut framed = 0;
+        for body in &bodies {
+            let body = body.as_bytes();
+            for cut in [body.len(), 1, 7, 64, 333] {
+                for limit in [1 << 20, 240] {
+                    // The assembler after each event, both ways.
+                    let (mut states, mut general_states) = (Vec::new(), Vec::new());
+                    let mut asm = Assembler::default();
+                    let (mut p, mut last) =
+                        (SseParser::with_limit(limit), LastTextChunk::default());
+                    for part in body.chunks(cut) {
+                        let mut pos = 0;
+                        while pos < part.len() && !p.overflowed() {
+                            let input = &part[pos..];
+                            if let Some((n, chunk)) = read_framed(&mut p, &last, input) {
+                                chunk.apply(&mut asm);
+                                pos += n;
+                                framed += 1;
+                                states.push(format!("{asm:?}"));
+                                continue;
+                            }
+                            let (n, data) = p.next_event(input);
+                            pos += n;
+                            if let Some(d) = data {
+                                let _ = decode_event_by(d, &mut asm, DecodePath::Auto, &mut last);
+                                states.push(format!("{asm:?}"));
+                            }
+                        }
+                    }
+                    if p.finish() {
+                        let _ = decode_event_by(p.data(), &mut asm, DecodePath::Auto, &mut last);
+                    }
+                    let mut general = Assembler::default();
+                    let mut q = SseParser::with_limit(limit);
+                    let mut no_memo = LastTextChunk::default();
+                    let mut pos = 0;
+                    while pos < body.len() && !q.overflowed() {
+                        let (n, ready) = q.advance(&body[pos..]);
+                        pos += n;
+                        if ready {
+                            let _ = decode_event_by(
+                                q.data(),
+                                &mut general,
+                                DecodePath::GeneralOnly,
+                                &mut no_memo,
+                            );
+                            general_states.push(format!("{general:?}"));
+                        }
+                    }
+                    if q.finish() {
+                        let _ = decode_event_by(
+                            q.data(),
+                            &mut general,
+                            DecodePath::GeneralOnly,
+                            &mut no_memo,
+                        );
+                    }
+                    assert_eq!(p.overflowed(), q.overflowed(), "cut {cut}, limit {limit}");
+                    assert_eq!(states, general_states, "cut {cut}, limit {limit}");
+                    assert_eq!(
+                        format!("{asm:?}"),
+                        format!("{general:?}"),
+                        "cut {cut}, limit {limit}: {}",
+                        String::from_utf8_lossy(body)
+                    );
+                }
+            }
+        }
+        // Most of the adversarial contents above go to the general path; the plain run does not.
+        assert!(framed > 60, "{framed} events took the framed read");
+    }
 
     fn feed(lines: &[&str]) -> (Assembler, Option<LlmError>) {
         let mut asm = Assembler::default();

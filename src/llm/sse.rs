@@ -20,6 +20,12 @@ pub struct SseParser {
     overflow: bool,
 }
 
+/// Where the value of a `data:` line at the start of `input` begins (one space dropped).
+fn value_at(input: &[u8]) -> Option<usize> {
+    let rest = input.strip_prefix(b"data:")?;
+    Some(5 + usize::from(rest.first() == Some(&b' ')))
+}
+
 impl SseParser {
     /// A parser that refuses a line or an event's data longer than `limit` bytes: once that
     /// happens it consumes nothing more and [`SseParser::overflowed`] is true.
@@ -89,6 +95,63 @@ impl SseParser {
             }
         }
         (i, false)
+    }
+
+    /// [`SseParser::advance`] returning the ready event's data: borrowed from `input` when the
+    /// event is one whole `data:` line and its blank line at the start of `input` (what a
+    /// server streams; the line is searched once and its data not copied), else from the
+    /// parser after the general path. Same events as `advance` however the input is cut
+    /// (`the_whole_event_path_gives_the_same_events`).
+    pub fn next_event<'a>(&'a mut self, input: &'a [u8]) -> (usize, Option<&'a [u8]>) {
+        if self.ready {
+            self.clear_event();
+        }
+        if !self.skip_lf && !self.overflow && self.line.is_empty() && self.data_lines == 0 {
+            if let Some((n, data)) = self.whole_event(input) {
+                return (n, Some(data));
+            }
+        }
+        let (n, ready) = self.advance(input);
+        (n, ready.then(|| self.data()))
+    }
+
+    /// `data:value` (one optional space) and an empty line, both ended by LF or both by CRLF,
+    /// at the start of `input`: the value and the bytes the two lines take. Anything else (other
+    /// fields, comments, bare CR, several data lines, a line cut by the read, past the limit)
+    /// is left to the general path.
+    fn whole_event<'a>(&self, input: &'a [u8]) -> Option<(usize, &'a [u8])> {
+        let at = value_at(input)?;
+        let len = memchr::memchr2(b'\n', b'\r', &input[at..])?;
+        let n = self.event_end(input, at, len)?;
+        Some((n, &input[at..at + len]))
+    }
+
+    /// Where the value of a `data:` line at the start of `input` begins, if the parser stands
+    /// at an event's start (a dispatched event is cleared): for a reader that knows where the
+    /// value ends without searching for the line end ([`SseParser::event_end`]).
+    pub(crate) fn value_start(&mut self, input: &[u8]) -> Option<usize> {
+        if self.ready {
+            self.clear_event();
+        }
+        if self.skip_lf || self.overflow || !self.line.is_empty() || self.data_lines != 0 {
+            return None;
+        }
+        value_at(input)
+    }
+
+    /// The bytes a whole event takes whose value is `input[at..at + len]`, if the value holds
+    /// no CR or LF (the caller's promise) and its line and an empty line end right after it,
+    /// both with LF or both with CRLF, within the limit; else `None` (the general path reads it).
+    pub(crate) fn event_end(&self, input: &[u8], at: usize, len: usize) -> Option<usize> {
+        let ends = match input.get(at + len..)? {
+            [b'\n', b'\n', ..] => 2,
+            [b'\r', b'\n', b'\r', b'\n', ..] => 4,
+            _ => return None,
+        };
+        if self.over(at + len) || self.over(len + 1) {
+            return None;
+        }
+        Some(at + len + ends)
     }
 
     /// At end of input: completes a last event that lacked its blank line.
@@ -206,6 +269,90 @@ mod tests {
         let mut p = SseParser::with_limit(12);
         assert_eq!(p.advance(b"data: 1234\n\n"), (12, true));
         assert!(!p.overflowed());
+    }
+
+    /// Every event of `input` (cut into reads of `cut` bytes) by `next_event`, and by `advance`.
+    fn both_ways(input: &[u8], cut: usize, limit: Option<usize>) -> [Vec<Vec<u8>>; 2] {
+        let fresh = || match limit {
+            Some(l) => SseParser::with_limit(l),
+            None => SseParser::default(),
+        };
+        let (mut fast, mut general) = (fresh(), fresh());
+        let (mut by_fast, mut by_general) = (Vec::new(), Vec::new());
+        for part in input.chunks(cut) {
+            let mut pos = 0;
+            while pos < part.len() && !fast.overflowed() {
+                let (n, data) = fast.next_event(&part[pos..]);
+                assert!(n > 0);
+                pos += n;
+                by_fast.extend(data.map(<[u8]>::to_vec));
+            }
+            let mut pos = 0;
+            while pos < part.len() && !general.overflowed() {
+                let (n, ready) = general.advance(&part[pos..]);
+                pos += n;
+                if ready {
+                    by_general.push(general.data().to_vec());
+                }
+            }
+        }
+        assert_eq!(fast.overflowed(), general.overflowed());
+        if fast.finish() {
+            by_fast.push(fast.data().to_vec());
+        }
+        if general.finish() {
+            by_general.push(general.data().to_vec());
+        }
+        [by_fast, by_general]
+    }
+
+    #[test]
+    fn the_whole_event_path_gives_the_same_events() {
+        let chunk = br#"{"id":"c","choices":[{"delta":{"content":"abcd"}}]}"#;
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for (line_end, space) in [("\n", " "), ("\r\n", " "), ("\r", ""), ("\n", "")] {
+            let mut wire = Vec::new();
+            for i in 0..5 {
+                wire.extend_from_slice(format!("data:{space}").as_bytes());
+                wire.extend_from_slice(chunk);
+                wire.extend_from_slice(line_end.as_bytes());
+                if i == 2 {
+                    wire.extend_from_slice(
+                        format!(": keep-alive{line_end}data: 2nd line{line_end}").as_bytes(),
+                    );
+                }
+                wire.extend_from_slice(line_end.as_bytes());
+            }
+            wire.extend_from_slice(
+                format!("data:{line_end}{line_end}data: [DONE]{line_end}{line_end}").as_bytes(),
+            );
+            inputs.push(wire);
+        }
+        inputs.push(
+            b"data: a\n\ndata: b\r\n\r\ndata: c\n\r\ndata: d\r\n\ndata:e\r\rdata: f".to_vec(),
+        );
+        inputs.push(b"event: x\ndata: a\n\nid: 1\ndata: b\n\ndata: c\ndata: d\n\ndata".to_vec());
+        let mut fast = 0;
+        for input in &inputs {
+            for cut in 1..=input.len() {
+                for limit in [None, Some(7), Some(60), Some(62)] {
+                    let [a, b] = both_ways(input, cut, limit);
+                    assert_eq!(
+                        a,
+                        b,
+                        "cut {cut}, limit {limit:?}: {:?}",
+                        String::from_utf8_lossy(input)
+                    );
+                }
+            }
+            let mut p = SseParser::default();
+            let (_, data) = p.next_event(input);
+            fast += usize::from(data.is_some_and(|d| {
+                d.as_ptr_range().start > input.as_ptr()
+                    && d.as_ptr_range().end <= input.as_ptr_range().end
+            }));
+        }
+        assert!(fast >= 3, "the common framings take the whole-event path");
     }
 
     #[test]

@@ -242,8 +242,8 @@ mod tests {
 
     fn same<D: EventData, S: Serialize>(new: &D, old: &S) {
         let mut w = EventWriter::default();
-        let expected = w.event("e", old).to_owned();
-        assert_eq!(w.data_event("e", new), expected);
+        let expected = w.event("e", old).as_str().to_owned();
+        assert_eq!(w.data_event("e", new).as_str(), expected);
     }
 
     /// The event as written now and as the old derived `Serialize` wrote it, from one field list.

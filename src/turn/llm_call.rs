@@ -9,8 +9,12 @@ use serde_json::{json, Value};
 
 use super::history::read;
 use super::{events, DeltaSink, Turn};
+use crate::events::{text_event_head, TextEventHead};
 use crate::llm::message::WireJson;
 use crate::llm::{ChatRequest, LlmError, LlmResponse, Piece};
+
+/// The head of the `llm_text` event, written once per delta.
+const LLM_TEXT: TextEventHead = text_event_head!("llm_text", "chunk");
 
 /// The finish reasons that mean the output hit the token limit.
 const LENGTH_REASONS: &[&str] = &["length", "max_tokens", "model_length"];
@@ -109,13 +113,11 @@ impl Turn<'_, '_> {
                 Piece::Text(t) => {
                     // The item is rendered first so the event reuses its escaped text.
                     let item = self.delta_writer.text_delta(t);
-                    let ev = self
-                        .writer
-                        .text_event_json("llm_text", "chunk", item.text_json());
+                    let ev = self.writer.text_event_json(LLM_TEXT, item.text_json());
                     env.emitter.emit(ev);
                     match &self.deltas {
                         DeltaSink::None => {}
-                        DeltaSink::Callback(cb) => cb(item.as_str()),
+                        DeltaSink::Callback(cb) => cb(item.json()),
                         DeltaSink::Queue(tx) => {
                             let item = item.as_str().to_owned();
                             // Once cancelled, a blocked write is dropped instead of waiting.

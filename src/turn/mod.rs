@@ -38,7 +38,7 @@ use crate::cancel::CancelToken;
 use crate::config::ToolsConfig;
 use crate::events::host::{CallIds, HostEvent, HostEventHub};
 use crate::events::transport::Transport;
-use crate::events::{Emitter, EventData, EventWriter};
+use crate::events::{Emitter, EventData, EventWriter, JsonText};
 use crate::llm::message::RunningCounts;
 use crate::llm::{LlmClient, LlmResponse, Message};
 use crate::permissions::PermissionEngine;
@@ -52,8 +52,8 @@ use plan::{Guards, Plan};
 pub enum DeltaSink {
     #[default]
     None,
-    /// Called inline with `{"type":"text_delta","text":…}`.
-    Callback(Arc<dyn Fn(&str) + Send + Sync>),
+    /// Called inline with `{"type":"text_delta","text":…}` (NUL-terminated, see [`JsonText`]).
+    Callback(Arc<dyn Fn(JsonText<'_>) + Send + Sync>),
     /// A bounded queue; the turn waits for room (never drops) unless it is cancelled.
     Queue(mpsc::Sender<String>),
 }
