@@ -19,7 +19,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::{Body as _, Incoming};
 use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper::header::{HeaderMap, HeaderValue, HOST};
@@ -28,6 +27,8 @@ use hyper_util::rt::TokioIo;
 use socket2::{SockRef, TcpKeepalive};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+
+use super::request_body::{Frames, RequestBody};
 
 /// The proxy variables reqwest reads for an `http://` URL. The lane is used only when none is
 /// set at all (reqwest's reading of `NO_PROXY` then does not matter).
@@ -44,9 +45,9 @@ const KEEPALIVE_RETRIES: u32 = 3;
 /// answered, the response's reads, the next request's readiness check. No task of its own, so
 /// no thread hand-off per request, and nothing but its owner keeps the socket open.
 struct Conn {
-    sender: SendRequest<Full<Bytes>>,
+    sender: SendRequest<Frames>,
     /// `None` once it ended (closed or failed: its error reached the request or the body).
-    driver: Option<Connection<TokioIo<TcpStream>, Full<Bytes>>>,
+    driver: Option<Connection<TokioIo<TcpStream>, Frames>>,
 }
 
 impl Conn {
@@ -154,7 +155,7 @@ impl Lane {
     pub(crate) async fn post(
         &self,
         headers: &HeaderMap,
-        body: Bytes,
+        body: RequestBody,
     ) -> Result<LaneResponse, LaneError> {
         let kept = self
             .idle
@@ -182,8 +183,8 @@ impl Lane {
         Ok(self.response(resp, conn))
     }
 
-    fn request(&self, headers: &HeaderMap, body: Bytes) -> Request<Full<Bytes>> {
-        let mut req = Request::new(Full::new(body));
+    fn request(&self, headers: &HeaderMap, body: RequestBody) -> Request<Frames> {
+        let mut req = Request::new(body.into_frames());
         *req.method_mut() = Method::POST;
         *req.uri_mut() = self.path.clone();
         let h = req.headers_mut();
@@ -467,7 +468,7 @@ mod tests {
         headers.insert("content-type", HeaderValue::from_static("application/json"));
         for _ in 0..3 {
             let r = l
-                .post(&headers, Bytes::from_static(b"{\"a\":1}"))
+                .post(&headers, Bytes::from_static(b"{\"a\":1}").into())
                 .await
                 .unwrap();
             assert_eq!(r.status(), 200);
@@ -488,9 +489,34 @@ mod tests {
             assert!(head.ends_with("\r\n\r\n{\"a\":1}"), "{head}");
         }
         // Dropped unread: still kept.
-        drop(l.post(&headers, Bytes::new()).await.unwrap());
-        let r = l.post(&headers, Bytes::new()).await.unwrap();
+        drop(l.post(&headers, RequestBody::default()).await.unwrap());
+        let r = l.post(&headers, RequestBody::default()).await.unwrap();
         assert_eq!(body_of(r).await, "connection 0");
+    }
+
+    #[tokio::test]
+    async fn a_body_in_pieces_goes_out_whole_with_its_length() {
+        let (port, rx) = server();
+        let l = lane(&format!("http://127.0.0.1:{port}/v1/chat/completions")).unwrap();
+        let tools = Bytes::from(vec![b'x'; 9_000]);
+        let body = RequestBody::spliced(
+            b"{\"messages\":[],\"tools\":}".to_vec(),
+            vec![
+                (13, Bytes::from_static(b"{\"role\":\"system\"}")),
+                (23, tools),
+            ],
+        );
+        let whole = body.to_bytes();
+        let r = l.post(&HeaderMap::new(), body).await.unwrap();
+        assert_eq!(body_of(r).await, "connection 0");
+        let head = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(
+            head.contains(&format!("content-length: {}\r\n", whole.len())),
+            "{}",
+            &head[..200]
+        );
+        assert!(head.ends_with(std::str::from_utf8(&whole).unwrap()));
+        assert!(whole.starts_with(b"{\"messages\":[{\"role\":\"system\"}],\"tools\":xxx"));
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@ pub(crate) mod fingerprint;
 mod http_lane;
 pub(crate) mod message;
 pub mod openai;
+pub(crate) mod request_body;
 pub(crate) mod retry;
 pub mod script;
 pub(crate) mod scripted;
@@ -350,7 +351,7 @@ enum AttemptStream {
 /// One LLM call in flight (all its attempts).
 pub struct LlmCall<'c> {
     client: &'c LlmClient,
-    body: Option<bytes::Bytes>,
+    body: Option<request_body::RequestBody>,
     cancel: CancelToken,
     asm: Assembler,
     stream: Option<AttemptStream>,

@@ -17,7 +17,6 @@ use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
@@ -26,6 +25,7 @@ use super::config::OpenAiConfig;
 use super::fingerprint::SharedMemo;
 use super::http_lane::{Lane, LaneError, Response};
 use super::message::WireJson;
+use super::request_body::RequestBody;
 use super::sse::SseParser;
 use super::text_chunk::{read_framed, text_chunk, LastTextChunk};
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
@@ -74,7 +74,7 @@ pub(crate) struct OpenAiBackend {
     messages: Mutex<RenderedMessages>,
     /// The last system message, shared with the process-wide memo: checking the prompt
     /// against it is cheaper than the memo's hash of the whole prompt.
-    system: Mutex<Option<Arc<RawValue>>>,
+    system: Mutex<Option<Bytes>>,
     /// The last body's size: the next one is allocated once.
     body_size_hint: AtomicUsize,
 }
@@ -100,7 +100,7 @@ impl Endpoint {
 #[derive(Clone)]
 struct RenderedTools {
     schemas: Weak<Vec<Value>>,
-    json: Arc<RawValue>,
+    json: Bytes,
 }
 
 impl RenderedTools {
@@ -111,14 +111,14 @@ impl RenderedTools {
 
 /// The `tools` array of `schemas` as JSON, rendered once per process for each distinct
 /// schema list (agents of one tool selection share the list).
-fn rendered_tools(schemas: &Arc<Vec<Value>>) -> Arc<RawValue> {
+fn rendered_tools(schemas: &Arc<Vec<Value>>) -> Bytes {
     static SHARED: Mutex<Vec<RenderedTools>> = Mutex::new(Vec::new());
     let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = shared.iter().find(|r| r.of(schemas)) {
         return r.json.clone();
     }
     shared.retain(|r| r.schemas.strong_count() > 0);
-    let json: Arc<RawValue> = raw_json(&**schemas).into();
+    let json = json_bytes(&**schemas);
     shared.push(RenderedTools {
         schemas: Arc::downgrade(schemas),
         json: json.clone(),
@@ -126,8 +126,8 @@ fn rendered_tools(schemas: &Arc<Vec<Value>>) -> Arc<RawValue> {
     json
 }
 
-fn raw_json<T: serde::Serialize + ?Sized>(v: &T) -> Box<RawValue> {
-    serde_json::value::to_raw_value(v).expect("serializing JSON values cannot fail")
+fn json_bytes<T: serde::Serialize + ?Sized>(v: &T) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).expect("serializing JSON values cannot fail"))
 }
 
 impl OpenAiBackend {
@@ -180,23 +180,23 @@ impl OpenAiBackend {
     }
 
     /// `{"role":"system","content":…}`, rendered once per distinct prompt.
-    fn system_message(&self, system: &str) -> Arc<RawValue> {
-        static RENDERED: SharedMemo<Arc<RawValue>> = SharedMemo::new();
+    fn system_message(&self, system: &str) -> Bytes {
+        static RENDERED: SharedMemo<Bytes> = SharedMemo::new();
         let mut mine = self.system.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(json) = mine
             .as_ref()
-            .filter(|j| serializes_to(&SystemWire(system), j.get().as_bytes()))
+            .filter(|j| serializes_to(&SystemWire(system), j))
         {
             return json.clone();
         }
-        let json = RENDERED.get_or(system.as_bytes(), || raw_json(&SystemWire(system)).into());
+        let json = RENDERED.get_or(system.as_bytes(), || json_bytes(&SystemWire(system)));
         *mine = Some(json.clone());
         json
     }
 
     /// The rendered `tools` array; this agent's last one is kept here so a request takes no
     /// process-wide lock.
-    fn tools_json(&self, schemas: &Arc<Vec<Value>>) -> Arc<RawValue> {
+    fn tools_json(&self, schemas: &Arc<Vec<Value>>) -> Bytes {
         let mut mine = self.tools.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = mine.as_ref().filter(|r| r.of(schemas)) {
             return r.json.clone();
@@ -230,7 +230,7 @@ impl OpenAiBackend {
     /// The request body, in the reference's key order; `extra_body` keys win. Written as
     /// serde_json's compact map would write it, with our keys as literals (they need no
     /// escape; serde's map path scanned each for one) and the rendered parts spliced as bytes.
-    pub(crate) fn render_body(&self, req: &ChatRequest<'_>) -> Bytes {
+    pub(crate) fn render_body(&self, req: &ChatRequest<'_>) -> RequestBody {
         let mut body = JsonObject::with_capacity(self.body_size_hint.load(Ordering::Relaxed));
         let extra = &self.extra_body;
         let own = |k: &str| !extra.contains_key(k);
@@ -241,9 +241,9 @@ impl OpenAiBackend {
             let mut rendered = self.messages.lock().unwrap_or_else(|e| e.into_inner());
             rendered.sync(req.history.iter().chain(req.transcript));
             let system = self.system_message(req.system);
-            let out = body.key("messages");
-            out.push(b'[');
-            out.extend_from_slice(system.get().as_bytes());
+            body.key("messages").push(b'[');
+            body.share(system);
+            let out = body.out();
             rendered.write_into(req.history.iter().chain(req.transcript), out);
             if let Some(tail) = req.tail {
                 out.push(b',');
@@ -266,8 +266,8 @@ impl OpenAiBackend {
         }
         if !req.tools.is_empty() {
             if own("tools") {
-                body.key("tools")
-                    .extend_from_slice(self.tools_json(req.tools).get().as_bytes());
+                body.key("tools");
+                body.share(self.tools_json(req.tools));
             }
             if own("tool_choice") {
                 body.key("tool_choice").extend_from_slice(br#""auto""#);
@@ -285,25 +285,25 @@ impl OpenAiBackend {
             let out = body.escaped_key(k);
             write_json(out, v);
         }
-        let mut out = body.end();
+        let (mut out, shared) = body.end();
         // Room for the next request's additions (one more exchange of history).
         self.body_size_hint
             .store(out.len() + out.len() / 4 + 1024, Ordering::Relaxed);
         // The body lives as long as the call; its unused room (a quarter of it and more) was
         // most of the scale run's memory per agent in flight. Shrinking is done in place.
         out.shrink_to_fit();
-        Bytes::from(out)
+        RequestBody::spliced(out, shared)
     }
 
     /// The one-shot request repairs of spec §4.6: a server that rejects `max_tokens` in favour
     /// of `max_completion_tokens`, or rejects `temperature`, gets the body fixed once (and every
     /// later request of this client). Returns the repaired body, or `None` when no repair fits.
-    pub(crate) fn repair(&self, e: &LlmError, body: &Bytes) -> Option<Bytes> {
+    pub(crate) fn repair(&self, e: &LlmError, body: &RequestBody) -> Option<RequestBody> {
         if !matches!(e.status, Some(400) | Some(422)) {
             return None;
         }
         let msg = e.message.to_ascii_lowercase();
-        let mut v: Map<String, Value> = serde_json::from_slice(body).ok()?;
+        let mut v: Map<String, Value> = serde_json::from_slice(&body.to_bytes()).ok()?;
         if msg.contains("max_tokens")
             && msg.contains("max_completion_tokens")
             && !self.use_max_completion_tokens.swap(true, Ordering::Relaxed)
@@ -334,13 +334,13 @@ impl OpenAiBackend {
         } else {
             return None;
         }
-        serde_json::to_vec(&v).ok().map(Bytes::from)
+        serde_json::to_vec(&v).ok().map(|b| Bytes::from(b).into())
     }
 
     /// The streaming-unsupported fallback of spec §4.6: a server whose refusal says it cannot
     /// stream gets this one request again without `stream` (its JSON answer is decoded as one
     /// chunk). Not latched: the body of the next call streams again.
-    pub(crate) fn without_stream(&self, e: &LlmError, body: &Bytes) -> Option<Bytes> {
+    pub(crate) fn without_stream(&self, e: &LlmError, body: &RequestBody) -> Option<RequestBody> {
         const PHRASES: [&str; 5] = [
             "does not support streaming",
             "streaming is not supported",
@@ -355,14 +355,14 @@ impl OpenAiBackend {
         if !PHRASES.iter().any(|p| msg.contains(p)) {
             return None;
         }
-        let mut v: Map<String, Value> = serde_json::from_slice(body).ok()?;
+        let mut v: Map<String, Value> = serde_json::from_slice(&body.to_bytes()).ok()?;
         v.remove("stream")?;
         v.remove("stream_options");
-        serde_json::to_vec(&v).ok().map(Bytes::from)
+        serde_json::to_vec(&v).ok().map(|b| Bytes::from(b).into())
     }
 
     /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
-    pub(crate) async fn open(&self, body: Bytes) -> Result<OpenAiStream, LlmError> {
+    pub(crate) async fn open(&self, body: RequestBody) -> Result<OpenAiStream, LlmError> {
         let resp = match tokio::time::timeout(self.read_timeout, self.send(body)).await {
             Err(_) => return Err(LlmError::timeout()),
             Ok(r) => r?,
@@ -407,7 +407,7 @@ impl OpenAiBackend {
 
 impl OpenAiBackend {
     /// The request on the lane when it applies, else (and for any redirect) through reqwest.
-    async fn send(&self, body: Bytes) -> Result<Response, LlmError> {
+    async fn send(&self, body: RequestBody) -> Result<Response, LlmError> {
         if let Some(lane) = &self.lane {
             match lane.post(&self.headers, body.clone()).await {
                 Err(LaneError::ConnectTimeout) => return Err(LlmError::timeout()),
@@ -428,7 +428,12 @@ impl OpenAiBackend {
             Endpoint::Parsed(u) => http.post(u.clone()),
             Endpoint::Unparsed(u) => http.post(u),
         };
-        match post.headers(self.headers.clone()).body(body).send().await {
+        match post
+            .headers(self.headers.clone())
+            .body(body.to_bytes())
+            .send()
+            .await
+        {
             Ok(r) => Ok(Response::Reqwest(r)),
             Err(e) if e.is_timeout() => Err(LlmError::timeout()),
             Err(e) => Err(LlmError::connection(connection_message(&e))),
@@ -989,13 +994,19 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
 struct JsonObject {
     out: Vec<u8>,
     entries: usize,
+    /// Rendered parts to insert at offsets of `out` instead of copying them in.
+    shared: Vec<(usize, Bytes)>,
 }
 
 impl JsonObject {
     fn with_capacity(n: usize) -> Self {
         let mut out = Vec::with_capacity(n);
         out.push(b'{');
-        JsonObject { out, entries: 0 }
+        JsonObject {
+            out,
+            entries: 0,
+            shared: Vec::new(),
+        }
     }
 
     fn separate(&mut self) {
@@ -1024,9 +1035,19 @@ impl JsonObject {
         &mut self.out
     }
 
-    fn end(mut self) -> Vec<u8> {
+    /// Where the next bytes of a value go.
+    fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// `json` comes next, as its own piece of the body.
+    fn share(&mut self, json: Bytes) {
+        self.shared.push((self.out.len(), json));
+    }
+
+    fn end(mut self) -> (Vec<u8>, Vec<(usize, Bytes)>) {
         self.out.push(b'}');
-        self.out
+        (self.out, self.shared)
     }
 }
 
@@ -1392,7 +1413,7 @@ mod tests {
                                 tail,
                                 tools,
                             };
-                            let new = b.render_body(&req);
+                            let new = b.render_body(&req).to_bytes();
                             assert_eq!(
                                 std::str::from_utf8(&new).unwrap(),
                                 std::str::from_utf8(&reference_body(&b, &req)).unwrap(),
@@ -1422,7 +1443,7 @@ mod tests {
                 tools: &schemas,
             };
             assert_eq!(
-                std::str::from_utf8(&b.render_body(&req)).unwrap(),
+                std::str::from_utf8(&b.render_body(&req).to_bytes()).unwrap(),
                 std::str::from_utf8(&reference_body(&b, &req)).unwrap()
             );
         };
