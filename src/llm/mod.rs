@@ -13,6 +13,7 @@ mod http_lane;
 mod lane_socket;
 pub(crate) mod message;
 pub mod openai;
+mod request_deadline;
 pub(crate) mod retry;
 pub mod script;
 pub(crate) mod scripted;
