@@ -7,10 +7,10 @@
 //! per request of a tool loop. A kept timer moved to a later deadline only extends its entry,
 //! so the parked worker sleeps on.
 
-use std::future::{poll_fn, Future};
-use std::pin::{pin, Pin};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
@@ -25,17 +25,20 @@ pub(super) struct RequestDeadline {
 
 impl RequestDeadline {
     /// `f`'s output, or `None` when `limit` passed first: `tokio::time::timeout(limit, f)`.
-    pub(super) async fn within<F: Future>(&self, limit: Duration, f: F) -> Option<F::Output> {
-        let Some(deadline) = Instant::now().checked_add(limit) else {
-            return tokio::time::timeout(limit, f).await.ok();
-        };
+    /// A future of its own, not an `async fn`: that would hold `f` twice (the argument and
+    /// the pinned local), and `f` is the request, inside every turn's task.
+    pub(super) fn within<F: Future>(&self, limit: Duration, f: F) -> Within<'_, F> {
+        // tokio's own "far future" for a limit that cannot be added to now.
+        let deadline = Instant::now()
+            .checked_add(limit)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400 * 365 * 30));
         let kept = self
             .kept
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .filter(|s| !s.is_elapsed());
-        let mut sleep = match kept {
+        let sleep = match kept {
             Some(mut s) => {
                 s.as_mut().reset(deadline);
                 s
@@ -43,18 +46,48 @@ impl RequestDeadline {
             // Another request of this backend holds the kept one, or there is none yet.
             None => Box::pin(tokio::time::sleep_until(deadline)),
         };
-        let mut f = pin!(f);
+        Within {
+            f,
+            sleep: Some(sleep),
+            owner: self,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`RequestDeadline::within`]'s future.
+    pub(super) struct Within<'a, F> {
+        #[pin]
+        f: F,
+        // `None` once the output was given.
+        sleep: Option<Pin<Box<Sleep>>>,
+        owner: &'a RequestDeadline,
+    }
+}
+
+impl<F: Future> Future for Within<'_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
         // The future first, then the timer: the order of `tokio::time::timeout`.
-        let out = poll_fn(|cx| match f.as_mut().poll(cx) {
-            Poll::Ready(v) => Poll::Ready(Some(v)),
-            Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),
-        })
-        .await;
-        // The timer keeps the waker it was last polled with; a no-op one instead, so a kept
-        // timer does not hold the finished turn's task.
-        let _ = sleep.as_mut().poll(&mut Context::from_waker(Waker::noop()));
-        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(sleep);
-        out
+        let out = match this.f.poll(cx) {
+            Poll::Ready(v) => Some(v),
+            Poll::Pending => match this.sleep.as_mut() {
+                Some(s) => {
+                    ready!(s.as_mut().poll(cx));
+                    None
+                }
+                None => return Poll::Pending,
+            },
+        };
+        if let Some(mut s) = this.sleep.take() {
+            // The timer keeps the waker it was last polled with; a no-op one instead, so a
+            // kept timer does not hold the finished turn's task.
+            let _ = s.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+            *this.owner.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+        }
+        Poll::Ready(out)
     }
 }
 
@@ -102,10 +135,8 @@ mod tests {
         let d = RequestDeadline::default();
         let first = runtime();
         let slow = async { tokio::time::sleep(Duration::from_millis(1)).await };
-        assert_eq!(
-            first.block_on(d.within(Duration::from_secs(60), slow)),
-            Some(())
-        );
+        let used = first.block_on(async { d.within(Duration::from_secs(60), slow).await });
+        assert_eq!(used, Some(()));
         drop(first);
         let second = runtime();
         second.block_on(async {
