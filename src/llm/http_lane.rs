@@ -24,9 +24,10 @@ use hyper::body::{Body as _, Incoming};
 use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper::header::{HeaderMap, HeaderValue, HOST};
 use hyper::{Method, Request, Uri};
+use hyper_util::rt::TokioIo;
+use socket2::{SockRef, TcpKeepalive};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
-
-use super::lane_socket::{self, LaneIo};
 
 /// The proxy variables reqwest reads for an `http://` URL. The lane is used only when none is
 /// set at all (reqwest's reading of `NO_PROXY` then does not matter).
@@ -35,13 +36,17 @@ const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "al
 /// reqwest's pool drops a connection idle this long; so does the lane.
 const IDLE_LIMIT: Duration = Duration::from_secs(90);
 
+/// reqwest's TCP keep-alive (time, interval, probes).
+const KEEPALIVE: Duration = Duration::from_secs(15);
+const KEEPALIVE_RETRIES: u32 = 3;
+
 /// One connection, driven by whoever uses it: the request's future while it is sent and
 /// answered, the response's reads, the next request's readiness check. No task of its own, so
 /// no thread hand-off per request, and nothing but its owner keeps the socket open.
 struct Conn {
     sender: SendRequest<Full<Bytes>>,
     /// `None` once it ended (closed or failed: its error reached the request or the body).
-    driver: Option<Connection<LaneIo, Full<Bytes>>>,
+    driver: Option<Connection<TokioIo<TcpStream>, Full<Bytes>>>,
 }
 
 impl Conn {
@@ -203,17 +208,23 @@ impl Lane {
     async fn connect(&self) -> Result<Box<Conn>, LaneError> {
         let connecting = async {
             match &self.target {
-                Target::Addr(a) => lane_socket::connect(*a).await,
-                Target::Name(n, p) => {
-                    lane_socket::connect_any(tokio::net::lookup_host((n.as_str(), *p)).await?).await
-                }
+                Target::Addr(a) => TcpStream::connect(a).await,
+                Target::Name(n, p) => TcpStream::connect((n.as_str(), *p)).await,
             }
         };
         let stream = match tokio::time::timeout(self.connect_timeout, connecting).await {
             Err(_) => return Err(LaneError::ConnectTimeout),
             Ok(r) => r.map_err(LaneError::Connect)?,
         };
-        let (sender, driver) = hyper::client::conn::http1::handshake(LaneIo::new(stream))
+        stream.set_nodelay(true).map_err(LaneError::Connect)?;
+        let keepalive = TcpKeepalive::new()
+            .with_time(KEEPALIVE)
+            .with_interval(KEEPALIVE)
+            .with_retries(KEEPALIVE_RETRIES);
+        SockRef::from(&stream)
+            .set_tcp_keepalive(&keepalive)
+            .map_err(LaneError::Connect)?;
+        let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(LaneError::Http)?;
         Ok(Box::new(Conn {

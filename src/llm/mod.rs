@@ -10,7 +10,6 @@ pub(crate) mod assembly;
 pub(crate) mod config;
 pub(crate) mod fingerprint;
 mod http_lane;
-mod lane_socket;
 pub(crate) mod message;
 pub mod openai;
 mod request_deadline;
