@@ -13,6 +13,7 @@ mod http_lane;
 pub(crate) mod message;
 pub mod openai;
 pub(crate) mod request_body;
+mod request_deadline;
 pub(crate) mod retry;
 pub mod script;
 pub(crate) mod scripted;

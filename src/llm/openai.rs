@@ -26,6 +26,7 @@ use super::fingerprint::SharedMemo;
 use super::http_lane::{Lane, LaneError, Response};
 use super::message::WireJson;
 use super::request_body::RequestBody;
+use super::request_deadline::RequestDeadline;
 use super::sse::SseParser;
 use super::text_chunk::{read_framed, text_chunk, LastTextChunk};
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
@@ -61,6 +62,8 @@ pub(crate) struct OpenAiBackend {
     max_tokens: u32,
     extra_body: Map<String, Value>,
     read_timeout: Duration,
+    /// The read timeout of `open`, on one timer kept between requests.
+    request_deadline: RequestDeadline,
     max_event_bytes: usize,
     max_response_bytes: usize,
     /// One-shot repairs (spec §4.6), latched for the client's life once a server asked.
@@ -168,6 +171,7 @@ impl OpenAiBackend {
             max_tokens: c.max_tokens,
             extra_body: c.extra_body.clone(),
             read_timeout: c.read_timeout,
+            request_deadline: RequestDeadline::default(),
             max_event_bytes: c.max_event_bytes,
             max_response_bytes: c.max_response_bytes,
             use_max_completion_tokens: AtomicBool::new(false),
@@ -363,9 +367,12 @@ impl OpenAiBackend {
 
     /// Sends the request; a non-2xx status becomes an [`LlmError`] carrying the server's message.
     pub(crate) async fn open(&self, body: RequestBody) -> Result<OpenAiStream, LlmError> {
-        let resp = match tokio::time::timeout(self.read_timeout, self.send(body)).await {
-            Err(_) => return Err(LlmError::timeout()),
-            Ok(r) => r?,
+        let sent = self
+            .request_deadline
+            .within(self.read_timeout, self.send(body));
+        let resp = match sent.await {
+            None => return Err(LlmError::timeout()),
+            Some(r) => r?,
         };
         let status = resp.status();
         if !status.is_success() {
