@@ -16,8 +16,14 @@
 use agentao::llm::sse::SseParser;
 use libfuzzer_sys::fuzz_target;
 
-/// Feeds `input` in pieces whose lengths cycle through `cuts`; returns the events.
-fn parse(input: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+/// Feeds `input` in pieces whose lengths cycle through `cuts` to `step`, which reads from
+/// the start of what it is given and says how much it consumed and the event it completed;
+/// returns the events.
+fn feed(
+    input: &[u8],
+    cuts: &[usize],
+    mut step: impl FnMut(&mut SseParser, &[u8]) -> (usize, Option<Vec<u8>>),
+) -> Vec<Vec<u8>> {
     let mut p = SseParser::default();
     let mut out = Vec::new();
     let mut pos = 0;
@@ -28,16 +34,14 @@ fn parse(input: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
         let piece = &input[pos..pos + len];
         let mut at = 0;
         while at < piece.len() {
-            let (n, ready) = p.advance(&piece[at..]);
+            let (n, event) = step(&mut p, &piece[at..]);
             assert!(
                 n > 0 && at + n <= piece.len(),
-                "advance consumed {n} of {}",
+                "consumed {n} of {}",
                 piece.len() - at
             );
             at += n;
-            if ready {
-                out.push(p.data().to_vec());
-            }
+            out.extend(event);
         }
         pos += len;
     }
@@ -47,29 +51,20 @@ fn parse(input: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     out
 }
 
+/// The events of `input`, through `advance`.
+fn parse(input: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+    feed(input, cuts, |p, rest| {
+        let (n, ready) = p.advance(rest);
+        (n, ready.then(|| p.data().to_vec()))
+    })
+}
+
 /// As [`parse`], through `next_event`.
 fn parse_next_event(input: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
-    let mut p = SseParser::default();
-    let mut out = Vec::new();
-    let mut pos = 0;
-    let mut k = 0;
-    while pos < input.len() {
-        let len = cuts[k % cuts.len()].clamp(1, input.len() - pos);
-        k += 1;
-        let piece = &input[pos..pos + len];
-        let mut at = 0;
-        while at < piece.len() {
-            let (n, data) = p.next_event(&piece[at..]);
-            assert!(n > 0 && at + n <= piece.len(), "next_event consumed {n}");
-            at += n;
-            out.extend(data.map(<[u8]>::to_vec));
-        }
-        pos += len;
-    }
-    if p.finish() {
-        out.push(p.data().to_vec());
-    }
-    out
+    feed(input, cuts, |p, rest| {
+        let (n, data) = p.next_event(rest);
+        (n, data.map(<[u8]>::to_vec))
+    })
 }
 
 /// The WHATWG event-stream rules, restricted to `data`, written for clarity.

@@ -408,34 +408,14 @@ impl<'a> Scanner<'a> {
     /// A string at `"`: borrowed when it has no escapes; with escapes, decoded by serde_json
     /// itself, so it means exactly what it means to the general decoder.
     fn string(&mut self) -> Option<Cow<'a, str>> {
-        let b = self.bytes();
-        if b.get(self.pos) != Some(&b'"') {
-            return None;
-        }
+        let (end, escaped) = string_end(self.bytes(), self.pos)?;
         let start = self.pos + 1;
-        let mut i = start;
-        let mut escaped = false;
-        loop {
-            i += b
-                .get(i..)?
-                .iter()
-                .position(|&c| STOPS_A_STRING[c as usize])?;
-            match b[i] {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    i += 2;
-                }
-                // A raw control character is invalid JSON.
-                _ => return None,
-            }
-        }
-        self.pos = i + 1;
+        self.pos = end;
         if !escaped {
             // The text is a `&str` and both ends are ASCII quotes: a char boundary.
-            return Some(Cow::Borrowed(&self.text[start..i]));
+            return Some(Cow::Borrowed(&self.text[start..end - 1]));
         }
-        serde_json::from_str::<String>(&self.text[start - 1..=i])
+        serde_json::from_str::<String>(&self.text[start - 1..end])
             .ok()
             .map(Cow::Owned)
     }
