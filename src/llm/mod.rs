@@ -207,7 +207,9 @@ impl UsageTotals {
 // One per agent, never in a collection: the size difference costs nothing.
 #[allow(clippy::large_enum_variant)]
 enum Backend {
-    OpenAi(openai::OpenAiBackend),
+    /// Boxed: its HTTP lane, caches and headers would otherwise size every agent's client,
+    /// scripted ones too (10,000 of them in the scale run).
+    OpenAi(Box<openai::OpenAiBackend>),
     Scripted(scripted::ScriptedBackend),
 }
 
@@ -224,7 +226,7 @@ impl LlmClient {
     pub fn new(config: &LlmConfig) -> Result<Self, String> {
         Ok(match config {
             LlmConfig::OpenAi(c) => LlmClient {
-                backend: Backend::OpenAi(openai::OpenAiBackend::new(c)?),
+                backend: Backend::OpenAi(Box::new(openai::OpenAiBackend::new(c)?)),
                 retry: c.retry,
                 call_timeout: c.call_timeout,
                 usage: UsageTotals::default(),
