@@ -103,27 +103,18 @@ impl SseParser {
     /// parser after the general path. Same events as `advance` however the input is cut
     /// (`the_whole_event_path_gives_the_same_events`).
     pub fn next_event<'a>(&'a mut self, input: &'a [u8]) -> (usize, Option<&'a [u8]>) {
-        if self.ready {
-            self.clear_event();
-        }
-        if !self.skip_lf && !self.overflow && self.line.is_empty() && self.data_lines == 0 {
-            if let Some((n, data)) = self.whole_event(input) {
-                return (n, Some(data));
+        // `data:value` and an empty line, both ended by LF or both by CRLF, at the start of
+        // `input`; anything else (other fields, comments, bare CR, several data lines, a line
+        // cut by the read, past the limit) goes to the general path.
+        if let Some(at) = self.value_start(input) {
+            if let Some(len) = memchr::memchr2(b'\n', b'\r', &input[at..]) {
+                if let Some(n) = self.event_end(input, at, len) {
+                    return (n, Some(&input[at..at + len]));
+                }
             }
         }
         let (n, ready) = self.advance(input);
         (n, ready.then(|| self.data()))
-    }
-
-    /// `data:value` (one optional space) and an empty line, both ended by LF or both by CRLF,
-    /// at the start of `input`: the value and the bytes the two lines take. Anything else (other
-    /// fields, comments, bare CR, several data lines, a line cut by the read, past the limit)
-    /// is left to the general path.
-    fn whole_event<'a>(&self, input: &'a [u8]) -> Option<(usize, &'a [u8])> {
-        let at = value_at(input)?;
-        let len = memchr::memchr2(b'\n', b'\r', &input[at..])?;
-        let n = self.event_end(input, at, len)?;
-        Some((n, &input[at..at + len]))
     }
 
     /// Where the value of a `data:` line at the start of `input` begins, if the parser stands
