@@ -41,6 +41,27 @@ want_step() {
 
 mkdir -p build
 rm -f build/summary.counts build/summary.skipped build/.apt-updated
+
+# Disk. Cargo never deletes what it stops using, so a build tree kept between CI runs grows with
+# every change of Cargo.lock, features or toolchain until a step dies halfway with "No space
+# left on device". In CI, incremental state (useless on a fresh build) is neither written nor
+# kept, and a tree past its budget is cleaned: one cold build instead of a full disk.
+gib() { du -s --block-size=1G "$1" 2>/dev/null | cut -f1 || echo 0; }
+if [ -n "${CI:-}" ]; then
+  export CARGO_INCREMENTAL=0
+  rm -rf target/*/incremental build/fuzz-target/*/incremental build/fuzz-target/*/*/incremental
+  for tree in target:"${AGENTAO_TARGET_BUDGET_GIB:-12}" build/fuzz-target:"${AGENTAO_FUZZ_BUDGET_GIB:-6}"; do
+    dir=${tree%%:*} budget=${tree#*:}
+    if [ -d "$dir" ] && [ "$(gib "$dir")" -gt "$budget" ]; then
+      echo "$dir/ holds $(gib "$dir") GiB, over its budget of $budget GiB (stale builds): cleaning it"
+      rm -rf "$dir"
+    fi
+  done
+fi
+free_gib=$(df --block-size=1G --output=avail . | tail -1 | tr -dc 0-9)
+echo "disk: ${free_gib} GiB free; target/ $(gib target) GiB, build/ $(gib build) GiB"
+# A cold run writes ~COLD_GIB GiB (measured on a fresh clone, see docs/reliability.md).
+[ "$free_gib" -ge 12 ] || echo "warning: a cold run writes ~12 GiB; with ${free_gib} GiB free a step may fail for lack of space"
 started=$SECONDS
 for f in scripts/test.d/*.sh; do
   want_step "$(basename "$f")" || continue

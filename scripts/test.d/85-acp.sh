@@ -8,7 +8,9 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 elif [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 18 ]; then
   skipped "acp-node: node $(node --version) is older than 18 (the SDK needs web streams)"
 else
-  cargo build --quiet -p agentao-acp
+  # The binary and the validator as `cargo test --workspace` builds them (a no-op after the Rust
+  # step): `cargo build -p agentao-acp` would resolve other features and rebuild ~150 crates.
+  cargo test --workspace --no-run --quiet
   acp_dir=build/acp-node
   mkdir -p "$acp_dir"
   cp tests/acp-node/package.json tests/acp-node/package-lock.json tests/acp-node/client.mjs "$acp_dir/"
@@ -20,7 +22,7 @@ else
   rm -rf "$acp_dir/work"
   node "$acp_dir/client.mjs" "$PWD/target/debug/agentao-acp" "$PWD/$acp_dir/work" \
     "$acp_dir/transcript.jsonl" | tee "$acp_dir/out.txt"
-  cargo run --quiet -p agentao-acp --example validate_transcript -- "$acp_dir/transcript.jsonl" \
+  target/debug/examples/validate_transcript "$acp_dir/transcript.jsonl" \
     | tee -a "$acp_dir/out.txt"
   record "acp-node" "$(sed -nE 's/^acp-node: ([0-9]+) passed, 0 failed$/\1/p' "$acp_dir/out.txt")"
 fi
