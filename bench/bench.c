@@ -5,7 +5,8 @@
  * subtracted) and (b) the scripted provider.
  *
  *   bench --mock PATH/mock-openai [--hyper-floor PATH] [--out results.json] [--quick]
- *         [--only SECTION]
+ *         [--only SECTION] [--cpu N]   (--cpu: the bench, the library's threads, the mock and
+ *                                        the floors all pinned to CPU N)
  *   bench --mock PATH/mock-openai --callgrind     (instructions per turn and per iteration)
  *   bench --mock PATH/mock-openai --only mcp      (an MCP call against its stdio floor;
  *                                                  mcpcallgrind: per turn with one MCP server)
@@ -15,6 +16,9 @@
  * --raw-requests-out) to the same mock in the same run, and the ratio library/floor follows.
  * With --hyper-floor PATH (bench/run.sh passes target/release/hyper-floor) a second, realistic
  * floor follows it: bench/hyper-floor, a minimal hyper 1.x client, replays the same bodies.
+ * Wall-time floors (wall - the mock's busy time) depend on where the scheduler puts the client
+ * and the mock, so each round's ratio is printed too, and CPU-time floors beside them; the
+ * streaming floors come twice: finding line ends only, and decoding each delta's text.
  *
  * Every figure is the median and p90 over repeated runs after a warm-up. Memory and scale
  * figures come from fresh child processes (this program re-executed with --child), so one
@@ -27,6 +31,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -176,6 +181,7 @@ static char g_mock[1024];   /* path of the mock-openai binary */
 static char g_self[1024];   /* this program, for --child */
 static char g_hyper[1024];  /* the hyper-floor binary (--hyper-floor), or empty */
 static int g_quick = 0;
+static int g_cpu = -1; /* --cpu N: this process, its threads and children pinned to CPU N */
 static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale|mcp */
 
 static int want(const char *section) { return !g_only || strcmp(g_only, section) == 0; }
@@ -459,6 +465,8 @@ typedef struct {
     char path[600]; /* the captured bodies, one a line: the hyper floor's request file */
 } bodies_t;
 
+static bodies_t bodies_read(const char *path);
+
 /* Runs `turn` once on an agent pointed at a recording mock serving `script`, and returns the
  * request bytes the library sent, as whole HTTP requests for the raw client. */
 static bodies_t capture_requests(const char *script, void (*turn)(agentao_agent *)) {
@@ -471,10 +479,15 @@ static bodies_t capture_requests(const char *script, void (*turn)(agentao_agent 
     agentao_agent_free(a);
     free(cfg);
     mock_stop(&m);
-    FILE *f = fopen(out, "r");
-    if (!f) die("no captured requests in %s", out);
+    return bodies_read(out);
+}
+
+/* The request file `path` (one body a line) as whole HTTP requests for the raw client. */
+static bodies_t bodies_read(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) die("no captured requests in %s", path);
     bodies_t b = {0};
-    snprintf(b.path, sizeof b.path, "%s", out);
+    snprintf(b.path, sizeof b.path, "%s", path);
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -494,7 +507,7 @@ static bodies_t capture_requests(const char *script, void (*turn)(agentao_agent 
     }
     free(line);
     fclose(f);
-    if (b.n == 0) die("no captured requests in %s", out);
+    if (b.n == 0) die("no captured requests in %s", path);
     return b;
 }
 
@@ -535,16 +548,16 @@ static void raw_close(raw_t *r) {
     free(r->buf);
 }
 
-/* Sends one request and reads the whole response (head, then content-length bytes of SSE),
- * scanning it for lines as any SSE reader must. Returns the number of `data:` lines. */
-static long raw_exchange(raw_t *r, const char *req, size_t len) {
+/* Sends one request and reads the whole response (head, then content-length bytes of SSE)
+ * into r->buf; returns the body's offset there and sets *body_len. */
+static size_t raw_send_read(raw_t *r, const char *req, size_t len, size_t *body_len) {
     for (size_t off = 0; off < len;) {
         ssize_t w = write(r->fd, req + off, len - off);
         if (w <= 0) die("raw: write: %s", strerror(errno));
         off += (size_t)w;
     }
-    size_t have = 0, head = 0, body_len = 0;
-    long lines = 0;
+    size_t have = 0, head = 0;
+    *body_len = 0;
     for (;;) {
         if (have == r->cap) {
             /* A streamed turn's body is megabytes: grow once, the next run reuses the room. */
@@ -561,15 +574,186 @@ static long raw_exchange(raw_t *r, const char *req, size_t len) {
             head = (size_t)(e - r->buf) + 4;
             char *cl = memmem(r->buf, head, "content-length:", 15);
             if (!cl) die("raw: response without content-length");
-            body_len = strtoul(cl + 15, NULL, 10);
+            *body_len = strtoul(cl + 15, NULL, 10);
         }
-        if (have >= head + body_len) break;
+        if (have >= head + *body_len) break;
     }
+    return head;
+}
+
+/* Sends one request and reads the whole response, scanning it for lines as any SSE reader
+ * must (and no more: it never looks inside a line). Returns the number of `data:` lines. */
+static long raw_exchange(raw_t *r, const char *req, size_t len) {
+    size_t body_len;
+    size_t head = raw_send_read(r, req, len, &body_len);
+    long lines = 0;
     const char *p = r->buf + head, *end = p + body_len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl) break;
         if (nl - p >= 5 && memcmp(p, "data:", 5) == 0) lines++;
+        p = nl + 1;
+    }
+    return lines;
+}
+
+/* The text a decoding client delivers: every delta's content, appended. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    long deltas;
+} text_t;
+
+static void text_room(text_t *t, size_t more) {
+    if (t->len + more <= t->cap) return;
+    t->cap = (t->len + more) * 2;
+    t->p = realloc(t->p, t->cap);
+    if (!t->p) die("out of memory");
+}
+
+static int hex4(const char *p, const char *end, unsigned *v) {
+    if (end - p < 4) return 0;
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                            : 16u;
+        if (d > 15) return 0;
+        *v = *v << 4 | d;
+    }
+    return 1;
+}
+
+/* Appends the JSON string at p (its opening quote) to t, unescaped, as UTF-8; returns 0 if it
+ * is not a whole, well-escaped string before end. */
+static int json_string_append(text_t *t, const char *p, const char *end) {
+    p++;
+    for (;;) {
+        const char *q = p;
+        while (q < end && *q != '"' && *q != '\\') q++;
+        if (q == end) return 0;
+        text_room(t, (size_t)(q - p) + 4);
+        memcpy(t->p + t->len, p, (size_t)(q - p));
+        t->len += (size_t)(q - p);
+        if (*q == '"') return 1;
+        if (end - q < 2) return 0;
+        char e = q[1];
+        p = q + 2;
+        char c;
+        switch (e) {
+        case '"': case '\\': case '/': c = e; break;
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        case 'u': {
+            unsigned u, lo;
+            if (!hex4(p, end, &u)) return 0;
+            p += 4;
+            if (u >= 0xd800 && u < 0xdc00) {
+                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || !hex4(p + 2, end, &lo) ||
+                    lo < 0xdc00 || lo >= 0xe000)
+                    return 0;
+                p += 6;
+                u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+            } else if (u >= 0xdc00 && u < 0xe000) {
+                return 0;
+            }
+            char *o = t->p + t->len;
+            if (u < 0x80) {
+                o[0] = (char)u;
+                t->len += 1;
+            } else if (u < 0x800) {
+                o[0] = (char)(0xc0 | u >> 6), o[1] = (char)(0x80 | (u & 0x3f));
+                t->len += 2;
+            } else if (u < 0x10000) {
+                o[0] = (char)(0xe0 | u >> 12), o[1] = (char)(0x80 | (u >> 6 & 0x3f));
+                o[2] = (char)(0x80 | (u & 0x3f));
+                t->len += 3;
+            } else {
+                o[0] = (char)(0xf0 | u >> 18), o[1] = (char)(0x80 | (u >> 12 & 0x3f));
+                o[2] = (char)(0x80 | (u >> 6 & 0x3f)), o[3] = (char)(0x80 | (u & 0x3f));
+                t->len += 4;
+            }
+            continue;
+        }
+        default: return 0;
+        }
+        t->p[t->len++] = c;
+    }
+}
+
+/* The least a client delivering the text must do with one `data:` payload: find
+ * choices[0].delta.content and append it, unescaped. A minimal scan, not a JSON parser: the
+ * first `"content":` after `"delta":` (a JSON string cannot hold an unescaped quote, so the
+ * match is a key). A null or absent content is no delta; a malformed string stops the bench. */
+static void sse_data_text(text_t *t, const char *p, const char *end) {
+    const char *d = memmem(p, (size_t)(end - p), "\"delta\":", 8);
+    if (!d) return;
+    const char *c = memmem(d + 8, (size_t)(end - d - 8), "\"content\":", 10);
+    if (!c) return;
+    c += 10;
+    while (c < end && *c == ' ') c++;
+    if (c == end || *c != '"') return;
+    if (!json_string_append(t, c, end)) die("raw text: malformed content string");
+    t->deltas++;
+}
+
+/* The decoder on lines the mock does not send (escapes, surrogate pairs, other deltas, bad
+ * strings): run before the decoding floor is measured, so it cannot count a wrong text. */
+static void sse_data_text_selftest(void) {
+    static const struct {
+        const char *line, *text;
+        long deltas;
+    } cases[] = {
+        {"{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"ab\"}}]}", "ab", 1},
+        {"{\"choices\":[{\"delta\":{\"content\":\"c\\\"\\\\\\/\\n\\t\\u00e9\\u20ac\\ud83d\\ude00\"}}]}",
+         "c\"\\/\n\t\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 1},
+        {"{\"choices\":[{\"delta\":{\"content\": \"\"}}]}", "", 1},
+        {"{\"choices\":[{\"delta\":{\"content\":null,\"reasoning_content\":\"x\"}}]}", "", 0},
+        {"{\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"{\\\"content\\\":1}\"}}]}}]}", "", 0},
+        {"{\"choices\":[],\"usage\":{\"prompt_tokens\":1}}", "", 0},
+        {"[DONE]", "", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        text_t t = {0};
+        size_t n = strlen(cases[i].line);
+        sse_data_text(&t, cases[i].line, cases[i].line + n);
+        if (t.deltas != cases[i].deltas || t.len != strlen(cases[i].text) ||
+            (t.len && memcmp(t.p, cases[i].text, t.len) != 0))
+            die("raw text decoder: case %zu decoded %ld deltas, %zu bytes", i, t.deltas, t.len);
+        free(t.p);
+    }
+    static const char *bad[] = {"{\"delta\":{\"content\":\"\\x\"}}", "{\"delta\":{\"content\":\"\\ud83d\"}}",
+                                "{\"delta\":{\"content\":\"open"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        text_t t = {0};
+        text_room(&t, 1);
+        const char *c = strstr(bad[i], "\"content\":") + 10;
+        if (json_string_append(&t, c, bad[i] + strlen(bad[i])))
+            die("raw text decoder: bad string %zu accepted", i);
+        free(t.p);
+    }
+}
+
+/* raw_exchange, but reading inside each `data:` line: appends every delta's text to t. Returns
+ * the number of `data:` lines, counted as raw_exchange counts them. */
+static long raw_exchange_text(raw_t *r, const char *req, size_t len, text_t *t) {
+    size_t body_len;
+    size_t head = raw_send_read(r, req, len, &body_len);
+    long lines = 0;
+    const char *p = r->buf + head, *end = p + body_len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) break;
+        if (nl - p >= 5 && memcmp(p, "data:", 5) == 0) {
+            lines++;
+            const char *e = nl > p && nl[-1] == '\r' ? nl - 1 : nl;
+            sse_data_text(t, p + 5, e);
+        }
         p = nl + 1;
     }
     return lines;
@@ -642,6 +826,39 @@ static hyper_answer_t hyper_ask(const mock_t *m, const bodies_t *req, int n, con
     return a;
 }
 
+/* FNV-1a 64 of `len` bytes continuing from `h` (start: FNV_START): the hyper floor's `text`
+ * command answers its decoded text's, so the text is checked without crossing the pipe. */
+#define FNV_START 0xcbf29ce484222325ULL
+static uint64_t fnv1a64(uint64_t h, const char *p, size_t len) {
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+typedef struct {
+    double wall_us, cpu_us;
+    long lines, deltas, bytes;
+    uint64_t hash;
+} hyper_text_t;
+
+/* `text ADDR FILE N`: N replays on one new connection, decoding every delta's text (serde_json
+ * into a minimal borrowed struct); the answer carries the text's length and FNV-1a 64. */
+static hyper_text_t hyper_ask_text(const mock_t *m, const bodies_t *req, int n) {
+    fprintf(g_hf_to, "text 127.0.0.1:%d %s %d\n", m->port, req->path, n);
+    fflush(g_hf_to);
+    char line[512];
+    if (!fgets(line, sizeof line, g_hf_from)) die("hyper floor: the child closed");
+    double wall_ns, cpu_ns;
+    hyper_text_t a = {0};
+    unsigned long long hash;
+    if (sscanf(line, "ok %lf %ld %lf %ld %ld %llx", &wall_ns, &a.lines, &cpu_ns, &a.deltas,
+               &a.bytes, &hash) != 6)
+        die("hyper floor (text): %s", line);
+    a.wall_us = wall_ns / 1e3;
+    a.cpu_us = cpu_ns / 1e3;
+    a.hash = hash;
+    return a;
+}
+
 /* ------------------------------------------------------------------ results */
 
 static sbuf g_json;  /* results.json body */
@@ -682,6 +899,36 @@ static void ratio_row(const char *what, stat_t lib, stat_t floor_, const char *t
 
 static void hyper_ratio_row(const char *what, stat_t lib, stat_t floor_, const char *target) {
     ratio_row_of("hyper floor", what, lib, floor_, target);
+}
+
+/* The median and p90 of lib[j] / floor[j]: each round's library figure over the floor measured
+ * right after it. The raw floor moves 5-10x with where the scheduler puts the client and the
+ * mock (docs/performance.md, Part 8 (floor)); a round's two figures share that moment, the two
+ * medians need not. Call it before stats() sorts either array. */
+static stat_t round_ratio(const double *lib, const double *floor_, int n) {
+    double *q = calloc((size_t)n, sizeof(double));
+    for (int j = 0; j < n; j++) q[j] = lib[j] / floor_[j];
+    stat_t s = stats(q, n);
+    free(q);
+    return s;
+}
+
+/* Context switches so far, voluntary + involuntary, of the process (RUSAGE_SELF). */
+static double switches(int who) {
+    struct rusage u;
+    getrusage(who, &u);
+    return (double)(u.ru_nvcsw + u.ru_nivcsw);
+}
+
+/* This thread's involuntary switches so far. Per raw request they tell the floor's mode: ~0.5
+ * when the mock runs on the client's CPU (woken by the request, it preempts the client; the
+ * mock's busy interval then holds some of the client's time, and wall - busy under-reads), 0
+ * when they run on two CPUs (each wake-up then crosses vCPUs, and wall - busy holds its
+ * latency). */
+static double preempted(void) {
+    struct rusage u;
+    getrusage(RUSAGE_THREAD, &u);
+    return (double)u.ru_nivcsw;
 }
 
 /* ------------------------------------------------------------------ host tools and the FS vtable */
@@ -845,14 +1092,22 @@ static void bench_turn(void) {
     int bruns = runs / TURN_BATCH, bwarm = warm / TURN_BATCH + 1;
     double *fl = calloc((size_t)bruns, sizeof(double));
     double *fh = calloc((size_t)bruns, sizeof(double));
+    double *fhc = calloc((size_t)bruns, sizeof(double));
     int hyper = g_hf_to != NULL;
     cfg = config_openai(m.base_url);
     a = agent_new(cfg, &h);
     double server_sum = 0;
     double *wall = calloc((size_t)bruns, sizeof(double));
+    /* What tells the floor's two modes apart (Part 8 (floor)): the raw client's own CPU time and
+     * involuntary switches per request (preempted()), and the library process's switches. */
+    double *fcpu = calloc((size_t)bruns, sizeof(double));
+    double *fsw = calloc((size_t)bruns, sizeof(double));
+    double *lsw = calloc((size_t)bruns, sizeof(double));
+    double *lcpu = calloc((size_t)bruns, sizeof(double));
     for (int i = 0; i < bwarm + bruns; i++) {
         double lib_wall = 0;
         double b0 = mock_busy_ns(&m);
+        double ls0 = switches(RUSAGE_SELF), lc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
         for (int k = 0; k < TURN_BATCH; k++) {
             reset_history(a);
             char *text = NULL;
@@ -863,10 +1118,13 @@ static void bench_turn(void) {
             if (!text || strcmp(text, ONE_TEXT) != 0) die("mock turn: unexpected answer");
             agentao_string_free(text);
         }
+        double lc1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), ls1 = switches(RUSAGE_SELF);
         double b1 = mock_busy_ns(&m);
+        double rs0 = preempted(), rc0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
         double r0 = now_s();
         for (int k = 0; k < TURN_BATCH; k++) raw_exchange(&raw, req.req[0], req.len[0]);
         double r1 = now_s();
+        double rc1 = cpu_s(CLOCK_THREAD_CPUTIME_ID), rs1 = preempted();
         double b2 = mock_busy_ns(&m);
         hyper_answer_t ha = {0};
         if (hyper) ha = hyper_ask(&m, &req, TURN_BATCH, ONE_TEXT);
@@ -878,22 +1136,45 @@ static void bench_turn(void) {
             v[j] = (lib_wall * 1e6 - (b1 - b0) / 1e3) / TURN_BATCH;
             wall[j] = lib_wall * 1e6 / TURN_BATCH;
             server_sum += (b1 - b0) / 1e3 / TURN_BATCH;
+            fcpu[j] = (rc1 - rc0) * 1e6 / TURN_BATCH;
+            fsw[j] = (rs1 - rs0) / TURN_BATCH;
+            lsw[j] = (ls1 - ls0) / TURN_BATCH;
+            lcpu[j] = (lc1 - lc0) * 1e6 / TURN_BATCH;
+            fhc[j] = ha.cpu_us / TURN_BATCH;
         }
     }
+    stat_t per_round = round_ratio(v, fl, bruns), hper_round = {0};
+    stat_t cpu_round = round_ratio(lcpu, fcpu, bruns), hcpu_round = {0};
+    if (hyper) hper_round = round_ratio(v, fh, bruns), hcpu_round = round_ratio(lcpu, fhc, bruns);
     stat_t lib = stats(v, bruns), flo = stats(fl, bruns);
     row("turn overhead, mock (wall - server)", "us", lib, "< 50 us");
     row("  floor: raw client, same request", "us", flo, "");
     ratio_row("turn", lib, flo, "<= 3");
+    row("  ratio library/floor per round, turn", "x", per_round, "<= 3");
+    /* CPU time: neither a wake-up's latency nor the mock's busy interval enters it. */
+    row("turn CPU time, mock (library process)", "us", stats(lcpu, bruns), "");
+    row("  floor: raw client CPU time, same request", "us", stats(fcpu, bruns), "");
+    row("  ratio library/floor CPU time per round, turn", "x", cpu_round, "");
+    row("  floor: raw client preempted/request (mode)", "n", stats(fsw, bruns), "");
+    row("  library context switches/turn, mock", "n", stats(lsw, bruns), "");
     if (hyper) {
         stat_t fhs = stats(fh, bruns);
         row("  floor: hyper client, same request", "us", fhs, "");
         hyper_ratio_row("turn", lib, fhs, "");
+        row("  ratio library/hyper floor per round, turn", "x", hper_round, "");
+        row("  floor: hyper client CPU time, same request", "us", stats(fhc, bruns), "");
+        row("  ratio library/hyper floor CPU time per round, turn", "x", hcpu_round, "");
     }
     row("  turn wall time, mock", "us", stats(wall, bruns), "");
     json_value("  server time per turn, mock (mean)", "us", server_sum / bruns);
     printf("%-44s %14.6g %14s  us\n", "  server time per turn, mock (mean)", server_sum / bruns, "");
     sb_add(&g_table, "%-44s %14.6g %14s  us\n", "  server time per turn, mock (mean)",
            server_sum / bruns, "");
+    free(fcpu);
+    free(fsw);
+    free(lsw);
+    free(lcpu);
+    free(fhc);
 
     /* A fresh agent's first turn (its connection is opened in it) against its second, each
      * right after a /v1/_stats connection, minus the server's time. */
@@ -965,9 +1246,21 @@ static void stream_runs(agentao_agent *a, host_t *h, mock_t *m, const bodies_t *
     double *floor_cpu = calloc((size_t)runs, sizeof(double));
     double *hyper_rate = calloc((size_t)runs, sizeof(double));
     double *hyper_cpu = calloc((size_t)runs, sizeof(double));
+    /* The decoding floors: the deltas' text itself, not only line ends (sse_data_text). */
+    double *text_rate = calloc((size_t)runs, sizeof(double));
+    double *text_cpu = calloc((size_t)runs, sizeof(double));
+    double *htext_rate = calloc((size_t)runs, sizeof(double));
+    double *htext_cpu = calloc((size_t)runs, sizeof(double));
     int hyper = req && g_hf_to;
     raw_t raw = {-1, 0, NULL, 0};
     if (req) raw = raw_open(m);
+    /* What the mock streams: the chunk's letters, STREAM_CHUNKS times (script_text_stream). */
+    size_t expect_len = (size_t)chunk * STREAM_CHUNKS;
+    char *expect = malloc(expect_len);
+    if (!expect) die("out of memory");
+    for (size_t k = 0; k < expect_len; k++) expect[k] = (char)('a' + (int)(k % (size_t)chunk));
+    uint64_t expect_hash = fnv1a64(FNV_START, expect, expect_len);
+    text_t text = {0};
     double *ttfd = calloc((size_t)runs, sizeof(double));
     double *emits = calloc((size_t)runs, sizeof(double));
     for (int i = 0; i < warm + runs; i++) {
@@ -1009,6 +1302,32 @@ static void stream_runs(agentao_agent *a, host_t *h, mock_t *m, const bodies_t *
                     hyper_cpu[i - warm] = ha.cpu_us / (double)ha.lines;
                 }
             }
+            /* Per delta, as the library's deltas/s: the text of every data line, checked. */
+            text.len = 0;
+            text.deltas = 0;
+            rc0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+            r0 = now_s();
+            raw_exchange_text(&raw, req->req[0], req->len[0], &text);
+            r1 = now_s();
+            rc1 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+            if (text.deltas != STREAM_CHUNKS || text.len != expect_len ||
+                memcmp(text.p, expect, expect_len) != 0)
+                die("raw text: %ld deltas, %zu bytes: not the mock's text", text.deltas, text.len);
+            if (i >= warm) {
+                text_rate[i - warm] = (double)text.deltas / (r1 - r0);
+                text_cpu[i - warm] = (rc1 - rc0) * 1e6 / (double)text.deltas;
+            }
+            if (hyper) {
+                hyper_text_t ht = hyper_ask_text(m, req, 1);
+                if (ht.deltas != STREAM_CHUNKS || (size_t)ht.bytes != expect_len ||
+                    ht.hash != expect_hash)
+                    die("hyper text: %ld deltas, %ld bytes: not the mock's text", ht.deltas,
+                        ht.bytes);
+                if (i >= warm) {
+                    htext_rate[i - warm] = (double)ht.deltas / (ht.wall_us * 1e-6);
+                    htext_cpu[i - warm] = ht.cpu_us / (double)ht.deltas;
+                }
+            }
         }
         if (i >= warm) {
             rate[i - warm] = (double)nd / secs;
@@ -1043,8 +1362,34 @@ static void stream_runs(agentao_agent *a, host_t *h, mock_t *m, const bodies_t *
             snprintf(name, sizeof name, "  floor: hyper client CPU per SSE line, %d-char", chunk);
             row(name, "us", stats(hyper_cpu, runs), "");
         }
+        /* The rows above only find line ends; these decode each delta's text as the library
+         * must, so "vs decoded deltas/s" is the like-for-like ratio of the two. */
+        stat_t tr = stats(text_rate, runs);
+        snprintf(name, sizeof name, "  floor: raw client decoding text, deltas/s, %d-char", chunk);
+        row(name, "deltas/s", tr, "");
+        snprintf(name, sizeof name, "deltas/s vs decoded deltas/s, %d-char", chunk);
+        ratio_row_of("raw text floor", name, wall, tr, "");
+        snprintf(name, sizeof name, "  floor: raw client CPU per decoded delta, %d-char", chunk);
+        row(name, "us", stats(text_cpu, runs), "");
+        if (hyper) {
+            stat_t htr = stats(htext_rate, runs);
+            snprintf(name, sizeof name, "  floor: hyper client decoding text, deltas/s, %d-char",
+                     chunk);
+            row(name, "deltas/s", htr, "");
+            snprintf(name, sizeof name, "deltas/s vs decoded deltas/s, %d-char", chunk);
+            ratio_row_of("hyper text floor", name, wall, htr, "");
+            snprintf(name, sizeof name, "  floor: hyper client CPU per decoded delta, %d-char",
+                     chunk);
+            row(name, "us", stats(htext_cpu, runs), "");
+        }
         raw_close(&raw);
     }
+    free(text.p);
+    free(expect);
+    free(text_rate);
+    free(text_cpu);
+    free(htext_rate);
+    free(htext_cpu);
     free(hyper_rate);
     free(hyper_cpu);
     free(floor_rate);
@@ -1062,6 +1407,7 @@ static void stream_runs(agentao_agent *a, host_t *h, mock_t *m, const bodies_t *
 
 static void bench_stream(void) {
     int warm = 1, runs = g_quick ? 3 : 7;
+    sse_data_text_selftest();
     static const int sizes[3] = {1, 4, 16};
     host_t h;
     host_init(&h);
@@ -1130,6 +1476,11 @@ static void bench_tool_loop(void) {
     raw_t raw = raw_open(&m);
     double *fl = calloc((size_t)runs, sizeof(double));
     double *fh = calloc((size_t)runs, sizeof(double));
+    double *fcpu = calloc((size_t)runs, sizeof(double));
+    double *fsw = calloc((size_t)runs, sizeof(double));
+    double *lsw = calloc((size_t)runs, sizeof(double));
+    double *lcpu = calloc((size_t)runs, sizeof(double));
+    double *fhc = calloc((size_t)runs, sizeof(double));
     int hyper = g_hf_to != NULL;
     cfg = config_openai(m.base_url);
     agentao_agent *a = agent_new(cfg, &h);
@@ -1139,15 +1490,19 @@ static void bench_tool_loop(void) {
         char *text = NULL;
         agentao_error *err = NULL;
         double b0 = mock_busy_ns(&m);
+        double ls0 = switches(RUSAGE_SELF), lc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
         double t0 = now_s();
         check(agentao_agent_chat(a, "loop", -1, NULL, &text, &err), err, "tool loop (mock)");
         double t1 = now_s();
+        double lc1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), ls1 = switches(RUSAGE_SELF);
         double b1 = mock_busy_ns(&m);
         if (!text || strcmp(text, "loop done") != 0) die("tool loop (mock): unexpected answer");
         agentao_string_free(text);
+        double rs0 = preempted(), rc0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
         double r0 = now_s();
         for (int k = 0; k < req.n; k++) raw_exchange(&raw, req.req[k], req.len[k]);
         double r1 = now_s();
+        double rc1 = cpu_s(CLOCK_THREAD_CPUTIME_ID), rs1 = preempted();
         double b2 = mock_busy_ns(&m);
         hyper_answer_t ha = {0};
         if (hyper) ha = hyper_ask(&m, &req, 1, "loop");
@@ -1157,18 +1512,42 @@ static void bench_tool_loop(void) {
             fh[i - warm] = (ha.wall_us - (b3 - b2) / 1e3) / LOOP_ITERS;
             v[i - warm] = ((t1 - t0) * 1e6 - h.tool_ms * 1e3 - (b1 - b0) / 1e3) / LOOP_ITERS;
             tools[i - warm] = h.tool_ms * 1e3 / LOOP_ITERS;
+            fcpu[i - warm] = (rc1 - rc0) * 1e6 / LOOP_ITERS;
+            fsw[i - warm] = (rs1 - rs0) / req.n;
+            lsw[i - warm] = (ls1 - ls0) / LOOP_ITERS;
+            lcpu[i - warm] = ((lc1 - lc0) * 1e6 - h.tool_ms * 1e3) / LOOP_ITERS;
+            fhc[i - warm] = ha.cpu_us / LOOP_ITERS;
         }
     }
+    stat_t per_round = round_ratio(v, fl, runs), hper_round = {0};
+    stat_t cpu_round = round_ratio(lcpu, fcpu, runs), hcpu_round = {0};
+    if (hyper) hper_round = round_ratio(v, fh, runs), hcpu_round = round_ratio(lcpu, fhc, runs);
     stat_t lib = stats(v, runs), flo = stats(fl, runs);
     row("tool-loop overhead/iteration, mock", "us", lib, "< 50 us");
     row("  floor: raw client, same requests", "us", flo, "");
     ratio_row("tool-loop iteration", lib, flo, "<= 3");
+    row("  ratio library/floor per round, tool-loop iteration", "x", per_round, "<= 3");
+    /* CPU time: neither a wake-up's latency nor the mock's busy interval enters it. */
+    row("tool-loop CPU time/iteration, mock (- tools)", "us", stats(lcpu, runs), "");
+    row("  floor: raw client CPU time, same requests", "us", stats(fcpu, runs), "");
+    row("  ratio library/floor CPU time per round, tool-loop iteration", "x", cpu_round, "");
+    row("  floor: raw client preempted/request (mode)", "n", stats(fsw, runs), "");
+    row("  library context switches/iteration, mock", "n", stats(lsw, runs), "");
     if (hyper) {
         stat_t fhs = stats(fh, runs);
         row("  floor: hyper client, same requests", "us", fhs, "");
         hyper_ratio_row("tool-loop iteration", lib, fhs, "");
+        row("  ratio library/hyper floor per round, tool-loop iteration", "x", hper_round, "");
+        row("  floor: hyper client CPU time, same requests", "us", stats(fhc, runs), "");
+        row("  ratio library/hyper floor CPU time per round, tool-loop iteration", "x", hcpu_round,
+            "");
     }
     free(fh);
+    free(fcpu);
+    free(fsw);
+    free(lsw);
+    free(lcpu);
+    free(fhc);
     agentao_agent_free(a);
     raw_close(&raw);
     bodies_free(&req);
@@ -1487,6 +1866,33 @@ static int child_callgrind(const char *kind, int reps, const char *base_url) {
     return 0;
 }
 
+/* The raw client under callgrind: `reps` replays of the request file on one connection after a
+ * warm-up replay, counted between the client requests; `text` decodes every delta's text as
+ * the stream section's decoding floor does. Only user space is counted: the kernel's TCP work
+ * in write and read, most of this client's time, is not. */
+static int child_callgrind_raw(const char *file, int reps, int port, int text) {
+    bodies_t req = bodies_read(file);
+    mock_t m = {0};
+    m.port = port;
+    raw_t raw = raw_open(&m);
+    text_t t = {0};
+    long lines = 0;
+    for (int i = 0; i < reps + 1; i++) {
+        if (i == 1) CALLGRIND_ZERO_STATS;
+        for (int k = 0; k < req.n; k++) {
+            t.len = 0;
+            lines += text ? raw_exchange_text(&raw, req.req[k], req.len[k], &t)
+                          : raw_exchange(&raw, req.req[k], req.len[k]);
+        }
+    }
+    CALLGRIND_DUMP_STATS;
+    raw_close(&raw);
+    bodies_free(&req);
+    free(t.p);
+    printf("ok %ld\n", lines);
+    return 0;
+}
+
 /* The instructions (Ir) of the first dump `<out>.1`: its `totals:` line, the cost since the
  * counters were zeroed. (Its `summary:` line is the whole run's, warm-up and agent creation
  * included: the figures of issue 12 before 2026-12-03 were read from it, 1.2-2x too high.) */
@@ -1530,6 +1936,19 @@ static double callgrind_hyper_per_replay(const mock_t *m, const bodies_t *req, i
     return (ir[1] - ir[0]) / reps;
 }
 
+/* The raw client's instructions per replay of `req` (child_callgrind_raw). */
+static double callgrind_raw_per_replay(const mock_t *m, const bodies_t *req, int reps, int text,
+                                       const char *out) {
+    char path[640], cmd[4096];
+    snprintf(path, sizeof path, "%s.raw%s", out, text ? "text" : "");
+    snprintf(cmd, sizeof cmd,
+             "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --child cgraw '%s' %d %d %d "
+             ">/dev/null 2>'%s.log'",
+             path, g_self, req->path, reps, m->port, text, path);
+    if (system(cmd) != 0) die("callgrind raw floor run failed: see %s.log", path);
+    return callgrind_ir(path) / reps;
+}
+
 static void bench_callgrind(void) {
 #ifndef HAVE_CALLGRIND
     die("--callgrind needs valgrind (valgrind/callgrind.h was not found at build time)");
@@ -1547,9 +1966,10 @@ static void bench_callgrind(void) {
     const char *scripts[3] = {text_script, loop_script, stream_script};
     int hyper = g_hyper[0] && access(g_hyper, X_OK) == 0;
     if (!hyper) printf("hyper floor: no binary: its instruction counts are skipped\n");
+    static void (*const captures[3])(agentao_agent *) = {capture_hi, capture_loop, capture_go};
     for (int c = 0; c < 3; c++) {
-        bodies_t req = {0};
-        if (hyper && c < 2) req = capture_requests(scripts[c], c == 0 ? capture_hi : capture_loop);
+        /* Every case's requests, for the raw client; the hyper floor replays the first two. */
+        bodies_t req = capture_requests(scripts[c], captures[c]);
         mock_t m = mock_start(scripts[c]);
         char out[600], reps[16], cmd[4096];
         /* BENCH_CALLGRIND_DIR keeps the profiles (callgrind_annotate DIR/callgrind.loop.1). */
@@ -1561,18 +1981,34 @@ static void bench_callgrind(void) {
                  ">/dev/null 2>'%s.log'",
                  out, g_self, cases[c].kind, reps, m.base_url, out);
         if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
-        double hyper_ir = req.n ? callgrind_hyper_per_replay(&m, &req, cases[c].reps, out) : 0;
+        double hyper_ir =
+            hyper && c < 2 ? callgrind_hyper_per_replay(&m, &req, cases[c].reps, out) : 0;
+        double raw_ir = callgrind_raw_per_replay(&m, &req, cases[c].reps, 0, out);
+        double raw_text_ir = c == 2 ? callgrind_raw_per_replay(&m, &req, cases[c].reps, 1, out) : 0;
         mock_stop(&m);
         double ir = callgrind_ir(out) / (cases[c].reps * cases[c].per);
         stat_t st = {ir, ir, 1};
         row(cases[c].label, "instr", st, c == 1 ? "<= 150k" : "");
-        if (req.n) {
+        if (hyper_ir > 0) {
             double h = hyper_ir / cases[c].per;
             stat_t hs = {h, h, 1}, q = {ir / h, ir / h, 1};
             row("  floor: hyper client, same requests", "instr", hs, "");
             row("  ratio library/hyper floor, instructions", "x", q, "");
-            bodies_free(&req);
         }
+        /* User space only (see child_callgrind_raw): a lower bound, not the client's cost. */
+        double r = raw_ir / cases[c].per;
+        stat_t rs = {r, r, 1}, rq = {ir / r, ir / r, 1};
+        row(c == 2 ? "  floor: raw client finding line ends (user space)"
+                   : "  floor: raw client, same requests (user space)",
+            "instr", rs, "");
+        row("  ratio library/raw floor, instructions (user space)", "x", rq, "");
+        if (c == 2) {
+            double rt = raw_text_ir / cases[c].per;
+            stat_t ts = {rt, rt, 1}, tq = {ir / rt, ir / rt, 1};
+            row("  floor: raw client decoding text (user space)", "instr", ts, "");
+            row("  ratio library/raw text floor, instructions (user space)", "x", tq, "");
+        }
+        bodies_free(&req);
     }
     free(loop_script);
     free(stream_script);
@@ -1861,6 +2297,8 @@ int main(int argc, char **argv) {
         if (strcmp(argv[2], "mem") == 0 && argc == 5) return child_mem(argv[3], argv[4]);
         if (strcmp(argv[2], "cg") == 0 && argc == 6)
             return child_callgrind(argv[3], atoi(argv[4]), argv[5]);
+        if (strcmp(argv[2], "cgraw") == 0 && argc == 7)
+            return child_callgrind_raw(argv[3], atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
         if (strcmp(argv[2], "cgmcp") == 0 && argc == 6) {
             if (!realpath(getenv("AGENTAO_BENCH_MOCK"), g_mock)) die("AGENTAO_BENCH_MOCK");
             return child_callgrind_mcp(atoi(argv[3]), argv[4], atoi(argv[5]));
@@ -1882,16 +2320,26 @@ int main(int argc, char **argv) {
             out = argv[++i];
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             g_only = argv[++i];
+        } else if (strcmp(argv[i], "--cpu") == 0 && i + 1 < argc) {
+            g_cpu = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--quick") == 0) {
             g_quick = 1;
         } else if (strcmp(argv[i], "--callgrind") == 0) {
             g_only = "callgrind";
         } else {
             die("usage: bench --mock PATH [--hyper-floor PATH] [--out FILE] [--quick] [--only SECTION] "
-                "[--callgrind]");
+                "[--callgrind] [--cpu N]");
         }
     }
     if (!g_mock[0]) die("usage: bench --mock PATH [--out FILE] [--quick]");
+    if (g_cpu >= 0) {
+        /* Before any thread or child exists: the library's threads, the mock and the floors
+         * inherit the mask, so every wake-up between them is a switch on one CPU. */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(g_cpu, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0) die("--cpu %d: %s", g_cpu, strerror(errno));
+    }
     raise_nofile();
     make_workspace();
     setenv("AGENTAO_BENCH_WS", g_ws, 1);
@@ -1899,11 +2347,15 @@ int main(int argc, char **argv) {
 
     sbuf mach = {0};
     machine(&mach);
+    char pinned[16] = "null";
+    if (g_cpu >= 0) snprintf(pinned, sizeof pinned, "%d", g_cpu);
+    printf("placement: %s%s\n", g_cpu >= 0 ? "everything pinned to CPU " : "not pinned",
+           g_cpu >= 0 ? pinned : "");
     printf("%-44s %14s %14s  %-10s %s\n", "figure", "median", "p90", "unit", "target");
     sb_add(&g_table, "%-44s %14s %14s  %-10s %s\n", "figure", "median", "p90", "unit", "target");
     double t0 = now_s();
-    sb_add(&g_json, "{\n  \"library_version\": \"%s\",\n  \"machine\": {%s},\n  \"quick\": %s,\n  \"figures\": {",
-           agentao_version(), mach.p, g_quick ? "true" : "false");
+    sb_add(&g_json, "{\n  \"library_version\": \"%s\",\n  \"machine\": {%s},\n  \"quick\": %s,\n  \"pinned_cpu\": %s,\n  \"figures\": {",
+           agentao_version(), mach.p, g_quick ? "true" : "false", pinned);
 
     if (want("turn") || want("stream") || want("loop")) hyper_start();
     if (want("turn")) bench_turn();

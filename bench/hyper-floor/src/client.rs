@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
@@ -12,6 +13,7 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 use crate::sse_lines::DataLineCounter;
+use crate::sse_text::DeltaTextDecoder;
 
 /// One keep-alive connection; the task driving it stops when this is dropped.
 pub struct Connection {
@@ -58,6 +60,37 @@ impl Connection {
         counter: &mut DataLineCounter,
         mut keep: Keep<'_>,
     ) -> Result<(), String> {
+        let mut body = self.send(body).await?;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| format!("body: {e}"))?;
+            if let Some(data) = frame.data_ref() {
+                counter.feed(data);
+                if let Keep::Body(kept) = &mut keep {
+                    kept.extend_from_slice(data);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one body and decodes the text of the response's deltas into `decoder`.
+    pub async fn exchange_text(
+        &mut self,
+        body: Bytes,
+        decoder: &mut DeltaTextDecoder,
+    ) -> Result<(), String> {
+        let mut body = self.send(body).await?;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| format!("body: {e}"))?;
+            if let Some(data) = frame.data_ref() {
+                decoder.feed(data)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one body with the raw client's head; the response's body is the caller's to read.
+    async fn send(&mut self, body: Bytes) -> Result<Incoming, String> {
         let request = Request::post("/v1/chat/completions")
             .header("host", "127.0.0.1")
             .header("authorization", "Bearer sk-bench")
@@ -77,16 +110,6 @@ impl Connection {
         if !response.status().is_success() {
             return Err(format!("status {}", response.status()));
         }
-        let mut body = response.into_body();
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| format!("body: {e}"))?;
-            if let Some(data) = frame.data_ref() {
-                counter.feed(data);
-                if let Keep::Body(kept) = &mut keep {
-                    kept.extend_from_slice(data);
-                }
-            }
-        }
-        Ok(())
+        Ok(response.into_body())
     }
 }

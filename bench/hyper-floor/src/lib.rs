@@ -10,3 +10,4 @@ pub mod client;
 pub mod command;
 pub mod requests;
 pub mod sse_lines;
+pub mod sse_text;

@@ -5,9 +5,10 @@ use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 use hyper_floor::client::{Connection, Keep};
-use hyper_floor::command::{Command, ExpectedText, Measured};
+use hyper_floor::command::{Command, DecodedText, ExpectedText, Measured};
 use hyper_floor::requests::RequestBodies;
 use hyper_floor::sse_lines::DataLineCounter;
+use hyper_floor::sse_text::DeltaTextDecoder;
 use nix::time::{clock_gettime, ClockId};
 
 fn cpu_now() -> Duration {
@@ -45,8 +46,33 @@ async fn replay(
     Ok(())
 }
 
+/// Replays `bodies` `times` times on a new connection, decoding every delta's text.
+async fn execute_text(
+    addr: std::net::SocketAddr,
+    file: &std::path::Path,
+    times: u32,
+) -> Result<Measured, String> {
+    let bodies = RequestBodies::read(file)?.0;
+    let mut decoder = DeltaTextDecoder::default();
+    let (cpu0, wall0) = (cpu_now(), Instant::now());
+    let mut conn = Connection::open(addr).await?;
+    for _ in 0..times {
+        for body in &bodies {
+            conn.exchange_text(body.clone(), &mut decoder).await?;
+        }
+    }
+    let (wall, cpu) = (wall0.elapsed(), cpu_now().saturating_sub(cpu0));
+    Ok(Measured {
+        wall_ns: wall.as_nanos() as u64,
+        lines: decoder.lines(),
+        cpu_ns: cpu.as_nanos() as u64,
+        decoded: Some(DecodedText::of(decoder.deltas(), decoder.text())),
+    })
+}
+
 async fn execute(command: Command) -> Result<Measured, String> {
     let (addr, file, times, text, fresh) = match command {
+        Command::Text { addr, file, times } => return execute_text(addr, &file, times).await,
         Command::Run {
             addr,
             file,
@@ -68,6 +94,7 @@ async fn execute(command: Command) -> Result<Measured, String> {
         wall_ns: wall.as_nanos() as u64,
         lines: counter.lines(),
         cpu_ns: cpu.as_nanos() as u64,
+        decoded: None,
     })
 }
 

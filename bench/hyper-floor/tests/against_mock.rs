@@ -83,3 +83,26 @@ fn run_and_fresh_read_every_data_line_and_eof_exits() {
     drop(floor.to);
     assert!(floor.child.wait().unwrap().success());
 }
+
+#[test]
+fn text_decodes_every_delta_and_answers_the_texts_hash() {
+    let (mock, per_response) = stream_mock();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("requests.raw");
+    std::fs::write(&file, b"{\"model\":\"m\",\"stream\":true}\n").unwrap();
+    let mut floor = Floor::start();
+
+    let text = floor.ask(&format!("text {} {} 2", mock.addr(), file.display()));
+    assert_eq!(text[0], "ok", "{text:?}");
+    assert_eq!(text.len(), 7, "{text:?}");
+    assert_eq!(text[2].parse::<u64>().unwrap(), 2 * per_response);
+    assert_eq!(text[4].parse::<u64>().unwrap(), 2 * CHUNKS);
+    // What bench.c checks: the decoded text of both replays is the mock's, twice.
+    let expected = "abcd".repeat(2 * CHUNKS as usize);
+    assert_eq!(text[5].parse::<u64>().unwrap(), expected.len() as u64);
+    let fnv = expected.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    assert_eq!(text[6], format!("{fnv:016x}"));
+    assert_eq!(mock.request_count(), 2);
+}
