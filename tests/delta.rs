@@ -241,3 +241,39 @@ fn fast_and_general_paths_agree() {
         rendered.len()
     );
 }
+
+/// The tool-call chunks of the corpus (the transcripts' calls, the fuzz seeds, the quirks) are
+/// read by the tool-call fast path and agree with the general decoder; the mutations of them
+/// are in `fast_and_general_paths_agree`.
+#[test]
+fn tool_call_chunks_take_the_fast_path() {
+    let mut corpus = rendered_events();
+    corpus.extend(quirk_events());
+    corpus.extend(seed_events());
+    let calls: Vec<&Vec<u8>> = corpus
+        .iter()
+        .filter(|e| {
+            let s = String::from_utf8_lossy(e);
+            s.contains("\"tool_calls\":[{") && !s.contains("reasoning_content\":\"")
+        })
+        .collect();
+    let fast = calls.iter().filter(|e| agree(e)).count();
+    println!(
+        "{fast} of {} tool-call chunks on the fast path",
+        calls.len()
+    );
+    // The mock's streamed calls (arguments as strings) all; some quirks and seeds are meant
+    // for the general decoder (arguments as objects, errors beside calls).
+    let streamed = rendered_events()
+        .into_iter()
+        .filter(|e| String::from_utf8_lossy(e).contains("\"tool_calls\":[{"))
+        .collect::<Vec<_>>();
+    assert!(streamed.len() >= 10, "{} streamed calls", streamed.len());
+    for e in &streamed {
+        assert!(
+            agree(e),
+            "not on the fast path: {}",
+            String::from_utf8_lossy(e)
+        );
+    }
+}

@@ -20,6 +20,7 @@ pub(crate) mod scripted;
 pub mod sse;
 mod text_chunk;
 pub mod tool_call;
+mod tool_chunk;
 mod wire_cache;
 mod wire_match;
 

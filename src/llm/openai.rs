@@ -1,6 +1,7 @@
 //! OpenAI chat completions over SSE: request rendering, the HTTP exchange, and chunk decoding.
 //!
-//! A plain text chunk is read by the scanner of `text_chunk.rs`; every other chunk is decoded
+//! A plain text chunk is read by the scanner of `text_chunk.rs`, a chunk of tool-call deltas by
+//! `tool_chunk.rs`; every other chunk is decoded
 //! with serde visitors that write straight into the [`Assembler`]. Either way a text delta is
 //! copied once from the network buffer and nothing is allocated for it (no `Vec` of choices,
 //! no owned strings). Every quirk of `openai-wire-and-quirks.md` §4 is tolerated here:
@@ -29,6 +30,7 @@ use super::request_body::RequestBody;
 use super::request_deadline::RequestDeadline;
 use super::sse::SseParser;
 use super::text_chunk::{read_framed, text_chunk, LastTextChunk};
+use super::tool_chunk::tool_chunk;
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
 use super::wire_match::serializes_to;
 use super::Message;
@@ -708,6 +710,11 @@ fn decode_event_by(
     // UTF-8: parsed from bytes as before, so it fails where it always did.
     let text = std::str::from_utf8(trimmed).ok();
     if let (DecodePath::Auto | DecodePath::NoMemo, Some(text)) = (path, text) {
+        // Before the text scanner, which would read a tool-call chunk up to its calls in vain.
+        if let Some(chunk) = tool_chunk(text) {
+            chunk.apply(asm);
+            return Ok(Decoded::Fast);
+        }
         if let Some(chunk) = text_chunk(text) {
             chunk.apply(asm);
             last.remember(text, &chunk);

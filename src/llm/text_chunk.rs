@@ -234,33 +234,34 @@ static STOPS_A_STRING: [bool; 256] = {
     t
 };
 
-struct Scanner<'a> {
-    text: &'a str,
-    pos: usize,
+/// A left-to-right reader of one chunk's JSON (`tool_chunk.rs` reads tool-call chunks with it).
+pub(super) struct Scanner<'a> {
+    pub(super) text: &'a str,
+    pub(super) pos: usize,
 }
 
 impl<'a> Scanner<'a> {
-    fn bytes(&self) -> &'a [u8] {
+    pub(super) fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
     }
 
-    fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.bytes().get(self.pos).copied()
     }
 
     /// JSON whitespace (not the form feed `trim_ascii` also strips).
-    fn ws(&mut self) {
+    pub(super) fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.pos += 1;
         }
     }
 
-    fn eat(&mut self, b: u8) -> Option<()> {
+    pub(super) fn eat(&mut self, b: u8) -> Option<()> {
         self.ws();
         (self.peek()? == b).then(|| self.pos += 1)
     }
 
-    fn literal(&mut self, word: &[u8]) -> bool {
+    pub(super) fn literal(&mut self, word: &[u8]) -> bool {
         if self.bytes()[self.pos..].starts_with(word) {
             self.pos += word.len();
             true
@@ -269,13 +270,16 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn null(&mut self) -> Option<()> {
+    pub(super) fn null(&mut self) -> Option<()> {
         self.ws();
         self.literal(b"null").then_some(())
     }
 
     /// An object, each key handed to `value` with the scanner at its value.
-    fn object(&mut self, mut value: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+    pub(super) fn object(
+        &mut self,
+        mut value: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
         self.eat(b'{')?;
         self.ws();
         if self.peek()? == b'}' {
@@ -359,7 +363,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string, `true`, `false`, `null` or a plain integer; anything else is not ours.
-    fn scalar(&mut self) -> Option<()> {
+    pub(super) fn scalar(&mut self) -> Option<()> {
         self.ws();
         match self.peek()? {
             b'"' => self.string().map(drop),
@@ -389,7 +393,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn string_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
+    pub(super) fn string_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
         self.ws();
         match self.peek()? {
             b'"' => self.string().map(Some),
@@ -407,7 +411,7 @@ impl<'a> Scanner<'a> {
 
     /// A string at `"`: borrowed when it has no escapes; with escapes, decoded by serde_json
     /// itself, so it means exactly what it means to the general decoder.
-    fn string(&mut self) -> Option<Cow<'a, str>> {
+    pub(super) fn string(&mut self) -> Option<Cow<'a, str>> {
         let (end, escaped) = string_end(self.bytes(), self.pos)?;
         let start = self.pos + 1;
         self.pos = end;
