@@ -7,10 +7,19 @@
 //! single-byte change at every position to bytes that matter to a JSON scanner.
 
 use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
+use agentao::agent::{Agent, TurnOptions};
+use agentao::cancel::CancelToken;
+use agentao::events::JsonText;
 use agentao::llm::openai::{decode_event_after_for_fuzzing, decode_event_for_fuzzing, DecodePath};
 use agentao::llm::sse::SseParser;
+use agentao::turn::{DeltaSink, TurnStatus};
+use mock_openai::MockServer;
 use serde_json::{json, Value};
+
+mod common;
 
 fn sse_events(body: &[u8]) -> Vec<Vec<u8>> {
     let mut p = SseParser::default();
@@ -275,5 +284,102 @@ fn tool_call_chunks_take_the_fast_path() {
             "not on the fast path: {}",
             String::from_utf8_lossy(e)
         );
+    }
+}
+
+/// A turn of [`batch_text`]'s chunks on the mock (`http`; it writes the whole body at once)
+/// or the scripted provider, `extra` added to the LLM config, whose deltas go to a callback
+/// that cancels the turn after `cancel_after` of them (never with 0): the texts the callback
+/// got, the `llm_text` events, and the outcome's status and text.
+fn stream_turn(
+    http: bool,
+    extra: Value,
+    cancel_after: usize,
+) -> (Vec<String>, Vec<String>, TurnStatus, String) {
+    let script = json!({"responses": [{"chunks": batch_text()}]});
+    let server = MockServer::start(script.clone()).unwrap();
+    let mut llm = match http {
+        true => {
+            json!({"provider": "openai", "base_url": server.base_url(), "api_key": "k", "model": "m"})
+        }
+        false => json!({"provider": "scripted", "script": script}),
+    };
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        llm[k] = v;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let host = Arc::new(common::RecordingHost::default());
+    let config = json!({"working_directory": dir.path(), "llm": llm});
+    let agent = Agent::new(&config.to_string(), Some(host.clone())).unwrap();
+    let token = CancelToken::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (s, t) = (seen.clone(), token.clone());
+    let sink = DeltaSink::Callback(Arc::new(move |item: JsonText<'_>| {
+        let item: Value = serde_json::from_str(item.as_str()).unwrap();
+        let mut seen = s.lock().unwrap();
+        seen.push(item["text"].as_str().unwrap().to_owned());
+        if seen.len() == cancel_after {
+            t.cancel("host");
+        }
+    }));
+    let (tx, rx) = mpsc::channel();
+    let opts = TurnOptions {
+        cancel: Some(token),
+        ..Default::default()
+    };
+    agent
+        .start_turn("go".into(), opts, sink, move |r| tx.send(r).unwrap())
+        .unwrap();
+    let outcome = match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
+        Ok(o) => o,
+        Err((e, o)) => o.unwrap_or_else(|| panic!("{e:?}")),
+    };
+    let events = host
+        .events_of("llm_text")
+        .iter()
+        .map(|e| e["data"]["chunk"].as_str().unwrap().to_owned())
+        .collect();
+    let seen = seen.lock().unwrap().clone();
+    (seen, events, outcome.status, outcome.text)
+}
+
+/// The pieces of the 400-character text of [`read_batches`], 4 characters each.
+fn batch_text() -> Vec<String> {
+    (0..100).map(|i| format!("{i:03} ")).collect()
+}
+
+/// The turn hands the deltas already read (one network read holds many) to the host without
+/// an await each: each still reaches the host as its own delta and event, in order, and a
+/// cancel from the host's callback stops the deltas after it within the same read, on the
+/// HTTP path (the mock writes the whole body at once) and on the scripted provider.
+#[test]
+fn a_cancel_in_a_delta_callback_stops_the_rest_of_the_read() {
+    let chunks = batch_text();
+    for http in [true, false] {
+        let (seen, events, status, text) = stream_turn(http, json!({}), 0);
+        assert_eq!(seen, chunks);
+        assert_eq!(events, chunks);
+        assert_eq!((status, text), (TurnStatus::Ok, chunks.concat()));
+        for cancel_after in [1, 2, 31, 32, 33, 64, 99] {
+            let (seen, events, status, text) = stream_turn(http, json!({}), cancel_after);
+            assert_eq!(seen, chunks[..cancel_after], "cancel after {cancel_after}");
+            assert_eq!(events, chunks[..cancel_after]);
+            assert_eq!(status, TurnStatus::Cancelled);
+            assert_eq!(text, chunks[..cancel_after].concat());
+        }
+    }
+}
+
+/// `max_response_bytes` reached in the middle of a read: the deltas before the bound reach the
+/// host one by one, the one past it does not, and the turn ends with the size error.
+#[test]
+fn the_response_bound_cuts_a_read_where_it_is_reached() {
+    let chunks = batch_text();
+    for bound in [1, 4, 5, 130, 399] {
+        let (seen, events, _, text) = stream_turn(true, json!({"max_response_bytes": bound}), 0);
+        let kept = bound / 4;
+        assert_eq!(seen, chunks[..kept], "bound {bound}");
+        assert_eq!(events, chunks[..kept]);
+        assert!(text.contains("llm.max_response_bytes"), "{text}");
     }
 }

@@ -151,15 +151,19 @@ thread_local! {
 
 /// Marks the current thread as inside a host callback for the duration of `f`.
 pub(crate) fn in_callback<R>(f: impl FnOnce() -> R) -> R {
-    struct Reset;
-    impl Drop for Reset {
+    struct Reset<'c>(&'c Cell<u32>);
+    impl Drop for Reset<'_> {
         fn drop(&mut self) {
-            IN_CALLBACK.with(|c| c.set(c.get().saturating_sub(1)));
+            self.0.set(self.0.get().saturating_sub(1));
         }
     }
-    IN_CALLBACK.with(|c| c.set(c.get() + 1));
-    let _reset = Reset;
-    f()
+    // One thread-local lookup per callback, not two (in a shared library each is a call to
+    // `__tls_get_addr`; two callbacks per streamed delta).
+    IN_CALLBACK.with(|c| {
+        c.set(c.get() + 1);
+        let _reset = Reset(c);
+        f()
+    })
 }
 
 /// Whether a blocking entry point must refuse with REENTRANT here.

@@ -333,6 +333,7 @@ impl LlmClient {
             cancelled: false,
             started: Instant::now(),
             deadline: self.call_timeout.map(|t| tokio::time::Instant::now() + t),
+            ready_run: 0,
         }
     }
 }
@@ -365,7 +366,14 @@ pub struct LlmCall<'c> {
     cancelled: bool,
     started: Instant,
     deadline: Option<tokio::time::Instant>,
+    /// Pieces [`LlmCall::next_ready`] gave since `next` last ran.
+    ready_run: u32,
 }
+
+/// How many pieces [`LlmCall::next_ready`] gives in a row before `next` charges the task's
+/// cooperative budget once (it charged per piece before): a long buffered run still lets the
+/// worker's other tasks in, at a fraction of the cost per delta.
+const READY_RUN: u32 = 32;
 
 impl LlmCall<'_> {
     fn deadline_error(&mut self) -> LlmError {
@@ -388,6 +396,7 @@ impl LlmCall<'_> {
     /// The next piece, `Ok(None)` at the end of the stream (or when the token was cancelled:
     /// what arrived is kept), or the final error.
     pub async fn next(&mut self) -> Result<Option<Piece<'_>>, LlmError> {
+        self.ready_run = 0;
         loop {
             if let Some(kind) = self.asm.pop_piece() {
                 let first = match kind {
@@ -487,68 +496,133 @@ impl LlmCall<'_> {
                     }
                 }
             };
-            if step.is_err() && deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
-                // Whatever failed, the call's time is up: no retry.
-                return Err(self.deadline_error());
+            if let Some(r) = self.settle(step, deadline) {
+                return r;
             }
-            match step {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.finish_attempt();
-                    self.done = true;
+        }
+    }
+
+    /// The next piece from what is already buffered, without waiting: `None` when the next
+    /// step must wait (the network, a retry's sleep, a new attempt) or after [`READY_RUN`]
+    /// pieces in a row; then [`LlmCall::next`] goes on (and lets the worker's other tasks in).
+    /// Between two pieces it checks the token and the deadline as `next` does, so a cancel
+    /// from the host's callback for one delta stops the deltas after it.
+    pub(crate) fn next_ready(&mut self) -> Option<Result<Option<Piece<'_>>, LlmError>> {
+        loop {
+            if self.ready_run >= READY_RUN {
+                return None;
+            }
+            if let Some(kind) = self.asm.pop_piece() {
+                self.ready_run += 1;
+                let first = match kind {
+                    assembly::PieceKind::Text => &mut self.asm.first_token,
+                    assembly::PieceKind::Reasoning => &mut self.asm.first_reasoning,
+                };
+                first.get_or_insert_with(|| self.started.elapsed());
+                return Some(Ok(Some(match kind {
+                    assembly::PieceKind::Text => Piece::Text(&self.asm.out),
+                    assembly::PieceKind::Reasoning => Piece::Reasoning(&self.asm.out),
+                })));
+            }
+            if self.done {
+                return Some(Ok(None));
+            }
+            if self.pending_sleep.is_some() {
+                return None;
+            }
+            if self.cancel.is_cancelled() {
+                self.cancelled = true;
+                self.done = true;
+                continue;
+            }
+            if self
+                .deadline
+                .is_some_and(|d| tokio::time::Instant::now() >= d)
+            {
+                return Some(Err(self.deadline_error()));
+            }
+            let deadline = self.deadline;
+            let asm = &mut self.asm;
+            let step = match self.stream.as_mut()? {
+                AttemptStream::OpenAi(s) => s.try_ready(asm),
+                AttemptStream::Scripted(s) => s.try_ready(asm),
+            }?;
+            // An event decoded: the common step, settled here without the call.
+            if matches!(step, Ok(true)) {
+                continue;
+            }
+            if let Some(r) = self.settle(step, deadline) {
+                return Some(r);
+            }
+        }
+    }
+
+    /// What one step of the attempt means for the call: `None` goes on to the next step;
+    /// else what `next` returns (a retry's piece, or the final error).
+    fn settle(
+        &mut self,
+        step: Result<bool, LlmError>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<Result<Option<Piece<'static>>, LlmError>> {
+        if step.is_err() && deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            // Whatever failed, the call's time is up: no retry.
+            return Some(Err(self.deadline_error()));
+        }
+        let mut e = match step {
+            Ok(true) => return None,
+            Ok(false) => {
+                self.finish_attempt();
+                self.done = true;
+                return None;
+            }
+            Err(e) => e,
+        };
+        self.finish_attempt();
+        self.stream = None;
+        if !self.asm.progress {
+            if let (Backend::OpenAi(b), Some(body)) = (&self.client.backend, &self.body) {
+                if let Some(plain) = b.without_stream(&e, body) {
+                    // Not a retry either, and no event: the reference replays the answer as
+                    // if it had streamed.
+                    self.body = Some(plain);
+                    self.attempt -= 1;
+                    self.asm.reset_for_retry();
+                    return None;
                 }
-                Err(mut e) => {
-                    self.finish_attempt();
-                    self.stream = None;
-                    if !self.asm.progress {
-                        if let (Backend::OpenAi(b), Some(body)) = (&self.client.backend, &self.body)
-                        {
-                            if let Some(plain) = b.without_stream(&e, body) {
-                                // Not a retry either, and no event: the reference replays
-                                // the answer as if it had streamed.
-                                self.body = Some(plain);
-                                self.attempt -= 1;
-                                self.asm.reset_for_retry();
-                                continue;
-                            }
-                            if let Some(repaired) = b.repair(&e, body) {
-                                // A repair is not a retry: it spends no attempt.
-                                self.body = Some(repaired);
-                                self.attempt -= 1;
-                                self.asm.reset_for_retry();
-                                return Ok(Some(Piece::Retry {
-                                    retry: self.attempt + 1,
-                                    max_retries: self.client.max_retries(),
-                                    delay: Duration::ZERO,
-                                    reason: "parameter_repair".to_owned(),
-                                }));
-                            }
-                        }
-                    }
-                    let max = self.client.retry.max_attempts;
-                    if e.retryable && !self.asm.progress && self.attempt < max {
-                        let delay =
-                            retry::backoff(&self.client.retry, self.attempt - 1, e.retry_after);
-                        let reason = match e.status {
-                            Some(s) => format!("status={s}"),
-                            None => e.class.to_owned(),
-                        };
-                        self.asm.reset_for_retry();
-                        let retry = self.attempt;
-                        self.pending_sleep = Some((delay, e));
-                        return Ok(Some(Piece::Retry {
-                            retry,
-                            max_retries: self.client.max_retries(),
-                            delay,
-                            reason,
-                        }));
-                    }
-                    e.streamed = self.asm.progress;
-                    self.done = true;
-                    return Err(e);
+                if let Some(repaired) = b.repair(&e, body) {
+                    // A repair is not a retry: it spends no attempt.
+                    self.body = Some(repaired);
+                    self.attempt -= 1;
+                    self.asm.reset_for_retry();
+                    return Some(Ok(Some(Piece::Retry {
+                        retry: self.attempt + 1,
+                        max_retries: self.client.max_retries(),
+                        delay: Duration::ZERO,
+                        reason: "parameter_repair".to_owned(),
+                    })));
                 }
             }
         }
+        let max = self.client.retry.max_attempts;
+        if e.retryable && !self.asm.progress && self.attempt < max {
+            let delay = retry::backoff(&self.client.retry, self.attempt - 1, e.retry_after);
+            let reason = match e.status {
+                Some(s) => format!("status={s}"),
+                None => e.class.to_owned(),
+            };
+            self.asm.reset_for_retry();
+            let retry = self.attempt;
+            self.pending_sleep = Some((delay, e));
+            return Some(Ok(Some(Piece::Retry {
+                retry,
+                max_retries: self.client.max_retries(),
+                delay,
+                reason,
+            })));
+        }
+        e.streamed = self.asm.progress;
+        self.done = true;
+        Some(Err(e))
     }
 
     fn finish_attempt(&mut self) {
@@ -580,5 +654,145 @@ impl LlmCall<'_> {
             r.model = self.client.model().to_owned();
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// What a driver of the call saw: the pieces, how it ended, and the response.
+    #[derive(Debug, PartialEq)]
+    struct Seen {
+        pieces: Vec<String>,
+        end: String,
+        cancelled: bool,
+        response: String,
+    }
+
+    /// Drives one call on a fresh client of `script`. `ready(i)`: whether step `i` goes through
+    /// [`LlmCall::next_ready`] first (else `next` alone, as before it existed); the token is
+    /// cancelled right after piece number `cancel_after`, as a host callback would.
+    async fn drive(script: &Value, ready: impl Fn(usize) -> bool, cancel_after: usize) -> Seen {
+        let client = LlmClient::new(&LlmConfig::Scripted(script.clone())).unwrap();
+        let cancel = CancelToken::new();
+        let history = [Message::User("hi".into())];
+        let req = ChatRequest {
+            system: "s",
+            history: &history,
+            transcript: &[],
+            tail: None,
+            tools: &Arc::default(),
+        };
+        let mut call = client.start(&req, &cancel);
+        let mut pieces = Vec::new();
+        let end = loop {
+            let step = pieces.len();
+            let next = match ready(step).then(|| call.next_ready()).flatten() {
+                Some(next) => next,
+                None => call.next().await,
+            };
+            match next {
+                Ok(Some(p)) => pieces.push(format!("{p:?}")),
+                Ok(None) => break "end".to_owned(),
+                Err(e) => break format!("{}: {} ({})", e.class, e.message, e.streamed),
+            }
+            if pieces.len() == cancel_after {
+                cancel.cancel("host");
+            }
+        };
+        let cancelled = call.was_cancelled();
+        let r = call.finish();
+        let response = format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?}",
+            r.content, r.reasoning, r.tool_calls, r.finish_reason, r.usage, r.model
+        );
+        Seen {
+            pieces,
+            end,
+            cancelled,
+            response,
+        }
+    }
+
+    fn scripts() -> Vec<Value> {
+        let tool =
+            json!({"id": "c1", "name": "read_file", "arguments": ["{\"file_path\"", ": \"a\"}"]});
+        [
+            json!([{"text": "abcdefghijklmnopqrstuvwxyz", "chunk_size": 1}]),
+            json!([{"reasoning": "think hard", "reasoning_chunk_size": 3, "text": "answer here", "chunk_size": 2,
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 4}}]),
+            json!([{"text": "calling", "chunk_size": 3, "tool_calls": [tool]}]),
+            json!([{"text": "abcdef", "chunk_size": 1, "fault": {"type": "drop", "after_events": 3}}]),
+            json!([{"text": "x", "fault": {"type": "drop", "after_events": 0}}, {"text": "second try", "chunk_size": 2}]),
+            json!([{"fault": {"type": "http_error", "status": 503, "message": "busy"}}, {"text": "ok then", "chunk_size": 1}]),
+            json!([{"text": "abcd", "chunk_size": 1, "fault": {"type": "in_stream_error", "after_events": 2, "message": "boom", "code": "server_error"}}]),
+            json!([{"text": "", "finish_reason": "length"}]),
+        ]
+        .into_iter()
+        .map(|r| json!({"responses": r}))
+        .collect()
+    }
+
+    /// The turn reads buffered pieces through `next_ready` and waits in `next`: any mix of the
+    /// two gives the pieces, the end and the response that `next` alone gives, and a cancel
+    /// after any piece stops the pieces after it as it did (breaking the token check between
+    /// buffered pieces fails it).
+    #[tokio::test]
+    async fn next_ready_gives_what_next_gives() {
+        for script in scripts() {
+            let pieces = drive(&script, |_| false, 0).await.pieces.len();
+            for cancel_after in 0..=pieces {
+                let before = drive(&script, |_| false, cancel_after).await;
+                if cancel_after > 0 {
+                    assert_eq!(before.pieces.len(), cancel_after, "{script}");
+                }
+                for every in 1..=pieces + 1 {
+                    for ready in [
+                        &(|i: usize| !i.is_multiple_of(every)) as &dyn Fn(usize) -> bool,
+                        &|i: usize| i.is_multiple_of(every),
+                    ] {
+                        let now = drive(&script, ready, cancel_after).await;
+                        assert_eq!(
+                            now, before,
+                            "{script} cancel after {cancel_after}, every {every}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// `next_ready` gives at most `READY_RUN` pieces in a row, then leaves the step (and its
+    /// budget charge) to `next`.
+    #[tokio::test]
+    async fn a_long_buffered_run_goes_back_to_next() {
+        let text = "x".repeat(3 * READY_RUN as usize);
+        let script = json!({"responses": [{"text": text, "chunk_size": 1}]});
+        let client = LlmClient::new(&LlmConfig::Scripted(script)).unwrap();
+        let history = [Message::User("hi".into())];
+        let req = ChatRequest {
+            system: "s",
+            history: &history,
+            transcript: &[],
+            tail: None,
+            tools: &Arc::default(),
+        };
+        let mut call = client.start(&req, &CancelToken::new());
+        assert!(matches!(call.next().await, Ok(Some(Piece::Text("x")))));
+        for _ in 0..READY_RUN {
+            assert!(matches!(
+                call.next_ready(),
+                Some(Ok(Some(Piece::Text("x"))))
+            ));
+        }
+        assert!(call.next_ready().is_none());
+        assert!(matches!(call.next().await, Ok(Some(Piece::Text("x")))));
+        assert!(matches!(
+            call.next_ready(),
+            Some(Ok(Some(Piece::Text("x"))))
+        ));
     }
 }

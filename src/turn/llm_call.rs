@@ -80,7 +80,13 @@ impl Turn<'_, '_> {
             env.llm.start(&req, &self.cancel)
         };
         loop {
-            let piece = match call.next().await {
+            // Buffered pieces without an await each (the async step and its budget charge
+            // were a sixth of a streamed delta); `next` waits when they are used up.
+            let next = match call.next_ready() {
+                Some(next) => next,
+                None => call.next().await,
+            };
+            let piece = match next {
                 Ok(Some(p)) => p,
                 Ok(None) => break,
                 Err(e) => {
