@@ -376,3 +376,182 @@ async fn the_child_of_the_proxy_test() {
     assert!(turn.error.is_none(), "{:?}", turn.error);
     assert_eq!(turn.text, "proxied");
 }
+
+// Connections shared between clients (`src/llm/lane_pool.rs`): a dropped client (a freed
+// agent) leaves its idle connection to the next client on the same endpoint.
+
+/// Calls once on a new client for `url`, then drops the client.
+async fn call_on_a_new_client(url: &str) -> Turn {
+    let client = client_for(url);
+    let turn = call(&client).await;
+    drop(client);
+    turn
+}
+
+fn ok(turn: &Turn, text: &str) {
+    assert!(turn.error.is_none(), "{:?}", turn.error);
+    assert_eq!(turn.text, text);
+    assert_eq!(turn.retries, 0);
+}
+
+/// Three clients one after the other: the stub must have seen them on one connection.
+async fn three_clients_on_one_connection(answer: Vec<u8>) {
+    let (port, rx, connections) = counting_stub(move |_| answer.clone(), |_| {});
+    let url = format!("http://127.0.0.1:{port}/v1");
+    for _ in 0..3 {
+        ok(&call_on_a_new_client(&url).await, "hi");
+        next_request(&rx);
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "one shared connection"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_client_takes_the_connection_a_dropped_client_left() {
+    three_clients_on_one_connection(sse_answer("hi")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_dropped_after_done_leaves_its_connection_to_the_next_client() {
+    // The call stops reading at `[DONE]`; the rest of the body arrived with it.
+    let tail = ": after the end\n\n".repeat(64);
+    let body = format!("{}data: [DONE]\n\n{tail}", text_event("hi"));
+    three_clients_on_one_connection(sse_body_answer(&body)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_left_mid_response_is_never_pooled() {
+    // The first answer promises more body than it sends, and the rest never comes.
+    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (port, rx, connections) = counting_stub(
+        move |_| {
+            if !first.swap(false, Ordering::SeqCst) {
+                return sse_answer("hi");
+            }
+            let part = text_event("half");
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{part}",
+                part.len() + 100
+            )
+            .into_bytes()
+        },
+        |_| {},
+    );
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let client = client_for(&url);
+    let history = vec![Message::User("Hello?".into())];
+    let req = ChatRequest {
+        system: "You are a test.",
+        history: &history,
+        transcript: &[],
+        tail: None,
+        tools: &Arc::default(),
+    };
+    let cancel = CancelToken::new();
+    let mut half = client.start(&req, &cancel);
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), half.next())
+            .await
+            .expect("the first delta comes")
+        {
+            Ok(Some(Piece::Text(t))) => {
+                assert_eq!(t, "half");
+                break;
+            }
+            Ok(Some(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    // The turn is cancelled mid-response, then its agent freed.
+    cancel.cancel("test");
+    drop(half);
+    next_request(&rx);
+    drop(client);
+    ok(&call_on_a_new_client(&url).await, "hi");
+    next_request(&rx);
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        2,
+        "the next client connected anew"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pooled_connection_the_server_closed_is_replaced_silently() {
+    let close = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let closing = close.clone();
+    let (port, rx, connections) = counting_stub(
+        |_| sse_answer("hi"),
+        move |s| {
+            // Closes the connection once the test says so (its client is gone by then).
+            let t0 = std::time::Instant::now();
+            while !closing.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(5) {
+                thread::sleep(Duration::from_millis(5));
+            }
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        },
+    );
+    let url = format!("http://127.0.0.1:{port}/v1");
+    ok(&call_on_a_new_client(&url).await, "hi");
+    // The connection is in the pool now; the server closes it there.
+    close.store(true, Ordering::SeqCst);
+    next_request(&rx);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    ok(&call_on_a_new_client(&url).await, "hi");
+    next_request(&rx);
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn different_endpoints_never_share_a_connection() {
+    let (a, rx_a, conns_a) = counting_stub(|_| sse_answer("a"), |_| {});
+    let (b, rx_b, conns_b) = counting_stub(|_| sse_answer("b"), |_| {});
+    ok(
+        &call_on_a_new_client(&format!("http://127.0.0.1:{a}/v1")).await,
+        "a",
+    );
+    next_request(&rx_a);
+    ok(
+        &call_on_a_new_client(&format!("http://127.0.0.1:{b}/v1")).await,
+        "b",
+    );
+    next_request(&rx_b);
+    assert_eq!(conns_b.load(Ordering::SeqCst), 1);
+    // Another path on the same server is the same endpoint: the path goes with the request.
+    ok(
+        &call_on_a_new_client(&format!("http://127.0.0.1:{a}/v2")).await,
+        "a",
+    );
+    assert_eq!(
+        next_request(&rx_a).request_line,
+        "POST /v2/chat/completions HTTP/1.1"
+    );
+    assert_eq!(conns_a.load(Ordering::SeqCst), 1);
+    assert!(rx_b.try_recv().is_err(), "nothing of a's went to b");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_clients_each_get_their_own_connection() {
+    let (port, rx, connections) = counting_stub(
+        |_| {
+            // Both requests are in flight at once.
+            thread::sleep(Duration::from_millis(100));
+            sse_answer("hi")
+        },
+        |_| {},
+    );
+    let url = format!("http://127.0.0.1:{port}/v1");
+    ok(&call_on_a_new_client(&url).await, "hi");
+    next_request(&rx);
+    // One idle connection in the pool, two clients at once: one takes it, one connects.
+    let (c1, c2) = (client_for(&url), client_for(&url));
+    let (t1, t2) = tokio::join!(call(&c1), call(&c2));
+    ok(&t1, "hi");
+    ok(&t2, "hi");
+    next_request(&rx);
+    next_request(&rx);
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+}

@@ -123,6 +123,8 @@ struct State {
     created: u64,
     /// Client connections not yet closed (by either side).
     open: AtomicUsize,
+    /// Client connections accepted since the start.
+    accepted: AtomicUsize,
 }
 
 /// A running mock server; dropping it stops it.
@@ -172,6 +174,7 @@ impl MockServer {
             bodies: Mutex::new(Vec::new()),
             busy_nanos: AtomicU64::new(0),
             open: AtomicUsize::new(0),
+            accepted: AtomicUsize::new(0),
             created: unix_now(),
         });
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -233,6 +236,12 @@ impl MockServer {
     /// How many client connections are open now (a client's idle pooled connection counts).
     pub fn open_connections(&self) -> usize {
         self.state.open.load(Ordering::SeqCst)
+    }
+
+    /// How many client connections were accepted since the start (a client that reuses an
+    /// idle connection adds none).
+    pub fn accepted_connections(&self) -> usize {
+        self.state.accepted.load(Ordering::SeqCst)
     }
 
     /// How many chat requests were received (recorded or not).
@@ -330,6 +339,7 @@ impl Drop for Busy<'_> {
 
 async fn serve_conn(stream: TcpStream, state: Arc<State>) {
     state.open.fetch_add(1, Ordering::SeqCst);
+    state.accepted.fetch_add(1, Ordering::SeqCst);
     serve_requests(stream, &state).await;
     state.open.fetch_sub(1, Ordering::SeqCst);
 }

@@ -8,14 +8,18 @@
 //! What reqwest did and the lane keeps: `TCP_NODELAY`, its TCP keep-alive, its 90 s idle
 //! limit, the connect timeout, the same headers and `Host`, the same body bytes; a kept
 //! connection the server closed is replaced silently; errors carry the same source chain.
+//!
+//! When a lane is dropped (its agent freed), its idle connection goes to a process-wide pool
+//! ([`super::lane_pool`]) and the next lane to the same target takes it before connecting: a
+//! host that makes an agent per task does not reconnect for every task.
 
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::{pin, Pin};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -28,6 +32,7 @@ use socket2::{SockRef, TcpKeepalive};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use super::lane_pool::{IdlePool, OVERALL, PER_ENDPOINT};
 use super::request_body::{Frames, RequestBody};
 
 /// The proxy variables reqwest reads for an `http://` URL. The lane is used only when none is
@@ -40,6 +45,16 @@ const IDLE_LIMIT: Duration = Duration::from_secs(90);
 /// reqwest's TCP keep-alive (time, interval, probes).
 const KEEPALIVE: Duration = Duration::from_secs(15);
 const KEEPALIVE_RETRIES: u32 = 3;
+
+/// The idle connections of dropped lanes, as plain sockets: a socket of hyper's connection is
+/// registered with the runtime that drove it, which may be gone or idle when another lane
+/// takes it; a plain socket is adopted by whichever runtime takes it.
+static POOL: Mutex<IdlePool<Target, std::net::TcpStream>> =
+    Mutex::new(IdlePool::new(PER_ENDPOINT, OVERALL, IDLE_LIMIT));
+
+fn pool() -> MutexGuard<'static, IdlePool<Target, std::net::TcpStream>> {
+    POOL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// One connection, driven by whoever uses it: the request's future while it is sent and
 /// answered, the response's reads, the next request's readiness check. No task of its own, so
@@ -90,6 +105,41 @@ impl Conn {
         .await
         .is_ok()
     }
+
+    /// The socket of a connection that can take another request, for another lane; `None`
+    /// (and the connection closed) when it is mid-response, closed or failed, or holds bytes
+    /// nobody asked for.
+    fn into_idle_socket(mut self: Box<Self>) -> Option<std::net::TcpStream> {
+        // One poll lets hyper finish a body whose end already arrived (a stream dropped at
+        // `[DONE]`), or close the connection when the rest of the body is not there: hyper
+        // drains a dropped body only as far as it can without waiting.
+        self.poll_driver(&mut Context::from_waker(Waker::noop()));
+        let driver = self.driver.take()?;
+        if !self.sender.is_ready() {
+            return None;
+        }
+        let parts = driver.into_parts();
+        if !parts.read_buf.is_empty() {
+            return None;
+        }
+        parts.io.into_inner().into_std().ok()
+    }
+}
+
+/// Whether a pooled socket is still open with nothing to read: not closed by the server
+/// while it was pooled, and no stray bytes (some servers write a `408` before they close).
+fn open_and_quiet(socket: &std::net::TcpStream) -> bool {
+    // The socket is non-blocking, as tokio left it.
+    matches!(socket.peek(&mut [0]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// A new hyper connection over `stream`.
+async fn handshake(stream: TcpStream) -> Result<Box<Conn>, hyper::Error> {
+    let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    Ok(Box::new(Conn {
+        sender,
+        driver: Some(driver),
+    }))
 }
 
 /// The kept connection, with when it was last given back. Boxed: an agent without a
@@ -97,6 +147,9 @@ impl Conn {
 type IdleSlot = Mutex<Option<(Box<Conn>, Instant)>>;
 
 /// Where the lane connects: an address, or a name resolved at each connect (as reqwest does).
+/// Two lanes with equal targets can use each other's connections (the scheme is always
+/// `http`; the API key and the path travel with each request, not with the connection).
+#[derive(Clone, PartialEq, Eq)]
 enum Target {
     Addr(SocketAddr),
     Name(String, u16),
@@ -151,7 +204,7 @@ impl Lane {
     }
 
     /// Sends `body` with `headers` (and `Host`) as a POST, on the kept connection when it is
-    /// still open, else on a new one.
+    /// still open, else on a pooled one, else on a new one.
     pub(crate) async fn post(
         &self,
         headers: &HeaderMap,
@@ -163,24 +216,57 @@ impl Lane {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .filter(|(_, since)| since.elapsed() < IDLE_LIMIT);
-        if let Some((mut conn, _)) = kept {
-            // A connection the server closed while it was idle fails here or gives the
-            // request back unsent: either way it goes to a new connection, not to a retry.
-            if conn.ready().await {
-                let sent = conn
-                    .sender
-                    .try_send_request(self.request(headers, body.clone()));
-                match conn.drive(sent).await {
-                    Ok(resp) => return Ok(self.response(resp, conn)),
-                    Err(e) if e.message().is_none() => return Err(LaneError::Http(e.into_error())),
-                    Err(_) => {}
-                }
+        if let Some((conn, _)) = kept {
+            if let Some(r) = self.send_on_idle(conn, headers, &body).await {
+                return r;
+            }
+        }
+        if let Some(conn) = self.pooled().await {
+            if let Some(r) = self.send_on_idle(conn, headers, &body).await {
+                return r;
             }
         }
         let mut conn = self.connect().await?;
         let sent = conn.sender.send_request(self.request(headers, body));
         let resp = conn.drive(sent).await.map_err(LaneError::Http)?;
         Ok(self.response(resp, conn))
+    }
+
+    /// Sends on a connection that was idle; `None` when it turned out closed before the
+    /// request went out.
+    async fn send_on_idle(
+        &self,
+        mut conn: Box<Conn>,
+        headers: &HeaderMap,
+        body: &RequestBody,
+    ) -> Option<Result<LaneResponse, LaneError>> {
+        // A connection the server closed while it was idle fails here or gives the request
+        // back unsent: either way it goes to another connection, not to a retry.
+        if !conn.ready().await {
+            return None;
+        }
+        let sent = conn
+            .sender
+            .try_send_request(self.request(headers, body.clone()));
+        match conn.drive(sent).await {
+            Ok(resp) => Some(Ok(self.response(resp, conn))),
+            Err(e) if e.message().is_none() => Some(Err(LaneError::Http(e.into_error()))),
+            Err(_) => None,
+        }
+    }
+
+    /// An idle connection a dropped lane left to this target, adopted by this runtime.
+    async fn pooled(&self) -> Option<Box<Conn>> {
+        let socket = loop {
+            // The lock is released at the end of the statement, before anything is closed.
+            let (found, gone) = pool().take(&self.target, std::time::Instant::now());
+            drop(gone);
+            let socket = found?;
+            if open_and_quiet(&socket) {
+                break socket;
+            }
+        };
+        handshake(TcpStream::from_std(socket).ok()?).await.ok()
     }
 
     fn request(&self, headers: &HeaderMap, body: RequestBody) -> Request<Frames> {
@@ -225,13 +311,21 @@ impl Lane {
         SockRef::from(&stream)
             .set_tcp_keepalive(&keepalive)
             .map_err(LaneError::Connect)?;
-        let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(LaneError::Http)?;
-        Ok(Box::new(Conn {
-            sender,
-            driver: Some(driver),
-        }))
+        handshake(stream).await.map_err(LaneError::Http)
+    }
+}
+
+impl Drop for Lane {
+    /// The idle connection goes to the pool for the next lane to the same target.
+    fn drop(&mut self) {
+        let kept = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some((conn, since)) = kept else { return };
+        let Some(socket) = conn.into_idle_socket() else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        let gone = pool().put(self.target.clone(), socket, since.into_std(), now);
+        drop(gone);
     }
 }
 
@@ -519,22 +613,115 @@ mod tests {
         assert!(whole.starts_with(b"{\"messages\":[{\"role\":\"system\"}],\"tools\":xxx"));
     }
 
+    /// A runtime of its own for each lane of a test: a pooled connection must not depend on
+    /// the runtime that made it.
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// The answer to one request of a new lane on its own runtime, the lane dropped after.
+    fn answer_of_a_new_lane(port: u16) -> String {
+        runtime().block_on(async {
+            let l = lane(&format!("http://127.0.0.1:{port}/v1")).unwrap();
+            let r = l.post(&HeaderMap::new(), RequestBody::default()).await;
+            body_of(r.unwrap()).await
+        })
+    }
+
+    #[test]
+    fn a_dropped_lanes_connection_serves_the_next_lane_on_another_runtime() {
+        let (port, _rx) = server();
+        assert_eq!(answer_of_a_new_lane(port), "connection 0");
+        assert_eq!(answer_of_a_new_lane(port), "connection 0");
+        // A lane to another target does not take it.
+        let (other, _rx) = server();
+        assert_eq!(answer_of_a_new_lane(other), "connection 0");
+        let l = runtime().block_on(async {
+            let l = lane(&format!("http://localhost:{port}/v1")).unwrap();
+            let r = l.post(&HeaderMap::new(), RequestBody::default()).await;
+            (body_of(r.unwrap()).await, l)
+        });
+        assert_eq!(
+            l.0, "connection 1",
+            "a name is not the same target as its address"
+        );
+    }
+
+    #[test]
+    fn the_pool_keeps_at_most_its_cap_per_endpoint() {
+        let (port, _rx) = server();
+        let rt = runtime();
+        let n = PER_ENDPOINT + 2;
+        let url = format!("http://127.0.0.1:{port}/v1");
+        // `n` lanes alive at once: a connection each, all idle in their lanes' slots.
+        let lanes: Vec<Lane> = (0..n).map(|_| lane(&url).unwrap()).collect();
+        let mut seen = Vec::new();
+        for l in &lanes {
+            let r = rt.block_on(l.post(&HeaderMap::new(), RequestBody::default()));
+            seen.push(rt.block_on(body_of(r.unwrap())));
+        }
+        assert_eq!(seen.len(), n);
+        seen.dedup();
+        assert_eq!(
+            seen.len(),
+            n,
+            "each lane alive at once has its own connection"
+        );
+        drop(lanes);
+        let lanes: Vec<Lane> = (0..n).map(|_| lane(&url).unwrap()).collect();
+        let mut answers = Vec::new();
+        for l in &lanes {
+            let r = rt.block_on(l.post(&HeaderMap::new(), RequestBody::default()));
+            answers.push(rt.block_on(body_of(r.unwrap())));
+        }
+        let new = (n..n + 2)
+            .map(|i| format!("connection {i}"))
+            .collect::<Vec<_>>();
+        let reused = answers.iter().filter(|a| !new.contains(a)).count();
+        assert_eq!(reused, PER_ENDPOINT, "{answers:?}");
+    }
+
     #[tokio::test]
-    async fn a_dropped_lane_closes_its_connection() {
+    async fn a_lane_dropped_mid_response_closes_its_connection() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let l = lane(&format!("http://127.0.0.1:{port}/v1")).unwrap();
-        let conn = l.connect().await.unwrap();
-        let (mut server_side, _) = listener.accept().unwrap();
-        *l.idle.lock().unwrap() = Some((conn, Instant::now()));
-        drop(l);
-        // Read off the test runtime's one thread.
-        let read = tokio::task::spawn_blocking(move || {
-            server_side
-                .set_read_timeout(Some(Duration::from_secs(5)))
+        // The server answers with half of its body and waits.
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut head = [0; 4096];
+            let _ = s.read(&mut head).unwrap();
+            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf.")
                 .unwrap();
-            server_side.read(&mut [0; 1]).unwrap()
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let read = s.read(&mut [0; 1]).unwrap();
+            (read, listener.accept())
         });
-        assert_eq!(read.await.unwrap(), 0, "EOF: the client closed its end");
+        let mut r = l
+            .post(&HeaderMap::new(), RequestBody::default())
+            .await
+            .unwrap();
+        assert_eq!(&r.chunk().await.unwrap().unwrap()[..], b"half.");
+        drop(r);
+        drop(l);
+        // Off the test runtime's one thread: the server's end reads EOF, and no pooled
+        // connection is left for a new lane (it connects again).
+        let next = tokio::task::spawn_blocking(move || {
+            let l = lane(&format!("http://127.0.0.1:{port}/v1")).unwrap();
+            runtime().block_on(async {
+                let headers = HeaderMap::new();
+                let sent = l.post(&headers, RequestBody::default());
+                tokio::time::timeout(Duration::from_millis(500), sent)
+                    .await
+                    .is_err()
+            })
+        });
+        let (read, accepted) = server.join().unwrap();
+        assert_eq!(read, 0, "EOF: the client closed its end");
+        assert!(accepted.is_ok(), "the next lane connected anew");
+        assert!(next.await.unwrap(), "nobody answers the new connection");
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod assembly;
 pub(crate) mod config;
 pub(crate) mod fingerprint;
 mod http_lane;
+mod lane_pool;
 pub(crate) mod message;
 pub mod openai;
 pub(crate) mod request_body;
