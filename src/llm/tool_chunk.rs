@@ -125,16 +125,24 @@ fn once(seen: &mut bool) -> Option<()> {
     (!std::mem::replace(seen, true)).then_some(())
 }
 
-/// `null`, `[]` or a one-element list of one choice object.
-fn choice_list<'a>(s: &mut Scanner<'a>, out: &mut ToolChunk<'a>) -> Option<()> {
+/// Reads `null`, `[]` or the opening of a list: whether items follow.
+fn list_has_items(s: &mut Scanner<'_>) -> Option<bool> {
     s.ws();
     if s.literal(b"null") {
-        return Some(());
+        return Some(false);
     }
     s.eat(b'[')?;
     s.ws();
     if s.peek()? == b']' {
         s.pos += 1;
+        return Some(false);
+    }
+    Some(true)
+}
+
+/// `null`, `[]` or a one-element list of one choice object.
+fn choice_list<'a>(s: &mut Scanner<'a>, out: &mut ToolChunk<'a>) -> Option<()> {
+    if !list_has_items(s)? {
         return Some(());
     }
     let (mut delta, mut finish) = (false, false);
@@ -181,14 +189,7 @@ fn delta_object<'a>(s: &mut Scanner<'a>, out: &mut ToolChunk<'a>) -> Option<()> 
 
 /// `null` or a list of call objects.
 fn call_list<'a>(s: &mut Scanner<'a>, out: &mut ToolChunk<'a>) -> Option<()> {
-    s.ws();
-    if s.literal(b"null") {
-        return Some(());
-    }
-    s.eat(b'[')?;
-    s.ws();
-    if s.peek()? == b']' {
-        s.pos += 1;
+    if !list_has_items(s)? {
         return Some(());
     }
     loop {
