@@ -377,6 +377,23 @@ pub struct LlmCall<'c> {
 const READY_RUN: u32 = 32;
 
 impl LlmCall<'_> {
+    /// Between two pieces: a fired cancel ends the call (`true`: it is marked done), a passed
+    /// deadline fails it.
+    fn stopped(&mut self) -> Result<bool, LlmError> {
+        if self.cancel.is_cancelled() {
+            self.cancelled = true;
+            self.done = true;
+            return Ok(true);
+        }
+        if self
+            .deadline
+            .is_some_and(|d| tokio::time::Instant::now() >= d)
+        {
+            return Err(self.deadline_error());
+        }
+        Ok(false)
+    }
+
     fn deadline_error(&mut self) -> LlmError {
         self.done = true;
         self.stream = None;
@@ -426,16 +443,8 @@ impl LlmCall<'_> {
                     return Err(original);
                 }
             }
-            if self.cancel.is_cancelled() {
-                self.cancelled = true;
-                self.done = true;
+            if self.stopped()? {
                 continue;
-            }
-            if self
-                .deadline
-                .is_some_and(|d| tokio::time::Instant::now() >= d)
-            {
-                return Err(self.deadline_error());
             }
             let deadline = self.deadline;
             let step = match &mut self.stream {
@@ -531,16 +540,10 @@ impl LlmCall<'_> {
             if self.pending_sleep.is_some() {
                 return None;
             }
-            if self.cancel.is_cancelled() {
-                self.cancelled = true;
-                self.done = true;
-                continue;
-            }
-            if self
-                .deadline
-                .is_some_and(|d| tokio::time::Instant::now() >= d)
-            {
-                return Some(Err(self.deadline_error()));
+            match self.stopped() {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => return Some(Err(e)),
             }
             let deadline = self.deadline;
             let asm = &mut self.asm;
