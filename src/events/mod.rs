@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
+pub(crate) use json_text::plain_len;
 use json_text::push_json_string;
 pub use json_text::JsonText;
 use transport::Transport;
