@@ -1988,7 +1988,13 @@ static void bench_callgrind(void) {
     char text_script[256];
     snprintf(text_script, sizeof text_script, "{\"responses\":[{\"text\":\"%s\"}]}", ONE_TEXT);
     char *loop_script = script_tool_loop(LOOP_ITERS, "loop done");
-    char *stream_script = script_text_stream(STREAM_CHUNKS, 4, 0);
+    /* BENCH_CALLGRIND_CHARS sets the streamed delta's size (default 4). */
+    const char *chars_env = getenv("BENCH_CALLGRIND_CHARS");
+    int chars = chars_env && atoi(chars_env) > 0 ? atoi(chars_env) : 4;
+    char stream_label[96];
+    snprintf(stream_label, sizeof stream_label,
+             "instructions per streamed delta, mock, %d-char", chars);
+    char *stream_script = script_text_stream(STREAM_CHUNKS, chars, 0);
     const char *scripts[3] = {text_script, loop_script, stream_script};
     int hyper = g_hyper[0] && access(g_hyper, X_OK) == 0;
     if (!hyper) printf("hyper floor: no binary: its instruction counts are skipped\n");
@@ -2014,7 +2020,7 @@ static void bench_callgrind(void) {
         mock_stop(&m);
         double ir = callgrind_ir(out) / (cases[c].reps * cases[c].per);
         stat_t st = {ir, ir, 1};
-        row(cases[c].label, "instr", st, c == 1 ? "<= 150k" : "");
+        row(c == 2 ? stream_label : cases[c].label, "instr", st, c == 1 ? "<= 150k" : "");
         if (hyper_ir > 0) {
             double h = hyper_ir / cases[c].per;
             stat_t hs = {h, h, 1}, q = {ir / h, ir / h, 1};

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
+pub(crate) use json_text::plain_len;
 use json_text::push_json_string;
 pub use json_text::JsonText;
 use transport::Transport;
@@ -111,6 +112,9 @@ impl Emitter {
 #[derive(Default)]
 pub(crate) struct EventWriter {
     buf: String,
+    /// The fixed head `buf` starts with, when a text delta's writer left it there: the next
+    /// delta with the same head keeps it instead of writing it again. Empty otherwise.
+    kept_head: &'static str,
 }
 
 impl EventWriter {
@@ -143,8 +147,7 @@ impl EventWriter {
 
     /// `{"type":"text_delta","text":…}`: the stream entry point's delta item.
     pub(crate) fn text_delta(&mut self, text: &str) -> TextDelta<'_> {
-        self.buf.clear();
-        self.buf.push_str(TEXT_DELTA_HEAD);
+        self.fixed_head(TEXT_DELTA_HEAD);
         push_json_string(&mut self.buf, text);
         TextDelta(self.end("}"))
     }
@@ -153,10 +156,24 @@ impl EventWriter {
     /// text already a JSON string (quoted and escaped), e.g. [`TextDelta::text_json`]: a delta
     /// is escaped once for the event and the item, and its head is one copy.
     pub(crate) fn text_event_json(&mut self, head: TextEventHead, text_json: &str) -> JsonText<'_> {
-        self.buf.clear();
-        self.buf.push_str(head.0);
+        self.fixed_head(head.0);
         self.buf.push_str(text_json);
         self.end("}}")
+    }
+
+    /// The buffer holding only `head`: cut back to it when the last text delta left it there
+    /// (a streamed delta's writers each write the same head every time), else written. Only
+    /// this method sets `kept_head` and every other writer clears it before it clears the
+    /// buffer, so the buffer still starts with it.
+    fn fixed_head(&mut self, head: &'static str) {
+        if std::ptr::eq(self.kept_head, head) {
+            debug_assert!(self.buf.starts_with(head));
+            self.buf.truncate(head.len());
+        } else {
+            self.buf.clear();
+            self.buf.push_str(head);
+            self.kept_head = head;
+        }
     }
 
     /// `{"type":ty,"schema_version":1,"data":{key:` in a cleared buffer.
@@ -169,6 +186,7 @@ impl EventWriter {
 
     /// `{"type":ty,"schema_version":1,"data":` in a cleared buffer.
     fn event_head(&mut self, ty: &str) {
+        self.kept_head = "";
         self.buf.clear();
         self.buf.push_str("{\"type\":\"");
         self.buf.push_str(ty);
@@ -432,6 +450,60 @@ mod tests {
             serde_json::to_writer(&mut old_item, &text).unwrap();
             old_item.push(b'}');
             assert_eq!(item.as_bytes(), old_item);
+        }
+    }
+
+    /// A writer that keeps a text delta's head between deltas writes what a fresh writer
+    /// writes, whatever came in between: runs of deltas of either kind, each kind after the
+    /// other, after other events, after a different text head, after a longer event.
+    #[test]
+    fn a_kept_head_writes_what_a_fresh_writer_writes() {
+        const OTHER: TextEventHead = text_event_head!("thinking", "text");
+        let texts = awkward_texts();
+        let mut w = EventWriter::default();
+        for (i, text) in texts.iter().enumerate() {
+            let fresh = |f: &dyn Fn(&mut EventWriter) -> String| f(&mut EventWriter::default());
+            for step in 0..7 {
+                let json = {
+                    let mut f = EventWriter::default();
+                    f.text_delta(text).text_json().to_owned()
+                };
+                let (ours, theirs) = match (i + step) % 7 {
+                    0 | 1 => (
+                        w.text_delta(text).as_str().to_owned(),
+                        fresh(&|f| f.text_delta(text).as_str().to_owned()),
+                    ),
+                    2 | 3 => (
+                        w.text_event_json(text_event_head!("llm_text", "chunk"), &json)
+                            .as_str()
+                            .to_owned(),
+                        fresh(&|f| {
+                            f.text_event_json(text_event_head!("llm_text", "chunk"), &json)
+                                .as_str()
+                                .to_owned()
+                        }),
+                    ),
+                    4 => (
+                        w.text_event_json(OTHER, &json).as_str().to_owned(),
+                        fresh(&|f| f.text_event_json(OTHER, &json).as_str().to_owned()),
+                    ),
+                    5 => (
+                        w.text_event("thinking", "text", text).as_str().to_owned(),
+                        fresh(&|f| f.text_event("thinking", "text", text).as_str().to_owned()),
+                    ),
+                    _ => (
+                        w.event("e", &serde_json::json!({ "t": text }))
+                            .as_str()
+                            .to_owned(),
+                        fresh(&|f| {
+                            f.event("e", &serde_json::json!({ "t": text }))
+                                .as_str()
+                                .to_owned()
+                        }),
+                    ),
+                };
+                assert_eq!(ours, theirs, "{text:?} step {step}");
+            }
         }
     }
 

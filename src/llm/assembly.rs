@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::tool_call::ToolCall;
+use super::Piece;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -81,9 +82,15 @@ pub(crate) struct Assembler {
     pub(crate) usage: Option<Usage>,
     model: String,
     pending_reasoning: String,
-    pending_text: String,
-    /// The piece handed out last; reused so a delta costs no allocation.
-    pub(crate) out: String,
+    /// Where the text not yet handed out starts in `content`: a text piece is lent from
+    /// `content` itself, not copied into a pending buffer and then swapped out (a copy and a
+    /// swap per streamed delta).
+    text_from: usize,
+    /// Where the text piece handed out last starts in `content` (it runs to the end: nothing
+    /// is added before the turn takes it).
+    text_out: usize,
+    /// The reasoning piece handed out last; reused so a piece costs no allocation.
+    out: String,
     /// Whether text reached the host (no retry after that).
     pub(crate) progress: bool,
     pub(crate) first_token: Option<Duration>,
@@ -108,7 +115,6 @@ impl Assembler {
         }
         self.received += t.len();
         self.content.push_str(t);
-        self.pending_text.push_str(t);
     }
 
     pub(crate) fn reasoning(&mut self, t: &str) {
@@ -206,20 +212,31 @@ impl Assembler {
         self.slots.len() - 1
     }
 
-    /// Moves the next pending piece (reasoning before text) into `out`.
-    pub(crate) fn pop_piece(&mut self) -> Option<PieceKind> {
-        if !self.pending_reasoning.is_empty() {
+    /// Takes the next pending piece (reasoning before text), [`Assembler::piece`] from now on;
+    /// the first of each kind notes `elapsed()`.
+    pub(crate) fn pop_piece(&mut self, elapsed: impl FnOnce() -> Duration) -> Option<PieceKind> {
+        let (kind, first) = if !self.pending_reasoning.is_empty() {
             self.out.clear();
             std::mem::swap(&mut self.out, &mut self.pending_reasoning);
-            return Some(PieceKind::Reasoning);
-        }
-        if !self.pending_text.is_empty() {
-            self.out.clear();
-            std::mem::swap(&mut self.out, &mut self.pending_text);
+            (PieceKind::Reasoning, &mut self.first_reasoning)
+        } else if self.text_from < self.content.len() {
+            self.text_out = self.text_from;
+            self.text_from = self.content.len();
             self.progress = true;
-            return Some(PieceKind::Text);
+            (PieceKind::Text, &mut self.first_token)
+        } else {
+            return None;
+        };
+        first.get_or_insert_with(elapsed);
+        Some(kind)
+    }
+
+    /// The piece [`Assembler::pop_piece`] took last, of the kind it said.
+    pub(crate) fn piece(&self, kind: PieceKind) -> Piece<'_> {
+        match kind {
+            PieceKind::Text => Piece::Text(&self.content[self.text_out..]),
+            PieceKind::Reasoning => Piece::Reasoning(&self.out),
         }
-        None
     }
 
     /// Forgets a failed attempt (no text reached the host, or we would not retry).
@@ -311,10 +328,31 @@ mod tests {
         let mut a = Assembler::default();
         a.text("t");
         a.reasoning("r");
-        assert!(matches!(a.pop_piece(), Some(PieceKind::Reasoning)));
-        assert_eq!(a.out, "r");
-        assert!(matches!(a.pop_piece(), Some(PieceKind::Text)));
-        assert_eq!(a.out, "t");
+        let mut now = Duration::ZERO;
+        let mut next = |a: &mut Assembler| {
+            now += Duration::from_millis(1);
+            let t = now;
+            a.pop_piece(|| t)
+                .map(|k| format!("{:?}", a.piece(k)))
+                .unwrap_or_default()
+        };
+        assert_eq!(next(&mut a), "Reasoning(\"r\")");
+        assert!(!a.progress);
+        assert_eq!(next(&mut a), "Text(\"t\")");
         assert!(a.progress);
+        assert_eq!(next(&mut a), "");
+        a.text("");
+        assert_eq!(next(&mut a), "");
+        a.text("uv");
+        a.text("w");
+        a.reasoning("s");
+        assert_eq!(next(&mut a), "Reasoning(\"s\")");
+        assert_eq!(next(&mut a), "Text(\"uvw\")");
+        assert_eq!(next(&mut a), "");
+        a.text("x");
+        assert_eq!(next(&mut a), "Text(\"x\")");
+        assert_eq!(a.first_reasoning, Some(Duration::from_millis(1)));
+        assert_eq!(a.first_token, Some(Duration::from_millis(2)));
+        assert_eq!(a.finish().content, "tuvwx");
     }
 }

@@ -416,16 +416,8 @@ impl LlmCall<'_> {
     pub async fn next(&mut self) -> Result<Option<Piece<'_>>, LlmError> {
         self.ready_run = 0;
         loop {
-            if let Some(kind) = self.asm.pop_piece() {
-                let first = match kind {
-                    assembly::PieceKind::Text => &mut self.asm.first_token,
-                    assembly::PieceKind::Reasoning => &mut self.asm.first_reasoning,
-                };
-                first.get_or_insert_with(|| self.started.elapsed());
-                return Ok(Some(match kind {
-                    assembly::PieceKind::Text => Piece::Text(&self.asm.out),
-                    assembly::PieceKind::Reasoning => Piece::Reasoning(&self.asm.out),
-                }));
+            if let Some(kind) = self.asm.pop_piece(|| self.started.elapsed()) {
+                return Ok(Some(self.asm.piece(kind)));
             }
             if self.done {
                 return Ok(None);
@@ -522,17 +514,9 @@ impl LlmCall<'_> {
             if self.ready_run >= READY_RUN {
                 return None;
             }
-            if let Some(kind) = self.asm.pop_piece() {
+            if let Some(kind) = self.asm.pop_piece(|| self.started.elapsed()) {
                 self.ready_run += 1;
-                let first = match kind {
-                    assembly::PieceKind::Text => &mut self.asm.first_token,
-                    assembly::PieceKind::Reasoning => &mut self.asm.first_reasoning,
-                };
-                first.get_or_insert_with(|| self.started.elapsed());
-                return Some(Ok(Some(match kind {
-                    assembly::PieceKind::Text => Piece::Text(&self.asm.out),
-                    assembly::PieceKind::Reasoning => Piece::Reasoning(&self.asm.out),
-                })));
+                return Some(Ok(Some(self.asm.piece(kind))));
             }
             if self.done {
                 return Some(Ok(None));

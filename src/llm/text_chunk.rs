@@ -17,6 +17,7 @@ use std::ops::Range;
 
 use super::assembly::Assembler;
 use super::sse::SseParser;
+use crate::events::plain_len;
 
 /// What a plain text chunk carries, borrowed from it where it has no escapes.
 #[derive(Debug, Default, PartialEq)]
@@ -151,6 +152,7 @@ pub(super) fn read_framed<'a>(
 /// The end (after the closing quote) of the JSON string at `b[start]`, skipping escapes, and
 /// whether it has any; `None` at a raw control character (invalid JSON, and it could be a line
 /// end) or the input's end.
+#[inline]
 fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
     if b.get(start) != Some(&b'"') {
         return None;
@@ -158,11 +160,8 @@ fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
     let mut i = start + 1;
     let mut escaped = false;
     loop {
-        i += b
-            .get(i..)?
-            .iter()
-            .position(|&c| STOPS_A_STRING[c as usize])?;
-        match b[i] {
+        i += plain_len(b.get(i..)?);
+        match *b.get(i)? {
             b'"' => return Some((i + 1, escaped)),
             b'\\' if b.get(i + 1).is_some_and(|&c| c >= 0x20) => {
                 escaped = true;
@@ -220,19 +219,6 @@ impl LastTextChunk {
         })
     }
 }
-
-/// The bytes that end a run of plain string content: `"`, `\` and the control characters.
-static STOPS_A_STRING: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 0x20 {
-        t[c] = true;
-        c += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
 
 /// A left-to-right reader of one chunk's JSON (`tool_chunk.rs` reads tool-call chunks with it).
 pub(super) struct Scanner<'a> {
