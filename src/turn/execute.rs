@@ -33,7 +33,7 @@ use crate::tools::{
 struct Job {
     index: usize,
     tool: Arc<dyn Tool>,
-    args: Map<String, Value>,
+    args: Arc<Map<String, Value>>,
     call_id: String,
     /// The arguments checked against the registry's schema (`tools::check_declared_in`).
     declared: Result<(), ToolError>,
