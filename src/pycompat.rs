@@ -5,8 +5,9 @@
 use serde_json::Value;
 
 /// Python's `json.dumps` layout (`", "` and `": "` separators, UTF-8 kept), which is what the
-/// reference writes into history for canonical tool arguments.
-pub(crate) fn python_json(v: &Value) -> String {
+/// reference writes into history for canonical tool arguments. Generic so a map is written
+/// as it is, not cloned into a `Value` first (it serializes to the same bytes).
+pub(crate) fn python_json<T: serde::Serialize + ?Sized>(v: &T) -> String {
     struct PyFormatter;
     impl serde_json::ser::Formatter for PyFormatter {
         fn begin_array_value<W: ?Sized + std::io::Write>(
@@ -32,7 +33,7 @@ pub(crate) fn python_json(v: &Value) -> String {
     }
     let mut out = Vec::with_capacity(64);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
-    serde::Serialize::serialize(v, &mut ser).expect("serializing a Value cannot fail");
+    serde::Serialize::serialize(v, &mut ser).expect("serializing a JSON value cannot fail");
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 

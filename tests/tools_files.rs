@@ -683,5 +683,5 @@ fn spill_to_configured_dir_and_prune() {
     );
     assert_eq!(r.original_chars, 49_045);
     let small = env.services.format_result("read_file", "tiny");
-    assert!(!small.saved_to_disk && small.model_text == "tiny");
+    assert!(!small.saved_to_disk && &*small.model_text == "tiny");
 }

@@ -27,7 +27,7 @@ pub(crate) fn now_rfc3339() -> String {
 
 /// Written directly, not through a parsed `strftime` format (two per tool call: that parse was
 /// 2 % of a tool-loop iteration).
-fn rfc3339_millis(t: chrono::DateTime<chrono::Utc>) -> String {
+pub(crate) fn rfc3339_millis(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 

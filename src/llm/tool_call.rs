@@ -2,6 +2,7 @@
 //! into a typed value or a typed failure.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -12,13 +13,15 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments string exactly as received (the identical-call guard compares it).
     pub raw_arguments: String,
-    pub(crate) arguments: Result<Map<String, Value>, ArgumentsError>,
+    /// Shared with the planned call and the running job (a tool-loop iteration cloned the map
+    /// three times).
+    pub(crate) arguments: Result<Arc<Map<String, Value>>, ArgumentsError>,
 }
 
 impl ToolCall {
     /// A call as assembled from the stream; its arguments are parsed here, once.
     pub(crate) fn new(id: String, name: String, raw_arguments: String) -> ToolCall {
-        let arguments = parse_arguments(&raw_arguments);
+        let arguments = parse_arguments(&raw_arguments).map(Arc::new);
         ToolCall {
             id,
             name,
@@ -31,7 +34,7 @@ impl ToolCall {
     /// object, `{}` when they did not parse (as the reference).
     pub(crate) fn canonical_arguments(&self) -> String {
         match &self.arguments {
-            Ok(m) => crate::pycompat::python_json(&Value::Object(m.clone())),
+            Ok(m) => crate::pycompat::python_json(&**m),
             Err(_) => "{}".to_owned(),
         }
     }
@@ -284,5 +287,65 @@ mod tests {
             bad.arguments.unwrap_err().to_string(),
             "expected a JSON object, got an array"
         );
+    }
+
+    /// Every call's arguments in the reference transcripts and edge cases (escapes, control
+    /// characters, astral characters, nesting, empty, huge): the map written as it is gives the
+    /// old rendering, which cloned it into a `Value` first.
+    #[test]
+    fn canonical_arguments_are_the_old_rendering() {
+        fn collect(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    for (k, v) in m {
+                        match (k.as_str(), v) {
+                            ("arguments", Value::String(s)) => out.push(s.clone()),
+                            ("arguments", Value::Object(_)) => out.push(v.to_string()),
+                            _ => collect(v, out),
+                        }
+                    }
+                }
+                Value::Array(a) => a.iter().for_each(|v| collect(v, out)),
+                _ => {}
+            }
+        }
+        let root = env!("CARGO_MANIFEST_DIR");
+        let dir = [
+            format!("{root}/../shared/conformance/transcripts"),
+            format!("{root}/../../shared/conformance/transcripts"),
+        ]
+        .into_iter()
+        .find(|d| std::path::Path::new(d).is_dir())
+        .expect("the conformance transcripts");
+        let mut raws = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let t: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                collect(&t, &mut raws);
+            }
+        }
+        assert!(raws.len() >= 10, "{} arguments", raws.len());
+        let huge = format!("{{\"text\": \"{}\"}}", "ab\\n\u{e9}".repeat(50_000));
+        raws.extend(
+            [
+                "",
+                "{}",
+                r#"{"a": "q\"\\/\b\f\n\r\t\u0001\u001f\u007f"}"#,
+                r#"{"e": "\u00e9\u2028\ud83d\ude00 \udb40\udc41", "n": -1.5e3, "z": 0}"#,
+                r#"{"nested": {"list": [1, [], {}, null, true], "s": ""}, "b": false}"#,
+                "{'a': True, 'b': None}",
+                huge.as_str(),
+            ]
+            .map(str::to_owned),
+        );
+        for raw in &raws {
+            let call = ToolCall::new("i".into(), "n".into(), raw.clone());
+            let old = match &call.arguments {
+                Ok(m) => crate::pycompat::python_json(&Value::Object((**m).clone())),
+                Err(_) => "{}".to_owned(),
+            };
+            assert_eq!(call.canonical_arguments(), old, "{raw:?}");
+        }
     }
 }

@@ -69,44 +69,58 @@ fn push_components(pending: &mut Vec<Step>, path: &Path) {
 /// of a long but legitimate chain (`up/ws/up/ws/…` with `up -> ..`) unresolved, and the kernel,
 /// which starts a fresh budget on the returned path, would follow it out of the workspace.
 pub(crate) fn resolve(path: &Path) -> PathBuf {
-    if resolves_to_itself(path) {
+    if resolves_to_itself(path).is_some() {
         return path.to_path_buf();
     }
     resolve_by_walk(path)
 }
 
+/// What [`resolve_for_read_leaf`]'s shortcut saw of the path itself with its last `lstat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leaf {
+    /// A regular file, no symlink: a `stat` of the path would say the same.
+    File,
+    /// Not looked at, a symlink, or something else: ask again.
+    Unknown,
+}
+
 /// The common case of [`resolve`] without its walk's allocations: an absolute path in normal
 /// form (no `.` or `..`, no repeated or trailing `/`) whose every prefix is `lstat`ed, as the
 /// walk does, and found to be no symlink, up to the first that does not exist (the walk
-/// appends the rest lexically). Such a path resolves to itself. False sends the path to the
-/// walk, which then decides.
-fn resolves_to_itself(path: &Path) -> bool {
+/// appends the rest lexically). Such a path resolves to itself, and the last `lstat` says
+/// what it is ([`Leaf`]). `None` sends the path to the walk, which then decides.
+fn resolves_to_itself(path: &Path) -> Option<Leaf> {
     use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();
-    let Some(rest) = bytes.strip_prefix(b"/") else {
-        return false;
-    };
+    let rest = bytes.strip_prefix(b"/")?;
     if rest.is_empty() {
-        return true;
+        return Some(Leaf::Unknown);
     }
     if rest
         .split(|&b| b == b'/')
         .any(|c| c.is_empty() || c == b"." || c == b"..")
     {
-        return false;
+        return None;
     }
     let ends = memchr::memchr_iter(b'/', rest)
         .map(|at| at + 1)
         .chain([bytes.len()]);
+    let mut leaf = Leaf::Unknown;
     for end in ends {
         let prefix = Path::new(std::ffi::OsStr::from_bytes(&bytes[..end]));
         match std::fs::symlink_metadata(prefix) {
-            Ok(meta) if meta.file_type().is_symlink() => return false,
-            Ok(_) => {}
-            Err(_) => return true,
+            Ok(meta) if meta.file_type().is_symlink() => return None,
+            Ok(meta) => {
+                leaf = if end == bytes.len() && meta.is_file() {
+                    Leaf::File
+                } else {
+                    Leaf::Unknown
+                };
+            }
+            Err(_) => return Some(Leaf::Unknown),
         }
     }
-    true
+    Some(leaf)
 }
 
 /// [`resolve`] component by component.
@@ -214,17 +228,29 @@ pub fn contain_directory(root: &Path, raw: &str) -> Result<PathBuf, String> {
 /// Read-side check: the fully resolved path must lie under the root unless reads outside are
 /// allowed. Returns the unresolved joined path (error messages keep the caller's spelling).
 pub fn resolve_for_read(root: &Path, raw: &str, allow_outside: bool) -> Result<PathBuf, String> {
+    resolve_for_read_leaf(root, raw, allow_outside).map(|(path, _)| path)
+}
+
+/// [`resolve_for_read`], and what the path itself was when its shortcut `lstat`ed it: a read
+/// tool then needs no second `stat` to know it names a regular file.
+pub(crate) fn resolve_for_read_leaf(
+    root: &Path,
+    raw: &str,
+    allow_outside: bool,
+) -> Result<(PathBuf, Leaf), String> {
     let path = join_to_root(root, raw);
     if allow_outside || raw.contains('\0') {
-        return Ok(path);
+        return Ok((path, Leaf::Unknown));
     }
     // Most paths resolve to themselves: no copy of the path for that.
-    if resolves_to_itself(&path) && path.starts_with(root) {
-        return Ok(path);
+    if let Some(leaf) = resolves_to_itself(&path) {
+        if path.starts_with(root) {
+            return Ok((path, leaf));
+        }
     }
     let resolved = resolve(&path);
     if resolved.starts_with(root) {
-        Ok(path)
+        Ok((path, Leaf::Unknown))
     } else {
         Err(refusal(raw, &resolved, root))
     }
@@ -312,7 +338,12 @@ mod tests {
         for tail in tails {
             let path = root.join(tail);
             assert_eq!(resolve(&path), resolve_by_walk(&path), "{tail:?}");
-            shortcuts += usize::from(resolves_to_itself(&path));
+            let leaf = resolves_to_itself(&path);
+            shortcuts += usize::from(leaf.is_some());
+            // `File` stands for the `stat` a read tool no longer makes: it must agree.
+            let is_file = std::fs::metadata(&path).is_ok_and(|m| m.is_file());
+            let plain = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+            assert_eq!(leaf == Some(Leaf::File), is_file && plain, "{tail:?}");
             for raw in [tail, &format!("../{tail}")] {
                 let walked = {
                     let joined = join_to_root(&root, raw);

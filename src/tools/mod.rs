@@ -253,7 +253,12 @@ impl ToolContext<'_> {
     /// config allows it (a deliberate deviation: the reference reads anywhere). A path with a
     /// NUL byte passes through (the tool then finds nothing there, as the reference does).
     pub(crate) fn resolve_read(&self, raw: &str) -> Result<PathBuf, String> {
-        path_policy::resolve_for_read(
+        self.resolve_read_leaf(raw).map(|(path, _)| path)
+    }
+
+    /// [`ToolContext::resolve_read`] and what the policy's walk saw at the path itself.
+    fn resolve_read_leaf(&self, raw: &str) -> Result<(PathBuf, path_policy::Leaf), String> {
+        path_policy::resolve_for_read_leaf(
             self.workspace,
             raw,
             self.settings.allow_reads_outside_workspace,
@@ -269,10 +274,15 @@ impl ToolContext<'_> {
         raw: &str,
         target: ReadTarget,
     ) -> Result<PathBuf, String> {
-        let path = self.resolve_read(raw)?;
+        let (path, leaf) = self.resolve_read_leaf(raw)?;
         let fs = self.services.fs();
         let (found, what) = match target {
             ReadTarget::Directory => (fs.exists(&path), "Directory"),
+            // The policy's last `lstat` already saw a regular file on this disk: a second
+            // `stat` would say the same (the open after it follows the path either way).
+            ReadTarget::File if leaf == path_policy::Leaf::File && fs.is_local_disk() => {
+                (true, "File")
+            }
             ReadTarget::File => (fs.is_file(&path), "File"),
         };
         if found {

@@ -6,9 +6,10 @@
 //! a directory prunes files there older than 7 days. Unicode tag characters are stripped from
 //! the model's copy (well-formed flag emoji tag sequences kept).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
@@ -28,8 +29,9 @@ pub(crate) const DEFAULT_OUTPUT_DIR: &str = ".agentao/tool-outputs";
 /// A raw result made ready for history and for the `tool_result` event.
 #[derive(Debug, Clone)]
 pub struct FormattedResult {
-    /// The text that goes into history.
-    pub model_text: String,
+    /// The text that goes into history, in the `Arc` history keeps (one copy of the result,
+    /// not a `String` and then the `Arc`).
+    pub model_text: Arc<str>,
     /// `sha256` hex of the raw content.
     pub(crate) content_hash: String,
     pub original_chars: usize,
@@ -48,12 +50,11 @@ pub(crate) fn format_result_to(
     raw: &str,
     fs: &dyn FileSystem,
 ) -> FormattedResult {
-    // One formatting call for the digest (a `format!` per byte was 7 % of a tool-loop iteration).
-    let content_hash = format!("{:x}", Sha256::digest(raw.as_bytes()));
+    let content_hash = lower_hex(&Sha256::digest(raw.as_bytes()));
     let original_chars = char_count(raw);
     if original_chars <= SAVE_THRESHOLD {
         return FormattedResult {
-            model_text: strip_tag_chars(raw),
+            model_text: strip_tag_chars_cow(raw).into(),
             content_hash,
             original_chars,
             saved_to_disk: false,
@@ -108,7 +109,7 @@ pub(crate) fn format_result_to(
         &raw[tail_start..],
     );
     FormattedResult {
-        model_text: strip_tag_chars(&excerpt),
+        model_text: strip_tag_chars_cow(&excerpt).into(),
         content_hash,
         original_chars,
         saved_to_disk: disk_path.is_some(),
@@ -200,12 +201,29 @@ fn is_tag_payload(c: char) -> bool {
     ('\u{E0030}'..='\u{E0039}').contains(&c) || ('\u{E0061}'..='\u{E007A}').contains(&c)
 }
 
+/// Lowercase hex of `bytes`, as `format!("{:x}")` writes a digest (whose formatting
+/// machinery cost more than the digest's last block).
+fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xF)]));
+    }
+    s
+}
+
 /// Removes Unicode tag characters (U+E0000–U+E007F) from the model's copy, keeping up to 8
 /// well-formed emoji tag sequences (a black flag, 1–5 tag digits/letters, the cancel tag).
 pub(crate) fn strip_tag_chars(s: &str) -> String {
+    strip_tag_chars_cow(s).into_owned()
+}
+
+/// [`strip_tag_chars`], borrowing `s` when it has nothing to strip (almost always).
+pub(crate) fn strip_tag_chars_cow(s: &str) -> Cow<'_, str> {
     // Tag characters encode as F3 A0 xx xx: text without an F3 byte has none (fast path).
     if !s.as_bytes().contains(&0xF3) || !s.chars().any(is_tag) {
-        return s.to_owned();
+        return Cow::Borrowed(s);
     }
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
@@ -243,7 +261,7 @@ pub(crate) fn strip_tag_chars(s: &str) -> String {
         }
         i += 1;
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -261,10 +279,20 @@ mod tests {
     }
 
     #[test]
+    fn the_digest_is_written_as_format_wrote_it() {
+        let long = "x".repeat(100_000);
+        for raw in ["", "hello", "é\u{2028}\u{1F600}\0", long.as_str()] {
+            let d = Sha256::digest(raw.as_bytes());
+            assert_eq!(lower_hex(&d), format!("{d:x}"));
+        }
+        assert_eq!(lower_hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+    }
+
+    #[test]
     fn small_results_pass_through() {
         let dir = tempfile::tempdir().unwrap();
         let r = format_result(dir.path(), "read_file", "hello");
-        assert_eq!(r.model_text, "hello");
+        assert_eq!(&*r.model_text, "hello");
         assert!(!r.saved_to_disk);
         assert_eq!(r.original_chars, 5);
         assert_eq!(

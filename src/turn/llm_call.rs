@@ -23,7 +23,7 @@ const LENGTH_REASONS: &[&str] = &["length", "max_tokens", "model_length"];
 pub(super) fn is_truncated(r: &LlmResponse) -> bool {
     r.finish_reason
         .as_deref()
-        .is_some_and(|r| LENGTH_REASONS.contains(&r.to_ascii_lowercase().as_str()))
+        .is_some_and(|r| LENGTH_REASONS.iter().any(|l| l.eq_ignore_ascii_case(r)))
 }
 
 impl Turn<'_, '_> {

@@ -178,14 +178,14 @@ pub(super) enum Prepared {
     Unknown,
     /// The tool refused the arguments before anything looked at them (the result text).
     Rejected(String),
-    Decided(Arc<dyn Tool>, Map<String, Value>, Decision),
+    Decided(Arc<dyn Tool>, Arc<Map<String, Value>>, Decision),
 }
 
 fn prepare_call(
     engine: Option<&PermissionEngine>,
     read_only: bool,
     tool: Option<Arc<dyn Tool>>,
-    arguments: &Result<Map<String, Value>, ArgumentsError>,
+    arguments: &Result<Arc<Map<String, Value>>, ArgumentsError>,
 ) -> Prepared {
     let args = match arguments {
         Ok(a) => a.clone(),
@@ -195,7 +195,10 @@ fn prepare_call(
         return Prepared::Unknown;
     };
     let args = if args.values().any(Value::is_null) {
-        drop_optional_nulls(args, &tool.parameters())
+        Arc::new(drop_optional_nulls(
+            Arc::unwrap_or_clone(args),
+            &tool.parameters(),
+        ))
     } else {
         args
     };
@@ -220,7 +223,7 @@ pub(super) struct Plan {
     pub(crate) call_id: String,
     pub(crate) name: String,
     pub(crate) tool: Arc<dyn Tool>,
-    pub(crate) args: Map<String, Value>,
+    pub(crate) args: Arc<Map<String, Value>>,
     pub(crate) decision: Decision,
     /// `None`: the call runs.
     pub(crate) refusal: Option<Refusal>,
