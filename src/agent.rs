@@ -2,6 +2,7 @@
 //! (blocking, asynchronous with a completion, streaming).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
 
@@ -14,7 +15,7 @@ use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
 use crate::llm::{LlmClient, Message};
 use crate::mcp::{ConfigFiles, McpManager, McpRegistry, ResourceToolSelection, StatusChange};
-use crate::panic_text::panic_text;
+use crate::panic_caught::PanicCaught;
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
 use crate::subagents::background::{self, BackgroundStore};
@@ -117,6 +118,27 @@ pub struct TurnOptions {
 
 /// The result of a finished turn, as handed to completions.
 pub type TurnResult = Result<TurnOutcome, (AgentError, Option<TurnOutcome>)>;
+
+/// What a turn's future gives: its outcome and failure, or the message of its panic.
+type CaughtTurn = Result<(TurnOutcome, Option<TurnFailure>), String>;
+
+/// A turn whose lock is taken, ready to run.
+struct Turn<F> {
+    run: F,
+    token: CancelToken,
+}
+
+/// The result handed to completions, from what the turn's future gave.
+fn turn_result(caught: CaughtTurn) -> TurnResult {
+    match caught {
+        Ok((outcome, None)) => Ok(outcome),
+        Ok((outcome, Some(TurnFailure::Host(m)))) => Err((AgentError::HostError(m), Some(outcome))),
+        Ok((outcome, Some(TurnFailure::Timeout(m)))) => {
+            Err((AgentError::Timeout(m), Some(outcome)))
+        }
+        Err(panic) => Err((AgentError::Panic(panic), None)),
+    }
+}
 
 pub(crate) struct AgentCore {
     pub(crate) session_id: String,
@@ -342,7 +364,8 @@ impl Agent {
         self.spawn_turn(message, opts, deltas, Completion::Host, done)
     }
 
-    /// [`Agent::start_turn`] with `done` run where `completion` says.
+    /// [`Agent::start_turn`] with `done` run where `completion` says. One task runs the turn
+    /// and its completion: a second task awaiting the first's `JoinHandle` cost a wake-up.
     pub(crate) fn spawn_turn(
         &self,
         message: String,
@@ -352,12 +375,43 @@ impl Agent {
         done: impl FnOnce(TurnResult) + Send + 'static,
     ) -> Result<CancelToken, AgentError> {
         let rt = runtime()?;
-        let (slot, token) = self.begin(&opts)?;
+        let turn = self.turn(message, &opts, deltas)?;
+        let token = turn.token;
+        let run = turn.run;
+        match completion {
+            // The turn let go of the agent before `run` gives its result.
+            Completion::Handoff => drop(rt.spawn(async move { done(turn_result(run.await)) })),
+            // Completions are host code: keep them off the workers, and keep the agent alive
+            // until the host's completion has returned. Not awaited: the blocking thread's end
+            // would wake a worker for nothing.
+            Completion::Host => {
+                let keep_alive = self.core.clone();
+                drop(rt.spawn(async move {
+                    let result = turn_result(run.await);
+                    drop(tokio::task::spawn_blocking(move || {
+                        done(result);
+                        drop(keep_alive);
+                    }));
+                }));
+            }
+        }
+        Ok(token)
+    }
+
+    /// Takes the turn lock and builds the turn: `run` runs it to its end (a panic in it
+    /// caught), committing its transcript, and lets go of the lock and the agent before it
+    /// gives its result.
+    fn turn(
+        &self,
+        message: String,
+        opts: &TurnOptions,
+        deltas: DeltaSink,
+    ) -> Result<Turn<impl Future<Output = CaughtTurn> + Send + 'static>, AgentError> {
+        let (slot, token) = self.begin(opts)?;
         let core = self.core.clone();
         let max_iterations = opts.max_iterations.unwrap_or(core.config.max_iterations);
         let turn_token = token.clone();
-        let keep_alive = core.clone();
-        let task = rt.spawn(async move {
+        let run = PanicCaught::new(async move {
             let _slot = slot;
             let tools = core.turn_tools(&turn_token).await;
             // The store is host code: asked off the async workers.
@@ -383,38 +437,7 @@ impl Agent {
             core.commit(ended.take_transcript(), &ended.outcome);
             ended.finish()
         });
-        rt.spawn(async move {
-            let result = match task.await {
-                Ok((outcome, None)) => Ok(outcome),
-                Ok((outcome, Some(TurnFailure::Host(m)))) => {
-                    Err((AgentError::HostError(m), Some(outcome)))
-                }
-                Ok((outcome, Some(TurnFailure::Timeout(m)))) => {
-                    Err((AgentError::Timeout(m), Some(outcome)))
-                }
-                Err(e) if e.is_panic() => {
-                    let msg = panic_text(e.into_panic());
-                    Err((AgentError::Panic(msg), None))
-                }
-                Err(e) => Err((AgentError::Internal(e.to_string()), None)),
-            };
-            match completion {
-                Completion::Handoff => {
-                    drop(keep_alive);
-                    done(result);
-                }
-                // Completions are host code: keep them off the workers, and keep the agent
-                // alive until the host's completion has returned.
-                Completion::Host => {
-                    let _ = tokio::task::spawn_blocking(move || {
-                        done(result);
-                        drop(keep_alive);
-                    })
-                    .await;
-                }
-            }
-        });
-        Ok(token)
+        Ok(Turn { run, token })
     }
 
     /// Runs a turn and blocks the calling (non-runtime) thread until it ends.

@@ -18,6 +18,7 @@
 //! | `config_field` | how a config section is read: closed objects, errors in the section's words |
 //! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |
 //! | `panic_text` | the message of a caught panic |
+//! | `panic_caught` | a future whose panic becomes its output |
 //!
 //! `unsafe` lives in `ffi` only.
 //!
@@ -62,5 +63,6 @@ pub mod events;
 
 pub mod cancel;
 pub(crate) mod config_field;
+pub(crate) mod panic_caught;
 pub(crate) mod panic_text;
 pub mod pycompat;

@@ -1,6 +1,7 @@
 //! The turn loop through the Rust API on the scripted provider: guards, truncation, failures,
 //! cancellation, the iteration budget, and every host event checked against the v3 schema.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -708,4 +709,74 @@ fn llm_call_started_counts_tool_messages_and_reminders() {
     // System + 4 history messages + the turn's user message (with its date reminder), then
     // one assistant call and its answer per iteration.
     assert_eq!(started, [(6, 1, 2), (8, 2, 2), (10, 3, 2)]);
+}
+
+/// Panics in `emit` on the next `turn_begin` while armed.
+#[derive(Default)]
+struct PanicsOnTurnBegin {
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl Transport for PanicsOnTurnBegin {
+    fn emit(&self, event: &str) {
+        if event.contains("\"turn_begin\"") && self.armed.swap(false, Ordering::SeqCst) {
+            panic!("emit broke on purpose");
+        }
+    }
+}
+
+#[test]
+fn a_panic_in_the_turn_is_its_error_and_the_agent_is_free_before_it_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"working_directory": dir.path(), "llm": {"provider": "scripted",
+        "script": {"responses": [{"repeat": 10, "text": "fine"}]}}});
+    let host = Arc::new(PanicsOnTurnBegin::default());
+    let agent = Agent::new(&config.to_string(), Some(host.clone())).unwrap();
+
+    // Blocking: the panic is the turn's error, and the turn lock is already free when the
+    // caller has it, so the next turn starts at once.
+    host.armed.store(true, Ordering::SeqCst);
+    match agent.run_blocking("go", TurnOptions::default()) {
+        Err((AgentError::Panic(m), None)) => assert_eq!(m, "emit broke on purpose"),
+        other => panic!("expected the panic, got {:?}", other.map(|o| o.text)),
+    }
+    assert!(!agent.is_busy());
+    let o = agent.run_blocking("again", TurnOptions::default()).unwrap();
+    assert_eq!(o.text, "fine");
+
+    // With a completion: `done` runs once, with the panic, after the lock was let go. A fresh
+    // agent: a panic inside `emit` leaves the first agent's emitter owned, so it delivers no
+    // event any more.
+    let host = Arc::new(PanicsOnTurnBegin::default());
+    let agent = Agent::new(&config.to_string(), Some(host.clone())).unwrap();
+    host.armed.store(true, Ordering::SeqCst);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let probe = agent.clone();
+    agent
+        .start_turn(
+            "go".into(),
+            TurnOptions::default(),
+            DeltaSink::None,
+            move |r| {
+                let busy = probe.is_busy();
+                tx.send((r.map(|o| o.text).map_err(|(e, o)| (e, o.is_some())), busy))
+                    .unwrap();
+            },
+        )
+        .unwrap();
+    let (r, busy) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    match r {
+        Err((AgentError::Panic(m), false)) => assert_eq!(m, "emit broke on purpose"),
+        other => panic!("expected the panic, got {other:?}"),
+    }
+    assert!(
+        !busy,
+        "the completion ran while the turn still held the agent"
+    );
+    assert!(
+        rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "done ran twice"
+    );
+    let o = agent.run_blocking("after", TurnOptions::default()).unwrap();
+    assert_eq!(o.text, "fine");
 }
