@@ -49,6 +49,7 @@ impl Emitter {
 
     pub(crate) fn emit(&self, event: JsonText<'_>) {
         if self.try_own() {
+            let _unwinding = LetGoOnUnwind(&self.busy);
             if self.queued.load(Ordering::Acquire) > 0 {
                 self.drain();
             }
@@ -78,7 +79,9 @@ impl Emitter {
         }
     }
 
+    /// Delivers what is queued; called by the owner.
     fn drain(&self) {
+        let _unwinding = LetGoOnUnwind(&self.busy);
         while self.queued.load(Ordering::Acquire) > 0 {
             let next = self
                 .pending
@@ -102,6 +105,19 @@ impl Emitter {
                 return;
             }
             self.drain();
+        }
+    }
+}
+
+/// Lets go of an emitter whose transport's `emit` unwound while this call owned it: an owner
+/// that is gone left every later event of the agent queued forever. What is queued then goes
+/// with the next event (delivering it while unwinding could panic again and abort).
+struct LetGoOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for LetGoOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(false, Ordering::Release);
         }
     }
 }
@@ -385,6 +401,43 @@ mod tests {
         assert_eq!(seen.len(), 3);
         assert!(seen[1].contains("nested") && seen[2].contains("second"));
         *rec.inner.lock().unwrap() = None;
+    }
+
+    /// Panics on its first event, then records.
+    struct PanicsOnce {
+        panicked: std::sync::atomic::AtomicBool,
+        seen: Mutex<Vec<String>>,
+    }
+
+    impl Transport for PanicsOnce {
+        fn emit(&self, event: &str) {
+            if !self.panicked.swap(true, Ordering::SeqCst) {
+                panic!("the host's emit broke");
+            }
+            self.seen.lock().unwrap().push(event.to_owned());
+        }
+    }
+
+    /// A transport whose `emit` panicked once still gets the agent's later events: the
+    /// emitter is not left owned by the call that unwound (every later event was queued
+    /// forever, and the queue grew without bound).
+    #[test]
+    fn a_panicking_emit_does_not_stop_later_events() {
+        let t = Arc::new(PanicsOnce {
+            panicked: std::sync::atomic::AtomicBool::new(false),
+            seen: Mutex::new(Vec::new()),
+        });
+        let e = Emitter::new(t.clone());
+        let mut w = EventWriter::default();
+        let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            e.emit(w.text_event("log", "m", "first"))
+        }));
+        assert!(first.is_err(), "the panic reaches the emitting code");
+        e.emit(w.text_event("log", "m", "second"));
+        let seen = t.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(seen[0].contains("second"));
+        assert_eq!(e.queued.load(Ordering::SeqCst), 0);
     }
 
     #[test]
