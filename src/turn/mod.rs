@@ -31,7 +31,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::cancel::CancelToken;
@@ -122,7 +121,7 @@ impl Ended<'_, '_> {
     /// Emits `turn_end` (after the commit, so a host reading the last turn or the history
     /// from its handler sees this turn).
     pub(crate) fn finish(mut self) -> (TurnOutcome, Option<TurnFailure>) {
-        self.turn.emit("turn_end", &outcome::TurnEnd(&self.outcome));
+        self.turn.emit_data("turn_end", &self.outcome.end_event());
         (self.outcome, self.failure)
     }
 }
@@ -153,7 +152,10 @@ pub(crate) async fn run_turn<'e, 'a>(
         tools_hash: String::new(),
         system_prompt_hash: env.llm.prompt_digest(env.system_prompt),
     };
-    turn.emit("turn_begin", &json!({ "user_message": user_message }));
+    let ev = turn
+        .writer
+        .text_event("turn_begin", "user_message", user_message);
+    env.emitter.emit(ev);
     let result = turn.run(user_message, max_iterations).await;
     let (outcome, failure) = turn.settle(result);
     Ended {
