@@ -65,7 +65,7 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) tool_services: &'a Arc<ToolServices>,
     pub(crate) tools_config: &'a ToolsConfig,
     pub(crate) workspace: &'a Path,
-    pub(crate) system_prompt: &'a str,
+    pub(crate) system_prompt: &'a prompt::SystemPrompt,
     /// The request-only reminder after the history (memory recall), if any.
     pub(crate) volatile_tail: Option<&'a str>,
     pub(crate) emitter: &'a Emitter,
@@ -149,8 +149,10 @@ pub(crate) async fn run_turn<'e, 'a>(
         delta_baseline: 0,
         counted: RunningCounts::default(),
         guards: Guards::default(),
-        tools_hash: String::new(),
-        system_prompt_hash: env.llm.prompt_digest(env.system_prompt),
+        tools_hash: env
+            .llm
+            .tools_digest(&env.tools.schemas(), env.tools.names()),
+        system_prompt_hash: env.system_prompt.digest(env.llm),
     };
     let ev = turn
         .writer
@@ -182,8 +184,8 @@ struct Turn<'e, 'a> {
     /// What `llm_call_started` counts, kept as the transcript grows.
     counted: RunningCounts,
     guards: Guards,
-    tools_hash: String,
-    system_prompt_hash: String,
+    tools_hash: Arc<str>,
+    system_prompt_hash: Arc<str>,
 }
 
 impl Turn<'_, '_> {
@@ -223,8 +225,6 @@ impl Turn<'_, '_> {
     async fn run(&mut self, user_message: &str, max_iterations: u32) -> Result<LoopEnd, LoopError> {
         self.record_user(prompt::user_message(user_message));
         let schemas = self.env.tools.schemas();
-        let names: Vec<&str> = self.env.tools.names().collect();
-        self.tools_hash = self.env.llm.tools_digest(&names);
         let mut iteration = 0u32;
         loop {
             if iteration >= max_iterations {

@@ -1,8 +1,38 @@
 //! Request text the turn adds: our system prompt and the user message's date/time reminder.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{Datelike, NaiveDateTime, Timelike, Weekday};
+
+use crate::llm::LlmClient;
+
+/// A turn's system prompt and its `system_prompt_hash`, worked out by the first turn that
+/// needs it and kept: an agent's later turns take it without hashing the text again to find
+/// the process-wide memo (issue 12: no per-turn hash of unchanged text).
+pub(crate) struct SystemPrompt {
+    text: String,
+    digest: OnceLock<Arc<str>>,
+}
+
+impl SystemPrompt {
+    pub(crate) fn new(text: String) -> Self {
+        SystemPrompt {
+            text,
+            digest: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub(crate) fn digest(&self, llm: &LlmClient) -> Arc<str> {
+        self.digest
+            .get_or_init(|| llm.prompt_digest(&self.text))
+            .clone()
+    }
+}
 
 /// Our own system prompt (the reference's text is content, not contract), plus the host's
 /// addition.
