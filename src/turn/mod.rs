@@ -139,7 +139,9 @@ pub(crate) async fn run_turn<'e, 'a>(
         env,
         cancel: cancel.clone(),
         turn_id: uuid::Uuid::new_v4().to_string(),
-        writer: EventWriter::default(),
+        // Room for a turn's usual events (`llm_call_completed`, the largest fixed one, is
+        // ~450 bytes): the buffer no longer grows several times in every turn.
+        writer: EventWriter::with_capacity(1024),
         delta_writer: EventWriter::default(),
         deltas,
         transcript: Vec::new(),
