@@ -147,7 +147,7 @@ pub(crate) struct AgentCore {
     /// Replaced whole by `add_tool` / `remove_tool`; a turn keeps the one it started with.
     tools: RwLock<Arc<ToolRegistry>>,
     tool_services: Arc<ToolServices>,
-    system_prompt: String,
+    system_prompt: turn::prompt::SystemPrompt,
     emitter: Emitter,
     hub: HostEventHub,
     engine: RwLock<Option<PermissionEngine>>,
@@ -233,10 +233,10 @@ impl Agent {
             SubagentsConfig::from_value(config.subagents.as_ref(), &config.working_directory)
                 .map_err(AgentError::InvalidConfig)?;
         let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
-        let system_prompt = turn::prompt::system_prompt(
+        let system_prompt = turn::prompt::SystemPrompt::new(turn::prompt::system_prompt(
             &config.working_directory,
             config.system_prompt_extra.as_deref(),
-        );
+        ));
         let selection = ToolSelection::of(&config.tools);
         let mcp = McpManager::new(
             config.working_directory.clone(),
@@ -424,12 +424,16 @@ impl Agent {
             } else {
                 memory::view(store.as_ref(), &message)
             };
-            let system_prompt = match &memory.stable_block {
-                Some(block) => format!("{}\n\n{block}", core.system_prompt),
-                None => core.system_prompt.clone(),
-            };
+            // The agent's own prompt is borrowed, with the digest it keeps across turns.
+            let with_memory;
             let mut env = core.env(&tools);
-            env.system_prompt = &system_prompt;
+            if let Some(block) = &memory.stable_block {
+                with_memory = turn::prompt::SystemPrompt::new(format!(
+                    "{}\n\n{block}",
+                    core.system_prompt.text()
+                ));
+                env.system_prompt = &with_memory;
+            }
             env.volatile_tail = memory.recall.as_deref();
             core.write_history(turn::history::backfill_orphans);
             let mut ended =

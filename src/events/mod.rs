@@ -134,6 +134,15 @@ pub(crate) struct EventWriter {
 }
 
 impl EventWriter {
+    /// A writer whose buffer starts with room for `bytes`: one allocation instead of a
+    /// growth (and a copy) at each larger event while the buffer warms up.
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        EventWriter {
+            buf: String::with_capacity(bytes),
+            kept_head: "",
+        }
+    }
+
     /// `{"type":…,"schema_version":1,"data":<data>}`.
     pub(crate) fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> JsonText<'_> {
         self.event_head(ty);

@@ -8,9 +8,38 @@
 //! can never be mistaken for another's, however it was chosen.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
+use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+/// A value worked out from one tool-schema list (`ToolRegistry::schemas`, rebuilt whenever the
+/// tools change, shared by clones of the registry), found again by the list's address: no
+/// hash or compare of the list's text. The weak pointer keeps that address from being reused
+/// while the entry exists.
+#[derive(Clone)]
+pub(crate) struct PerList<T> {
+    list: Weak<Vec<Value>>,
+    pub(crate) value: T,
+}
+
+impl<T> PerList<T> {
+    pub(crate) fn new(list: &Arc<Vec<Value>>, value: T) -> Self {
+        PerList {
+            list: Arc::downgrade(list),
+            value,
+        }
+    }
+
+    pub(crate) fn of(&self, list: &Arc<Vec<Value>>) -> bool {
+        std::ptr::eq(self.list.as_ptr(), Arc::as_ptr(list))
+    }
+
+    /// Whether the list is still held by someone (an entry of a dropped list can go).
+    pub(crate) fn is_live(&self) -> bool {
+        self.list.strong_count() > 0
+    }
+}
 
 /// Values computed once per distinct text for the whole process. Bounded in entries and in
 /// bytes of text: a process that sees more starts over.
@@ -115,6 +144,18 @@ mod tests {
             assert_eq!(memo.get_or(&text, || n as usize), n as usize);
             assert!(memo.lock().text_bytes <= MAX_TEXT_BYTES);
         }
+    }
+
+    /// A list is found by its address while it lives; a copy of it is another list.
+    #[test]
+    fn per_list_is_the_lists_address() {
+        let list = Arc::new(vec![Value::from(1)]);
+        let copy = Arc::new((*list).clone());
+        let entry = PerList::new(&list, 7);
+        assert!(entry.of(&list) && entry.of(&list.clone()) && !entry.of(&copy));
+        assert!(entry.is_live());
+        drop(list);
+        assert!(!entry.is_live() && !entry.of(&copy));
     }
 
     #[test]

@@ -27,7 +27,7 @@ mod wire_match;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -36,7 +36,7 @@ use crate::cancel::CancelToken;
 use assembly::Assembler;
 pub use assembly::{LlmResponse, Usage};
 use config::{LlmConfig, RetryConfig};
-use fingerprint::SharedMemo;
+use fingerprint::{PerList, SharedMemo};
 pub use message::Message;
 use message::WireJson;
 pub(crate) use tool_call::{ArgumentsError, ToolCall};
@@ -222,6 +222,9 @@ pub struct LlmClient {
     /// The optional bound on a whole call (`llm.call_timeout_ms`).
     call_timeout: Option<Duration>,
     pub usage: UsageTotals,
+    /// The last tool list's `tools_hash`: a turn with the same list takes it by the list's
+    /// address instead of hashing its names to find the process-wide memo (issue 12).
+    tools_digest: Mutex<Option<PerList<Arc<str>>>>,
 }
 
 impl LlmClient {
@@ -232,6 +235,7 @@ impl LlmClient {
                 retry: c.retry,
                 call_timeout: c.call_timeout,
                 usage: UsageTotals::default(),
+                tools_digest: Mutex::default(),
             },
             LlmConfig::Scripted(s) => LlmClient {
                 backend: Backend::Scripted(scripted::ScriptedBackend::new(
@@ -246,6 +250,7 @@ impl LlmClient {
                 },
                 call_timeout: None,
                 usage: UsageTotals::default(),
+                tools_digest: Mutex::default(),
             },
         })
     }
@@ -277,32 +282,39 @@ impl LlmClient {
     }
 
     /// `system_prompt_hash` of `llm_call_started` (SHA-256 prefix), computed once per distinct
-    /// prompt instead of once per turn.
-    pub(crate) fn prompt_digest(&self, system: &str) -> String {
+    /// prompt instead of once per turn (the turn's `SystemPrompt` keeps it for its text).
+    pub(crate) fn prompt_digest(&self, system: &str) -> Arc<str> {
         static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
-        DIGESTS
-            .get_or(system.as_bytes(), || {
-                fingerprint::hex16(system.as_bytes()).into()
-            })
-            .to_string()
+        DIGESTS.get_or(system.as_bytes(), || {
+            fingerprint::hex16(system.as_bytes()).into()
+        })
     }
 
     /// `tools_hash` of `llm_call_started`: the SHA-256 prefix of the JSON list of tool names,
-    /// computed once per distinct list.
-    pub(crate) fn tools_digest(&self, names: &[&str]) -> String {
+    /// computed once per distinct list. `names` are the names of the tools `schemas` was built
+    /// from (the registry's, in order), so the list's address stands for them.
+    pub(crate) fn tools_digest<'n>(
+        &self,
+        schemas: &Arc<Vec<Value>>,
+        names: impl Iterator<Item = &'n str>,
+    ) -> Arc<str> {
         static DIGESTS: SharedMemo<Arc<str>> = SharedMemo::new();
+        let mut last = self.tools_digest.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = last.as_ref().filter(|d| d.of(schemas)) {
+            return d.value.clone();
+        }
+        let names: Vec<&str> = names.collect();
         // Names joined by a byte no UTF-8 text holds, so ["ab"] and ["a", "b"] differ.
         let mut key = Vec::with_capacity(names.iter().map(|n| n.len() + 1).sum());
-        for n in names {
+        for n in &names {
             key.extend_from_slice(n.as_bytes());
             key.push(0xff);
         }
-        DIGESTS
-            .get_or(&key, || {
-                fingerprint::hex16(serde_json::to_string(names).unwrap_or_default().as_bytes())
-                    .into()
-            })
-            .to_string()
+        let digest = DIGESTS.get_or(&key, || {
+            fingerprint::hex16(serde_json::to_string(&names).unwrap_or_default().as_bytes()).into()
+        });
+        *last = Some(PerList::new(schemas, digest.clone()));
+        digest
     }
 
     /// The JSON of `messages`, which the next request carries at positions `at..` of its
@@ -650,6 +662,40 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The digests are the SHA-256 prefixes of the text (the prompt; the JSON list of tool
+    /// names) whichever way they are found: computed, from the memo, or from the client's
+    /// last list; a different list (even with the same names) is looked up, not mistaken.
+    #[test]
+    fn digests_are_the_texts_whichever_way_found() {
+        let client = LlmClient::new(&LlmConfig::Scripted(json!({"responses": []}))).unwrap();
+        for prompt in ["", "You are \"x\"\n😀", "You are \"x\"\n😀"] {
+            assert_eq!(
+                &*client.prompt_digest(prompt),
+                fingerprint::hex16(prompt.as_bytes())
+            );
+        }
+        let names = ["glob", "read_file", "write\"file"];
+        let expected = fingerprint::hex16(serde_json::to_string(&names).unwrap().as_bytes());
+        let list = Arc::new(vec![json!(1), json!(2), json!(3)]);
+        let same_names = Arc::new((*list).clone());
+        let fewer = Arc::new(vec![json!(1)]);
+        for (schemas, names) in [
+            (&list, &names[..]),
+            (&list, &names[..]),
+            (&fewer, &names[..1]),
+            (&list, &names[..]),
+            (&same_names, &names[..]),
+        ] {
+            let got = client.tools_digest(schemas, names.iter().copied());
+            let want = if names.len() == 3 {
+                expected.clone()
+            } else {
+                fingerprint::hex16(serde_json::to_string(names).unwrap().as_bytes())
+            };
+            assert_eq!(&*got, want);
+        }
+    }
 
     /// What a driver of the call saw: the pieces, how it ended, and the response.
     #[derive(Debug, PartialEq)]

@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::assembly::{Assembler, Usage};
 use super::config::OpenAiConfig;
-use super::fingerprint::SharedMemo;
+use super::fingerprint::{PerList, SharedMemo};
 use super::http_lane::{Lane, LaneError, Response};
 use super::message::WireJson;
 use super::request_body::RequestBody;
@@ -100,19 +100,8 @@ impl Endpoint {
     }
 }
 
-/// A `tools` array rendered as JSON, for the schemas it was rendered from (the weak pointer
-/// keeps their address from being reused while the entry exists).
-#[derive(Clone)]
-struct RenderedTools {
-    schemas: Weak<Vec<Value>>,
-    json: Bytes,
-}
-
-impl RenderedTools {
-    fn of(&self, schemas: &Arc<Vec<Value>>) -> bool {
-        std::ptr::eq(self.schemas.as_ptr(), Arc::as_ptr(schemas))
-    }
-}
+/// A `tools` array rendered as JSON, for the schemas it was rendered from.
+type RenderedTools = PerList<Bytes>;
 
 /// The `tools` array of `schemas` as JSON, rendered once per process for each distinct
 /// schema list (agents of one tool selection share the list).
@@ -120,14 +109,11 @@ fn rendered_tools(schemas: &Arc<Vec<Value>>) -> Bytes {
     static SHARED: Mutex<Vec<RenderedTools>> = Mutex::new(Vec::new());
     let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = shared.iter().find(|r| r.of(schemas)) {
-        return r.json.clone();
+        return r.value.clone();
     }
-    shared.retain(|r| r.schemas.strong_count() > 0);
+    shared.retain(RenderedTools::is_live);
     let json = json_bytes(&**schemas);
-    shared.push(RenderedTools {
-        schemas: Arc::downgrade(schemas),
-        json: json.clone(),
-    });
+    shared.push(RenderedTools::new(schemas, json.clone()));
     json
 }
 
@@ -205,13 +191,10 @@ impl OpenAiBackend {
     fn tools_json(&self, schemas: &Arc<Vec<Value>>) -> Bytes {
         let mut mine = self.tools.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = mine.as_ref().filter(|r| r.of(schemas)) {
-            return r.json.clone();
+            return r.value.clone();
         }
         let json = rendered_tools(schemas);
-        *mine = Some(RenderedTools {
-            schemas: Arc::downgrade(schemas),
-            json: json.clone(),
-        });
+        *mine = Some(RenderedTools::new(schemas, json.clone()));
         json
     }
 

@@ -446,31 +446,42 @@ fn parse_fault(f: &Map<String, Value>) -> Result<Fault, String> {
     })
 }
 
+/// The reference transcripts of `shared/conformance/transcripts` (beside the repository), parsed.
+#[cfg(test)]
+pub(crate) fn conformance_transcripts() -> Vec<Value> {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/conformance/transcripts"
+    );
+    let entries = std::fs::read_dir(dir).expect("shared/conformance/transcripts beside the repo");
+    let mut paths: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("json"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn transcript_scripts_parse() {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/conformance/transcripts"
-        );
-        let entries =
-            std::fs::read_dir(dir).expect("shared/conformance/transcripts beside the repo");
-        let mut n = 0;
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.extension().and_then(|x| x.to_str()) != Some("json") {
-                continue;
-            }
-            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let transcripts = conformance_transcripts();
+        for v in &transcripts {
             let s = Script::from_value(v["model_script"].clone())
-                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                .unwrap_or_else(|e| panic!("{}: {e}", v["scenario"]));
             assert!(!s.responses.is_empty());
-            n += 1;
         }
-        assert_eq!(n, 10);
+        assert_eq!(transcripts.len(), 10);
     }
 
     #[test]

@@ -164,7 +164,10 @@ pub(crate) async fn run_child(
     let engine = RwLock::new(snap.engine());
     let read_only = AtomicBool::new(snap.read_only);
     let history = RwLock::new(Vec::new());
-    let system_prompt = turn::prompt::system_prompt(&snap.workspace, def.instructions.as_deref());
+    let system_prompt = turn::prompt::SystemPrompt::new(turn::prompt::system_prompt(
+        &snap.workspace,
+        def.instructions.as_deref(),
+    ));
     let env = TurnEnv {
         session_id: &lineage.child_session_id,
         llm: &llm,

@@ -19,6 +19,18 @@ event_data! {
 }
 
 event_data! {
+    /// `turn_end`: the keys in the order of the `json!` map it was written from before.
+    pub(crate) struct TurnEnd<'a> {
+        pub(crate) final_text: &'a str,
+        pub(crate) status: &'static str,
+        pub(crate) error: Option<&'a str>,
+        pub(crate) tool_count: u64,
+        pub(crate) incomplete_reason: Option<&'static str>,
+        pub(crate) finish_reason_missing: bool,
+    }
+}
+
+event_data! {
     pub(crate) struct LlmCallStarted<'a> {
         pub(crate) attempt: u32,
         pub(crate) model: &'a str,

@@ -71,7 +71,7 @@ impl Turn<'_, '_> {
                 .offer_rendered(history.len() + start, added, rendered);
             self.delta_baseline = turn.len();
             let req = ChatRequest {
-                system: env.system_prompt,
+                system: env.system_prompt.text(),
                 history: &history,
                 transcript: turn,
                 tail: env.volatile_tail,

@@ -31,7 +31,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::cancel::CancelToken;
@@ -66,7 +65,7 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) tool_services: &'a Arc<ToolServices>,
     pub(crate) tools_config: &'a ToolsConfig,
     pub(crate) workspace: &'a Path,
-    pub(crate) system_prompt: &'a str,
+    pub(crate) system_prompt: &'a prompt::SystemPrompt,
     /// The request-only reminder after the history (memory recall), if any.
     pub(crate) volatile_tail: Option<&'a str>,
     pub(crate) emitter: &'a Emitter,
@@ -122,7 +121,7 @@ impl Ended<'_, '_> {
     /// Emits `turn_end` (after the commit, so a host reading the last turn or the history
     /// from its handler sees this turn).
     pub(crate) fn finish(mut self) -> (TurnOutcome, Option<TurnFailure>) {
-        self.turn.emit("turn_end", &outcome::TurnEnd(&self.outcome));
+        self.turn.emit_data("turn_end", &self.outcome.end_event());
         (self.outcome, self.failure)
     }
 }
@@ -140,7 +139,9 @@ pub(crate) async fn run_turn<'e, 'a>(
         env,
         cancel: cancel.clone(),
         turn_id: uuid::Uuid::new_v4().to_string(),
-        writer: EventWriter::default(),
+        // Room for a turn's usual events (`llm_call_completed`, the largest fixed one, is
+        // ~450 bytes): the buffer no longer grows several times in every turn.
+        writer: EventWriter::with_capacity(1024),
         delta_writer: EventWriter::default(),
         deltas,
         transcript: Vec::new(),
@@ -150,10 +151,15 @@ pub(crate) async fn run_turn<'e, 'a>(
         delta_baseline: 0,
         counted: RunningCounts::default(),
         guards: Guards::default(),
-        tools_hash: String::new(),
-        system_prompt_hash: env.llm.prompt_digest(env.system_prompt),
+        tools_hash: env
+            .llm
+            .tools_digest(&env.tools.schemas(), env.tools.names()),
+        system_prompt_hash: env.system_prompt.digest(env.llm),
     };
-    turn.emit("turn_begin", &json!({ "user_message": user_message }));
+    let ev = turn
+        .writer
+        .text_event("turn_begin", "user_message", user_message);
+    env.emitter.emit(ev);
     let result = turn.run(user_message, max_iterations).await;
     let (outcome, failure) = turn.settle(result);
     Ended {
@@ -180,8 +186,8 @@ struct Turn<'e, 'a> {
     /// What `llm_call_started` counts, kept as the transcript grows.
     counted: RunningCounts,
     guards: Guards,
-    tools_hash: String,
-    system_prompt_hash: String,
+    tools_hash: Arc<str>,
+    system_prompt_hash: Arc<str>,
 }
 
 impl Turn<'_, '_> {
@@ -221,8 +227,6 @@ impl Turn<'_, '_> {
     async fn run(&mut self, user_message: &str, max_iterations: u32) -> Result<LoopEnd, LoopError> {
         self.record_user(prompt::user_message(user_message));
         let schemas = self.env.tools.schemas();
-        let names: Vec<&str> = self.env.tools.names().collect();
-        self.tools_hash = self.env.llm.tools_digest(&names);
         let mut iteration = 0u32;
         loop {
             if iteration >= max_iterations {

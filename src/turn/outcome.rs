@@ -2,9 +2,8 @@
 //! error, and the `turn_end` event that reports it.
 
 use serde::Serialize;
-use serde_json::json;
 
-use super::{cancel_reason, LoopEnd, LoopError, Turn, TurnFailure};
+use super::{cancel_reason, events, LoopEnd, LoopError, Turn, TurnFailure};
 use crate::llm::LlmResponse;
 use crate::tools::result_format::strip_tag_chars;
 
@@ -67,12 +66,19 @@ pub struct TurnOutcome {
     pub finish_reason_missing: bool,
 }
 
+/// The outcome JSON's fields as one plain struct: a struct flattening [`TurnOutcome`] went
+/// through serde's map path (a flattening serializer and a key escape per field), which wrote
+/// the same bytes at several times the cost (issue 12).
 #[derive(Serialize)]
 struct OutcomeJson<'a> {
     #[serde(rename = "type")]
     ty: &'static str,
-    #[serde(flatten)]
-    outcome: &'a TurnOutcome,
+    text: &'a str,
+    status: TurnStatus,
+    incomplete_reason: Option<IncompleteReason>,
+    tool_count: u64,
+    error: Option<&'a str>,
+    finish_reason_missing: bool,
     is_answer: bool,
 }
 
@@ -86,28 +92,27 @@ impl TurnOutcome {
     pub fn to_json(&self) -> String {
         serde_json::to_string(&OutcomeJson {
             ty: "turn_outcome",
-            outcome: self,
+            text: &self.text,
+            status: self.status,
+            incomplete_reason: self.incomplete_reason,
+            tool_count: self.tool_count,
+            error: self.error.as_deref(),
+            finish_reason_missing: self.finish_reason_missing,
             is_answer: self.is_answer(),
         })
         .expect("outcomes serialize")
     }
-}
 
-/// The `data` of `turn_end`.
-pub(super) struct TurnEnd<'a>(pub &'a TurnOutcome);
-
-impl Serialize for TurnEnd<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let o = self.0;
-        json!({
-            "final_text": o.text,
-            "status": o.status.as_str(),
-            "error": o.error,
-            "tool_count": o.tool_count,
-            "incomplete_reason": o.incomplete_reason.map(IncompleteReason::as_str),
-            "finish_reason_missing": o.finish_reason_missing,
-        })
-        .serialize(s)
+    /// The `data` of `turn_end`.
+    pub(super) fn end_event(&self) -> events::TurnEnd<'_> {
+        events::TurnEnd {
+            final_text: &self.text,
+            status: self.status.as_str(),
+            error: self.error.as_deref(),
+            tool_count: self.tool_count,
+            incomplete_reason: self.incomplete_reason.map(IncompleteReason::as_str),
+            finish_reason_missing: self.finish_reason_missing,
+        }
     }
 }
 
@@ -207,5 +212,133 @@ impl Turn<'_, '_> {
             outcome.finish_reason_missing = false;
         }
         (outcome, failure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventWriter;
+    use serde_json::json;
+
+    /// The outcome JSON as it was written before: a struct flattening the outcome.
+    #[derive(Serialize)]
+    struct OldOutcomeJson<'a> {
+        #[serde(rename = "type")]
+        ty: &'static str,
+        #[serde(flatten)]
+        outcome: &'a TurnOutcome,
+        is_answer: bool,
+    }
+
+    fn old_json(o: &TurnOutcome) -> String {
+        serde_json::to_string(&OldOutcomeJson {
+            ty: "turn_outcome",
+            outcome: o,
+            is_answer: o.is_answer(),
+        })
+        .unwrap()
+    }
+
+    /// `turn_end` as it was written before: a `json!` map through `EventWriter::event`.
+    fn old_turn_end(o: &TurnOutcome) -> String {
+        let data = json!({
+            "final_text": o.text,
+            "status": o.status.as_str(),
+            "error": o.error,
+            "tool_count": o.tool_count,
+            "incomplete_reason": o.incomplete_reason.map(IncompleteReason::as_str),
+            "finish_reason_missing": o.finish_reason_missing,
+        });
+        EventWriter::default()
+            .event("turn_end", &data)
+            .as_str()
+            .to_owned()
+    }
+
+    fn reason_named(name: &str) -> IncompleteReason {
+        use IncompleteReason::*;
+        [
+            NoOutput,
+            ReasoningOnly,
+            LengthTruncated,
+            DoomLoop,
+            MaxIterations,
+            LlmError,
+            HookStop,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == name)
+        .unwrap_or_else(|| panic!("unknown reason {name}"))
+    }
+
+    /// The outcomes of the reference transcripts, then every status, reason and flag with
+    /// texts and errors holding escapes, control characters, astral characters, nothing, and a
+    /// megabyte.
+    fn outcomes() -> Vec<TurnOutcome> {
+        let mut all = Vec::new();
+        for t in crate::llm::script::conformance_transcripts() {
+            for turn in t["turns"].as_array().unwrap() {
+                let o = &turn["outcome"];
+                all.push(TurnOutcome {
+                    text: o["text"].as_str().unwrap().to_owned(),
+                    status: [TurnStatus::Ok, TurnStatus::Error, TurnStatus::Cancelled]
+                        .into_iter()
+                        .find(|s| s.as_str() == o["status"])
+                        .unwrap(),
+                    incomplete_reason: o["incomplete_reason"].as_str().map(reason_named),
+                    tool_count: o["tool_count"].as_u64().unwrap(),
+                    error: o["error"].as_str().map(str::to_owned),
+                    finish_reason_missing: o["finish_reason_missing"].as_bool().unwrap(),
+                });
+            }
+        }
+        assert!(all.len() >= 10);
+        let controls: String = (0u8..0x20).map(char::from).collect();
+        let texts = [
+            String::new(),
+            "plain".to_owned(),
+            format!("a{controls}\"b\\c/\u{7f}"),
+            "é \u{2028} \u{2029} 😀 中文 \0".to_owned(),
+            "x\"".repeat(500_000),
+        ];
+        let reasons = [
+            None,
+            Some(IncompleteReason::NoOutput),
+            Some(IncompleteReason::ReasoningOnly),
+            Some(IncompleteReason::LengthTruncated),
+            Some(IncompleteReason::DoomLoop),
+            Some(IncompleteReason::MaxIterations),
+            Some(IncompleteReason::LlmError),
+            Some(IncompleteReason::HookStop),
+        ];
+        let statuses = [TurnStatus::Ok, TurnStatus::Error, TurnStatus::Cancelled];
+        for (i, text) in texts.iter().enumerate() {
+            for (j, reason) in reasons.into_iter().enumerate() {
+                for (k, status) in statuses.into_iter().enumerate() {
+                    all.push(TurnOutcome {
+                        text: text.clone(),
+                        status,
+                        incomplete_reason: reason,
+                        tool_count: [0, 1, u64::MAX][(i + j + k) % 3],
+                        error: ((j + k) % 2 == 1).then(|| texts[(i + 1) % texts.len()].clone()),
+                        finish_reason_missing: (i + j + k) % 2 == 0,
+                    });
+                }
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn outcome_json_and_turn_end_are_the_old_rendering() {
+        let mut w = EventWriter::default();
+        for o in outcomes() {
+            assert_eq!(o.to_json(), old_json(&o));
+            assert_eq!(
+                w.data_event("turn_end", &o.end_event()).as_str(),
+                old_turn_end(&o)
+            );
+        }
     }
 }
