@@ -1345,21 +1345,8 @@ mod tests {
     /// system prompt and the tool list: the spliced body is byte for byte the old rendering.
     #[test]
     fn body_is_the_old_rendering_for_the_transcripts() {
-        let root = env!("CARGO_MANIFEST_DIR");
-        let dir = [
-            format!("{root}/../shared/conformance/transcripts"),
-            format!("{root}/../../shared/conformance/transcripts"),
-        ]
-        .into_iter()
-        .find(|d| std::path::Path::new(d).is_dir())
-        .expect("the conformance transcripts");
         let mut histories = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "json") {
-                continue;
-            }
-            let t: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        for t in crate::llm::script::conformance_transcripts() {
             for r in t["turns"][0]["requests"].as_array().unwrap() {
                 let messages = r["messages"].as_array().unwrap();
                 assert_eq!(messages[0]["role"], "system");

@@ -309,21 +309,9 @@ mod tests {
                 _ => {}
             }
         }
-        let root = env!("CARGO_MANIFEST_DIR");
-        let dir = [
-            format!("{root}/../shared/conformance/transcripts"),
-            format!("{root}/../../shared/conformance/transcripts"),
-        ]
-        .into_iter()
-        .find(|d| std::path::Path::new(d).is_dir())
-        .expect("the conformance transcripts");
         let mut raws = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "json") {
-                let t: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-                collect(&t, &mut raws);
-            }
+        for t in crate::llm::script::conformance_transcripts() {
+            collect(&t, &mut raws);
         }
         assert!(raws.len() >= 10, "{} arguments", raws.len());
         let huge = format!("{{\"text\": \"{}\"}}", "ab\\n\u{e9}".repeat(50_000));
