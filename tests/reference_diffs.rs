@@ -189,18 +189,51 @@ fn a_model_without_streaming_is_asked_again_without_stream_once_per_call() {
 #[test]
 fn freeing_the_agent_leaves_its_idle_connection_to_the_next_agent() {
     let server = MockServer::start(json!({"responses": [{"repeat": 10, "text": "hi"}]})).unwrap();
-    let run = setup(&server);
+    a_freed_agent_leaves_its_connection_to_the_next(&server);
+}
+
+/// Servers that write the chunked body's end a moment after `[DONE]`: the agent is freed
+/// before it arrives (a lane that dropped the connection then made the next agent connect).
+#[test]
+fn freeing_the_agent_before_the_answer_ends_leaves_its_connection_to_the_next_agent() {
+    let server = MockServer::start(json!({"wire": {"end_after_done_ms": 150},
+        "responses": [{"repeat": 10, "text": "hi"}]}))
+    .unwrap();
+    a_freed_agent_leaves_its_connection_to_the_next(&server);
+}
+
+fn a_freed_agent_leaves_its_connection_to_the_next(server: &MockServer) {
+    let run = setup(server);
     let o = run
         .agent
         .run_blocking("hi", TurnOptions::default())
         .unwrap();
     assert_eq!(o.text, "hi");
     assert_eq!(server.accepted_connections(), 1);
-    // What agentao_agent_free does: cancel, then drop the agent.
+    // What agentao_agent_free does: cancel, then drop the agent. The turn ended at `[DONE]`;
+    // the mock writes the body's end after it, and freeing the agent before it arrives must
+    // not lose the connection: the lane waits for the end off the freeing thread and pools
+    // the connection in the poll that reads the end. The test waits until the mock wrote the
+    // end and the client read it (the kernel's queues of the connection are empty); the grace
+    // after it covers the rest of that poll, descheduled on a loaded machine.
     drop(run);
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    assert_eq!(server.open_connections(), 1, "kept for the next agent");
-    let run = setup(&server);
+    let until = |done: &dyn Fn() -> bool| {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !done() && std::time::Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        done()
+    };
+    assert!(
+        until(&|| server.responses_written() == 1),
+        "the mock wrote the whole answer"
+    );
+    assert!(
+        until(&|| all_bytes_read(server.port())),
+        "the client read the whole answer"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let run = setup(server);
     let o = run
         .agent
         .run_blocking("hi", TurnOptions::default())
@@ -211,6 +244,22 @@ fn freeing_the_agent_leaves_its_idle_connection_to_the_next_agent() {
         1,
         "the second agent's turn took the first agent's connection"
     );
+}
+
+/// Whether every loopback connection to `port` has all its bytes sent and read, on both ends
+/// (`tx_queue` and `rx_queue` of `/proc/net/tcp`: a body end the server wrote and the client
+/// did not read yet shows in one of them). Without `/proc`, true: the caller then only races.
+fn all_bytes_read(port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/self/net/tcp") else {
+        return true;
+    };
+    let port = format!(":{port:04X}");
+    table.lines().skip(1).all(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let ours = f.len() > 4 && (f[1].ends_with(&port) || f[2].ends_with(&port));
+        // State 01: established.
+        !ours || f[3] != "01" || f[4] == "00000000:00000000"
+    })
 }
 
 /// The reference's text with this library's tool set (docs/deviations.md, "The built-in tool

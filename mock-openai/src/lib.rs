@@ -13,7 +13,8 @@
 //!
 //! Wire options (the script's top-level `"wire"` key, or [`MockBuilder::wire`]) reproduce the
 //! framing quirks of real servers: CRLF line ends, `: keep-alive` comments, no `[DONE]`,
-//! `data:` without a space, and a usage chunk whose `choices` is `null` or absent.
+//! `data:` without a space, a usage chunk whose `choices` is `null` or absent, and the chunked
+//! body's end written some time after `[DONE]`.
 //!
 //! For benchmarks, [`MockServer::start_prerendered`] answers every request with the same bytes
 //! and [`MockServer::server_busy_nanos`] tells how long the server worked, so it can be subtracted.

@@ -32,6 +32,9 @@ pub struct WireOptions {
     /// A `stall` fault happens before the response head instead of after it.
     pub stall_before_headers: bool,
     pub usage_choices: UsageChoices,
+    /// Milliseconds between `data: [DONE]` and the chunked body's end (`0\r\n\r\n`), which
+    /// some servers write a moment later in a write of their own.
+    pub end_after_done_ms: u64,
 }
 
 impl Default for WireOptions {
@@ -44,6 +47,7 @@ impl Default for WireOptions {
             no_space: false,
             stall_before_headers: false,
             usage_choices: UsageChoices::Empty,
+            end_after_done_ms: 0,
         }
     }
 }
@@ -51,7 +55,7 @@ impl Default for WireOptions {
 impl WireOptions {
     /// Reads `{"crlf": bool, "keepalive_comments": bool, "keepalive_interval_ms": n,
     /// "omit_done": bool, "no_space": bool, "stall_before_headers": bool,
-    /// "usage_choices": "empty"|"null"|"absent"}`.
+    /// "usage_choices": "empty"|"null"|"absent", "end_after_done_ms": n}`.
     pub fn from_value(v: &Value) -> Result<WireOptions, String> {
         let o = v.as_object().ok_or("`wire` must be an object")?;
         let mut w = WireOptions::default();
@@ -71,6 +75,11 @@ impl WireOptions {
                         .as_u64()
                         .filter(|n| *n > 0)
                         .ok_or("wire.keepalive_interval_ms must be a positive integer")?
+                }
+                "end_after_done_ms" => {
+                    w.end_after_done_ms = val
+                        .as_u64()
+                        .ok_or("wire.end_after_done_ms must be a non-negative integer")?
                 }
                 "usage_choices" => {
                     w.usage_choices = match val.as_str() {

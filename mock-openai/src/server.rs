@@ -125,6 +125,8 @@ struct State {
     open: AtomicUsize,
     /// Client connections accepted since the start.
     accepted: AtomicUsize,
+    /// Responses whose last byte was written.
+    written: AtomicUsize,
 }
 
 /// A running mock server; dropping it stops it.
@@ -175,6 +177,7 @@ impl MockServer {
             busy_nanos: AtomicU64::new(0),
             open: AtomicUsize::new(0),
             accepted: AtomicUsize::new(0),
+            written: AtomicUsize::new(0),
             created: unix_now(),
         });
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -242,6 +245,12 @@ impl MockServer {
     /// idle connection adds none).
     pub fn accepted_connections(&self) -> usize {
         self.state.accepted.load(Ordering::SeqCst)
+    }
+
+    /// How many responses were written to their last byte (a chunked body's terminator
+    /// included); one the client left early does not count.
+    pub fn responses_written(&self) -> usize {
+        self.state.written.load(Ordering::SeqCst)
     }
 
     /// How many chat requests were received (recorded or not).
@@ -359,11 +368,12 @@ async fn serve_requests(mut stream: TcpStream, state: &Arc<State>) {
                 return;
             }
         };
-        let keep = handle(&mut stream, state, req, &mut busy)
-            .await
-            .unwrap_or_default();
+        let handled = handle(&mut stream, state, req, &mut busy).await;
         busy.stop();
-        if !keep {
+        if handled.is_ok() {
+            state.written.fetch_add(1, Ordering::SeqCst);
+        }
+        if !handled.unwrap_or_default() {
             let _ = stream.shutdown().await;
             return;
         }
@@ -615,6 +625,10 @@ async fn stream_response(
         ctx.data(&mut out, b"[DONE]");
     }
     write_chunk(stream, &out).await?;
+    if ctx.wire.end_after_done_ms > 0 {
+        busy.sleep(Duration::from_millis(ctx.wire.end_after_done_ms))
+            .await;
+    }
     stream.write_all(b"0\r\n\r\n").await?;
     Ok(!close)
 }

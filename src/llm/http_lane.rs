@@ -11,7 +11,9 @@
 //!
 //! When a lane is dropped (its agent freed), its idle connection goes to a process-wide pool
 //! ([`super::lane_pool`]) and the next lane to the same target takes it before connecting: a
-//! host that makes an agent per task does not reconnect for every task.
+//! host that makes an agent per task does not reconnect for every task. A connection whose
+//! response end has not arrived yet (a stream read to `[DONE]`, the chunked terminator a
+//! moment behind) settles on a task of its runtime first, for at most [`SETTLE_LIMIT`].
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -42,6 +44,13 @@ const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "al
 /// reqwest's pool drops a connection idle this long; so does the lane.
 const IDLE_LIMIT: Duration = Duration::from_secs(90);
 
+/// How long a dropped lane's connection may take to receive the end of its last response
+/// before it goes to the pool. Servers write the chunked terminator right after `[DONE]`, often
+/// in a write of its own: it is a round trip behind at most, so a second covers any sound
+/// server on a loaded machine, and bounds what a server that never ends its body costs (one
+/// task and one socket, for this long).
+const SETTLE_LIMIT: Duration = Duration::from_secs(1);
+
 /// reqwest's TCP keep-alive (time, interval, probes).
 const KEEPALIVE: Duration = Duration::from_secs(15);
 const KEEPALIVE_RETRIES: u32 = 3;
@@ -63,6 +72,13 @@ struct Conn {
     sender: SendRequest<Frames>,
     /// `None` once it ended (closed or failed: its error reached the request or the body).
     driver: Option<Connection<TokioIo<TcpStream>, Frames>>,
+    /// The body of the last response when it was dropped before its end and its length is not
+    /// known (chunked): hyper closes a connection whose dropped body it cannot drain at once,
+    /// so a lane that is dropped keeps it to wait for the end ([`Conn::settle`]).
+    unfinished: Option<Incoming>,
+    /// The runtime the socket is registered with, which settles the connection when its lane
+    /// is dropped on a thread of no runtime (a host's).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Conn {
@@ -98,6 +114,9 @@ impl Conn {
 
     /// Whether the connection can take a request (an idle one the server closed cannot).
     async fn ready(&mut self) -> bool {
+        // Only a dropped lane waits for a body's end; the lane's own next request lets hyper
+        // drain what came of it or close the connection, as it always did.
+        self.unfinished = None;
         poll_fn(|cx| {
             self.poll_driver(cx);
             self.sender.poll_ready(cx)
@@ -106,19 +125,35 @@ impl Conn {
         .is_ok()
     }
 
-    /// The socket of a connection that can take another request, for another lane; `None`
-    /// (and the connection closed) when it is mid-response, closed or failed, or holds bytes
-    /// nobody asked for.
-    fn into_idle_socket(mut self: Box<Self>) -> Option<std::net::TcpStream> {
-        // One poll lets hyper finish a body whose end already arrived (a stream dropped at
-        // `[DONE]`), or close the connection when the rest of the body is not there: hyper
-        // drains a dropped body only as far as it can without waiting.
-        self.poll_driver(&mut Context::from_waker(Waker::noop()));
-        let driver = self.driver.take()?;
-        if !self.sender.is_ready() {
-            return None;
+    /// The connection once its last response ended and it can take another request; `None`
+    /// (and the connection closed) when more data of the response comes (it was dropped
+    /// mid-response), or it closed or failed.
+    async fn settle(mut self: Box<Self>) -> Option<Box<Self>> {
+        if let Some(mut body) = self.unfinished.take() {
+            loop {
+                let frame = self
+                    .drive(poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)))
+                    .await;
+                match frame {
+                    None => break,
+                    // Trailers, or an empty chunk.
+                    Some(Ok(f)) if f.data_ref().is_none_or(|d| d.is_empty()) => {}
+                    // Data nobody reads: the server is still answering; closing tells it.
+                    Some(_) => return None,
+                }
+            }
         }
-        let parts = driver.into_parts();
+        if self.ready().await {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
+    /// The socket of a settled connection, for another lane; `None` (and the connection
+    /// closed) when it holds bytes nobody asked for.
+    fn into_idle_socket(mut self: Box<Self>) -> Option<std::net::TcpStream> {
+        let parts = self.driver.take()?.into_parts();
         if !parts.read_buf.is_empty() {
             return None;
         }
@@ -139,12 +174,31 @@ async fn handshake(stream: TcpStream) -> Result<Box<Conn>, hyper::Error> {
     Ok(Box::new(Conn {
         sender,
         driver: Some(driver),
+        unfinished: None,
+        runtime: tokio::runtime::Handle::current(),
     }))
 }
 
-/// The kept connection, with when it was last given back. Boxed: an agent without a
-/// connection holds only the empty slot (an unboxed one made every idle agent ~0.9 KiB larger).
-type IdleSlot = Mutex<Option<(Box<Conn>, Instant)>>;
+/// A lane's kept connection, shared with its response in flight: whichever of the two is
+/// dropped last (an agent freed while its turn's task still drops the response is common) gives
+/// the connection to the pool.
+struct IdleSlot {
+    target: Target,
+    /// The connection, with when it was last given back. Boxed: an agent without a
+    /// connection holds only the empty slot (an unboxed one made every idle agent ~0.9 KiB
+    /// larger).
+    kept: Mutex<Option<(Box<Conn>, Instant)>>,
+}
+
+impl IdleSlot {
+    fn take(&self) -> Option<(Box<Conn>, Instant)> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn give_back(&self, conn: Box<Conn>) {
+        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some((conn, Instant::now()));
+    }
+}
 
 /// Where the lane connects: an address, or a name resolved at each connect (as reqwest does).
 /// Two lanes with equal targets can use each other's connections (the scheme is always
@@ -157,7 +211,6 @@ enum Target {
 
 /// The lane of one backend: its endpoint, prepared once, and its kept connection.
 pub(crate) struct Lane {
-    target: Target,
     /// Origin-form path and query.
     path: Uri,
     /// `host[:port]`, the port only when it is not 80 (as reqwest writes it).
@@ -195,11 +248,13 @@ impl Lane {
             None => url.path().to_owned(),
         };
         Some(Lane {
-            target,
             path: Uri::try_from(path).ok()?,
             host: HeaderValue::try_from(host).ok()?,
             connect_timeout,
-            idle: Arc::default(),
+            idle: Arc::new(IdleSlot {
+                target,
+                kept: Mutex::default(),
+            }),
         })
     }
 
@@ -212,8 +267,6 @@ impl Lane {
     ) -> Result<LaneResponse, LaneError> {
         let kept = self
             .idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .take()
             .filter(|(_, since)| since.elapsed() < IDLE_LIMIT);
         if let Some((conn, _)) = kept {
@@ -259,7 +312,7 @@ impl Lane {
     async fn pooled(&self) -> Option<Box<Conn>> {
         let socket = loop {
             // The lock is released at the end of the statement, before anything is closed.
-            let (found, gone) = pool().take(&self.target, std::time::Instant::now());
+            let (found, gone) = pool().take(&self.idle.target, std::time::Instant::now());
             drop(gone);
             let socket = found?;
             if open_and_quiet(&socket) {
@@ -286,7 +339,7 @@ impl Lane {
         let (head, body) = resp.into_parts();
         LaneResponse {
             head,
-            body,
+            body: Some(body),
             conn: Some(conn),
             slot: self.idle.clone(),
         }
@@ -294,7 +347,7 @@ impl Lane {
 
     async fn connect(&self) -> Result<Box<Conn>, LaneError> {
         let connecting = async {
-            match &self.target {
+            match &self.idle.target {
                 Target::Addr(a) => TcpStream::connect(a).await,
                 Target::Name(n, p) => TcpStream::connect((n.as_str(), *p)).await,
             }
@@ -315,18 +368,45 @@ impl Lane {
     }
 }
 
-impl Drop for Lane {
-    /// The idle connection goes to the pool for the next lane to the same target.
+impl Drop for IdleSlot {
+    /// The idle connection goes to the pool for the next lane to the same target: at once when
+    /// its last response has ended (one poll lets hyper take an end that already arrived),
+    /// else from a task of its runtime when the end comes within [`SETTLE_LIMIT`]. Never
+    /// waits: the task owns the connection, and closes it when the limit passes; a runtime
+    /// that is shut down drops the task, and the connection with it.
     fn drop(&mut self) {
-        let kept = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let kept = self
+            .kept
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         let Some((conn, since)) = kept else { return };
-        let Some(socket) = conn.into_idle_socket() else {
-            return;
-        };
-        let now = std::time::Instant::now();
-        let gone = pool().put(self.target.clone(), socket, since.into_std(), now);
-        drop(gone);
+        let (target, since) = (self.target.clone(), since.into_std());
+        let runtime = conn.runtime.clone();
+        let mut settling = Box::pin(conn.settle());
+        match settling
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+        {
+            Poll::Ready(settled) => pool_idle(target, settled, since),
+            Poll::Pending => {
+                runtime.spawn(async move {
+                    let settled = tokio::time::timeout(SETTLE_LIMIT, settling).await;
+                    pool_idle(target, settled.ok().flatten(), since);
+                });
+            }
+        }
     }
+}
+
+/// Gives a settled connection's socket to the pool; a connection that did not settle, or
+/// could not leave hyper quiet, is closed.
+fn pool_idle(target: Target, settled: Option<Box<Conn>>, since: std::time::Instant) {
+    let Some(socket) = settled.and_then(Conn::into_idle_socket) else {
+        return;
+    };
+    let gone = pool().put(target, socket, since, std::time::Instant::now());
+    drop(gone);
 }
 
 /// A response of the lane. Its connection goes back to the backend's slot when it is dropped,
@@ -334,15 +414,22 @@ impl Drop for Lane {
 /// an unread body (or close the connection when it cannot).
 pub(crate) struct LaneResponse {
     head: hyper::http::response::Parts,
-    body: Incoming,
+    /// Taken only by the drop, which may leave it to the connection.
+    body: Option<Incoming>,
     conn: Option<Box<Conn>>,
     slot: Arc<IdleSlot>,
 }
 
 impl Drop for LaneResponse {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((conn, Instant::now()));
+        if let Some(mut conn) = self.conn.take() {
+            // A body with a length left is mid-response: hyper closes its connection, as
+            // before. One of unknown length (chunked) may lack only its terminator.
+            conn.unfinished = self
+                .body
+                .take()
+                .filter(|b| !b.is_end_stream() && b.size_hint().exact().is_none());
+            self.slot.give_back(conn);
         }
     }
 }
@@ -354,7 +441,9 @@ impl LaneResponse {
 
     /// The next data of the body; `None` at its end.
     async fn chunk(&mut self) -> Result<Option<Bytes>, hyper::Error> {
-        let (body, conn) = (&mut self.body, &mut self.conn);
+        let (Some(body), conn) = (&mut self.body, &mut self.conn) else {
+            return Ok(None);
+        };
         loop {
             let frame = poll_fn(|cx| match conn.as_mut() {
                 Some(c) => c.poll_with(cx, |cx| Pin::new(&mut *body).poll_frame(cx)),
@@ -489,10 +578,10 @@ mod tests {
         assert_eq!(l.path, "/v1/chat/completions?x=1");
         let l = lane("http://[::1]/v1/chat/completions").unwrap();
         assert_eq!(l.host, "[::1]");
-        assert!(matches!(l.target, Target::Addr(a) if a.port() == 80));
+        assert!(matches!(l.idle.target, Target::Addr(a) if a.port() == 80));
         let l = lane("http://localhost:80/chat/completions").unwrap();
         assert_eq!(l.host, "localhost");
-        assert!(matches!(l.target, Target::Name(ref n, 80) if n == "localhost"));
+        assert!(matches!(l.idle.target, Target::Name(ref n, 80) if n == "localhost"));
         assert!(lane("https://127.0.0.1/v1/chat/completions").is_none());
         assert!(lane("http://user:pw@127.0.0.1/v1/chat/completions").is_none());
         assert!(lane("http://127.0.0.1/v1/chat/completions#f").is_none());
@@ -511,38 +600,41 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
                     let mut stream = stream;
-                    loop {
-                        let mut head = String::new();
-                        let mut len = 0;
-                        loop {
-                            let mut line = String::new();
-                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                                return;
-                            }
-                            if let Some(v) =
-                                line.to_ascii_lowercase().strip_prefix("content-length:")
-                            {
-                                len = v.trim().parse().unwrap();
-                            }
-                            head.push_str(&line);
-                            if line == "\r\n" {
-                                break;
-                            }
-                        }
-                        let mut body = vec![0; len];
-                        reader.read_exact(&mut body).unwrap();
+                    while let Some(request) = read_request(&mut reader) {
                         let answer = format!("connection {n}");
                         let _ = write!(
                             stream,
                             "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{answer}",
                             answer.len()
                         );
-                        let _ = tx.send(format!("{head}{}", String::from_utf8_lossy(&body)));
+                        let _ = tx.send(request);
                     }
                 });
             }
         });
         (port, rx)
+    }
+
+    /// The head and body of the next request on a connection; `None` at its end.
+    fn read_request(reader: &mut BufReader<std::net::TcpStream>) -> Option<String> {
+        let mut head = String::new();
+        let mut len = 0;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return None;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+            head.push_str(&line);
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).ok()?;
+        Some(format!("{head}{}", String::from_utf8_lossy(&body)))
     }
 
     async fn body_of(mut r: LaneResponse) -> String {
@@ -723,5 +815,206 @@ mod tests {
         assert_eq!(read, 0, "EOF: the client closed its end");
         assert!(accepted.is_ok(), "the next lane connected anew");
         assert!(next.await.unwrap(), "nobody answers the new connection");
+    }
+
+    const DONE: &[u8] = b"data: [DONE]\n\n";
+
+    /// A server that answers each request with a stream of `[DONE]` alone, and writes the end
+    /// of the chunked body `end` later, or never (it then reports when the client closed).
+    struct LateEnd {
+        port: u16,
+        accepted: Arc<std::sync::atomic::AtomicUsize>,
+        /// When the connection's end was written, or when the client's close was read.
+        events: std::sync::mpsc::Receiver<Ended>,
+    }
+
+    enum Ended {
+        Terminator,
+        ClosedByClient(std::time::Instant),
+    }
+
+    fn late_end_server(end: Option<Duration>) -> LateEnd {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (tx, events) = std::sync::mpsc::channel();
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    while read_request(&mut reader).is_some() {
+                        let mut answer = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                            transfer-encoding: chunked\r\n\r\n"
+                            .to_vec();
+                        answer.extend_from_slice(format!("{:x}\r\n", DONE.len()).as_bytes());
+                        answer.extend_from_slice(DONE);
+                        answer.extend_from_slice(b"\r\n");
+                        stream.write_all(&answer).unwrap();
+                        let Some(end) = end else {
+                            stream
+                                .set_read_timeout(Some(Duration::from_secs(10)))
+                                .unwrap();
+                            if let Ok(0) = stream.read(&mut [0; 1]) {
+                                let _ = tx.send(Ended::ClosedByClient(std::time::Instant::now()));
+                            }
+                            return;
+                        };
+                        std::thread::sleep(end);
+                        stream.write_all(b"0\r\n\r\n").unwrap();
+                        let _ = tx.send(Ended::Terminator);
+                    }
+                });
+            }
+        });
+        LateEnd {
+            port,
+            accepted,
+            events,
+        }
+    }
+
+    impl LateEnd {
+        fn url(&self) -> String {
+            format!("http://127.0.0.1:{}/v1", self.port)
+        }
+
+        fn accepted(&self) -> usize {
+            self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+        }
+
+        fn pooled(&self) -> usize {
+            pool().count(&Target::Addr(SocketAddr::from(([127, 0, 0, 1], self.port))))
+        }
+    }
+
+    /// A runtime whose workers run its tasks whoever drives it, as the library's own.
+    fn worker_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// A new lane's request read to `[DONE]`, as a turn does.
+    async fn response_to_done(url: &str) -> (Lane, LaneResponse) {
+        let l = lane(url).unwrap();
+        let mut r = l
+            .post(&HeaderMap::new(), RequestBody::default())
+            .await
+            .unwrap();
+        assert_eq!(&r.chunk().await.unwrap().unwrap()[..], DONE);
+        (l, r)
+    }
+
+    /// A new lane's request read to `[DONE]` and dropped, the lane kept.
+    async fn read_to_done(url: &str) -> Lane {
+        response_to_done(url).await.0
+    }
+
+    fn wait_until(mut condition: impl FnMut() -> bool) -> bool {
+        let give_up = std::time::Instant::now() + Duration::from_secs(10);
+        while !condition() {
+            if std::time::Instant::now() > give_up {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    }
+
+    /// Where and in which order the lane and its response are dropped.
+    enum Dropped {
+        /// The response, then the lane, on a worker of the runtime.
+        OnTheRuntime,
+        /// The response on the runtime, the lane on a thread of none (a host's).
+        OnAHostThread,
+        /// The lane first (an agent freed while its turn's task lets go of the response),
+        /// then the response, on a thread of no runtime.
+        ResponseLast,
+    }
+
+    /// The lane dropped at once after `[DONE]`; the end of the body comes 150 ms later.
+    fn a_late_end_leaves_the_connection_to_the_next_lane(dropped: Dropped) {
+        let s = late_end_server(Some(Duration::from_millis(150)));
+        let url = s.url();
+        let rt = worker_runtime();
+        let (l, r) = rt.block_on(response_to_done(&url));
+        match dropped {
+            Dropped::OnTheRuntime => rt.block_on(async { drop((r, l)) }),
+            Dropped::OnAHostThread => {
+                rt.block_on(async { drop(r) });
+                drop(l);
+            }
+            Dropped::ResponseLast => {
+                drop(l);
+                drop(r);
+            }
+        }
+        assert!(wait_until(|| s.pooled() == 1), "the connection was pooled");
+        assert!(matches!(
+            s.events.recv_timeout(Duration::from_secs(5)),
+            Ok(Ended::Terminator)
+        ));
+        let l = runtime().block_on(read_to_done(&url));
+        assert_eq!(s.accepted(), 1, "the next lane took the same connection");
+        drop(l);
+    }
+
+    #[test]
+    fn a_late_end_leaves_the_connection_to_the_next_lane_dropped_on_the_runtime() {
+        a_late_end_leaves_the_connection_to_the_next_lane(Dropped::OnTheRuntime);
+    }
+
+    #[test]
+    fn a_late_end_leaves_the_connection_to_the_next_lane_dropped_on_a_host_thread() {
+        a_late_end_leaves_the_connection_to_the_next_lane(Dropped::OnAHostThread);
+    }
+
+    #[test]
+    fn a_late_end_leaves_the_connection_to_the_next_lane_when_the_response_outlives_the_lane() {
+        a_late_end_leaves_the_connection_to_the_next_lane(Dropped::ResponseLast);
+    }
+
+    #[test]
+    fn a_connection_whose_end_never_comes_is_closed_after_the_settle_limit() {
+        let s = late_end_server(None);
+        let url = s.url();
+        let rt = worker_runtime();
+        let l = rt.block_on(read_to_done(&url));
+        let dropped = std::time::Instant::now();
+        drop(l);
+        let Ok(Ended::ClosedByClient(at)) = s.events.recv_timeout(Duration::from_secs(10)) else {
+            panic!("the client never closed the connection");
+        };
+        let waited = at.duration_since(dropped);
+        assert!(
+            waited >= SETTLE_LIMIT && waited < SETTLE_LIMIT * 3,
+            "closed after {waited:?}"
+        );
+        assert_eq!(s.pooled(), 0);
+        // The next lane connects anew.
+        drop(rt.block_on(read_to_done(&url)));
+        assert_eq!(s.accepted(), 2);
+    }
+
+    #[test]
+    fn a_connection_of_a_runtime_shut_down_is_closed_at_once() {
+        let s = late_end_server(None);
+        let url = s.url();
+        let rt = worker_runtime();
+        let l = rt.block_on(read_to_done(&url));
+        drop(rt);
+        let dropped = std::time::Instant::now();
+        drop(l);
+        let Ok(Ended::ClosedByClient(at)) = s.events.recv_timeout(Duration::from_secs(10)) else {
+            panic!("the client never closed the connection");
+        };
+        assert!(at.duration_since(dropped) < SETTLE_LIMIT, "closed at once");
+        assert_eq!(s.pooled(), 0);
     }
 }

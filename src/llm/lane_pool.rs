@@ -98,6 +98,11 @@ impl<K: PartialEq, C> IdlePool<K, C> {
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
+
+    #[cfg(test)]
+    pub(crate) fn count(&self, key: &K) -> usize {
+        self.entries.iter().filter(|e| e.key == *key).count()
+    }
 }
 
 #[cfg(test)]
