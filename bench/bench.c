@@ -2321,6 +2321,16 @@ int main(int argc, char **argv) {
     if (n <= 0) die("readlink /proc/self/exe");
     g_self[n] = 0;
     signal(SIGPIPE, SIG_IGN);
+    /* The runtime's worker count, a host's choice (agentao_runtime_set_worker_threads), for
+       comparing placements; children inherit it. Default: the library's (one per core). */
+    const char *workers = getenv("BENCH_WORKER_THREADS");
+    if (workers && *workers) {
+        agentao_error *err = NULL;
+        if (agentao_runtime_set_worker_threads((uint32_t)atoi(workers), &err) != AGENTAO_STATUS_OK)
+            die("BENCH_WORKER_THREADS");
+        if (!(argc >= 2 && strcmp(argv[1], "--child") == 0))
+            printf("runtime worker threads: %s\n", workers);
+    }
 
     if (argc >= 3 && strcmp(argv[1], "--child") == 0) {
         const char *ws = getenv("AGENTAO_BENCH_WS");
