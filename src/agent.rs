@@ -411,7 +411,10 @@ impl Agent {
         let core = self.core.clone();
         let max_iterations = opts.max_iterations.unwrap_or(core.config.max_iterations);
         let turn_token = token.clone();
-        let run = PanicCaught::new(async move {
+        // Boxed where it is made: the turn's state is kilobytes, and every move of an unboxed
+        // future (into `Turn`, the task's future, tokio's task cell, the cell's finished
+        // stage) copied all of it (~3k instructions per turn).
+        let run = PanicCaught::new(Box::pin(async move {
             let _slot = slot;
             let tools = core.turn_tools(&turn_token).await;
             // The store is host code: asked off the async workers.
@@ -440,7 +443,7 @@ impl Agent {
                 turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await;
             core.commit(ended.take_transcript(), &ended.outcome);
             ended.finish()
-        });
+        }));
         Ok(Turn { run, token })
     }
 
