@@ -328,6 +328,40 @@ fn stall_and_delay_are_honoured() {
     );
 }
 
+/// `end_after_done_ms`: `[DONE]` comes at once, the chunked body's end that long after it, and
+/// `responses_written` counts the response only once its end is out.
+#[test]
+fn the_body_end_can_come_after_done() {
+    let s = MockServer::start(json!({"wire": {"end_after_done_ms": 300},
+        "responses": [{"text": "a"}]}))
+    .unwrap();
+    let mut c = connect(&s);
+    send(&mut c, "POST", "/v1/chat/completions", REQ, "");
+    let t = Instant::now();
+    while read_line(&mut c).expect("the stream") != "data: [DONE]" {}
+    let done_at = t.elapsed();
+    assert_eq!(
+        read_line(&mut c).as_deref(),
+        Some(""),
+        "the event's blank line"
+    );
+    assert_eq!(read_line(&mut c).as_deref(), Some(""), "the chunk's CRLF");
+    assert_eq!(s.responses_written(), 0, "the end is not written yet");
+    assert_eq!(read_line(&mut c).as_deref(), Some("0"), "the last chunk");
+    let end_at = t.elapsed();
+    assert!(
+        end_at >= done_at + Duration::from_millis(250),
+        "[DONE] at {done_at:?}, the end at {end_at:?}"
+    );
+    assert_eq!(read_line(&mut c).as_deref(), Some(""));
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while s.responses_written() == 0 && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(s.responses_written(), 1);
+    assert!(WireOptions::from_value(&json!({"end_after_done_ms": -1})).is_err());
+}
+
 #[test]
 fn stall_with_keepalives_sends_only_comments() {
     let s = MockServer::start(json!({
