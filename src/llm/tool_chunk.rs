@@ -14,6 +14,9 @@
 //! chunks, the fuzz seeds and every single-byte mutation and truncation of them).
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use super::assembly::Assembler;
 use super::text_chunk::Scanner;
@@ -109,7 +112,9 @@ pub(super) fn tool_chunk(text: &str) -> Option<ToolChunk<'_>> {
 
 /// Whether `b` has a key `"tool_calls"` whose value starts as a list.
 fn has_call_list(b: &[u8]) -> bool {
-    memchr::memmem::find_iter(b, b"\"tool_calls\"").any(|at| {
+    // Built once: building the searcher was most of what a text chunk paid here (issue 12).
+    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"tool_calls\""));
+    KEY.find_iter(b).any(|at| {
         let mut rest = b[at + 12..].trim_ascii_start();
         if let Some(r) = rest.strip_prefix(b":") {
             rest = r.trim_ascii_start();
