@@ -780,3 +780,81 @@ fn a_panic_in_the_turn_is_its_error_and_the_agent_is_free_before_it_arrives() {
     let o = agent.run_blocking("after", TurnOptions::default()).unwrap();
     assert_eq!(o.text, "fine");
 }
+
+/// A host that listens only once it has been asked to confirm a call: it says so through
+/// `Transport::listens`, and records what `emit` still gets.
+#[derive(Default)]
+struct ListensFromConfirm {
+    listening: std::sync::atomic::AtomicBool,
+    events: Mutex<Vec<Value>>,
+}
+
+impl Transport for ListensFromConfirm {
+    fn emit(&self, event: &str) {
+        self.events
+            .lock()
+            .unwrap()
+            .push(serde_json::from_str(event).unwrap());
+    }
+    fn listens(&self) -> bool {
+        self.listening.load(Ordering::SeqCst)
+    }
+    fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
+        self.listening.store(true, Ordering::SeqCst);
+        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap();
+    }
+}
+
+#[test]
+fn events_nobody_listens_to_are_not_emitted_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let script = json!({"responses": [
+        {"text": "reading", "tool_calls": [{"id": "r", "name": "read_file", "arguments": {"file_path": "a.txt"}}]},
+        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"file_path": "o.txt", "content": "x"}}]},
+        {"text": "done"}]});
+    let config = json!({"working_directory": dir.path(),
+        "llm": {"provider": "scripted", "script": script}});
+    let run_with = |host: Arc<dyn Transport>| {
+        std::fs::remove_file(dir.path().join("o.txt")).ok();
+        let agent = Agent::new(&config.to_string(), Some(host)).unwrap();
+        let o = agent.run_blocking("go", TurnOptions::default()).unwrap();
+        // The user message's date reminder holds the second the turn began.
+        let mut history: Value = serde_json::from_str(&agent.history_json()).unwrap();
+        let first = history[0]["content"].as_str().unwrap();
+        let (reminder, typed) = first.split_once("</system-reminder>\n").unwrap();
+        assert!(reminder.contains("Current Date/Time: "), "{first}");
+        history[0]["content"] = Value::from(typed);
+        (o.text, history)
+    };
+    let quiet = Arc::new(ListensFromConfirm::default());
+    let (text, history) = run_with(quiet.clone());
+    let loud = Arc::new(Host::default());
+    let (loud_text, loud_history) = run_with(loud.clone());
+    // The same answer and the same history, whether anyone listened or not.
+    assert_eq!(
+        (text.as_str(), &history),
+        (loud_text.as_str(), &loud_history)
+    );
+    assert_eq!(text, "done");
+    let got: Vec<String> = quiet
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect();
+    // Nothing before the confirmation (no `turn_begin`, no first call's events); from it on,
+    // every event, as the host that always listens got them.
+    let all: Vec<String> = loud
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect();
+    let from = all.iter().position(|t| t == "tool_confirmation").unwrap();
+    assert_eq!(got, all[from + 1..], "quiet host got {got:?}");
+    assert!(all.starts_with(&["turn_begin".to_owned()]), "{all:?}");
+    assert!(got.contains(&"tool_result".to_owned()) && got.ends_with(&["turn_end".to_owned()]));
+}

@@ -47,6 +47,12 @@ impl Emitter {
         &self.transport
     }
 
+    /// Whether an event emitted now reaches anyone ([`Transport::listens`]): callers skip
+    /// writing events nobody receives.
+    pub(crate) fn listens(&self) -> bool {
+        self.transport.listens()
+    }
+
     pub(crate) fn emit(&self, event: JsonText<'_>) {
         if self.try_own() {
             let _unwinding = LetGoOnUnwind(&self.busy);

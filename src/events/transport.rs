@@ -135,6 +135,14 @@ pub trait Transport: Send + Sync {
         self.emit(event.as_str());
     }
 
+    /// Whether an event emitted now would reach anyone. `false` lets the agent skip writing
+    /// the events nobody receives (and what only they need, such as a tool result's digest).
+    /// Asked before each event, so a listener added during a turn gets the events after it.
+    /// The default is `true`: a transport that cannot tell gets every event.
+    fn listens(&self) -> bool {
+        true
+    }
+
     fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
         let _ = reply.answer(Answer::Confirm(Confirmation::Allow));
     }
@@ -186,8 +194,12 @@ impl Broadcaster {
         }
     }
 
+    pub(crate) fn has_listeners(&self) -> bool {
+        self.count.load(Ordering::Acquire) > 0
+    }
+
     pub(crate) fn notify(&self, event: &str) {
-        if self.count.load(Ordering::Acquire) == 0 {
+        if !self.has_listeners() {
             return;
         }
         let snapshot = self
@@ -211,6 +223,9 @@ pub(crate) struct NullTransport {
 impl Transport for NullTransport {
     fn emit(&self, event: &str) {
         self.broadcaster.notify(event);
+    }
+    fn listens(&self) -> bool {
+        self.broadcaster.has_listeners()
     }
     fn supports_subscribe(&self) -> bool {
         true

@@ -180,6 +180,12 @@ impl Transport for FfiTransport {
         }
     }
 
+    /// A host's `subscribe` listeners hear only what its `emit` passes on, so without an
+    /// `emit` nobody hears an event.
+    fn listens(&self) -> bool {
+        self.slots().emit.is_some()
+    }
+
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
         let Some(f) = self.slots().confirm_tool else {
             let _ = reply.answer(Answer::Confirm(Confirmation::Allow));

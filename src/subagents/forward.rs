@@ -142,6 +142,10 @@ impl Transport for Forwarder {
         }
     }
 
+    fn listens(&self) -> bool {
+        self.foreground && self.parent.emitter().listens()
+    }
+
     fn confirm_tool(&self, mut req: ConfirmRequest, reply: Reply) {
         if !self.foreground {
             let _ = reply.answer(Answer::Confirm(Confirmation::Deny));

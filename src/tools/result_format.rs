@@ -32,8 +32,6 @@ pub struct FormattedResult {
     /// The text that goes into history, in the `Arc` history keeps (one copy of the result,
     /// not a `String` and then the `Arc`).
     pub model_text: Arc<str>,
-    /// `sha256` hex of the raw content.
-    pub(crate) content_hash: String,
     pub original_chars: usize,
     pub saved_to_disk: bool,
     pub disk_path: Option<PathBuf>,
@@ -41,6 +39,13 @@ pub struct FormattedResult {
 
 /// Directories already pruned by this process (the reference prunes once per formatter).
 static PRUNED: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
+
+/// The `tool_result` event's `content_hash`: `sha256` hex of the raw content. Apart from
+/// the result's formatting, since only the event needs it (a SHA-256 of every result was
+/// ~7k instructions per tool-loop iteration for a host that does not listen).
+pub(crate) fn content_hash(raw: &str) -> String {
+    lower_hex(&Sha256::digest(raw.as_bytes()))
+}
 
 /// Formats one result, spilling into `output_dir` through `fs`: with a host file system the
 /// saved copy lives where the rest of the workspace does (never pruned: the seam has no delete).
@@ -50,12 +55,10 @@ pub(crate) fn format_result_to(
     raw: &str,
     fs: &dyn FileSystem,
 ) -> FormattedResult {
-    let content_hash = lower_hex(&Sha256::digest(raw.as_bytes()));
     let original_chars = char_count(raw);
     if original_chars <= SAVE_THRESHOLD {
         return FormattedResult {
             model_text: strip_tag_chars_cow(raw).into(),
-            content_hash,
             original_chars,
             saved_to_disk: false,
             disk_path: None,
@@ -110,7 +113,6 @@ pub(crate) fn format_result_to(
     );
     FormattedResult {
         model_text: strip_tag_chars_cow(&excerpt).into(),
-        content_hash,
         original_chars,
         saved_to_disk: disk_path.is_some(),
         disk_path,
@@ -296,7 +298,7 @@ mod tests {
         assert!(!r.saved_to_disk);
         assert_eq!(r.original_chars, 5);
         assert_eq!(
-            r.content_hash,
+            content_hash("hello"),
             "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
         );
     }

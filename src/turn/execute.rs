@@ -25,6 +25,7 @@ use crate::cancel::CancelToken;
 use crate::events::host::{rfc3339_millis, ToolLifecycleEvent};
 use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
 use crate::llm::message::ToolAnswer;
+use crate::tools::result_format::content_hash;
 use crate::tools::{
     check_declared, check_declared_in, HostRequests, Tool, ToolContext, ToolError, ToolOrigin,
     ToolServices, ToolsConfig, RECENT_MESSAGES,
@@ -165,21 +166,23 @@ impl Turn<'_, '_> {
         for (p, res) in plans.iter().zip(results) {
             let raw = res.text(&p.name);
             let f = self.env.tool_services.format_result(&p.name, &raw);
-            self.emit_data(
-                "tool_result",
-                &events::ToolResult {
-                    tool: &p.name,
-                    call_id: &p.call_id,
-                    content: &raw,
-                    content_hash: &f.content_hash,
-                    original_chars: f.original_chars,
-                    saved_to_disk: f.saved_to_disk,
-                    disk_path: f.disk_path.as_ref().map(|d| d.display().to_string()),
-                    status: res.status(),
-                    duration_ms: res.duration_ms(),
-                    error: res.error(),
-                },
-            );
+            if self.env.emitter.listens() {
+                self.emit_data(
+                    "tool_result",
+                    &events::ToolResult {
+                        tool: &p.name,
+                        call_id: &p.call_id,
+                        content: &raw,
+                        content_hash: &content_hash(&raw),
+                        original_chars: f.original_chars,
+                        saved_to_disk: f.saved_to_disk,
+                        disk_path: f.disk_path.as_ref().map(|d| d.display().to_string()),
+                        status: res.status(),
+                        duration_ms: res.duration_ms(),
+                        error: res.error(),
+                    },
+                );
+            }
             answers.push(ToolAnswer::new(&p.call_id, &p.name, f.model_text));
         }
         answers

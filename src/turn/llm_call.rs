@@ -40,33 +40,38 @@ impl Turn<'_, '_> {
             let turn = &self.transcript;
             let total = history.len() + turn.len();
             let counts = self.counted.update(&history, turn);
-            let started = events::LlmCallStarted {
-                attempt,
-                model: env.llm.model(),
-                temperature: env.llm.temperature(),
-                max_tokens: env.llm.max_tokens(),
-                n_messages: total + 1,
-                n_tool_messages: counts.tool_messages,
-                n_system_reminder_blocks: counts.reminders,
-                system_prompt_hash: &self.system_prompt_hash,
-                tools_hash: &self.tools_hash,
-                tool_count: schemas.len(),
-            };
-            env.emitter
-                .emit(self.writer.data_event("llm_call_started", &started));
+            let listens = env.emitter.listens();
+            if listens {
+                let started = events::LlmCallStarted {
+                    attempt,
+                    model: env.llm.model(),
+                    temperature: env.llm.temperature(),
+                    max_tokens: env.llm.max_tokens(),
+                    n_messages: total + 1,
+                    n_tool_messages: counts.tool_messages,
+                    n_system_reminder_blocks: counts.reminders,
+                    system_prompt_hash: &self.system_prompt_hash,
+                    tools_hash: &self.tools_hash,
+                    tool_count: schemas.len(),
+                };
+                env.emitter
+                    .emit(self.writer.data_event("llm_call_started", &started));
+            }
             // Everything added since the last call is this turn's.
             let start = self.delta_baseline.min(turn.len());
             // Rendered once, for the event and the request.
             let added = &turn[start..];
             let rendered: Vec<WireJson> = added.iter().map(WireJson::of).collect();
-            let delta = events::LlmCallDelta {
-                attempt,
-                delta_start_index: history.len() + start,
-                total_messages: total,
-                added_messages: &rendered,
-            };
-            env.emitter
-                .emit(self.writer.data_event("llm_call_delta", &delta));
+            if listens {
+                let delta = events::LlmCallDelta {
+                    attempt,
+                    delta_start_index: history.len() + start,
+                    total_messages: total,
+                    added_messages: &rendered,
+                };
+                env.emitter
+                    .emit(self.writer.data_event("llm_call_delta", &delta));
+            }
             env.llm
                 .offer_rendered(history.len() + start, added, rendered);
             self.delta_baseline = turn.len();
@@ -117,10 +122,16 @@ impl Turn<'_, '_> {
             };
             match piece {
                 Piece::Text(t) => {
+                    let listens = env.emitter.listens();
+                    if !listens && matches!(self.deltas, DeltaSink::None) {
+                        continue;
+                    }
                     // The item is rendered first so the event reuses its escaped text.
                     let item = self.delta_writer.text_delta(t);
-                    let ev = self.writer.text_event_json(LLM_TEXT, item.text_json());
-                    env.emitter.emit(ev);
+                    if listens {
+                        let ev = self.writer.text_event_json(LLM_TEXT, item.text_json());
+                        env.emitter.emit(ev);
+                    }
                     match &self.deltas {
                         DeltaSink::None => {}
                         DeltaSink::Callback(cb) => cb(item.json()),
@@ -136,8 +147,10 @@ impl Turn<'_, '_> {
                     }
                 }
                 Piece::Reasoning(r) => {
-                    let ev = self.writer.text_event("thinking", "text", r);
-                    env.emitter.emit(ev);
+                    if env.emitter.listens() {
+                        let ev = self.writer.text_event("thinking", "text", r);
+                        env.emitter.emit(ev);
+                    }
                 }
                 Piece::Retry {
                     retry,

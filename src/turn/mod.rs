@@ -156,10 +156,12 @@ pub(crate) async fn run_turn<'e, 'a>(
             .tools_digest(&env.tools.schemas(), env.tools.names()),
         system_prompt_hash: env.system_prompt.digest(env.llm),
     };
-    let ev = turn
-        .writer
-        .text_event("turn_begin", "user_message", user_message);
-    env.emitter.emit(ev);
+    if env.emitter.listens() {
+        let ev = turn
+            .writer
+            .text_event("turn_begin", "user_message", user_message);
+        env.emitter.emit(ev);
+    }
     let result = turn.run(user_message, max_iterations).await;
     let (outcome, failure) = turn.settle(result);
     Ended {
@@ -191,15 +193,20 @@ struct Turn<'e, 'a> {
 }
 
 impl Turn<'_, '_> {
+    /// Writes and emits an event, unless nobody listens ([`Emitter::listens`]).
     fn emit<T: serde::Serialize + ?Sized>(&mut self, ty: &str, data: &T) {
-        let ev = self.writer.event(ty, data);
-        self.env.emitter.emit(ev);
+        if self.env.emitter.listens() {
+            let ev = self.writer.event(ty, data);
+            self.env.emitter.emit(ev);
+        }
     }
 
     /// [`Turn::emit`] for the typed events of `events.rs`.
     fn emit_data<D: EventData + ?Sized>(&mut self, ty: &str, data: &D) {
-        let ev = self.writer.data_event(ty, data);
-        self.env.emitter.emit(ev);
+        if self.env.emitter.listens() {
+            let ev = self.writer.data_event(ty, data);
+            self.env.emitter.emit(ev);
+        }
     }
 
     fn transport(&self) -> Arc<dyn Transport> {
