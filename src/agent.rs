@@ -452,18 +452,16 @@ impl Agent {
         if on_runtime_thread() {
             return Err((AgentError::Reentrant, None));
         }
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = crate::handoff::handoff();
         self.spawn_turn(
             message.to_owned(),
             opts,
             DeltaSink::None,
             Completion::Handoff,
-            move |r| {
-                let _ = tx.send(r);
-            },
+            move |r| tx.send(r),
         )
         .map_err(|e| (e, None))?;
-        rx.recv().unwrap_or_else(|_| {
+        rx.recv().unwrap_or_else(|| {
             Err((
                 AgentError::Internal("the turn ended without a result".into()),
                 None,

@@ -19,6 +19,7 @@
 //! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |
 //! | `panic_text` | the message of a caught panic |
 //! | `panic_caught` | a future whose panic becomes its output |
+//! | `handoff` | a one-shot value handed to a thread that blocks for it (a blocking chat's result) |
 //!
 //! `unsafe` lives in `ffi` only.
 //!
@@ -63,6 +64,7 @@ pub mod events;
 
 pub mod cancel;
 pub(crate) mod config_field;
+pub(crate) mod handoff;
 pub(crate) mod panic_caught;
 pub(crate) mod panic_text;
 pub mod pycompat;

@@ -1,0 +1,108 @@
+//! A one-shot value handed from a runtime worker to a thread blocked waiting for it: a
+//! blocking chat's result. One `Arc`, a mutex and a condvar, where the `sync_channel` it
+//! replaces allocated and freed a channel with its slot array every turn (~1.8k instructions
+//! of a one-request turn, issue 12).
+
+use std::sync::{Arc, Condvar, Mutex};
+
+struct Shared<T> {
+    /// `None` while the value is awaited; `Some(None)` when the sender was dropped unsent.
+    slot: Mutex<Option<Option<T>>>,
+    ready: Condvar,
+}
+
+/// The sending half: [`Sender::send`] delivers; dropping it unsent wakes the receiver with
+/// nothing, so a waiter never outlives a sender that is gone.
+pub(crate) struct Sender<T>(Option<Arc<Shared<T>>>);
+
+/// The receiving half.
+pub(crate) struct Receiver<T>(Arc<Shared<T>>);
+
+pub(crate) fn handoff<T>() -> (Sender<T>, Receiver<T>) {
+    let shared = Arc::new(Shared {
+        slot: Mutex::new(None),
+        ready: Condvar::new(),
+    });
+    (Sender(Some(shared.clone())), Receiver(shared))
+}
+
+impl<T> Sender<T> {
+    pub(crate) fn send(mut self, value: T) {
+        if let Some(shared) = self.0.take() {
+            shared.put(Some(value));
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.take() {
+            shared.put(None);
+        }
+    }
+}
+
+impl<T> Shared<T> {
+    fn put(&self, value: Option<T>) {
+        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+        self.ready.notify_one();
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Blocks until the value is sent; `None` if the sender was dropped without sending.
+    pub(crate) fn recv(self) -> Option<T> {
+        let mut slot = self.0.slot.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(value) = slot.take() {
+                return value;
+            }
+            slot = self.0.ready.wait(slot).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_sent_from_another_thread_arrives() {
+        let (tx, rx) = handoff();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            tx.send(String::from("done"));
+        });
+        assert_eq!(rx.recv().as_deref(), Some("done"));
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_value_sent_before_the_wait_is_kept() {
+        let (tx, rx) = handoff();
+        tx.send(7);
+        assert_eq!(rx.recv(), Some(7));
+    }
+
+    #[test]
+    fn a_sender_dropped_unsent_wakes_the_receiver_with_nothing() {
+        let (tx, rx) = handoff::<u8>();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(tx);
+        });
+        assert_eq!(rx.recv(), None);
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_sender_dropped_while_unwinding_wakes_the_receiver() {
+        let (tx, rx) = handoff::<u8>();
+        let t = std::thread::spawn(move || {
+            let _tx = tx;
+            panic!("the worker died");
+        });
+        assert_eq!(rx.recv(), None);
+        assert!(t.join().is_err());
+    }
+}
