@@ -23,7 +23,6 @@ mod text_chunk;
 pub mod tool_call;
 mod tool_chunk;
 mod wire_cache;
-mod wire_match;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

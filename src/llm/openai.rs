@@ -32,7 +32,6 @@ use super::sse::SseParser;
 use super::text_chunk::{read_framed, text_chunk, LastTextChunk};
 use super::tool_chunk::tool_chunk;
 use super::wire_cache::{RenderedMessages, SystemWire, UserWire};
-use super::wire_match::serializes_to;
 use super::Message;
 use super::{retry, ChatRequest, LlmError};
 
@@ -77,9 +76,11 @@ pub(crate) struct OpenAiBackend {
     tools: Mutex<Option<RenderedTools>>,
     /// The conversation as of the last request, each message rendered once.
     messages: Mutex<RenderedMessages>,
-    /// The last system message, shared with the process-wide memo: checking the prompt
-    /// against it is cheaper than the memo's hash of the whole prompt.
-    system: Mutex<Option<Bytes>>,
+    /// The last system message and the prompt it renders, shared with the process-wide memo:
+    /// comparing the prompt with it (a `memcmp`) is cheaper than the memo's hash of the whole
+    /// prompt, and than matching the prompt against the JSON (~2k instructions a request,
+    /// issue 12).
+    system: Mutex<Option<RenderedSystem>>,
     /// The last body's size: the next one is allocated once.
     body_size_hint: AtomicUsize,
 }
@@ -115,6 +116,13 @@ fn rendered_tools(schemas: &Arc<Vec<Value>>) -> Bytes {
     let json = json_bytes(&**schemas);
     shared.push(RenderedTools::new(schemas, json.clone()));
     json
+}
+
+/// A system prompt and its message's JSON.
+#[derive(Clone)]
+struct RenderedSystem {
+    prompt: Arc<str>,
+    json: Bytes,
 }
 
 fn json_bytes<T: serde::Serialize + ?Sized>(v: &T) -> Bytes {
@@ -173,16 +181,17 @@ impl OpenAiBackend {
 
     /// `{"role":"system","content":…}`, rendered once per distinct prompt.
     fn system_message(&self, system: &str) -> Bytes {
-        static RENDERED: SharedMemo<Bytes> = SharedMemo::new();
+        static RENDERED: SharedMemo<RenderedSystem> = SharedMemo::new();
         let mut mine = self.system.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(json) = mine
-            .as_ref()
-            .filter(|j| serializes_to(&SystemWire(system), j))
-        {
-            return json.clone();
+        if let Some(r) = mine.as_ref().filter(|r| *r.prompt == *system) {
+            return r.json.clone();
         }
-        let json = RENDERED.get_or(system.as_bytes(), || json_bytes(&SystemWire(system)));
-        *mine = Some(json.clone());
+        let r = RENDERED.get_or(system.as_bytes(), || RenderedSystem {
+            prompt: Arc::from(system),
+            json: json_bytes(&SystemWire(system)),
+        });
+        let json = r.json.clone();
+        *mine = Some(r);
         json
     }
 
