@@ -397,7 +397,9 @@ typedef void (*agentao_event_fn)(void *userdata, const char *event_json);
  with a message naming the problem.
 
  Threads: callbacks run on library threads, possibly several at once (read-only tools of one
- batch run in parallel), and never while the library holds a lock.
+ batch run in parallel), and never while the library holds a lock. Blocking is fine; a
+ callback still running 2 s after its turn was cancelled is left behind (the call is
+ answered as cancelled, the turn ends, and what the callback answers later is dropped).
  */
 typedef struct agentao_file_system {
   /*

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentao::agent::{Agent, TurnOptions};
-use agentao::tools::{Tool, ToolContext, ToolError, ToolFuture};
+use agentao::tools::{Tool, ToolContext, ToolError, ToolFuture, ToolServices};
 use agentao::turn::TurnStatus;
 use serde_json::{json, Map, Value};
 
@@ -56,7 +56,7 @@ impl Tool for OnTask {
     fn is_reentrant(&self) -> bool {
         self.reentrant
     }
-    fn runs_on_task(&self) -> bool {
+    fn runs_on_task(&self, _: &ToolServices) -> bool {
         true
     }
     fn execute(&self, _: &Map<String, Value>, _: &ToolContext<'_>) -> Result<String, ToolError> {
@@ -344,4 +344,54 @@ fn a_panicking_blocking_tool_fails_the_call_not_the_turn() {
         common::tool_results(&run.agent),
         ["Error executing on_thread: the tool panicked"]
     );
+}
+
+/// A blocking-thread tool that ignores the cancel: it sleeps its whole `ms` and then answers.
+struct DeafOnThread;
+
+impl Tool for DeafOnThread {
+    fn name(&self) -> &str {
+        "deaf"
+    }
+    fn description(&self) -> &str {
+        "test tool that ignores cancellation"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"ms": {"type": "integer"}}})
+    }
+    fn execute(&self, args: &Map<String, Value>, _: &ToolContext<'_>) -> Result<String, ToolError> {
+        let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+        std::thread::sleep(Duration::from_millis(ms));
+        Ok("finally".into())
+    }
+}
+
+/// A call that does not end after a cancel (host code that never returns, a tool that does not
+/// watch the token) holds the cancelled turn for the grace of 2 s, then is left behind: the
+/// turn ends cancelled, and the call is answered and reported as cancelled.
+#[test]
+fn a_call_deaf_to_the_cancel_is_left_behind_after_the_grace() {
+    let run = agent(batch(&[("deaf", json!({"ms": 6000}))]), &[]);
+    run.agent.add_tool(Arc::new(DeafOnThread), false).unwrap();
+    let (token, rx) = common::start_cancellable(&run.agent, "go");
+    std::thread::sleep(Duration::from_millis(200));
+    let fired = Instant::now();
+    token.cancel("host gave up");
+    let (done_at, result) = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the cancelled turn waited for the call to end");
+    let waited = done_at.saturating_duration_since(fired);
+    assert!(
+        waited >= Duration::from_millis(1900) && waited < Duration::from_millis(4500),
+        "the turn ended {waited:?} after the cancel"
+    );
+    let outcome = result.unwrap();
+    assert_eq!(outcome.status, TurnStatus::Cancelled);
+    assert_eq!(
+        common::tool_results(&run.agent),
+        ["[Operation Cancelled] host gave up (the call did not end within 2 s of the cancel and was left behind)"]
+    );
+    let complete = events_of(&run, "tool_complete");
+    assert_eq!(complete.len(), 1, "{complete:?}");
+    assert_eq!(complete[0]["data"]["status"], "cancelled");
 }

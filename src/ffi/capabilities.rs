@@ -53,7 +53,9 @@ const MAX_ENTRIES: usize = 1_000_000;
 /// with a message naming the problem.
 ///
 /// Threads: callbacks run on library threads, possibly several at once (read-only tools of one
-/// batch run in parallel), and never while the library holds a lock.
+/// batch run in parallel), and never while the library holds a lock. Blocking is fine; a
+/// callback still running 2 s after its turn was cancelled is left behind (the call is
+/// answered as cancelled, the turn ends, and what the callback answers later is dropped).
 #[repr(C)]
 pub struct agentao_file_system {
     /// `sizeof(agentao_file_system)`; a smaller value means the slots past it are NULL.

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::client::{CallError, Connection, ToolDef};
 use super::naming::tool_name;
 use super::render::render_call_result;
-use crate::tools::{Tool, ToolContext, ToolError, ToolFuture};
+use crate::tools::{Tool, ToolContext, ToolError, ToolFuture, ToolServices};
 
 pub(crate) struct McpTool {
     fqn: String,
@@ -85,7 +85,7 @@ impl Tool for McpTool {
 
     /// An MCP call is a request and its answer: awaited on the turn's task, with no blocking
     /// thread between the turn and rmcp's service task.
-    fn runs_on_task(&self) -> bool {
+    fn runs_on_task(&self, _services: &ToolServices) -> bool {
         true
     }
 

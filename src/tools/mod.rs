@@ -360,8 +360,10 @@ pub trait Tool: Send + Sync {
     /// waiting on a socket (an MCP request) or a small local read. Only for a call that does
     /// not block for long: the task shares a runtime worker with every agent's turns, so no
     /// host callback, no [`HostRequests::ask_user`], and anything that may block (a big file,
-    /// a process) wrapped in `tokio::task::block_in_place`.
-    fn runs_on_task(&self) -> bool {
+    /// a process) wrapped in `tokio::task::block_in_place`. `services` are the ones the call
+    /// will use: a call that reaches a host's file system is host code, which runs on a blocking
+    /// thread, where a cancelled turn can leave it behind if it never returns.
+    fn runs_on_task(&self, _services: &ToolServices) -> bool {
         false
     }
     /// The call as a future, polled on the turn's task when [`Tool::runs_on_task`]. It is

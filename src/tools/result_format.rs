@@ -47,6 +47,11 @@ pub(crate) fn content_hash(raw: &str) -> String {
     lower_hex(&Sha256::digest(raw.as_bytes()))
 }
 
+/// Whether a result is long enough to be saved in full and shown as an excerpt.
+pub(crate) fn spills(raw: &str) -> bool {
+    char_count(raw) > SAVE_THRESHOLD
+}
+
 /// Formats one result, spilling into `output_dir` through `fs`: with a host file system the
 /// saved copy lives where the rest of the workspace does (never pruned: the seam has no delete).
 pub(crate) fn format_result_to(
@@ -57,15 +62,45 @@ pub(crate) fn format_result_to(
 ) -> FormattedResult {
     let original_chars = char_count(raw);
     if original_chars <= SAVE_THRESHOLD {
-        return FormattedResult {
-            model_text: strip_tag_chars_cow(raw).into(),
-            original_chars,
-            saved_to_disk: false,
-            disk_path: None,
-        };
+        return whole(raw, original_chars);
     }
-    let (file_ref, disk_path) = match save(output_dir, tool_name, raw, fs) {
-        Ok((path, redacted)) => {
+    let saved = save(output_dir, tool_name, raw, fs).ok();
+    if saved.is_some() && fs.is_local() {
+        let first = PRUNED
+            .lock()
+            .map(|mut set| set.insert(output_dir.to_path_buf()))
+            .unwrap_or(false);
+        if first {
+            prune(output_dir, SystemTime::now());
+        }
+    }
+    excerpt(raw, original_chars, saved)
+}
+
+/// A result formatted as [`format_result_to`] does when its full copy could not be saved (the
+/// save failed, or it did not end in time).
+pub(crate) fn format_unsaved(raw: &str) -> FormattedResult {
+    let original_chars = char_count(raw);
+    if original_chars <= SAVE_THRESHOLD {
+        return whole(raw, original_chars);
+    }
+    excerpt(raw, original_chars, None)
+}
+
+fn whole(raw: &str, original_chars: usize) -> FormattedResult {
+    FormattedResult {
+        model_text: strip_tag_chars_cow(raw).into(),
+        original_chars,
+        saved_to_disk: false,
+        disk_path: None,
+    }
+}
+
+/// The head and tail of a long result, with where its full copy was saved (the path, and
+/// whether credential-shaped strings were redacted in it), if it was.
+fn excerpt(raw: &str, original_chars: usize, saved: Option<(PathBuf, bool)>) -> FormattedResult {
+    let (file_ref, disk_path) = match saved {
+        Some((path, redacted)) => {
             let note = if redacted {
                 "  (credential-shaped strings in the saved copy are replaced with [REDACTED:<kind>]; \
                  the excerpt below is verbatim)"
@@ -80,17 +115,8 @@ pub(crate) fn format_result_to(
                 Some(path),
             )
         }
-        Err(_) => (String::new(), None),
+        None => (String::new(), None),
     };
-    if disk_path.is_some() && fs.is_local() {
-        let first = PRUNED
-            .lock()
-            .map(|mut set| set.insert(output_dir.to_path_buf()))
-            .unwrap_or(false);
-        if first {
-            prune(output_dir, SystemTime::now());
-        }
-    }
     let omitted = original_chars - SAVE_THRESHOLD;
     let head_end = raw
         .char_indices()

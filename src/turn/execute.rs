@@ -25,7 +25,7 @@ use crate::cancel::CancelToken;
 use crate::events::host::{rfc3339_millis, ToolLifecycleEvent};
 use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
 use crate::llm::message::ToolAnswer;
-use crate::tools::result_format::content_hash;
+use crate::tools::result_format::{self, content_hash, FormattedResult};
 use crate::tools::{
     check_declared, check_declared_in, HostRequests, Tool, ToolContext, ToolError, ToolOrigin,
     ToolServices, ToolsConfig, RECENT_MESSAGES,
@@ -54,6 +54,18 @@ struct CallDone(usize, ToolOutcome);
 
 /// The groups of calls running on the turn's task, polled by [`Turn::pump`].
 type OnTask = FuturesUnordered<Pin<Box<dyn Future<Output = ()> + Send>>>;
+
+/// Calls started together: their indices in the batch, where each one's end comes, and the
+/// futures of those that run on the turn's task.
+struct Running<'c> {
+    calls: &'c [usize],
+    ends: mpsc::UnboundedReceiver<CallDone>,
+    tasks: OnTask,
+}
+
+/// How long a cancelled turn waits for its calls to end before it leaves them behind, as it
+/// gives a host's shell executor ([`crate::tools::shell_run::GRACE`]).
+const CANCEL_GRACE: Duration = crate::tools::shell_run::GRACE;
 
 /// What a group's calls share, owned so a blocking thread or the turn's task can hold it.
 struct CallEnv {
@@ -157,7 +169,7 @@ impl CallEnv {
 
 impl Turn<'_, '_> {
     /// The `tool_result` events, in call order, and the answers history records.
-    pub(super) fn report_results(
+    pub(super) async fn report_results(
         &mut self,
         plans: &[Plan],
         results: Vec<ToolOutcome>,
@@ -165,7 +177,7 @@ impl Turn<'_, '_> {
         let mut answers = Vec::with_capacity(plans.len());
         for (p, res) in plans.iter().zip(results) {
             let raw = res.text(&p.name);
-            let f = self.env.tool_services.format_result(&p.name, &raw);
+            let f = self.formatted(&p.name, &raw).await;
             if self.env.emitter.listens() {
                 self.emit_data(
                     "tool_result",
@@ -186,6 +198,32 @@ impl Turn<'_, '_> {
             answers.push(ToolAnswer::new(&p.call_id, &p.name, f.model_text));
         }
         answers
+    }
+
+    /// A result made ready for history. Saving a long result's full copy through a host's
+    /// file system is host code: it runs on a blocking thread, and a cancelled turn waits for
+    /// it [`CANCEL_GRACE`] at most, as for a call (the result then goes without its copy).
+    async fn formatted(&self, tool: &str, raw: &str) -> FormattedResult {
+        let services = self.env.tool_services;
+        if services.fs().is_local_disk() || !result_format::spills(raw) {
+            return services.format_result(tool, raw);
+        }
+        let (on_thread, tool_name, text) = (services.clone(), tool.to_owned(), raw.to_owned());
+        let saving =
+            tokio::task::spawn_blocking(move || on_thread.format_result(&tool_name, &text));
+        let given_up = async {
+            self.cancel.cancelled().await;
+            tokio::time::sleep(CANCEL_GRACE).await;
+        };
+        tokio::select! {
+            saved = saving => {
+                if let Ok(f) = saved {
+                    return f;
+                }
+            }
+            _ = given_up => {}
+        }
+        result_format::format_unsaved(raw)
     }
 
     /// Executes the batch: read-only batches in parallel (calls to one tool still one at a
@@ -227,7 +265,12 @@ impl Turn<'_, '_> {
                 self.spawn_calls(plans, group, &mailbox, tx.clone(), &mut tasks);
             }
             drop(tx);
-            self.pump(plans, &mailbox, rx, tasks, &mut results, &mut started_at)
+            let running = Running {
+                calls: &runnable,
+                ends: rx,
+                tasks,
+            };
+            self.pump(plans, &mailbox, running, &mut results, &mut started_at)
                 .await;
         } else {
             for i in 0..plans.len() {
@@ -240,7 +283,12 @@ impl Turn<'_, '_> {
                 let (tx, rx) = mpsc::unbounded_channel();
                 let mut tasks = OnTask::new();
                 self.spawn_calls(plans, vec![i], &mailbox, tx, &mut tasks);
-                self.pump(plans, &mailbox, rx, tasks, &mut results, &mut started_at)
+                let running = Running {
+                    calls: &[i],
+                    ends: rx,
+                    tasks,
+                };
+                self.pump(plans, &mailbox, running, &mut results, &mut started_at)
                     .await;
             }
         }
@@ -313,7 +361,10 @@ impl Turn<'_, '_> {
             mailbox: mailbox.clone(),
             cancel,
         };
-        if jobs.first().is_some_and(|j| j.tool.runs_on_task()) {
+        if jobs
+            .first()
+            .is_some_and(|j| j.tool.runs_on_task(&env.services))
+        {
             tasks.push(Box::pin(async move {
                 for job in jobs {
                     let done = env.run_on_task(job).await;
@@ -357,23 +408,37 @@ impl Turn<'_, '_> {
 
     /// Turns execution reports into events, in the order they happen. Streamed output is
     /// taken from the mailbox as it comes; a cancel discards what is queued, and the pump then
-    /// only waits for the calls to finish (the tools see the same token and stop).
+    /// only waits for the calls to finish (the tools see the same token and stop), for
+    /// [`CANCEL_GRACE`] at most.
     async fn pump(
         &mut self,
         plans: &[Plan],
         mailbox: &OutputMailbox,
-        mut rx: mpsc::UnboundedReceiver<CallDone>,
-        mut tasks: OnTask,
+        running: Running<'_>,
         results: &mut [Option<ToolOutcome>],
         started_at: &mut [DateTime<Utc>],
     ) {
+        let Running {
+            calls,
+            ends: mut rx,
+            mut tasks,
+        } = running;
         let mut discarding = false;
+        // Set by a cancel: how long the calls still have to end.
+        let mut grace: Option<Pin<Box<tokio::time::Sleep>>> = None;
         loop {
             tokio::select! {
                 biased;
                 _ = self.cancel.cancelled(), if !discarding => {
                     mailbox.close();
                     discarding = true;
+                    grace = Some(Box::pin(tokio::time::sleep(CANCEL_GRACE)));
+                }
+                // A call stuck in host code (a file-system callback that never returns) is
+                // left behind: its thread is the host's to free, its answer "did not finish".
+                _ = async { grace.as_mut().expect("set by the cancel").await }, if grace.is_some() => {
+                    self.left_behind(plans, calls, results, started_at).await;
+                    break;
                 }
                 done = rx.recv() => match done {
                     Some(CallDone(i, res)) => {
@@ -393,6 +458,33 @@ impl Turn<'_, '_> {
                 // since the calls watch the token and end.
                 Some(()) = tasks.next(), if !tasks.is_empty() => {}
             }
+        }
+    }
+
+    /// Ends the calls a cancelled turn stops waiting for: each is reported cancelled (its
+    /// output and its end, should they come, go nowhere).
+    async fn left_behind(
+        &mut self,
+        plans: &[Plan],
+        calls: &[usize],
+        results: &mut [Option<ToolOutcome>],
+        started_at: &[DateTime<Utc>],
+    ) {
+        for &i in calls {
+            if results[i].is_some() {
+                continue;
+            }
+            let waited = (Utc::now() - started_at[i]).num_microseconds().unwrap_or(0);
+            let outcome = ToolOutcome::Cancelled {
+                text: format!(
+                    "[Operation Cancelled] {} (the call did not end within {} s of the cancel and was left behind)",
+                    cancel_reason(&self.cancel),
+                    CANCEL_GRACE.as_secs()
+                ),
+                duration_ms: waited as f64 / 1000.0,
+            };
+            self.call_finished(&plans[i], started_at[i], &outcome).await;
+            results[i] = Some(outcome);
         }
     }
 

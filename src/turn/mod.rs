@@ -313,7 +313,7 @@ impl Turn<'_, '_> {
             return Err(e);
         }
         let results = self.execute(&batch.plans).await;
-        let answers = self.report_results(&batch.plans, results);
+        let answers = self.report_results(&batch.plans, results).await;
         // Early rejections first, then the planned calls, each in call order.
         self.record_answers(&batch.early);
         self.record_answers(&answers);

@@ -27,6 +27,8 @@ typedef struct vfs {
     atomic_int outside;    /* callbacks for a path outside the workspace */
     atomic_int freed;      /* userdata_free calls */
     int bad_answer;        /* 1: read answers with add_entry; 2: returns -7; 3: too much data */
+    atomic_int hang;       /* read (1) or write (2) does not return while it is set */
+    atomic_int hung;       /* calls that started hanging */
 } vfs;
 
 static void vfs_note(vfs *v, const char *path) {
@@ -51,9 +53,17 @@ static bool vfs_is_dir(vfs *v, const char *path) {
     return false;
 }
 
+/* Does not return while `v->hang` is `which`. */
+static void vfs_hang(vfs *v, int which) {
+    if (atomic_load(&v->hang) != which) return;
+    atomic_fetch_add(&v->hung, 1);
+    while (atomic_load(&v->hang) == which) tu_sleep_ms(1);
+}
+
 static int32_t vfs_read(void *ud, const char *path, uint64_t max_bytes, agentao_fs_out *out) {
     vfs *v = ud;
     vfs_note(v, path);
+    vfs_hang(v, 1);
     if (v->bad_answer == 1) {
         agentao_error *err = NULL;
         CHECK_STATUS(agentao_fs_out_add_entry(out, "x", AGENTAO_FS_KIND_FILE, 1, &err),
@@ -88,6 +98,7 @@ static int32_t vfs_read(void *ud, const char *path, uint64_t max_bytes, agentao_
 static int32_t vfs_write(void *ud, const char *path, const uint8_t *data, size_t len, bool append) {
     vfs *v = ud;
     vfs_note(v, path);
+    vfs_hang(v, 2);
     atomic_fetch_add(&v->writes, 1);
     pthread_mutex_lock(&v->mu);
     long i = vfs_find(v, path);
@@ -282,6 +293,31 @@ static const char *SCRIPT =
     CALL("big", "read_file", "{\"file_path\":\"big.txt\"}") ","
     "{\"text\":\"done\"}";
 
+/* 2,000 lines of 41 bytes: read_file's result is over 40,000 characters, so it is spilled. */
+static char *long_text(void) {
+    size_t n = 2000 * 41;
+    char *big = malloc(n + 1);
+    for (size_t l = 0; l < 2000; l++) snprintf(big + l * 41, 42, "%040zu\n", l);
+    big[n] = '\0';
+    return big;
+}
+
+/* Cancels `tok` once a callback started hanging, and notes when. */
+typedef struct canceller {
+    agentao_cancel_token *tok;
+    atomic_int *when;
+    uint64_t cancelled_at;
+} canceller;
+
+static void *cancel_when_hung(void *arg) {
+    canceller *c = arg;
+    if (!tu_wait_count(c->when, 1, 10000)) return NULL;
+    tu_sleep_ms(50);
+    c->cancelled_at = tu_now_ms();
+    agentao_cancel_token_cancel(c->tok, "host gave up");
+    return NULL;
+}
+
 static int count_entries(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return -1;
@@ -312,12 +348,9 @@ int main(void) {
     CHECK(rmdir(root) == 0);
     /* A file whose read result is over 40,000 characters: the full result is spilled. */
     {
-        size_t n = 2000 * 41;
-        char *big = malloc(n + 1);
-        for (size_t l = 0; l < 2000; l++) snprintf(big + l * 41, 42, "%040zu\n", l);
-        big[n] = '\0';
+        char *big = long_text();
         char *big_path = tu_printf("%s/big.txt", root);
-        CHECK(vfs_write(&v, big_path, (const uint8_t *)big, n, false) == 0);
+        CHECK(vfs_write(&v, big_path, (const uint8_t *)big, strlen(big), false) == 0);
         free(big_path);
         free(big);
     }
@@ -391,6 +424,7 @@ int main(void) {
 
     tu_section("a wrong answer, a bad code and an oversized answer fail the tool, not the turn");
     static const char *ONE = CALL("r1", "read_file", "{\"file_path\":\"a.txt\"}") ",{\"text\":\"ok\"}";
+    static const char *BIG = CALL("rb", "read_file", "{\"file_path\":\"big.txt\"}") ",{\"text\":\"ok\"}";
     vfs bad;
     vfs_init(&bad, root);
     bad.n = 1;
@@ -418,6 +452,59 @@ int main(void) {
         agentao_agent_free(a);
     }
     vfs_destroy(&bad);
+
+    tu_section("a callback that never returns does not hold a cancelled turn");
+    /* 1: the read of a small file; 2: the write of a long result's full copy. */
+    for (int which = 1; which <= 2; which++) {
+        CHECK(mkdir(root, 0700) == 0);
+        cfg = tu_config(root, which == 1 ? ONE : BIG, NULL);
+        a = tu_agent(cfg, NULL);
+        free(cfg);
+        CHECK(rmdir(root) == 0);
+        vfs stuck;
+        vfs_init(&stuck, root);
+        char *small_path = tu_printf("%s/a.txt", root), *big_path = tu_printf("%s/big.txt", root);
+        CHECK(vfs_write(&stuck, small_path, (const uint8_t *)"0123456789", 10, false) == 0);
+        char *big = long_text();
+        CHECK(vfs_write(&stuck, big_path, (const uint8_t *)big, strlen(big), false) == 0);
+        free(big);
+        free(small_path);
+        free(big_path);
+        atomic_store(&stuck.hang, which);
+        fs = vfs_vtable(&stuck);
+        CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
+        canceller c = {.tok = agentao_cancel_token_new(), .when = &stuck.hung};
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, cancel_when_hung, &c) == 0);
+        text = NULL;
+        CHECK_STATUS(agentao_agent_chat(a, "read", -1, c.tok, &text, NULL), AGENTAO_STATUS_CANCELLED);
+        uint64_t returned = tu_now_ms();
+        CHECK(pthread_join(t, NULL) == 0);
+        CHECK_MSG(c.cancelled_at != 0, "the callback (%d) was never called", which);
+        /* The library gives a call stuck in host code a grace of 2 s after the cancel (the
+         * bound leaves room for valgrind). */
+        CHECK_MSG(returned - c.cancelled_at < 8000, "the cancelled turn (%d) returned %llu ms after the cancel",
+                  which, (unsigned long long)(returned - c.cancelled_at));
+        agentao_string_free(text);
+        hist = tu_history(a);
+        if (which == 1) {
+            CHECK_CONTAINS(hist, "(the call did not end within 2 s of the cancel and was left behind)");
+        } else {
+            /* The result went on without its saved copy (which the excerpt's head would name
+             * before its closing bracket). */
+            CHECK_MSG(strstr(hist, "[Output truncated: 96,047 chars total, showing first 8,000 and last 32,000 chars.]") != NULL,
+                      "the excerpt without a saved copy is not in the history");
+            CHECK_MSG(strstr(hist, "Full output saved to") == NULL, "a copy that was never saved is named");
+        }
+        free(hist);
+        agentao_agent_free(a);
+        /* The stuck callback keeps the userdata until it returns; then it is released once. */
+        CHECK(atomic_load(&stuck.freed) == 0);
+        atomic_store(&stuck.hang, 0);
+        CHECK_MSG(tu_wait_count(&stuck.freed, 1, 10000), "userdata_free ran %d times", atomic_load(&stuck.freed));
+        agentao_cancel_token_free(c.tok);
+        vfs_destroy(&stuck);
+    }
 
     tu_section("NULL restores the local file system");
     cfg = tu_config(parent, CALL("w1", "write_file", "{\"file_path\":\"real.txt\",\"content\":\"disk\"}") ",{\"text\":\"ok\"}", NULL);

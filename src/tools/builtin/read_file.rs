@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::fs::{os_error, FileSystem, LocalFileSystem};
 use super::{arg_i64, required_str, tool_metadata, ReadTarget, Tool, ToolContext, ToolError};
-use crate::tools::ToolFuture;
+use crate::tools::{ToolFuture, ToolServices};
 
 pub(crate) const MAX_LINES: usize = 2000;
 pub(crate) const MAX_LINE_CHARS: usize = 2000;
@@ -66,10 +66,11 @@ impl Tool for ReadFile {
             "required": ["file_path"]},
     }
     /// A small local file is read on the turn's task: the blocking-thread round trip costs more
-    /// than the read. Anything else (a host file system, a big or special file) still blocks
-    /// off the task, through `block_in_place`.
-    fn runs_on_task(&self) -> bool {
-        true
+    /// than the read. A big or special local file still blocks off the task, through
+    /// `block_in_place`; a host's file system is host code, so its reads run on a blocking
+    /// thread like every other tool's.
+    fn runs_on_task(&self, services: &ToolServices) -> bool {
+        services.fs().is_local_disk()
     }
     fn execute_async<'a>(
         &'a self,
@@ -77,7 +78,8 @@ impl Tool for ReadFile {
         ctx: &'a ToolContext<'a>,
     ) -> ToolFuture<'a> {
         Box::pin(async move {
-            // A host's file system is host code: it never runs on a worker.
+            // Not on the task with a host's file system (`runs_on_task`); should it be polled
+            // anyway, host code still never runs on a worker.
             if !ctx.services.fs().is_local_disk() {
                 return tokio::task::block_in_place(|| self.execute(args, ctx));
             }
