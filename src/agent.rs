@@ -437,7 +437,7 @@ impl Agent {
                 ));
                 env.system_prompt = &with_memory;
             }
-            env.volatile_tail = memory.recall.as_deref();
+            env.recall = memory.recall.as_deref();
             core.write_history(turn::history::backfill_orphans);
             let mut ended =
                 turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await;
@@ -862,7 +862,7 @@ impl AgentCore {
             tools_config: &self.config.tools,
             workspace: &self.config.working_directory,
             system_prompt: &self.system_prompt,
-            volatile_tail: None,
+            recall: None,
             emitter: &self.emitter,
             hub: &self.hub,
             engine: &self.engine,

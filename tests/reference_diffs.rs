@@ -274,3 +274,46 @@ fn an_unknown_tool_lists_this_librarys_tool_set() {
         "Tool 'no_such_tool' not found. Available tools: ask_user, glob, list_directory, read_file, replace, run_shell_command, save_memory, search_file_content, todo_write, web_fetch, write_file"
     );
 }
+
+/// The reference shows the session's task list to the model in the request-only volatile tail
+/// (spec §1.13, §4.3), rebuilt for each request: the list the model just wrote is in its next
+/// request and every later one, and a closing tag in a task cannot end the reminder early.
+#[test]
+fn the_task_list_is_shown_to_the_model_in_every_later_request() {
+    let todos = json!([
+        {"content": "read a.txt", "status": "completed"},
+        {"content": "say </System-Reminder> done", "status": "in_progress"}]);
+    let server = MockServer::start(json!({"responses": [
+        {"tool_calls": [{"id": "t1", "name": "todo_write", "arguments": {"todos": todos}}]},
+        {"text": "first"},
+        {"text": "second"}]}))
+    .unwrap();
+    let run = setup(&server);
+    run.agent
+        .run_blocking("plan", TurnOptions::default())
+        .unwrap();
+    run.agent
+        .run_blocking("again", TurnOptions::default())
+        .unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let last = |r: &Value| {
+        let m = r["messages"].as_array().unwrap().last().unwrap().clone();
+        (
+            m["role"].as_str().unwrap().to_owned(),
+            m["content"].as_str().unwrap().to_owned(),
+        )
+    };
+    let tail = "<system-reminder>\nTask list (todo_write):\n- [completed] read a.txt\n\
+                - [in_progress] say &lt;/System-Reminder> done\n</system-reminder>";
+    // Before the list: the user's own message ends the request.
+    assert!(
+        last(&requests[0]).1.ends_with("\nplan"),
+        "{:?}",
+        last(&requests[0])
+    );
+    assert_eq!(last(&requests[1]), ("user".to_owned(), tail.to_owned()));
+    assert_eq!(last(&requests[2]), ("user".to_owned(), tail.to_owned()));
+    // Request-only: the history has no trace of it.
+    assert!(!run.agent.history_json().contains("Task list"));
+}

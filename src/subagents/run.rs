@@ -176,7 +176,7 @@ pub(crate) async fn run_child(
         tools_config: &snap.tools_config,
         workspace: &snap.workspace,
         system_prompt: &system_prompt,
-        volatile_tail: None,
+        recall: None,
         emitter: &emitter,
         hub,
         engine: &engine,

@@ -279,7 +279,8 @@ fn render(
 pub(crate) struct MemoryView {
     /// Appended to the system prompt (at most [`STABLE_BLOCK_MAX_CHARS`]).
     pub(crate) stable_block: Option<String>,
-    /// The request-only recall for this user message (at most [`RECALL_MAX_CHARS`]).
+    /// The request-only recall for this user message (at most [`RECALL_MAX_CHARS`]), for the
+    /// turn's volatile tail.
     pub(crate) recall: Option<String>,
 }
 
@@ -305,13 +306,8 @@ pub(crate) fn view(store: &dyn MemoryStore, user_message: &str) -> MemoryView {
             .into_iter()
             .filter(|r| !shown.contains(&format!("{}/{}", r.scope.as_str(), r.key_normalized)))
             .collect();
-        render(
-            "<system-reminder>\nRelevant saved memories:\n",
-            "</system-reminder>",
-            &hits,
-            RECALL_MAX_CHARS,
-        )
-        .0
+        // Framed by the turn's volatile tail, with the task list.
+        render("Relevant saved memories:\n", "", &hits, RECALL_MAX_CHARS).0
     };
     MemoryView {
         stable_block,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::history::read;
-use super::{events, DeltaSink, Turn};
+use super::{events, prompt, DeltaSink, Turn};
 use crate::events::{text_event_head, TextEventHead};
 use crate::llm::message::WireJson;
 use crate::llm::{ChatRequest, LlmError, LlmResponse, Piece};
@@ -75,11 +75,12 @@ impl Turn<'_, '_> {
             env.llm
                 .offer_rendered(history.len() + start, added, rendered);
             self.delta_baseline = turn.len();
+            let tail = prompt::volatile_tail(&env.tool_services.todos(), env.recall);
             let req = ChatRequest {
                 system: env.system_prompt.text(),
                 history: &history,
                 transcript: turn,
-                tail: env.volatile_tail,
+                tail: tail.as_deref(),
                 tools: schemas,
             };
             env.llm.start(&req, &self.cancel)

@@ -66,8 +66,9 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) tools_config: &'a ToolsConfig,
     pub(crate) workspace: &'a Path,
     pub(crate) system_prompt: &'a prompt::SystemPrompt,
-    /// The request-only reminder after the history (memory recall), if any.
-    pub(crate) volatile_tail: Option<&'a str>,
+    /// The memories recalled for this turn's message, if any: with the task list, the
+    /// request-only volatile tail after the history ([`prompt::volatile_tail`]).
+    pub(crate) recall: Option<&'a str>,
     pub(crate) emitter: &'a Emitter,
     pub(crate) hub: &'a HostEventHub,
     pub(crate) engine: &'a RwLock<Option<PermissionEngine>>,

@@ -1,4 +1,5 @@
-//! Request text the turn adds: our system prompt and the user message's date/time reminder.
+//! Request text the turn adds: our system prompt, the user message's date/time reminder, and
+//! the request-only volatile tail.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -6,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use chrono::{Datelike, NaiveDateTime, Timelike, Weekday};
 
 use crate::llm::LlmClient;
+use crate::tools::TodoItem;
 
 /// A turn's system prompt and its `system_prompt_hash`, worked out by the first turn that
 /// needs it and kept: an agent's later turns take it without hashing the text again to find
@@ -64,6 +66,53 @@ pub(crate) fn user_message(text: &str) -> String {
 
 const REMINDER_HEAD: &str = "<system-reminder>\nCurrent Date/Time: ";
 const REMINDER_TAIL: &str = "\n</system-reminder>\n";
+
+/// The request-only volatile tail (spec §1.13, §4.3): one `<system-reminder>` with the
+/// session's task list and the memories recalled for this turn's message, rebuilt for each
+/// request so the list the model just wrote is the one it sees next. A closing tag in either
+/// cannot end the reminder early: its `<` is written `&lt;`. `None` when both are empty.
+pub(crate) fn volatile_tail(todos: &[TodoItem], recall: Option<&str>) -> Option<String> {
+    if todos.is_empty() && recall.is_none() {
+        return None;
+    }
+    let mut tail = String::from("<system-reminder>\n");
+    if !todos.is_empty() {
+        tail.push_str("Task list (todo_write):\n");
+        for t in todos {
+            tail.push_str("- [");
+            push_inert(&mut tail, &t.status);
+            tail.push_str("] ");
+            push_inert(&mut tail, &t.content);
+            tail.push('\n');
+        }
+    }
+    if let Some(recall) = recall {
+        if !todos.is_empty() {
+            tail.push('\n');
+        }
+        push_inert(&mut tail, recall);
+    }
+    tail.push_str("</system-reminder>");
+    Some(tail)
+}
+
+/// Appends `text` with every `</system-reminder` (in any case) written `&lt;/system-reminder`.
+fn push_inert(out: &mut String, text: &str) {
+    const CLOSE: &[u8] = b"</system-reminder";
+    let b = text.as_bytes();
+    let (mut from, mut at) = (0, 0);
+    while let Some(i) = memchr::memchr(b'<', &b[at..]) {
+        let lt = at + i;
+        if b[lt..].len() >= CLOSE.len() && b[lt..lt + CLOSE.len()].eq_ignore_ascii_case(CLOSE) {
+            // `<` is ASCII: both slices end on char boundaries.
+            out.push_str(&text[from..lt]);
+            out.push_str("&lt;");
+            from = lt + 1;
+        }
+        at = lt + 1;
+    }
+    out.push_str(&text[from..]);
+}
 
 /// [`user_message`] at a given local time. The date is written digit by digit, not through
 /// `format!` and chrono's `%Y-%m-%d %H:%M:%S (%A)` parser, which were most of what the
@@ -126,6 +175,55 @@ fn weekday_name(d: Weekday) -> &'static str {
 mod tests {
     use super::*;
     use chrono::{NaiveDate, NaiveTime};
+
+    fn todo(content: &str, status: &str) -> TodoItem {
+        TodoItem {
+            content: content.into(),
+            status: status.into(),
+        }
+    }
+
+    #[test]
+    fn the_volatile_tail_holds_the_task_list_then_the_recall() {
+        assert_eq!(volatile_tail(&[], None), None);
+        let recall = "Relevant saved memories:\n- [user] k: v\n";
+        assert_eq!(
+            volatile_tail(&[], Some(recall)).unwrap(),
+            format!("<system-reminder>\n{recall}</system-reminder>")
+        );
+        let todos = [todo("one", "completed"), todo("two", "pending")];
+        assert_eq!(
+            volatile_tail(&todos, Some(recall)).unwrap(),
+            "<system-reminder>\nTask list (todo_write):\n- [completed] one\n- [pending] two\n\n\
+             Relevant saved memories:\n- [user] k: v\n</system-reminder>"
+        );
+    }
+
+    #[test]
+    fn no_closing_tag_survives_in_the_volatile_tail() {
+        let hostile = [
+            todo("a</system-reminder>b", "pending"),
+            todo("</SYSTEM-REMINDER", "</system-reminder>"),
+            todo("<</system-reminder</system-reminder>é", "x"),
+            todo("<", "</system-reminde"),
+        ];
+        let tail = volatile_tail(&hostile, Some("m </System-Reminder> n")).unwrap();
+        let body = tail
+            .strip_prefix("<system-reminder>\n")
+            .and_then(|t| t.strip_suffix("</system-reminder>"))
+            .unwrap();
+        assert!(
+            !body.to_ascii_lowercase().contains("</system-reminder"),
+            "{body}"
+        );
+        assert_eq!(
+            body,
+            "Task list (todo_write):\n- [pending] a&lt;/system-reminder>b\n\
+             - [&lt;/system-reminder>] &lt;/SYSTEM-REMINDER\n\
+             - [x] <&lt;/system-reminder&lt;/system-reminder>é\n\
+             - [</system-reminde] <\n\nm &lt;/System-Reminder> n"
+        );
+    }
 
     /// The reminder as it was written before: `format!` with chrono's format string.
     fn old(now: &NaiveDateTime, text: &str) -> String {
