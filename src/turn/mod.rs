@@ -139,7 +139,7 @@ pub(crate) async fn run_turn<'e, 'a>(
     let mut turn = Turn {
         env,
         cancel: cancel.clone(),
-        turn_id: uuid::Uuid::new_v4().to_string(),
+        turn_id: turn_id(),
         // Room for a turn's usual events (`llm_call_completed`, the largest fixed one, is
         // ~450 bytes): the buffer no longer grows several times in every turn.
         writer: EventWriter::with_capacity(1024),
@@ -170,6 +170,14 @@ pub(crate) async fn run_turn<'e, 'a>(
         outcome,
         failure,
     }
+}
+
+/// A turn's id: a version-4 UUID from the thread's fast generator. `Uuid::new_v4` asks the
+/// kernel (a `getrandom` system call) for every id; a turn id names events, it guards nothing.
+fn turn_id() -> String {
+    uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes())
+        .into_uuid()
+        .to_string()
 }
 
 struct Turn<'e, 'a> {
@@ -319,5 +327,20 @@ impl Turn<'_, '_> {
         self.record_answers(&batch.early);
         self.record_answers(&answers);
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn turn_ids_are_distinct_version_4_uuids() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| super::turn_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            let u = uuid::Uuid::parse_str(id).unwrap();
+            assert_eq!(u.get_version_num(), 4, "{id}");
+            assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{id}");
+            assert_eq!(u.to_string(), *id);
+        }
     }
 }
