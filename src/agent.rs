@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
 
 use serde_json::{json, Value};
@@ -162,6 +162,18 @@ pub(crate) struct AgentCore {
     background: Arc<BackgroundStore>,
     /// Definitions change between turns only (`add_subagent`).
     subagents: RwLock<SubagentsConfig>,
+    /// The last turn's tools with the background and spawn tools added, and the tools they
+    /// were added to: a turn on the same tools reuses them, so the per-list caches of the tool
+    /// digest and the rendered tools array hold (a new registry every turn missed both).
+    composed: Mutex<Option<ComposedTools>>,
+    /// Counts `add_subagent`s: composed tools of an older count are not reused.
+    subagents_version: AtomicU64,
+}
+
+struct ComposedTools {
+    from: Arc<ToolRegistry>,
+    subagents_version: u64,
+    tools: Arc<ToolRegistry>,
 }
 
 impl Drop for AgentCore {
@@ -277,6 +289,8 @@ impl Agent {
                 mcp,
                 background,
                 subagents: RwLock::new(subagents),
+                composed: Mutex::new(None),
+                subagents_version: AtomicU64::new(0),
             }),
         };
         agent.connect_mcp_in_background();
@@ -737,6 +751,7 @@ impl Agent {
             return Err(AgentError::TurnInProgress);
         }
         crate::subagents::config::upsert(&mut subagents.definitions, def);
+        self.core.subagents_version.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -787,7 +802,28 @@ impl AgentCore {
                 _ = cancel.cancelled() => base,
             }
         };
-        self.with_spawn_tools(self.with_background_tools(tools))
+        self.composed(tools)
+    }
+
+    /// `tools` with the background and spawn tools added, reused while `tools` and the
+    /// definitions are the same. The lock is not held while composing (that reads the
+    /// definitions, whose writer comes here the other way round); the count is read first, so
+    /// tools composed while a definition was added are stored under the older count.
+    fn composed(self: &Arc<Self>, tools: Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        let version = self.subagents_version.load(Ordering::Acquire);
+        if let Some(c) = lock(&self.composed)
+            .as_ref()
+            .filter(|c| c.subagents_version == version && Arc::ptr_eq(&c.from, &tools))
+        {
+            return c.tools.clone();
+        }
+        let composed = self.with_spawn_tools(self.with_background_tools(tools.clone()));
+        *lock(&self.composed) = Some(ComposedTools {
+            from: tools,
+            subagents_version: version,
+            tools: composed.clone(),
+        });
+        composed
     }
 
     /// `tools` plus `check_background_agent` and `cancel_background_agent` when background
@@ -935,4 +971,37 @@ fn shared_registry(config: &crate::config::ToolsConfig) -> Result<Arc<ToolRegist
         cache.insert(selection, r.clone());
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools_of(agent: &Agent) -> Arc<ToolRegistry> {
+        let token = CancelToken::new();
+        runtime().unwrap().block_on(agent.core.turn_tools(&token))
+    }
+
+    /// An agent with sub-agents (and background agents) gets the same registry every turn, so
+    /// its tool digest and rendered tools stay cached; a new definition makes a new one.
+    #[test]
+    fn a_turn_reuses_the_composed_tools_until_a_definition_is_added() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = serde_json::json!({"working_directory": dir.path(),
+            "llm": {"provider": "scripted", "script": {"responses": []}},
+            "subagents": {"definitions": [{"name": "writer", "description": "writes"}],
+                "background": {"enabled": true}}});
+        let agent = Agent::new(&config.to_string(), None).unwrap();
+        let first = tools_of(&agent);
+        assert!(first.get("agent_writer").is_some());
+        assert!(first.get("check_background_agent").is_some());
+        assert!(Arc::ptr_eq(&first, &tools_of(&agent)));
+        agent
+            .add_subagent(r#"{"name": "reader", "description": "reads"}"#)
+            .unwrap();
+        let second = tools_of(&agent);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(second.get("agent_reader").is_some() && second.get("agent_writer").is_some());
+        assert!(Arc::ptr_eq(&second, &tools_of(&agent)));
+    }
 }
