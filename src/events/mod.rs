@@ -28,6 +28,8 @@ use transport::Transport;
 /// deadlock, and the uncontended path costs one compare-and-swap.
 pub(crate) struct Emitter {
     transport: Arc<dyn Transport>,
+    /// [`Transport::always_listens`], asked once.
+    always_listens: bool,
     busy: AtomicBool,
     queued: AtomicUsize,
     pending: Mutex<VecDeque<String>>,
@@ -36,6 +38,7 @@ pub(crate) struct Emitter {
 impl Emitter {
     pub(crate) fn new(transport: Arc<dyn Transport>) -> Self {
         Emitter {
+            always_listens: transport.always_listens(),
             transport,
             busy: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
@@ -50,7 +53,7 @@ impl Emitter {
     /// Whether an event emitted now reaches anyone ([`Transport::listens`]): callers skip
     /// writing events nobody receives.
     pub(crate) fn listens(&self) -> bool {
-        self.transport.listens()
+        self.always_listens || self.transport.listens()
     }
 
     pub(crate) fn emit(&self, event: JsonText<'_>) {

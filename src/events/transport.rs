@@ -143,6 +143,12 @@ pub trait Transport: Send + Sync {
         true
     }
 
+    /// Whether [`Transport::listens`] is `true` for the transport's whole life, so the agent
+    /// need not ask before each event (a streamed delta asked on every piece).
+    fn always_listens(&self) -> bool {
+        false
+    }
+
     fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
         let _ = reply.answer(Answer::Confirm(Confirmation::Allow));
     }

@@ -186,6 +186,11 @@ impl Transport for FfiTransport {
         self.slots().emit.is_some()
     }
 
+    /// The slots are copied when the transport is made and never change.
+    fn always_listens(&self) -> bool {
+        self.listens()
+    }
+
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
         let Some(f) = self.slots().confirm_tool else {
             let _ = reply.answer(Answer::Confirm(Confirmation::Allow));
