@@ -650,9 +650,12 @@ impl Agent {
         let changed = f(&mut reg)?;
         if changed {
             let old = std::mem::replace(&mut *tools, Arc::new(reg));
-            // A tool dropped with the old registry runs its host finalizer: never under the lock.
+            // The last turn's composed tools hold the old registry's tools too.
+            let composed = lock(&self.core.composed).take();
+            // A tool dropped with the old registry runs its host finalizer: never under a lock.
             drop(tools);
             drop(old);
+            drop(composed);
         }
         Ok(changed)
     }
@@ -811,6 +814,13 @@ impl AgentCore {
     /// tools composed while a definition was added are stored under the older count.
     fn composed(self: &Arc<Self>, tools: Arc<ToolRegistry>) -> Arc<ToolRegistry> {
         let version = self.subagents_version.load(Ordering::Acquire);
+        {
+            let s = self.subagents.read().unwrap_or_else(|e| e.into_inner());
+            if s.definitions.is_empty() && !s.background.enabled {
+                // Nothing to add: nothing kept (and no tool held past its removal).
+                return tools;
+            }
+        }
         if let Some(c) = lock(&self.composed)
             .as_ref()
             .filter(|c| c.subagents_version == version && Arc::ptr_eq(&c.from, &tools))
@@ -818,11 +828,13 @@ impl AgentCore {
             return c.tools.clone();
         }
         let composed = self.with_spawn_tools(self.with_background_tools(tools.clone()));
-        *lock(&self.composed) = Some(ComposedTools {
+        let replaced = lock(&self.composed).replace(ComposedTools {
             from: tools,
             subagents_version: version,
             tools: composed.clone(),
         });
+        // A tool dropped with it may run a host finalizer: never under the lock.
+        drop(replaced);
         composed
     }
 
@@ -1003,5 +1015,14 @@ mod tests {
         assert!(!Arc::ptr_eq(&first, &second));
         assert!(second.get("agent_reader").is_some() && second.get("agent_writer").is_some());
         assert!(Arc::ptr_eq(&second, &tools_of(&agent)));
+        // A removed tool is released at once, not kept by the last turn's composed tools.
+        let own: Arc<dyn Tool> = Arc::new(crate::tools::builtin::todo::TodoWrite);
+        let weak = Arc::downgrade(&own);
+        drop(second);
+        agent.remove_tool("todo_write").unwrap();
+        agent.add_tool(own, false).unwrap();
+        assert!(tools_of(&agent).get("todo_write").is_some());
+        agent.remove_tool("todo_write").unwrap();
+        assert!(weak.upgrade().is_none(), "the removed tool is still held");
     }
 }
