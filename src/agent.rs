@@ -650,12 +650,13 @@ impl Agent {
         let changed = f(&mut reg)?;
         if changed {
             let old = std::mem::replace(&mut *tools, Arc::new(reg));
-            // The last turn's composed tools hold the old registry's tools too.
+            // The last turn's composed and MCP tools hold the old registry's tools too.
             let composed = lock(&self.core.composed).take();
             // A tool dropped with the old registry runs its host finalizer: never under a lock.
             drop(tools);
             drop(old);
             drop(composed);
+            self.core.mcp.forget_tools();
         }
         Ok(changed)
     }

@@ -144,6 +144,14 @@ impl McpManager {
         }
     }
 
+    /// Forgets the last turn's tools when the base registry changed, so a tool removed from it
+    /// is released now rather than at the next turn (a host tool's finalizer is due then).
+    /// What it held is dropped after the lock.
+    pub(crate) fn forget_tools(&self) {
+        let kept = self.cache.lock().ok().and_then(|mut c| c.take());
+        drop(kept);
+    }
+
     pub(crate) fn set_registry(&self, registry: Option<Arc<dyn McpRegistry>>) {
         if let Ok(mut r) = self.registry.write() {
             *r = registry;
@@ -429,13 +437,15 @@ impl McpManager {
             reg.extend(extra);
             Arc::new(reg)
         };
-        if let Ok(mut c) = self.cache.lock() {
-            *c = Some(ToolsCache {
+        let replaced = self.cache.lock().ok().and_then(|mut c| {
+            c.replace(ToolsCache {
                 generation: state.generation,
                 base: base.clone(),
                 tools: reg.clone(),
-            });
-        }
+            })
+        });
+        // A tool dropped with it may run a host finalizer: not under the lock.
+        drop(replaced);
         reg
     }
 }

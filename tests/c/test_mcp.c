@@ -57,6 +57,13 @@ static const char *CALL_ECHO =
 
 /* A C host does not ignore SIGPIPE (Rust programs do): a library write to a dead server's
  * stdin must never raise it in the host. Counted instead of fatal, and checked at the end. */
+static void count_free(void *ud) { atomic_fetch_add((atomic_int *)ud, 1); }
+
+static void never_called(void *ud, const char *args_json, const agentao_tool_call *call, agentao_reply *reply) {
+    (void)ud, (void)args_json, (void)call;
+    agentao_reply_tool_result(reply, "unexpected", NULL);
+}
+
 static atomic_int sigpipes;
 static void on_sigpipe(int sig) {
     (void)sig;
@@ -218,6 +225,35 @@ int main(void) {
         }
         tu_sleep_ms(500);
         CHECK_MSG(atomic_load(&sigpipes) == 0, "the host got %d SIGPIPE", atomic_load(&sigpipes));
+    }
+    tu_section("a host tool removed after a turn with MCP tools is released at once");
+    {
+        const char *dir = tu_workspace();
+        char *extra = tu_printf("\"mcp_servers\":{\"reg\":{\"command\":\"%s\"}}", bin);
+        char *cfg = tu_config(dir, "{\"text\":\"done\"}", extra);
+        free(extra);
+        agentao_agent *a = tu_agent(cfg, NULL);
+        free(cfg);
+        atomic_int freed = 0;
+        agentao_tool_desc d;
+        memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        d.name = "lookup";
+        d.description = "Looks a key up.";
+        d.parameters_json = "{\"type\":\"object\",\"properties\":{}}";
+        d.userdata = &freed;
+        d.userdata_free = count_free;
+        d.execute = never_called;
+        CHECK_STATUS(agentao_agent_add_tool(a, &d, false, NULL), AGENTAO_STATUS_OK);
+        char *text = NULL;
+        CHECK_STATUS(agentao_agent_chat(a, "go", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+        agentao_string_free(text);
+        bool removed = false;
+        CHECK_STATUS(agentao_agent_remove_tool(a, "lookup", &removed, NULL), AGENTAO_STATUS_OK);
+        CHECK(removed);
+        CHECK_MSG(atomic_load(&freed) == 1, "userdata_free after remove: %d", atomic_load(&freed));
+        agentao_agent_free(a);
+        CHECK(atomic_load(&freed) == 1);
     }
     return tu_finish("test_mcp");
 }
