@@ -1,27 +1,34 @@
 //! A one-shot value handed from a runtime worker to a thread blocked waiting for it: a
-//! blocking chat's result. One `Arc`, a mutex and a condvar, where the `sync_channel` it
-//! replaces allocated and freed a channel with its slot array every turn (~1.8k instructions
-//! of a one-request turn, issue 12).
+//! blocking chat's result. The receiver parks its own thread and the sender unparks it: at
+//! most one futex wait and one wake, where the `sync_channel` it replaces allocated and freed
+//! a channel with its slot array every turn (~1.8k instructions of a one-request turn, issue
+//! 12) and a mutex with a condvar made a third futex call per turn.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::Thread;
 
 struct Shared<T> {
-    /// `None` while the value is awaited; `Some(None)` when the sender was dropped unsent.
+    /// `Some(None)` when the sender was dropped unsent. Never contended for long: the
+    /// receiver takes it only once `ready` is set.
     slot: Mutex<Option<Option<T>>>,
-    ready: Condvar,
+    ready: AtomicBool,
+    receiver: Thread,
 }
 
 /// The sending half: [`Sender::send`] delivers; dropping it unsent wakes the receiver with
 /// nothing, so a waiter never outlives a sender that is gone.
 pub(crate) struct Sender<T>(Option<Arc<Shared<T>>>);
 
-/// The receiving half.
+/// The receiving half, tied to the thread that made it (the one that will wait).
 pub(crate) struct Receiver<T>(Arc<Shared<T>>);
 
+/// A handoff to the calling thread: call it on the thread that will [`Receiver::recv`].
 pub(crate) fn handoff<T>() -> (Sender<T>, Receiver<T>) {
     let shared = Arc::new(Shared {
         slot: Mutex::new(None),
-        ready: Condvar::new(),
+        ready: AtomicBool::new(false),
+        receiver: std::thread::current(),
     });
     (Sender(Some(shared.clone())), Receiver(shared))
 }
@@ -45,20 +52,26 @@ impl<T> Drop for Sender<T> {
 impl<T> Shared<T> {
     fn put(&self, value: Option<T>) {
         *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
-        self.ready.notify_one();
+        self.ready.store(true, Ordering::Release);
+        self.receiver.unpark();
     }
 }
 
 impl<T> Receiver<T> {
     /// Blocks until the value is sent; `None` if the sender was dropped without sending.
+    /// Must be called on the thread that made the handoff (the one the sender unparks).
     pub(crate) fn recv(self) -> Option<T> {
-        let mut slot = self.0.slot.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(value) = slot.take() {
-                return value;
-            }
-            slot = self.0.ready.wait(slot).unwrap_or_else(|e| e.into_inner());
+        debug_assert_eq!(std::thread::current().id(), self.0.receiver.id());
+        // A park can return without an unpark: the flag decides.
+        while !self.0.ready.load(Ordering::Acquire) {
+            std::thread::park();
         }
+        self.0
+            .slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .flatten()
     }
 }
 
