@@ -78,8 +78,11 @@ fn setup(responses: Value, host: Host, extra: Value) -> Run {
 }
 
 fn types(run: &Run) -> Vec<String> {
-    run.host
-        .events
+    event_types(&run.host.events)
+}
+
+fn event_types(events: &Mutex<Vec<Value>>) -> Vec<String> {
+    events
         .lock()
         .unwrap()
         .iter()
@@ -781,27 +784,24 @@ fn a_panic_in_the_turn_is_its_error_and_the_agent_is_free_before_it_arrives() {
     assert_eq!(o.text, "fine");
 }
 
-/// A host that listens only once it has been asked to confirm a call: it says so through
+/// A [`Host`] that listens only once it has been asked to confirm a call: it says so through
 /// `Transport::listens`, and records what `emit` still gets.
 #[derive(Default)]
 struct ListensFromConfirm {
     listening: std::sync::atomic::AtomicBool,
-    events: Mutex<Vec<Value>>,
+    host: Host,
 }
 
 impl Transport for ListensFromConfirm {
     fn emit(&self, event: &str) {
-        self.events
-            .lock()
-            .unwrap()
-            .push(serde_json::from_str(event).unwrap());
+        self.host.emit(event);
     }
     fn listens(&self) -> bool {
         self.listening.load(Ordering::SeqCst)
     }
-    fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
+    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
         self.listening.store(true, Ordering::SeqCst);
-        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap();
+        self.host.confirm_tool(req, reply);
     }
 }
 
@@ -837,22 +837,10 @@ fn events_nobody_listens_to_are_not_emitted_and_change_nothing() {
         (loud_text.as_str(), &loud_history)
     );
     assert_eq!(text, "done");
-    let got: Vec<String> = quiet
-        .events
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_owned())
-        .collect();
+    let got = event_types(&quiet.host.events);
     // Nothing before the confirmation (no `turn_begin`, no first call's events); from it on,
     // every event, as the host that always listens got them.
-    let all: Vec<String> = loud
-        .events
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_owned())
-        .collect();
+    let all = event_types(&loud.events);
     let from = all.iter().position(|t| t == "tool_confirmation").unwrap();
     assert_eq!(got, all[from + 1..], "quiet host got {got:?}");
     assert!(all.starts_with(&["turn_begin".to_owned()]), "{all:?}");
