@@ -434,12 +434,6 @@ impl Turn<'_, '_> {
                     discarding = true;
                     grace = Some(Box::pin(tokio::time::sleep(CANCEL_GRACE)));
                 }
-                // A call stuck in host code (a file-system callback that never returns) is
-                // left behind: its thread is the host's to free, its answer "did not finish".
-                _ = async { grace.as_mut().expect("set by the cancel").await }, if grace.is_some() => {
-                    self.left_behind(plans, calls, results, started_at).await;
-                    break;
-                }
                 done = rx.recv() => match done {
                     Some(CallDone(i, res)) => {
                         // Its output came before its end.
@@ -457,6 +451,13 @@ impl Turn<'_, '_> {
                 // Each task sends its calls' ends to `rx` itself; polled after a cancel too,
                 // since the calls watch the token and end.
                 Some(()) = tasks.next(), if !tasks.is_empty() => {}
+                // Last, so an end that came in time is still taken. A call stuck in host code
+                // (a file-system callback that never returns) is left behind: its thread ends
+                // when the host's code returns, and what it answers then goes nowhere.
+                _ = async { grace.as_mut().expect("set by the cancel").await }, if grace.is_some() => {
+                    self.left_behind(plans, calls, results, started_at).await;
+                    break;
+                }
             }
         }
     }
