@@ -810,9 +810,9 @@ impl AgentCore {
     }
 
     /// `tools` with the background and spawn tools added, reused while `tools` and the
-    /// definitions are the same. The lock is not held while composing (that reads the
-    /// definitions, whose writer comes here the other way round); the count is read first, so
-    /// tools composed while a definition was added are stored under the older count.
+    /// definitions are the same. The lock is not held while composing, which reads the
+    /// definitions; the count is read first, so tools composed while a definition was added
+    /// are stored under the older count and not reused.
     fn composed(self: &Arc<Self>, tools: Arc<ToolRegistry>) -> Arc<ToolRegistry> {
         let version = self.subagents_version.load(Ordering::Acquire);
         {
