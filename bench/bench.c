@@ -1861,10 +1861,14 @@ static void bench_scale(void) {
 static int child_callgrind(const char *kind, int reps, const char *base_url) {
     int loop = strcmp(kind, "loop") == 0, stream = strcmp(kind, "stream") == 0;
     char *cfg = config_openai(base_url);
-    /* The stream case has the stream bench's host: a no-op emit and on_delta. */
+    /* The stream case has the stream bench's host: a no-op emit and on_delta. The turn and
+     * loop cases have no transport (every event written for nobody was skipped from Part 10 on),
+     * or, with BENCH_CALLGRIND_EMIT=1, that host too (a host that hears every event). */
     host_t h;
     host_init(&h);
-    agentao_agent *a = agent_new(cfg, stream ? &h : NULL);
+    const char *emit_env = getenv("BENCH_CALLGRIND_EMIT");
+    int listening = stream || (emit_env && strcmp(emit_env, "1") == 0);
+    agentao_agent *a = agent_new(cfg, listening ? &h : NULL);
     const char *prompt = loop ? "loop" : "hi";
     const char *expect = loop ? "loop done" : ONE_TEXT;
     for (int i = 0; i < reps + 1; i++) {

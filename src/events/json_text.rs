@@ -91,30 +91,55 @@ pub(crate) fn plain_len(b: &[u8]) -> usize {
         .unwrap_or(rest.len())
 }
 
+/// Where JSON text is written: the event writer's `String`, or the byte buffer of an event's
+/// fields.
+pub(crate) trait JsonOut {
+    fn push_text(&mut self, s: &str);
+    fn push_ascii(&mut self, b: u8);
+}
+
+impl JsonOut for String {
+    fn push_text(&mut self, s: &str) {
+        self.push_str(s);
+    }
+    fn push_ascii(&mut self, b: u8) {
+        self.push(char::from(b));
+    }
+}
+
+impl JsonOut for Vec<u8> {
+    fn push_text(&mut self, s: &str) {
+        self.extend_from_slice(s.as_bytes());
+    }
+    fn push_ascii(&mut self, b: u8) {
+        self.push(b);
+    }
+}
+
 /// Appends `s` as a JSON string (quotes included), byte for byte as serde_json writes it.
-pub(crate) fn push_json_string(out: &mut String, s: &str) {
+pub(crate) fn push_json_string(out: &mut impl JsonOut, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push('"');
+    out.push_ascii(b'"');
     let mut start = 0;
     loop {
         let i = start + plain_len(&s.as_bytes()[start..]);
         // `i` is at an ASCII byte or the end, so both slices end on char boundaries.
-        out.push_str(&s[start..i]);
+        out.push_text(&s[start..i]);
         let Some(&b) = s.as_bytes().get(i) else {
             break;
         };
         let e = ESCAPE[usize::from(b)];
-        out.push('\\');
+        out.push_ascii(b'\\');
         if e == b'u' {
-            out.push_str("u00");
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xf)]));
+            out.push_text("u00");
+            out.push_ascii(HEX[usize::from(b >> 4)]);
+            out.push_ascii(HEX[usize::from(b & 0xf)]);
         } else {
-            out.push(char::from(e));
+            out.push_ascii(e);
         }
         start = i + 1;
     }
-    out.push('"');
+    out.push_ascii(b'"');
 }
 
 #[cfg(test)]

@@ -266,10 +266,8 @@ impl<'b> Fields<'b> {
     }
 
     /// `"key":value`; `quoted_key` is the key with its quotes and colon (`"key":`).
-    pub(crate) fn field<T: Serialize + ?Sized>(&mut self, quoted_key: &'static str, value: &T) {
-        self.field_with(quoted_key, |buf| {
-            serde_json::to_writer(buf, value).expect("event data serializes")
-        });
+    pub(crate) fn field<T: FieldValue + ?Sized>(&mut self, quoted_key: &'static str, value: &T) {
+        self.field_with(quoted_key, |buf| value.write_json(buf));
     }
 
     /// `"key":` and a value that `write` appends as JSON itself.
@@ -290,6 +288,65 @@ impl<'b> Fields<'b> {
         self.buf.push(b'}');
     }
 }
+
+/// A value of an event's field, written as serde_json writes it: strings, integers and
+/// booleans directly (serde_json's serializer per field was most of what a listening host's
+/// `llm_call_*` events cost, issue 12), anything else through serde_json. Every type an event
+/// struct holds has an impl (a missing one does not compile).
+pub(crate) trait FieldValue {
+    fn write_json(&self, out: &mut Vec<u8>);
+}
+
+impl FieldValue for &str {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        push_json_string(out, self);
+    }
+}
+
+impl FieldValue for String {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        push_json_string(out, self);
+    }
+}
+
+impl FieldValue for bool {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(if *self { b"true" } else { b"false" });
+    }
+}
+
+impl<T: FieldValue> FieldValue for Option<T> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Some(v) => v.write_json(out),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+}
+
+/// Integers with `itoa`, as serde_json writes them.
+macro_rules! integer_field_value {
+    ($($t:ty),*) => {$(
+        impl FieldValue for $t {
+            fn write_json(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(itoa::Buffer::new().format(*self).as_bytes());
+            }
+        }
+    )*};
+}
+integer_field_value!(u32, u64, usize);
+
+/// Through serde_json: floats (its shortest form) and nested JSON.
+macro_rules! serialized_field_value {
+    ($($t:ty),*) => {$(
+        impl FieldValue for $t {
+            fn write_json(&self, out: &mut Vec<u8>) {
+                serde_json::to_writer(out, self).expect("event data serializes");
+            }
+        }
+    )*};
+}
+serialized_field_value!(f64, &serde_json::Map<String, serde_json::Value>);
 
 /// `"key":` with a key that JSON needs no escape for.
 fn is_plain_key(quoted_key: &str) -> bool {
@@ -382,6 +439,67 @@ impl<'a> TextDelta<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn written<T: FieldValue>(v: T) -> String {
+        let mut out = Vec::new();
+        v.write_json(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Every field value is written as serde_json writes it.
+    #[test]
+    fn field_values_are_the_bytes_serde_json_writes() {
+        let texts = [
+            "",
+            "plain",
+            "quote \" back \\ slash",
+            "\n\r\t\u{8}\u{c}",
+            "\u{0}\u{1f}\u{7f}",
+            "caf\u{e9} \u{2028}\u{2029} \u{1f600}",
+            "</script>",
+            "a long line of text ".repeat(20).leak(),
+        ];
+        for t in texts {
+            assert_eq!(written(t), serde_json::to_string(t).unwrap(), "{t:?}");
+            assert_eq!(written(t.to_owned()), serde_json::to_string(t).unwrap());
+            assert_eq!(written(Some(t)), serde_json::to_string(&Some(t)).unwrap());
+        }
+        assert_eq!(written(None::<&str>), "null");
+        assert_eq!(written(None::<String>), "null");
+        for n in [0u64, 1, 9, 10, 99, 12_345, u64::from(u32::MAX), u64::MAX] {
+            assert_eq!(written(n), serde_json::to_string(&n).unwrap());
+            assert_eq!(written(Some(n)), serde_json::to_string(&Some(n)).unwrap());
+            assert_eq!(
+                written(n as usize),
+                serde_json::to_string(&(n as usize)).unwrap()
+            );
+            assert_eq!(
+                written(n as u32),
+                serde_json::to_string(&(n as u32)).unwrap()
+            );
+        }
+        assert_eq!(written(None::<u64>), "null");
+        for b in [true, false] {
+            assert_eq!(written(b), serde_json::to_string(&b).unwrap());
+            assert_eq!(written(Some(b)), serde_json::to_string(&Some(b)).unwrap());
+        }
+        for f in [
+            0.0,
+            -0.0,
+            1.5,
+            0.1 + 0.2,
+            1e21,
+            123.456,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            assert_eq!(written(f), serde_json::to_string(&f).unwrap());
+            assert_eq!(written(Some(f)), serde_json::to_string(&Some(f)).unwrap());
+        }
+        let map = serde_json::json!({"b": [1, "x"], "a": null});
+        let map = map.as_object().unwrap();
+        assert_eq!(written(map), serde_json::to_string(map).unwrap());
+    }
     use std::sync::Mutex;
 
     struct Recorder {

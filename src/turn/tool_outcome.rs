@@ -92,6 +92,15 @@ impl serde::Serialize for ToolStatus {
     }
 }
 
+impl crate::events::FieldValue for ToolStatus {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        // `as_str` is a plain lowercase word: nothing to escape.
+        out.push(b'"');
+        out.extend_from_slice(self.as_str().as_bytes());
+        out.push(b'"');
+    }
+}
+
 /// What the host's `tool_lifecycle` `finished` event says.
 pub(crate) struct HostFinish {
     pub(crate) outcome: HostOutcome,
