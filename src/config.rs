@@ -160,6 +160,25 @@ impl AgentConfig {
 mod tests {
     use super::*;
 
+    /// A number a config holds is written back (a rendered config, a scripted delay) as the
+    /// same number: serde_json's float parsing is correctly rounded (`float_roundtrip`), so
+    /// its shortest form reads back as itself. The fuzz target `config` found one that did not.
+    #[test]
+    fn a_float_reads_back_as_itself_when_written() {
+        for text in [
+            "507777000000000000000000000000000000000.6714515034139233848",
+            "0.1",
+            "2.2250738585072011e-308",
+            "1.7976931348623157e308",
+            "123456789012345678901234567890.123456789",
+        ] {
+            let v: f64 = serde_json::from_str(text).unwrap();
+            let written = serde_json::to_string(&v).unwrap();
+            let again: f64 = serde_json::from_str(&written).unwrap();
+            assert_eq!(v.to_bits(), again.to_bits(), "{text} -> {written}");
+        }
+    }
+
     struct FakeEnv(Vec<(&'static str, &'static str)>);
     impl Env for FakeEnv {
         fn var(&self, key: &str) -> Option<String> {
