@@ -139,14 +139,13 @@ impl McpManager {
         if let Ok(mut state) = self.state.try_lock() {
             state.slots.clear();
         }
-        if let Ok(mut c) = self.cache.lock() {
-            *c = None;
-        }
+        self.forget_tools();
     }
 
-    /// Forgets the last turn's tools when the base registry changed, so a tool removed from it
-    /// is released now rather than at the next turn (a host tool's finalizer is due then).
-    /// What it held is dropped after the lock.
+    /// Forgets the last turn's tools: when the base registry changed, so a tool removed from it
+    /// is released now rather than at the next turn (a host tool's finalizer is due then), and
+    /// when the agent goes. What it held is dropped after the lock, since a host finalizer may
+    /// run then.
     pub(crate) fn forget_tools(&self) {
         let kept = self.cache.lock().ok().and_then(|mut c| c.take());
         drop(kept);
