@@ -49,7 +49,8 @@ pub(crate) fn content_hash(raw: &str) -> String {
 
 /// Whether a result is long enough to be saved in full and shown as an excerpt.
 pub(crate) fn spills(raw: &str) -> bool {
-    char_count(raw) > SAVE_THRESHOLD
+    // A text has at most as many characters as bytes: most results are decided by their length.
+    raw.len() > SAVE_THRESHOLD && char_count(raw) > SAVE_THRESHOLD
 }
 
 /// Formats one result, spilling into `output_dir` through `fs`: with a host file system the

@@ -205,7 +205,7 @@ impl Turn<'_, '_> {
     /// it [`CANCEL_GRACE`] at most, as for a call (the result then goes without its copy).
     async fn formatted(&self, tool: &str, raw: &str) -> FormattedResult {
         let services = self.env.tool_services;
-        if services.fs().is_local_disk() || !result_format::spills(raw) {
+        if !result_format::spills(raw) || services.fs().is_local_disk() {
             return services.format_result(tool, raw);
         }
         let (on_thread, tool_name, text) = (services.clone(), tool.to_owned(), raw.to_owned());
