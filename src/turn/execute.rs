@@ -200,20 +200,37 @@ impl Turn<'_, '_> {
         answers
     }
 
+    /// When a cancelled turn stops waiting for host code that has not returned (its calls,
+    /// its results' copies): [`CANCEL_GRACE`] after the first wait that saw the cancel. One
+    /// deadline a turn, so several stuck calls or copies share the grace.
+    fn give_up_at(&self) -> tokio::time::Instant {
+        *self
+            .give_up_at
+            .get_or_init(|| tokio::time::Instant::now() + CANCEL_GRACE)
+    }
+
     /// A result made ready for history. Saving a long result's full copy through a host's
     /// file system is host code: it runs on a blocking thread, and a cancelled turn waits for
-    /// it [`CANCEL_GRACE`] at most, as for a call (the result then goes without its copy).
+    /// it until [`Turn::give_up_at`] (the result then goes without its copy).
     async fn formatted(&self, tool: &str, raw: &str) -> FormattedResult {
         let services = self.env.tool_services;
         if !result_format::spills(raw) || services.fs().is_local_disk() {
             return services.format_result(tool, raw);
+        }
+        let grace_over = self
+            .give_up_at
+            .get()
+            .is_some_and(|at| tokio::time::Instant::now() >= *at);
+        if grace_over {
+            // Host code the turn would not wait for: not started at all.
+            return result_format::format_unsaved(raw);
         }
         let (on_thread, tool_name, text) = (services.clone(), tool.to_owned(), raw.to_owned());
         let saving =
             tokio::task::spawn_blocking(move || on_thread.format_result(&tool_name, &text));
         let given_up = async {
             self.cancel.cancelled().await;
-            tokio::time::sleep(CANCEL_GRACE).await;
+            tokio::time::sleep_until(self.give_up_at()).await;
         };
         tokio::select! {
             saved = saving => {
@@ -408,8 +425,8 @@ impl Turn<'_, '_> {
 
     /// Turns execution reports into events, in the order they happen. Streamed output is
     /// taken from the mailbox as it comes; a cancel discards what is queued, and the pump then
-    /// only waits for the calls to finish (the tools see the same token and stop), for
-    /// [`CANCEL_GRACE`] at most.
+    /// only waits for the calls to finish (the tools see the same token and stop), until
+    /// [`Turn::give_up_at`].
     async fn pump(
         &mut self,
         plans: &[Plan],
@@ -432,7 +449,7 @@ impl Turn<'_, '_> {
                 _ = self.cancel.cancelled(), if !discarding => {
                     mailbox.close();
                     discarding = true;
-                    grace = Some(Box::pin(tokio::time::sleep(CANCEL_GRACE)));
+                    grace = Some(Box::pin(tokio::time::sleep_until(self.give_up_at())));
                 }
                 done = rx.recv() => match done {
                     Some(CallDone(i, res)) => {

@@ -156,6 +156,7 @@ pub(crate) async fn run_turn<'e, 'a>(
             .llm
             .tools_digest(&env.tools.schemas(), env.tools.names()),
         system_prompt_hash: env.system_prompt.digest(env.llm),
+        give_up_at: std::sync::OnceLock::new(),
     };
     if env.emitter.listens() {
         let ev = turn
@@ -199,6 +200,9 @@ struct Turn<'e, 'a> {
     guards: Guards,
     tools_hash: Arc<str>,
     system_prompt_hash: Arc<str>,
+    /// Once cancelled: when the turn stops waiting for host code that has not returned (see
+    /// `Turn::give_up_at`).
+    give_up_at: std::sync::OnceLock<tokio::time::Instant>,
 }
 
 impl Turn<'_, '_> {

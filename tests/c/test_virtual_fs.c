@@ -430,6 +430,11 @@ int main(void) {
     tu_section("a wrong answer, a bad code and an oversized answer fail the tool, not the turn");
     static const char *ONE = CALL("r1", "read_file", "{\"file_path\":\"a.txt\"}") ",{\"text\":\"ok\"}";
     static const char *BIG = CALL("rb", "read_file", "{\"file_path\":\"big.txt\"}") ",{\"text\":\"ok\"}";
+#define READ_BIG(n) "{\"id\":\"b" n "\",\"name\":\"read_file\",\"arguments\":{\"file_path\":\"big" n ".txt\"}}"
+    /* Five long results in one batch (five files: the same call three times is a doom loop):
+     * five full copies to write. */
+    static const char *FIVE_BIG = "{\"tool_calls\":[" READ_BIG("1") "," READ_BIG("2") "," READ_BIG("3") ","
+                                  READ_BIG("4") "," READ_BIG("5") "]},{\"text\":\"ok\"}";
     vfs bad;
     vfs_init(&bad, root);
     bad.n = 1;
@@ -459,10 +464,11 @@ int main(void) {
     vfs_destroy(&bad);
 
     tu_section("a callback that never returns does not hold a cancelled turn");
-    /* 1: the read of a small file; 2: the write of a long result's full copy. */
-    for (int which = 1; which <= 2; which++) {
+    /* 1: the read of a small file; 2: the write of a long result's full copy; 3: the writes
+     * of five long results' copies, which share the one grace of the turn. */
+    for (int which = 1; which <= 3; which++) {
         CHECK(mkdir(root, 0700) == 0);
-        cfg = tu_config(root, which == 1 ? ONE : BIG, NULL);
+        cfg = tu_config(root, which == 1 ? ONE : which == 2 ? BIG : FIVE_BIG, NULL);
         a = tu_agent(cfg, NULL);
         free(cfg);
         CHECK(rmdir(root) == 0);
@@ -472,10 +478,15 @@ int main(void) {
         CHECK(vfs_write(&stuck, small_path, (const uint8_t *)"0123456789", 10, false) == 0);
         char *big = long_text();
         CHECK(vfs_write(&stuck, big_path, (const uint8_t *)big, strlen(big), false) == 0);
+        for (int n = 1; n <= 5; n++) {
+            char *path = tu_printf("%s/big%d.txt", root, n);
+            CHECK(vfs_write(&stuck, path, (const uint8_t *)big, strlen(big), false) == 0);
+            free(path);
+        }
         free(big);
         free(small_path);
         free(big_path);
-        atomic_store(&stuck.hang, which);
+        atomic_store(&stuck.hang, which == 1 ? 1 : 2);
         fs = vfs_vtable(&stuck);
         CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
         canceller c = {.tok = agentao_cancel_token_new(), .fs = &stuck};
@@ -495,11 +506,17 @@ int main(void) {
         if (which == 1) {
             CHECK_CONTAINS(hist, "(the call did not end within 2 s of the cancel and was left behind)");
         } else {
-            /* The result went on without its saved copy (which the excerpt's head would name
-             * before its closing bracket). */
-            CHECK_MSG(strstr(hist, "[Output truncated: 96,047 chars total, showing first 8,000 and last 32,000 chars.]") != NULL,
-                      "the excerpt without a saved copy is not in the history");
+            /* The results went on without their saved copies (which the excerpt's head would
+             * name before its closing bracket). */
+            int excerpts = 0;
+            for (const char *at = hist;
+                 (at = strstr(at, " chars total, showing first 8,000 and last 32,000 chars.]"));
+                 at++)
+                excerpts++;
+            CHECK_MSG(excerpts == (which == 2 ? 1 : 5), "%d excerpts without a saved copy in the history", excerpts);
             CHECK_MSG(strstr(hist, "Full output saved to") == NULL, "a copy that was never saved is named");
+            /* The grace is the turn's: no copy is begun once it is over. */
+            CHECK_MSG(atomic_load(&stuck.hung) == 1, "%d copies were begun", atomic_load(&stuck.hung));
         }
         free(hist);
         agentao_agent_free(a);
