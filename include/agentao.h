@@ -732,7 +732,8 @@ agentao_status agentao_agent_new(const char *config_json, const struct agentao_t
  Releases the agent handle. A turn still running is cancelled (reason `"session-closed"`)
  without waiting: its completion still fires (with `AGENTAO_STATUS_CANCELLED`), and the
  transport's `userdata_free` runs once that turn and every pending request are gone. Streams
- opened on the agent stay valid until freed. NULL is a no-op.
+ opened on the agent stay valid until freed; a host-event stream then gives the events it
+ holds and `AGENTAO_STATUS_CLOSED`. NULL is a no-op.
  Background sub-agents are cancelled too, and this call blocks up to 5 seconds for them to
  settle; one still running then is stopped at its next await point.
  Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the
@@ -1219,7 +1220,8 @@ agentao_status agentao_agent_host_events_open(struct agentao_agent *agent, const
  (release with `agentao_string_free`). Nothing yet: `AGENTAO_STATUS_TIMEOUT`. Events were
  dropped here (a cancelled turn found the queue full): `AGENTAO_STATUS_EVENTS_DROPPED` once,
  with the count in the message, and `*event_json_out` NULL; the next call goes on with the
- event after the gap. Closed: `AGENTAO_STATUS_CLOSED`. From inside a library callback:
+ event after the gap. `AGENTAO_STATUS_CLOSED` once the agent was freed and its last turn
+ ended, after the events the stream still held. From inside a library callback:
  `_REENTRANT`.
  */
 agentao_status agentao_host_event_stream_next(struct agentao_host_event_stream *stream, uint32_t timeout_ms, char **event_json_out, struct agentao_error **err_out);

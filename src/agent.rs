@@ -192,6 +192,17 @@ pub struct Agent {
     core: Arc<AgentCore>,
 }
 
+/// A handle that does not keep its agent alive: for what must end with the agent rather than
+/// hold it (a host-event stream, whose reader learns the agent is gone when its queue closes).
+pub struct WeakAgent(std::sync::Weak<AgentCore>);
+
+impl WeakAgent {
+    /// The agent, while a handle or a turn of it still exists.
+    pub fn upgrade(&self) -> Option<Agent> {
+        self.0.upgrade().map(|core| Agent { core })
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -341,6 +352,10 @@ impl Agent {
 
     pub fn host_events(&self) -> &HostEventHub {
         &self.core.hub
+    }
+
+    pub fn downgrade(&self) -> WeakAgent {
+        WeakAgent(Arc::downgrade(&self.core))
     }
 
     /// Takes the turn lock without waiting and mints the turn's token.

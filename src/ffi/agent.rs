@@ -188,7 +188,8 @@ pub unsafe extern "C" fn agentao_agent_new(
 /// Releases the agent handle. A turn still running is cancelled (reason `"session-closed"`)
 /// without waiting: its completion still fires (with `AGENTAO_STATUS_CANCELLED`), and the
 /// transport's `userdata_free` runs once that turn and every pending request are gone. Streams
-/// opened on the agent stay valid until freed. NULL is a no-op.
+/// opened on the agent stay valid until freed; a host-event stream then gives the events it
+/// holds and `AGENTAO_STATUS_CLOSED`. NULL is a no-op.
 /// Background sub-agents are cancelled too, and this call blocks up to 5 seconds for them to
 /// settle; one still running then is stopped at its next await point.
 /// Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the

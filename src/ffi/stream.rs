@@ -14,7 +14,7 @@ use super::{
     agentao_error, agentao_status, guard_required_out, opt_str_arg, out_string, reentrant, str_arg,
     Fail,
 };
-use crate::agent::{runtime, Agent, AgentError, Completion};
+use crate::agent::{runtime, AgentError, Completion, WeakAgent};
 use crate::cancel::CancelToken;
 use crate::events::host::{HostEventReceiver, StreamNext};
 use crate::turn::DeltaSink;
@@ -163,7 +163,9 @@ pub unsafe extern "C" fn agentao_stream_free(stream: *mut agentao_stream) {
 /// A pull stream of host events (the reference's `agent.events()`).
 pub struct agentao_host_event_stream {
     rx: Mutex<HostEventReceiver>,
-    agent: Agent,
+    /// Weak, so the queue closes (and the reader hears `_CLOSED`) once the agent is freed and
+    /// its last turn is gone.
+    agent: WeakAgent,
     id: u64,
 }
 
@@ -190,7 +192,7 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
             .map_err(|e| Fail(agentao_status::StreamSubscribe, e.to_string()))?;
         Ok(agentao_host_event_stream {
             rx: Mutex::new(rx),
-            agent: agent.clone(),
+            agent: agent.downgrade(),
             id,
         })
     })
@@ -200,7 +202,8 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
 /// (release with `agentao_string_free`). Nothing yet: `AGENTAO_STATUS_TIMEOUT`. Events were
 /// dropped here (a cancelled turn found the queue full): `AGENTAO_STATUS_EVENTS_DROPPED` once,
 /// with the count in the message, and `*event_json_out` NULL; the next call goes on with the
-/// event after the gap. Closed: `AGENTAO_STATUS_CLOSED`. From inside a library callback:
+/// event after the gap. `AGENTAO_STATUS_CLOSED` once the agent was freed and its last turn
+/// ended, after the events the stream still held. From inside a library callback:
 /// `_REENTRANT`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_host_event_stream_next(
@@ -256,5 +259,9 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
 /// dropped for this stream). NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_host_event_stream_free(stream: *mut agentao_host_event_stream) {
-    agentao_host_event_stream::free_with(stream, |s| s.agent.host_events().close_stream(s.id));
+    agentao_host_event_stream::free_with(stream, |s| {
+        if let Some(agent) = s.agent.upgrade() {
+            agent.host_events().close_stream(s.id);
+        }
+    });
 }

@@ -320,6 +320,25 @@ static void test_host_events(void) {
     free(o2.first);
     pthread_mutex_destroy(&o.mu);
     pthread_mutex_destroy(&o2.mu);
+
+    tu_section("a host-event stream gives what it holds, then ends once its agent is freed");
+    cfg = tu_config(dir, WRITE_TURN, NULL);
+    a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    CHECK_STATUS(agentao_agent_host_events_open(a, NULL, &hs, NULL), AGENTAO_STATUS_OK);
+    CHECK_STATUS(agentao_agent_chat(a, "write", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+    agentao_string_free(text);
+    agentao_agent_free(a);
+    for (int i = 0; i < 3; i++) {
+        CHECK_STATUS(agentao_host_event_stream_next(hs, 5000, &item, NULL), AGENTAO_STATUS_OK);
+        CHECK_CONTAINS(item, want[i]);
+        agentao_string_free(item);
+    }
+    CHECK_STATUS(agentao_host_event_stream_next(hs, 5000, &item, NULL), AGENTAO_STATUS_CLOSED);
+    CHECK(item == NULL);
+    CHECK_STATUS(agentao_host_event_stream_next(hs, 0, &item, NULL), AGENTAO_STATUS_CLOSED);
+    agentao_host_event_stream_free(hs);
 }
 
 /* A next() whose timeout runs out while the turn is finishing must not lose the outcome: short

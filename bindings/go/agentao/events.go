@@ -153,7 +153,8 @@ func (a *Agent) Events(ctx context.Context, sessionID ...string) (*HostEventStre
 }
 
 // Next waits for the next event. It returns the context's error once the context is done,
-// and ErrClosed after Close.
+// ErrClosed after Close, and StatusClosed once the agent was closed (after the events the
+// stream still held).
 func (hs *HostEventStream) Next() (HostEvent, error) {
 	for {
 		if err := hs.ctx.Err(); err != nil {
@@ -190,14 +191,15 @@ func (hs *HostEventStream) poll() (HostEvent, error, bool) {
 	return ev, err, false
 }
 
-// All iterates over the events until the context is done or the stream is closed. A gap
+// All iterates over the events until the context is done, the stream is closed, or its
+// agent was closed and the events it held are read. A gap
 // (StatusEventsDropped: a cancelled turn dropped events the stream had no room for) is
 // yielded as an error and iteration goes on; any other error ends the iteration.
 func (hs *HostEventStream) All() iter.Seq2[HostEvent, error] {
 	return func(yield func(HostEvent, error) bool) {
 		for {
 			ev, err := hs.Next()
-			if err == ErrClosed || (err != nil && hs.ctx.Err() != nil) {
+			if err == ErrClosed || errors.Is(err, StatusClosed) || (err != nil && hs.ctx.Err() != nil) {
 				return
 			}
 			if !yield(ev, err) || (err != nil && !errors.Is(err, StatusEventsDropped)) {

@@ -153,3 +153,39 @@ func TestDecodeConformanceExamples(t *testing.T) {
 		t.Fatalf("unknown event %#v, %v", ev, err)
 	}
 }
+
+// A stream gives the events it holds after its agent is closed, then ends: All stops, Next
+// reports StatusClosed.
+func TestHostEventsEndWhenTheAgentIsClosed(t *testing.T) {
+	a := newAgent(t, config(t.TempDir(), writeTurn, ""), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hs, err := a.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	if _, err := a.Chat(context.Background(), "write"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for ev, err := range hs.All() {
+		if err != nil {
+			t.Fatalf("after %v: %v", kinds, err)
+		}
+		kinds = append(kinds, ev.EventType())
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the stream did not end: %v", ctx.Err())
+	}
+	want := []string{"permission_decision", "tool_lifecycle", "tool_lifecycle"}
+	if strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Fatalf("events %v, want %v", kinds, want)
+	}
+	if _, err := hs.Next(); !errors.Is(err, StatusClosed) {
+		t.Fatalf("Next after the end: %v", err)
+	}
+}

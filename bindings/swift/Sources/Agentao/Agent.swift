@@ -1,4 +1,5 @@
 import CAgentao
+import Foundation
 
 /// One item of a streaming turn: text deltas for display, then the outcome as the last item.
 public enum StreamItem: Sendable, Equatable {
@@ -100,31 +101,34 @@ public final class Agent: @unchecked Sendable {
         }
     }
 
-    /// The agent's host events (tool lifecycle, permission decisions, sub-agent lineage) from
-    /// now on, in order. Iteration ends when the consumer stops or the agent is freed. Events
-    /// are buffered without bound, so a slow reader never slows the turn.
-    public func events() -> AsyncStream<HostEvent> {
-        AsyncStream { cont in
-            let box = Unmanaged.passRetained(EventsBox(cont))
-            var id: UInt64 = 0
-            let status = agentao_agent_add_host_event_observer(
-                handle,
-                { ud, json in
-                    let box = Unmanaged<EventsBox>.fromOpaque(ud!).takeUnretainedValue()
-                    box.cont.yield(HostEvent.decode(String(cString: json!)))
-                },
-                box.toOpaque(),
-                { ud in Unmanaged<EventsBox>.fromOpaque(ud!).takeRetainedValue().cont.finish() },
-                &id, nil)
-            guard status == Status.ok.rawValue else {
-                box.release()
-                cont.finish()
-                return
-            }
-            cont.onTermination = { [weak self, id] _ in
-                if let self { _ = agentao_agent_remove_host_event_observer(self.handle, id) }
-            }
+    /// The agent's host events (tool lifecycle, permission decisions, sub-agent lineage)
+    /// published from now on, in order: the reference's `agent.events()` on the C pull stream.
+    /// `session` keeps only that session's events (nil: all, relayed sub-agents' included).
+    ///
+    /// The library holds 64 unread events; past that the turn waits for the reader, so nothing
+    /// is lost and memory stays bounded. Read while the turn runs, or drop the sequence: an
+    /// unread, undropped sequence holds the turn once 64 events wait. A cancelled turn never
+    /// waits: what finds no room is dropped, and the sequence ends by throwing
+    /// `AgentaoError` with `.eventsDropped` (the count in its message) where the gap is.
+    ///
+    /// The sequence ends when the agent is freed, when the consuming task is cancelled (within
+    /// 25 ms), or with the error; dropping it releases its queue. A second live sequence with
+    /// the same `session` throws `.streamSubscribe` on its first step.
+    public func events(session: String? = nil) -> AsyncThrowingStream<HostEvent, any Error> {
+        var raw: OpaquePointer?
+        var err: OpaquePointer?
+        let status: Int32
+        if let session {
+            status = session.withCString { agentao_agent_host_events_open(handle, $0, &raw, &err) }
+        } else {
+            status = agentao_agent_host_events_open(handle, nil, &raw, &err)
         }
+        guard status == Status.ok.rawValue, let raw else {
+            let failure = AgentaoError(status: status, owned: err)
+            return AsyncThrowingStream { $0.finish(throwing: failure) }
+        }
+        let reader = HostEventReader(raw)
+        return AsyncThrowingStream(unfolding: { try await reader.next() })
     }
 
     /// The last turn's outcome (nil before the first turn).
@@ -176,7 +180,102 @@ private final class StreamBox: Sendable {
     }
 }
 
-private final class EventsBox: Sendable {
-    let cont: AsyncStream<HostEvent>.Continuation
-    init(_ cont: AsyncStream<HostEvent>.Continuation) { self.cont = cont }
+/// The reading end of a C host-event stream. `next` waits on a Dispatch thread, in polls of
+/// 25 ms so a cancelled task is noticed (the C stream has no wake-up of its own); the stream is
+/// freed when the sequence ends or is dropped.
+private final class HostEventReader: @unchecked Sendable {
+    private let lock = NSLock()
+    /// Guarded by `lock`; nil once freed.
+    private var stream: OpaquePointer?
+    private let flagLock = NSLock()
+    /// Guarded by `flagLock`: the consuming task was cancelled.
+    private var cancelled = false
+
+    init(_ stream: OpaquePointer) { self.stream = stream }
+
+    deinit { close() }
+
+    private enum Poll: Sendable {
+        case event(HostEvent)
+        case nothingYet
+        case end
+        case failed(AgentaoError)
+    }
+
+    private func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        if let s = stream { agentao_host_event_stream_free(s) }
+        stream = nil
+    }
+
+    private var isCancelled: Bool {
+        flagLock.lock()
+        defer { flagLock.unlock() }
+        return cancelled
+    }
+
+    private func poll() -> Poll {
+        if isCancelled {
+            close()
+            return .end
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        guard let s = stream else { return .end }
+        var json: UnsafeMutablePointer<CChar>?
+        var err: OpaquePointer?
+        let status = agentao_host_event_stream_next(s, 25, &json, &err)
+        switch status {
+        case Status.ok.rawValue:
+            return .event(HostEvent.decode(takeString(json) ?? ""))
+        case Status.timeout.rawValue:
+            agentao_error_free(err)
+            return .nothingYet
+        case Status.closed.rawValue:
+            agentao_error_free(err)
+            agentao_host_event_stream_free(s)
+            stream = nil
+            return .end
+        default:
+            // The sequence ends here: release the queue at once, or a turn would wait for a
+            // reader that is gone.
+            agentao_host_event_stream_free(s)
+            stream = nil
+            return .failed(AgentaoError(status: status, owned: err))
+        }
+    }
+
+    /// Polls until there is an item. Blocks: run on a Dispatch thread.
+    private func waitForItem() -> Poll {
+        while true {
+            let p = poll()
+            if case .nothingYet = p { continue }
+            return p
+        }
+    }
+
+    func next() async throws -> HostEvent? {
+        // The Dispatch thread borrows the reader without a reference of its own: a reference
+        // released there after the consumer has resumed would keep the stream open (and a new
+        // sequence with the same filter refused) for a moment after this one is dropped.
+        let borrowed = Unmanaged.passUnretained(self)
+        let item = await withTaskCancellationHandler {
+            await withCheckedContinuation { (cont: CheckedContinuation<Poll, Never>) in
+                DispatchQueue.global().async {
+                    cont.resume(returning: borrowed._withUnsafeGuaranteedRef { $0.waitForItem() })
+                }
+            }
+        } onCancel: {
+            flagLock.lock()
+            cancelled = true
+            flagLock.unlock()
+        }
+        withExtendedLifetime(self) {}
+        switch item {
+        case .event(let e): return e
+        case .failed(let e): throw e
+        case .end, .nothingYet: return nil
+        }
+    }
 }

@@ -270,12 +270,14 @@ final class HostEventTests: XCTestCase {
     func testEventsAreTypedAndInOrder() async throws {
         var agent: Agent? = try Agent(config: scripted([writeCall("e.txt", "x"), ["text": "done"]]))
         let sessionID = agent!.sessionID
-        let events = agent!.events()
-        _ = try await agent!.run("write")
         var seen: [HostEvent] = []
-        for await event in events {
-            seen.append(event)
-            if seen.count == 3 { break }
+        do {
+            let events = agent!.events()
+            _ = try await agent!.run("write")
+            for try await event in events {
+                seen.append(event)
+                if seen.count == 3 { break }
+            }
         }
         XCTAssertEqual(seen.count, 3)
         guard case .permissionDecision(let decision) = seen[0] else { return XCTFail("\(seen[0])") }
@@ -292,11 +294,69 @@ final class HostEventTests: XCTestCase {
         XCTAssertEqual(completed.toolCallId, "w1")
         XCTAssertNotNil(completed.completedAt)
 
-        // A second sequence ends when the agent is freed (the observer's userdata_free).
+        // A second sequence (the first is gone) ends when the agent is freed.
         let more = agent!.events()
-        let drained = Task { var n = 0; for await _ in more { n += 1 }; return n }
+        let drained = Task { var n = 0; for try await _ in more { n += 1 }; return n }
         agent = nil
-        let n = await drained.value
+        let n = try await drained.value
+        XCTAssertEqual(n, 0)
+    }
+
+    /// The reference's bounded queue: 64 unread events hold the turn, which goes on as they
+    /// are read, and every event arrives (30 writes: 90 events).
+    func testAnUnreadSequenceHoldsTheTurnAndNothingIsLost() async throws {
+        let dir = workspace()
+        let writes = (1...30).map { writeCall("f\($0).txt", "x", id: "w\($0)") }
+        let agent = try Agent(config: scripted(writes + [["text": "done"]], dir: dir))
+        let events = agent.events()
+        let turn = Task { try await agent.run("write") }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let written = (1...30).filter { FileManager.default.fileExists(atPath: "\(dir)/f\($0).txt") }.count
+        XCTAssertGreaterThan(written, 0, "the turn did not start")
+        XCTAssertLessThan(written, 30, "the turn did not wait for its reader")
+        var ids: [String] = []
+        for try await event in events {
+            if case .toolLifecycle(let e) = event, e.phase == "completed" { ids.append(e.toolCallId) }
+            if ids.count == 30 { break }
+        }
+        XCTAssertEqual(ids, (1...30).map { "w\($0)" })
+        let outcome = try await turn.value
+        XCTAssertEqual(outcome.text, "done")
+    }
+
+    func testOneLiveSequencePerSessionFilter() async throws {
+        let agent = try Agent(config: scripted([["text": "done"]]))
+        let first = agent.events()
+        var second = agent.events().makeAsyncIterator()
+        do {
+            _ = try await second.next()
+            XCTFail("a second sequence with the same filter opened")
+        } catch let e as AgentaoError {
+            XCTAssertEqual(e.status, .streamSubscribe)
+        }
+        // Another filter may coexist.
+        let other = agent.events(session: "elsewhere")
+        let reading = Task { () -> HostEvent? in
+            var it = other.makeAsyncIterator()
+            return try await it.next()
+        }
+        reading.cancel()
+        let ended = try await reading.value
+        XCTAssertNil(ended)
+        _ = first
+    }
+
+    func testCancellingTheReaderEndsTheSequence() async throws {
+        let agent = try Agent(config: scripted([["text": "done"]]))
+        let events = agent.events()
+        let reading = Task { () -> Int in
+            var n = 0
+            for try await _ in events { n += 1 }
+            return n
+        }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        reading.cancel()
+        let n = try await reading.value
         XCTAssertEqual(n, 0)
     }
 }
@@ -309,7 +369,7 @@ extension HostEventTests {
         let events = agent.events()
         _ = try await agent.run("write")
         var iterator = events.makeAsyncIterator()
-        guard case .permissionDecision(let decision)? = await iterator.next() else { return XCTFail("no decision") }
+        guard case .permissionDecision(let decision)? = try await iterator.next() else { return XCTFail("no decision") }
         XCTAssertEqual(decision.outcome, "allow")
         XCTAssertTrue(decision.loadedSources.contains("injected:config"), "\(decision.loadedSources)")
         XCTAssertEqual(decision.matchedRule?["tool"], .string("write_file"))
