@@ -378,6 +378,12 @@ typedef void (*agentao_delta_fn)(void *userdata, const char *delta_json);
 typedef void (*agentao_event_fn)(void *userdata, const char *event_json);
 
 /*
+ A token's watch: called once when the token is cancelled, with the reason (borrowed for the
+ call).
+ */
+typedef void (*agentao_cancel_fn)(void *userdata, const char *reason);
+
+/*
  A host file system (spec §5.1). Installed with `agentao_agent_set_file_system`, which
  copies it. Every file tool (`read_file`, `write_file`, `replace`, `list_directory`, `glob`,
  `search_file_content`) reaches files through it, so a host can serve the whole workspace
@@ -885,6 +891,35 @@ struct agentao_cancel_token *agentao_cancel_token_child(const struct agentao_can
  it. NULL is a no-op. Freeing does not cancel.
  */
 void agentao_cancel_token_free(struct agentao_cancel_token *token);
+
+/*
+ Watches the token, so a host learns of its cancel without polling: `callback(userdata,
+ reason)` runs once when the token is cancelled (by `agentao_cancel_token_cancel`, a parent's
+ cancel, or the library cancelling a turn's token), on the thread that cancels it and inside
+ that call, with no lock of the library held; when the token already is cancelled it runs at
+ once, on this thread, before this call returns, and `*watch_id_out` is 0. Otherwise
+ `*watch_id_out` receives an id (never 0) for `agentao_cancel_token_unwatch`.
+
+ Ownership: `userdata_free` (may be NULL) runs exactly once: right after the callback, when
+ the watch is removed, or when the token is gone uncancelled (its last handle freed and no
+ turn using it). Release what the watch uses there, not after `unwatch`. On failure nothing
+ is registered and `userdata` stays the host's (`userdata_free` is not called).
+
+ Threads: any thread, including inside callbacks. The callback must return quickly and must
+ not block: it runs inside someone's cancel, possibly on a library thread; a blocking entry
+ point called from it is refused with `_REENTRANT`. It may cancel tokens and remove watches.
+
+ Errors: `_NULL_ARGUMENT` (`token`, `callback` or `watch_id_out` NULL).
+ */
+agentao_status agentao_cancel_token_watch(const struct agentao_cancel_token *token, agentao_cancel_fn callback, void *userdata, void (*userdata_free)(void*), uint64_t *watch_id_out, struct agentao_error **err_out);
+
+/*
+ Removes a watch that has not run: its callback never runs and its `userdata_free` runs now,
+ on this thread. True when it was removed; false when it already ran or is running (its
+ `userdata_free` then runs after the callback), was removed before, or `watch_id` is 0 or
+ unknown. NULL token: false. Any thread, including inside callbacks.
+ */
+bool agentao_cancel_token_unwatch(const struct agentao_cancel_token *token, uint64_t watch_id);
 
 /*
  Answers `read` with `len` bytes at `data` (borrowed, copied; NULL allowed when `len` is

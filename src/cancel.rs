@@ -124,9 +124,15 @@ impl CancelToken {
         0
     }
 
-    pub(crate) fn remove_callback(&self, id: u64) {
-        let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
-        links.callbacks.retain(|(i, _)| *i != id);
+    /// Removes a callback that has not run; true when it was there. The callback is dropped
+    /// after the lock (a host's finalizer may run then).
+    pub(crate) fn remove_callback(&self, id: u64) -> bool {
+        let removed = {
+            let mut links = self.0.links.lock().unwrap_or_else(|e| e.into_inner());
+            let at = links.callbacks.iter().position(|(i, _)| *i == id);
+            at.map(|at| links.callbacks.remove(at))
+        };
+        removed.is_some()
     }
 
     /// Resolves when the token is cancelled.
@@ -175,7 +181,8 @@ mod tests {
         let id = t.on_cancel(move |_| {
             h.fetch_add(10, Ordering::SeqCst);
         });
-        t.remove_callback(id);
+        assert!(t.remove_callback(id));
+        assert!(!t.remove_callback(id));
         t.cancel("");
         t.cancel("x");
         assert_eq!(hits.load(Ordering::SeqCst), 1);

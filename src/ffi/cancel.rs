@@ -1,10 +1,19 @@
 //! Cancellation tokens as handles: refcounted, thread-safe, usable inside callbacks.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 
 use super::handle::BoxCastable;
-use super::{agentao_error, agentao_status, guard_required_out, opt_str_arg, out_string};
+use super::host_data::HostData;
+use super::{
+    agentao_error, agentao_status, guard, guard_required_out, opt_str_arg, out_arg, out_string,
+    required,
+};
 use crate::cancel::{CancelToken, DEFAULT_REASON};
+
+/// A token's watch: called once when the token is cancelled, with the reason (borrowed for the
+/// call).
+pub(crate) type agentao_cancel_fn =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, reason: *const c_char)>;
 
 /// A cancellation token. Thread-safe; every handle from `agentao_cancel_token_new` or
 /// `agentao_cancel_token_child` is released with `agentao_cancel_token_free`, and the token
@@ -83,4 +92,54 @@ pub unsafe extern "C" fn agentao_cancel_token_child(
 #[no_mangle]
 pub unsafe extern "C" fn agentao_cancel_token_free(token: *mut agentao_cancel_token) {
     agentao_cancel_token::free_with(token, |_| ());
+}
+
+/// Watches the token, so a host learns of its cancel without polling: `callback(userdata,
+/// reason)` runs once when the token is cancelled (by `agentao_cancel_token_cancel`, a parent's
+/// cancel, or the library cancelling a turn's token), on the thread that cancels it and inside
+/// that call, with no lock of the library held; when the token already is cancelled it runs at
+/// once, on this thread, before this call returns, and `*watch_id_out` is 0. Otherwise
+/// `*watch_id_out` receives an id (never 0) for `agentao_cancel_token_unwatch`.
+///
+/// Ownership: `userdata_free` (may be NULL) runs exactly once: right after the callback, when
+/// the watch is removed, or when the token is gone uncancelled (its last handle freed and no
+/// turn using it). Release what the watch uses there, not after `unwatch`. On failure nothing
+/// is registered and `userdata` stays the host's (`userdata_free` is not called).
+///
+/// Threads: any thread, including inside callbacks. The callback must return quickly and must
+/// not block: it runs inside someone's cancel, possibly on a library thread; a blocking entry
+/// point called from it is refused with `_REENTRANT`. It may cancel tokens and remove watches.
+///
+/// Errors: `_NULL_ARGUMENT` (`token`, `callback` or `watch_id_out` NULL).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_cancel_token_watch(
+    token: *const agentao_cancel_token,
+    callback: agentao_cancel_fn,
+    userdata: *mut c_void,
+    userdata_free: Option<unsafe extern "C" fn(*mut c_void)>,
+    watch_id_out: *mut u64,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let token = agentao_cancel_token::try_ref(token)?;
+        let callback = required(callback, "callback")?;
+        let id_out = out_arg(watch_id_out, "watch_id_out")?;
+        let host = HostData::new(userdata, userdata_free).with(callback);
+        *id_out = token.token.on_cancel(move |reason| host.call_json(reason));
+        Ok(())
+    })
+}
+
+/// Removes a watch that has not run: its callback never runs and its `userdata_free` runs now,
+/// on this thread. True when it was removed; false when it already ran or is running (its
+/// `userdata_free` then runs after the callback), was removed before, or `watch_id` is 0 or
+/// unknown. NULL token: false. Any thread, including inside callbacks.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_cancel_token_unwatch(
+    token: *const agentao_cancel_token,
+    watch_id: u64,
+) -> bool {
+    agentao_cancel_token::with_ref_or(token, false, |t| {
+        watch_id != 0 && t.token.remove_callback(watch_id)
+    })
 }

@@ -317,6 +317,176 @@ static void test_turn_link_is_one_way(void) {
     tu_done_destroy(&d);
 }
 
+/* ---- watches ------------------------------------------------------------------------------- */
+
+typedef struct watch {
+    atomic_int fired;
+    atomic_int freed;
+    atomic_int freed_after_fired; /* userdata_free came after the callback */
+    pthread_t thread;             /* the thread the callback ran on */
+    char reason[64];
+    agentao_cancel_token *inner;  /* a blocking-call probe: set to cancel this one from the callback */
+    agentao_agent *agent;         /* when set, a blocking call on it is tried in the callback */
+    agentao_status reentrant;     /* what that call answered */
+} watch;
+
+static void watch_fired(void *ud, const char *reason) {
+    watch *w = ud;
+    w->thread = pthread_self();
+    snprintf(w->reason, sizeof w->reason, "%s", reason);
+    /* Cancelling another token from inside the callback is allowed (no lock is held). */
+    if (w->inner) agentao_cancel_token_cancel(w->inner, "from a watch");
+    if (w->agent) {
+        char *text = NULL;
+        w->reentrant = agentao_agent_chat(w->agent, "x", -1, NULL, &text, NULL);
+        agentao_string_free(text);
+    }
+    atomic_fetch_add(&w->fired, 1);
+}
+
+static void watch_freed(void *ud) {
+    watch *w = ud;
+    if (atomic_load(&w->fired)) atomic_fetch_add(&w->freed_after_fired, 1);
+    atomic_fetch_add(&w->freed, 1);
+}
+
+typedef struct canceller_arg {
+    agentao_cancel_token *tok;
+    pthread_t thread;
+} canceller_arg;
+
+static void *cancel_from_thread(void *arg) {
+    canceller_arg *c = arg;
+    c->thread = pthread_self();
+    agentao_cancel_token_cancel(c->tok, "from a thread");
+    return NULL;
+}
+
+static void test_watches(void) {
+    tu_section("a watch runs once, on the cancelling thread, then userdata_free");
+    agentao_cancel_token *tok = agentao_cancel_token_new();
+    watch w;
+    memset(&w, 0, sizeof w);
+    const char *dir = tu_workspace();
+    char *cfg = tu_config(dir, "{\"text\":\"hi\"}", NULL);
+    w.agent = tu_agent(cfg, NULL);
+    free(cfg);
+    CHECK(w.agent != NULL);
+    uint64_t id = 0;
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_cancel_token_watch(tok, watch_fired, &w, watch_freed, &id, &err), AGENTAO_STATUS_OK);
+    CHECK(err == NULL);
+    CHECK(id != 0);
+    CHECK(atomic_load(&w.fired) == 0 && atomic_load(&w.freed) == 0);
+    canceller_arg c = {.tok = tok};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, cancel_from_thread, &c) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK(atomic_load(&w.fired) == 1);
+    CHECK(pthread_equal(w.thread, c.thread));
+    CHECK_STR_EQ(w.reason, "from a thread");
+    CHECK_MSG(atomic_load(&w.freed) == 1 && atomic_load(&w.freed_after_fired) == 1,
+              "userdata_free ran %d times (%d after the callback)", atomic_load(&w.freed),
+              atomic_load(&w.freed_after_fired));
+    CHECK_STATUS(w.reentrant, AGENTAO_STATUS_REENTRANT);
+    agentao_agent_free(w.agent);
+    agentao_cancel_token_cancel(tok, "again");
+    CHECK(atomic_load(&w.fired) == 1);
+    /* A watch that already fired cannot be removed. */
+    CHECK(!agentao_cancel_token_unwatch(tok, id));
+
+    tu_section("a watch of a cancelled token runs at once, on the caller's thread");
+    watch now;
+    memset(&now, 0, sizeof now);
+    id = 7;
+    CHECK_STATUS(agentao_cancel_token_watch(tok, watch_fired, &now, watch_freed, &id, NULL), AGENTAO_STATUS_OK);
+    CHECK(id == 0);
+    CHECK(atomic_load(&now.fired) == 1 && atomic_load(&now.freed) == 1);
+    CHECK(pthread_equal(now.thread, pthread_self()));
+    CHECK_STR_EQ(now.reason, "from a thread");
+    agentao_cancel_token_free(tok);
+
+    tu_section("a parent's cancel reaches its child's watch; a removed watch never runs");
+    agentao_cancel_token *parent = agentao_cancel_token_new();
+    agentao_cancel_token *child = agentao_cancel_token_child(parent);
+    agentao_cancel_token *other = agentao_cancel_token_new();
+    watch wc, removed;
+    memset(&wc, 0, sizeof wc);
+    memset(&removed, 0, sizeof removed);
+    wc.inner = other;
+    uint64_t cid = 0, rid = 0;
+    CHECK_STATUS(agentao_cancel_token_watch(child, watch_fired, &wc, watch_freed, &cid, NULL), AGENTAO_STATUS_OK);
+    CHECK_STATUS(agentao_cancel_token_watch(child, watch_fired, &removed, watch_freed, &rid, NULL), AGENTAO_STATUS_OK);
+    CHECK(cid != rid);
+    CHECK(agentao_cancel_token_unwatch(child, rid));
+    CHECK_MSG(atomic_load(&removed.freed) == 1, "userdata_free of a removed watch ran %d times",
+              atomic_load(&removed.freed));
+    CHECK(!agentao_cancel_token_unwatch(child, rid));
+    agentao_cancel_token_cancel(parent, "parent");
+    CHECK(atomic_load(&wc.fired) == 1);
+    CHECK_STR_EQ(wc.reason, "parent");
+    CHECK(agentao_cancel_token_is_cancelled(other));
+    CHECK(atomic_load(&removed.fired) == 0 && atomic_load(&removed.freed) == 1);
+    agentao_cancel_token_free(parent);
+    agentao_cancel_token_free(child);
+    agentao_cancel_token_free(other);
+
+    tu_section("a watch of a token nobody cancels is released with the token");
+    agentao_cancel_token *lone = agentao_cancel_token_new();
+    watch never;
+    memset(&never, 0, sizeof never);
+    CHECK_STATUS(agentao_cancel_token_watch(lone, watch_fired, &never, watch_freed, &id, NULL), AGENTAO_STATUS_OK);
+    agentao_cancel_token_free(lone);
+    CHECK(atomic_load(&never.fired) == 0);
+    CHECK_MSG(atomic_load(&never.freed) == 1, "userdata_free ran %d times", atomic_load(&never.freed));
+
+    tu_section("a turn's cancel reaches a watch of its host token's child");
+    cfg = tu_config(dir, "{\"text\":\"slow\",\"chunk_size\":1,\"delay_ms\":200}", NULL);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (a) {
+        agentao_cancel_token *host = agentao_cancel_token_new();
+        agentao_cancel_token *sub = agentao_cancel_token_child(host);
+        watch tw;
+        memset(&tw, 0, sizeof tw);
+        CHECK_STATUS(agentao_cancel_token_watch(sub, watch_fired, &tw, watch_freed, &id, NULL), AGENTAO_STATUS_OK);
+        tu_done d;
+        tu_done_init(&d);
+        CHECK_STATUS(agentao_agent_run(a, "x", -1, host, tu_on_done, &d, NULL), AGENTAO_STATUS_OK);
+        tu_sleep_ms(50);
+        agentao_cancel_token_cancel(host, "stop");
+        CHECK(tu_wait_count(&d.calls, 1, 5000));
+        CHECK_STATUS(atomic_load(&d.status), AGENTAO_STATUS_CANCELLED);
+        CHECK(atomic_load(&tw.fired) == 1);
+        CHECK_STR_EQ(tw.reason, "stop");
+        tu_done_destroy(&d);
+        agentao_cancel_token_free(sub);
+        agentao_cancel_token_free(host);
+        agentao_agent_free(a);
+    }
+
+    tu_section("watch: NULL arguments");
+    watch unused;
+    memset(&unused, 0, sizeof unused);
+    tok = agentao_cancel_token_new();
+    CHECK_STATUS(agentao_cancel_token_watch(NULL, watch_fired, &unused, watch_freed, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_CONTAINS(agentao_error_message(err), "token");
+    agentao_error_free(err);
+    err = NULL;
+    CHECK_STATUS(agentao_cancel_token_watch(tok, NULL, &unused, watch_freed, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_CONTAINS(agentao_error_message(err), "callback");
+    agentao_error_free(err);
+    err = NULL;
+    CHECK_STATUS(agentao_cancel_token_watch(tok, watch_fired, &unused, watch_freed, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_CONTAINS(agentao_error_message(err), "watch_id_out");
+    agentao_error_free(err);
+    /* A refused watch leaves the userdata the host's. */
+    CHECK(atomic_load(&unused.freed) == 0);
+    CHECK(!agentao_cancel_token_unwatch(NULL, 1));
+    CHECK(!agentao_cancel_token_unwatch(tok, 0));
+    agentao_cancel_token_free(tok);
+}
+
 int main(void) {
     test_tokens();
     test_cancel_before();
@@ -324,5 +494,6 @@ int main(void) {
     test_cancel_pending_confirmation();
     test_cancel_in_callbacks();
     test_turn_link_is_one_way();
+    test_watches();
     return tu_finish("test_cancel");
 }

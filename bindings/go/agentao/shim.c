@@ -74,6 +74,16 @@ agentao_status agentao_go_add_observer(agentao_agent *agent, uintptr_t handle, u
                                                  err_out);
 }
 
+static void tr_cancelled(void *ud, const char *reason) {
+    (void)reason;
+    goAgentaoCancelled((uintptr_t)ud);
+}
+
+agentao_status agentao_go_watch(const agentao_cancel_token *token, uintptr_t handle, uint64_t *id_out,
+                                agentao_error **err_out) {
+    return agentao_cancel_token_watch(token, tr_cancelled, (void *)handle, tr_free, id_out, err_out);
+}
+
 void agentao_go_call_listener(agentao_listener_fn fn, void *listener_userdata, const char *event_json) {
     fn(listener_userdata, event_json);
 }

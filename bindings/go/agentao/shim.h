@@ -22,6 +22,11 @@ agentao_status agentao_go_run(agentao_agent *agent, const char *message, int32_t
 agentao_status agentao_go_add_observer(agentao_agent *agent, uintptr_t handle, uint64_t *id_out,
                                        agentao_error **err_out);
 
+/* agentao_cancel_token_watch with the binding's trampolines: goAgentaoCancelled(handle) once
+ * the token is cancelled; the handle is deleted by userdata_free. */
+agentao_status agentao_go_watch(const agentao_cancel_token *token, uintptr_t handle, uint64_t *id_out,
+                                agentao_error **err_out);
+
 /* Calls a listener a transport's subscribe received. */
 void agentao_go_call_listener(agentao_listener_fn fn, void *listener_userdata, const char *event_json);
 

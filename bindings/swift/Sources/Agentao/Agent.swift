@@ -1,5 +1,5 @@
 import CAgentao
-import Foundation
+import Dispatch
 
 /// One item of a streaming turn: text deltas for display, then the outcome as the last item.
 public enum StreamItem: Sendable, Equatable {
@@ -184,10 +184,10 @@ private final class StreamBox: Sendable {
 /// 25 ms so a cancelled task is noticed (the C stream has no wake-up of its own); the stream is
 /// freed when the sequence ends or is dropped.
 private final class HostEventReader: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex()
     /// Guarded by `lock`; nil once freed.
     private var stream: OpaquePointer?
-    private let flagLock = NSLock()
+    private let flagLock = Mutex()
     /// Guarded by `flagLock`: the consuming task was cancelled.
     private var cancelled = false
 
@@ -203,25 +203,21 @@ private final class HostEventReader: @unchecked Sendable {
     }
 
     private func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        if let s = stream { agentao_host_event_stream_free(s) }
-        stream = nil
-    }
-
-    private var isCancelled: Bool {
-        flagLock.lock()
-        defer { flagLock.unlock() }
-        return cancelled
+        lock.run {
+            if let s = stream { agentao_host_event_stream_free(s) }
+            stream = nil
+        }
     }
 
     private func poll() -> Poll {
-        if isCancelled {
+        if flagLock.run({ cancelled }) {
             close()
             return .end
         }
-        lock.lock()
-        defer { lock.unlock() }
+        return lock.run { pollLocked() }
+    }
+
+    private func pollLocked() -> Poll {
         guard let s = stream else { return .end }
         var json: UnsafeMutablePointer<CChar>?
         var err: OpaquePointer?
@@ -267,9 +263,7 @@ private final class HostEventReader: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            flagLock.lock()
-            cancelled = true
-            flagLock.unlock()
+            flagLock.run { cancelled = true }
         }
         withExtendedLifetime(self) {}
         switch item {

@@ -88,19 +88,20 @@ extension Agent {
                             id: String(cString: agentao_tool_call_id(call)), argumentsJSON: String(cString: args!))
                         let pending = PendingCall(
                             reply: reply!, token: agentao_cancel_token_child(agentao_tool_call_cancel_token(call)))
+                        let cancelled = TokenWatch(pending.token)
                         Task {
-                            defer { agentao_cancel_token_free(pending.token) }
-                            // The handler races a watch of the turn's token (which has no
-                            // callback); the watch's win cancels the handler, whose answer then
-                            // arrives late and is ignored by the library.
+                            defer {
+                                cancelled.remove()
+                                agentao_cancel_token_free(pending.token)
+                            }
+                            // The handler races the turn's cancel, whose win cancels the handler;
+                            // its answer then arrives late and is ignored by the library.
                             let result = await withTaskGroup(of: Result<String, any Error>?.self) { group in
                                 group.addTask {
                                     do { return .success(try await handler(toolCall)) } catch { return .failure(error) }
                                 }
                                 group.addTask {
-                                    while !Task.isCancelled && !agentao_cancel_token_is_cancelled(pending.token) {
-                                        try? await Task.sleep(nanoseconds: 10_000_000)
-                                    }
+                                    await cancelled.wait()
                                     return nil
                                 }
                                 var answer: Result<String, any Error>?

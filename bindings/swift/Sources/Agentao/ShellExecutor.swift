@@ -50,12 +50,18 @@ public protocol ShellExecutor: Sendable {
 private final class RunHandle: @unchecked Sendable {
     private let lock = Mutex()
     private var raw: OpaquePointer?
-    let token: OpaquePointer
+    /// A child of the run's token, owned here, and its watch.
+    private let token: OpaquePointer
+    let cancelled: TokenWatch
     init(_ raw: OpaquePointer, token: OpaquePointer) {
         self.raw = raw
         self.token = token
+        cancelled = TokenWatch(token)
     }
-    deinit { agentao_cancel_token_free(token) }
+    deinit {
+        cancelled.remove()
+        agentao_cancel_token_free(token)
+    }
     func output(_ stream: ShellStream, _ bytes: [UInt8]) {
         lock.run {
             guard let raw else { return }
@@ -65,18 +71,6 @@ private final class RunHandle: @unchecked Sendable {
     func take() -> OpaquePointer? { lock.run { defer { raw = nil }; return raw } }
 }
 
-/// A pthread mutex: the package does not depend on Foundation, and the Synchronization
-/// module's `Mutex` needs macOS 15.
-private final class Mutex: @unchecked Sendable {
-    private var m = pthread_mutex_t()
-    init() { pthread_mutex_init(&m, nil) }
-    deinit { pthread_mutex_destroy(&m) }
-    func run<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(&m)
-        defer { pthread_mutex_unlock(&m) }
-        return body()
-    }
-}
 
 private final class ShellBox: Sendable {
     let executor: any ShellExecutor
@@ -106,7 +100,7 @@ extension Agent {
                 inactivityTimeoutMs: r.timeout_ms)
             let handle = RunHandle(run!, token: agentao_cancel_token_child(r.cancel))
             Task {
-                // The executor races a watch of the run's token (which has no callback).
+                // The executor races the run's cancel.
                 let result = await withTaskGroup(of: Result<ShellExit, any Error>?.self) { group in
                     group.addTask {
                         do {
@@ -116,9 +110,7 @@ extension Agent {
                         }
                     }
                     group.addTask {
-                        while !Task.isCancelled && !agentao_cancel_token_is_cancelled(handle.token) {
-                            try? await Task.sleep(nanoseconds: 10_000_000)
-                        }
+                        await handle.cancelled.wait()
                         return nil
                     }
                     var answer: Result<ShellExit, any Error>?
