@@ -1262,8 +1262,20 @@ agentao_status agentao_agent_host_events_open(struct agentao_agent *agent, const
 agentao_status agentao_host_event_stream_next(struct agentao_host_event_stream *stream, uint32_t timeout_ms, char **event_json_out, struct agentao_error **err_out);
 
 /*
+ Closes the stream without releasing the handle, for a reader that waits in
+ `agentao_host_event_stream_next` on another thread: that call returns
+ `AGENTAO_STATUS_CLOSED` at once, as does every later one. The events it held are dropped,
+ its session filter is free for a new stream, and a turn blocked on its full queue resumes.
+ Idempotent; any thread, including inside callbacks; it waits only for a `next` in flight
+ to return. NULL is a no-op. The handle is still released with
+ `agentao_host_event_stream_free`.
+ */
+void agentao_host_event_stream_close(const struct agentao_host_event_stream *stream);
+
+/*
  Closes the stream and releases its queue; a turn blocked on it resumes (the event is
- dropped for this stream). NULL is a no-op.
+ dropped for this stream). NULL is a no-op. Not while another thread is inside
+ `agentao_host_event_stream_next` on it: `agentao_host_event_stream_close` wakes that call.
  */
 void agentao_host_event_stream_free(struct agentao_host_event_stream *stream);
 

@@ -251,6 +251,51 @@ inline result<void> try_set_worker_threads(uint32_t threads) {
     return detail::call([&](agentao_error** e) { return agentao_runtime_set_worker_threads(threads, e); });
 }
 
+namespace detail {
+struct cancel_box {
+    std::function<void(std::string_view)> fn;
+    static void cancelled_cb(void* ud, const char* reason) noexcept {
+        guarded([&] { static_cast<cancel_box*>(ud)->fn(view(reason)); }, [](const char*) {});
+    }
+    static void free_cb(void* ud) noexcept { delete static_cast<cancel_box*>(ud); }
+};
+}  // namespace detail
+
+/// A callback registered with `cancel_token::on_cancel`. Destroying it (or `remove()`) removes
+/// the callback if it has not run. It holds its own handle of the token, so it may outlive the
+/// `cancel_token` it came from. Move-only.
+class cancel_watch {
+public:
+    cancel_watch() noexcept = default;
+    cancel_watch(cancel_watch&& o) noexcept
+        : token_(std::exchange(o.token_, nullptr)), id_(std::exchange(o.id_, 0)) {}
+    cancel_watch& operator=(cancel_watch&& o) noexcept {
+        if (this != &o) {
+            remove();
+            token_ = std::exchange(o.token_, nullptr);
+            id_ = std::exchange(o.id_, 0);
+        }
+        return *this;
+    }
+    cancel_watch(const cancel_watch&) = delete;
+    cancel_watch& operator=(const cancel_watch&) = delete;
+    ~cancel_watch() { remove(); }
+    /// Removes the callback; true when it had not run (it never will).
+    bool remove() noexcept {
+        if (!token_) return false;
+        bool removed = agentao_cancel_token_unwatch(token_, id_);
+        agentao_cancel_token_free(token_);
+        token_ = nullptr;
+        return removed;
+    }
+
+private:
+    friend class cancel_token;
+    cancel_watch(agentao_cancel_token* token, uint64_t id) noexcept : token_(token), id_(id) {}
+    agentao_cancel_token* token_ = nullptr;
+    uint64_t id_ = 0;
+};
+
 /// A cancellation token (agentao_cancel_token). Cancel it from any thread, including inside
 /// callbacks; pass it to a turn through turn_options.
 class cancel_token {
@@ -284,11 +329,37 @@ public:
     /// A token cancelled with this one (never the reverse).
     cancel_token child() const { return cancel_token(agentao_cancel_token_child(raw_)); }
 
+    /// Runs `fn(reason)` once when the token is cancelled, on the cancelling thread inside its
+    /// cancel (at once, on this thread, when it already is): keep it short and non-blocking.
+    /// An exception from `fn` is swallowed. The callback stays registered while the returned
+    /// watch lives (agentao_cancel_token_watch).
+    result<cancel_watch> try_on_cancel(std::function<void(std::string_view reason)> fn) const {
+        if (!fn) return agentao::error(status::null_argument, "the callback is empty");
+        // The watch is on a child handle the cancel_watch owns, so it outlives this object.
+        agentao_cancel_token* own = agentao_cancel_token_child(raw_);
+        auto* box = new detail::cancel_box{std::move(fn)};
+        uint64_t id = 0;
+        agentao_error* err = nullptr;
+        agentao_status st = agentao_cancel_token_watch(own, &detail::cancel_box::cancelled_cb, box,
+                                                       &detail::cancel_box::free_cb, &id, &err);
+        if (st != AGENTAO_STATUS_OK) {
+            // The library took ownership only on success.
+            delete box;
+            agentao_cancel_token_free(own);
+            return detail::take_error(st, err);
+        }
+        agentao_error_free(err);
+        return cancel_watch(own, id);
+    }
+
     /// The C handle, still owned by this object (NULL after a move).
     const agentao_cancel_token* get() const noexcept { return raw_; }
 
 #ifndef AGENTAO_NO_EXCEPTIONS
     std::string reason() const { return try_reason().value(); }
+    cancel_watch on_cancel(std::function<void(std::string_view reason)> fn) const {
+        return try_on_cancel(std::move(fn)).value();
+    }
 #endif
 
 private:
@@ -620,6 +691,10 @@ public:
         return try_next(timeout).value();
     }
 #endif
+    /// Wakes a `next` waiting on another thread (it returns status::closed, as every later
+    /// call does) and lets a turn blocked on the full stream go on; destroy the stream after
+    /// that thread is done with it.
+    void close() const noexcept { agentao_host_event_stream_close(h_.get()); }
     agentao_host_event_stream* get() const noexcept { return h_.get(); }
 
 private:

@@ -356,6 +356,15 @@ impl HostEventReceiver {
         }
     }
 
+    /// Closes the queue for good: what it held is dropped, a publisher waiting for room gets
+    /// its event back, and every later read is [`StreamNext::Closed`].
+    pub fn close(&mut self) {
+        self.rx.close();
+        while self.rx.try_recv().is_ok() {}
+        self.held = None;
+        self.dropped.store(0, Ordering::Release);
+    }
+
     /// Waits for the next item on a thread outside the runtime.
     pub fn blocking_next(&mut self) -> StreamNext {
         if let Some(n) = self.try_next() {

@@ -167,6 +167,8 @@ pub struct agentao_host_event_stream {
     /// its last turn is gone.
     agent: WeakAgent,
     id: u64,
+    /// Cancelled by `agentao_host_event_stream_close`: wakes a `next` waiting on another thread.
+    closed: CancelToken,
 }
 
 /// Opens a pull stream of this agent's host events. `session_filter` (borrowed; NULL for all)
@@ -194,6 +196,7 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
             rx: Mutex::new(rx),
             agent: agent.downgrade(),
             id,
+            closed: CancelToken::new(),
         })
     })
 }
@@ -229,7 +232,11 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
                 // Fast path: an event already queued needs no runtime round trip.
                 Some(n) => Ok(n),
                 None => rt.block_on(async {
-                    tokio::time::timeout(timeout_of(timeout_ms), rx.next()).await
+                    tokio::select! {
+                        biased;
+                        _ = stream.closed.cancelled() => Ok(StreamNext::Closed),
+                        next = tokio::time::timeout(timeout_of(timeout_ms), rx.next()) => next,
+                    }
                 }),
             };
             match got {
@@ -255,8 +262,28 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
     )
 }
 
+/// Closes the stream without releasing the handle, for a reader that waits in
+/// `agentao_host_event_stream_next` on another thread: that call returns
+/// `AGENTAO_STATUS_CLOSED` at once, as does every later one. The events it held are dropped,
+/// its session filter is free for a new stream, and a turn blocked on its full queue resumes.
+/// Idempotent; any thread, including inside callbacks; it waits only for a `next` in flight
+/// to return. NULL is a no-op. The handle is still released with
+/// `agentao_host_event_stream_free`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_host_event_stream_close(stream: *const agentao_host_event_stream) {
+    agentao_host_event_stream::with_ref_or(stream, (), |s| {
+        s.closed.cancel("closed");
+        if let Some(agent) = s.agent.upgrade() {
+            agent.host_events().close_stream(s.id);
+        }
+        // The `next` in flight holds the queue; the cancel above makes it return.
+        s.rx.lock().unwrap_or_else(|e| e.into_inner()).close();
+    });
+}
+
 /// Closes the stream and releases its queue; a turn blocked on it resumes (the event is
-/// dropped for this stream). NULL is a no-op.
+/// dropped for this stream). NULL is a no-op. Not while another thread is inside
+/// `agentao_host_event_stream_next` on it: `agentao_host_event_stream_close` wakes that call.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_host_event_stream_free(stream: *mut agentao_host_event_stream) {
     agentao_host_event_stream::free_with(stream, |s| {

@@ -377,10 +377,96 @@ static void test_short_timeouts_keep_the_outcome(void) {
     agentao_agent_free(a);
 }
 
+/* ---- closing a host-event stream from another thread ----------------------------------------- */
+
+typedef struct blocked_reader {
+    agentao_host_event_stream *hs;
+    agentao_status status;
+    uint64_t returned_at;
+} blocked_reader;
+
+static void *read_one(void *arg) {
+    blocked_reader *r = arg;
+    char *item = NULL;
+    r->status = agentao_host_event_stream_next(r->hs, 60000, &item, NULL);
+    r->returned_at = tu_now_ms();
+    agentao_string_free(item);
+    return NULL;
+}
+
+static void test_host_event_stream_close(void) {
+    tu_section("closing a host-event stream wakes a reader waiting on another thread");
+    const char *dir = tu_workspace();
+    char *cfg = tu_config(dir, WRITE_TURN, NULL);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    blocked_reader r = {.status = AGENTAO_STATUS_OK};
+    CHECK_STATUS(agentao_agent_host_events_open(a, NULL, &r.hs, NULL), AGENTAO_STATUS_OK);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, read_one, &r) == 0);
+    tu_sleep_ms(100);
+    uint64_t closed_at = tu_now_ms();
+    agentao_host_event_stream_close(r.hs);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_STATUS(r.status, AGENTAO_STATUS_CLOSED);
+    CHECK_MSG(r.returned_at - closed_at < 5000, "the reader returned %llu ms after the close",
+              (unsigned long long)(r.returned_at - closed_at));
+    char *item = (char *)1;
+    CHECK_STATUS(agentao_host_event_stream_next(r.hs, 0, &item, NULL), AGENTAO_STATUS_CLOSED);
+    CHECK(item == NULL);
+    agentao_host_event_stream_close(r.hs); /* idempotent */
+    agentao_host_event_stream_close(NULL);
+    /* Its filter is free again; the agent's turns no longer reach it. */
+    agentao_host_event_stream *again = NULL;
+    CHECK_STATUS(agentao_agent_host_events_open(a, NULL, &again, NULL), AGENTAO_STATUS_OK);
+    char *text = NULL;
+    CHECK_STATUS(agentao_agent_chat(a, "write", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+    agentao_string_free(text);
+    CHECK_STATUS(agentao_host_event_stream_next(r.hs, 0, &item, NULL), AGENTAO_STATUS_CLOSED);
+    CHECK_STATUS(agentao_host_event_stream_next(again, 5000, &item, NULL), AGENTAO_STATUS_OK);
+    agentao_string_free(item);
+    agentao_host_event_stream_free(again);
+    agentao_host_event_stream_free(r.hs);
+
+    tu_section("closing an unread, full host-event stream lets the turn go on");
+    /* 30 writes: 90 events, more than the 64 the stream holds. */
+    char script[8192];
+    size_t n = 0;
+    for (int i = 1; i <= 30; i++)
+        n += (size_t)snprintf(script + n, sizeof script - n,
+                              "{\"tool_calls\":[{\"id\":\"w%d\",\"name\":\"write_file\",\"arguments\":"
+                              "{\"file_path\":\"f%d.txt\",\"content\":\"x\"}}]},",
+                              i, i);
+    snprintf(script + n, sizeof script - n, "{\"text\":\"done\"}");
+    cfg = tu_config(dir, script, NULL);
+    agentao_agent *b = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!b) {
+        agentao_agent_free(a);
+        return;
+    }
+    agentao_host_event_stream *full = NULL;
+    CHECK_STATUS(agentao_agent_host_events_open(b, NULL, &full, NULL), AGENTAO_STATUS_OK);
+    tu_done d;
+    tu_done_init(&d);
+    CHECK_STATUS(agentao_agent_run(b, "write", 40, NULL, tu_on_done, &d, NULL), AGENTAO_STATUS_OK);
+    tu_sleep_ms(300);
+    CHECK_MSG(atomic_load(&d.calls) == 0, "the turn did not wait for the unread stream");
+    agentao_host_event_stream_close(full);
+    CHECK_MSG(tu_wait_count(&d.calls, 1, 10000), "the turn did not go on after the close");
+    CHECK_STATUS(atomic_load(&d.status), AGENTAO_STATUS_OK);
+    tu_done_destroy(&d);
+    agentao_host_event_stream_free(full);
+    agentao_agent_free(b);
+    agentao_agent_free(a);
+}
+
 int main(void) {
     test_short_timeouts_keep_the_outcome();
     test_callback_stream();
     test_pull_stream();
     test_host_events();
+    test_host_event_stream_close();
     return tu_finish("test_stream");
 }

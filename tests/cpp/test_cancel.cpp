@@ -130,3 +130,44 @@ TEST(Cancel, DestroyingTheAgentCancelsItsTurn) {
     EXPECT_TRUE(contains(result->outcome_json, kv("error", "session-closed"))) << result->outcome_json;
     EXPECT_FALSE(tok.is_cancelled()) << "cancelling the turn cancelled the host's token";
 }
+
+TEST(Cancel, OnCancelRunsOnceAndAWatchRemovesIt) {
+    agentao::cancel_token tok;
+    std::atomic<int> hits{0};
+    std::string reason;
+    std::thread::id on;
+    auto watch = tok.on_cancel([&](std::string_view r) {
+        reason = std::string(r);
+        on = std::this_thread::get_id();
+        hits++;
+    });
+    std::atomic<int> removed_hits{0};
+    auto removed = tok.on_cancel([&](std::string_view) { removed_hits++; });
+    EXPECT_TRUE(removed.remove());
+    std::thread t([&] { tok.cancel("from a thread"); });
+    auto canceller = t.get_id();
+    t.join();
+    EXPECT_EQ(hits.load(), 1);
+    EXPECT_EQ(reason, "from a thread");
+    EXPECT_EQ(on, canceller);
+    EXPECT_EQ(removed_hits.load(), 0);
+    EXPECT_FALSE(watch.remove());  // it ran
+    // Already cancelled: at once, here; a throwing callback is contained.
+    auto late = tok.on_cancel([&](std::string_view) {
+        hits++;
+        throw std::runtime_error("a host bug");
+    });
+    EXPECT_EQ(hits.load(), 2);
+    EXPECT_EQ(tok.try_on_cancel(nullptr).code(), agentao::status::null_argument);
+}
+
+TEST(Cancel, AWatchOutlivesItsToken) {
+    std::atomic<int> hits{0};
+    agentao::cancel_watch watch;
+    {
+        agentao::cancel_token tok;
+        watch = tok.on_cancel([&](std::string_view) { hits++; });
+    }
+    EXPECT_TRUE(watch.remove());
+    EXPECT_EQ(hits.load(), 0);
+}

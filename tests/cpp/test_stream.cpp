@@ -181,3 +181,25 @@ TEST(HostEvents, ObserverReleasedWithTheAgent) {
     }
     EXPECT_EQ(alive.use_count(), 1);
 }
+
+TEST(HostEvents, CloseWakesAReaderOnAnotherThread) {
+    workspace ws;
+    auto a = agentao::agent::create(config(ws, WRITE_TURN));
+    auto events = a.host_events();
+    // The end of a stream is an empty optional.
+    std::atomic<bool> ended{false};
+    std::thread reader([&] {
+        auto r = events.try_next();
+        ended = r.ok() && !r.value().has_value();
+    });
+    std::this_thread::sleep_for(100ms);
+    auto t0 = std::chrono::steady_clock::now();
+    events.close();
+    reader.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    EXPECT_TRUE(ended.load());
+    auto after = events.try_next(0ms);
+    EXPECT_TRUE(after.ok() && !after.value().has_value());
+    // Its filter is free again.
+    auto again = a.host_events();
+}

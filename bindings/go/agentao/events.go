@@ -119,12 +119,17 @@ func decodeHostEvent(b []byte) (HostEvent, error) {
 // turn (nothing is dropped), so read it steadily or Close it. Safe for concurrent use.
 type HostEventStream struct {
 	ctx context.Context
-	mu  sync.Mutex
-	s   *C.agentao_host_event_stream
+	// mu serializes Next's calls into the library with the handle's release.
+	mu sync.Mutex
+	s  *C.agentao_host_event_stream
+	// wake guards raw, the handle as agentao_host_event_stream_close sees it: Close and the
+	// context's end wake a Next waiting in the library without waiting for mu, and never
+	// after the handle was freed.
+	wake      sync.Mutex
+	raw       *C.agentao_host_event_stream
+	closed    bool // by Close (under wake)
+	stopWatch func() bool
 }
-
-// eventPoll bounds how long Next waits in the library before looking at its context again.
-const eventPoll = 25 * time.Millisecond
 
 // Events opens a host-event stream of this agent, read until ctx is done or the stream is
 // closed. With sessionID set, only that session's events arrive. Only one stream per filter
@@ -147,9 +152,21 @@ func (a *Agent) Events(ctx context.Context, sessionID ...string) (*HostEventStre
 	if err := statusErr(C.agentao_agent_host_events_open(ptr, filter, &s, &cerr), cerr); err != nil {
 		return nil, err
 	}
-	hs := &HostEventStream{ctx: ctx, s: s}
+	hs := &HostEventStream{ctx: ctx, s: s, raw: s}
+	// The context's end closes the stream in the library, which wakes a waiting Next: it
+	// waits there without polling.
+	hs.stopWatch = context.AfterFunc(ctx, hs.wakeReader)
 	runtime.SetFinalizer(hs, (*HostEventStream).Close)
 	return hs, nil
+}
+
+// wakeReader closes the library's stream (once the handle is gone, nothing).
+func (hs *HostEventStream) wakeReader() {
+	hs.wake.Lock()
+	defer hs.wake.Unlock()
+	if hs.raw != nil {
+		C.agentao_host_event_stream_close(hs.raw)
+	}
 }
 
 // Next waits for the next event. It returns the context's error once the context is done,
@@ -160,29 +177,45 @@ func (hs *HostEventStream) Next() (HostEvent, error) {
 		if err := hs.ctx.Err(); err != nil {
 			return nil, err
 		}
-		ev, err, again := hs.poll()
+		ev, err, again := hs.next()
 		if !again {
 			return ev, err
 		}
 	}
 }
 
-func (hs *HostEventStream) poll() (HostEvent, error, bool) {
+// forever is the longest wait one call makes (~49 days); Next calls again after it.
+const forever = ^C.uint32_t(0)
+
+func (hs *HostEventStream) next() (HostEvent, error, bool) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.s == nil {
 		return nil, ErrClosed, false
 	}
-	wait := eventPoll
+	wait := forever
 	if dl, ok := hs.ctx.Deadline(); ok {
-		wait = min(wait, max(time.Until(dl), 0))
+		wait = C.uint32_t(min(max(time.Until(dl), 0), time.Duration(forever)*time.Millisecond).Milliseconds())
 	}
 	var item *C.char
 	var cerr *C.agentao_error
-	st := C.agentao_host_event_stream_next(hs.s, C.uint32_t(wait.Milliseconds()), &item, &cerr)
+	st := C.agentao_host_event_stream_next(hs.s, wait, &item, &cerr)
 	if st == C.AGENTAO_STATUS_TIMEOUT {
 		C.agentao_error_free(cerr)
 		return nil, nil, true
+	}
+	if st == C.AGENTAO_STATUS_CLOSED {
+		hs.wake.Lock()
+		byClose := hs.closed
+		hs.wake.Unlock()
+		if byClose {
+			C.agentao_error_free(cerr)
+			return nil, ErrClosed, false
+		}
+		if err := hs.ctx.Err(); err != nil {
+			C.agentao_error_free(cerr)
+			return nil, err, false
+		}
 	}
 	if err := statusErr(st, cerr); err != nil {
 		return nil, err, false
@@ -209,11 +242,20 @@ func (hs *HostEventStream) All() iter.Seq2[HostEvent, error] {
 	}
 }
 
-// Close closes the stream (idempotent); a turn blocked on its full queue resumes.
+// Close closes the stream (idempotent); a Next waiting on it returns ErrClosed, and a turn
+// blocked on its full queue resumes.
 func (hs *HostEventStream) Close() error {
+	hs.wake.Lock()
+	hs.closed = true
+	hs.wake.Unlock()
+	hs.wakeReader()
+	hs.stopWatch()
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.s != nil {
+		hs.wake.Lock()
+		hs.raw = nil
+		hs.wake.Unlock()
 		C.agentao_host_event_stream_free(hs.s)
 		hs.s = nil
 	}

@@ -189,3 +189,35 @@ func TestHostEventsEndWhenTheAgentIsClosed(t *testing.T) {
 		t.Fatalf("Next after the end: %v", err)
 	}
 }
+
+// A Next waiting for an event returns as soon as its context ends or the stream is closed
+// from another goroutine: the library wakes it, nothing polls.
+func TestHostEventsNextWakesOnCancelAndClose(t *testing.T) {
+	a := newAgent(t, config(t.TempDir(), writeTurn, ""), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	hs, err := a.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	time.AfterFunc(50*time.Millisecond, cancel)
+	t0 := time.Now()
+	if _, err := hs.Next(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next after the context's end: %v", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("Next returned %v after the cancel", d)
+	}
+	// The closed stream freed its filter.
+	other, err := a.Events(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(50*time.Millisecond, func() { _ = other.Close() })
+	if _, err := other.Next(); err != ErrClosed {
+		t.Fatalf("Next after Close: %v", err)
+	}
+	if _, err := other.Next(); err != ErrClosed {
+		t.Fatalf("Next after Close, again: %v", err)
+	}
+}

@@ -111,8 +111,8 @@ public final class Agent: @unchecked Sendable {
     /// waits: what finds no room is dropped, and the sequence ends by throwing
     /// `AgentaoError` with `.eventsDropped` (the count in its message) where the gap is.
     ///
-    /// The sequence ends when the agent is freed, when the consuming task is cancelled (within
-    /// 25 ms), or with the error; dropping it releases its queue. A second live sequence with
+    /// The sequence ends when the agent is freed (after the events it holds), when the
+    /// consuming task is cancelled, or with the error; dropping it releases its queue. A second live sequence with
     /// the same `session` throws `.streamSubscribe` on its first step.
     public func events(session: String? = nil) -> AsyncThrowingStream<HostEvent, any Error> {
         var raw: OpaquePointer?
@@ -180,20 +180,27 @@ private final class StreamBox: Sendable {
     }
 }
 
-/// The reading end of a C host-event stream. `next` waits on a Dispatch thread, in polls of
-/// 25 ms so a cancelled task is noticed (the C stream has no wake-up of its own); the stream is
-/// freed when the sequence ends or is dropped.
+/// The reading end of a C host-event stream. `next` waits in the library on a Dispatch thread;
+/// a cancel of the consuming task closes the C stream (`agentao_host_event_stream_close`),
+/// which wakes that wait, so nothing polls. The stream is freed when the sequence ends or is
+/// dropped.
 private final class HostEventReader: @unchecked Sendable {
+    /// Serializes the waits in the library with the handle's release.
     private let lock = Mutex()
     /// Guarded by `lock`; nil once freed.
     private var stream: OpaquePointer?
-    private let flagLock = Mutex()
-    /// Guarded by `flagLock`: the consuming task was cancelled.
+    /// Guards `raw` and `cancelled`: the handle as a cancel sees it, so a cancel wakes a wait
+    /// without taking `lock`, and never touches a freed handle.
+    private let wakeLock = Mutex()
+    private var raw: OpaquePointer?
     private var cancelled = false
 
-    init(_ stream: OpaquePointer) { self.stream = stream }
+    init(_ stream: OpaquePointer) {
+        self.stream = stream
+        raw = stream
+    }
 
-    deinit { close() }
+    deinit { lock.run { freeLocked() } }
 
     private enum Poll: Sendable {
         case event(HostEvent)
@@ -202,26 +209,34 @@ private final class HostEventReader: @unchecked Sendable {
         case failed(AgentaoError)
     }
 
-    private func close() {
-        lock.run {
-            if let s = stream { agentao_host_event_stream_free(s) }
-            stream = nil
+    /// The consuming task was cancelled: a wait in the library returns `.closed` at once.
+    private func wake() {
+        wakeLock.run {
+            cancelled = true
+            if let raw { agentao_host_event_stream_close(raw) }
         }
+    }
+
+    /// Frees the C stream; under `lock`.
+    private func freeLocked() {
+        guard let s = stream else { return }
+        wakeLock.run { raw = nil }
+        agentao_host_event_stream_free(s)
+        stream = nil
     }
 
     private func poll() -> Poll {
-        if flagLock.run({ cancelled }) {
-            close()
-            return .end
-        }
-        return lock.run { pollLocked() }
+        lock.run { pollLocked() }
     }
 
     private func pollLocked() -> Poll {
-        guard let s = stream else { return .end }
+        guard let s = stream, !wakeLock.run({ cancelled }) else {
+            freeLocked()
+            return .end
+        }
         var json: UnsafeMutablePointer<CChar>?
         var err: OpaquePointer?
-        let status = agentao_host_event_stream_next(s, 25, &json, &err)
+        let status = agentao_host_event_stream_next(s, UInt32.max, &json, &err)
         switch status {
         case Status.ok.rawValue:
             return .event(HostEvent.decode(takeString(json) ?? ""))
@@ -230,14 +245,12 @@ private final class HostEventReader: @unchecked Sendable {
             return .nothingYet
         case Status.closed.rawValue:
             agentao_error_free(err)
-            agentao_host_event_stream_free(s)
-            stream = nil
+            freeLocked()
             return .end
         default:
             // The sequence ends here: release the queue at once, or a turn would wait for a
             // reader that is gone.
-            agentao_host_event_stream_free(s)
-            stream = nil
+            freeLocked()
             return .failed(AgentaoError(status: status, owned: err))
         }
     }
@@ -263,7 +276,7 @@ private final class HostEventReader: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            flagLock.run { cancelled = true }
+            wake()
         }
         withExtendedLifetime(self) {}
         switch item {
