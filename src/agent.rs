@@ -500,7 +500,10 @@ impl Agent {
 
     /// Cancels the running turn, if any (used when the host frees the agent).
     pub fn cancel_active(&self, reason: &str) {
-        if let Some(t) = lock(&self.core.active).clone() {
+        // The lock is released first: a host's watch of a token under the turn's runs inside
+        // the cancel.
+        let active = lock(&self.core.active).clone();
+        if let Some(t) = active {
             t.cancel(reason);
         }
     }

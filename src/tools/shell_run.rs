@@ -309,8 +309,13 @@ impl RunWaiter {
                 if request.cancel.is_some_and(CancelToken::is_cancelled) {
                     stopped = Some((Stop::Cancelled, Instant::now()));
                 } else if st.last_activity.elapsed() > request.timeout {
-                    self.token.cancel("timeout");
                     stopped = Some((Stop::TimedOut, Instant::now()));
+                    // Outside the lock: a host's watch of the token runs inside the cancel and
+                    // may answer the run, which takes this lock.
+                    drop(st);
+                    self.token.cancel("timeout");
+                    st = self.shared.lock();
+                    continue;
                 }
             }
             if let Some((why, at)) = stopped {

@@ -15,6 +15,7 @@ enum mode {
     M_WRONG,      /* answers a foreground run with started() */
     M_BAD_UTF8,   /* fails with a message that is not UTF-8 */
     M_SILENT,     /* never answers until its token is cancelled (library timeout backstop) */
+    M_WATCH,      /* a watch of the run's token answers the run from inside the cancel */
 };
 
 typedef struct recorder {
@@ -71,6 +72,14 @@ static void *deferred(void *arg) {
     return NULL;
 }
 
+/* M_WATCH's answer: from the thread that cancels the run's token, inside that cancel. */
+static void finish_on_cancel(void *ud, const char *reason) {
+    recorder *r = ud;
+    r->cancel_reason = strdup(reason);
+    atomic_store(&r->saw_cancel, 1);
+    atomic_store(&r->answer_status, agentao_shell_run_finish(r->pending, -9, true, false, NULL));
+}
+
 static void exec_run(void *ud, const agentao_shell_request *req, agentao_shell_run *run) {
     recorder *r = ud;
     atomic_fetch_add(&r->runs, 1);
@@ -101,6 +110,13 @@ static void exec_run(void *ud, const agentao_shell_request *req, agentao_shell_r
         CHECK(pthread_create(&r->thread, NULL, deferred, r) == 0);
         atomic_store(&r->thread_started, 1);
         break;
+    case M_WATCH: {
+        r->pending = run;
+        uint64_t id = 0;
+        CHECK_STATUS(agentao_cancel_token_watch(req->cancel, finish_on_cancel, r, NULL, &id, NULL),
+                     AGENTAO_STATUS_OK);
+        break;
+    }
     case M_FAIL:
         CHECK_STATUS(agentao_shell_run_fail(run, "container agentao-1 is not running", NULL), AGENTAO_STATUS_OK);
         break;
@@ -187,6 +203,7 @@ int main(void) {
         SHELL("u1", "{\"command\":\"ls\"}") ","
         SHELL("c1", "{\"command\":\"sleep 100\"}") ","
         SHELL("t1", "{\"command\":\"sleep 100\",\"timeout\":0.2}") ","
+        SHELL("t2", "{\"command\":\"sleep 100\",\"timeout\":0.2}") ","
         SHELL("n1", "{\"command\":\"serve\",\"is_background\":true}"),
         touch);
     free(touch);
@@ -315,6 +332,24 @@ int main(void) {
     ev = find_output(&rec, "t1");
     CHECK_CONTAINS(ev, "started");
     free(ev);
+
+    tu_section("a watch of the run's token may answer the run from inside the cancel");
+    /* The library cancels the token when the run is silent too long; the host's watch runs
+     * inside that cancel and answers at once (it must not find the run's state locked). */
+    r.mode = M_WATCH;
+    atomic_store(&r.saw_cancel, 0);
+    atomic_store(&r.answer_status, -1);
+    text = chat(a, "sleep");
+    CHECK_STR_EQ(text, "turn t2");
+    free(text);
+    CHECK(atomic_load(&r.saw_cancel) == 1);
+    CHECK_STR_EQ(r.cancel_reason, "timeout");
+    CHECK_STATUS(atomic_load(&r.answer_status), AGENTAO_STATUS_OK);
+    free(r.cancel_reason);
+    r.cancel_reason = NULL;
+    res = last_tool_result(a);
+    CHECK_CONTAINS(res, "Command timed out after 0s of inactivity.\nCommand: sleep 100");
+    free(res);
 
     tu_section("no background slot: background runs are refused");
     agentao_shell_executor e3 = executor(&r, false);
