@@ -907,7 +907,8 @@ void agentao_cancel_token_free(struct agentao_cancel_token *token);
 
  Threads: any thread, including inside callbacks. The callback must return quickly and must
  not block: it runs inside someone's cancel, possibly on a library thread; a blocking entry
- point called from it is refused with `_REENTRANT`. It may cancel tokens and remove watches.
+ point called from it is refused with `_REENTRANT`. It may cancel tokens, remove watches and
+ free token handles, the one being cancelled included.
 
  Errors: `_NULL_ARGUMENT` (`token`, `callback` or `watch_id_out` NULL).
  */

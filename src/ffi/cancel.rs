@@ -5,8 +5,8 @@ use std::ffi::{c_char, c_void};
 use super::handle::BoxCastable;
 use super::host_data::HostData;
 use super::{
-    agentao_error, agentao_status, guard, guard_required_out, opt_str_arg, out_arg, out_string,
-    required,
+    agentao_error, agentao_status, guard, guard_or, guard_required_out, opt_str_arg, out_arg,
+    out_string, required,
 };
 use crate::cancel::{CancelToken, DEFAULT_REASON};
 
@@ -40,13 +40,17 @@ pub unsafe extern "C" fn agentao_cancel_token_cancel(
     token: *const agentao_cancel_token,
     reason: *const c_char,
 ) {
-    agentao_cancel_token::with_ref_or(token, (), |t| {
-        let reason = opt_str_arg(reason, "reason")
-            .ok()
-            .flatten()
-            .unwrap_or(DEFAULT_REASON);
-        t.token.cancel(reason);
-    });
+    // A clone of our own: the cancel runs the token's watches, and one of them may free this
+    // handle.
+    let Some(tok) = agentao_cancel_token::with_ref_or(token, None, |t| Some(t.token.clone()))
+    else {
+        return;
+    };
+    let reason = opt_str_arg(reason, "reason")
+        .ok()
+        .flatten()
+        .unwrap_or(DEFAULT_REASON);
+    guard_or((), || tok.cancel(reason));
 }
 
 /// Whether the token is cancelled. NULL: false.
@@ -108,7 +112,8 @@ pub unsafe extern "C" fn agentao_cancel_token_free(token: *mut agentao_cancel_to
 ///
 /// Threads: any thread, including inside callbacks. The callback must return quickly and must
 /// not block: it runs inside someone's cancel, possibly on a library thread; a blocking entry
-/// point called from it is refused with `_REENTRANT`. It may cancel tokens and remove watches.
+/// point called from it is refused with `_REENTRANT`. It may cancel tokens, remove watches and
+/// free token handles, the one being cancelled included.
 ///
 /// Errors: `_NULL_ARGUMENT` (`token`, `callback` or `watch_id_out` NULL).
 #[no_mangle]
@@ -121,11 +126,12 @@ pub unsafe extern "C" fn agentao_cancel_token_watch(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let token = agentao_cancel_token::try_ref(token)?;
+        // A clone: on a cancelled token the callback runs now, and may free this handle.
+        let token = agentao_cancel_token::try_ref(token)?.token.clone();
         let callback = required(callback, "callback")?;
         let id_out = out_arg(watch_id_out, "watch_id_out")?;
         let host = HostData::new(userdata, userdata_free).with(callback);
-        *id_out = token.token.on_cancel(move |reason| host.call_json(reason));
+        *id_out = token.on_cancel(move |reason| host.call_json(reason));
         Ok(())
     })
 }

@@ -362,6 +362,11 @@ static void *cancel_from_thread(void *arg) {
     return NULL;
 }
 
+static void free_the_handle(void *ud, const char *reason) {
+    (void)reason;
+    agentao_cancel_token_free(ud);
+}
+
 static void test_watches(void) {
     tu_section("a watch runs once, on the cancelling thread, then userdata_free");
     agentao_cancel_token *tok = agentao_cancel_token_new();
@@ -464,6 +469,15 @@ static void test_watches(void) {
         agentao_cancel_token_free(host);
         agentao_agent_free(a);
     }
+
+    tu_section("a watch may free the handle its cancel came through");
+    agentao_cancel_token *gone = agentao_cancel_token_new();
+    CHECK_STATUS(agentao_cancel_token_watch(gone, free_the_handle, gone, NULL, &id, NULL), AGENTAO_STATUS_OK);
+    agentao_cancel_token_cancel(gone, "bye"); /* the handle is freed inside */
+    gone = agentao_cancel_token_new();
+    agentao_cancel_token_cancel(gone, "before");
+    CHECK_STATUS(agentao_cancel_token_watch(gone, free_the_handle, gone, NULL, &id, NULL), AGENTAO_STATUS_OK);
+    CHECK(id == 0);
 
     tu_section("watch: NULL arguments");
     watch unused;
