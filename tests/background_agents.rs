@@ -241,14 +241,20 @@ fn the_seventh_launch_is_refused_and_closing_cancels_the_six() {
         .map(|r| started_id(r))
         .collect();
     assert_eq!(ids.len(), 6);
-    let spawned = run
-        .lifecycle
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|e| e["phase"] == "spawned")
-        .count();
-    assert_eq!(spawned, 6, "a refused launch leaves no event");
+    // A child publishes its `spawned` from its own task, which may not have run yet.
+    let spawned = || {
+        run.lifecycle
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e["phase"] == "spawned")
+            .count()
+    };
+    let t0 = Instant::now();
+    while spawned() < 6 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(spawned(), 6, "a refused launch leaves no event");
 
     let started = Instant::now();
     let left = run.agent.close_background();
