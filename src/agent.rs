@@ -13,7 +13,7 @@ use crate::config::{AgentConfig, ConfigErrorKind};
 use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::{Emitter, EventWriter};
-use crate::llm::{LlmClient, Message};
+use crate::llm::{LlmClient, Message, MessagesVersionCell};
 use crate::mcp::{ConfigFiles, McpManager, McpRegistry, ResourceToolSelection, StatusChange};
 use crate::panic_caught::PanicCaught;
 use crate::permissions::preflight::Preflight;
@@ -152,8 +152,12 @@ pub(crate) struct AgentCore {
     hub: HostEventHub,
     engine: RwLock<Option<PermissionEngine>>,
     read_only: AtomicBool,
-    /// Written only by [`AgentCore::write_history`].
+    /// Written only by [`AgentCore::write_history`], [`AgentCore::repair_history`] and
+    /// [`AgentCore::commit`].
     history: RwLock<Vec<Message>>,
+    /// Renewed by every change of `history` but a commit's append (the request cache trusts
+    /// what it checked while it holds).
+    history_version: MessagesVersionCell,
     last_turn: Mutex<Option<TurnOutcome>>,
     busy: AtomicBool,
     active: Mutex<Option<CancelToken>>,
@@ -294,6 +298,7 @@ impl Agent {
                 engine: RwLock::new(engine),
                 read_only: AtomicBool::new(read_only),
                 history: RwLock::new(Vec::new()),
+                history_version: MessagesVersionCell::fresh(),
                 last_turn: Mutex::new(None),
                 busy: AtomicBool::new(false),
                 active: Mutex::new(None),
@@ -467,7 +472,7 @@ impl Agent {
                 env.system_prompt = &with_memory;
             }
             env.recall = memory.recall.as_deref();
-            core.write_history(turn::history::backfill_orphans);
+            core.repair_history();
             let mut ended =
                 turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await;
             core.commit(ended.take_transcript(), &ended.outcome);
@@ -798,15 +803,32 @@ impl AgentCore {
         self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The one place the history is written: a host's replacement, the repair before a turn,
-    /// and a turn's commit.
+    /// A change of the history other than a turn's commit (a host's replacement): it gets a
+    /// new version.
     fn write_history(&self, f: impl FnOnce(&mut Vec<Message>)) {
-        f(&mut self.history.write().unwrap_or_else(|e| e.into_inner()));
+        let mut history = self.history.write().unwrap_or_else(|e| e.into_inner());
+        f(&mut history);
+        self.history_version.renew();
     }
 
-    /// A finished turn: its messages appended to the history, its outcome the last turn.
+    /// The repair before a turn ([`turn::history::backfill_orphans`]): a new version only when
+    /// it answered a call (it only inserts, so the length tells).
+    fn repair_history(&self) {
+        let mut history = self.history.write().unwrap_or_else(|e| e.into_inner());
+        let before = history.len();
+        turn::history::backfill_orphans(&mut history);
+        if history.len() != before {
+            self.history_version.renew();
+        }
+    }
+
+    /// A finished turn: its messages appended to the history (an append keeps the version),
+    /// its outcome the last turn.
     fn commit(&self, transcript: Vec<Message>, outcome: &TurnOutcome) {
-        self.write_history(|h| h.extend(transcript));
+        self.history
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(transcript);
         *lock(&self.last_turn) = Some(outcome.clone());
     }
 
@@ -935,6 +957,7 @@ impl AgentCore {
             engine: &self.engine,
             read_only: &self.read_only,
             history: &self.history,
+            history_version: &self.history_version,
             reply_timeout: self.config.reply_timeout,
             background: Some(&*self.background),
         }

@@ -91,6 +91,8 @@ async fn run_with(client: &LlmClient, tools: &Arc<Vec<Value>>, cancel: &CancelTo
     let req = ChatRequest {
         system: "You are a test.",
         history: &history,
+        history_version: agentao::llm::MessagesVersion::unknown(),
+        transcript_version: agentao::llm::MessagesVersion::unknown(),
         transcript: &[],
         tail: None,
         tools,
@@ -764,6 +766,8 @@ async fn cancel_while(script: Value, first_piece: bool) {
     let req = ChatRequest {
         system: "s",
         history: &history,
+        history_version: agentao::llm::MessagesVersion::unknown(),
+        transcript_version: agentao::llm::MessagesVersion::unknown(),
         transcript: &[],
         tail: None,
         tools: &Arc::default(),
@@ -1082,6 +1086,8 @@ async fn a_whole_json_completion_is_decoded() {
     let req = agentao::llm::ChatRequest {
         system: "s",
         history: &[],
+        history_version: agentao::llm::MessagesVersion::unknown(),
+        transcript_version: agentao::llm::MessagesVersion::unknown(),
         transcript: &[],
         tail: None,
         tools: &Arc::default(),

@@ -36,6 +36,8 @@ async fn call(client: &LlmClient) -> Turn {
     let req = ChatRequest {
         system: "You are a test.",
         history: &history,
+        history_version: agentao::llm::MessagesVersion::unknown(),
+        transcript_version: agentao::llm::MessagesVersion::unknown(),
         transcript: &[],
         tail: None,
         tools: &Arc::default(),
@@ -446,6 +448,8 @@ async fn a_connection_left_mid_response_is_never_pooled() {
     let req = ChatRequest {
         system: "You are a test.",
         history: &history,
+        history_version: agentao::llm::MessagesVersion::unknown(),
+        transcript_version: agentao::llm::MessagesVersion::unknown(),
         transcript: &[],
         tail: None,
         tools: &Arc::default(),

@@ -24,6 +24,9 @@ pub mod tool_call;
 mod tool_chunk;
 mod wire_cache;
 
+pub use wire_cache::MessagesVersion;
+pub(crate) use wire_cache::MessagesVersionCell;
+
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -162,8 +165,13 @@ pub struct ChatRequest<'a> {
     pub system: &'a str,
     /// The history before this turn.
     pub history: &'a [Message],
+    /// Which state of the history that is ([`MessagesVersion::unknown`]: every message is
+    /// checked against the request cache).
+    pub history_version: MessagesVersion,
     /// This turn's messages so far (sent after `history`).
     pub transcript: &'a [Message],
+    /// Which state of the transcript that is (as `history_version`).
+    pub transcript_version: MessagesVersion,
     /// Request-only volatile `user` message, never stored in history.
     pub tail: Option<&'a str>,
     /// The `tools` array (already sorted by name); empty means none are sent. Shared, so its
@@ -715,6 +723,8 @@ mod tests {
         let req = ChatRequest {
             system: "s",
             history: &history,
+            history_version: MessagesVersion::unknown(),
+            transcript_version: MessagesVersion::unknown(),
             transcript: &[],
             tail: None,
             tools: &Arc::default(),
@@ -809,6 +819,8 @@ mod tests {
         let req = ChatRequest {
             system: "s",
             history: &history,
+            history_version: MessagesVersion::unknown(),
+            transcript_version: MessagesVersion::unknown(),
             transcript: &[],
             tail: None,
             tools: &Arc::default(),

@@ -237,7 +237,10 @@ impl OpenAiBackend {
         }
         if own("messages") {
             let mut rendered = self.messages.lock().unwrap_or_else(|e| e.into_inner());
-            rendered.sync(req.history.iter().chain(req.transcript));
+            rendered.sync(
+                (req.history, req.history_version),
+                (req.transcript, req.transcript_version),
+            );
             let system = self.system_message(req.system);
             body.key("messages").push(b'[');
             body.share(system);
@@ -1140,7 +1143,7 @@ pub fn decode_event_after_for_fuzzing(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::Message;
+    use crate::llm::{Message, MessagesVersion};
 
     /// Buffered events read as `try_ready` reads them (the remembered chunk's framed read
     /// first, then the parser's whole-event path and the decoder) leave the assembler as the
@@ -1402,6 +1405,8 @@ mod tests {
                             let req = ChatRequest {
                                 system,
                                 history,
+                                history_version: MessagesVersion::unknown(),
+                                transcript_version: MessagesVersion::unknown(),
                                 transcript,
                                 tail,
                                 tools,
@@ -1431,6 +1436,8 @@ mod tests {
             let req = ChatRequest {
                 system: "s",
                 history,
+                history_version: MessagesVersion::unknown(),
+                transcript_version: MessagesVersion::unknown(),
                 transcript,
                 tail: Some("t"),
                 tools: &schemas,

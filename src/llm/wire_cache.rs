@@ -16,14 +16,104 @@ use serde::ser::{Serialize, Serializer};
 use super::message::WireJson;
 use super::Message;
 
+/// Which state of a list of messages (an agent's history, a turn's transcript) a request was
+/// built from. Every change other than an append makes a new one, unique in the process, so two
+/// lists never share one; [`MessagesVersion::unknown`] makes the request cache check every
+/// message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessagesVersion(u64);
+
+impl MessagesVersion {
+    /// No version: every message is checked. (A function, not an associated constant, which
+    /// cbindgen would put in the C header.)
+    pub const fn unknown() -> MessagesVersion {
+        MessagesVersion(0)
+    }
+
+    /// A version no history had before.
+    pub(crate) fn fresh() -> MessagesVersion {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        MessagesVersion(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn is_unknown(self) -> bool {
+        self == MessagesVersion::unknown()
+    }
+}
+
+/// An agent's current [`MessagesVersion`], next to its history. Renewed under the history's
+/// write lock, so a reader holding the read lock sees the version of what it reads.
+pub(crate) struct MessagesVersionCell(std::sync::atomic::AtomicU64);
+
+impl MessagesVersionCell {
+    /// A cell holding a fresh version.
+    pub(crate) fn fresh() -> MessagesVersionCell {
+        MessagesVersionCell(std::sync::atomic::AtomicU64::new(
+            MessagesVersion::fresh().0,
+        ))
+    }
+
+    /// A cell that says nothing: every request checks every message.
+    pub(crate) fn unknown() -> MessagesVersionCell {
+        MessagesVersionCell(std::sync::atomic::AtomicU64::new(
+            MessagesVersion::unknown().0,
+        ))
+    }
+
+    pub(crate) fn get(&self) -> MessagesVersion {
+        MessagesVersion(self.0.load(std::sync::atomic::Ordering::Acquire))
+    }
+
+    /// The history changed other than by an append.
+    pub(crate) fn renew(&self) {
+        self.0.store(
+            MessagesVersion::fresh().0,
+            std::sync::atomic::Ordering::Release,
+        );
+    }
+}
+
 /// One agent's rendered conversation, as of its last request.
 #[derive(Default)]
 pub(crate) struct RenderedMessages {
     entries: Vec<Entry>,
+    /// What the last sync checked. While a list keeps its version it only grows, so the
+    /// entries of what was checked still fit without a look (the check per message grew
+    /// with the conversation, on every request).
+    checked: Option<Checked>,
     /// Renderings the turn made for `llm_call_delta` (position, entry), used by the next
     /// [`RenderedMessages::sync`] for a position it must render, if the message there is
     /// still the one rendered; dropped by it either way.
     offered: Vec<(usize, Entry)>,
+}
+
+/// The versions and lengths of the history and transcript a sync checked.
+#[derive(Clone, Copy)]
+struct Checked {
+    history: (MessagesVersion, usize),
+    transcript: (MessagesVersion, usize),
+}
+
+impl Checked {
+    /// How many messages of `history` then `transcript` at these versions still fit the
+    /// entries unlooked: the history's checked ones, and when the history is as it was (a turn
+    /// goes on), the transcript's too.
+    fn trusted(
+        &self,
+        history: (MessagesVersion, usize),
+        transcript: (MessagesVersion, usize),
+    ) -> usize {
+        let known = |(v, _): (MessagesVersion, usize), (was, _): (MessagesVersion, usize)| {
+            !v.is_unknown() && v == was
+        };
+        if !known(history, self.history) {
+            return 0;
+        }
+        if history.1 != self.history.1 || !known(transcript, self.transcript) {
+            return self.history.1.min(history.1);
+        }
+        history.1 + self.transcript.1.min(transcript.1)
+    }
 }
 
 enum Entry {
@@ -56,12 +146,31 @@ impl Entry {
 }
 
 impl RenderedMessages {
-    /// Brings the cache in line with `messages`: the entries of the longest unchanged prefix
-    /// are kept and the rest rendered. Returns how many messages were rendered.
-    pub(crate) fn sync<'m>(&mut self, messages: impl IntoIterator<Item = &'m Message>) -> usize {
+    /// Brings the cache in line with `history` then `transcript`: the entries of the longest
+    /// unchanged prefix are kept and the rest rendered. The messages checked at the last sync
+    /// are not looked at again while their list keeps its version ([`Checked::trusted`]).
+    /// Returns how many messages were rendered.
+    pub(crate) fn sync(
+        &mut self,
+        (history, history_version): (&[Message], MessagesVersion),
+        (transcript, transcript_version): (&[Message], MessagesVersion),
+    ) -> usize {
+        let now = Checked {
+            history: (history_version, history.len()),
+            transcript: (transcript_version, transcript.len()),
+        };
+        let trusted = self
+            .checked
+            .map_or(0, |c| c.trusted(now.history, now.transcript))
+            .min(self.entries.len());
+        self.checked = Some(now);
+        let (history_left, transcript_left) = match trusted.checked_sub(history.len()) {
+            None => (&history[trusted..], transcript),
+            Some(into_transcript) => (&history[history.len()..], &transcript[into_transcript..]),
+        };
         let mut rendered = 0;
-        let mut n = 0;
-        for m in messages {
+        let mut n = trusted;
+        for m in history_left.iter().chain(transcript_left) {
             match self.entries.get(n) {
                 Some(e) if e.still_fits(m) => {}
                 _ => {
@@ -163,9 +272,32 @@ mod tests {
     use serde_json::json;
 
     fn body(cache: &mut RenderedMessages, messages: &[Message]) -> (usize, String) {
-        let rendered = cache.sync(messages);
+        body_of(cache, messages, MessagesVersion::unknown(), &[])
+    }
+
+    /// A request of `history` at `version` and a turn's `transcript` (of no known version).
+    fn body_of(
+        cache: &mut RenderedMessages,
+        history: &[Message],
+        version: MessagesVersion,
+        transcript: &[Message],
+    ) -> (usize, String) {
+        body_in_turn(
+            cache,
+            (history, version),
+            (transcript, MessagesVersion::unknown()),
+        )
+    }
+
+    fn body_in_turn(
+        cache: &mut RenderedMessages,
+        (history, history_version): (&[Message], MessagesVersion),
+        (transcript, transcript_version): (&[Message], MessagesVersion),
+    ) -> (usize, String) {
+        let rendered = cache.sync((history, history_version), (transcript, transcript_version));
+        let messages: Vec<&Message> = history.iter().chain(transcript).collect();
         let mut out = Vec::new();
-        cache.write_into(messages, &mut out);
+        cache.write_into(messages.iter().copied(), &mut out);
         // Each element comes with the `,` that separates it from the one before.
         let elements = String::from_utf8(out).unwrap();
         let elements = elements.strip_prefix(',').unwrap_or_default();
@@ -239,6 +371,80 @@ mod tests {
         let host = vec![Message::User("fresh".into())];
         assert_eq!(body(&mut cache, &host), (1, plain(&host)));
         assert_eq!(body(&mut cache, &[]), (0, "[]".to_owned()));
+    }
+
+    /// While the history keeps its version it only grows (a turn's commit): the messages
+    /// checked before are trusted, the appended ones checked; a new version (a host's history,
+    /// a repair) checks everything again, as does an unknown one.
+    #[test]
+    fn a_history_version_spares_the_check_of_what_it_checked() {
+        let v1 = MessagesVersion::fresh();
+        let mut cache = RenderedMessages::default();
+        let m = conversation();
+        let (history, transcript) = m.split_at(3);
+        assert_eq!(body_of(&mut cache, history, v1, transcript), (4, plain(&m)));
+        // The turn committed: its transcript is now history, at the same version.
+        assert_eq!(body_of(&mut cache, &m, v1, &[]), (0, plain(&m)));
+        let mut more = m.clone();
+        more.push(Message::User("next".into()));
+        assert_eq!(body_of(&mut cache, &m, v1, &more[5..]), (1, plain(&more)));
+
+        // The checked messages are not looked at while the version holds: a change made
+        // without a new version (which the agent never does) would go unseen.
+        let mut edited = m.clone();
+        edited[0] = Message::User("edited".into());
+        assert_eq!(body_of(&mut cache, &edited, v1, &[]), (0, plain(&m)));
+        // With a new version, or none, it is seen.
+        let v2 = MessagesVersion::fresh();
+        assert_ne!(v1, v2);
+        assert_eq!(body_of(&mut cache, &edited, v2, &[]), (4, plain(&edited)));
+        let mut again = edited.clone();
+        again[1] = Message::User("edited too".into());
+        assert_eq!(
+            body_of(&mut cache, &again, MessagesVersion::unknown(), &[]),
+            (3, plain(&again))
+        );
+        // A shorter history at a known version is checked up to its length.
+        let v3 = MessagesVersion::fresh();
+        assert_eq!(body_of(&mut cache, &again, v3, &[]), (0, plain(&again)));
+        assert_eq!(
+            body_of(&mut cache, &again[..2], v3, &[]),
+            (0, plain(&again[..2]))
+        );
+        assert_eq!(body_of(&mut cache, &again, v3, &[]), (2, plain(&again)));
+    }
+
+    /// Within a turn (the history as it was), the transcript's checked messages are trusted
+    /// while it keeps its version; a new one (the turn's repair), or another turn's, checks
+    /// them again.
+    #[test]
+    fn a_turn_spares_the_check_of_its_own_messages() {
+        let (hv, tv) = (MessagesVersion::fresh(), MessagesVersion::fresh());
+        let mut cache = RenderedMessages::default();
+        let m = conversation();
+        let (history, turn) = m.split_at(1);
+        let request = |cache: &mut RenderedMessages, t: &[Message], v| {
+            body_in_turn(cache, (history, hv), (t, v))
+        };
+        assert_eq!(request(&mut cache, &turn[..2], tv), (3, plain(&m[..3])));
+        assert_eq!(request(&mut cache, turn, tv), (1, plain(&m)));
+        // Unlooked: an edit without a new version (which the turn never makes) goes unseen.
+        let mut edited = turn.to_vec();
+        edited[0] = Message::User("edited".into());
+        assert_eq!(request(&mut cache, &edited, tv), (0, plain(&m)));
+        // A new version of the transcript, or the history grown, checks it again.
+        let mut all_edited = history.to_vec();
+        all_edited.extend(edited.iter().cloned());
+        let tv2 = MessagesVersion::fresh();
+        assert_eq!(request(&mut cache, &edited, tv2), (3, plain(&all_edited)));
+        // The next turn's transcript has a version of its own.
+        let tv3 = MessagesVersion::fresh();
+        assert_eq!(request(&mut cache, turn, tv3), (3, plain(&m)));
+        // Its commit grew the history: the transcript is not trusted, the history's part is.
+        assert_eq!(
+            body_in_turn(&mut cache, (&m[..2], hv), (&m[2..], tv3)),
+            (0, plain(&m))
+        );
     }
 
     /// An offered rendering is spliced only at its position and only for the message it was

@@ -20,7 +20,7 @@ use crate::cancel::CancelToken;
 use crate::config::LlmConfig;
 use crate::events::host::{now_rfc3339, HostEvent, HostEventHub};
 use crate::events::{Emitter, EventWriter};
-use crate::llm::LlmClient;
+use crate::llm::{LlmClient, MessagesVersionCell};
 use crate::turn::{self, DeltaSink, TurnEnv};
 
 /// How one run ended, for the spawn tool (or the background store).
@@ -164,6 +164,8 @@ pub(crate) async fn run_child(
     let engine = RwLock::new(snap.engine());
     let read_only = AtomicBool::new(snap.read_only);
     let history = RwLock::new(Vec::new());
+    // Empty for the child's one turn: there is nothing to spare the cache.
+    let history_version = MessagesVersionCell::unknown();
     let system_prompt = turn::prompt::SystemPrompt::new(turn::prompt::system_prompt(
         &snap.workspace,
         def.instructions.as_deref(),
@@ -182,6 +184,7 @@ pub(crate) async fn run_child(
         engine: &engine,
         read_only: &read_only,
         history: &history,
+        history_version: &history_version,
         reply_timeout: snap.reply_timeout,
         // Sub-agents never drain the parent's background notices.
         background: None,

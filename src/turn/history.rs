@@ -136,6 +136,11 @@ impl Turn<'_, '_> {
     /// Answers this turn's calls that have none (the history before the turn was repaired
     /// when the turn began).
     pub(super) fn backfill(&mut self) {
+        let before = self.transcript.len();
         backfill_orphans(&mut self.transcript);
+        // It inserts: the length tells whether it changed anything.
+        if self.transcript.len() != before {
+            self.transcript_version = crate::llm::MessagesVersion::fresh();
+        }
     }
 }

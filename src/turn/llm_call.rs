@@ -79,7 +79,9 @@ impl Turn<'_, '_> {
             let req = ChatRequest {
                 system: env.system_prompt.text(),
                 history: &history,
+                history_version: env.history_version.get(),
                 transcript: turn,
+                transcript_version: self.transcript_version,
                 tail: tail.as_deref(),
                 tools: schemas,
             };

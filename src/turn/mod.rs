@@ -39,7 +39,7 @@ use crate::events::host::{CallIds, HostEvent, HostEventHub};
 use crate::events::transport::Transport;
 use crate::events::{Emitter, EventData, EventWriter, JsonText};
 use crate::llm::message::RunningCounts;
-use crate::llm::{LlmClient, LlmResponse, Message};
+use crate::llm::{LlmClient, LlmResponse, Message, MessagesVersion, MessagesVersionCell};
 use crate::permissions::PermissionEngine;
 use crate::tools::{ToolRegistry, ToolServices};
 pub(crate) use notices::BackgroundNotices;
@@ -75,6 +75,8 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) read_only: &'a AtomicBool,
     /// Read only: the turn's messages are its transcript, which the agent commits.
     pub(crate) history: &'a RwLock<Vec<Message>>,
+    /// The history's version, read with it (under its read lock).
+    pub(crate) history_version: &'a MessagesVersionCell,
     pub(crate) reply_timeout: Option<Duration>,
     /// The agent's background-agent notices; `None` for a turn that must not drain them.
     pub(crate) background: Option<&'a dyn BackgroundNotices>,
@@ -146,6 +148,7 @@ pub(crate) async fn run_turn<'e, 'a>(
         delta_writer: EventWriter::default(),
         deltas,
         transcript: Vec::new(),
+        transcript_version: MessagesVersion::fresh(),
         attempt: 0,
         tool_count: 0,
         finish_reason_missing: false,
@@ -190,6 +193,9 @@ struct Turn<'e, 'a> {
     deltas: DeltaSink,
     /// The messages this turn added, in order.
     transcript: Vec<Message>,
+    /// Renewed by any change of `transcript` but an append (the request cache trusts what it
+    /// checked while it holds).
+    transcript_version: MessagesVersion,
     attempt: u32,
     tool_count: u64,
     finish_reason_missing: bool,
