@@ -87,32 +87,39 @@ pub(crate) struct RenderedMessages {
     offered: Vec<(usize, Entry)>,
 }
 
-/// The versions and lengths of the history and transcript a sync checked.
+/// A list of messages as a sync saw it.
+#[derive(Clone, Copy)]
+struct Seen {
+    version: MessagesVersion,
+    len: usize,
+}
+
+impl Seen {
+    /// Whether `now` is this list at the same known version, so it only grew since.
+    fn grew_into(self, now: Seen) -> bool {
+        !now.version.is_unknown() && now.version == self.version
+    }
+}
+
+/// The history and transcript a sync checked.
 #[derive(Clone, Copy)]
 struct Checked {
-    history: (MessagesVersion, usize),
-    transcript: (MessagesVersion, usize),
+    history: Seen,
+    transcript: Seen,
 }
 
 impl Checked {
-    /// How many messages of `history` then `transcript` at these versions still fit the
-    /// entries unlooked: the history's checked ones, and when the history is as it was (a turn
-    /// goes on), the transcript's too.
-    fn trusted(
-        &self,
-        history: (MessagesVersion, usize),
-        transcript: (MessagesVersion, usize),
-    ) -> usize {
-        let known = |(v, _): (MessagesVersion, usize), (was, _): (MessagesVersion, usize)| {
-            !v.is_unknown() && v == was
-        };
-        if !known(history, self.history) {
+    /// How many messages of `now`'s history then transcript still fit the entries unlooked:
+    /// the history's checked ones, and when the history is as it was (a turn goes on), the
+    /// transcript's too.
+    fn trusted(&self, now: &Checked) -> usize {
+        if !self.history.grew_into(now.history) {
             return 0;
         }
-        if history.1 != self.history.1 || !known(transcript, self.transcript) {
-            return self.history.1.min(history.1);
+        if now.history.len != self.history.len || !self.transcript.grew_into(now.transcript) {
+            return self.history.len.min(now.history.len);
         }
-        history.1 + self.transcript.1.min(transcript.1)
+        now.history.len + self.transcript.len.min(now.transcript.len)
     }
 }
 
@@ -156,12 +163,18 @@ impl RenderedMessages {
         (transcript, transcript_version): (&[Message], MessagesVersion),
     ) -> usize {
         let now = Checked {
-            history: (history_version, history.len()),
-            transcript: (transcript_version, transcript.len()),
+            history: Seen {
+                version: history_version,
+                len: history.len(),
+            },
+            transcript: Seen {
+                version: transcript_version,
+                len: transcript.len(),
+            },
         };
         let trusted = self
             .checked
-            .map_or(0, |c| c.trusted(now.history, now.transcript))
+            .map_or(0, |c| c.trusted(&now))
             .min(self.entries.len());
         self.checked = Some(now);
         let (history_left, transcript_left) = match trusted.checked_sub(history.len()) {

@@ -209,6 +209,13 @@ impl Turn<'_, '_> {
             .get_or_init(|| tokio::time::Instant::now() + CANCEL_GRACE)
     }
 
+    /// Whether a cancelled turn is past [`Turn::give_up_at`] already.
+    fn grace_over(&self) -> bool {
+        self.give_up_at
+            .get()
+            .is_some_and(|at| tokio::time::Instant::now() >= *at)
+    }
+
     /// A result made ready for history. Saving a long result's full copy through a host's
     /// file system is host code: it runs on a blocking thread, and a cancelled turn waits for
     /// it until [`Turn::give_up_at`] (the result then goes without its copy).
@@ -217,11 +224,7 @@ impl Turn<'_, '_> {
         if !result_format::spills(raw) || services.fs().is_local_disk() {
             return services.format_result(tool, raw);
         }
-        let grace_over = self
-            .give_up_at
-            .get()
-            .is_some_and(|at| tokio::time::Instant::now() >= *at);
-        if grace_over {
+        if self.grace_over() {
             // Host code the turn would not wait for: not started at all.
             return result_format::format_unsaved(raw);
         }
