@@ -261,9 +261,10 @@ struct cancel_box {
 };
 }  // namespace detail
 
-/// A callback registered with `cancel_token::on_cancel`. Destroying it (or `remove()`) removes
-/// the callback if it has not run. It holds its own handle of the token, so it may outlive the
-/// `cancel_token` it came from. Move-only.
+/// A callback registered with `on_cancel` (of a cancel_token, a tool_call or a shell_request)
+/// or `cancel_watch::watch`. Destroying it (or `remove()`) removes the callback if it has not
+/// run. It holds its own handle of the token, so it may outlive the token it came from.
+/// Move-only.
 class cancel_watch {
 public:
     cancel_watch() noexcept = default;
@@ -289,8 +290,38 @@ public:
         return removed;
     }
 
+    /// Runs `fn(reason)` once when `token` is cancelled (borrowed: a call's or a run's token
+    /// will do), on the cancelling thread inside its cancel (at once, on this thread, when it
+    /// already is): keep it short and non-blocking. An exception from `fn` is swallowed. The
+    /// watch holds its own handle of the token, so it may outlive the borrow
+    /// (agentao_cancel_token_watch).
+    static result<cancel_watch> try_watch(const agentao_cancel_token* token,
+                                          std::function<void(std::string_view reason)> fn) {
+        if (!token) return agentao::error(status::null_argument, "the token is NULL");
+        if (!fn) return agentao::error(status::null_argument, "the callback is empty");
+        agentao_cancel_token* own = agentao_cancel_token_child(token);
+        auto* box = new detail::cancel_box{std::move(fn)};
+        uint64_t id = 0;
+        agentao_error* err = nullptr;
+        agentao_status st = agentao_cancel_token_watch(own, &detail::cancel_box::cancelled_cb, box,
+                                                       &detail::cancel_box::free_cb, &id, &err);
+        if (st != AGENTAO_STATUS_OK) {
+            // The library took ownership only on success.
+            delete box;
+            agentao_cancel_token_free(own);
+            return detail::take_error(st, err);
+        }
+        agentao_error_free(err);
+        return cancel_watch(own, id);
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    static cancel_watch watch(const agentao_cancel_token* token,
+                              std::function<void(std::string_view reason)> fn) {
+        return try_watch(token, std::move(fn)).value();
+    }
+#endif
+
 private:
-    friend class cancel_token;
     cancel_watch(agentao_cancel_token* token, uint64_t id) noexcept : token_(token), id_(id) {}
     agentao_cancel_token* token_ = nullptr;
     uint64_t id_ = 0;
@@ -334,22 +365,7 @@ public:
     /// An exception from `fn` is swallowed. The callback stays registered while the returned
     /// watch lives (agentao_cancel_token_watch).
     result<cancel_watch> try_on_cancel(std::function<void(std::string_view reason)> fn) const {
-        if (!fn) return agentao::error(status::null_argument, "the callback is empty");
-        // The watch is on a child handle the cancel_watch owns, so it outlives this object.
-        agentao_cancel_token* own = agentao_cancel_token_child(raw_);
-        auto* box = new detail::cancel_box{std::move(fn)};
-        uint64_t id = 0;
-        agentao_error* err = nullptr;
-        agentao_status st = agentao_cancel_token_watch(own, &detail::cancel_box::cancelled_cb, box,
-                                                       &detail::cancel_box::free_cb, &id, &err);
-        if (st != AGENTAO_STATUS_OK) {
-            // The library took ownership only on success.
-            delete box;
-            agentao_cancel_token_free(own);
-            return detail::take_error(st, err);
-        }
-        agentao_error_free(err);
-        return cancel_watch(own, id);
+        return cancel_watch::try_watch(raw_, std::move(fn));
     }
 
     /// The C handle, still owned by this object (NULL after a move).
@@ -748,6 +764,16 @@ public:
     const agentao_cancel_token* cancel_token() const noexcept {
         return agentao_tool_call_cancel_token(raw_);
     }
+    /// Runs `fn(reason)` once when the call is cancelled (see cancel_watch::try_watch), so a
+    /// handler waiting on something else can stop without polling `cancelled()`.
+    result<cancel_watch> try_on_cancel(std::function<void(std::string_view reason)> fn) const {
+        return cancel_watch::try_watch(cancel_token(), std::move(fn));
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    cancel_watch on_cancel(std::function<void(std::string_view reason)> fn) const {
+        return try_on_cancel(std::move(fn)).value();
+    }
+#endif
     /// Streams a chunk as a tool_output event; status::closed once the call has ended.
     result<void> try_output(std::string_view chunk) const {
         if (auto bad = detail::check_view(chunk, "the chunk")) return *bad;
@@ -898,6 +924,16 @@ struct shell_request {
     /// run is answered).
     const agentao_cancel_token* cancel = nullptr;
     bool cancelled() const noexcept { return agentao_cancel_token_is_cancelled(cancel); }
+    /// Runs `fn(reason)` once when the run is cancelled (see cancel_watch::try_watch): stop
+    /// the process from there rather than polling `cancelled()`.
+    result<cancel_watch> try_on_cancel(std::function<void(std::string_view reason)> fn) const {
+        return cancel_watch::try_watch(cancel, std::move(fn));
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    cancel_watch on_cancel(std::function<void(std::string_view reason)> fn) const {
+        return try_on_cancel(std::move(fn)).value();
+    }
+#endif
 };
 
 /// One run handed to a shell executor (agentao_shell_run): stream output, then answer once

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "helpers.hpp"
 
@@ -130,6 +132,45 @@ TEST(Capabilities, ShellExecutorRunsTheCommand) {
     EXPECT_EQ(commands[0], "make all");
     // An executor without run is refused with a clear status.
     EXPECT_EQ(a.try_set_shell_executor(agentao::shell_executor{}).code(), agentao::status::null_argument);
+}
+
+TEST(Capabilities, ShellExecutorStopsARunFromItsCancelWatch) {
+    // An audited shell that owns a long process stops it from the run's cancel watch, without
+    // polling `cancelled()`; the watch runs once, on the cancelling thread.
+    workspace ws;
+    std::mutex mu;
+    std::vector<std::string> reasons;
+    std::thread::id watch_thread;
+    std::optional<agentao::cancel_watch> watch;
+    agentao::shell_executor sh;
+    sh.run = [&](const agentao::shell_request& req, agentao::shell_run&& run) {
+        auto kept = std::make_shared<agentao::shell_run>(std::move(run));
+        auto w = req.on_cancel([&, kept](std::string_view reason) {
+            std::lock_guard<std::mutex> g(mu);
+            reasons.emplace_back(reason);
+            watch_thread = std::this_thread::get_id();
+            (void)kept->try_finish(130);
+        });
+        std::lock_guard<std::mutex> g(mu);
+        watch.emplace(std::move(w));
+    };
+    auto a = agentao::agent::create(
+        config(ws, call("s1", "run_shell_command", R"({"command":"sleep 600"})", "slept")));
+    a.set_shell_executor(std::move(sh));
+    agentao::cancel_token tok;
+    agentao::turn_options opts;
+    opts.cancel = &tok;
+    std::atomic<bool> done{false};
+    agentao::turn_result res;
+    a.run("go", [&](agentao::turn_result r) { res = std::move(r); done = true; }, opts);
+    ASSERT_TRUE(wait_until([&] { std::lock_guard<std::mutex> g(mu); return watch.has_value(); }));
+    tok.cancel("host-stop");
+    ASSERT_TRUE(wait_until([&] { return done.load(); }));
+    EXPECT_EQ(res.code, agentao::status::cancelled) << res.message;
+    std::lock_guard<std::mutex> g(mu);
+    ASSERT_EQ(reasons.size(), 1u);
+    EXPECT_EQ(reasons[0], "host-stop");
+    EXPECT_EQ(watch_thread, std::this_thread::get_id()) << "the watch ran off the cancelling thread";
 }
 
 TEST(Capabilities, MemoryStoreKeepsSaveMemory) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "helpers.hpp"
@@ -196,6 +197,58 @@ TEST(HostTools, LateReplyAfterCancelIsHarmless) {
     EXPECT_FALSE(contains(a.history(), "too late")) << a.history();
     // The agent is still usable (the cancelled turn did not read the script's "done").
     EXPECT_EQ(a.chat("again"), "done");
+}
+
+TEST(HostTools, OnCancelLetsAWaitingHandlerAnswer) {
+    // A handler parked on something else learns of the turn's cancel from a watch, without
+    // polling `cancelled()`, and the watch runs once, on the cancelling thread.
+    workspace ws;
+    auto a = agentao::agent::create(config(ws, call_lookup("slow") + R"(,{"text":"next turn"})"));
+    std::mutex mu;
+    std::vector<std::string> reasons;
+    std::thread::id watch_thread;
+    std::optional<agentao::cancel_watch> watch;
+    a.add_async_tool(lookup_spec(), [&](std::string_view, agentao::tool_call call,
+                                        agentao::tool_reply&& reply) {
+        auto kept = std::make_shared<agentao::tool_reply>(std::move(reply));
+        auto w = call.on_cancel([&, kept](std::string_view reason) {
+            std::lock_guard<std::mutex> g(mu);
+            reasons.emplace_back(reason);
+            watch_thread = std::this_thread::get_id();
+            (void)kept->try_answer("stopped");
+        });
+        std::lock_guard<std::mutex> g(mu);
+        watch.emplace(std::move(w));
+    });
+    agentao::cancel_token tok;
+    agentao::turn_options opts;
+    opts.cancel = &tok;
+    std::atomic<bool> done{false};
+    agentao::turn_result res;
+    a.run("go", [&](agentao::turn_result r) { res = std::move(r); done = true; }, opts);
+    ASSERT_TRUE(wait_until([&] { std::lock_guard<std::mutex> g(mu); return watch.has_value(); }));
+    {
+        std::lock_guard<std::mutex> g(mu);
+        EXPECT_TRUE(reasons.empty()) << "the watch ran before the cancel";
+    }
+    tok.cancel("host-stop");
+    ASSERT_TRUE(wait_until([&] { return done.load(); }));
+    EXPECT_EQ(res.code, agentao::status::cancelled) << res.message;
+    std::lock_guard<std::mutex> g(mu);
+    ASSERT_EQ(reasons.size(), 1u);
+    EXPECT_EQ(reasons[0], "host-stop");
+    EXPECT_EQ(watch_thread, std::this_thread::get_id()) << "the watch ran off the cancelling thread";
+    // It ran: removing it now reports that.
+    EXPECT_FALSE(watch->remove());
+    EXPECT_FALSE(contains(a.history(), "stopped")) << a.history();
+}
+
+TEST(HostTools, OnCancelRefusesAnEmptyCallbackAndABorrowedNull) {
+    EXPECT_EQ(agentao::cancel_watch::try_watch(nullptr, [](std::string_view) {}).code(),
+              agentao::status::null_argument);
+    agentao::cancel_token tok;
+    EXPECT_EQ(agentao::cancel_watch::try_watch(tok.get(), nullptr).code(),
+              agentao::status::null_argument);
 }
 
 TEST(HostTools, RegistrationErrorsAndRemove) {
