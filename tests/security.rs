@@ -488,6 +488,111 @@ fn workspace_write_shell_reads_outside_are_asked_not_run() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Audit of 2026-12-05: where a long result is saved is the workspace's, not the repository's.
+// ---------------------------------------------------------------------------------------
+
+/// What `dir` holds, by name.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_long_result_is_never_saved_or_pruned_through_a_repository_symlink() {
+    // The checkout links the spill directory (or `.agentao` itself) outside. A read-only
+    // model reads a long file: the library must not write there, nor prune what it finds.
+    for planted in [".agentao/tool-outputs", ".agentao"] {
+        let site = Site::new();
+        let victim = site.outside.join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        let notes = victim.join("notes.txt");
+        std::fs::write(&notes, "the host's own notes\n").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(10 * 24 * 3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&notes)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        if planted == ".agentao" {
+            std::os::unix::fs::symlink(&victim, site.ws.join(".agentao")).unwrap();
+        } else {
+            std::fs::create_dir(site.ws.join(".agentao")).unwrap();
+            std::os::unix::fs::symlink(&victim, site.ws.join(planted)).unwrap();
+        }
+        std::fs::write(site.ws.join("big.txt"), "line of text\n".repeat(5_000)).unwrap();
+        let out = site.run(
+            Mode::ReadOnly,
+            json!({}),
+            vec![call("read_file", json!({"file_path": "big.txt"}))],
+        );
+        assert_eq!(
+            names(&victim),
+            ["notes.txt"],
+            "{planted}: the library wrote or pruned outside the workspace"
+        );
+        assert!(
+            out.results[0].starts_with("[Output truncated: "),
+            "{planted}: {}",
+            &out.results[0][..200]
+        );
+        assert!(
+            !out.results[0][..300].contains("Full output saved to"),
+            "{planted}: {}",
+            &out.results[0][..300]
+        );
+    }
+}
+
+#[test]
+fn a_host_chosen_spill_directory_outside_the_workspace_is_used_and_pruned_of_its_own_files_only() {
+    let site = Site::new();
+    let spill = site.outside.join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(10 * 24 * 3600);
+    // A file of the host's, a link to a file of the host's, and an old spill of ours.
+    std::fs::write(spill.join("notes.txt"), "mine").unwrap();
+    std::fs::write(site.outside.join("kept.txt"), "kept").unwrap();
+    std::os::unix::fs::symlink(site.outside.join("kept.txt"), spill.join("link.txt")).unwrap();
+    std::fs::write(spill.join("read_file_1700000000_abc123.txt"), "old spill").unwrap();
+    for name in ["notes.txt", "read_file_1700000000_abc123.txt"] {
+        std::fs::File::options()
+            .write(true)
+            .open(spill.join(name))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    std::fs::write(site.ws.join("big.txt"), "line of text\n".repeat(5_000)).unwrap();
+    let out = site.run(
+        Mode::ReadOnly,
+        json!({"tools": {"settings": {"tool_outputs_dir": spill}}}),
+        vec![call("read_file", json!({"file_path": "big.txt"}))],
+    );
+    assert!(
+        out.results[0][..300].contains(&format!("Full output saved to: {}", spill.display())),
+        "{}",
+        &out.results[0][..300]
+    );
+    let left = names(&spill);
+    assert!(left.contains(&"notes.txt".to_owned()), "{left:?}");
+    assert!(left.contains(&"link.txt".to_owned()), "{left:?}");
+    assert!(
+        !left.contains(&"read_file_1700000000_abc123.txt".to_owned()),
+        "our old spill is pruned: {left:?}"
+    );
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert_eq!(
+        std::fs::read_to_string(site.outside.join("kept.txt")).unwrap(),
+        "kept"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
 // Finding 5: exfiltration through web_fetch, and the host's domain allow-list.
 // ---------------------------------------------------------------------------------------
 

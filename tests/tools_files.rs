@@ -646,7 +646,7 @@ fn settings_are_validated_with_field_names() {
     );
     assert_eq!(ok.shell_settings.timeout_s, 5.0);
     assert_eq!(ok.web.allow.len(), 2);
-    assert_eq!(ok.tool_outputs_dir, root.join("out"));
+    assert_eq!(ok.tool_outputs.path(), root.join("out"));
 }
 
 #[test]

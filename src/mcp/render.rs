@@ -5,10 +5,12 @@
 //! an `isError` result prefixed `MCP tool error: `.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use base64::Engine;
 use serde_json::Value;
+
+use crate::tools::SpillDir;
 
 /// Every blob is checked against this before it is decoded.
 pub(crate) const MAX_BLOB_BYTES: usize = 10 * 1024 * 1024;
@@ -85,8 +87,13 @@ fn extension(uri: &str, mime: Option<&str>) -> String {
 }
 
 /// Writes `data` as `mcp-resource_<ts>_<uid><ext>` (mode 0600, never over an existing file).
-fn save_binary(dir: &Path, data: &[u8], uri: &str, mime: Option<&str>) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
+fn save_binary(
+    spill: &SpillDir,
+    data: &[u8],
+    uri: &str,
+    mime: Option<&str>,
+) -> std::io::Result<PathBuf> {
+    let dir = spill.prepare()?;
     let ts = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -109,7 +116,7 @@ pub(crate) fn render_blob(
     uri: &str,
     mime: Option<&str>,
     b64: &str,
-    save_dir: Option<&Path>,
+    save_dir: Option<&SpillDir>,
 ) -> String {
     let shown = mime.unwrap_or("application/octet-stream");
     let size = decoded_size(b64);
@@ -183,7 +190,7 @@ fn resource_link(block: &Value, read_hint: Option<&str>) -> String {
 /// A `tools/call` result (its JSON) as the text the model reads, and whether it is an error.
 pub fn render_call_result(
     result: &Value,
-    save_dir: Option<&Path>,
+    save_dir: Option<&SpillDir>,
     read_hint: Option<&str>,
 ) -> (String, bool) {
     let empty = Vec::new();
@@ -234,7 +241,7 @@ pub fn render_call_result(
 }
 
 /// A `resources/read` result as `read_mcp_resource` returns it.
-pub(crate) fn render_read(uri: &str, result: &Value, save_dir: Option<&Path>) -> String {
+pub(crate) fn render_read(uri: &str, result: &Value, save_dir: Option<&SpillDir>) -> String {
     let empty = Vec::new();
     let contents = result
         .get("contents")
@@ -310,7 +317,8 @@ mod tests {
             "[Binary resource x://b.bin (application/octet-stream, 3 bytes) not saved: this session has no working directory]"
         );
         let dir = tempfile::tempdir().unwrap();
-        let saved = render_call_result(&bin, Some(dir.path()), None).0;
+        let spill = SpillDir::unconfined(dir.path().to_path_buf());
+        let saved = render_call_result(&bin, Some(&spill), None).0;
         assert!(saved.contains("saved to "), "{saved}");
         let path = saved
             .split("saved to ")

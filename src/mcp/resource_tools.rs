@@ -282,11 +282,7 @@ impl Tool for ReadResource {
             Err(e) => return Ok(e),
         };
         match conn.runtime().block_on(conn.read_resource(uri, ctx.cancel)) {
-            Ok(r) => Ok(render_read(
-                uri,
-                &r,
-                Some(ctx.services.tool_outputs_dir.as_path()),
-            )),
+            Ok(r) => Ok(render_read(uri, &r, Some(&ctx.services.tool_outputs))),
             Err(CallError::Cancelled) => {
                 Ok(format!("[Operation Cancelled] {}", ctx.cancel.reason()))
             }

@@ -119,7 +119,7 @@ impl McpTool {
         match outcome {
             Ok(result) => {
                 let hint = self.read_hint.then_some(conn.server.as_str());
-                let save_dir = Some(ctx.services.tool_outputs_dir.as_path());
+                let save_dir = Some(&ctx.services.tool_outputs);
                 match render_call_result(&result, save_dir, hint) {
                     (text, false) => Ok(text),
                     (text, true) => Err(ToolError::new("McpToolError", text)),

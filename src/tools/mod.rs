@@ -21,6 +21,7 @@ pub(crate) mod secrets;
 pub(crate) mod selection;
 pub(crate) mod shell_exec;
 pub(crate) mod shell_run;
+pub(crate) mod spill_dir;
 
 pub(crate) use builtin::{
     ask_user, glob, list_directory, read_file, replace, save_memory, search, shell, todo,
@@ -47,6 +48,7 @@ pub(crate) use shell_exec::{
     BackgroundError, BackgroundHandle, LocalShellExecutor, ShellDialect, ShellExecutor,
     ShellRequest, ShellResult, ShellSpec,
 };
+pub use spill_dir::SpillDir;
 pub(crate) use todo::TodoItem;
 pub(crate) use web_fetch::WebSettings;
 
@@ -123,7 +125,7 @@ pub struct ToolServices {
     pub web: WebSettings,
     /// Where results over 40,000 characters are spilled (`tool_outputs_dir`; default
     /// `<workspace>/.agentao/tool-outputs`).
-    pub tool_outputs_dir: PathBuf,
+    pub tool_outputs: SpillDir,
     todos: Mutex<Vec<TodoItem>>,
     memory: RwLock<Arc<dyn MemoryStore>>,
 }
@@ -137,7 +139,7 @@ impl Default for ToolServices {
             local_shell,
             shell_settings: ShellSettings::default(),
             web: WebSettings::default(),
-            tool_outputs_dir: PathBuf::from(result_format::DEFAULT_OUTPUT_DIR),
+            tool_outputs: SpillDir::unconfined(PathBuf::from(result_format::DEFAULT_OUTPUT_DIR)),
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(Arc::new(memory::InMemoryStore::default())),
         }
@@ -152,7 +154,7 @@ impl ToolServices {
         let mut services = ToolServices {
             shell_settings: settings.shell.clone(),
             web: settings.web_fetch.resolve(),
-            tool_outputs_dir: path_policy::join_to_root(
+            tool_outputs: SpillDir::new(
                 workspace,
                 settings
                     .tool_outputs_dir
@@ -179,7 +181,7 @@ impl ToolServices {
             local_shell: self.local_shell.clone(),
             shell_settings: self.shell_settings.clone(),
             web: self.web.clone(),
-            tool_outputs_dir: self.tool_outputs_dir.clone(),
+            tool_outputs: self.tool_outputs.clone(),
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(self.memory()),
         }
@@ -244,7 +246,7 @@ impl ToolServices {
 
     /// [`result_format::format_result_to`] the configured spill directory, through the tools' file system.
     pub fn format_result(&self, tool_name: &str, raw: &str) -> result_format::FormattedResult {
-        result_format::format_result_to(&self.tool_outputs_dir, tool_name, raw, &*self.fs())
+        result_format::format_result_to(&self.tool_outputs, tool_name, raw, &*self.fs())
     }
 }
 

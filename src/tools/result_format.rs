@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -16,6 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::fs::FileSystem;
 use super::secrets;
+use super::spill_dir::SpillDir;
 use crate::pycompat::char_count;
 
 pub(crate) const SAVE_THRESHOLD: usize = 40_000;
@@ -56,7 +58,7 @@ pub(crate) fn spills(raw: &str) -> bool {
 /// Formats one result, spilling into `output_dir` through `fs`: with a host file system the
 /// saved copy lives where the rest of the workspace does (never pruned: the seam has no delete).
 pub(crate) fn format_result_to(
-    output_dir: &Path,
+    output_dir: &SpillDir,
     tool_name: &str,
     raw: &str,
     fs: &dyn FileSystem,
@@ -67,12 +69,13 @@ pub(crate) fn format_result_to(
     }
     let saved = save(output_dir, tool_name, raw, fs).ok();
     if saved.is_some() && fs.is_local() {
+        let dir = output_dir.path();
         let first = PRUNED
             .lock()
-            .map(|mut set| set.insert(output_dir.to_path_buf()))
+            .map(|mut set| set.insert(dir.to_path_buf()))
             .unwrap_or(false);
         if first {
-            prune(output_dir, SystemTime::now());
+            prune(dir, SystemTime::now());
         }
     }
     excerpt(raw, original_chars, saved)
@@ -148,11 +151,12 @@ fn excerpt(raw: &str, original_chars: usize, saved: Option<(PathBuf, bool)>) -> 
 
 /// Writes the redacted copy; returns its path and whether anything was redacted.
 fn save(
-    dir: &Path,
+    spill: &SpillDir,
     tool_name: &str,
     raw: &str,
     fs: &dyn FileSystem,
 ) -> std::io::Result<(PathBuf, bool)> {
+    let dir = spill.path();
     let ts = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -171,15 +175,22 @@ fn save(
     let path = dir.join(format!("{safe}_{ts}_{}.txt", &uid[..6]));
     let (redacted, hits) = secrets::scan_and_redact(raw);
     if fs.is_local() {
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(&path, redacted.as_bytes())?;
+        spill.prepare()?;
+        // Never through a link or over a file planted at the name.
+        std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)?
+            .write_all(redacted.as_bytes())?;
     } else {
         fs.write_bytes(&path, redacted.as_bytes(), false)?;
     }
     Ok((path, !hits.is_empty()))
 }
 
-/// Deletes saved outputs (`*.txt`) older than the retention; best effort. Returns how many.
+/// Deletes saved outputs older than the retention; best effort. Returns how many. Only
+/// regular files named as [`save`] names them are ours: a host's own `*.txt` in a shared
+/// directory is left alone (the reference deletes every old `*.txt`).
 pub(crate) fn prune(dir: &Path, now: SystemTime) -> usize {
     let Some(cutoff) = now.checked_sub(RETENTION) else {
         return 0;
@@ -189,10 +200,12 @@ pub(crate) fn prune(dir: &Path, now: SystemTime) -> usize {
     };
     let mut removed = 0;
     for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "txt") {
+        let ours = entry.file_type().is_ok_and(|t| t.is_file())
+            && entry.file_name().to_str().is_some_and(is_saved_output_name);
+        if !ours {
             continue;
         }
+        let path = entry.path();
         let old = entry
             .metadata()
             .and_then(|m| m.modified())
@@ -202,6 +215,23 @@ pub(crate) fn prune(dir: &Path, now: SystemTime) -> usize {
         }
     }
     removed
+}
+
+/// `{tool}_{unix_ts}_{6hex}.txt`, the name [`save`] gives (a tool name is alphanumeric, `-`
+/// and `_`).
+fn is_saved_output_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".txt") else {
+        return false;
+    };
+    let mut parts = stem.rsplitn(3, '_');
+    let (Some(uid), Some(ts), Some(tool)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    uid.len() == 6
+        && uid.bytes().all(|b| b.is_ascii_hexdigit())
+        && !ts.is_empty()
+        && ts.bytes().all(|b| b.is_ascii_digit())
+        && !tool.is_empty()
 }
 
 /// `{n:,}`.
@@ -300,7 +330,7 @@ mod tests {
 
     fn format_result(workspace: &Path, tool_name: &str, raw: &str) -> FormattedResult {
         format_result_to(
-            &workspace.join(DEFAULT_OUTPUT_DIR),
+            &SpillDir::new(workspace, DEFAULT_OUTPUT_DIR),
             tool_name,
             raw,
             &LocalFileSystem,
@@ -364,6 +394,24 @@ mod tests {
             r.model_text.chars().count(),
             header.chars().count() + 40_000 + "\n\n[… 10,024 chars omitted …]\n\n".chars().count()
         );
+    }
+
+    #[test]
+    fn only_our_saved_outputs_are_pruned() {
+        for ours in ["read_file_1796463209_94179e.txt", "mcp_a_b-c_1_abcdef.txt"] {
+            assert!(is_saved_output_name(ours), "{ours}");
+        }
+        for theirs in [
+            "notes.txt",
+            "read_file_1796463209_94179e.md",
+            "read_file_1796463209_94179.txt",
+            "read_file_17x6463209_94179e.txt",
+            "_1796463209_94179e.txt",
+            "1796463209_94179e.txt",
+            "read_file__94179e.txt",
+        ] {
+            assert!(!is_saved_output_name(theirs), "{theirs}");
+        }
     }
 
     #[test]
