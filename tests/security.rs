@@ -592,6 +592,71 @@ fn a_host_chosen_spill_directory_outside_the_workspace_is_used_and_pruned_of_its
     );
 }
 
+#[test]
+fn protected_and_credential_paths_are_asked_whatever_link_reaches_them() {
+    // The checkout links `meta -> .git` and `settings.txt -> .env`: writing through the links
+    // is writing `.git/hooks` (code the user's next git command runs) and `.env`.
+    let site = Site::new();
+    std::fs::create_dir_all(site.ws.join(".git/hooks")).unwrap();
+    std::fs::write(site.ws.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(site.ws.join(".env"), "TOKEN=kept\n").unwrap();
+    std::os::unix::fs::symlink(".git", site.ws.join("meta")).unwrap();
+    std::os::unix::fs::symlink(".env", site.ws.join("settings.txt")).unwrap();
+    std::fs::write(site.ws.join("cert.txt"), "").unwrap();
+    std::os::unix::fs::symlink("server.pem", site.ws.join("cert-link")).unwrap();
+    std::fs::write(site.ws.join("server.pem"), "KEY\n").unwrap();
+    let writes = vec![
+        write("meta/hooks/pre-commit", "#!/bin/sh\ntouch pwned\n"),
+        call(
+            "replace",
+            json!({"file_path": "meta/config", "old_text": "[core]", "new_text": "[core]\n\tfsmonitor = touch pwned"}),
+        ),
+        write("settings.txt", "TOKEN=stolen\n"),
+        write("cert-link", "NOT A KEY\n"),
+    ];
+    let out = site.run(Mode::WorkspaceWrite, json!({}), writes);
+    let asked: Vec<String> = out
+        .asked
+        .iter()
+        .map(|(tool, a)| format!("{tool} {}", a["file_path"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "write_file meta/hooks/pre-commit",
+            "replace meta/config",
+            "write_file settings.txt",
+            "write_file cert-link",
+        ],
+        "results: {:?}",
+        out.results
+    );
+    assert!(!site.ws.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(site.ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(site.ws.join(".env")).unwrap(),
+        "TOKEN=kept\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(site.ws.join("server.pem")).unwrap(),
+        "KEY\n"
+    );
+    // Plain files are still written without a prompt.
+    let out = site.run(
+        Mode::WorkspaceWrite,
+        json!({}),
+        vec![write("cert.txt", "ok")],
+    );
+    assert!(out.asked.is_empty(), "{:?}", out.asked);
+    assert_eq!(
+        std::fs::read_to_string(site.ws.join("cert.txt")).unwrap(),
+        "ok"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Finding 5: exfiltration through web_fetch, and the host's domain allow-list.
 // ---------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::path_policy;
 use crate::pycompat::python_str;
 
 /// What a rule does when it matches.
@@ -248,6 +249,14 @@ impl Rule {
                 if pat.search(&abs) || rel.as_deref().is_some_and(|r| pat.search(r)) {
                     continue;
                 }
+                // The file the write would reach: a checkout's `meta -> .git` or
+                // `settings.txt -> .env` must not spell its way past an ask or deny rule.
+                let (real_abs, real_rel) = real_forms(&value, call.workspace);
+                if real_abs != abs
+                    && (pat.search(&real_abs) || real_rel.as_deref().is_some_and(|r| pat.search(r)))
+                {
+                    continue;
+                }
             }
             return false;
         }
@@ -343,6 +352,17 @@ pub(crate) fn resolve_forms(raw: &str, workspace: &Path) -> (String, Option<Stri
         }
     });
     (abs.to_string_lossy().into_owned(), rel)
+}
+
+/// [`resolve_forms`] of the path with every existing symlink followed (the workspace's own
+/// links included), relative to the resolved workspace.
+fn real_forms(raw: &str, workspace: &Path) -> (String, Option<String>) {
+    if raw.contains('\0') {
+        return resolve_forms(raw, workspace);
+    }
+    let real = path_policy::resolve(&path_policy::join_to_root(workspace, raw));
+    let root = path_policy::resolve(workspace);
+    resolve_forms(&real.to_string_lossy(), &root)
 }
 
 fn lexical_normalize(p: &Path) -> PathBuf {
