@@ -93,6 +93,45 @@ fn match_cap_binary_and_invalid_utf8() {
     );
 }
 
+/// The process's peak resident size, in KiB, after resetting it to the current size.
+fn reset_peak_rss() -> Option<u64> {
+    std::fs::write("/proc/self/clear_refs", "5").ok()?;
+    peak_rss()
+}
+
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn a_file_of_one_enormous_line_is_skipped_not_held_in_memory() {
+    // A repository file of one 96 MiB line: searching it held the whole line (the searcher's
+    // buffer grows to the line), so a big enough file exhausted the host.
+    let env = Env::new();
+    env.write("a.txt", "needle here\n");
+    let mut line = vec![b'x'; 96 << 20];
+    line[1000..1006].copy_from_slice(b"needle");
+    env.write("huge.min.js", &line);
+    drop(line);
+    env.write("z.txt", "and a needle\n");
+    let Some(before) = reset_peak_rss() else {
+        eprintln!("SKIPPED: no /proc/self/clear_refs here; the search's memory is not measured");
+        return;
+    };
+    let out = search(&env, json!({"pattern": "needle"}));
+    let grew_mib = (peak_rss().unwrap() - before) / 1024;
+    println!("FIGURE tools/search-enormous-line: peak RSS grew {grew_mib} MiB for a 96 MiB line");
+    assert!(
+        out == "Found 2 match(es):\n\na.txt:1:needle here\nz.txt:1:and a needle",
+        "{} bytes: {}…",
+        out.len(),
+        &out[..out.len().min(200)]
+    );
+    assert!(grew_mib < 48, "the search held {grew_mib} MiB");
+}
+
 #[test]
 fn skip_dirs_and_gitignore() {
     let env = Env::new();

@@ -21,6 +21,10 @@ use serde_json::{Map, Value};
 use super::{arg_bool, arg_str, required_str, tool_metadata, Tool, ToolContext, ToolError};
 
 pub(crate) const MAX_MATCHES: usize = 100;
+/// The searcher's buffer holds at least one whole line: a file with a longer line is skipped
+/// (as an unreadable one is), so a repository file of one enormous line cannot make the
+/// search hold it all.
+pub(crate) const MAX_LINE_BYTES: usize = 8 << 20;
 
 pub(crate) const DEFAULT_SKIP_DIRS: &[&str] = &[
     ".git",
@@ -108,6 +112,7 @@ impl Tool for SearchFileContent {
             searcher: SearcherBuilder::new()
                 .line_number(true)
                 .binary_detection(BinaryDetection::quit(0))
+                .heap_limit(Some(MAX_LINE_BYTES))
                 .build(),
             collector: Collector::default(),
         };
