@@ -937,7 +937,8 @@ agentao_status agentao_fs_out_add_entry(struct agentao_fs_out *out, const char *
 
 /*
  Adds one path to a `walk` answer: an absolute path (borrowed, copied; UTF-8) under the
- walked directory, and its `agentao_fs_kind`.
+ walked directory, without `.` or `..` components (`_INVALID_ARGUMENT`), and its
+ `agentao_fs_kind`. A path outside the walked directory is dropped.
  */
 agentao_status agentao_fs_out_add_path(struct agentao_fs_out *out, const char *path, int32_t kind, struct agentao_error **err_out);
 

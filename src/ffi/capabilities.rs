@@ -280,7 +280,8 @@ pub unsafe extern "C" fn agentao_fs_out_add_entry(
 }
 
 /// Adds one path to a `walk` answer: an absolute path (borrowed, copied; UTF-8) under the
-/// walked directory, and its `agentao_fs_kind`.
+/// walked directory, without `.` or `..` components (`_INVALID_ARGUMENT`), and its
+/// `agentao_fs_kind`. A path outside the walked directory is dropped.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_fs_out_add_path(
     out: *mut agentao_fs_out,
@@ -294,6 +295,13 @@ pub unsafe extern "C" fn agentao_fs_out_add_path(
             return Err(Fail(
                 agentao_status::InvalidArgument,
                 format!("walk path {path:?} is not absolute"),
+            ));
+        }
+        // `<base>/../x` is under `base` by its spelling only.
+        if path.split('/').any(|part| part == "." || part == "..") {
+            return Err(Fail(
+                agentao_status::InvalidArgument,
+                format!("walk path {path:?} has a `.` or `..` component"),
             ));
         }
         let (is_dir, is_file) = kind_of(kind).ok_or_else(|| bad_kind(kind))?;
@@ -500,7 +508,10 @@ impl FileSystem for FfiFileSystem {
             .into_iter()
             .filter_map(|e| {
                 let rel = e.path.strip_prefix(&host_base).ok()?;
-                (!rel.as_os_str().is_empty()).then(|| WalkEntry {
+                let plain = rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+                (plain && !rel.as_os_str().is_empty()).then(|| WalkEntry {
                     path: base.join(rel),
                     ..e
                 })

@@ -334,6 +334,26 @@ static int count_entries(const char *dir) {
     return n;
 }
 
+/* A walk that answers paths climbing out of the walked directory (and one plain file): every
+ * climbing path is refused at once. */
+static atomic_int climb_refused;
+static int32_t climbing_walk(void *ud, const char *base, int32_t max_depth, agentao_fs_out *out) {
+    (void)ud;
+    (void)max_depth;
+    const char *tails[] = {"/../../../../../../etc/passwd", "/./../../../../etc/passwd",
+                           "/sub/../../../../../../etc/passwd", "/sub/./x.txt", "/sub/.."};
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        char *p = tu_printf("%s%s", base, tails[i]);
+        if (agentao_fs_out_add_path(out, p, AGENTAO_FS_KIND_FILE, NULL) == AGENTAO_STATUS_INVALID_ARGUMENT)
+            atomic_fetch_add(&climb_refused, 1);
+        free(p);
+    }
+    char *ok = tu_printf("%s/inside.txt", base);
+    CHECK_STATUS(agentao_fs_out_add_path(out, ok, AGENTAO_FS_KIND_FILE, NULL), AGENTAO_STATUS_OK);
+    free(ok);
+    return 0;
+}
+
 int main(void) {
     tu_section("every file tool through a virtual file system");
     const char *parent = tu_workspace();
@@ -548,6 +568,39 @@ int main(void) {
     CHECK(atomic_load(&again.calls) == 0);
     agentao_agent_free(a);
     vfs_destroy(&again);
+
+    tu_section("a walk answer cannot climb out of the walked directory");
+    {
+        /* Only `walk` is the host's; reads go to the disk, so a path that got through would be
+         * read from the real /etc. */
+        CHECK(mkdir(root, 0700) == 0 || errno == EEXIST);
+        char *inside = tu_printf("%s/inside.txt", root);
+        FILE *f = fopen(inside, "w");
+        CHECK(f != NULL);
+        fputs("root: inside\n", f);
+        fclose(f);
+        free(inside);
+        cfg = tu_config(root,
+                        CALL("s1", "search_file_content", "{\"pattern\":\"root:\"}") ","
+                        CALL("g1", "glob", "{\"pattern\":\"**/*\"}") ",{\"text\":\"done\"}",
+                        NULL);
+        a = tu_agent(cfg, NULL);
+        free(cfg);
+        agentao_file_system walk_only = {.struct_size = sizeof(agentao_file_system), .walk = climbing_walk};
+        CHECK_STATUS(agentao_agent_set_file_system(a, &walk_only, NULL), AGENTAO_STATUS_OK);
+        CHECK_STATUS(agentao_agent_chat(a, "go", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+        agentao_string_free(text);
+        hist = tu_history(a);
+        CHECK_MSG(strstr(hist, "root:x:") == NULL, "a file outside the workspace was read: %s", hist);
+        CHECK_MSG(strstr(hist, "Found ") == NULL, "a path outside the workspace was listed: %s", hist);
+        /* A bad path spoils the whole answer, as any refused answer does: the tool fails. */
+        CHECK_CONTAINS(hist, "the host file system's `walk` answer was refused");
+        CHECK_CONTAINS(hist, "has a `.` or `..` component");
+        free(hist);
+        CHECK_MSG(atomic_load(&climb_refused) == 2 * 5, "%d of 10 climbing paths refused",
+                  atomic_load(&climb_refused));
+        agentao_agent_free(a);
+    }
 
     vfs_destroy(&v);
     free(root);
