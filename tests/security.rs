@@ -555,3 +555,103 @@ fn web_fetch_domain_allow_list_is_enforced_and_visible() {
 fn exists(p: &Path) -> bool {
     p.exists()
 }
+
+// ---------------------------------------------------------------------------------------
+// Audit (shell reads): the read-only shell set reaching outside through git's own file
+// lookups and through symlinks the operand check did not see.
+// ---------------------------------------------------------------------------------------
+
+/// `git` run for the test's setup, with no user or system config.
+fn setup_git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// The results and the asked commands, with every result free of `needle`.
+fn assert_nothing_leaked(out: &Outcome, needle: &str, label: &str) {
+    for r in &out.results {
+        assert!(!r.contains(needle), "{label}: read outside: {r}");
+    }
+}
+
+fn asked_commands(out: &Outcome) -> Vec<String> {
+    out.asked
+        .iter()
+        .map(|(_, a)| a["command"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Audit finding 1: `git config` follows `include.path` / `includeIf` to outside files.
+#[test]
+fn audit_git_config_includes_read_nothing_outside() {
+    if !have_git() {
+        eprintln!("SKIPPED: git is not installed");
+        return;
+    }
+    let site = Site::new();
+    let pypirc = site.outside.join(".pypirc");
+    std::fs::write(&pypirc, "[pypi]\n\tpassword = pypi-OUTSIDE-PASSWORD\n").unwrap();
+    let p = pypirc.display();
+    // The model writes the include file itself, then asks git to follow it.
+    let inc = format!("[include]\n\tpath = {p}\n[includeIf \"gitdir:/\"]\n\tpath = {p}\n");
+    let commands = [
+        "git config --get-regexp --includes --file inc.cfg .",
+        "git config --get-regexp --includes -finc.cfg .",
+        "git config --get-regexp --inc --file=inc.cfg .",
+        "git config --get-all --includes --file inc.cfg pypi.password",
+    ];
+    let mut calls = vec![write("inc.cfg", &inc)];
+    calls.extend(commands.iter().map(|c| shell(c, ".")));
+    let out = site.run(Mode::WorkspaceWrite, json!({}), calls);
+    assert_nothing_leaked(&out, "OUTSIDE-PASSWORD", "written include");
+    assert_eq!(asked_commands(&out), commands, "--includes is asked");
+    // Without `--includes` the same file is read with includes off, without asking.
+    let out = site.run(
+        Mode::WorkspaceWrite,
+        json!({}),
+        vec![shell("git config --get-regexp --file inc.cfg .", ".")],
+    );
+    assert!(out.asked.is_empty(), "{:?}", out.asked);
+    assert_nothing_leaked(&out, "OUTSIDE-PASSWORD", "--file without --includes");
+    assert!(
+        out.results[0].contains("include.path"),
+        "{}",
+        out.results[0]
+    );
+    // No write at all: a hostile checkout's own config includes the outside file.
+    setup_git(&site.ws, &["init", "-q", "."]);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(site.ws.join(".git/config"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, inc.as_bytes()).unwrap();
+    let checkout = [
+        "git config --get-regexp pypi",
+        "git config --get pypi.password",
+        "git config --get-all pypi.password",
+        "git config --get-regexp .",
+    ];
+    for mode in [Mode::WorkspaceWrite, Mode::Plan] {
+        let out = site.run(
+            mode,
+            json!({}),
+            checkout.iter().map(|c| shell(c, ".")).collect(),
+        );
+        assert_nothing_leaked(&out, "OUTSIDE-PASSWORD", "checkout include");
+        assert_eq!(out.results.len(), checkout.len());
+    }
+}

@@ -15,6 +15,9 @@
 //! - a candidate is joined to the working directory and resolved through every symlink that
 //!   exists (as `read_file` does); it must stay under the workspace;
 //! - `echo` and `pwd` read nothing and are not checked;
+//! - `git config` is launched with `--no-includes` (see `git_launch`): an `include.path` or
+//!   `includeIf` names a file the operand check never sees, so a word that could turn includes
+//!   back on (`--includes`, or a prefix of it such as `--inc`) is asked;
 //! - what a program reads on its own (its configuration, `/proc` for `ps`, `PATH` for `which`,
 //!   the repository git finds above the working directory) is not an operand and not checked.
 
@@ -29,6 +32,12 @@ pub(crate) fn outside_operand(command: &str, cwd: &Path, workspace: &Path) -> Op
     let program = words.next()?;
     if matches!(program, "echo" | "pwd") {
         return None;
+    }
+    let words: Vec<&str> = words.collect();
+    if program == "git" && words.first() == Some(&"config") {
+        if let Some(word) = words.iter().find(|w| reenables_includes(w)) {
+            return Some((*word).to_owned());
+        }
     }
     for word in words {
         let Some(candidate) = candidate(word) else {
@@ -46,6 +55,16 @@ pub(crate) fn outside_operand(command: &str, cwd: &Path, workspace: &Path) -> Op
         }
     }
     None
+}
+
+/// Whether `word` may turn `git config`'s includes back on after the launch's
+/// `--no-includes` (parse-options takes any unambiguous prefix: `--inc`).
+fn reenables_includes(word: &str) -> bool {
+    let Some(name) = word.strip_prefix("--") else {
+        return false;
+    };
+    let name = name.split_once('=').map_or(name, |(n, _)| n);
+    (name.len() >= 2 && "includes".starts_with(name)) || name.starts_with("no-no")
 }
 
 /// The path a word may name.
@@ -104,5 +123,10 @@ mod tests {
         assert_eq!(out("grep -rn foo ."), None);
         assert_eq!(out("echo /etc/shadow"), None);
         assert_eq!(out("git diff --stat"), None);
+        assert_eq!(
+            out("git config --get-regexp --inc --file x .").as_deref(),
+            Some("--inc")
+        );
+        assert_eq!(out("git config --get-regexp --file x ."), None);
     }
 }

@@ -14,7 +14,8 @@
 //!   empties each filter and diff driver the repository's config defines (listed first by
 //!   `git config --name-only --list` under the same environment, which runs nothing);
 //! - `diff`, `log`, `show`, `stash list` get `--no-ext-diff --no-textconv`; `blame` gets
-//!   `--no-textconv`.
+//!   `--no-textconv`; `config` gets `--no-includes` (an `include.path` or `includeIf` of the
+//!   repository's config, or of a `--file`, would print a file outside the workspace).
 //!
 //! The command text of the set has no quotes or metacharacters (the preset's pattern refuses
 //! them), so inserting words keeps its meaning.
@@ -236,6 +237,9 @@ fn push_flags(out: &mut Vec<&str>, sub: &str) {
     match sub {
         "diff" | "log" | "show" | "stash" => out.extend(["--no-ext-diff", "--no-textconv"]),
         "blame" => out.push("--no-textconv"),
+        // An include names a file outside every operand (even outside the workspace), and
+        // `git config` prints what it reads; the permission check asks for `--includes`.
+        "config" => out.push("--no-includes"),
         _ => {}
     }
 }
@@ -264,6 +268,10 @@ mod tests {
         );
         assert_eq!(hardened("git blame a"), "git blame --no-textconv a");
         assert_eq!(hardened("git status"), "git status");
+        assert_eq!(
+            hardened("git config --get-regexp pypi"),
+            "git config --no-includes --get-regexp pypi"
+        );
         assert_eq!(
             harden("git commit -m x", Path::new("/"), &[], true),
             GitLaunch::Unchanged
