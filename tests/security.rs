@@ -655,3 +655,64 @@ fn audit_git_config_includes_read_nothing_outside() {
         assert_eq!(out.results.len(), checkout.len());
     }
 }
+
+/// Audit finding 3: symlinks reached by recursion (`grep -R`, `ls -LR`, `du -L`, `diff -r`)
+/// and values attached to short options (`-fsettings`).
+#[test]
+fn audit_shell_recursive_symlinks_and_attached_values_are_asked() {
+    let site = Site::new();
+    std::fs::create_dir_all(site.ws.join("docs")).unwrap();
+    std::fs::create_dir_all(site.ws.join("empty")).unwrap();
+    std::fs::write(site.ws.join("docs/readme"), "hello\n").unwrap();
+    std::fs::write(
+        site.outside.join("pypirc"),
+        "[pypi]\n\tpassword = pypi-OUTSIDE-FROM-LINK\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&site.outside, site.ws.join("docs/vendor")).unwrap();
+    std::os::unix::fs::symlink(site.outside.join("pypirc"), site.ws.join("settings")).unwrap();
+    let commands = [
+        "grep -R TOPSECRET .",
+        "grep -R TOPSECRET",
+        "grep --dereference-recursive TOPSECRET docs",
+        "grep -rR TOPSECRET docs",
+        "ls -LR docs",
+        "ls -R -L",
+        "ls --dereference --recursive docs",
+        "du -aL docs",
+        "du -a --dereference",
+        "diff -r empty docs",
+        "diff --recursive empty docs",
+        "grep -fsettings docs/readme",
+        "tail -n1 -csettings",
+    ];
+    let mut calls: Vec<Value> = commands.iter().map(|c| shell(c, ".")).collect();
+    if have_git() {
+        calls.push(shell("git config --get-regexp -fsettings .", "."));
+    }
+    let out = site.run(Mode::WorkspaceWrite, json!({}), calls);
+    assert_nothing_leaked(&out, "TOPSECRET", "symlink");
+    assert_nothing_leaked(&out, "OUTSIDE-FROM-LINK", "symlink");
+    assert_nothing_leaked(&out, "secret.txt", "symlink");
+    let mut expected: Vec<String> = commands.iter().map(|c| (*c).to_owned()).collect();
+    if have_git() {
+        expected.push("git config --get-regexp -fsettings .".to_owned());
+    }
+    assert_eq!(asked_commands(&out), expected);
+    // Recursion that does not follow links below the operands stays auto-allowed.
+    let inside = [
+        "grep -r TOPSECRET .",
+        "ls -R docs",
+        "du -a docs",
+        "ls -la",
+        "grep -rn hello docs",
+    ];
+    let out = site.run(
+        Mode::WorkspaceWrite,
+        json!({}),
+        inside.iter().map(|c| shell(c, ".")).collect(),
+    );
+    assert!(out.asked.is_empty(), "{:?}", out.asked);
+    assert_nothing_leaked(&out, "TOPSECRET", "inside");
+    assert!(out.results[4].contains("hello"), "{}", out.results[4]);
+}
