@@ -23,7 +23,8 @@
 //!   `includeIf` names a file the operand check never sees, so a word that could turn includes
 //!   back on (`--includes`, or a prefix of it such as `--inc`) is asked;
 //! - what a program reads on its own (its configuration, `/proc` for `ps`, `PATH` for `which`,
-//!   the repository git finds above the working directory) is not an operand and not checked.
+//!   the files named inside a file) is not an operand and not checked here; where git's
+//!   repository lies is checked by the engine through `git_launch::repository_outside`.
 
 use std::path::{Path, PathBuf};
 
