@@ -725,3 +725,296 @@ fn web_fetch_domain_allow_list_is_enforced_and_visible() {
 fn exists(p: &Path) -> bool {
     p.exists()
 }
+
+// ---------------------------------------------------------------------------------------
+// Audit (shell reads): the read-only shell set reaching outside through git's own file
+// lookups and through symlinks the operand check did not see.
+// ---------------------------------------------------------------------------------------
+
+/// `git` run for the test's setup, with no user or system config.
+fn setup_git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// The results and the asked commands, with every result free of `needle`.
+fn assert_nothing_leaked(out: &Outcome, needle: &str, label: &str) {
+    for r in &out.results {
+        assert!(!r.contains(needle), "{label}: read outside: {r}");
+    }
+}
+
+fn asked_commands(out: &Outcome) -> Vec<String> {
+    out.asked
+        .iter()
+        .map(|(_, a)| a["command"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Audit finding 1: `git config` follows `include.path` / `includeIf` to outside files.
+#[test]
+fn audit_git_config_includes_read_nothing_outside() {
+    if !have_git() {
+        eprintln!("SKIPPED: git is not installed");
+        return;
+    }
+    let site = Site::new();
+    let pypirc = site.outside.join(".pypirc");
+    std::fs::write(&pypirc, "[pypi]\n\tpassword = pypi-OUTSIDE-PASSWORD\n").unwrap();
+    let p = pypirc.display();
+    // The model writes the include file itself, then asks git to follow it.
+    let inc = format!("[include]\n\tpath = {p}\n[includeIf \"gitdir:/\"]\n\tpath = {p}\n");
+    let commands = [
+        "git config --get-regexp --includes --file inc.cfg .",
+        "git config --get-regexp --includes -finc.cfg .",
+        "git config --get-regexp --inc --file=inc.cfg .",
+        "git config --get-all --includes --file inc.cfg pypi.password",
+    ];
+    let mut calls = vec![write("inc.cfg", &inc)];
+    calls.extend(commands.iter().map(|c| shell(c, ".")));
+    let out = site.run(Mode::WorkspaceWrite, json!({}), calls);
+    assert_nothing_leaked(&out, "OUTSIDE-PASSWORD", "written include");
+    assert_eq!(asked_commands(&out), commands, "--includes is asked");
+    // Without `--includes` the same file is read with includes off, without asking.
+    let out = site.run(
+        Mode::WorkspaceWrite,
+        json!({}),
+        vec![shell("git config --get-regexp --file inc.cfg .", ".")],
+    );
+    assert!(out.asked.is_empty(), "{:?}", out.asked);
+    assert_nothing_leaked(&out, "OUTSIDE-PASSWORD", "--file without --includes");
+    assert!(
+        out.results[0].contains("include.path"),
+        "{}",
+        out.results[0]
+    );
+    // No write at all: a hostile checkout's own config includes the outside file.
+    setup_git(&site.ws, &["init", "-q", "."]);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(site.ws.join(".git/config"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, inc.as_bytes()).unwrap();
+    let checkout = [
+        "git config --get-regexp pypi",
+        "git config --get pypi.password",
+        "git config --get-all pypi.password",
+        "git config --get-regexp .",
+    ];
+    for mode in [Mode::WorkspaceWrite, Mode::Plan] {
+        let out = site.run(
+            mode,
+            json!({}),
+            checkout.iter().map(|c| shell(c, ".")).collect(),
+        );
+        assert_nothing_leaked(&out, "OUTSIDE-PASSWORD", "checkout include");
+        assert_eq!(out.results.len(), checkout.len());
+    }
+}
+
+/// A repository outside the workspace, with one committed secret.
+fn outside_repo(site: &Site) -> (PathBuf, String) {
+    let repo = site.outside.join("private-repo");
+    std::fs::create_dir(&repo).unwrap();
+    setup_git(&repo, &["init", "-q", "."]);
+    std::fs::write(repo.join("prod.env"), "DB_PASSWORD=outside-repo-secret\n").unwrap();
+    setup_git(&repo, &["add", "."]);
+    setup_git(&repo, &["commit", "-qm", "init"]);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap().trim().to_owned();
+    (repo, head)
+}
+
+/// Audit finding 2: a git dir the model writes (or a checkout holds) that leads git to a
+/// repository outside the workspace: `commondir`, `objects/info/alternates`, `core.worktree`,
+/// and a repository above the workspace.
+#[test]
+fn audit_git_repository_outside_the_workspace_is_asked() {
+    if !have_git() {
+        eprintln!("SKIPPED: git is not installed");
+        return;
+    }
+    let site = Site::new();
+    let (repo, head) = outside_repo(&site);
+    let r = repo.display();
+    let secret = "outside-repo-secret";
+    // commondir, each write in its own response.
+    let calls = vec![
+        write("x/HEAD", "ref: refs/heads/main\n"),
+        write("x/commondir", &format!("{r}/.git\n")),
+        shell("git show HEAD:prod.env", "x"),
+        shell("git ls-tree -r HEAD", "x"),
+        shell("git log -p", "x"),
+    ];
+    let out = site.run(Mode::WorkspaceWrite, json!({}), calls);
+    assert_nothing_leaked(&out, secret, "commondir");
+    assert_nothing_leaked(&out, "prod.env", "commondir");
+    assert_eq!(
+        asked_commands(&out),
+        [
+            "git show HEAD:prod.env",
+            "git ls-tree -r HEAD",
+            "git log -p"
+        ]
+    );
+    // commondir written in the same response as the command: the check at decision time
+    // sees no repository yet, the one at launch does.
+    std::fs::remove_dir_all(site.ws.join("x")).unwrap();
+    let batch = json!({"tool_calls": [
+        {"id": "a", "name": "write_file", "arguments": {"file_path": "y/HEAD", "content": "ref: refs/heads/main\n"}},
+        {"id": "b", "name": "write_file", "arguments": {"file_path": "y/commondir", "content": format!("{r}/.git\n")}},
+        {"id": "c", "name": "run_shell_command", "arguments": {"command": "git show HEAD:prod.env", "working_directory": "."}},
+    ]});
+    let mut calls = vec![write("y/keep", "")];
+    calls.push(batch);
+    calls.push(shell("git show HEAD:prod.env", "y"));
+    let same_batch = json!({"tool_calls": [
+        {"id": "d", "name": "write_file", "arguments": {"file_path": "z/HEAD", "content": "ref: refs/heads/main\n"}},
+        {"id": "e", "name": "write_file", "arguments": {"file_path": "z/commondir", "content": format!("{r}/.git\n")}},
+        {"id": "f", "name": "run_shell_command", "arguments": {"command": "git show HEAD:prod.env", "working_directory": "z"}},
+    ]});
+    calls.push(write("z/keep", ""));
+    calls.push(same_batch);
+    let out = site.run(Mode::WorkspaceWrite, json!({}), calls);
+    assert_nothing_leaked(&out, secret, "commondir in one batch");
+    // objects/info/alternates: the outside repository's objects under a ref the model wrote.
+    let calls = vec![
+        write("a/HEAD", "ref: refs/heads/main\n"),
+        write("a/objects/info/alternates", &format!("{r}/.git/objects\n")),
+        write("a/refs/heads/main", &format!("{head}\n")),
+        shell("git show HEAD:prod.env", "a"),
+    ];
+    let out = site.run(Mode::WorkspaceWrite, json!({}), calls);
+    assert_nothing_leaked(&out, secret, "alternates");
+    assert_eq!(asked_commands(&out), ["git show HEAD:prod.env"]);
+    // core.worktree in a checkout's config: the work tree git lists is the outside directory.
+    let co = site.ws.join("co");
+    std::fs::create_dir(&co).unwrap();
+    setup_git(&co, &["init", "-q", "."]);
+    setup_git(
+        &co,
+        &[
+            "config",
+            "core.worktree",
+            &site.outside.display().to_string(),
+        ],
+    );
+    let calls = vec![
+        shell("git status --short --untracked-files=all", "co"),
+        shell("git ls-files --others", "co"),
+    ];
+    let out = site.run(Mode::WorkspaceWrite, json!({}), calls);
+    assert_nothing_leaked(&out, "secret.txt", "core.worktree");
+    assert_eq!(out.asked.len(), 2, "{:?}", out.asked);
+    std::fs::remove_dir_all(&co).unwrap();
+    // A repository above the workspace: git would climb out of it.
+    let base = site.ws.parent().unwrap().to_path_buf();
+    setup_git(&base, &["init", "-q", "."]);
+    setup_git(&base, &["add", "outside/secret.txt"]);
+    setup_git(&base, &["commit", "-qm", "above"]);
+    let above = [
+        "git show HEAD:outside/secret.txt",
+        "git log -p",
+        "git ls-files --full-name",
+    ];
+    for mode in [Mode::WorkspaceWrite, Mode::Plan] {
+        let out = site.run(
+            mode,
+            json!({}),
+            above.iter().map(|c| shell(c, ".")).collect(),
+        );
+        assert_nothing_leaked(&out, "TOPSECRET", "repository above");
+        assert_eq!(asked_commands(&out), above, "{mode:?}");
+    }
+    // A repository inside the workspace still runs without asking.
+    setup_git(&site.ws, &["init", "-q", "."]);
+    std::fs::write(site.ws.join("in.txt"), "inside\n").unwrap();
+    setup_git(&site.ws, &["add", "in.txt"]);
+    setup_git(&site.ws, &["commit", "-qm", "in"]);
+    let out = site.run(
+        Mode::WorkspaceWrite,
+        json!({}),
+        vec![shell("git show HEAD:in.txt", "."), shell("git status", ".")],
+    );
+    assert!(out.asked.is_empty(), "{:?}", out.asked);
+    assert!(out.results[0].contains("inside"), "{}", out.results[0]);
+}
+
+/// Audit finding 3: symlinks reached by recursion (`grep -R`, `ls -LR`, `du -L`, `diff -r`)
+/// and values attached to short options (`-fsettings`).
+#[test]
+fn audit_shell_recursive_symlinks_and_attached_values_are_asked() {
+    let site = Site::new();
+    std::fs::create_dir_all(site.ws.join("docs")).unwrap();
+    std::fs::create_dir_all(site.ws.join("empty")).unwrap();
+    std::fs::write(site.ws.join("docs/readme"), "hello\n").unwrap();
+    std::fs::write(
+        site.outside.join("pypirc"),
+        "[pypi]\n\tpassword = pypi-OUTSIDE-FROM-LINK\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&site.outside, site.ws.join("docs/vendor")).unwrap();
+    std::os::unix::fs::symlink(site.outside.join("pypirc"), site.ws.join("settings")).unwrap();
+    let commands = [
+        "grep -R TOPSECRET .",
+        "grep -R TOPSECRET",
+        "grep --dereference-recursive TOPSECRET docs",
+        "grep -rR TOPSECRET docs",
+        "ls -LR docs",
+        "ls -R -L",
+        "ls --dereference --recursive docs",
+        "du -aL docs",
+        "du -a --dereference",
+        "diff -r empty docs",
+        "diff --recursive empty docs",
+        "grep -fsettings docs/readme",
+        "tail -n1 -csettings",
+    ];
+    let mut calls: Vec<Value> = commands.iter().map(|c| shell(c, ".")).collect();
+    if have_git() {
+        calls.push(shell("git config --get-regexp -fsettings .", "."));
+    }
+    let out = site.run(Mode::WorkspaceWrite, json!({}), calls);
+    assert_nothing_leaked(&out, "TOPSECRET", "symlink");
+    assert_nothing_leaked(&out, "OUTSIDE-FROM-LINK", "symlink");
+    assert_nothing_leaked(&out, "secret.txt", "symlink");
+    let mut expected: Vec<String> = commands.iter().map(|c| (*c).to_owned()).collect();
+    if have_git() {
+        expected.push("git config --get-regexp -fsettings .".to_owned());
+    }
+    assert_eq!(asked_commands(&out), expected);
+    // Recursion that does not follow links below the operands stays auto-allowed.
+    let inside = [
+        "grep -r TOPSECRET .",
+        "ls -R docs",
+        "du -a docs",
+        "ls -la",
+        "grep -rn hello docs",
+    ];
+    let out = site.run(
+        Mode::WorkspaceWrite,
+        json!({}),
+        inside.iter().map(|c| shell(c, ".")).collect(),
+    );
+    assert!(out.asked.is_empty(), "{:?}", out.asked);
+    assert_nothing_leaked(&out, "TOPSECRET", "inside");
+    assert!(out.results[4].contains("hello"), "{}", out.results[4]);
+}

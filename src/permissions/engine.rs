@@ -327,7 +327,8 @@ impl PermissionEngine {
             .map(crate::pycompat::python_str)
             .unwrap_or_else(|| ".".to_owned());
         let outside = match path_policy::contain_directory(&self.workspace, &wd) {
-            Ok(cwd) => shell_reads::outside_operand(&command, &cwd, &self.workspace),
+            Ok(cwd) => shell_reads::outside_operand(&command, &cwd, &self.workspace)
+                .or_else(|| self.git_repository_outside(&command, &cwd)),
             Err(_) => Some(wd),
         };
         match outside {
@@ -338,6 +339,17 @@ impl PermissionEngine {
             }),
             None => Some(found),
         }
+    }
+
+    /// For a git command of the read-only set: where git's repository lies outside the
+    /// workspace (a `commondir`, gitfile, `core.worktree`, alternates, or a repository above
+    /// the workspace). Costs one `git rev-parse`; the launch looks again (see `git_launch`).
+    fn git_repository_outside(&self, command: &str, cwd: &Path) -> Option<String> {
+        if command.split([' ', '\t']).find(|w| !w.is_empty()) != Some("git") {
+            return None;
+        }
+        let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+        crate::tools::git_launch::repository_outside_from(cwd, &self.workspace, &env)
     }
 
     fn rule_detail(&self, tool: &str, args: &Map<String, Value>) -> Option<EngineMatch> {

@@ -118,6 +118,18 @@ pub fn hardline_verdict(command: &str) -> Option<String> {
     hardline::check(command).map(str::to_owned)
 }
 
+/// Whether `decision` is an allow of the presets' read-only shell rule (made without the
+/// host, on the promise that the command reads only inside the workspace).
+pub(crate) fn by_read_only_set(decision: &Decision) -> bool {
+    decision.verdict == Verdict::Allow
+        && decision.reason.starts_with("mode-preset:")
+        && decision
+            .matched_rule
+            .as_ref()
+            .and_then(|r| r.get("args")?.get("command")?.as_str())
+            == Some(presets::READ_ONLY_SHELL)
+}
+
 /// The planner's decision for one call (spec §3.1 / §5.6).
 pub fn decide(
     engine: Option<&PermissionEngine>,

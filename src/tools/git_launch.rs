@@ -14,17 +14,19 @@
 //!   empties each filter and diff driver the repository's config defines (listed first by
 //!   `git config --name-only --list` under the same environment, which runs nothing);
 //! - `diff`, `log`, `show`, `stash list` get `--no-ext-diff --no-textconv`; `blame` gets
-//!   `--no-textconv`.
+//!   `--no-textconv`; `config` gets `--no-includes` (an `include.path` or `includeIf` of the
+//!   repository's config, or of a `--file`, would print a file outside the workspace).
 //!
 //! The command text of the set has no quotes or metacharacters (the preset's pattern refuses
 //! them), so inserting words keeps its meaning.
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::permissions::path_policy;
 use crate::permissions::presets::is_read_only_shell;
 
 /// Command-line config applied to every hardened launch.
@@ -98,30 +100,32 @@ fn driver_keys(names: &str) -> Vec<(String, String)> {
     out
 }
 
-/// How long listing the repository's config may take (a config `include` of a FIFO would
-/// block forever).
+/// How long a git run of the launch's own (listing the config, locating the repository) may
+/// take (a config `include` of a FIFO would block forever).
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `git config --name-only --list` in `cwd` (runs no program from the config). `Ok("")` when
-/// git is not installed (the command itself then fails the same way).
-fn list_config_names(
-    cwd: &Path,
-    env: &[(OsString, OsString)],
-    params: &str,
-) -> Result<String, String> {
+/// What a git run of the launch's own printed.
+enum GitRun {
+    /// git is not installed (the command itself then fails the same way).
+    NoGit,
+    /// Its standard output (at most 1 MiB), whatever its exit status.
+    Printed(String),
+}
+
+/// `git <args>` in `cwd` under `env`, with the standard streams closed but stdout.
+fn run_git(args: &[&str], cwd: &Path, env: &[(OsString, OsString)]) -> Result<GitRun, String> {
     let spawned = Command::new("git")
-        .args(["config", "--name-only", "--list"])
+        .args(args)
         .current_dir(cwd)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .env("GIT_CONFIG_PARAMETERS", params)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();
     let mut child = match spawned {
         Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(GitRun::NoGit),
         Err(e) => return Err(e.to_string()),
     };
     let mut stdout = child.stdout.take();
@@ -140,13 +144,145 @@ fn list_config_names(
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err("git config did not finish".to_owned());
+                return Err("git did not finish".to_owned());
             }
         }
     }
     reader
         .join()
-        .map_err(|_| "git config output unreadable".to_owned())
+        .map(GitRun::Printed)
+        .map_err(|_| "git output unreadable".to_owned())
+}
+
+/// `git config --name-only --list` in `cwd` (runs no program from the config). `Ok("")` when
+/// git is not installed.
+fn list_config_names(
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    params: &str,
+) -> Result<String, String> {
+    let mut env = env.to_vec();
+    env.push((
+        OsString::from("GIT_CONFIG_PARAMETERS"),
+        OsString::from(params),
+    ));
+    match run_git(&["config", "--name-only", "--list"], cwd, &env)? {
+        GitRun::NoGit => Ok(String::new()),
+        GitRun::Printed(text) => Ok(text),
+    }
+}
+
+/// The environment of a hardened launch before its command-line config: no `GIT_*` variable
+/// of the caller, no system or global config, no pager.
+fn scrubbed_env(env: &[(OsString, OsString)]) -> Vec<(OsString, OsString)> {
+    let mut out: Vec<(OsString, OsString)> = env
+        .iter()
+        .filter(|(k, _)| !k.to_string_lossy().starts_with("GIT_") && k != "PAGER")
+        .cloned()
+        .collect();
+    out.extend(
+        FIXED_ENV
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    out
+}
+
+/// `GIT_CEILING_DIRECTORIES` for `workspace`: git looks for a repository in the working
+/// directory and its parents up to the workspace, never above it.
+fn ceiling(workspace: &Path) -> Option<(OsString, OsString)> {
+    let parent = workspace.parent()?;
+    Some((
+        OsString::from("GIT_CEILING_DIRECTORIES"),
+        parent.as_os_str().to_owned(),
+    ))
+}
+
+/// How deep `objects/info/alternates` chains are followed before the check gives up (git
+/// itself stops at 5).
+const ALTERNATES_DEPTH: usize = 5;
+
+/// Where the repository git uses in `cwd` lies, if any part of it is outside `workspace`: its
+/// git dir, common dir (`commondir`, a `.git` gitfile), work tree (`core.worktree`), object
+/// store and its `objects/info/alternates`. `None` when every part is inside or there is no
+/// repository. `env` is the launch's (scrubbed) environment, without the caller's `GIT_*`.
+/// One `git rev-parse`, which runs no program from the repository.
+pub(crate) fn repository_outside(
+    cwd: &Path,
+    workspace: &Path,
+    env: &[(OsString, OsString)],
+) -> Option<String> {
+    if !cwd.is_dir() {
+        // No command can run there now; the launch checks again.
+        return None;
+    }
+    let mut env = env.to_vec();
+    let fixed: Vec<String> = FIXED_OVERRIDES
+        .iter()
+        .map(|(k, v)| sq(&format!("{k}={v}")))
+        .collect();
+    env.push((
+        OsString::from("GIT_CONFIG_PARAMETERS"),
+        OsString::from(fixed.join(" ")),
+    ));
+    let args = [
+        "rev-parse",
+        "--absolute-git-dir",
+        "--git-common-dir",
+        "--show-toplevel",
+    ];
+    let printed = match run_git(&args, cwd, &env) {
+        Ok(GitRun::NoGit) => return None,
+        Ok(GitRun::Printed(text)) => text,
+        Err(why) => return Some(format!("the repository's location ({why})")),
+    };
+    // A bare repository prints no top level (git stops at `--show-toplevel`); no repository
+    // prints nothing.
+    let located: Vec<PathBuf> = printed
+        .lines()
+        .map(|line| path_policy::resolve(&cwd.join(line)))
+        .collect();
+    if let Some(outside) = located.iter().find(|p| !p.starts_with(workspace)) {
+        return Some(outside.display().to_string());
+    }
+    let common = located.get(1)?;
+    let mut objects = vec![common.join("objects")];
+    for _ in 0..=ALTERNATES_DEPTH {
+        let mut next = Vec::new();
+        for dir in &objects {
+            let dir = path_policy::resolve(dir);
+            if !dir.starts_with(workspace) {
+                return Some(dir.display().to_string());
+            }
+            let Ok(text) = std::fs::read_to_string(dir.join("info/alternates")) else {
+                continue;
+            };
+            for line in text
+                .lines()
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            {
+                if line.starts_with('"') {
+                    // A C-quoted path: not unquoted here, so not trusted.
+                    return Some(line.to_owned());
+                }
+                next.push(dir.join(line));
+            }
+        }
+        if next.is_empty() {
+            return None;
+        }
+        objects = next;
+    }
+    Some("objects/info/alternates (chained too deep)".to_owned())
+}
+
+/// [`repository_outside`] under the environment a hardened launch would get from `env`.
+pub(crate) fn repository_outside_from(
+    cwd: &Path,
+    workspace: &Path,
+    env: &[(OsString, OsString)],
+) -> Option<String> {
+    repository_outside(cwd, workspace, &scrubbed_env(env))
 }
 
 /// Git's `sq_quote` form of one `key=value` parameter.
@@ -156,12 +292,15 @@ fn sq(s: &str) -> String {
 
 /// How to launch `command` in `cwd` with `env` (see the module doc). `local`: the command runs
 /// on this machine, so the repository's drivers can be listed here first (an injected
-/// executor gets the fixed overrides and flags only).
+/// executor gets the fixed overrides and flags only). `contain`: the workspace, when the
+/// command runs without the host's yes on the promise that it reads only inside it; git then
+/// finds no repository above it, and a repository that lies (partly) outside is refused.
 pub(crate) fn harden(
     command: &str,
     cwd: &Path,
     env: &[(OsString, OsString)],
     local: bool,
+    contain: Option<&Path>,
 ) -> GitLaunch {
     if !is_read_only_shell(command) {
         return GitLaunch::Unchanged;
@@ -173,16 +312,21 @@ pub(crate) fn harden(
     if words.first() != Some(&"git") {
         return GitLaunch::Unchanged;
     }
-    let mut child_env: Vec<(OsString, OsString)> = env
-        .iter()
-        .filter(|(k, _)| !k.to_string_lossy().starts_with("GIT_") && k != "PAGER")
-        .cloned()
-        .collect();
-    child_env.extend(
-        FIXED_ENV
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-    );
+    let mut child_env = scrubbed_env(env);
+    if let Some(workspace) = contain {
+        child_env.extend(ceiling(workspace));
+        // The permission check looked before any earlier call of the same batch ran (one of
+        // them may have written `commondir`): look again, now, under the launch's environment.
+        if let Some(outside) = local
+            .then(|| repository_outside(cwd, workspace, &child_env))
+            .flatten()
+        {
+            return GitLaunch::Refused(format!(
+                "Error: refused to run '{command}': git would read a repository outside the \
+                 workspace ({outside}); ask the user to run it"
+            ));
+        }
+    }
     let mut params: Vec<String> = FIXED_OVERRIDES
         .iter()
         .map(|(k, v)| sq(&format!("{k}={v}")))
@@ -236,6 +380,9 @@ fn push_flags(out: &mut Vec<&str>, sub: &str) {
     match sub {
         "diff" | "log" | "show" | "stash" => out.extend(["--no-ext-diff", "--no-textconv"]),
         "blame" => out.push("--no-textconv"),
+        // An include names a file outside every operand (even outside the workspace), and
+        // `git config` prints what it reads; the permission check asks for `--includes`.
+        "config" => out.push("--no-includes"),
         _ => {}
     }
 }
@@ -245,7 +392,7 @@ mod tests {
     use super::*;
 
     fn hardened(cmd: &str) -> String {
-        match harden(cmd, Path::new("/"), &[], true) {
+        match harden(cmd, Path::new("/"), &[], true, None) {
             GitLaunch::Hardened { command, .. } => command,
             other => panic!("{other:?}"),
         }
@@ -265,11 +412,15 @@ mod tests {
         assert_eq!(hardened("git blame a"), "git blame --no-textconv a");
         assert_eq!(hardened("git status"), "git status");
         assert_eq!(
-            harden("git commit -m x", Path::new("/"), &[], true),
+            hardened("git config --get-regexp pypi"),
+            "git config --no-includes --get-regexp pypi"
+        );
+        assert_eq!(
+            harden("git commit -m x", Path::new("/"), &[], true, None),
             GitLaunch::Unchanged
         );
         assert_eq!(
-            harden("ls -la", Path::new("/"), &[], true),
+            harden("ls -la", Path::new("/"), &[], true, None),
             GitLaunch::Unchanged
         );
     }
@@ -281,7 +432,8 @@ mod tests {
             (OsString::from("GIT_DIR"), OsString::from("/elsewhere")),
             (OsString::from("PATH"), OsString::from("/bin")),
         ];
-        let GitLaunch::Hardened { env, .. } = harden("git status", Path::new("/"), &env, true)
+        let GitLaunch::Hardened { env, .. } =
+            harden("git status", Path::new("/"), &env, true, None)
         else {
             panic!()
         };

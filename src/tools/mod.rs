@@ -99,6 +99,18 @@ pub enum ToolOrigin {
     Agent,
 }
 
+/// Why a call may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// The presets' read-only shell set allowed it without asking the host, on the promise
+    /// that it reads nothing outside the workspace (unless outside reads are allowed): the
+    /// tool keeps that promise at launch too, where the permission check could not see.
+    ReadOnlySet,
+    /// Anything else: the host confirmed it, a rule allowed it, or the tool needs no
+    /// confirmation.
+    Other,
+}
+
 /// Everything a tool call may use besides its arguments.
 pub struct ToolContext<'a> {
     pub workspace: &'a Path,
@@ -110,6 +122,8 @@ pub struct ToolContext<'a> {
     pub settings: &'a ToolsConfig,
     /// Shared per-agent services (file system, shell executor, policies), built once.
     pub services: &'a ToolServices,
+    /// Why this call may run.
+    pub approval: Approval,
 }
 
 /// Per-agent state the tools share, built once from the config when the agent is created.

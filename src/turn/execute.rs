@@ -27,8 +27,8 @@ use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
 use crate::llm::message::ToolAnswer;
 use crate::tools::result_format::{self, content_hash, FormattedResult};
 use crate::tools::{
-    check_declared, check_declared_in, HostRequests, Tool, ToolContext, ToolError, ToolOrigin,
-    ToolServices, ToolsConfig, RECENT_MESSAGES,
+    check_declared, check_declared_in, Approval, HostRequests, Tool, ToolContext, ToolError,
+    ToolOrigin, ToolServices, ToolsConfig, RECENT_MESSAGES,
 };
 
 /// One call to run, on a blocking thread or the turn's task.
@@ -39,6 +39,7 @@ struct Job {
     call_id: String,
     /// The arguments checked against the registry's schema (`tools::check_declared_in`).
     declared: Result<(), ToolError>,
+    approval: Approval,
 }
 
 /// Where a call runs: a blocking thread calls `Tool::execute`, the turn's task awaits
@@ -103,7 +104,7 @@ impl CallEnv {
         }
         let t0 = Instant::now();
         let output = |chunk: &str| self.mailbox.push(i, chunk);
-        let ctx = self.context(&job.call_id, &output);
+        let ctx = self.context(&job.call_id, &output, job.approval);
         let Job {
             tool,
             args,
@@ -127,6 +128,7 @@ impl CallEnv {
         &'a self,
         call_id: &'a str,
         output: &'a (dyn Fn(&str) + Sync),
+        approval: Approval,
     ) -> ToolContext<'a> {
         ToolContext {
             workspace: &self.workspace,
@@ -136,6 +138,7 @@ impl CallEnv {
             host: &self.host,
             settings: &self.settings,
             services: &self.services,
+            approval,
         }
     }
 
@@ -358,6 +361,11 @@ impl Turn<'_, '_> {
                     args: p.args.clone(),
                     call_id: p.call_id.clone(),
                     declared,
+                    approval: if crate::permissions::by_read_only_set(&p.decision) {
+                        Approval::ReadOnlySet
+                    } else {
+                        Approval::Other
+                    },
                 }
             })
             .collect();

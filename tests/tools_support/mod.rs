@@ -107,6 +107,7 @@ impl Env {
             host: &self.host,
             settings: &self.config,
             services: &self.services,
+            approval: agentao::tools::Approval::Other,
         };
         self.registry
             .get(tool)

@@ -80,6 +80,7 @@ fn run_tool(tool: &dyn Tool, args: Value, cancel: &CancelToken) -> (String, Vec<
         host: &NoHost,
         settings: &settings,
         services: &services,
+        approval: crate::tools::Approval::Other,
     };
     let Value::Object(args) = args else {
         panic!("args object")

@@ -13,6 +13,7 @@ use super::result_format::thousands;
 use super::shell_exec::{BackgroundError, ShellRequest, ShellResult};
 use super::{arg_bool, arg_f64, arg_str, required_str, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
+use crate::tools::Approval;
 
 /// The longest string the tool returns, headers and notices included.
 pub(crate) const MAX_OUTPUT_CHARS: usize = 40_000;
@@ -135,15 +136,19 @@ impl Tool for RunShellCommand {
         let mut env = super::shell_exec::build_child_env(ctx.services.shell_settings.scrub_env);
         let hardened;
         // The read-only git set runs with config-driven execution off (see git_launch).
-        let launch = match super::git_launch::harden(command, &cwd, &env, executor.is_local()) {
-            GitLaunch::Unchanged => command,
-            GitLaunch::Refused(text) => return Ok(cap_result(&text, "")),
-            GitLaunch::Hardened { command, env: e } => {
-                env = e;
-                hardened = command;
-                hardened.as_str()
-            }
-        };
+        let contain = (ctx.approval == Approval::ReadOnlySet
+            && !ctx.settings.allow_reads_outside_workspace)
+            .then_some(ctx.workspace);
+        let launch =
+            match super::git_launch::harden(command, &cwd, &env, executor.is_local(), contain) {
+                GitLaunch::Unchanged => command,
+                GitLaunch::Refused(text) => return Ok(cap_result(&text, "")),
+                GitLaunch::Hardened { command, env: e } => {
+                    env = e;
+                    hardened = command;
+                    hardened.as_str()
+                }
+            };
         let timeout_d = Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(Duration::MAX);
         let request = ShellRequest {
             command: launch,
