@@ -220,3 +220,34 @@ fn trailing_characters_after_the_document_are_refused_as_json() {
     assert_eq!(e.1, agentao::config::ConfigErrorKind::Json, "{}", e.0);
     assert!(e.0.contains("trailing characters"), "{}", e.0);
 }
+
+#[test]
+fn a_script_too_big_to_expand_is_refused_not_an_abort() {
+    // `repeat` and `repeat_text.count` are expanded when the agent is made: a count no memory
+    // holds aborted the process (an allocation failure) instead of failing the config.
+    for script in [
+        json!({"responses": [{"repeat_text": {"unit": "x", "count": 100_000_000_000u64}}]}),
+        json!({"responses": [{"repeat_text": {"unit": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "count": 4_000_000}}]}),
+        json!({"responses": [{"repeat": 4_000_000_000u64, "text": "x"}]}),
+        json!({"responses": [], "exhausted": {"repeat_text": {"unit": "x", "count": 100_000_000_000u64}}}),
+    ] {
+        let config = json!({
+            "working_directory": workspace(),
+            "llm": {"provider": "scripted", "script": script},
+        });
+        let err = agentao::agent::Agent::new(&config.to_string(), None)
+            .err()
+            .unwrap_or_else(|| panic!("{script} was accepted"))
+            .to_string();
+        assert!(err.contains("at most"), "{script}: {err}");
+    }
+    // What the benchmarks and tests use still works.
+    let config = json!({
+        "working_directory": workspace(),
+        "llm": {"provider": "scripted", "script": {"responses": [
+            {"repeat": 1000, "text": "step {i}"},
+            {"repeat_text": {"unit": "word ", "count": 200_000}},
+        ]}},
+    });
+    assert!(agentao::agent::Agent::new(&config.to_string(), None).is_ok());
+}

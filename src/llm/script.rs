@@ -151,6 +151,12 @@ fn as_u64(o: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
     }
 }
 
+/// The script is expanded when the agent is made: a `repeat` or `repeat_text` no memory holds
+/// must fail the config, not abort the process in an allocation.
+const MAX_RESPONSES: u64 = 1_000_000;
+const MAX_REPEAT_TEXT_CHUNKS: u64 = 10_000_000;
+const MAX_REPEAT_TEXT_BYTES: u64 = 64 << 20;
+
 const RESPONSE_KEYS: &[&str] = &[
     "text",
     "chunk_size",
@@ -198,10 +204,20 @@ impl Script {
                 .as_object()
                 .ok_or_else(|| format!("responses[{n}] must be an object"))?;
             let repeat = as_u64(o, "repeat").map_err(|e| format!("responses[{n}]: {e}"))?;
+            if repeat.is_some_and(|r| r > MAX_RESPONSES) {
+                return Err(format!(
+                    "responses[{n}]: `repeat` must be at most {MAX_RESPONSES}"
+                ));
+            }
             match repeat {
                 None => responses
                     .push(ScriptResponse::parse(o, 1).map_err(|e| format!("responses[{n}]: {e}"))?),
                 Some(count) => {
+                    if responses.len() as u64 + count > MAX_RESPONSES {
+                        return Err(format!(
+                            "responses[{n}]: a script holds at most {MAX_RESPONSES} responses"
+                        ));
+                    }
                     for i in 1..=count as usize {
                         let Value::Object(sub) = substitute(entry, i) else {
                             unreachable!()
@@ -291,6 +307,13 @@ impl ScriptResponse {
             (None, _, Some(rt)) => {
                 let unit = rt.get("unit").and_then(Value::as_str).unwrap_or("");
                 let count = rt.get("count").and_then(Value::as_u64).unwrap_or(0);
+                let bytes = count.saturating_mul(unit.len().max(1) as u64);
+                if count > MAX_REPEAT_TEXT_CHUNKS || bytes > MAX_REPEAT_TEXT_BYTES {
+                    return Err(format!(
+                        "`repeat_text` must make at most {MAX_REPEAT_TEXT_CHUNKS} chunks and \
+                         {MAX_REPEAT_TEXT_BYTES} bytes"
+                    ));
+                }
                 (0..count).map(|_| unit.to_owned()).collect()
             }
             (None, Some(t), None) => match chunk_size {
