@@ -1104,7 +1104,8 @@ const char *agentao_host_acp_schema(void);
 /*
  Sets how many worker threads the library's runtime uses (default: one per core). Only
  before the first agent is created; later calls fail with `AGENTAO_STATUS_INVALID_ARGUMENT`.
- `threads` must be at least 1.
+ `threads` must be at least 1 and at most 1024 (`_INVALID_ARGUMENT` otherwise: a count the
+ machine cannot spawn would abort or hang the first `agentao_agent_new`).
  */
 agentao_status agentao_runtime_set_worker_threads(uint32_t threads, struct agentao_error **err_out);
 
@@ -1210,6 +1211,9 @@ agentao_status agentao_reply_json(struct agentao_reply *reply, const char *json,
  max-iterations request ends the turn with status error (`AGENTAO_STATUS_HOST_ERROR`); a
  failed question becomes the tool's error result and the turn goes on; a failed host tool call
  completes with status `error` (error type `HostToolError`). Consumes `reply`.
+
+ Errors: `_NULL_ARGUMENT` (`reply` NULL); `_INVALID_UTF8` (`message` is not UTF-8: the
+ request is failed all the same, with a generic message).
  */
 agentao_status agentao_reply_fail(struct agentao_reply *reply, const char *message, struct agentao_error **err_out);
 

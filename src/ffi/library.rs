@@ -66,19 +66,25 @@ pub fn acp_schema() -> &'static CStr {
     ACP_SCHEMA
 }
 
+/// More workers than any machine has cores for; tokio aborts when it cannot spawn them.
+const MAX_WORKER_THREADS: u32 = 1024;
+
 /// Sets how many worker threads the library's runtime uses (default: one per core). Only
 /// before the first agent is created; later calls fail with `AGENTAO_STATUS_INVALID_ARGUMENT`.
-/// `threads` must be at least 1.
+/// `threads` must be at least 1 and at most 1024 (`_INVALID_ARGUMENT` otherwise: a count the
+/// machine cannot spawn would abort or hang the first `agentao_agent_new`).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_runtime_set_worker_threads(
     threads: u32,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        if threads == 0 {
+        if threads == 0 || threads > MAX_WORKER_THREADS {
             return Err(Fail(
                 agentao_status::InvalidArgument,
-                "threads must be at least 1".into(),
+                format!(
+                    "threads must be at least 1 and at most {MAX_WORKER_THREADS} (got {threads})"
+                ),
             ));
         }
         if crate::agent::set_worker_threads(threads as usize) {

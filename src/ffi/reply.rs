@@ -150,6 +150,9 @@ pub unsafe extern "C" fn agentao_reply_json(
 /// max-iterations request ends the turn with status error (`AGENTAO_STATUS_HOST_ERROR`); a
 /// failed question becomes the tool's error result and the turn goes on; a failed host tool call
 /// completes with status `error` (error type `HostToolError`). Consumes `reply`.
+///
+/// Errors: `_NULL_ARGUMENT` (`reply` NULL); `_INVALID_UTF8` (`message` is not UTF-8: the
+/// request is failed all the same, with a generic message).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_reply_fail(
     reply: *mut agentao_reply,
@@ -158,11 +161,16 @@ pub unsafe extern "C" fn agentao_reply_fail(
 ) -> agentao_status {
     guard(err_out, || {
         let reply = take(reply)?;
-        let msg = opt_str_arg(message, "message")
-            .ok()
-            .flatten()
-            .unwrap_or("the host failed the request")
-            .to_owned();
-        deliver(reply, Answer::Fail(msg))
+        // A message that is not UTF-8 still fails the request (with the generic text), so
+        // the turn never waits on a reply the host meant to fail; the caller hears of it.
+        let (msg, result) = match opt_str_arg(message, "message") {
+            Ok(m) => (
+                m.unwrap_or("the host failed the request").to_owned(),
+                Ok(()),
+            ),
+            Err(f) => ("the host failed the request".to_owned(), Err(f)),
+        };
+        deliver(reply, Answer::Fail(msg))?;
+        result
     })
 }

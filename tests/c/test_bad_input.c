@@ -134,6 +134,13 @@ static void wrong_kind_confirm(void *ud, const char *tool, const char *desc, con
     atomic_store(st, (int)agentao_reply_text(reply, "yes please", NULL));
 }
 
+static void bad_utf8_fail_confirm(void *ud, const char *tool, const char *desc, const char *args,
+                                  const char *call_id, struct agentao_reply *reply) {
+    atomic_int *st = ud;
+    /* A failure whose message is not UTF-8: INVALID_UTF8, and the request is still failed. */
+    atomic_store(st, (int)agentao_reply_fail(reply, "\xff\xfe no", NULL));
+}
+
 static void bad_json_max_iter(void *ud, uint32_t count, const char *pending, struct agentao_reply *reply) {
     atomic_int *st = ud;
     atomic_store(st, (int)agentao_reply_json(reply, "[\"not an object\"]", NULL));
@@ -154,8 +161,10 @@ static void test_replies(const char *dir) {
         "{\"text\":\"done\"}";
     char *cfg = tu_config(dir, script, NULL);
     void (*confirms[])(void *, const char *, const char *, const char *, const char *,
-                       struct agentao_reply *) = {bad_confirm, wrong_kind_confirm};
-    for (int i = 0; i < 2; i++) {
+                       struct agentao_reply *) = {bad_confirm, wrong_kind_confirm, bad_utf8_fail_confirm};
+    const agentao_status expected[] = {AGENTAO_STATUS_INVALID_ARGUMENT, AGENTAO_STATUS_INVALID_ARGUMENT,
+                                       AGENTAO_STATUS_INVALID_UTF8};
+    for (int i = 0; i < 3; i++) {
         atomic_int st = -1;
         agentao_transport t;
         memset(&t, 0, sizeof t);
@@ -173,7 +182,7 @@ static void test_replies(const char *dir) {
         /* The failed reply wakes the turn before the callback has stored what the reply call
            returned, so the turn can end first: wait for the callback's store. */
         CHECK(tu_wait_until(st_is_set, &st, 5000));
-        CHECK_STATUS(atomic_load(&st), AGENTAO_STATUS_INVALID_ARGUMENT);
+        CHECK_STATUS(atomic_load(&st), expected[i]);
         char *last = tu_last_turn(a);
         CHECK_CONTAINS(last, TU_KV("status", "error"));
         free(last);

@@ -55,6 +55,14 @@ static void test_worker_threads_before_runtime(void) {
     CHECK_STATUS(agentao_runtime_set_worker_threads(0, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
     CHECK(err != NULL && agentao_error_status(err) == AGENTAO_STATUS_INVALID_ARGUMENT);
     agentao_error_free(err);
+    /* A count no machine can spawn: refused now, not an abort or a hang at the first agent. */
+    const uint32_t too_many[] = {UINT32_MAX, 100000, 1025};
+    for (size_t i = 0; i < sizeof too_many / sizeof *too_many; i++) {
+        err = NULL;
+        CHECK_STATUS(agentao_runtime_set_worker_threads(too_many[i], &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+        CHECK_CONTAINS(agentao_error_message(err), "at most 1024");
+        agentao_error_free(err);
+    }
     err = (agentao_error *)1;
     CHECK_STATUS(agentao_runtime_set_worker_threads(2, &err), AGENTAO_STATUS_OK);
     CHECK(err == NULL); /* cleared on success */
