@@ -9,8 +9,9 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
+use super::output_mailbox::OutputMailbox;
 use super::{Tool, ToolContext, ToolError};
 use crate::cancel::CancelToken;
 use crate::events::transport::{Answer, Reply, ReplyKind};
@@ -127,14 +128,41 @@ pub(crate) struct HostToolFlags {
 pub(crate) struct HostCall {
     pub(crate) call_id: String,
     pub(crate) cancel: CancelToken,
-    output: mpsc::UnboundedSender<String>,
+    /// One slot, bounded: a host streaming inside its callback (where nothing drains it) or
+    /// faster than the host reads events cannot grow the process.
+    output: Arc<OutputMailbox>,
 }
 
 impl HostCall {
     /// Streams a chunk as a `tool_output` event; false once the call has ended (the chunk is
-    /// dropped).
+    /// dropped). Past what may wait, output is counted and reported as skipped.
     pub(crate) fn output(&self, chunk: &str) -> bool {
-        !chunk.is_empty() && self.output.send(chunk.to_owned()).is_ok()
+        if chunk.is_empty() || self.output.is_closed() {
+            return false;
+        }
+        self.output.push(0, chunk);
+        true
+    }
+}
+
+/// Closes a call's output when `execute` returns, however it returns.
+struct CloseOnDrop(Arc<OutputMailbox>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// Hands what waits in the call's slot to the turn's own output.
+fn forward(mailbox: &OutputMailbox, output: &(dyn Fn(&str) + Sync)) {
+    if let Some(taken) = mailbox.take(0) {
+        if !taken.text.is_empty() {
+            output(&taken.text);
+        }
+        if let Some(notice) = taken.skipped_notice() {
+            output(&notice);
+        }
     }
 }
 
@@ -212,21 +240,18 @@ impl Tool for HostTool {
         if ctx.cancel.is_cancelled() {
             return Ok(CANCELLED_TEXT.to_owned());
         }
-        let (out_tx, mut out_rx) = mpsc::unbounded_channel();
+        let mailbox = Arc::new(OutputMailbox::new(1));
+        let _closed_at_end = CloseOnDrop(mailbox.clone());
         let call = Arc::new(HostCall {
             call_id: ctx.call_id.to_owned(),
             cancel: ctx.cancel.clone(),
-            output: out_tx,
+            output: mailbox.clone(),
         });
         let (reply, mut rx) = Reply::new(ReplyKind::HostTool);
         let args_json = Value::Object(args.clone()).to_string();
-        self.executor.start(&args_json, call.clone(), reply);
-        // The host's own handle on the call context is the only sender left.
-        drop(call);
+        self.executor.start(&args_json, call, reply);
         // A host that answered inside its callback needs no wake-up.
-        while let Ok(chunk) = out_rx.try_recv() {
-            (ctx.output)(&chunk);
-        }
+        forward(&mailbox, ctx.output);
         match rx.try_recv() {
             Ok(answer) => return outcome(answer),
             Err(oneshot::error::TryRecvError::Closed) => {
@@ -238,19 +263,13 @@ impl Tool for HostTool {
             Err(oneshot::error::TryRecvError::Empty) => {}
         }
         let wait = async {
-            let mut output_open = true;
             loop {
                 tokio::select! {
                     biased;
                     _ = ctx.cancel.cancelled() => return Ok(CANCELLED_TEXT.to_owned()),
-                    chunk = out_rx.recv(), if output_open => match chunk {
-                        Some(chunk) => (ctx.output)(&chunk),
-                        None => output_open = false,
-                    },
+                    () = mailbox.pushed() => forward(&mailbox, ctx.output),
                     answer = &mut rx => {
-                        while let Ok(chunk) = out_rx.try_recv() {
-                            (ctx.output)(&chunk);
-                        }
+                        forward(&mailbox, ctx.output);
                         return match answer {
                             Ok(a) => outcome(a),
                             Err(_) => Err(ToolError::new(

@@ -16,6 +16,7 @@ pub(crate) mod memory;
 #[cfg(feature = "sqlite-memory")]
 pub(crate) mod memory_sqlite;
 pub(crate) mod metadata;
+pub(crate) mod output_mailbox;
 pub(crate) mod result_format;
 pub(crate) mod secrets;
 pub(crate) mod selection;

@@ -19,12 +19,12 @@ use tokio::sync::mpsc;
 
 use super::plan::Plan;
 use super::tool_outcome::{Refusal, ToolOutcome};
-use super::tool_output::OutputMailbox;
 use super::{cancel_reason, events, Turn};
 use crate::cancel::CancelToken;
 use crate::events::host::{rfc3339_millis, ToolLifecycleEvent};
 use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
 use crate::llm::message::ToolAnswer;
+use crate::tools::output_mailbox::OutputMailbox;
 use crate::tools::result_format::{self, content_hash, FormattedResult};
 use crate::tools::{
     check_declared, check_declared_in, Approval, HostRequests, Tool, ToolContext, ToolError,

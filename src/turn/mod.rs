@@ -24,7 +24,6 @@ pub mod outcome;
 pub mod plan;
 pub(crate) mod prompt;
 pub(crate) mod tool_outcome;
-pub(crate) mod tool_output;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

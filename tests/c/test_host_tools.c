@@ -597,6 +597,68 @@ static void test_finalizer_reenters(void) {
     CHECK(atomic_load(&s2.freed) == 1);
 }
 
+/* ---- a host tool that streams far more output than anyone reads ---- */
+
+static long peak_rss_kib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
+static bool reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static void flood_execute(void *ud, const char *args_json, const agentao_tool_call *call, agentao_reply *reply) {
+    (void)ud;
+    (void)args_json;
+    /* 256 MiB in 64 KiB chunks, all inside the callback (nothing drains while it runs). */
+    char *chunk = malloc(64 * 1024 + 1);
+    memset(chunk, 'y', 64 * 1024);
+    chunk[64 * 1024] = 0;
+    for (int i = 0; i < 4096; i++) agentao_tool_call_output(call, chunk, NULL);
+    free(chunk);
+    agentao_reply_tool_result(reply, "flooded", NULL);
+}
+
+static void test_output_flood_is_bounded(void) {
+    tu_section("a host tool's output flood is bounded, not buffered");
+    const char *dir = tu_workspace();
+    char *script = call_script("flood", "{\"key\":\"x\"}", "done");
+    char *cfg = tu_config(dir, script, NULL);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    agentao_tool_desc d = desc_for("flood", NULL, true, false);
+    d.userdata_free = NULL;
+    d.execute = flood_execute;
+    add_ok(a, &d, false);
+    if (!reset_peak_rss()) {
+        printf("SKIPPED: no /proc/self/clear_refs here; the flood's memory is not measured\n");
+    } else {
+        long before = peak_rss_kib();
+        char *text = NULL;
+        CHECK_STATUS(agentao_agent_chat(a, "go", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+        CHECK_STR_EQ(text, "done");
+        agentao_string_free(text);
+        long grew_mib = (peak_rss_kib() - before) / 1024;
+        printf("FIGURE host-tool-output-flood: peak RSS grew %ld MiB for 256 MiB of output\n", grew_mib);
+        CHECK_MSG(grew_mib < 64, "the flood was held: peak RSS grew %ld MiB", grew_mib);
+        char *hist = tu_history(a);
+        CHECK_CONTAINS(hist, "flooded");
+        free(hist);
+    }
+    agentao_agent_free(a);
+    free(cfg);
+    free(script);
+}
+
 int main(void) {
     test_result_and_output();
     test_error();
@@ -607,5 +669,6 @@ int main(void) {
     test_registration_rules();
     test_bad_input();
     test_finalizer_reenters();
+    test_output_flood_is_bounded();
     return tu_finish("test_host_tools");
 }

@@ -103,6 +103,11 @@ impl OutputMailbox {
         }
     }
 
+    /// Whether the mailbox was closed (what is pushed now is dropped).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     pub(crate) fn calls(&self) -> usize {
         self.slots.len()
     }
