@@ -419,3 +419,110 @@ fn cancel_during_scripted_server_faults() {
         assert!(lag < Duration::from_millis(500), "{name}: {lag:?}");
     }
 }
+
+/// An SSE body of `chunks` (each a `choices[0].delta`), a `tool_calls` finish and `[DONE]`.
+fn tool_call_stream(deltas: impl IntoIterator<Item = Value>) -> bytes::Bytes {
+    let mut body = String::new();
+    for delta in deltas {
+        let chunk = json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let end = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+    body.push_str(&format!("data: {end}\n\ndata: [DONE]\n\n"));
+    body.into()
+}
+
+/// `slots` tool-call deltas each opening a new slot (a new `index`, nothing else), 500 to an
+/// event: the audit's `manyslots` server.
+fn slot_flood(slots: u64) -> bytes::Bytes {
+    let starts = (0..slots).step_by(500);
+    tool_call_stream(starts.map(|from| {
+        let calls: Vec<Value> = (from..(from + 500).min(slots))
+            .map(|i| json!({"index": i}))
+            .collect();
+        json!({"tool_calls": calls})
+    }))
+}
+
+#[test]
+fn a_flood_of_tool_call_slots_is_cut_at_the_call_bound() {
+    let _serial = serial();
+    // 250,000 slots is the audit's figure (~3 MB, under the 16 MiB response bound): each delta
+    // scanned every slot before it, 160 s of a runtime worker in a release build.
+    for slots in [2_000, 250_000] {
+        let server = MockServer::builder()
+            .start_prerendered(slot_flood(slots))
+            .unwrap();
+        let (agent, _dir) = agent(&server, json!({}));
+        let (text, took, grew) = run_until_it_ends(&agent, Duration::from_secs(60));
+        println!(
+            "FIGURE server.tool_call_slots_{slots} ended_ms={} rss_growth_mb={grew:.1}",
+            took.as_millis()
+        );
+        assert_eq!(
+            text,
+            "[LLM API error: The model server's response has more than 1024 tool calls; the response was abandoned.]"
+        );
+        assert_eq!(server.request_count(), 1, "a size refusal is not retried");
+    }
+}
+
+#[test]
+fn a_thousand_parallel_tool_calls_assemble_in_order() {
+    let _serial = serial();
+    const CALLS: u64 = 1_000;
+    // Each call opens with its id, name and half its arguments; the other halves come after
+    // all calls are open, last call first, so each continues a slot that is not the latest.
+    let opens = (0..CALLS).map(|i| {
+        json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+            "function": {"name": "no_such_tool_at_all", "arguments": "{\"n\":"}}]})
+    });
+    let rests = (0..CALLS).rev().map(
+        |i| json!({"tool_calls": [{"index": i, "function": {"arguments": format!("{i}}}")}}]}),
+    );
+    let done = {
+        let chunk = json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]});
+        bytes::Bytes::from(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+    };
+    let server = MockServer::builder()
+        .record_bodies(true)
+        .start_prerendered_many(vec![tool_call_stream(opens.chain(rests)), done])
+        .unwrap();
+    let (agent, _dir) = agent(&server, json!({}));
+    let t0 = Instant::now();
+    let (_token, rx) = common::start_cancellable(&agent, "hi");
+    let (at, result) = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the turn ends");
+    println!(
+        "FIGURE server.tool_call_slots_1000_valid ended_ms={}",
+        at.duration_since(t0).as_millis()
+    );
+    let outcome = result.expect("an outcome");
+    assert_eq!(outcome.text, "done");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1]["messages"].as_array().unwrap();
+    let assistant = messages
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("the assistant message with the calls");
+    let calls = assistant["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), CALLS as usize);
+    for (i, call) in calls.iter().enumerate() {
+        assert_eq!(call["id"], format!("call_{i}"));
+        assert_eq!(call["function"]["name"], "no_such_tool_at_all");
+        let arguments: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(arguments, json!({"n": i}));
+    }
+    let answered: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| &m["tool_call_id"])
+        .collect();
+    assert_eq!(answered.len(), CALLS as usize);
+    for (i, id) in answered.iter().enumerate() {
+        assert_eq!(**id, format!("call_{i}"));
+    }
+}

@@ -575,6 +575,9 @@ impl OpenAiStream {
 
     fn after_event(&mut self, asm: &Assembler, before: usize) -> Result<(), LlmError> {
         self.progressed |= asm.received() > before;
+        if let Some(e) = asm.call_bound_error() {
+            return Err(e);
+        }
         if asm.received() > self.max_response_bytes {
             return Err(too_large(format!(
                 "The model server's response exceeded llm.max_response_bytes ({} bytes of text, reasoning and tool calls); the response was abandoned.",
