@@ -526,3 +526,46 @@ fn a_thousand_parallel_tool_calls_assemble_in_order() {
         assert_eq!(**id, format!("call_{i}"));
     }
 }
+
+#[test]
+fn a_redirect_to_another_origin_ends_the_turn_and_sends_it_nothing() {
+    let _serial = serial();
+    // The audit's server: every request answered 307 to another local server.
+    let target = MockServer::start(json!({"responses": [{"text": "leaked"}]})).unwrap();
+    let location = format!("http://localhost:{}/v1/chat/completions", target.port());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answer = format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    let asked = Arc::new(AtomicU64::new(0));
+    let counted = asked.clone();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            counted.fetch_add(1, Ordering::SeqCst);
+            // The head and the body come in a few reads; the answer does not wait for them all.
+            let mut buf = [0; 65536];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"working_directory": dir.path(), "llm": {"provider": "openai",
+        "base_url": format!("http://127.0.0.1:{port}/v1"), "api_key": "k", "model": "m",
+        "headers": {"api-key": "AZURE-SECRET", "x-api-key": "SECRET"}}});
+    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let (text, took, _) = run_until_it_ends(&agent, Duration::from_secs(20));
+    println!("FIGURE server.redirect ended_ms={}", took.as_millis());
+    assert_eq!(
+        text,
+        format!(
+            "[LLM API error: Error code: 307 - The endpoint redirected to {location} (HTTP 307); \
+             redirects are not followed, the request carries the conversation and credentials: \
+             set llm.base_url to the final URL.]"
+        )
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "a redirect is not retried");
+    assert_eq!(target.request_count(), 0, "the other origin got nothing");
+}
