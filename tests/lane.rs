@@ -1,9 +1,10 @@
 //! The model request's HTTP transport (issue 12, "the HTTP client itself"): what reqwest did
 //! for us and any replacement must keep doing — a keep-alive connection the server closed
-//! between two turns is replaced silently, a 307 is followed with the same body, and a proxy
-//! from the environment is used. Each test runs against a loopback stub written with `std::net`
-//! so it controls the wire: when a connection closes, what the status is, who receives what.
-//! They pass on reqwest and on the lean lane alike (`src/llm/http_lane.rs`).
+//! between two turns is replaced silently, and a proxy from the environment is used; a redirect
+//! is not followed (the request carries credentials) but fails the call. Each test runs against
+//! a loopback stub written with `std::net` so it controls the wire: when a connection closes,
+//! what the status is, who receives what. They pass on reqwest and on the lean lane alike
+//! (`src/llm/http_lane.rs`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -189,38 +190,58 @@ async fn an_idle_connection_closed_by_the_server_between_turns_is_replaced_silen
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_307_is_followed_with_the_same_body() {
-    let (port, rx) = stub(
-        |req| {
-            if req.request_line.starts_with("POST /v1/") {
-                b"HTTP/1.1 307 Temporary Redirect\r\nlocation: /v2/chat/completions\r\ncontent-length: 0\r\n\r\n".to_vec()
-            } else {
-                sse_answer("moved")
+async fn a_redirect_is_refused_and_its_target_receives_nothing() {
+    // The audit's server answered 307 to another origin, and the conversation went there with
+    // the configured `llm.headers` (reqwest strips only `Authorization`). Another origin, and
+    // the same server under another path: neither is followed, on the lane or on reqwest.
+    let (target_port, to_target) = stub(|_| sse_answer("leaked"), |_| {});
+    let elsewhere = format!("http://localhost:{target_port}/v1/chat/completions");
+    for location in [elsewhere.as_str(), "/v2/chat/completions"] {
+        for status in [301, 302, 303, 307, 308] {
+            let head = format!(
+                "HTTP/1.1 {status} Moved\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n"
+            );
+            let (port, rx) = stub(move |_| head.clone().into_bytes(), |_| {});
+            // Credentials in the URL keep a client off the lane (`Lane::for_url`).
+            for base in [
+                format!("http://127.0.0.1:{port}/v1"),
+                format!("http://user:pw@127.0.0.1:{port}/v1"),
+            ] {
+                let client = LlmClient::new(&common::openai_llm_config(
+                    &base,
+                    json!({"headers": {"api-key": "AZURE-SECRET", "x-api-key": "SECRET"}}),
+                ))
+                .expect("client");
+                let turn = call(&client).await;
+                let e = turn.error.expect("a redirect is an error");
+                assert_eq!(e.status, Some(status), "{base}");
+                assert!(!e.retryable, "{base}: {status}");
+                assert_eq!(
+                    e.message,
+                    format!(
+                        "The endpoint redirected to {location} (HTTP {status}); redirects are not \
+                         followed, the request carries the conversation and credentials: set \
+                         llm.base_url to the final URL."
+                    ),
+                    "{base}"
+                );
+                assert_eq!(turn.retries, 0, "{base}: {status}");
+                let asked = next_request(&rx);
+                assert_eq!(asked.request_line, "POST /v1/chat/completions HTTP/1.1");
+                let body: serde_json::Value = serde_json::from_slice(&asked.body).unwrap();
+                assert_eq!(body["model"], "mock-model");
+                assert!(
+                    rx.recv_timeout(Duration::from_millis(100)).is_err(),
+                    "{base}: {status} to {location} was sent again"
+                );
+                assert!(
+                    to_target.try_recv().is_err(),
+                    "{base}: {status} was followed to {location}"
+                );
             }
-        },
-        |_| {},
-    );
-    let client = client_for(&format!("http://127.0.0.1:{port}/v1"));
-    let turn = call(&client).await;
-    assert!(turn.error.is_none(), "{:?}", turn.error);
-    assert_eq!(turn.text, "moved");
-    assert_eq!(turn.retries, 0);
-    let redirected = next_request(&rx);
-    assert_eq!(
-        redirected.request_line,
-        "POST /v1/chat/completions HTTP/1.1"
-    );
-    // Whoever sends it, every request until the answer carries the same body.
-    let followed = loop {
-        let r = next_request(&rx);
-        assert_eq!(r.body, redirected.body);
-        if r.request_line.starts_with("POST /v2/") {
-            break r;
         }
-    };
-    assert_eq!(followed.request_line, "POST /v2/chat/completions HTTP/1.1");
-    let body: serde_json::Value = serde_json::from_slice(&followed.body).unwrap();
-    assert_eq!(body["model"], "mock-model");
+    }
+    assert!(to_target.recv_timeout(Duration::from_millis(200)).is_err());
 }
 
 /// A keep-alive answer whose body is `body` as SSE.

@@ -419,3 +419,153 @@ fn cancel_during_scripted_server_faults() {
         assert!(lag < Duration::from_millis(500), "{name}: {lag:?}");
     }
 }
+
+/// An SSE body of `chunks` (each a `choices[0].delta`), a `tool_calls` finish and `[DONE]`.
+fn tool_call_stream(deltas: impl IntoIterator<Item = Value>) -> bytes::Bytes {
+    let mut body = String::new();
+    for delta in deltas {
+        let chunk = json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let end = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+    body.push_str(&format!("data: {end}\n\ndata: [DONE]\n\n"));
+    body.into()
+}
+
+/// `slots` tool-call deltas each opening a new slot (a new `index`, nothing else), 500 to an
+/// event: the audit's `manyslots` server.
+fn slot_flood(slots: u64) -> bytes::Bytes {
+    let starts = (0..slots).step_by(500);
+    tool_call_stream(starts.map(|from| {
+        let calls: Vec<Value> = (from..(from + 500).min(slots))
+            .map(|i| json!({"index": i}))
+            .collect();
+        json!({"tool_calls": calls})
+    }))
+}
+
+#[test]
+fn a_flood_of_tool_call_slots_is_cut_at_the_call_bound() {
+    let _serial = serial();
+    // 250,000 slots is the audit's figure (~3 MB, under the 16 MiB response bound): each delta
+    // scanned every slot before it, 160 s of a runtime worker in a release build.
+    for slots in [2_000, 250_000] {
+        let server = MockServer::builder()
+            .start_prerendered(slot_flood(slots))
+            .unwrap();
+        let (agent, _dir) = agent(&server, json!({}));
+        let (text, took, grew) = run_until_it_ends(&agent, Duration::from_secs(60));
+        println!(
+            "FIGURE server.tool_call_slots_{slots} ended_ms={} rss_growth_mb={grew:.1}",
+            took.as_millis()
+        );
+        assert_eq!(
+            text,
+            "[LLM API error: The model server's response has more than 1024 tool calls; the response was abandoned.]"
+        );
+        assert_eq!(server.request_count(), 1, "a size refusal is not retried");
+    }
+}
+
+#[test]
+fn a_thousand_parallel_tool_calls_assemble_in_order() {
+    let _serial = serial();
+    const CALLS: u64 = 1_000;
+    // Each call opens with its id, name and half its arguments; the other halves come after
+    // all calls are open, last call first, so each continues a slot that is not the latest.
+    let opens = (0..CALLS).map(|i| {
+        json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function",
+            "function": {"name": "no_such_tool_at_all", "arguments": "{\"n\":"}}]})
+    });
+    let rests = (0..CALLS).rev().map(
+        |i| json!({"tool_calls": [{"index": i, "function": {"arguments": format!("{i}}}")}}]}),
+    );
+    let done = {
+        let chunk = json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]});
+        bytes::Bytes::from(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+    };
+    let server = MockServer::builder()
+        .record_bodies(true)
+        .start_prerendered_many(vec![tool_call_stream(opens.chain(rests)), done])
+        .unwrap();
+    let (agent, _dir) = agent(&server, json!({}));
+    let t0 = Instant::now();
+    let (_token, rx) = common::start_cancellable(&agent, "hi");
+    let (at, result) = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the turn ends");
+    println!(
+        "FIGURE server.tool_call_slots_1000_valid ended_ms={}",
+        at.duration_since(t0).as_millis()
+    );
+    let outcome = result.expect("an outcome");
+    assert_eq!(outcome.text, "done");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1]["messages"].as_array().unwrap();
+    let assistant = messages
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("the assistant message with the calls");
+    let calls = assistant["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), CALLS as usize);
+    for (i, call) in calls.iter().enumerate() {
+        assert_eq!(call["id"], format!("call_{i}"));
+        assert_eq!(call["function"]["name"], "no_such_tool_at_all");
+        let arguments: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(arguments, json!({"n": i}));
+    }
+    let answered: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| &m["tool_call_id"])
+        .collect();
+    assert_eq!(answered.len(), CALLS as usize);
+    for (i, id) in answered.iter().enumerate() {
+        assert_eq!(**id, format!("call_{i}"));
+    }
+}
+
+#[test]
+fn a_redirect_to_another_origin_ends_the_turn_and_sends_it_nothing() {
+    let _serial = serial();
+    // The audit's server: every request answered 307 to another local server.
+    let target = MockServer::start(json!({"responses": [{"text": "leaked"}]})).unwrap();
+    let location = format!("http://localhost:{}/v1/chat/completions", target.port());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answer = format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    );
+    let asked = Arc::new(AtomicU64::new(0));
+    let counted = asked.clone();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            counted.fetch_add(1, Ordering::SeqCst);
+            // The head and the body come in a few reads; the answer does not wait for them all.
+            let mut buf = [0; 65536];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"working_directory": dir.path(), "llm": {"provider": "openai",
+        "base_url": format!("http://127.0.0.1:{port}/v1"), "api_key": "k", "model": "m",
+        "headers": {"api-key": "AZURE-SECRET", "x-api-key": "SECRET"}}});
+    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let (text, took, _) = run_until_it_ends(&agent, Duration::from_secs(20));
+    println!("FIGURE server.redirect ended_ms={}", took.as_millis());
+    assert_eq!(
+        text,
+        format!(
+            "[LLM API error: Error code: 307 - The endpoint redirected to {location} (HTTP 307); \
+             redirects are not followed, the request carries the conversation and credentials: \
+             set llm.base_url to the final URL.]"
+        )
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "a redirect is not retried");
+    assert_eq!(target.request_count(), 0, "the other origin got nothing");
+}

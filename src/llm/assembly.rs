@@ -5,13 +5,23 @@
 //! without an index, an `id` opens (or finds) a slot and an arguments-only delta continues the
 //! latest one (Gemini). A name is assigned once per slot: servers that resend it on every delta
 //! (old llama.cpp) do not get it doubled.
+//!
+//! A slot is found in constant time (by index, by id), and a response opens at most
+//! [`MAX_TOOL_CALLS`]: a server that streamed a new index per delta made each delta scan every
+//! slot before it, 160 s of a runtime worker for 250,000 slots in 3 MB (docs/security.md).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::tool_call::ToolCall;
-use super::Piece;
+use super::{LlmError, Piece};
+
+/// Tool calls one response may open. Real servers send a handful of parallel calls (OpenAI's
+/// `tools` array itself holds at most 128 tools); past this the response is refused whole,
+/// like one past `llm.max_response_bytes`, rather than a turn running a thousand calls.
+pub(crate) const MAX_TOOL_CALLS: usize = 1024;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -78,6 +88,12 @@ pub(crate) struct Assembler {
     content: String,
     reasoning: String,
     slots: Vec<Slot>,
+    /// The latest slot opened for each index (a reused index with a new id opens another).
+    by_index: HashMap<u64, usize>,
+    /// The first slot that took each id: a slot's id is only ever set once, from empty.
+    by_id: HashMap<String, usize>,
+    /// A delta tried to open a slot past [`MAX_TOOL_CALLS`]; the response is refused.
+    too_many_calls: bool,
     finish_reason: Option<String>,
     pub(crate) usage: Option<Usage>,
     model: String,
@@ -153,31 +169,31 @@ impl Assembler {
     ) {
         let id = id.filter(|s| !s.is_empty());
         let slot = match index {
-            Some(i) => {
-                let found = self.slots.iter().rposition(|s| s.index == Some(i));
-                match (found, id) {
-                    (Some(pos), Some(id))
-                        if !self.slots[pos].id.is_empty() && self.slots[pos].id != id =>
-                    {
-                        // A reused index with a new id is a new call; an id seen before goes back
-                        // to its own slot.
-                        match self.slots.iter().position(|s| s.id == id) {
-                            Some(p) => p,
-                            None => self.open(index),
-                        }
+            Some(i) => match (self.slot_of_index(i), id) {
+                (Some(pos), Some(id))
+                    if !self.slots[pos].id.is_empty() && self.slots[pos].id != id =>
+                {
+                    // A reused index with a new id is a new call; an id seen before goes back
+                    // to its own slot.
+                    match self.by_id.get(id) {
+                        Some(&p) => Some(p),
+                        None => self.open(index),
                     }
-                    (Some(pos), _) => pos,
-                    (None, _) => self.open(index),
                 }
-            }
+                (Some(pos), _) => Some(pos),
+                (None, _) => self.open(index),
+            },
             None => match id {
-                Some(id) => match self.slots.iter().position(|s| s.id == id) {
-                    Some(p) => p,
+                Some(id) => match self.by_id.get(id) {
+                    Some(&p) => Some(p),
                     None => self.open(None),
                 },
                 None if self.slots.is_empty() => self.open(None),
-                None => self.slots.len() - 1,
+                None => Some(self.slots.len() - 1),
             },
+        };
+        let Some(slot) = slot else {
+            return;
         };
         let s = &mut self.slots[slot];
         let mut added = 0;
@@ -185,6 +201,7 @@ impl Assembler {
             if s.id != id {
                 added += id.len();
                 s.id = id.to_owned();
+                self.by_id.entry(s.id.clone()).or_insert(slot);
             }
         }
         if let Some(n) = name.filter(|n| !n.is_empty()) {
@@ -203,13 +220,41 @@ impl Assembler {
         self.received += added;
     }
 
-    fn open(&mut self, index: Option<u64>) -> usize {
+    /// The latest slot opened for index `i`. Arguments mostly continue the latest slot, which
+    /// is checked before the map (no hashing for them).
+    fn slot_of_index(&self, i: u64) -> Option<usize> {
+        match self.slots.last() {
+            Some(last) if last.index == Some(i) => Some(self.slots.len() - 1),
+            _ => self.by_index.get(&i).copied(),
+        }
+    }
+
+    /// A new slot, or `None` (and the response marked refused) past [`MAX_TOOL_CALLS`].
+    fn open(&mut self, index: Option<u64>) -> Option<usize> {
+        if self.slots.len() >= MAX_TOOL_CALLS {
+            self.too_many_calls = true;
+            return None;
+        }
         self.received += SLOT_COST;
+        let slot = self.slots.len();
         self.slots.push(Slot {
             index,
             ..Default::default()
         });
-        self.slots.len() - 1
+        if let Some(i) = index {
+            self.by_index.insert(i, slot);
+        }
+        Some(slot)
+    }
+
+    /// The refusal of a response that tried to open more than [`MAX_TOOL_CALLS`] calls; not
+    /// retried (the server would send the same again).
+    pub(crate) fn call_bound_error(&self) -> Option<LlmError> {
+        self.too_many_calls.then(|| {
+            LlmError::api(format!(
+                "The model server's response has more than {MAX_TOOL_CALLS} tool calls; the response was abandoned."
+            ))
+        })
     }
 
     /// Takes the next pending piece (reasoning before text), [`Assembler::piece`] from now on;
@@ -313,6 +358,52 @@ mod tests {
         let c = calls(a);
         assert_eq!(c[0].2, "{\"a\":1}");
         assert_eq!(c[1].1, "g");
+    }
+
+    #[test]
+    fn an_id_seen_before_goes_back_to_its_slot() {
+        let mut a = Assembler::default();
+        a.tool_delta(Some(0), Some("x"), Some("f"), Some("{\"a\""));
+        a.tool_delta(Some(0), Some("y"), Some("g"), Some("{"));
+        a.tool_delta(None, Some("z"), Some("h"), Some("{}"));
+        a.tool_delta(Some(0), Some("x"), None, Some(":1}"));
+        a.tool_delta(None, Some("y"), None, Some("}"));
+        // The latest slot of index 0 is y's: an arguments-only delta continues it.
+        a.tool_delta(Some(0), None, None, Some(" "));
+        assert_eq!(
+            calls(a),
+            vec![
+                ("x".into(), "f".into(), "{\"a\":1}".into()),
+                ("y".into(), "g".into(), "{} ".into()),
+                ("z".into(), "h".into(), "{}".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn slots_past_the_bound_refuse_the_response() {
+        let mut a = Assembler::default();
+        for i in 0..MAX_TOOL_CALLS as u64 {
+            a.tool_delta(Some(i), Some(&format!("c{i}")), Some("f"), Some("{"));
+        }
+        // Every slot is still found: the first, by index and by id, and the last.
+        a.tool_delta(Some(0), None, None, Some("}"));
+        a.tool_delta(None, Some("c1"), None, Some("}"));
+        a.tool_delta(Some(MAX_TOOL_CALLS as u64 - 1), None, None, Some("}"));
+        assert!(a.call_bound_error().is_none());
+        a.tool_delta(Some(MAX_TOOL_CALLS as u64), None, None, Some("{}"));
+        let e = a.call_bound_error().expect("refused past the bound");
+        assert!(!e.retryable);
+        assert_eq!(
+            e.message,
+            "The model server's response has more than 1024 tool calls; the response was abandoned."
+        );
+        let c = calls(a);
+        assert_eq!(c.len(), MAX_TOOL_CALLS);
+        assert_eq!(c[0].2, "{}");
+        assert_eq!(c[1].2, "{}");
+        assert_eq!(c[2].2, "{");
+        assert_eq!(c[MAX_TOOL_CALLS - 1].2, "{}");
     }
 
     #[test]

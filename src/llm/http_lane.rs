@@ -2,8 +2,8 @@
 //! environment, on one kept-alive hyper 1.x `http1` connection per backend, without reqwest's
 //! layers (its request future, redirect and retry layers and URL re-parses were ~40k
 //! instructions of a tool-loop iteration). Everything else goes to reqwest as before: `https://`,
-//! a proxy variable, credentials in the URL, and any redirect (answered by a request through
-//! reqwest from the start, which follows it as it always did).
+//! a proxy variable, credentials in the URL. A redirect is the answer on either path: neither
+//! follows it (the request carries credentials; `redirect_refused` in `openai.rs`).
 //!
 //! What reqwest did and the lane keeps: `TCP_NODELAY`, its TCP keep-alive, its 90 s idle
 //! limit, the connect timeout, the same headers and `Host`, the same body bytes; a kept

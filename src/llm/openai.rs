@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -41,21 +41,19 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// The agent's own HTTP client: its connection pool closes with the agent (a shared pool kept
 /// an idle connection to the server open after `agentao_agent_free`). Building one costs a few
 /// microseconds (the webpki roots are static; about 6 µs in a release build on these machines).
+/// It follows no redirect: the request carries the conversation and `llm.headers`, which
+/// reqwest would have sent to any origin a server named (it strips only `Authorization`),
+/// over plain `http` or to a loopback or metadata address as well ([`redirect_refused`]).
 fn agent_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 pub(crate) struct OpenAiBackend {
-    /// Built with the backend when there is no lane (so a client that cannot be built fails
-    /// the agent's creation, as before); with a lane, at its first redirect: an agent on the
-    /// lane does not pay for it (~6 µs and its memory per agent).
-    http: OnceLock<reqwest::Client>,
-    connect_timeout: Duration,
-    /// The lean lane, when the endpoint allows it (plain `http://`, no proxy).
-    lane: Option<Lane>,
+    transport: Transport,
     headers: HeaderMap,
     url: Endpoint,
     model: String,
@@ -83,6 +81,16 @@ pub(crate) struct OpenAiBackend {
     system: Mutex<Option<RenderedSystem>>,
     /// The last body's size: the next one is allocated once.
     body_size_hint: AtomicUsize,
+}
+
+/// How the request goes out. Each answer, a redirect included, is the answer: nothing goes to
+/// reqwest after the lane (it used to take every 3xx and follow it).
+enum Transport {
+    /// The lean lane, when the endpoint allows it (plain `http://`, no proxy): an agent on it
+    /// does not pay for a reqwest client (~6 µs and its memory per agent).
+    Lane(Lane),
+    /// Built with the backend, so a client that cannot be built fails the agent's creation.
+    Reqwest(reqwest::Client),
 }
 
 /// The chat-completions URL, parsed once. One that does not parse keeps its error where it
@@ -152,14 +160,12 @@ impl OpenAiBackend {
             Endpoint::Parsed(u) => Lane::for_url(u, c.connect_timeout),
             Endpoint::Unparsed(_) => None,
         };
-        let http = OnceLock::new();
-        if lane.is_none() {
-            let _ = http.set(agent_client(c.connect_timeout)?);
-        }
+        let transport = match lane {
+            Some(lane) => Transport::Lane(lane),
+            None => Transport::Reqwest(agent_client(c.connect_timeout)?),
+        };
         Ok(OpenAiBackend {
-            http,
-            connect_timeout: c.connect_timeout,
-            lane,
+            transport,
             headers,
             url,
             model: c.model.clone(),
@@ -372,6 +378,9 @@ impl OpenAiBackend {
             Some(r) => r?,
         };
         let status = resp.status();
+        if status.is_redirection() {
+            return Err(redirect_refused(&resp));
+        }
         if !status.is_success() {
             let retry_after = resp
                 .header("retry-after")
@@ -410,23 +419,17 @@ impl OpenAiBackend {
 }
 
 impl OpenAiBackend {
-    /// The request on the lane when it applies, else (and for any redirect) through reqwest.
+    /// The request on the lane when it applies, else through reqwest.
     async fn send(&self, body: RequestBody) -> Result<Response, LlmError> {
-        if let Some(lane) = &self.lane {
-            match lane.post(&self.headers, body.clone()).await {
-                Err(LaneError::ConnectTimeout) => return Err(LlmError::timeout()),
-                Err(e) => return Err(LlmError::connection(connection_message(&e))),
-                // reqwest follows a redirect from the first request, as it always did.
-                Ok(r) if r.status().is_redirection() => {}
-                Ok(r) => return Ok(Response::Lane(r)),
+        let http = match &self.transport {
+            Transport::Lane(lane) => {
+                return match lane.post(&self.headers, body).await {
+                    Err(LaneError::ConnectTimeout) => Err(LlmError::timeout()),
+                    Err(e) => Err(LlmError::connection(connection_message(&e))),
+                    Ok(r) => Ok(Response::Lane(r)),
+                }
             }
-        }
-        let http = match self.http.get() {
-            Some(h) => h,
-            None => {
-                let built = agent_client(self.connect_timeout).map_err(LlmError::connection)?;
-                self.http.get_or_init(|| built)
-            }
+            Transport::Reqwest(http) => http,
         };
         let post = match &self.url {
             Endpoint::Parsed(u) => http.post(u.clone()),
@@ -443,6 +446,33 @@ impl OpenAiBackend {
             Err(e) => Err(LlmError::connection(connection_message(&e))),
         }
     }
+}
+
+/// Locations longer than this are cut in the error: the text reaches the host and the history.
+const LOCATION_LIMIT: usize = 512;
+
+/// The error for a 3xx answer: not followed (see [`agent_client`]) and not retried (the server
+/// would answer the same). It names the status and the `Location`, so the fix is one edit.
+fn redirect_refused(resp: &Response) -> LlmError {
+    let status = resp.status().as_u16();
+    // `to_str` admits visible ASCII only, so the cut below is on a character boundary.
+    let message = match resp.header("location").and_then(|v| v.to_str().ok()) {
+        Some(location) => {
+            let location = match location.get(..LOCATION_LIMIT) {
+                Some(head) if location.len() > LOCATION_LIMIT => format!("{head}…"),
+                _ => location.to_owned(),
+            };
+            format!(
+                "The endpoint redirected to {location} (HTTP {status}); redirects are not followed, the request carries the conversation and credentials: set llm.base_url to the final URL."
+            )
+        }
+        None => format!(
+            "The endpoint answered HTTP {status} without a readable Location; redirects are not followed, the request carries the conversation and credentials: set llm.base_url to the final URL."
+        ),
+    };
+    let mut e = LlmError::status(status, message, None, None);
+    e.retryable = false;
+    e
 }
 
 /// "Connection error: " and the deepest source of `e` (`e` itself is the client's wrapper).
@@ -575,6 +605,9 @@ impl OpenAiStream {
 
     fn after_event(&mut self, asm: &Assembler, before: usize) -> Result<(), LlmError> {
         self.progressed |= asm.received() > before;
+        if let Some(e) = asm.call_bound_error() {
+            return Err(e);
+        }
         if asm.received() > self.max_response_bytes {
             return Err(too_large(format!(
                 "The model server's response exceeded llm.max_response_bytes ({} bytes of text, reasoning and tool calls); the response was abandoned.",

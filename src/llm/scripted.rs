@@ -182,6 +182,10 @@ impl ScriptedStream {
             Ev::Finish => asm.finish_reason(r.finish_reason.as_deref().unwrap_or("")),
             Ev::Usage => asm.usage(Usage::from_openai(r.usage.as_ref().expect("usage event"))),
         }
-        Ok(true)
+        // A script is refused where a server would be, so a host's script tests the bound.
+        match asm.call_bound_error() {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
     }
 }
