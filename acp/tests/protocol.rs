@@ -613,3 +613,78 @@ fn config_file_and_flags() {
         "scripted/flagged"
     );
 }
+
+/// Answers every permission request with `option` and records the arguments it was asked for.
+fn answer_all<'a>(
+    option: &'static str,
+    asked: &'a mut Vec<Value>,
+) -> impl FnMut(&mut Client, Value) + 'a {
+    move |c, v| {
+        if v["method"] == "session/request_permission" {
+            asked.push(v["params"]["toolCall"]["rawInput"].clone());
+            c.answer(
+                &v["id"],
+                json!({"outcome": {"outcome": "selected", "optionId": option}}),
+            );
+        }
+    }
+}
+
+#[test]
+fn allow_always_on_a_malformed_call_allows_no_later_call() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let call = |id: &str, args: Value| json!({"tool_calls": [{"id": id, "name": "run_shell_command", "arguments": args}]});
+    // Each pair: a call "always allowed", then a different one that must still be asked for.
+    let cases = [
+        // No string subject: the old rule allowed the whole tool.
+        (
+            json!({"command": ["ls"]}),
+            json!({"command": "touch pwned1.txt"}),
+        ),
+        // The subject is not a string, another key is: the old rule was scoped to that key.
+        (
+            json!({"command": ["ls"], "path": "."}),
+            json!({"command": "touch pwned2.txt", "path": "."}),
+        ),
+        // The same command in another directory is another call.
+        (
+            json!({"command": "touch pwned3.txt"}),
+            json!({"command": "touch pwned3.txt", "working_directory": "sub"}),
+        ),
+    ];
+    for (n, (first, second)) in cases.into_iter().enumerate() {
+        let script = json!({"responses": [
+            call("a", first.clone()), {"text": "first done"},
+            call("b", second.clone()), {"text": "second done"},
+        ]});
+        let mut c = Client::scripted(dir.path(), &script, &["--no-persist"]);
+        c.initialize();
+        let s = c.new_session(dir.path());
+        let mut asked = Vec::new();
+        let id = c.prompt(&s, "first");
+        c.until_response(id, answer_all("allow_always", &mut asked));
+        assert_eq!(asked, [first], "case {n}");
+        // A call with no scope to remember is not offered "always allow".
+        let offered: Vec<Value> = c
+            .log
+            .iter()
+            .filter(|v| v["method"] == "session/request_permission")
+            .flat_map(|v| v["params"]["options"].as_array().unwrap().clone())
+            .map(|o| o["optionId"].clone())
+            .collect();
+        let always = n == 2;
+        assert_eq!(
+            offered.contains(&json!("allow_always")),
+            always,
+            "case {n}: {offered:?}"
+        );
+        let id = c.prompt(&s, "second");
+        c.until_response(id, answer_all("reject_once", &mut asked));
+        assert_eq!(asked.len(), 2, "case {n}: the second call ran unasked");
+        assert_eq!(asked[1], second, "case {n}");
+        for f in ["pwned1.txt", "pwned2.txt", "sub/pwned3.txt"] {
+            assert!(!dir.path().join(f).exists(), "case {n}: {f} was made");
+        }
+    }
+}
