@@ -428,7 +428,11 @@ impl Server {
             TurnOptions::default(),
             DeltaSink::None,
             move |result| {
-                match stop_reason(result) {
+                let end = prompt_end(result);
+                if let Some(text) = &end.notice {
+                    keep.transport().notice(text);
+                }
+                match end.reply {
                     Ok(stop_reason) => out.respond(&id, &PromptResponse { stop_reason }),
                     Err(e) => out.fail(&id, &e),
                 }
@@ -498,23 +502,65 @@ fn prompt_text(blocks: Vec<Value>) -> Result<String, RpcError> {
     Ok(parts.join("\n"))
 }
 
-fn stop_reason(result: agentao::agent::TurnResult) -> Result<StopReason, RpcError> {
+/// How a prompt ends on the wire.
+struct PromptEnd {
+    /// What the turn ended with when it is not a complete answer: the user is told why.
+    notice: Option<String>,
+    reply: Result<StopReason, RpcError>,
+}
+
+fn prompt_end(result: agentao::agent::TurnResult) -> PromptEnd {
     let outcome = match result {
         Ok(o) => o,
         Err((_, Some(o))) if o.status == TurnStatus::Cancelled => o,
-        Err((e, _)) => return Err(RpcError::internal(e.to_string())),
+        Err((e, _)) => {
+            return PromptEnd {
+                notice: None,
+                reply: Err(RpcError::internal(e.to_string())),
+            }
+        }
     };
-    Ok(match (outcome.status, outcome.incomplete_reason) {
+    let stop = match (outcome.status, outcome.incomplete_reason) {
         (TurnStatus::Cancelled, _) => StopReason::Cancelled,
         (TurnStatus::Error, _) => {
-            return Err(RpcError::internal(
-                outcome.error.unwrap_or_else(|| "the turn failed".into()),
-            ))
+            return PromptEnd {
+                notice: None,
+                reply: Err(RpcError::internal(
+                    outcome.error.unwrap_or_else(|| "the turn failed".into()),
+                )),
+            }
+        }
+        (TurnStatus::Ok, None) => StopReason::EndTurn,
+        // The model server failed (after the retries): a failed request, not a finished turn.
+        // ACP clients show an error response as such; the text also stays in the history.
+        (TurnStatus::Ok, Some(IncompleteReason::LlmError)) => {
+            return PromptEnd {
+                reply: Err(RpcError::internal(outcome.text.clone())),
+                notice: Some(outcome.text),
+            }
         }
         (TurnStatus::Ok, Some(IncompleteReason::MaxIterations)) => StopReason::MaxTurnRequests,
         (TurnStatus::Ok, Some(IncompleteReason::LengthTruncated)) => StopReason::MaxTokens,
-        (TurnStatus::Ok, _) => StopReason::EndTurn,
-    })
+        // A doom-loop halt, an empty answer, a hook's stop: the turn did end, and ACP has no
+        // closer reason (`refusal` would claim the model refused; clients such as Zed then drop
+        // the prompt).
+        (
+            TurnStatus::Ok,
+            Some(
+                IncompleteReason::DoomLoop
+                | IncompleteReason::NoOutput
+                | IncompleteReason::ReasoningOnly
+                | IncompleteReason::HookStop,
+            ),
+        ) => StopReason::EndTurn,
+    };
+    PromptEnd {
+        notice: match stop {
+            StopReason::Cancelled => None,
+            _ => outcome.incomplete_reason.map(|_| outcome.text),
+        },
+        reply: Ok(stop),
+    }
 }
 
 /// Replays a restored history as `session/update` notifications (user and agent messages,

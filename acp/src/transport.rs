@@ -32,6 +32,9 @@ pub struct AcpTransport {
     session: OnceLock<Weak<Session>>,
     /// Calls already announced with a `tool_call` update (at confirmation or start).
     announced: Mutex<HashSet<String>>,
+    /// The model's text streamed since the turn began: a turn's closing notice is sent only when
+    /// the client has not just seen it streamed.
+    streamed: Mutex<String>,
 }
 
 #[derive(Deserialize)]
@@ -97,6 +100,7 @@ impl AcpTransport {
             pending,
             session: OnceLock::new(),
             announced: Mutex::new(HashSet::new()),
+            streamed: Mutex::new(String::new()),
         }
     }
 
@@ -119,6 +123,10 @@ impl AcpTransport {
         if bytes.starts_with(LLM_TEXT_PREFIX) {
             let ev: Envelope<Chunk> = serde_json::from_slice(bytes).ok()?;
             if !ev.data.chunk.is_empty() {
+                self.streamed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_str(&ev.data.chunk);
                 self.update(SessionUpdate::AgentMessageChunk {
                     content: TextBlock::new(&ev.data.chunk),
                 });
@@ -127,6 +135,11 @@ impl AcpTransport {
         }
         let kind: Kind = serde_json::from_slice(bytes).ok()?;
         match kind.ty.as_ref() {
+            "turn_begin" => self
+                .streamed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear(),
             "thinking" => {
                 let ev: Envelope<Thought> = serde_json::from_slice(bytes).ok()?;
                 if !ev.data.text.is_empty() {
@@ -214,6 +227,27 @@ impl AcpTransport {
             _ => {}
         }
         Some(())
+    }
+
+    /// Sends the text a turn ended with, when it says something the client has not just been
+    /// streamed (a harness notice such as `[LLM API error: …]` or a doom-loop halt is never
+    /// streamed; a partial answer cut short usually is).
+    pub fn notice(&self, text: &str) {
+        let seen = std::mem::take(&mut *self.streamed.lock().unwrap_or_else(|e| e.into_inner()));
+        let text = text.trim();
+        let seen = seen.trim_end();
+        if text.is_empty() || seen.ends_with(text) {
+            return;
+        }
+        // Not glued to the end of a message the stream left unfinished.
+        let text = if seen.is_empty() {
+            Cow::Borrowed(text)
+        } else {
+            Cow::Owned(format!("\n\n{text}"))
+        };
+        self.update(SessionUpdate::AgentMessageChunk {
+            content: TextBlock::new(&text),
+        });
     }
 
     /// Marks a call as announced; true the first time.

@@ -688,3 +688,51 @@ fn allow_always_on_a_malformed_call_allows_no_later_call() {
         }
     }
 }
+
+#[test]
+fn model_server_failures_are_reported_not_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha").unwrap();
+    let read = json!({"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"file_path": "a.txt"}}]});
+    let script = json!({"responses": [
+        {"fault": {"type": "http_error", "status": 400, "message": "bad things"}},
+        {"fault": {"type": "in_stream_error", "after_events": 1, "message": "stream broke"}},
+        read.clone(), read.clone(), read.clone(), read,
+        {"text": "cut sho", "finish_reason": "length"},
+    ]});
+    let mut c = Client::scripted(dir.path(), &script, &["--no-persist"]);
+    c.initialize();
+    let s = c.new_session(dir.path());
+    let agent_text = |log: &[Value]| -> String {
+        log.iter()
+            .filter(|v| v["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|v| v["params"]["update"]["content"]["text"].as_str())
+            .collect()
+    };
+    for needle in ["bad things", "stream broke"] {
+        let start = c.log.len();
+        let id = c.prompt(&s, "go");
+        let r = c.until_response(id, |_, _| {});
+        assert_eq!(r["error"]["code"], -32603, "{needle}: {r}");
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("[LLM API error:") && message.contains(needle),
+            "{r}"
+        );
+        let shown = agent_text(&c.log[start..]);
+        assert!(shown.contains(needle), "the user sees why: {shown:?}");
+    }
+    // Three identical calls: the doom-loop guard ends the turn, and the user is told.
+    let start = c.log.len();
+    let id = c.prompt(&s, "loop");
+    let r = c.until_response(id, |_, _| {});
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let shown = agent_text(&c.log[start..]);
+    assert!(shown.contains("doom-loop"), "{shown:?}");
+    // A partial answer already streamed is not sent twice.
+    let start = c.log.len();
+    let id = c.prompt(&s, "long");
+    let r = c.until_response(id, |_, _| {});
+    assert_eq!(r["result"]["stopReason"], "max_tokens", "{r}");
+    assert_eq!(agent_text(&c.log[start..]), "cut sho");
+}
