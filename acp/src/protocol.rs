@@ -183,6 +183,14 @@ pub struct AgentCapabilities {
     pub load_session: bool,
     pub prompt_capabilities: Map<String, Value>,
     pub mcp_capabilities: Map<String, Value>,
+    /// Upstream ACP's (the reference's schema predates it and allows extra capabilities).
+    pub session_capabilities: SessionCapabilities,
+}
+
+/// ACP `sessionCapabilities`: `close` present (an empty object) means `session/close` is served.
+#[derive(Serialize)]
+pub struct SessionCapabilities {
+    pub close: Map<String, Value>,
 }
 
 /// `AcpAgentInfo`.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use agentao::agent::{AgentError, TurnOptions};
 use agentao::turn::{DeltaSink, IncompleteReason, TurnStatus};
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::options::Options;
 use crate::protocol::*;
@@ -156,6 +156,7 @@ impl Server {
             "session/new" => self.new_session(params),
             "session/load" => self.load_session(params),
             "session/cancel" => self.cancel(params),
+            "session/close" => self.close(params),
             "session/set_mode" => self.set_mode(params),
             "session/set_model" => self.set_model(params),
             "session/list_models" => self.list_models(params),
@@ -187,6 +188,7 @@ impl Server {
                     ("embeddedContext", false),
                 ]),
                 mcp_capabilities: bools(&[("http", false), ("sse", false)]),
+                session_capabilities: SessionCapabilities { close: Map::new() },
             },
             agent_info: AgentInfo {
                 name: "agentao-acp",
@@ -237,9 +239,40 @@ impl Server {
         )
     }
 
+    /// Refuses a session that would be one too many; `replacing` names a live one it replaces.
+    fn check_room(&self, method: &str, replacing: Option<&str>) -> Result<(), RpcError> {
+        let sessions = self.sessions();
+        let replaces = replacing.is_some_and(|id| sessions.contains_key(id));
+        if replaces || sessions.len() < self.opts.max_sessions {
+            Ok(())
+        } else {
+            Err(self.too_many(method))
+        }
+    }
+
+    fn too_many(&self, method: &str) -> RpcError {
+        RpcError::internal(format!(
+            "{method}: too many live sessions ({} is this server's limit, --max-sessions); \
+             end one with session/close first",
+            self.opts.max_sessions
+        ))
+    }
+
+    /// Keeps a new session, unless the limit was reached since `check_room`.
+    fn keep(&self, method: &str, session: Arc<Session>) -> Result<(), RpcError> {
+        let mut sessions = self.sessions();
+        if !sessions.contains_key(&session.id) && sessions.len() >= self.opts.max_sessions {
+            return Err(self.too_many(method));
+        }
+        sessions.insert(session.id.clone(), session);
+        Ok(())
+    }
+
     fn new_session(&self, params: Value) -> Result<Value, RpcError> {
         let req: SessionNewRequest = parse(params)?;
         let cwd = Self::check_cwd(&req.cwd)?;
+        // Before the agent is built: a refused session costs nothing.
+        self.check_room("session/new", None)?;
         Self::warn_mcp(&req.mcp_servers);
         let session = self.create(uuid::Uuid::new_v4().to_string(), cwd)?;
         let response = SessionNewResponse {
@@ -247,7 +280,7 @@ impl Server {
             modes: session.modes(),
             config_options: session.config_options(),
         };
-        self.sessions().insert(session.id.clone(), session);
+        self.keep("session/new", session)?;
         to_value(&response)
     }
 
@@ -262,6 +295,7 @@ impl Server {
             return Err(RpcError::invalid_params("session/load: not a session id"));
         }
         let cwd = Self::check_cwd(&req.cwd)?;
+        self.check_room("session/load", Some(&req.session_id))?;
         Self::warn_mcp(&req.mcp_servers);
         let live = self.sessions().get(&req.session_id).cloned();
         if let Some(old) = live {
@@ -294,8 +328,20 @@ impl Server {
         let response = SessionLoadResponse {
             config_options: session.config_options(),
         };
-        self.sessions().insert(session.id.clone(), session);
+        self.keep("session/load", session)?;
         to_value(&response)
+    }
+
+    /// Upstream ACP's `session/close`: cancels the session's prompt (it is still answered,
+    /// `cancelled`) and forgets the session; its memory goes when that prompt has ended. The
+    /// history file stays, so `session/load` can bring it back.
+    fn close(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SessionIdOnly = parse(params)?;
+        let session = self.sessions().remove(&req.session_id).ok_or_else(|| {
+            RpcError::invalid_params(format!("Unknown session: {}", req.session_id))
+        })?;
+        session.agent().cancel_active("session-closed");
+        Ok(json!({}))
     }
 
     fn cancel(&self, params: Value) -> Result<Value, RpcError> {

@@ -736,3 +736,62 @@ fn model_server_failures_are_reported_not_silent() {
     assert_eq!(r["result"]["stopReason"], "max_tokens", "{r}");
     assert_eq!(agent_text(&c.log[start..]), "cut sho");
 }
+
+#[test]
+fn live_sessions_are_capped_and_can_be_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = |c: &mut Client| {
+        let id = c.request("session/new", json!({"cwd": dir.path(), "mcpServers": []}));
+        c.until_response(id, |_, v| panic!("{v}"))
+    };
+    // The default cap.
+    let mut c = Client::scripted(dir.path(), &text_script("hi"), &["--no-persist"]);
+    c.initialize();
+    for _ in 0..256 {
+        c.new_session(dir.path());
+    }
+    let r = new(&mut c);
+    assert_eq!(r["error"]["code"], -32603, "the 257th session: {r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("session/close"),
+        "{r}"
+    );
+    drop(c);
+
+    let mut c = Client::scripted(
+        dir.path(),
+        &text_script("hi"),
+        &["--no-persist", "--max-sessions", "2"],
+    );
+    let init = c.initialize();
+    assert_eq!(
+        init["agentCapabilities"]["sessionCapabilities"]["close"],
+        json!({})
+    );
+    let a = c.new_session(dir.path());
+    let _b = c.new_session(dir.path());
+    assert_eq!(new(&mut c)["error"]["code"], -32603);
+    let id = c.request("session/close", json!({"sessionId": a}));
+    assert_eq!(
+        c.until_response(id, |_, v| panic!("{v}"))["result"],
+        json!({})
+    );
+    let id = c.prompt(&a, "closed?");
+    assert_eq!(c.until_response(id, |_, _| {})["error"]["code"], -32602);
+    let id = c.request("session/close", json!({"sessionId": a}));
+    assert_eq!(
+        c.until_response(id, |_, v| panic!("{v}"))["error"]["code"],
+        -32602
+    );
+    assert!(new(&mut c)["result"]["sessionId"].is_string());
+    assert_eq!(new(&mut c)["error"]["code"], -32603);
+
+    let out = std::process::Command::new(common::bin())
+        .args(["--max-sessions", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
