@@ -29,6 +29,8 @@ Options:
                        (default: $XDG_STATE_HOME/agentao-acp/sessions or
                        ~/.local/state/agentao-acp/sessions)
   --no-persist         Keep no history files (session/load is then not offered)
+  --max-sessions N     Live sessions at once (default 256); past it session/new and
+                       session/load are refused until the client frees one with session/close
   --help               This text
   --version            The version
 
@@ -45,7 +47,12 @@ pub struct Options {
     pub template: Value,
     pub mode: Mode,
     pub sessions_dir: Option<PathBuf>,
+    /// Live sessions at once: each holds an agent (about 100 KB before any history).
+    pub max_sessions: usize,
 }
+
+/// The default of `--max-sessions`.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -80,6 +87,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
     let mut mode: Option<Mode> = None;
     let mut max_iterations: Option<u32> = None;
     let mut sessions_dir = default_sessions_dir();
+    let mut max_sessions = DEFAULT_MAX_SESSIONS;
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
@@ -112,6 +120,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
                     Some(v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
                         format!("--max-iterations: not a positive integer: '{v}'")
                     })?);
+            }
+            "--max-sessions" => {
+                let v = value()?;
+                max_sessions = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("--max-sessions: not a positive integer: '{v}'"))?;
             }
             "--sessions-dir" => sessions_dir = Some(PathBuf::from(value()?)),
             "--no-persist" => sessions_dir = None,
@@ -185,5 +201,6 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
         template,
         mode,
         sessions_dir,
+        max_sessions,
     }))
 }

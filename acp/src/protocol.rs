@@ -183,6 +183,14 @@ pub struct AgentCapabilities {
     pub load_session: bool,
     pub prompt_capabilities: Map<String, Value>,
     pub mcp_capabilities: Map<String, Value>,
+    /// Upstream ACP's (the reference's schema predates it and allows extra capabilities).
+    pub session_capabilities: SessionCapabilities,
+}
+
+/// ACP `sessionCapabilities`: `close` present (an empty object) means `session/close` is served.
+#[derive(Serialize)]
+pub struct SessionCapabilities {
+    pub close: Map<String, Value>,
 }
 
 /// `AcpAgentInfo`.
@@ -432,7 +440,7 @@ pub struct PlanEntry<'a> {
 pub struct RequestPermissionParams<'a> {
     pub session_id: &'a str,
     pub tool_call: ToolCallSummary<'a>,
-    pub options: [PermissionOption; 3],
+    pub options: Vec<PermissionOption>,
 }
 
 /// `AcpPermissionOption`.
@@ -450,12 +458,18 @@ pub const PERMISSION_OPTIONS: [(&str, &str, &str); 3] = [
     ("reject_once", "Reject", "reject_once"),
 ];
 
-pub fn permission_options() -> [PermissionOption; 3] {
-    PERMISSION_OPTIONS.map(|(option_id, name, kind)| PermissionOption {
-        option_id,
-        name,
-        kind,
-    })
+/// The options of a permission request; "always allow" only when the answer can be remembered
+/// with a scope (so the client never shows a promise the server does not keep).
+pub fn permission_options(always: bool) -> Vec<PermissionOption> {
+    PERMISSION_OPTIONS
+        .iter()
+        .filter(|(id, _, _)| always || *id != "allow_always")
+        .map(|&(option_id, name, kind)| PermissionOption {
+            option_id,
+            name,
+            kind,
+        })
+        .collect()
 }
 
 /// `AcpAskUserParams`.

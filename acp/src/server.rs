@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use agentao::agent::{AgentError, TurnOptions};
 use agentao::turn::{DeltaSink, IncompleteReason, TurnStatus};
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::options::Options;
 use crate::protocol::*;
@@ -156,6 +156,7 @@ impl Server {
             "session/new" => self.new_session(params),
             "session/load" => self.load_session(params),
             "session/cancel" => self.cancel(params),
+            "session/close" => self.close(params),
             "session/set_mode" => self.set_mode(params),
             "session/set_model" => self.set_model(params),
             "session/list_models" => self.list_models(params),
@@ -187,6 +188,7 @@ impl Server {
                     ("embeddedContext", false),
                 ]),
                 mcp_capabilities: bools(&[("http", false), ("sse", false)]),
+                session_capabilities: SessionCapabilities { close: Map::new() },
             },
             agent_info: AgentInfo {
                 name: "agentao-acp",
@@ -237,9 +239,40 @@ impl Server {
         )
     }
 
+    /// Refuses a session that would be one too many; `replacing` names a live one it replaces.
+    fn check_room(&self, method: &str, replacing: Option<&str>) -> Result<(), RpcError> {
+        let sessions = self.sessions();
+        let replaces = replacing.is_some_and(|id| sessions.contains_key(id));
+        if replaces || sessions.len() < self.opts.max_sessions {
+            Ok(())
+        } else {
+            Err(self.too_many(method))
+        }
+    }
+
+    fn too_many(&self, method: &str) -> RpcError {
+        RpcError::internal(format!(
+            "{method}: too many live sessions ({} is this server's limit, --max-sessions); \
+             end one with session/close first",
+            self.opts.max_sessions
+        ))
+    }
+
+    /// Keeps a new session, unless the limit was reached since `check_room`.
+    fn keep(&self, method: &str, session: Arc<Session>) -> Result<(), RpcError> {
+        let mut sessions = self.sessions();
+        if !sessions.contains_key(&session.id) && sessions.len() >= self.opts.max_sessions {
+            return Err(self.too_many(method));
+        }
+        sessions.insert(session.id.clone(), session);
+        Ok(())
+    }
+
     fn new_session(&self, params: Value) -> Result<Value, RpcError> {
         let req: SessionNewRequest = parse(params)?;
         let cwd = Self::check_cwd(&req.cwd)?;
+        // Before the agent is built: a refused session costs nothing.
+        self.check_room("session/new", None)?;
         Self::warn_mcp(&req.mcp_servers);
         let session = self.create(uuid::Uuid::new_v4().to_string(), cwd)?;
         let response = SessionNewResponse {
@@ -247,7 +280,7 @@ impl Server {
             modes: session.modes(),
             config_options: session.config_options(),
         };
-        self.sessions().insert(session.id.clone(), session);
+        self.keep("session/new", session)?;
         to_value(&response)
     }
 
@@ -262,6 +295,7 @@ impl Server {
             return Err(RpcError::invalid_params("session/load: not a session id"));
         }
         let cwd = Self::check_cwd(&req.cwd)?;
+        self.check_room("session/load", Some(&req.session_id))?;
         Self::warn_mcp(&req.mcp_servers);
         let live = self.sessions().get(&req.session_id).cloned();
         if let Some(old) = live {
@@ -294,8 +328,20 @@ impl Server {
         let response = SessionLoadResponse {
             config_options: session.config_options(),
         };
-        self.sessions().insert(session.id.clone(), session);
+        self.keep("session/load", session)?;
         to_value(&response)
+    }
+
+    /// Upstream ACP's `session/close`: cancels the session's prompt (it is still answered,
+    /// `cancelled`) and forgets the session; its memory goes when that prompt has ended. The
+    /// history file stays, so `session/load` can bring it back.
+    fn close(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SessionIdOnly = parse(params)?;
+        let session = self.sessions().remove(&req.session_id).ok_or_else(|| {
+            RpcError::invalid_params(format!("Unknown session: {}", req.session_id))
+        })?;
+        session.agent().cancel_active("session-closed");
+        Ok(json!({}))
     }
 
     fn cancel(&self, params: Value) -> Result<Value, RpcError> {
@@ -428,7 +474,11 @@ impl Server {
             TurnOptions::default(),
             DeltaSink::None,
             move |result| {
-                match stop_reason(result) {
+                let end = prompt_end(result);
+                if let Some(text) = &end.notice {
+                    keep.transport().notice(text);
+                }
+                match end.reply {
                     Ok(stop_reason) => out.respond(&id, &PromptResponse { stop_reason }),
                     Err(e) => out.fail(&id, &e),
                 }
@@ -498,23 +548,65 @@ fn prompt_text(blocks: Vec<Value>) -> Result<String, RpcError> {
     Ok(parts.join("\n"))
 }
 
-fn stop_reason(result: agentao::agent::TurnResult) -> Result<StopReason, RpcError> {
+/// How a prompt ends on the wire.
+struct PromptEnd {
+    /// What the turn ended with when it is not a complete answer: the user is told why.
+    notice: Option<String>,
+    reply: Result<StopReason, RpcError>,
+}
+
+fn prompt_end(result: agentao::agent::TurnResult) -> PromptEnd {
     let outcome = match result {
         Ok(o) => o,
         Err((_, Some(o))) if o.status == TurnStatus::Cancelled => o,
-        Err((e, _)) => return Err(RpcError::internal(e.to_string())),
+        Err((e, _)) => {
+            return PromptEnd {
+                notice: None,
+                reply: Err(RpcError::internal(e.to_string())),
+            }
+        }
     };
-    Ok(match (outcome.status, outcome.incomplete_reason) {
+    let stop = match (outcome.status, outcome.incomplete_reason) {
         (TurnStatus::Cancelled, _) => StopReason::Cancelled,
         (TurnStatus::Error, _) => {
-            return Err(RpcError::internal(
-                outcome.error.unwrap_or_else(|| "the turn failed".into()),
-            ))
+            return PromptEnd {
+                notice: None,
+                reply: Err(RpcError::internal(
+                    outcome.error.unwrap_or_else(|| "the turn failed".into()),
+                )),
+            }
+        }
+        (TurnStatus::Ok, None) => StopReason::EndTurn,
+        // The model server failed (after the retries): a failed request, not a finished turn.
+        // ACP clients show an error response as such; the text also stays in the history.
+        (TurnStatus::Ok, Some(IncompleteReason::LlmError)) => {
+            return PromptEnd {
+                reply: Err(RpcError::internal(outcome.text.clone())),
+                notice: Some(outcome.text),
+            }
         }
         (TurnStatus::Ok, Some(IncompleteReason::MaxIterations)) => StopReason::MaxTurnRequests,
         (TurnStatus::Ok, Some(IncompleteReason::LengthTruncated)) => StopReason::MaxTokens,
-        (TurnStatus::Ok, _) => StopReason::EndTurn,
-    })
+        // A doom-loop halt, an empty answer, a hook's stop: the turn did end, and ACP has no
+        // closer reason (`refusal` would claim the model refused; clients such as Zed then drop
+        // the prompt).
+        (
+            TurnStatus::Ok,
+            Some(
+                IncompleteReason::DoomLoop
+                | IncompleteReason::NoOutput
+                | IncompleteReason::ReasoningOnly
+                | IncompleteReason::HookStop,
+            ),
+        ) => StopReason::EndTurn,
+    };
+    PromptEnd {
+        notice: match stop {
+            StopReason::Cancelled => None,
+            _ => outcome.incomplete_reason.map(|_| outcome.text),
+        },
+        reply: Ok(stop),
+    }
 }
 
 /// Replays a restored history as `session/update` notifications (user and agent messages,

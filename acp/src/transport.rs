@@ -32,6 +32,9 @@ pub struct AcpTransport {
     session: OnceLock<Weak<Session>>,
     /// Calls already announced with a `tool_call` update (at confirmation or start).
     announced: Mutex<HashSet<String>>,
+    /// The model's text streamed since the turn began: a turn's closing notice is sent only when
+    /// the client has not just seen it streamed.
+    streamed: Mutex<String>,
 }
 
 #[derive(Deserialize)]
@@ -97,6 +100,7 @@ impl AcpTransport {
             pending,
             session: OnceLock::new(),
             announced: Mutex::new(HashSet::new()),
+            streamed: Mutex::new(String::new()),
         }
     }
 
@@ -119,6 +123,10 @@ impl AcpTransport {
         if bytes.starts_with(LLM_TEXT_PREFIX) {
             let ev: Envelope<Chunk> = serde_json::from_slice(bytes).ok()?;
             if !ev.data.chunk.is_empty() {
+                self.streamed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_str(&ev.data.chunk);
                 self.update(SessionUpdate::AgentMessageChunk {
                     content: TextBlock::new(&ev.data.chunk),
                 });
@@ -127,6 +135,11 @@ impl AcpTransport {
         }
         let kind: Kind = serde_json::from_slice(bytes).ok()?;
         match kind.ty.as_ref() {
+            "turn_begin" => self
+                .streamed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear(),
             "thinking" => {
                 let ev: Envelope<Thought> = serde_json::from_slice(bytes).ok()?;
                 if !ev.data.text.is_empty() {
@@ -216,6 +229,27 @@ impl AcpTransport {
         Some(())
     }
 
+    /// Sends the text a turn ended with, when it says something the client has not just been
+    /// streamed (a harness notice such as `[LLM API error: …]` or a doom-loop halt is never
+    /// streamed; a partial answer cut short usually is).
+    pub fn notice(&self, text: &str) {
+        let seen = std::mem::take(&mut *self.streamed.lock().unwrap_or_else(|e| e.into_inner()));
+        let text = text.trim();
+        let seen = seen.trim_end();
+        if text.is_empty() || seen.ends_with(text) {
+            return;
+        }
+        // Not glued to the end of a message the stream left unfinished.
+        let text = if seen.is_empty() {
+            Cow::Borrowed(text)
+        } else {
+            Cow::Owned(format!("\n\n{text}"))
+        };
+        self.update(SessionUpdate::AgentMessageChunk {
+            content: TextBlock::new(&text),
+        });
+    }
+
     /// Marks a call as announced; true the first time.
     fn announce(&self, call_id: &str) -> bool {
         self.announced
@@ -238,7 +272,8 @@ impl Transport for AcpTransport {
         }
         let args: Map<String, Value> = serde_json::from_str(&req.args_json).unwrap_or_default();
         let session = self.session.get().cloned();
-        let rule = allow_always_rule(&req.tool_name, &args);
+        let always = allow_always_rule(&req.tool_name, &args);
+        let offer_always = matches!(always, AlwaysAllow::Rule(_));
         let id = self.pending.register(Box::new(move |result| {
             let confirmation = match result
                 .ok()
@@ -248,10 +283,14 @@ impl Transport for AcpTransport {
                 Some(PermissionOutcome::Selected { option_id }) => match option_id.as_str() {
                     "allow_once" => Confirmation::Allow,
                     "allow_always" => {
-                        match session.and_then(|s| s.upgrade()) {
-                            Some(s) if s.remember_allow(rule).is_ok() => {}
-                            // Without the rule the call is still allowed once.
-                            _ => {}
+                        // Without a rule (none safe to remember, or the session is gone) the
+                        // user's "allow" still holds for this call.
+                        if let (AlwaysAllow::Rule(rule), Some(s)) =
+                            (always, session.and_then(|s| s.upgrade()))
+                        {
+                            if let Err(e) = s.remember_allow(rule) {
+                                eprintln!("agentao-acp: an \"always allow\" rule was refused: {e}");
+                            }
                         }
                         Confirmation::Allow
                     }
@@ -280,7 +319,7 @@ impl Transport for AcpTransport {
             &RequestPermissionParams {
                 session_id: &self.session_id,
                 tool_call,
-                options: permission_options(),
+                options: permission_options(offer_always),
             },
         );
     }
@@ -342,9 +381,12 @@ pub fn tool_kind(tool: &str) -> ToolKind {
     }
 }
 
-/// The argument that says what a call acts on, for titles and "always allow" scoping.
+/// Arguments that say what a call acts on, in order of preference.
+const SUBJECT_KEYS: [&str; 5] = ["command", "file_path", "url", "path", "pattern"];
+
+/// The argument that says what a call acts on, for titles.
 fn subject(args: &Map<String, Value>) -> Option<(&'static str, &str)> {
-    ["command", "file_path", "url", "path", "pattern"]
+    SUBJECT_KEYS
         .into_iter()
         .find_map(|k| args.get(k).and_then(Value::as_str).map(|v| (k, v)))
 }
@@ -435,16 +477,135 @@ fn plan_entries(args: &Map<String, Value>) -> Option<Vec<PlanEntry<'_>>> {
     )
 }
 
+/// What an "always allow" answer remembers for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlwaysAllow {
+    /// An engine rule for later calls.
+    Rule(Value),
+    /// Nothing: no rule narrower than the whole tool describes the call (its subject is missing
+    /// or not a string), and a wider one would allow calls the user never saw.
+    OnlyThisCall,
+}
+
+/// The arguments that say what a built-in tool acts on.
+struct ToolScope {
+    /// Must be a string for anything to be remembered.
+    subject: Option<&'static str>,
+    /// Where the call acts (a directory): pinned as given, or to "absent"; any other type leaves
+    /// nothing remembered. Without them, allowing `rm -rf *` here would allow it in `$HOME`.
+    context: &'static [&'static str],
+}
+
+fn tool_scope(tool: &str) -> Option<ToolScope> {
+    let scope = |subject, context| Some(ToolScope { subject, context });
+    match tool {
+        "run_shell_command" => scope(Some("command"), &["working_directory"]),
+        "read_file" | "write_file" | "replace" => scope(Some("file_path"), &[]),
+        "web_fetch" => scope(Some("url"), &[]),
+        "glob" => scope(Some("pattern"), &["directory"]),
+        "search_file_content" => scope(Some("pattern"), &["directory", "file_pattern"]),
+        "list_directory" => scope(None, &["directory_path"]),
+        _ => None,
+    }
+}
+
+/// Matches exactly `v`; the engine matches an absent argument as "".
+fn exactly(v: &str) -> String {
+    format!(r"\A{}\Z", regex::escape(v))
+}
+
 /// The engine rule an "always allow" answer adds: the tool, scoped to the exact subject
-/// (command, file, URL) when the call has one, so allowing `ls` never allows `rm`.
-pub fn allow_always_rule(tool: &str, args: &Map<String, Value>) -> Value {
+/// (command, file, URL) and the directory it acts in, so allowing `ls` never allows `rm`.
+/// A tool the server does not know is scoped to the first subject-like argument it has, and
+/// allowed as a whole only when it has none.
+pub fn allow_always_rule(tool: &str, args: &Map<String, Value>) -> AlwaysAllow {
     let tool_re = format!("^{}$", regex::escape(tool));
-    match subject(args) {
-        Some((key, v)) => json!({
-            "tool": tool_re,
-            "args": {key: format!(r"\A{}\Z", regex::escape(v))},
-            "action": "allow",
-        }),
-        None => json!({"tool": tool_re, "action": "allow"}),
+    let mut pinned = Map::new();
+    match tool_scope(tool) {
+        Some(scope) => {
+            if let Some(key) = scope.subject {
+                match args.get(key) {
+                    Some(Value::String(v)) => {
+                        pinned.insert(key.to_owned(), Value::String(exactly(v)));
+                    }
+                    _ => return AlwaysAllow::OnlyThisCall,
+                }
+            }
+            for &key in scope.context {
+                let v = match args.get(key) {
+                    None | Some(Value::Null) => "",
+                    Some(Value::String(v)) => v.as_str(),
+                    Some(_) => return AlwaysAllow::OnlyThisCall,
+                };
+                pinned.insert(key.to_owned(), Value::String(exactly(v)));
+            }
+        }
+        None => {
+            // The first such argument decides: a malformed one never falls through to another.
+            if let Some(key) = SUBJECT_KEYS.into_iter().find(|k| args.contains_key(*k)) {
+                match &args[key] {
+                    Value::String(v) => {
+                        pinned.insert(key.to_owned(), Value::String(exactly(v)));
+                    }
+                    _ => return AlwaysAllow::OnlyThisCall,
+                }
+            }
+        }
+    }
+    AlwaysAllow::Rule(if pinned.is_empty() {
+        json!({"tool": tool_re, "action": "allow"})
+    } else {
+        json!({"tool": tool_re, "args": pinned, "action": "allow"})
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(tool: &str, args: Value) -> AlwaysAllow {
+        allow_always_rule(tool, args.as_object().expect("an object"))
+    }
+
+    #[test]
+    fn always_allow_is_scoped_or_not_remembered() {
+        let exact = |v: &str| Value::String(exactly(v));
+        assert_eq!(
+            rule("run_shell_command", json!({"command": "ls", "timeout": 5})),
+            AlwaysAllow::Rule(json!({"tool": "^run_shell_command$",
+                "args": {"command": exact("ls"), "working_directory": exact("")},
+                "action": "allow"}))
+        );
+        for args in [
+            json!({}),
+            json!({"command": ["ls"]}),
+            json!({"command": ["ls"], "path": "."}),
+            json!({"command": "ls", "working_directory": ["/"]}),
+        ] {
+            assert_eq!(
+                rule("run_shell_command", args.clone()),
+                AlwaysAllow::OnlyThisCall,
+                "{args}"
+            );
+        }
+        assert_eq!(
+            rule("list_directory", json!({})),
+            AlwaysAllow::Rule(json!({"tool": "^list_directory$",
+                "args": {"directory_path": exact("")}, "action": "allow"}))
+        );
+        // A tool the server does not know: its first subject-like argument, never another.
+        assert_eq!(
+            rule("mcp_x", json!({"url": 1, "path": "."})),
+            AlwaysAllow::OnlyThisCall
+        );
+        assert_eq!(
+            rule("mcp_x", json!({"path": "a", "q": 1})),
+            AlwaysAllow::Rule(json!({"tool": "^mcp_x$", "args": {"path": exact("a")},
+                "action": "allow"}))
+        );
+        assert_eq!(
+            rule("todo_write", json!({"todos": []})),
+            AlwaysAllow::Rule(json!({"tool": "^todo_write$", "action": "allow"}))
+        );
     }
 }

@@ -613,3 +613,185 @@ fn config_file_and_flags() {
         "scripted/flagged"
     );
 }
+
+/// Answers every permission request with `option` and records the arguments it was asked for.
+fn answer_all<'a>(
+    option: &'static str,
+    asked: &'a mut Vec<Value>,
+) -> impl FnMut(&mut Client, Value) + 'a {
+    move |c, v| {
+        if v["method"] == "session/request_permission" {
+            asked.push(v["params"]["toolCall"]["rawInput"].clone());
+            c.answer(
+                &v["id"],
+                json!({"outcome": {"outcome": "selected", "optionId": option}}),
+            );
+        }
+    }
+}
+
+#[test]
+fn allow_always_on_a_malformed_call_allows_no_later_call() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let call = |id: &str, args: Value| json!({"tool_calls": [{"id": id, "name": "run_shell_command", "arguments": args}]});
+    // Each pair: a call "always allowed", then a different one that must still be asked for.
+    let cases = [
+        // No string subject: the old rule allowed the whole tool.
+        (
+            json!({"command": ["ls"]}),
+            json!({"command": "touch pwned1.txt"}),
+        ),
+        // The subject is not a string, another key is: the old rule was scoped to that key.
+        (
+            json!({"command": ["ls"], "path": "."}),
+            json!({"command": "touch pwned2.txt", "path": "."}),
+        ),
+        // The same command in another directory is another call.
+        (
+            json!({"command": "touch pwned3.txt"}),
+            json!({"command": "touch pwned3.txt", "working_directory": "sub"}),
+        ),
+    ];
+    for (n, (first, second)) in cases.into_iter().enumerate() {
+        let script = json!({"responses": [
+            call("a", first.clone()), {"text": "first done"},
+            call("b", second.clone()), {"text": "second done"},
+        ]});
+        let mut c = Client::scripted(dir.path(), &script, &["--no-persist"]);
+        c.initialize();
+        let s = c.new_session(dir.path());
+        let mut asked = Vec::new();
+        let id = c.prompt(&s, "first");
+        c.until_response(id, answer_all("allow_always", &mut asked));
+        assert_eq!(asked, [first], "case {n}");
+        // A call with no scope to remember is not offered "always allow".
+        let offered: Vec<Value> = c
+            .log
+            .iter()
+            .filter(|v| v["method"] == "session/request_permission")
+            .flat_map(|v| v["params"]["options"].as_array().unwrap().clone())
+            .map(|o| o["optionId"].clone())
+            .collect();
+        let always = n == 2;
+        assert_eq!(
+            offered.contains(&json!("allow_always")),
+            always,
+            "case {n}: {offered:?}"
+        );
+        let id = c.prompt(&s, "second");
+        c.until_response(id, answer_all("reject_once", &mut asked));
+        assert_eq!(asked.len(), 2, "case {n}: the second call ran unasked");
+        assert_eq!(asked[1], second, "case {n}");
+        for f in ["pwned1.txt", "pwned2.txt", "sub/pwned3.txt"] {
+            assert!(!dir.path().join(f).exists(), "case {n}: {f} was made");
+        }
+    }
+}
+
+#[test]
+fn model_server_failures_are_reported_not_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha").unwrap();
+    let read = json!({"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"file_path": "a.txt"}}]});
+    let script = json!({"responses": [
+        {"fault": {"type": "http_error", "status": 400, "message": "bad things"}},
+        {"fault": {"type": "in_stream_error", "after_events": 1, "message": "stream broke"}},
+        read.clone(), read.clone(), read.clone(), read,
+        {"text": "cut sho", "finish_reason": "length"},
+    ]});
+    let mut c = Client::scripted(dir.path(), &script, &["--no-persist"]);
+    c.initialize();
+    let s = c.new_session(dir.path());
+    let agent_text = |log: &[Value]| -> String {
+        log.iter()
+            .filter(|v| v["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|v| v["params"]["update"]["content"]["text"].as_str())
+            .collect()
+    };
+    for needle in ["bad things", "stream broke"] {
+        let start = c.log.len();
+        let id = c.prompt(&s, "go");
+        let r = c.until_response(id, |_, _| {});
+        assert_eq!(r["error"]["code"], -32603, "{needle}: {r}");
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("[LLM API error:") && message.contains(needle),
+            "{r}"
+        );
+        let shown = agent_text(&c.log[start..]);
+        assert!(shown.contains(needle), "the user sees why: {shown:?}");
+    }
+    // Three identical calls: the doom-loop guard ends the turn, and the user is told.
+    let start = c.log.len();
+    let id = c.prompt(&s, "loop");
+    let r = c.until_response(id, |_, _| {});
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let shown = agent_text(&c.log[start..]);
+    assert!(shown.contains("doom-loop"), "{shown:?}");
+    // A partial answer already streamed is not sent twice.
+    let start = c.log.len();
+    let id = c.prompt(&s, "long");
+    let r = c.until_response(id, |_, _| {});
+    assert_eq!(r["result"]["stopReason"], "max_tokens", "{r}");
+    assert_eq!(agent_text(&c.log[start..]), "cut sho");
+}
+
+#[test]
+fn live_sessions_are_capped_and_can_be_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = |c: &mut Client| {
+        let id = c.request("session/new", json!({"cwd": dir.path(), "mcpServers": []}));
+        c.until_response(id, |_, v| panic!("{v}"))
+    };
+    // The default cap.
+    let mut c = Client::scripted(dir.path(), &text_script("hi"), &["--no-persist"]);
+    c.initialize();
+    for _ in 0..256 {
+        c.new_session(dir.path());
+    }
+    let r = new(&mut c);
+    assert_eq!(r["error"]["code"], -32603, "the 257th session: {r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("session/close"),
+        "{r}"
+    );
+    drop(c);
+
+    let mut c = Client::scripted(
+        dir.path(),
+        &text_script("hi"),
+        &["--no-persist", "--max-sessions", "2"],
+    );
+    let init = c.initialize();
+    assert_eq!(
+        init["agentCapabilities"]["sessionCapabilities"]["close"],
+        json!({})
+    );
+    let a = c.new_session(dir.path());
+    let _b = c.new_session(dir.path());
+    assert_eq!(new(&mut c)["error"]["code"], -32603);
+    let id = c.request("session/close", json!({"sessionId": a}));
+    assert_eq!(
+        c.until_response(id, |_, v| panic!("{v}"))["result"],
+        json!({})
+    );
+    let id = c.prompt(&a, "closed?");
+    assert_eq!(c.until_response(id, |_, _| {})["error"]["code"], -32602);
+    let id = c.request("session/close", json!({"sessionId": a}));
+    assert_eq!(
+        c.until_response(id, |_, v| panic!("{v}"))["error"]["code"],
+        -32602
+    );
+    assert!(new(&mut c)["result"]["sessionId"].is_string());
+    assert_eq!(new(&mut c)["error"]["code"], -32603);
+
+    let out = std::process::Command::new(common::bin())
+        .args(["--max-sessions", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -48,6 +48,8 @@ pub fn result_def(method: &str) -> &'static str {
         "session/load" => "AcpSessionLoadResponse",
         "session/prompt" => "AcpSessionPromptResponse",
         "session/cancel" => "AcpSessionCancelResponse",
+        // Not in the reference's schema (it predates the method): an empty object, as cancel's.
+        "session/close" => "AcpSessionCancelResponse",
         "session/set_mode" => "AcpSessionSetModeResponse",
         "session/set_model" => "AcpSessionSetModelResponse",
         "session/list_models" => "AcpSessionListModelsResponse",
