@@ -685,3 +685,28 @@ fn spill_to_configured_dir_and_prune() {
     let small = env.services.format_result("read_file", "tiny");
     assert!(!small.saved_to_disk && &*small.model_text == "tiny");
 }
+
+#[test]
+fn replace_and_append_on_a_fifo_fail_instead_of_blocking() {
+    // A checkout's FIFO named like a file: opening it waits for a peer that never comes, so
+    // the call (and a turn without a cancel) never ended.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let env = Env::new();
+        nix::unistd::mkfifo(&env.path("CHANGELOG.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let replaced = env.call(
+            "replace",
+            json!({"file_path": "CHANGELOG.md", "old_text": "a", "new_text": "b"}),
+        );
+        let appended = env.call(
+            "write_file",
+            json!({"file_path": "CHANGELOG.md", "content": "x", "append": true}),
+        );
+        let _ = tx.send((replaced, appended));
+    });
+    let (replaced, appended) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("a file tool blocked on a FIFO");
+    assert!(replaced.contains("not a regular file"), "{replaced}");
+    assert!(appended.contains("not a regular file"), "{appended}");
+}

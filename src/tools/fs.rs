@@ -149,7 +149,7 @@ impl FileSystem for LocalFileSystem {
         path: &Path,
         edit: &mut dyn FnMut(Vec<u8>) -> Option<Vec<u8>>,
     ) -> std::io::Result<()> {
-        let mut file = std::fs::File::open(path)?;
+        let mut file = open_regular(path, std::fs::OpenOptions::new().read(true))?;
         let seen = Version::of(&file.metadata()?);
         let mut data = Vec::with_capacity(usize::try_from(seen.size).unwrap_or(0));
         file.read_to_end(&mut data)?;
@@ -388,6 +388,27 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// Opens `path` without waiting for a peer (a FIFO or a device the checkout placed there
+/// would block the call forever) and only when it is a regular file.
+fn open_regular(path: &Path, options: &mut std::fs::OpenOptions) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(not_regular(path));
+    }
+    let file = options.custom_flags(libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(not_regular(path));
+    }
+    Ok(file)
+}
+
+fn not_regular(path: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{} is not a regular file", path.display()),
+    )
+}
+
 /// `write_bytes` of the local file system; with `guard`, the overwrite of an edit, which
 /// fails instead of replacing a file someone else changed since the guard's read.
 fn write_local(
@@ -404,12 +425,14 @@ fn write_local(
             return Err(FileChanged::BeforeWrite.into());
         }
         remove_stale_temps(parent);
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(append)
-            .truncate(!append)
-            .open(path)?;
+        let mut f = open_regular(
+            path,
+            std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(append)
+                .truncate(!append),
+        )?;
         f.write_all(data)?;
         f.sync_all()?;
         return sync_dir(parent);
