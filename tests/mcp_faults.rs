@@ -40,7 +40,7 @@ fn tools_are_named_called_and_confirmed_by_the_trust_rules() {
     let st = run.server_status("fault");
     assert_eq!(st["status"], "connected");
     assert_eq!(st["transport"], "stdio");
-    assert_eq!(st["tools"], 7);
+    assert_eq!(st["tools"], 8);
     assert_eq!(st["trusted"], false);
     assert!(
         st["stderr"]
@@ -250,7 +250,7 @@ fn ten_thousand_tools_hit_the_catalog_limit_and_a_thousand_are_fine() {
     );
     let big = run.server_status("big");
     assert_eq!(big["status"], "connected");
-    assert_eq!(big["tools"], 1007);
+    assert_eq!(big["tools"], 1008);
 }
 
 #[test]
@@ -633,7 +633,7 @@ fn the_tool_selection_names_mcp_resource_tools_as_the_reference_does() {
         .unwrap();
     let offered = offered_tools(&run, 0);
     let mcp: Vec<&String> = offered.iter().filter(|t| t.starts_with("mcp_")).collect();
-    assert_eq!(mcp.len(), 7, "MCP tools are never pruned: {offered:?}");
+    assert_eq!(mcp.len(), 8, "MCP tools are never pruned: {offered:?}");
     let rest: Vec<&String> = offered.iter().filter(|t| !t.starts_with("mcp_")).collect();
     assert_eq!(rest, ["read_file", "read_mcp_resource"], "{offered:?}");
 
