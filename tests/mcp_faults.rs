@@ -719,3 +719,51 @@ fn permission_rules_name_mcp_resource_tools() {
     assert!(!msgs[1].starts_with("Tool execution denied"), "{msgs:?}");
     assert!(run.host.confirms.lock().unwrap().is_empty());
 }
+
+/// Runs one turn, failing the test (not hanging it) if the turn has not ended in `limit`.
+fn turn_within(run: &mcp_support::Run, limit: Duration) -> TurnStatus {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let token = run
+        .agent
+        .start_turn(
+            "go".into(),
+            TurnOptions::default(),
+            DeltaSink::None,
+            move |r| {
+                let _ = tx.send(r);
+            },
+        )
+        .unwrap();
+    let Ok(result) = rx.recv_timeout(limit) else {
+        token.cancel("test limit");
+        let _ = rx.recv_timeout(Duration::from_secs(10));
+        panic!(
+            "the turn did not end within {limit:?}; tool messages: {:?}",
+            run.tool_messages()
+        );
+    };
+    result.unwrap_or_else(|(_, o)| o.unwrap()).status
+}
+
+/// A result line over rmcp's 16 MiB line limit used to be dropped by its stdio transport with
+/// only a log line: the call waited for an answer that would never come (the request timeout
+/// is unbounded by default). It ends the call with an error naming the limit now, and the next
+/// turn reconnects.
+#[test]
+fn a_result_over_16_mib_ends_the_call_with_an_error_instead_of_a_hang() {
+    let mut responses = call("mcp_fault_big", json!({"bytes": 20 << 20}));
+    responses.extend(call("mcp_fault_echo", json!({"text": "back"})));
+    let run = agent(responses, json!({"fault": fault(&[])}), Value::Null);
+    assert_eq!(turn_within(&run, Duration::from_secs(60)), TurnStatus::Ok);
+    let msg = &run.tool_messages()[0];
+    assert!(
+        msg.starts_with(
+            "MCP tool error: the connection to MCP server 'fault' closed after the call to \
+             'big' was sent (the server sent a message over 16 MiB, the limit of one message)"
+        ),
+        "{msg}"
+    );
+    assert_eq!(run.server_status("fault")["status"], "error");
+    assert_eq!(turn_within(&run, Duration::from_secs(60)), TurnStatus::Ok);
+    assert_eq!(run.tool_messages()[1], "back");
+}
