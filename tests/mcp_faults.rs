@@ -767,3 +767,28 @@ fn a_result_over_16_mib_ends_the_call_with_an_error_instead_of_a_hang() {
     assert_eq!(turn_within(&run, Duration::from_secs(60)), TurnStatus::Ok);
     assert_eq!(run.tool_messages()[1], "back");
 }
+
+/// rmcp answers each server request on tasks of its own; a server that sends requests and never
+/// reads the replies piled them up without bound (1 GB at 400,000 pings). Past 64 unanswered
+/// requests the connection is closed and the call ends with an error. The flood (10,000) is far
+/// past what the pipe holds (a 64 KiB pipe takes ~1,500 replies) plus the cap, so the trip does
+/// not depend on timing; before the fix the call succeeded once the server read the replies.
+#[test]
+fn a_server_that_floods_requests_without_reading_replies_is_disconnected() {
+    let run = agent(
+        call("mcp_fault_ping_flood", json!({"count": 10_000})),
+        json!({"fault": fault(&[])}),
+        Value::Null,
+    );
+    assert_eq!(turn_within(&run, Duration::from_secs(60)), TurnStatus::Ok);
+    let msg = &run.tool_messages()[0];
+    assert!(
+        msg.starts_with(
+            "MCP tool error: the connection to MCP server 'fault' closed after the call to \
+             'ping_flood' was sent (the server sent more than 64 requests without reading \
+             their replies)"
+        ),
+        "{msg}"
+    );
+    assert_eq!(run.server_status("fault")["status"], "error");
+}

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{ServerConfig, TransportConfig};
-use super::limits::Tripwire;
+use super::limits::{Tripwire, UnansweredRequests};
 use super::progress::{ProgressRoutes, ProgressTap};
 use super::stdio::StdioTransport;
 use crate::cancel::CancelToken;
@@ -282,7 +282,7 @@ impl Connection {
                             }
                         });
                     }
-                    serve_tapped(child, &progress).await?
+                    serve_tapped(child, &progress, &tripwire).await?
                 }
                 TransportConfig::Http { url, headers } => {
                     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -291,7 +291,7 @@ impl Connection {
                         client,
                         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
                     );
-                    serve_tapped(transport, &progress).await?
+                    serve_tapped(transport, &progress, &tripwire).await?
                 }
             };
             let peer = service.peer().clone();
@@ -529,10 +529,12 @@ fn with_stderr(msg: String, stderr: &StderrTail) -> String {
     }
 }
 
-/// Serves our client over `inner`, its progress notifications routed to the calls in flight.
+/// Serves our client over `inner`, its progress notifications routed to the calls in flight and
+/// the server's unanswered requests bounded (past the bound, `tripwire` trips).
 async fn serve_tapped<T>(
     inner: T,
     progress: &ProgressRoutes,
+    tripwire: &Tripwire,
 ) -> Result<RunningService<RoleClient, Handler>, String>
 where
     T: rmcp::transport::Transport<RoleClient> + Send + 'static,
@@ -541,6 +543,8 @@ where
     let tap = ProgressTap {
         inner,
         routes: progress.clone(),
+        unanswered: UnansweredRequests::default(),
+        tripwire: tripwire.clone(),
     };
     Handler
         .serve(tap)
