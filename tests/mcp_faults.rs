@@ -40,7 +40,7 @@ fn tools_are_named_called_and_confirmed_by_the_trust_rules() {
     let st = run.server_status("fault");
     assert_eq!(st["status"], "connected");
     assert_eq!(st["transport"], "stdio");
-    assert_eq!(st["tools"], 7);
+    assert_eq!(st["tools"], 8);
     assert_eq!(st["trusted"], false);
     assert!(
         st["stderr"]
@@ -250,7 +250,7 @@ fn ten_thousand_tools_hit_the_catalog_limit_and_a_thousand_are_fine() {
     );
     let big = run.server_status("big");
     assert_eq!(big["status"], "connected");
-    assert_eq!(big["tools"], 1007);
+    assert_eq!(big["tools"], 1008);
 }
 
 #[test]
@@ -633,7 +633,7 @@ fn the_tool_selection_names_mcp_resource_tools_as_the_reference_does() {
         .unwrap();
     let offered = offered_tools(&run, 0);
     let mcp: Vec<&String> = offered.iter().filter(|t| t.starts_with("mcp_")).collect();
-    assert_eq!(mcp.len(), 7, "MCP tools are never pruned: {offered:?}");
+    assert_eq!(mcp.len(), 8, "MCP tools are never pruned: {offered:?}");
     let rest: Vec<&String> = offered.iter().filter(|t| !t.starts_with("mcp_")).collect();
     assert_eq!(rest, ["read_file", "read_mcp_resource"], "{offered:?}");
 
@@ -718,4 +718,77 @@ fn permission_rules_name_mcp_resource_tools() {
     );
     assert!(!msgs[1].starts_with("Tool execution denied"), "{msgs:?}");
     assert!(run.host.confirms.lock().unwrap().is_empty());
+}
+
+/// Runs one turn, failing the test (not hanging it) if the turn has not ended in `limit`.
+fn turn_within(run: &mcp_support::Run, limit: Duration) -> TurnStatus {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let token = run
+        .agent
+        .start_turn(
+            "go".into(),
+            TurnOptions::default(),
+            DeltaSink::None,
+            move |r| {
+                let _ = tx.send(r);
+            },
+        )
+        .unwrap();
+    let Ok(result) = rx.recv_timeout(limit) else {
+        token.cancel("test limit");
+        let _ = rx.recv_timeout(Duration::from_secs(10));
+        panic!(
+            "the turn did not end within {limit:?}; tool messages: {:?}",
+            run.tool_messages()
+        );
+    };
+    result.unwrap_or_else(|(_, o)| o.unwrap()).status
+}
+
+/// A result line over rmcp's 16 MiB line limit used to be dropped by its stdio transport with
+/// only a log line: the call waited for an answer that would never come (the request timeout
+/// is unbounded by default). It ends the call with an error naming the limit now, and the next
+/// turn reconnects.
+#[test]
+fn a_result_over_16_mib_ends_the_call_with_an_error_instead_of_a_hang() {
+    let mut responses = call("mcp_fault_big", json!({"bytes": 20 << 20}));
+    responses.extend(call("mcp_fault_echo", json!({"text": "back"})));
+    let run = agent(responses, json!({"fault": fault(&[])}), Value::Null);
+    assert_eq!(turn_within(&run, Duration::from_secs(60)), TurnStatus::Ok);
+    let msg = &run.tool_messages()[0];
+    assert!(
+        msg.starts_with(
+            "MCP tool error: the connection to MCP server 'fault' closed after the call to \
+             'big' was sent (the server sent a message over 16 MiB, the limit of one message)"
+        ),
+        "{msg}"
+    );
+    assert_eq!(run.server_status("fault")["status"], "error");
+    assert_eq!(turn_within(&run, Duration::from_secs(60)), TurnStatus::Ok);
+    assert_eq!(run.tool_messages()[1], "back");
+}
+
+/// rmcp answers each server request on tasks of its own; a server that sends requests and never
+/// reads the replies piled them up without bound (1 GB at 400,000 pings). Past 64 unanswered
+/// requests the connection is closed and the call ends with an error. The flood (10,000) is far
+/// past what the pipe holds (a 64 KiB pipe takes ~1,500 replies) plus the cap, so the trip does
+/// not depend on timing; before the fix the call succeeded once the server read the replies.
+#[test]
+fn a_server_that_floods_requests_without_reading_replies_is_disconnected() {
+    let run = agent(
+        call("mcp_fault_ping_flood", json!({"count": 10_000})),
+        json!({"fault": fault(&[])}),
+        Value::Null,
+    );
+    assert_eq!(turn_within(&run, Duration::from_secs(60)), TurnStatus::Ok);
+    let msg = &run.tool_messages()[0];
+    assert!(
+        msg.starts_with(
+            "MCP tool error: the connection to MCP server 'fault' closed after the call to \
+             'ping_flood' was sent (the server sent more than 64 requests without reading \
+             their replies)"
+        ),
+        "{msg}"
+    );
+    assert_eq!(run.server_status("fault")["status"], "error");
 }

@@ -8,7 +8,9 @@
 //! grandchild `sleep`; returns `<own pid> <grandchild pid>`, for the process-group test),
 //! `progress` (`steps` progress notifications written back to back, the result right after the
 //! last one: the client must not lose the ones that arrive with the result), and with
-//! `--tools N` the listing has N tools `t0`...`t<N-1>` besides. `--resources 1` declares the
+//! `ping_flood` (`count` `ping` requests to the client written straight to stdout while the
+//! server's one thread blocks on them, so nothing reads the client's replies; then the
+//! result), and with `--tools N` the listing has N tools `t0`...`t<N-1>` besides. `--resources 1` declares the
 //! `resources` capability (with no resources), so the client offers its resource tools.
 
 use std::io::Write;
@@ -87,6 +89,11 @@ impl ServerHandler for Fault {
                 schema(json!({"steps": {"type": "integer"}})),
             )
             .with_annotations(ToolAnnotations::new().read_only(true)),
+            Tool::new(
+                "ping_flood",
+                "Ping requests the server does not read the replies of",
+                schema(json!({"count": {"type": "integer"}})),
+            ),
             Tool::new("spawn_child", "Start a grandchild", schema(json!({})))
                 .with_annotations(ToolAnnotations::new().read_only(true).destructive(true)),
         ];
@@ -142,6 +149,21 @@ impl ServerHandler for Fault {
                     }
                 }
                 text(format!("{steps} steps"))
+            }
+            "ping_flood" => {
+                let count = args.get("count").and_then(Value::as_u64).unwrap_or(10_000);
+                // Blocking writes on the runtime's only thread: rmcp's stdin reader cannot run
+                // until they are done, so the client's replies pile up in the pipe. rmcp wrote
+                // and flushed everything before this handler ran, so no line interleaves.
+                let mut out = std::io::stdout().lock();
+                for i in 0..count {
+                    let ping = json!({"jsonrpc": "2.0", "id": 1_000_000 + i, "method": "ping"});
+                    if writeln!(out, "{ping}").is_err() {
+                        break;
+                    }
+                }
+                let _ = out.flush();
+                text(format!("{count} pings sent"))
             }
             "fail" => {
                 Ok(CallToolResult::error(vec![ContentBlock::text("it failed on purpose")]).into())

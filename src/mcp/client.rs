@@ -17,7 +17,9 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{ServerConfig, TransportConfig};
+use super::limits::{Tripwire, UnansweredRequests};
 use super::progress::{ProgressRoutes, ProgressTap};
+use super::stdio::StdioTransport;
 use crate::cancel::CancelToken;
 
 /// Bounds on the `tools/list` walk, the reference's: a paginating server is an untrusted peer
@@ -121,6 +123,8 @@ pub struct Connection {
     peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     progress: ProgressRoutes,
+    /// Tripped when the server breaks a limit: the connection is closed.
+    tripwire: Tripwire,
     dead: AtomicBool,
     handle: tokio::runtime::Handle,
     // Declared last: dropped after the service, by `Drop` below.
@@ -243,6 +247,7 @@ impl Connection {
     ) -> Result<Connection, String> {
         let handle = tokio::runtime::Handle::current();
         let progress = ProgressRoutes::default();
+        let tripwire = Tripwire::default();
         let mut group = None;
         let startup = config.startup_timeout;
         let attempt = async {
@@ -263,9 +268,7 @@ impl Connection {
                     if let Some(cwd) = cwd {
                         cmd.current_dir(cwd);
                     }
-                    let (child, err) = rmcp::transport::TokioChildProcess::builder(cmd)
-                        .stderr(std::process::Stdio::piped())
-                        .spawn()
+                    let (child, err) = StdioTransport::spawn(cmd, tripwire.clone())
                         .map_err(|e| format!("cannot start '{command}': {e}"))?;
                     if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
                         group = Some(ProcessGroup(nix::unistd::Pid::from_raw(pid)));
@@ -279,7 +282,7 @@ impl Connection {
                             }
                         });
                     }
-                    serve_tapped(child, &progress).await?
+                    serve_tapped(child, &progress, &tripwire).await?
                 }
                 TransportConfig::Http { url, headers } => {
                     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -288,12 +291,20 @@ impl Connection {
                         client,
                         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
                     );
-                    serve_tapped(transport, &progress).await?
+                    serve_tapped(transport, &progress, &tripwire).await?
                 }
             };
             let peer = service.peer().clone();
             let tools = list_all_tools(server, &peer).await?;
             Ok::<_, String>((service, peer, tools))
+        };
+        let attempt = async {
+            tokio::select! {
+                biased;
+                // First: a breach also fails the attempt, with a message that hides its cause.
+                breach = tripwire.wait() => Err(format!("the connection was closed: {breach}")),
+                r = attempt => r,
+            }
         };
         let outcome = tokio::time::timeout(startup, attempt).await;
         let (service, peer, tools) = match outcome {
@@ -322,6 +333,7 @@ impl Connection {
             peer,
             service: Mutex::new(Some(service)),
             progress,
+            tripwire,
             dead: AtomicBool::new(false),
             handle,
             group,
@@ -330,7 +342,9 @@ impl Connection {
 
     /// Whether the connection is gone (the transport closed, or a call found it dropped).
     pub(crate) fn is_dead(&self) -> bool {
-        self.dead.load(Ordering::Acquire) || self.peer.is_transport_closed()
+        self.dead.load(Ordering::Acquire)
+            || self.tripwire.tripped().is_some()
+            || self.peer.is_transport_closed()
     }
 
     pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
@@ -459,6 +473,14 @@ impl Connection {
                     }
                 } => forward(),
                 r = &mut handle.rx => break r,
+                breach = self.tripwire.wait() => {
+                    self.dead.store(true, Ordering::Release);
+                    return Err(CallError::Failed(outcome_unknown(
+                        &self.server,
+                        what,
+                        &breach.to_string(),
+                    )));
+                }
             }
         };
         // What the server wrote before its answer was queued before the answer was read.
@@ -470,18 +492,20 @@ impl Connection {
             }
             Ok(Err(e)) => {
                 self.dead.store(true, Ordering::Release);
+                let why = self.tripwire.tripped().map(|b| b.to_string());
                 Err(CallError::Failed(outcome_unknown(
                     &self.server,
                     what,
-                    &e.to_string(),
+                    &why.unwrap_or_else(|| e.to_string()),
                 )))
             }
             Err(_) => {
                 self.dead.store(true, Ordering::Release);
+                let why = self.tripwire.tripped().map(|b| b.to_string());
                 Err(CallError::Failed(outcome_unknown(
                     &self.server,
                     what,
-                    "the connection closed",
+                    why.as_deref().unwrap_or("the connection closed"),
                 )))
             }
         }
@@ -505,10 +529,12 @@ fn with_stderr(msg: String, stderr: &StderrTail) -> String {
     }
 }
 
-/// Serves our client over `inner`, its progress notifications routed to the calls in flight.
+/// Serves our client over `inner`, its progress notifications routed to the calls in flight and
+/// the server's unanswered requests bounded (past the bound, `tripwire` trips).
 async fn serve_tapped<T>(
     inner: T,
     progress: &ProgressRoutes,
+    tripwire: &Tripwire,
 ) -> Result<RunningService<RoleClient, Handler>, String>
 where
     T: rmcp::transport::Transport<RoleClient> + Send + 'static,
@@ -517,6 +543,8 @@ where
     let tap = ProgressTap {
         inner,
         routes: progress.clone(),
+        unanswered: UnansweredRequests::default(),
+        tripwire: tripwire.clone(),
     };
     Handler
         .serve(tap)

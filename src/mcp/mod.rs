@@ -7,18 +7,21 @@
 //! - [`tool`] and [`resource_tools`]: the `Tool`s a turn sees; [`naming`] and [`render`]: the
 //!   reference's names and result text;
 //! - [`registry`]: the host's `MCPRegistry`; `progress`: progress notifications routed to
-//!   their call as they are read.
+//!   their call as they are read; `stdio`: a stdio server's transport; `limits`: the limits a
+//!   server must keep, and the tripwire that closes its connection when it does not.
 //!
 //! Sits between `agent` (which owns a [`McpManager`]) and `tools` (whose trait it implements).
 
 pub mod client;
 pub mod config;
+mod limits;
 pub(crate) mod manager;
 pub(crate) mod naming;
 mod progress;
 pub(crate) mod registry;
 pub mod render;
 pub(crate) mod resource_tools;
+mod stdio;
 pub(crate) mod tool;
 
 pub(crate) use config::ConfigFiles;

@@ -9,6 +9,10 @@
 //! the next message (the result) is even read. A tool call's route is made when its request
 //! is handed to the transport, before the server can see it (other requests have none: the
 //! client forwards progress for tool calls only).
+//!
+//! The same place counts the server's requests to the client until their replies are written,
+//! and closes the connection past `limits::MAX_UNANSWERED_REQUESTS`: rmcp takes every request
+//! it is given, each on tasks of its own, however many replies wait to be written.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -18,6 +22,8 @@ use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ProgressNotificationParam,
     ProgressToken, ServerJsonRpcMessage, ServerNotification,
 };
+
+use super::limits::{Breach, Tripwire, UnansweredRequests};
 use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use tokio::sync::Notify;
@@ -188,10 +194,13 @@ fn line(params: &ProgressNotificationParam) -> String {
     line
 }
 
-/// A transport that routes progress notifications as they are read (see the module doc).
+/// A transport that routes progress notifications as they are read and bounds the server's
+/// unanswered requests (see the module doc).
 pub(crate) struct ProgressTap<T> {
     pub(crate) inner: T,
     pub(crate) routes: ProgressRoutes,
+    pub(crate) unanswered: UnansweredRequests,
+    pub(crate) tripwire: Tripwire,
 }
 
 impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
@@ -201,25 +210,57 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
         &mut self,
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        if let JsonRpcMessage::Request(r) = &item {
-            if let ClientRequest::CallToolRequest(_) = &r.request {
-                if let Some(token) = r.request.get_meta().get_progress_token() {
-                    self.routes.sending(token);
+        let reply_to = match &item {
+            JsonRpcMessage::Request(r) => {
+                if let ClientRequest::CallToolRequest(_) = &r.request {
+                    if let Some(token) = r.request.get_meta().get_progress_token() {
+                        self.routes.sending(token);
+                    }
                 }
+                None
             }
+            JsonRpcMessage::Response(r) => Some(r.id.clone()),
+            JsonRpcMessage::Error(e) => e.id.clone(),
+            JsonRpcMessage::Notification(_) => None,
+        };
+        let replying = reply_to.map(|id| self.unanswered.replying(id));
+        let send = self.inner.send(item);
+        async move {
+            let sent = send.await;
+            drop(replying);
+            sent
         }
-        self.inner.send(item)
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
         let routes = self.routes.clone();
+        let unanswered = self.unanswered.clone();
+        let tripwire = self.tripwire.clone();
         let next = self.inner.receive();
         async move {
+            // Once tripped, nothing more is read: rmcp's loop ends and the connection closes.
+            if tripwire.tripped().is_some() {
+                return None;
+            }
             let msg = next.await?;
-            if let JsonRpcMessage::Notification(n) = &msg {
-                if let ServerNotification::ProgressNotification(p) = &n.notification {
-                    routes.deliver(&p.params);
+            match &msg {
+                JsonRpcMessage::Notification(n) => match &n.notification {
+                    ServerNotification::ProgressNotification(p) => routes.deliver(&p.params),
+                    ServerNotification::CancelledNotification(c) => {
+                        if let Some(id) = &c.params.request_id {
+                            unanswered.cancelled(id);
+                        }
+                    }
+                    _ => {}
+                },
+                JsonRpcMessage::Request(r) => {
+                    let within_cap = unanswered.received(r.id.clone());
+                    if !within_cap {
+                        tripwire.trip(Breach::UnansweredRequests);
+                        return None;
+                    }
                 }
+                _ => {}
             }
             Some(msg)
         }

@@ -75,10 +75,14 @@ impl Run {
 }
 
 /// `target/<profile>/mcp-fault-server`, built on first use when a lone `cargo test --test`
-/// did not build the workspace's binaries.
+/// did not build the workspace's binaries; `MCP_FAULT_SERVER` names another binary (with a
+/// target directory shared between checkouts, that path holds whichever built it last).
 pub fn fault_server() -> PathBuf {
     static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
+        if let Some(path) = std::env::var_os("MCP_FAULT_SERVER") {
+            return PathBuf::from(path);
+        }
         let exe = std::env::current_exe().unwrap();
         let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
         let path = dir.join("mcp-fault-server");
