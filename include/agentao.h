@@ -1339,8 +1339,14 @@ agentao_status agentao_broadcaster_subscribe_with_free(struct agentao_broadcaste
 void agentao_broadcaster_unsubscribe(void *b, uint64_t subscription);
 
 /*
- Releases a broadcaster. NULL is a no-op. No listener is called after this returns; each
- `agentao_broadcaster_subscribe_with_free` finalizer has run by then.
+ Releases a broadcaster. NULL is a no-op. No listener is called after this returns, also
+ when a listener calls it in the middle of a delivery (the delivery stops there); each
+ `agentao_broadcaster_subscribe_with_free` finalizer has run by then, except those of the
+ listeners of that delivery, which run on its thread when it ends (as for `unsubscribe`).
+
+ Threads: no other thread may be inside a call on `b` (as with any handle): free it where
+ no `emit` can come any more, e.g. in the transport's `userdata_free`, which runs after the
+ agent's last callback.
  */
 void agentao_broadcaster_free(struct agentao_broadcaster *b);
 

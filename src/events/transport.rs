@@ -5,7 +5,7 @@
 //! always called on a blocking thread, never on a runtime worker, so a host may block in them.
 //! Every method has the NullTransport's behaviour as its default.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -178,6 +178,8 @@ pub(crate) struct Broadcaster {
     listeners: Mutex<Arc<Vec<(u64, Listener)>>>,
     count: AtomicUsize,
     next_id: AtomicU64,
+    /// Set by [`Broadcaster::close`]: a delivery in flight calls no further listener.
+    closed: AtomicBool,
 }
 
 impl Broadcaster {
@@ -200,6 +202,17 @@ impl Broadcaster {
         }
     }
 
+    /// Drops every listener (their finalizers run now, or on the thread that finishes a
+    /// delivery still holding them) and stops deliveries in flight after their current one.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let dropped =
+            std::mem::take(&mut *self.listeners.lock().unwrap_or_else(|e| e.into_inner()));
+        self.count.store(0, Ordering::Release);
+        // Outside the lock: a finalizer may call back in.
+        drop(dropped);
+    }
+
     pub(crate) fn has_listeners(&self) -> bool {
         self.count.load(Ordering::Acquire) > 0
     }
@@ -214,6 +227,9 @@ impl Broadcaster {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         for (_, listener) in snapshot.iter() {
+            if self.closed.load(Ordering::Acquire) {
+                break;
+            }
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event)));
         }
     }

@@ -251,14 +251,15 @@ impl Transport for FfiTransport {
 /// call `agentao_broadcaster_notify` from your `emit`, and forward your `subscribe` /
 /// `unsubscribe` slots to it. Thread-safe.
 pub struct agentao_broadcaster {
-    inner: Broadcaster,
+    /// Shared with each delivery in flight, so a listener may free the broadcaster.
+    inner: Arc<Broadcaster>,
 }
 
 /// A new broadcaster; release with `agentao_broadcaster_free`.
 #[no_mangle]
 pub extern "C" fn agentao_broadcaster_new() -> *mut agentao_broadcaster {
     agentao_broadcaster {
-        inner: Broadcaster::default(),
+        inner: Arc::new(Broadcaster::default()),
     }
     .into_raw()
 }
@@ -273,7 +274,10 @@ pub unsafe extern "C" fn agentao_broadcaster_notify(
 ) -> agentao_status {
     guard(err_out, || {
         let b = agentao_broadcaster::try_ref(b)?;
-        b.inner.notify(str_arg(event_json, "event_json")?);
+        let event = str_arg(event_json, "event_json")?;
+        // The delivery's own handle: a listener that frees `b` leaves it valid until the end.
+        let inner = b.inner.clone();
+        inner.notify(event);
         Ok(())
     })
 }
@@ -343,9 +347,15 @@ pub unsafe extern "C" fn agentao_broadcaster_unsubscribe(b: *mut c_void, subscri
     agentao_broadcaster::with_ref_or(b.cast(), (), |b| b.inner.unsubscribe(subscription));
 }
 
-/// Releases a broadcaster. NULL is a no-op. No listener is called after this returns; each
-/// `agentao_broadcaster_subscribe_with_free` finalizer has run by then.
+/// Releases a broadcaster. NULL is a no-op. No listener is called after this returns, also
+/// when a listener calls it in the middle of a delivery (the delivery stops there); each
+/// `agentao_broadcaster_subscribe_with_free` finalizer has run by then, except those of the
+/// listeners of that delivery, which run on its thread when it ends (as for `unsubscribe`).
+///
+/// Threads: no other thread may be inside a call on `b` (as with any handle): free it where
+/// no `emit` can come any more, e.g. in the transport's `userdata_free`, which runs after the
+/// agent's last callback.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_broadcaster_free(b: *mut agentao_broadcaster) {
-    agentao_broadcaster::free_with(b, |_| ());
+    agentao_broadcaster::free_with(b, |b| b.inner.close());
 }

@@ -408,7 +408,36 @@ static void test_listener_userdata_free(void) {
     CHECK(atomic_load(&failed.freed) == 3);
 }
 
+/* A listener that frees its broadcaster in the middle of a delivery. */
+typedef struct {
+    agentao_broadcaster *b;
+    atomic_int freed_it;
+} freeing_listener_data;
+
+static void freeing_listener(void *ud, const char *event_json) {
+    (void)event_json;
+    freeing_listener_data *d = ud;
+    agentao_broadcaster_free(d->b);
+    atomic_store(&d->freed_it, 1);
+}
+
+static void test_free_inside_a_delivery(void) {
+    tu_section("a broadcaster freed by its own listener: no listener is called after the free");
+    freeing_listener_data f = {agentao_broadcaster_new(), 0};
+    listener_data after = {0};
+    uint64_t id = 0;
+    CHECK_STATUS(agentao_broadcaster_subscribe(f.b, freeing_listener, &f, &id), AGENTAO_STATUS_OK);
+    CHECK_STATUS(agentao_broadcaster_subscribe_with_free(f.b, counting_listener, &after, free_listener_data, &id, NULL),
+                 AGENTAO_STATUS_OK);
+    CHECK_STATUS(agentao_broadcaster_notify(f.b, "{\"n\":1}", NULL), AGENTAO_STATUS_OK);
+    CHECK(atomic_load(&f.freed_it) == 1);
+    CHECK_MSG(atomic_load(&after.calls) == 0, "a listener was called after the free returned");
+    /* Its finalizer ran once: by the end of the delivery the free happened in. */
+    CHECK(atomic_load(&after.freed) == 1);
+}
+
 int main(void) {
+    test_free_inside_a_delivery();
     test_listener_userdata_free();
     test_userdata_free_on_failed_new();
     test_canonical_order();
