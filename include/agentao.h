@@ -1233,7 +1233,8 @@ agentao_status agentao_agent_stream_open(struct agentao_agent *agent, const char
  `{"type":"turn_outcome",...}`. Then `AGENTAO_STATUS_CLOSED`. A turn that ended cancelled or
  in error delivers its deltas, then that status (with the message in `err_out`), then
  CLOSED; its outcome is readable with `agentao_agent_last_turn`. Nothing yet:
- `AGENTAO_STATUS_TIMEOUT`. From inside a library callback: `_REENTRANT`.
+ `AGENTAO_STATUS_TIMEOUT`. From inside a library callback: `_REENTRANT`. Several threads may
+ call it at once: each item goes to one of them, and each waits at most its own timeout.
  */
 agentao_status agentao_stream_next(struct agentao_stream *stream, uint32_t timeout_ms, char **item_json_out, struct agentao_error **err_out);
 
@@ -1262,8 +1263,10 @@ agentao_status agentao_agent_host_events_open(struct agentao_agent *agent, const
  dropped here (a cancelled turn found the queue full): `AGENTAO_STATUS_EVENTS_DROPPED` once,
  with the count in the message, and `*event_json_out` NULL; the next call goes on with the
  event after the gap. `AGENTAO_STATUS_CLOSED` once the agent was freed and its last turn
- ended, after the events the stream still held. From inside a library callback:
- `_REENTRANT`.
+ ended, after the events the stream still held, or at once after
+ `agentao_host_event_stream_close`. From inside a library callback: `_REENTRANT`. Several
+ threads may call it at once: each event goes to one of them, and each waits at most its own
+ timeout.
  */
 agentao_status agentao_host_event_stream_next(struct agentao_host_event_stream *stream, uint32_t timeout_ms, char **event_json_out, struct agentao_error **err_out);
 

@@ -2,10 +2,11 @@
 //! (`agentao_host_event_stream`). `next` blocks the calling host thread up to a timeout.
 
 use std::ffi::c_char;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+// An async mutex: a second reader waits for the first within its own timeout.
+use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio::time::Instant;
 
 use super::agent::{agentao_agent, open_on_agent, turn_ended_ok, turn_options};
 use super::cancel::agentao_cancel_token;
@@ -86,7 +87,8 @@ fn timeout_of(ms: u32) -> Duration {
 /// `{"type":"turn_outcome",...}`. Then `AGENTAO_STATUS_CLOSED`. A turn that ended cancelled or
 /// in error delivers its deltas, then that status (with the message in `err_out`), then
 /// CLOSED; its outcome is readable with `agentao_agent_last_turn`. Nothing yet:
-/// `AGENTAO_STATUS_TIMEOUT`. From inside a library callback: `_REENTRANT`.
+/// `AGENTAO_STATUS_TIMEOUT`. From inside a library callback: `_REENTRANT`. Several threads may
+/// call it at once: each item goes to one of them, and each waits at most its own timeout.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_stream_next(
     stream: *mut agentao_stream,
@@ -100,7 +102,18 @@ pub unsafe extern "C" fn agentao_stream_next(
             return Err(AgentError::Reentrant.into());
         }
         let rt = runtime()?;
-        let mut st = stream.state.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = Instant::now() + timeout_of(timeout_ms);
+        let mut st = match stream.state.try_lock() {
+            Ok(st) => st,
+            Err(_) => rt
+                .block_on(async { tokio::time::timeout_at(deadline, stream.state.lock()).await })
+                .map_err(|_| {
+                    Fail(
+                        agentao_status::Timeout,
+                        "no item within the timeout (another thread was reading)".into(),
+                    )
+                })?,
+        };
         if st.finished {
             return Err(Fail(agentao_status::Closed, "the stream has ended".into()));
         }
@@ -112,7 +125,7 @@ pub unsafe extern "C" fn agentao_stream_next(
         };
         let item = ready.unwrap_or_else(|| {
             rt.block_on(async {
-                tokio::time::timeout(timeout_of(timeout_ms), async {
+                tokio::time::timeout_at(deadline, async {
                     if let Some(d) = st.deltas.recv().await {
                         return Some(Ok(d));
                     }
@@ -206,8 +219,10 @@ pub unsafe extern "C" fn agentao_agent_host_events_open(
 /// dropped here (a cancelled turn found the queue full): `AGENTAO_STATUS_EVENTS_DROPPED` once,
 /// with the count in the message, and `*event_json_out` NULL; the next call goes on with the
 /// event after the gap. `AGENTAO_STATUS_CLOSED` once the agent was freed and its last turn
-/// ended, after the events the stream still held. From inside a library callback:
-/// `_REENTRANT`.
+/// ended, after the events the stream still held, or at once after
+/// `agentao_host_event_stream_close`. From inside a library callback: `_REENTRANT`. Several
+/// threads may call it at once: each event goes to one of them, and each waits at most its own
+/// timeout.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_host_event_stream_next(
     stream: *mut agentao_host_event_stream,
@@ -225,17 +240,41 @@ pub unsafe extern "C" fn agentao_host_event_stream_next(
                 return Err(AgentError::Reentrant.into());
             }
             let rt = runtime()?;
-            let mut rx = stream.rx.lock().unwrap_or_else(|e| e.into_inner());
-            // The timer must be created inside the runtime (in the async block), not on this host
-            // thread: `tokio::time::timeout` needs a runtime context when it is constructed.
-            let got = match rx.try_next() {
-                // Fast path: an event already queued needs no runtime round trip.
+            if stream.closed.is_cancelled() {
+                // What a reader held when `close` came is dropped, not read after it.
+                if let Ok(mut rx) = stream.rx.try_lock() {
+                    rx.close();
+                }
+                return Err(Fail(agentao_status::Closed, "the stream is closed".into()));
+            }
+            // Fast path: an event already queued needs no runtime round trip.
+            let ready = match stream.rx.try_lock() {
+                Ok(mut rx) => rx.try_next(),
+                Err(_) => None,
+            };
+            let got = match ready {
                 Some(n) => Ok(n),
+                // The timer must be created inside the runtime (in the async block), not on
+                // this host thread: it needs a runtime context when it is constructed.
                 None => rt.block_on(async {
+                    let wait = async {
+                        let mut rx = stream.rx.lock().await;
+                        let next = rx.next().await;
+                        if next == StreamNext::Closed {
+                            rx.close();
+                        }
+                        next
+                    };
                     tokio::select! {
                         biased;
-                        _ = stream.closed.cancelled() => Ok(StreamNext::Closed),
-                        next = tokio::time::timeout(timeout_of(timeout_ms), rx.next()) => next,
+                        _ = stream.closed.cancelled() => {
+                            // `close` could not take the queue while a reader held it.
+                            if let Ok(mut rx) = stream.rx.try_lock() {
+                                rx.close();
+                            }
+                            Ok(StreamNext::Closed)
+                        }
+                        next = tokio::time::timeout(timeout_of(timeout_ms), wait) => next,
                     }
                 }),
             };
@@ -276,8 +315,10 @@ pub unsafe extern "C" fn agentao_host_event_stream_close(stream: *const agentao_
         if let Some(agent) = s.agent.upgrade() {
             agent.host_events().close_stream(s.id);
         }
-        // The `next` in flight holds the queue; the cancel above makes it return.
-        s.rx.lock().unwrap_or_else(|e| e.into_inner()).close();
+        // A `next` in flight holds the queue; the cancel above makes it return and close it.
+        if let Ok(mut rx) = s.rx.try_lock() {
+            rx.close();
+        }
     });
 }
 

@@ -462,7 +462,77 @@ static void test_host_event_stream_close(void) {
     agentao_agent_free(a);
 }
 
+/* ---- two readers: each waits its own timeout ------------------------------------------------ */
+
+typedef struct slow_reader {
+    agentao_stream *s;
+    agentao_host_event_stream *hs;
+    agentao_status status;
+} slow_reader;
+
+static void *read_turn_long(void *arg) {
+    slow_reader *r = arg;
+    char *item = NULL;
+    r->status = agentao_stream_next(r->s, 20000, &item, NULL);
+    agentao_string_free(item);
+    return NULL;
+}
+
+static void *read_events_long(void *arg) {
+    slow_reader *r = arg;
+    char *item = NULL;
+    r->status = agentao_host_event_stream_next(r->hs, 20000, &item, NULL);
+    agentao_string_free(item);
+    return NULL;
+}
+
+static void test_a_second_reader_keeps_its_timeout(void) {
+    tu_section("a second reader of a stream waits its own timeout, not the first reader's");
+    const char *dir = tu_workspace();
+    /* A turn that says nothing for 20 s (cancelled below). */
+    char *cfg = tu_config(dir, "{\"text\":\"late\",\"delay_ms\":20000}", NULL);
+    tu_recorder rec;
+    tu_recorder_init(&rec);
+    agentao_transport t = tu_recorder_transport(&rec, TU_SLOT_ALL);
+    agentao_agent *a = tu_agent(cfg, &t);
+    free(cfg);
+    if (!a) return;
+    agentao_cancel_token *tok = agentao_cancel_token_new();
+    slow_reader r = {0};
+    CHECK_STATUS(agentao_agent_stream_open(a, "wait", -1, tok, &r.s, NULL), AGENTAO_STATUS_OK);
+    pthread_t first;
+    CHECK(pthread_create(&first, NULL, read_turn_long, &r) == 0);
+    tu_sleep_ms(200);
+    char *item = NULL;
+    uint64_t t0 = tu_now_ms();
+    CHECK_STATUS(agentao_stream_next(r.s, 100, &item, NULL), AGENTAO_STATUS_TIMEOUT);
+    uint64_t took = tu_now_ms() - t0;
+    printf("FIGURE stream/second-reader: a 100 ms next beside a 20 s one returned after %llu ms\n",
+           (unsigned long long)took);
+    CHECK_MSG(took < 5000, "a 100 ms next waited %llu ms for the other reader", (unsigned long long)took);
+    agentao_cancel_token_cancel(tok, "test-end");
+    CHECK(pthread_join(first, NULL) == 0);
+    CHECK_STATUS(r.status, AGENTAO_STATUS_CANCELLED);
+    agentao_stream_free(r.s);
+    agentao_cancel_token_free(tok);
+
+    CHECK_STATUS(agentao_agent_host_events_open(a, NULL, &r.hs, NULL), AGENTAO_STATUS_OK);
+    CHECK(pthread_create(&first, NULL, read_events_long, &r) == 0);
+    tu_sleep_ms(200);
+    t0 = tu_now_ms();
+    CHECK_STATUS(agentao_host_event_stream_next(r.hs, 100, &item, NULL), AGENTAO_STATUS_TIMEOUT);
+    took = tu_now_ms() - t0;
+    CHECK_MSG(took < 5000, "a 100 ms next waited %llu ms for the other reader", (unsigned long long)took);
+    agentao_host_event_stream_close(r.hs);
+    CHECK(pthread_join(first, NULL) == 0);
+    CHECK_STATUS(r.status, AGENTAO_STATUS_CLOSED);
+    agentao_host_event_stream_free(r.hs);
+    agentao_agent_free(a);
+    tu_recorder_destroy(&rec);
+}
+
 int main(void) {
+    test_a_second_reader_keeps_its_timeout();
     test_short_timeouts_keep_the_outcome();
     test_callback_stream();
     test_pull_stream();
