@@ -310,14 +310,20 @@ impl Turn<'_, '_> {
     }
 
     /// The part of planning whose cost grows with the arguments (parsing, the tool's early
-    /// refusal, the permission decision, which scans a shell command). A large batch is
-    /// prepared on a blocking thread, so no runtime worker scans a huge command, and a cancel
-    /// stops the wait at once (the thread finishes on its own; commands are bounded).
+    /// refusal, the permission decision, which scans a shell command). A large batch, or one
+    /// whose decision may start git, is prepared on a blocking thread, so no runtime worker
+    /// scans a huge command or waits for a process, and a cancel stops the wait at once (the
+    /// thread finishes on its own; commands and git's run are bounded).
     pub(super) async fn prepare(&self, calls: &[ToolCall]) -> Result<Vec<Prepared>, LoopError> {
         let read_only = self.env.read_only.load(Ordering::Acquire);
         let tools = self.env.tools;
         let size: usize = calls.iter().map(|c| c.raw_arguments.len()).sum();
-        if size <= INLINE_PLANNING_BYTES {
+        // Deciding a git command of the read-only set runs `git rev-parse` (where the
+        // repository lies): a process, which a repository's config can hold for seconds.
+        let may_run_git = calls
+            .iter()
+            .any(|c| c.name == "run_shell_command" && c.raw_arguments.contains("git"));
+        if size <= INLINE_PLANNING_BYTES && !may_run_git {
             let engine = self.env.engine.read().unwrap_or_else(|e| e.into_inner());
             return Ok(calls
                 .iter()
