@@ -657,6 +657,54 @@ fn protected_and_credential_paths_are_asked_whatever_link_reaches_them() {
     );
 }
 
+#[test]
+fn listings_say_nothing_about_what_an_outside_link_leads_to() {
+    // `[FILE] probe (3243 bytes)` for a link to ~/.ssh/id_rsa, `[DIR]` for a link to a
+    // directory, and glob listing only links whose target exists: each told the model about a
+    // path outside the workspace it may not read.
+    let site = Site::new();
+    std::os::unix::fs::symlink(site.outside.join("secret.txt"), site.ws.join("probe_file"))
+        .unwrap();
+    std::os::unix::fs::symlink(&site.outside, site.ws.join("probe_dir")).unwrap();
+    std::os::unix::fs::symlink(site.outside.join("nope"), site.ws.join("probe_missing")).unwrap();
+    std::fs::write(site.ws.join("inside.txt"), "in").unwrap();
+    std::os::unix::fs::symlink("inside.txt", site.ws.join("inside_link")).unwrap();
+    let out = site.run(
+        Mode::ReadOnly,
+        json!({}),
+        vec![
+            call("list_directory", json!({})),
+            call("list_directory", json!({"recursive": true})),
+            call("glob", json!({"pattern": "probe_*"})),
+            call("glob", json!({"pattern": "*"})),
+        ],
+    );
+    for listing in &out.results[..2] {
+        for name in ["probe_file", "probe_dir", "probe_missing"] {
+            let line = listing
+                .lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_else(|| panic!("{name} is not listed: {listing}"));
+            assert_eq!(
+                line,
+                format!("[LINK] {name} (leads outside the workspace)"),
+                "{listing}"
+            );
+        }
+        assert!(
+            listing.contains("[FILE] inside_link (2 bytes)"),
+            "{listing}"
+        );
+    }
+    assert_eq!(out.results[2], "No files found matching pattern: probe_*");
+    assert!(
+        !out.results[3].lines().any(|l| l.starts_with("probe")),
+        "{}",
+        out.results[3]
+    );
+    assert!(out.results[3].contains("inside_link"), "{}", out.results[3]);
+}
+
 // ---------------------------------------------------------------------------------------
 // Finding 5: exfiltration through web_fetch, and the host's domain allow-list.
 // ---------------------------------------------------------------------------------------

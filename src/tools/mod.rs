@@ -266,6 +266,16 @@ impl ToolServices {
 }
 
 impl ToolContext<'_> {
+    /// Whether a listed `path` is a link on the local disk that resolves outside the
+    /// workspace while reads there are refused: a listing then shows the link, and nothing of
+    /// what it leads to (kind, size, whether it exists).
+    pub(crate) fn leads_outside(&self, path: &Path) -> bool {
+        !self.settings.allow_reads_outside_workspace
+            && self.services.fs().is_local_disk()
+            && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+            && !path_policy::resolve(path).starts_with(self.workspace)
+    }
+
     /// Resolves a path a read-side tool wants; outside the workspace it is refused unless the
     /// config allows it (a deliberate deviation: the reference reads anywhere). A path with a
     /// NUL byte passes through (the tool then finds nothing there, as the reference does).

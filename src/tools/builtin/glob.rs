@@ -141,7 +141,7 @@ pub(crate) fn find(
         .walk(&start, max_depth, &stop)
         .map_err(|e| FindError::Other(e.to_string()))?;
     for entry in entries {
-        if !entry.is_file {
+        if !entry.is_file || ctx.leads_outside(&entry.path) {
             continue;
         }
         let Ok(rel) = entry.path.strip_prefix(base) else {

@@ -48,7 +48,9 @@ impl Tool for ListDirectory {
                     .to_string_lossy()
                     .into_owned();
                 let key = item.to_string_lossy().to_lowercase();
-                if entry.is_dir {
+                if ctx.leads_outside(item) {
+                    rows.push((false, key, outside_link_row(&rel)));
+                } else if entry.is_dir {
                     rows.push((true, key, format!("[DIR]  {rel}/")));
                 } else {
                     let size = fs.stat(item).map(|s| s.size).unwrap_or(0);
@@ -62,7 +64,9 @@ impl Tool for ListDirectory {
             };
             for e in entries {
                 let key = e.name.to_lowercase();
-                if e.is_dir {
+                if ctx.leads_outside(&path.join(&e.name)) {
+                    rows.push((false, key, outside_link_row(&e.name)));
+                } else if e.is_dir {
                     rows.push((true, key, format!("[DIR]  {}/", e.name)));
                 } else {
                     rows.push((false, key, format!("[FILE] {} ({} bytes)", e.name, e.size)));
@@ -73,4 +77,10 @@ impl Tool for ListDirectory {
         let lines: Vec<&str> = rows.iter().map(|r| r.2.as_str()).collect();
         Ok(format!("Directory: {p}\n\n{}", lines.join("\n")))
     }
+}
+
+/// A link the workspace holds, with nothing of what it leads to (a deviation: the reference
+/// lists the target's kind and size).
+fn outside_link_row(name: &str) -> String {
+    format!("[LINK] {name} (leads outside the workspace)")
 }
