@@ -432,8 +432,8 @@ pub fn summary<'a>(
                 }
             }
             "replace" => {
-                if let (Some(old), Some(new_text)) = (str_arg("old_string"), str_arg("new_string"))
-                {
+                // The tool's own argument names (spec: `old_text`, `new_text`).
+                if let (Some(old), Some(new_text)) = (str_arg("old_text"), str_arg("new_text")) {
                     content.push(ToolCallContent::Diff {
                         path: absolute(cwd, path),
                         old_text: Some(old),
@@ -565,6 +565,23 @@ mod tests {
 
     fn rule(tool: &str, args: Value) -> AlwaysAllow {
         allow_always_rule(tool, args.as_object().expect("an object"))
+    }
+
+    #[test]
+    fn a_replace_shows_its_diff() {
+        let args = json!({"file_path": "a.txt", "old_text": "one", "new_text": "two"});
+        let s = summary(
+            "replace",
+            args.as_object().expect("an object"),
+            "c1",
+            ToolCallStatus::Pending,
+            Path::new("/ws"),
+        );
+        let content = serde_json::to_value(&s.content).expect("serializes");
+        assert_eq!(
+            content,
+            json!([{"type": "diff", "path": "/ws/a.txt", "oldText": "one", "newText": "two"}])
+        );
     }
 
     #[test]
