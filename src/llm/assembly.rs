@@ -23,6 +23,10 @@ use super::{LlmError, Piece};
 /// like one past `llm.max_response_bytes`, rather than a turn running a thousand calls.
 pub(crate) const MAX_TOOL_CALLS: usize = 1024;
 
+/// Up to this many slots a lookup scans them (the common case: a few parallel calls); past it
+/// the maps take over, so a lookup stays constant time.
+const SCAN_SLOTS: usize = 16;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub prompt_tokens: u64,
@@ -89,8 +93,10 @@ pub(crate) struct Assembler {
     reasoning: String,
     slots: Vec<Slot>,
     /// The latest slot opened for each index (a reused index with a new id opens another).
+    /// Kept only past [`SCAN_SLOTS`] slots: a few slots are scanned, with no hashing or copies.
     by_index: HashMap<u64, usize>,
-    /// The first slot that took each id: a slot's id is only ever set once, from empty.
+    /// The first slot that took each id: a slot's id is only ever set once, from empty. Kept
+    /// only past [`SCAN_SLOTS`] slots.
     by_id: HashMap<String, usize>,
     /// A delta tried to open a slot past [`MAX_TOOL_CALLS`]; the response is refused.
     too_many_calls: bool,
@@ -175,8 +181,8 @@ impl Assembler {
                 {
                     // A reused index with a new id is a new call; an id seen before goes back
                     // to its own slot.
-                    match self.by_id.get(id) {
-                        Some(&p) => Some(p),
+                    match self.slot_of_id(id) {
+                        Some(p) => Some(p),
                         None => self.open(index),
                     }
                 }
@@ -184,8 +190,8 @@ impl Assembler {
                 (None, _) => self.open(index),
             },
             None => match id {
-                Some(id) => match self.by_id.get(id) {
-                    Some(&p) => Some(p),
+                Some(id) => match self.slot_of_id(id) {
+                    Some(p) => Some(p),
                     None => self.open(None),
                 },
                 None if self.slots.is_empty() => self.open(None),
@@ -195,13 +201,16 @@ impl Assembler {
         let Some(slot) = slot else {
             return;
         };
+        let mapped = self.slots.len() > SCAN_SLOTS;
         let s = &mut self.slots[slot];
         let mut added = 0;
         if let Some(id) = id {
             if s.id != id {
                 added += id.len();
                 s.id = id.to_owned();
-                self.by_id.entry(s.id.clone()).or_insert(slot);
+                if mapped {
+                    self.by_id.entry(s.id.clone()).or_insert(slot);
+                }
             }
         }
         if let Some(n) = name.filter(|n| !n.is_empty()) {
@@ -225,7 +234,19 @@ impl Assembler {
     fn slot_of_index(&self, i: u64) -> Option<usize> {
         match self.slots.last() {
             Some(last) if last.index == Some(i) => Some(self.slots.len() - 1),
+            _ if self.slots.len() <= SCAN_SLOTS => {
+                self.slots.iter().rposition(|s| s.index == Some(i))
+            }
             _ => self.by_index.get(&i).copied(),
+        }
+    }
+
+    /// The first slot that took `id`.
+    fn slot_of_id(&self, id: &str) -> Option<usize> {
+        if self.slots.len() <= SCAN_SLOTS {
+            self.slots.iter().position(|s| s.id == id)
+        } else {
+            self.by_id.get(id).copied()
         }
     }
 
@@ -241,8 +262,20 @@ impl Assembler {
             index,
             ..Default::default()
         });
-        if let Some(i) = index {
-            self.by_index.insert(i, slot);
+        if self.slots.len() == SCAN_SLOTS + 1 {
+            // From now on the maps answer: they learn the slots scanned so far.
+            for (pos, s) in self.slots.iter().enumerate() {
+                if let Some(i) = s.index {
+                    self.by_index.insert(i, pos);
+                }
+                if !s.id.is_empty() {
+                    self.by_id.entry(s.id.clone()).or_insert(pos);
+                }
+            }
+        } else if self.slots.len() > SCAN_SLOTS + 1 {
+            if let Some(i) = index {
+                self.by_index.insert(i, slot);
+            }
         }
         Some(slot)
     }
@@ -378,6 +411,28 @@ mod tests {
                 ("z".into(), "h".into(), "{}".into())
             ]
         );
+    }
+
+    #[test]
+    fn scanned_and_mapped_slots_are_found_alike() {
+        // The same stream on either side of SCAN_SLOTS: ids and indexes set while slots were
+        // scanned are found once the maps answer.
+        for n in [SCAN_SLOTS - 2, SCAN_SLOTS + 5] {
+            let mut a = Assembler::default();
+            a.tool_delta(Some(0), Some("first"), Some("f"), Some("{"));
+            a.tool_delta(Some(0), Some("again"), Some("g"), Some("{"));
+            for i in 1..n as u64 {
+                a.tool_delta(Some(i), Some(&format!("c{i}")), Some("h"), Some("{"));
+            }
+            a.tool_delta(Some(0), Some("first"), None, Some("}"));
+            a.tool_delta(None, Some("again"), None, Some("}"));
+            a.tool_delta(Some(1), None, None, Some("}"));
+            let got = calls(a);
+            assert_eq!(got.len(), n + 1, "{n}");
+            assert_eq!(got[0], ("first".into(), "f".into(), "{}".into()), "{n}");
+            assert_eq!(got[1], ("again".into(), "g".into(), "{}".into()), "{n}");
+            assert_eq!(got[2], ("c1".into(), "h".into(), "{}".into()), "{n}");
+        }
     }
 
     #[test]
