@@ -1,5 +1,8 @@
 step "Rust tests"
 rm -f target/validated-host-events.log
+# The fault tests run target/debug/mcp-fault-server, another package's binary, which
+# `cargo test` does not rebuild: a cached target/ would hold an older one.
+cargo build --quiet -p mcp-fault-server
 # cargo's own status decides (a linker crash or a test binary killed by a signal prints no
 # "FAILED" line); the grep only trims the log shown.
 set +e
