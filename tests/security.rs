@@ -705,6 +705,34 @@ fn listings_say_nothing_about_what_an_outside_link_leads_to() {
     assert!(out.results[3].contains("inside_link"), "{}", out.results[3]);
 }
 
+#[test]
+fn a_read_only_command_in_the_background_is_asked() {
+    // `tail -f` is in the read-only set, but in the background it is a detached process no one
+    // tracks, which outlives the turn, the agent and the host: the set's promise ("reads inside
+    // the workspace, then ends") does not cover it.
+    let site = Site::new();
+    std::fs::write(site.ws.join("x.log"), "line\n").unwrap();
+    let background = call(
+        "run_shell_command",
+        json!({"command": "tail -f x.log", "is_background": true}),
+    );
+    let out = site.run(Mode::WorkspaceWrite, json!({}), vec![background]);
+    assert_eq!(out.asked.len(), 1, "{:?}", out.results);
+    assert!(
+        !out.results[0].contains("Background process started"),
+        "{}",
+        out.results[0]
+    );
+    // In the foreground it still runs unasked.
+    let out = site.run(
+        Mode::WorkspaceWrite,
+        json!({}),
+        vec![shell("tail -n 1 x.log", ".")],
+    );
+    assert!(out.asked.is_empty(), "{:?}", out.asked);
+    assert!(out.results[0].contains("line"), "{}", out.results[0]);
+}
+
 // ---------------------------------------------------------------------------------------
 // Finding 5: exfiltration through web_fetch, and the host's domain allow-list.
 // ---------------------------------------------------------------------------------------

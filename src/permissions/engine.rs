@@ -303,7 +303,8 @@ impl PermissionEngine {
 
     /// The engine's verdict for one call (steps 2a–2c of the pipeline), or `None` when no
     /// rule matched. A preset allow of a read-only shell command becomes an ask when the
-    /// command reads outside the workspace and such reads are refused.
+    /// command reads outside the workspace or runs in the background, while reads outside are
+    /// refused.
     pub fn decide_detail(&self, tool: &str, args: &Map<String, Value>) -> Option<EngineMatch> {
         let found = self.rule_detail(tool, args)?;
         if found.action != EngineAction::Allow || tool != "run_shell_command" || self.outside_reads
@@ -317,6 +318,15 @@ impl PermissionEngine {
             == Some(READ_ONLY_SHELL);
         if !by_read_only_set || !found.reason.starts_with("mode-preset:") {
             return Some(found);
+        }
+        // The set is allowed as "reads inside the workspace, then ends"; a background run is
+        // a detached process nothing tracks, which outlives the turn and the host.
+        if args.get("is_background") == Some(&Value::Bool(true)) {
+            return Some(EngineMatch {
+                action: EngineAction::Ask,
+                rule: found.rule,
+                reason: "background-process".to_owned(),
+            });
         }
         let command = args
             .get("command")
