@@ -101,8 +101,8 @@ int main(void) {
         free(hist);
         char *st = status_of(a);
         CHECK_CONTAINS(st, "{\"name\":\"both\",\"status\":\"connected\",\"transport\":\"stdio\"");
-        CHECK_CONTAINS(st, "\"tools\":7"); /* the config's `both`: no --tools 1 */
-        CHECK_NOT_CONTAINS(st, "\"tools\":8");
+        CHECK_CONTAINS(st, "\"tools\":8"); /* the config's `both`: no --tools 1 */
+        CHECK_NOT_CONTAINS(st, "\"tools\":9");
         CHECK_CONTAINS(st, "{\"name\":\"reg\",\"status\":\"connected\"");
         free(st);
         CHECK(atomic_load(&s.lists) >= 1);
