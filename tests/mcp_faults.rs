@@ -792,3 +792,112 @@ fn a_server_that_floods_requests_without_reading_replies_is_disconnected() {
     );
     assert_eq!(run.server_status("fault")["status"], "error");
 }
+
+/// A minimal streamable-HTTP MCP server on loopback whose `tools/call` answer is one SSE event
+/// of `big` bytes; every other request is answered as a plain JSON response.
+fn http_server_answering_big_events(big: usize) -> u16 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let reply = |out: &mut std::net::TcpStream,
+                                 status: &str,
+                                 kind: &str,
+                                 data: &[u8]| {
+                        let head = format!(
+                            "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\r\n",
+                            data.len()
+                        );
+                        out.write_all(head.as_bytes())
+                            .and_then(|()| out.write_all(data))
+                    };
+                    if !request_line.starts_with("POST") {
+                        let _ = reply(&mut out, "405 Method Not Allowed", "text/plain", b"");
+                        continue;
+                    }
+                    let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let Some(id) = msg.get("id").cloned() else {
+                        let _ = reply(&mut out, "202 Accepted", "text/plain", b"");
+                        continue;
+                    };
+                    let result = match msg["method"].as_str() {
+                        Some("initialize") => json!({
+                            "protocolVersion": msg["params"]["protocolVersion"],
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "big", "version": "1"},
+                        }),
+                        Some("tools/list") => json!({"tools": [
+                            {"name": "big", "description": "big", "inputSchema": {"type": "object"}},
+                        ]}),
+                        Some("tools/call") => {
+                            let text = "x".repeat(big);
+                            let event = json!({"jsonrpc": "2.0", "id": id,
+                                "result": {"content": [{"type": "text", "text": text}]}});
+                            let data = format!("event: message\ndata: {event}\n\n");
+                            let _ = reply(&mut out, "200 OK", "text/event-stream", data.as_bytes());
+                            continue;
+                        }
+                        _ => json!({}),
+                    };
+                    let data = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+                    let _ = reply(&mut out, "200 OK", "application/json", data.as_bytes());
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The stdio bound above, over streamable HTTP: rmcp refuses an SSE event over 16 MiB; the call
+/// must then end with an error, not wait (its request timeout is unbounded by default).
+#[test]
+fn an_http_event_over_16_mib_ends_the_call_instead_of_a_hang() {
+    for (size, too_big) in [(1 << 10, false), (17 << 20, true)] {
+        let port = http_server_answering_big_events(size);
+        let run = agent(
+            call("mcp_web_big", json!({})),
+            json!({"web": {"url": format!("http://127.0.0.1:{port}/mcp"), "trust": true}}),
+            json!({"permissions": {"mode": "full-access"}}),
+        );
+        assert_eq!(turn_within(&run, Duration::from_secs(60)), TurnStatus::Ok);
+        let msg = &run.tool_messages()[0];
+        if too_big {
+            assert!(
+                msg.starts_with(
+                    "MCP tool error: the connection to MCP server 'web' closed after the call"
+                ),
+                "{}",
+                &msg[..msg.len().min(300)]
+            );
+        } else {
+            // The same server with a small answer works: the size is what ends the call.
+            assert_eq!(msg.len(), size, "{}", &msg[..msg.len().min(300)]);
+        }
+    }
+}
