@@ -710,3 +710,27 @@ fn replace_and_append_on_a_fifo_fail_instead_of_blocking() {
     assert!(replaced.contains("not a regular file"), "{replaced}");
     assert!(appended.contains("not a regular file"), "{appended}");
 }
+
+#[test]
+fn save_memory_refuses_more_tags_than_a_memory_needs() {
+    // Tags are matched against every later user message: 30,000 of them (a hostile model's
+    // save) made every turn of every later session scan them all.
+    let env = Env::new();
+    let many: Vec<String> = (0..30_000).map(|i| format!("tag{i}")).collect();
+    let out = env.call(
+        "save_memory",
+        json!({"key": "k", "value": "v", "tags": many}),
+    );
+    assert!(out.contains("at most 32 tags"), "{out}");
+    let long = "t".repeat(65);
+    let out = env.call(
+        "save_memory",
+        json!({"key": "k", "value": "v", "tags": [long]}),
+    );
+    assert!(out.contains("at most 64 characters"), "{out}");
+    let out = env.call(
+        "save_memory",
+        json!({"key": "k", "value": "v", "tags": ["a", "b"]}),
+    );
+    assert_eq!(out, "Saved memory: k");
+}

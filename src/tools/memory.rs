@@ -2,6 +2,7 @@
 //! two views the model gets: the stable block in the system prompt and the recall in the
 //! request-only volatile tail.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -199,12 +200,15 @@ const STOP_WORDS: &[&str] = &[
 /// words.
 pub(crate) fn keywords_of(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    // A set for the repeat check: the text is the user's message or a stored record, and a
+    // scan of the words kept so far made it quadratic.
+    let mut seen: HashSet<String> = HashSet::new();
     for w in text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 3)
     {
         let w = w.to_lowercase();
-        if !out.contains(&w) && !STOP_WORDS.contains(&w.as_str()) {
+        if !STOP_WORDS.contains(&w.as_str()) && seen.insert(w.clone()) {
             out.push(w);
         }
     }
@@ -229,7 +233,7 @@ fn matches_any(r: &MemoryRecord, words: &[String]) -> bool {
         r.keywords.join(" ")
     )
     .to_lowercase();
-    let have = keywords_of(&hay.replace('_', " "));
+    let have: HashSet<String> = keywords_of(&hay.replace('_', " ")).into_iter().collect();
     words.iter().any(|w| have.contains(w))
 }
 
@@ -321,6 +325,28 @@ mod tests {
 
     fn rec(key: &str, content: &str, at: &str) -> MemoryRecord {
         MemoryRecord::test_note(key, content, at)
+    }
+
+    #[test]
+    fn keywords_of_many_distinct_words_is_linear() {
+        // 200,000 distinct words: the repeat check scanned every word kept so far (a 40,000-word
+        // message held a turn 13 s before it could start).
+        let text: String = (0..200_000).map(|i| format!("w{i:07} ")).collect();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            let n = keywords_of(&text).len();
+            let _ = tx.send((n, t0.elapsed()));
+        });
+        let (n, took) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("keywords of 200,000 words did not finish within 60 s");
+        println!("FIGURE memory/keywords: 200,000 distinct words in {took:?}");
+        assert_eq!(n, 200_000);
+        assert_eq!(
+            keywords_of("The fox, the FOX and a fox-trot: fox trot"),
+            ["fox", "trot"]
+        );
     }
 
     #[test]

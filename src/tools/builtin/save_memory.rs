@@ -45,6 +45,11 @@ pub(crate) fn normalize_key(key: &str) -> String {
     trimmed.trim_end_matches('_').to_owned()
 }
 
+/// Tags are matched against every later user message, in every later session: a label's
+/// worth each (the reference takes any number of any length).
+const MAX_TAGS: usize = 32;
+const TAG_MAX_CHARS: usize = 64;
+
 fn error(msg: impl std::fmt::Display) -> String {
     format!("Error saving memory: {msg}")
 }
@@ -91,6 +96,11 @@ impl Tool for SaveMemory {
         let key = normalize_key(key);
         if key.is_empty() {
             return Ok(error("the key has no letters or digits"));
+        }
+        if tags.len() > MAX_TAGS || tags.iter().any(|t| t.chars().count() > TAG_MAX_CHARS) {
+            return Ok(error(format!(
+                "at most {MAX_TAGS} tags of at most {TAG_MAX_CHARS} characters each"
+            )));
         }
         let content = value.trim();
         let n = content.chars().count();
