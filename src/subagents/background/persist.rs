@@ -36,6 +36,24 @@ pub(crate) struct Persistence {
 /// Records to write, and ids to remove.
 type Snapshot = (Vec<(String, TaskRecord)>, Vec<String>);
 
+/// What the file holds.
+enum OnDisk {
+    /// Its tasks (none when there is no file, or nothing in it can be read back).
+    Tasks(Map<String, Value>),
+    /// A file too large to read, unreadable, not a regular file, or of another version: it is
+    /// never replaced (the store then runs without persistence).
+    Unusable,
+}
+
+impl OnDisk {
+    fn tasks(self) -> Map<String, Value> {
+        match self {
+            OnDisk::Tasks(tasks) => tasks,
+            OnDisk::Unusable => Map::new(),
+        }
+    }
+}
+
 impl Persistence {
     pub(crate) fn new(workspace: &Path) -> Self {
         let dir = workspace.join(".agentao");
@@ -60,7 +78,7 @@ impl Persistence {
         }
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
-        for (id, v) in self.load() {
+        for (id, v) in self.load().tasks() {
             let Ok(mut rec) = serde_json::from_value::<TaskRecord>(v) else {
                 continue;
             };
@@ -75,25 +93,28 @@ impl Persistence {
         out
     }
 
-    /// The tasks on disk; a missing, unreadable, oversized or foreign-version file is empty.
-    fn load(&self) -> Map<String, Value> {
+    /// What the file holds.
+    fn load(&self) -> OnDisk {
         let Ok(meta) = std::fs::metadata(&self.path) else {
-            return Map::new();
+            return OnDisk::Tasks(Map::new());
         };
         if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-            return Map::new();
+            return OnDisk::Unusable;
         }
         let Ok(text) = std::fs::read_to_string(&self.path) else {
-            return Map::new();
+            return OnDisk::Unusable;
         };
         match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(mut doc)) if doc.get("version") == Some(&json!(VERSION)) => {
                 match doc.remove("tasks") {
-                    Some(Value::Object(tasks)) => tasks,
-                    _ => Map::new(),
+                    Some(Value::Object(tasks)) => OnDisk::Tasks(tasks),
+                    _ => OnDisk::Tasks(Map::new()),
                 }
             }
-            _ => Map::new(),
+            // Another version's records are not ours to drop.
+            Ok(Value::Object(doc)) if doc.contains_key("version") => OnDisk::Unusable,
+            // Not JSON, or not a document of ours: nothing in it can be read back.
+            _ => OnDisk::Tasks(Map::new()),
         }
     }
 
@@ -103,7 +124,10 @@ impl Persistence {
     pub(crate) fn flush(&self, snapshot: impl FnOnce() -> Snapshot) {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let (tasks, dropped) = snapshot();
-        let mut on_disk = self.load();
+        // Merging into a file that could not be read would replace the records it holds.
+        let OnDisk::Tasks(mut on_disk) = self.load() else {
+            return;
+        };
         for id in dropped {
             on_disk.remove(&id);
         }

@@ -528,6 +528,39 @@ fn persistence_never_writes_through_a_planted_symlink() {
 }
 
 #[test]
+fn persistence_never_replaces_a_file_it_cannot_read() {
+    // A file over the read bound (or of another version) held records this store could not
+    // see; merging into "nothing" and writing replaced them all.
+    let rt = runtime();
+    for (name, text) in [
+        (
+            "too big",
+            format!(
+                "{{\"version\": 1, \"tasks\": {{}}, \"pad\": \"{}\"}}",
+                "x".repeat(17 << 20)
+            ),
+        ),
+        (
+            "another version",
+            "{\"version\": 2, \"tasks\": {\"keep\": {}}}".to_owned(),
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".agentao")).unwrap();
+        let file = dir.path().join(".agentao/background_tasks.json");
+        std::fs::write(&file, &text).unwrap();
+        let s = BackgroundStore::new(rt.handle().clone(), Some(dir.path().to_owned()));
+        let id = s.launch("w", "t", |_, _| async { completed("r") }).unwrap();
+        assert_eq!(settle_wait(&s, &id), TaskStatus::Completed);
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            std::fs::read_to_string(&file).unwrap() == text,
+            "{name}: the file was replaced"
+        );
+    }
+}
+
+#[test]
 fn started_text_is_the_references() {
     let task = "x".repeat(81);
     assert_eq!(
