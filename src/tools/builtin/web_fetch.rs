@@ -3,6 +3,10 @@
 //! Every hop (the first URL and each redirect, at most 20) goes through
 //! [`url_policy`](crate::permissions::url_policy); a host name is resolved here and the request
 //! is pinned to the checked addresses, so the address judged is the address connected to.
+//! Redirects are followed only within the requested origin (or its http→https upgrade): the
+//! permission engine judged the requested URL alone, so a redirect elsewhere is reported, not
+//! chased, and fetching it is a new call the engine judges (a deviation from the reference, which
+//! follows any redirect the URL policy accepts). A result moved by a redirect names its final URL.
 //! Proxies are not used. The body is capped at 5 MiB; 30 s per phase, 60 s for the whole chase
 //! (both configurable). The tool is synchronous: the fetch runs on a small current-thread
 //! runtime of its own.
@@ -158,6 +162,19 @@ struct Fetched {
     status: StatusCode,
     content_type: Option<String>,
     body: Vec<u8>,
+    /// Where the body came from, when a same-origin redirect moved it.
+    final_url: Option<String>,
+}
+
+/// How a chase ends without an error.
+enum Landing {
+    Body(Fetched),
+    /// A redirect to another origin: the permission engine judged only the requested URL, so the
+    /// new one must come back as a call of its own.
+    Elsewhere {
+        status: StatusCode,
+        to: String,
+    },
 }
 
 async fn fetch_and_render(url: &str, extract_text: bool, settings: &WebSettings) -> String {
@@ -167,7 +184,14 @@ async fn fetch_and_render(url: &str, extract_text: bool, settings: &WebSettings)
             Err(_) => Err(FetchError::Timeout),
         };
     let fetched = match fetched {
-        Ok(f) => f,
+        Ok(Landing::Body(f)) => f,
+        Ok(Landing::Elsewhere { status, to }) => {
+            return format!(
+            "URL: {url}\nStatus: {}\n\nThe server redirected to {to} (another origin); it was not \
+                 followed. Call web_fetch with that URL to fetch it.",
+            status.as_u16()
+        )
+        }
         Err(FetchError::Blocked(why)) => return format!("Error: blocked outbound request — {why}"),
         Err(FetchError::TooLarge) => {
             return format!("Error: {url} — response body exceeds the {MAX_BODY_BYTES} byte limit")
@@ -176,6 +200,10 @@ async fn fetch_and_render(url: &str, extract_text: bool, settings: &WebSettings)
         Err(FetchError::Http(e)) => return format!("Error fetching URL: {e}"),
     };
     let code = fetched.status.as_u16();
+    let url = match &fetched.final_url {
+        Some(f) => format!("{url}\nFinal URL: {f}"),
+        None => url.to_owned(),
+    };
     let text = String::from_utf8_lossy(&fetched.body).into_owned();
     if is_raw_text(fetched.content_type.as_deref()) {
         return format!(
@@ -208,8 +236,22 @@ fn http_error(e: reqwest::Error) -> FetchError {
     }
 }
 
-/// The redirect chase with the policy on every hop.
-async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, FetchError> {
+/// Whether a redirect from `from` to `to` stays within what the permission engine approved: the
+/// same scheme, host and port, or the upgrade of that host from http to https on the default port.
+fn same_origin(from: &reqwest::Url, to: &reqwest::Url) -> bool {
+    if from.host() != to.host() {
+        return false;
+    }
+    let (from_port, to_port) = (from.port_or_known_default(), to.port_or_known_default());
+    (from.scheme() == to.scheme() && from_port == to_port)
+        || (from.scheme() == "http"
+            && to.scheme() == "https"
+            && from_port == Some(80)
+            && to_port == Some(443))
+}
+
+/// The redirect chase with the policy on every hop; it stays within the first URL's origin.
+async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Landing, FetchError> {
     let mut current = url.to_owned();
     for _ in 0..=url_policy::MAX_REDIRECTS {
         let target =
@@ -245,10 +287,28 @@ async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, Fetch
                 .and_then(|v| v.to_str().ok())
             {
                 if !loc.is_empty() {
-                    current = match request_url.join(loc) {
-                        Ok(u) => u.to_string(),
-                        Err(_) => loc.to_owned(),
+                    let next = match request_url.join(loc) {
+                        Ok(u) => u,
+                        // Unparsable: let the policy refuse it with its own words.
+                        Err(_) => {
+                            url_policy::check_shape(loc, &settings.allow)
+                                .map_err(FetchError::Blocked)?;
+                            return Err(FetchError::Blocked(format!(
+                                "invalid redirect target: {}",
+                                py_repr(loc)
+                            )));
+                        }
                     };
+                    if !same_origin(&request_url, &next) {
+                        // Judged by shape only: no lookup for a host that is not contacted.
+                        url_policy::check_shape(next.as_str(), &settings.allow)
+                            .map_err(FetchError::Blocked)?;
+                        return Ok(Landing::Elsewhere {
+                            status,
+                            to: next.to_string(),
+                        });
+                    }
+                    current = next.to_string();
                     continue;
                 }
             }
@@ -291,11 +351,12 @@ async fn guarded_get(url: &str, settings: &WebSettings) -> Result<Fetched, Fetch
                 status.as_u16()
             )));
         }
-        return Ok(Fetched {
+        return Ok(Landing::Body(Fetched {
             status,
             content_type,
             body,
-        });
+            final_url: (current != url).then_some(current),
+        }));
     }
     Err(FetchError::Blocked(format!(
         "too many redirects ({}) for {}",
@@ -401,5 +462,24 @@ mod tests {
         assert!(is_raw_text(Some("application/vnd.api+json")));
         assert!(!is_raw_text(None));
         assert_eq!(truncate("abcdef", 3), "abc\n\n[Content truncated...]");
+    }
+
+    #[test]
+    fn redirects_stay_within_the_origin() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        let from = u("http://example.com/a");
+        assert!(same_origin(&from, &u("http://example.com:80/b?c")));
+        assert!(same_origin(&from, &u("https://example.com/b")));
+        assert!(!same_origin(&from, &u("https://example.com:8443/b")));
+        assert!(!same_origin(&from, &u("http://example.com:8080/b")));
+        assert!(!same_origin(&from, &u("http://other.example.com/b")));
+        assert!(!same_origin(
+            &u("https://example.com/"),
+            &u("http://example.com/")
+        ));
+        assert!(!same_origin(
+            &u("http://example.com:8080/"),
+            &u("https://example.com/")
+        ));
     }
 }
