@@ -797,6 +797,93 @@ fn web_fetch_domain_allow_list_is_enforced_and_visible() {
     assert!(err.contains("permissions.web_fetch_domains"), "{err}");
 }
 
+/// A loopback HTTP server answering every request with `reply(path)`; it counts connections and
+/// stops by itself after 20 s.
+fn loopback_server(
+    ip: &str,
+    reply: impl Fn(&str) -> String + Send + 'static,
+) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::time::{Duration, Instant};
+    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = hits.clone();
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            let Ok((stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut reader = BufReader::new(stream);
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+            while line.trim() != "" || line.is_empty() {
+                line.clear();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+            }
+            let _ = reader.get_mut().write_all(reply(&path).as_bytes());
+        }
+    });
+    (port, hits)
+}
+
+/// Audit of 2026-12-05: a listed host redirecting to an unlisted one took web_fetch past
+/// `permissions.web_fetch_domains`, since the permission engine sees only the requested URL.
+#[test]
+fn web_fetch_redirect_does_not_leave_the_allow_list() {
+    let site = Site::new();
+    let (secret_port, secret_hits) = loopback_server("127.0.0.2", |_| {
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\nConnection: close\r\n\r\nSECRET"
+            .to_owned()
+    });
+    let secret = format!("http://127.0.0.2:{secret_port}/secret");
+    let location = secret.clone();
+    let (port, _) = loopback_server("127.0.0.1", move |_| {
+        format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    });
+    let redirect = format!("http://127.0.0.1:{port}/redir");
+    let out = site.run(
+        Mode::WorkspaceWrite,
+        json!({
+            "permissions": {"web_fetch_domains": ["127.0.0.1"]},
+            "tools": {"settings": {"web_fetch": {"allow_private": ["127.0.0.0/8"], "timeout_s": 5}}},
+        }),
+        vec![
+            call("web_fetch", json!({"url": redirect})),
+            call("web_fetch", json!({"url": secret})),
+        ],
+    );
+    assert_eq!(
+        out.results[0],
+        format!(
+            "URL: {redirect}\nStatus: 302\n\nThe server redirected to {secret} (another origin); it \
+             was not followed. Call web_fetch with that URL to fetch it."
+        )
+    );
+    // The follow-up call is judged like any other: asked, and declined by the host.
+    let asked: Vec<&str> = out
+        .asked
+        .iter()
+        .map(|(_, a)| a["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, [secret.as_str()]);
+    assert!(
+        out.results[1].starts_with("Tool execution declined"),
+        "{}",
+        out.results[1]
+    );
+    assert_eq!(secret_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
 #[allow(dead_code)]
 fn exists(p: &Path) -> bool {
     p.exists()

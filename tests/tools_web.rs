@@ -98,6 +98,10 @@ fn site() -> Handler {
             }
         }
         "/silent" => std::thread::sleep(Duration::from_secs(8)),
+        "/deep" => {
+            let n = 40_000;
+            respond(s, "200 OK", "text/html", &format!("{}x{}", "<div>".repeat(n), "</div>".repeat(n)));
+        }
         _ => respond(s, "200 OK", "text/plain", "other"),
     }
     })
@@ -206,11 +210,61 @@ fn every_redirect_hop_is_checked() {
     assert_eq!(inner_hits.load(Ordering::SeqCst), 0);
     assert_eq!(
         fetch(&env, &format!("http://127.0.0.2:{port}/start")),
-        format!("URL: http://127.0.0.2:{port}/start\nStatus: 200\n\nlanded")
+        format!("URL: http://127.0.0.2:{port}/start\nFinal URL: http://127.0.0.2:{port}/final\nStatus: 200\n\nlanded")
     );
     assert_eq!(
         fetch(&env, &format!("http://127.0.0.2:{port}/loop")),
         format!("Error: blocked outbound request — too many redirects (20) for 'http://127.0.0.2:{port}/loop'")
+    );
+}
+
+/// Audit 2026-12-05: the permission engine judges only the requested URL, so a redirect to
+/// another origin must come back to the model as a new call instead of being chased.
+#[test]
+fn a_redirect_to_another_origin_is_not_followed() {
+    let (other_port, other_hits) = serve("127.0.0.2", site());
+    let elsewhere = format!("http://127.0.0.2:{other_port}/text");
+    let (port_b, port_b_hits) = serve("127.0.0.1", site());
+    let other_port_same_host = format!("http://127.0.0.1:{port_b}/text");
+    let (a, b) = (elsewhere.clone(), other_port_same_host.clone());
+    let redirect: Handler = Arc::new(move |path: &str, s: &mut TcpStream| {
+        let location = match path {
+            "/away" => a.clone(),
+            "/other-port" => b.clone(),
+            "/final" => return respond(s, "200 OK", "text/plain", "landed"),
+            _ => "/final".to_owned(),
+        };
+        let _ = write!(s, "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    let (port, _) = serve("127.0.0.1", redirect);
+    let env = allow(&["127.0.0.0/8"]);
+    let not_followed = |from: &str, to: &str| {
+        format!(
+            "URL: {from}\nStatus: 302\n\nThe server redirected to {to} (another origin); it was not \
+             followed. Call web_fetch with that URL to fetch it."
+        )
+    };
+    let away = format!("http://127.0.0.1:{port}/away");
+    assert_eq!(fetch(&env, &away), not_followed(&away, &elsewhere));
+    let other = format!("http://127.0.0.1:{port}/other-port");
+    assert_eq!(
+        fetch(&env, &other),
+        not_followed(&other, &other_port_same_host)
+    );
+    assert_eq!(
+        other_hits.load(Ordering::SeqCst),
+        0,
+        "the other host was never contacted"
+    );
+    assert_eq!(
+        port_b_hits.load(Ordering::SeqCst),
+        0,
+        "the other port was never contacted"
+    );
+    // The new call is an ordinary one.
+    assert_eq!(
+        fetch(&env, &elsewhere),
+        format!("URL: {elsewhere}\nStatus: 200\n\nhello <b>raw</b>\n")
     );
 }
 
@@ -235,6 +289,29 @@ fn body_and_time_limits() {
         format!("Error: Request timed out for {base}/silent")
     );
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+/// Audit of 2026-12-05: 440 KB of nested `<div>` kept a core busy for 56 s (debug build) in
+/// html5ever's tree building, past the total timeout and the cancel.
+#[test]
+fn deeply_nested_html_is_reduced_quickly() {
+    let env = allow(&["127.0.0.1"]);
+    let (port, _) = serve("127.0.0.1", site());
+    let url = format!("http://127.0.0.1:{port}/deep");
+    let t = Instant::now();
+    let out = fetch(&env, &url);
+    println!(
+        "FIGURE web_fetch of 40000-deep <div> nesting (440001 bytes): {:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        out,
+        format!(
+            "URL: {url}\nStatus: 200\nNote: page appears to require JS rendering; only the static shell \
+             was captured.\n\nx"
+        )
+    );
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
 }
 
 #[test]
