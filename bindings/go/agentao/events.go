@@ -119,16 +119,38 @@ func decodeHostEvent(b []byte) (HostEvent, error) {
 // turn (nothing is dropped), so read it steadily or Close it. Safe for concurrent use.
 type HostEventStream struct {
 	ctx context.Context
-	// mu serializes Next's calls into the library with the handle's release.
-	mu sync.Mutex
+	// mu: readers hold it shared around their call into the library (several may wait at
+	// once, and a Next from inside a callback reaches the library, which answers
+	// StatusReentrant); Close holds it alone to release the handle.
+	mu sync.RWMutex
 	s  *C.agentao_host_event_stream
-	// wake guards raw, the handle as agentao_host_event_stream_close sees it: Close and the
-	// context's end wake a Next waiting in the library without waiting for mu, and never
-	// after the handle was freed.
-	wake      sync.Mutex
-	raw       *C.agentao_host_event_stream
-	closed    bool // by Close (under wake)
+	// w is all the context watch holds: a watch that held the stream would keep it
+	// reachable, and its finalizer would never run.
+	w         *streamWake
 	stopWatch func() bool
+}
+
+// streamWake wakes a Next waiting in the library (Close, the context's end) without waiting
+// for the readers' lock, and never after the handle was freed.
+type streamWake struct {
+	mu     sync.Mutex
+	raw    *C.agentao_host_event_stream // nil once freed
+	closed bool                         // by Close
+}
+
+// wake closes the library's stream (once the handle is gone, nothing).
+func (w *streamWake) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.raw != nil {
+		C.agentao_host_event_stream_close(w.raw)
+	}
+}
+
+func (w *streamWake) closedByClose() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
 }
 
 // Events opens a host-event stream of this agent, read until ctx is done or the stream is
@@ -152,21 +174,13 @@ func (a *Agent) Events(ctx context.Context, sessionID ...string) (*HostEventStre
 	if err := statusErr(C.agentao_agent_host_events_open(ptr, filter, &s, &cerr), cerr); err != nil {
 		return nil, err
 	}
-	hs := &HostEventStream{ctx: ctx, s: s, raw: s}
+	w := &streamWake{raw: s}
+	hs := &HostEventStream{ctx: ctx, s: s, w: w}
 	// The context's end closes the stream in the library, which wakes a waiting Next: it
 	// waits there without polling.
-	hs.stopWatch = context.AfterFunc(ctx, hs.wakeReader)
+	hs.stopWatch = context.AfterFunc(ctx, w.wake)
 	runtime.SetFinalizer(hs, (*HostEventStream).Close)
 	return hs, nil
-}
-
-// wakeReader closes the library's stream (once the handle is gone, nothing).
-func (hs *HostEventStream) wakeReader() {
-	hs.wake.Lock()
-	defer hs.wake.Unlock()
-	if hs.raw != nil {
-		C.agentao_host_event_stream_close(hs.raw)
-	}
 }
 
 // Next waits for the next event. It returns the context's error once the context is done,
@@ -188,8 +202,8 @@ func (hs *HostEventStream) Next() (HostEvent, error) {
 const forever = ^C.uint32_t(0)
 
 func (hs *HostEventStream) next() (HostEvent, error, bool) {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
+	hs.mu.RLock()
+	defer hs.mu.RUnlock()
 	if hs.s == nil {
 		return nil, ErrClosed, false
 	}
@@ -205,10 +219,7 @@ func (hs *HostEventStream) next() (HostEvent, error, bool) {
 		return nil, nil, true
 	}
 	if st == C.AGENTAO_STATUS_CLOSED {
-		hs.wake.Lock()
-		byClose := hs.closed
-		hs.wake.Unlock()
-		if byClose {
+		if hs.w.closedByClose() {
 			C.agentao_error_free(cerr)
 			return nil, ErrClosed, false
 		}
@@ -245,17 +256,17 @@ func (hs *HostEventStream) All() iter.Seq2[HostEvent, error] {
 // Close closes the stream (idempotent); a Next waiting on it returns ErrClosed, and a turn
 // blocked on its full queue resumes.
 func (hs *HostEventStream) Close() error {
-	hs.wake.Lock()
-	hs.closed = true
-	hs.wake.Unlock()
-	hs.wakeReader()
+	hs.w.mu.Lock()
+	hs.w.closed = true
+	hs.w.mu.Unlock()
+	hs.w.wake()
 	hs.stopWatch()
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.s != nil {
-		hs.wake.Lock()
-		hs.raw = nil
-		hs.wake.Unlock()
+		hs.w.mu.Lock()
+		hs.w.raw = nil
+		hs.w.mu.Unlock()
 		C.agentao_host_event_stream_free(hs.s)
 		hs.s = nil
 	}

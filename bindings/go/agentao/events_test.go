@@ -3,7 +3,9 @@ package agentao
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,5 +221,109 @@ func TestHostEventsNextWakesOnCancelAndClose(t *testing.T) {
 	}
 	if _, err := other.Next(); err != ErrClosed {
 		t.Fatalf("Next after Close, again: %v", err)
+	}
+}
+
+// writeTurns is a script of n turns, each writing a file (host events every turn).
+func writeTurns(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"tool_calls":[{"id":"w%d","name":"write_file","arguments":{"file_path":"f%d.txt","content":"x"}}]},{"text":"ok"}`, i, i)
+	}
+	return b.String()
+}
+
+// A stream a careless host drops without Close is finalized: its filter is free again and its
+// full queue does not hold later turns. (The context watch held the stream in a cycle, so the
+// finalizer never ran and the 22nd turn waited forever.)
+func TestHostEventsAnAbandonedStreamIsFinalized(t *testing.T) {
+	a := newAgent(t, config(t.TempDir(), writeTurns(40), ""), nil)
+	func() {
+		hs, err := a.Events(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Chat(context.Background(), "go"); err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range hs.All() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}()
+	reopened := false
+	for i := 0; i < 50 && !reopened; i++ {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+		if hs, err := a.Events(context.Background()); err == nil {
+			reopened = true
+			hs.Close()
+		}
+	}
+	if !reopened {
+		t.Fatal("the abandoned stream was never finalized: its filter is still taken")
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 39; i++ {
+			if _, err := a.Chat(context.Background(), "go"); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("turns hung behind an abandoned stream's full queue")
+	}
+}
+
+// Next from inside a callback, while another goroutine waits in Next, answers StatusReentrant
+// (it waited for that reader's lock, and the turn waited on the callback, for ever).
+func TestHostEventsNextInsideACallbackIsReentrant(t *testing.T) {
+	rec := newRecorder()
+	a := newAgent(t, config(t.TempDir(), writeTurn, ""), rec)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hs, err := a.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	go func() {
+		for range hs.All() {
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the reader now waits inside the library
+	var once sync.Once
+	inCallback := make(chan error, 1)
+	rec.onEvent = func(Event) {
+		once.Do(func() {
+			_, err := hs.Next()
+			inCallback <- err
+		})
+	}
+	done := make(chan error, 1)
+	go func() { _, err := a.Chat(context.Background(), "write"); done <- err }()
+	select {
+	case err := <-inCallback:
+		if !errors.Is(err, StatusReentrant) {
+			t.Fatalf("Next inside a callback: %v, want StatusReentrant", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Next inside a callback blocked behind the other reader")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
