@@ -434,6 +434,7 @@ public:
     result<void> try_fail(std::string_view message) {
         agentao_reply* r = take();
         if (!r) return answered();
+        if (auto bad = detail::check_view(message, "the failure message")) return refuse(r, std::move(*bad));
         std::string m(message);
         return detail::call([&](agentao_error** e) { return agentao_reply_fail(r, m.c_str(), e); });
     }
@@ -809,18 +810,24 @@ public:
     bool pending() const noexcept { return raw_ != nullptr; }
 
     /// The call's result: the model reads `text` and the call completes ok.
+    /// A text with a NUL byte is refused (status::invalid_argument) and the call fails with
+    /// that message instead (the model would read it cut short).
     result<void> try_answer(std::string_view text) {
         agentao_reply* r = std::exchange(raw_, nullptr);
         if (!r) return answered();
-        std::string t(text.substr(0, text.find('\0')));
+        if (auto bad = detail::check_view(text, "the tool result")) return refuse(r, std::move(*bad));
+        std::string t(text);
         return detail::call([&](agentao_error** e) { return agentao_reply_tool_result(r, t.c_str(), e); });
     }
     /// The call's failure: the model reads `Error executing <name>: <message>`; the host
-    /// event's error_type is `type` ("" means HostToolError).
+    /// event's error_type is `type` ("" means HostToolError). A NUL byte in either is refused
+    /// as in try_answer.
     result<void> try_fail(std::string_view type, std::string_view message) {
         agentao_reply* r = std::exchange(raw_, nullptr);
         if (!r) return answered();
-        std::string ty(type.substr(0, type.find('\0'))), m(message.substr(0, message.find('\0')));
+        if (auto bad = detail::check_view(type, "the error type")) return refuse(r, std::move(*bad));
+        if (auto bad = detail::check_view(message, "the error message")) return refuse(r, std::move(*bad));
+        std::string ty(type), m(message);
         return detail::call([&](agentao_error** e) {
             return agentao_reply_tool_error(r, ty.empty() ? nullptr : ty.c_str(), m.c_str(), e);
         });
@@ -835,6 +842,10 @@ private:
         if (agentao_reply* r = std::exchange(raw_, nullptr))
             agentao_reply_tool_error(r, nullptr, "the host dropped the tool call without answering",
                                      nullptr);
+    }
+    static result<void> refuse(agentao_reply* r, agentao::error e) {
+        agentao_reply_tool_error(r, nullptr, e.what(), nullptr);
+        return e;
     }
     static agentao::error answered() {
         return agentao::error(status::null_argument, "the tool call was already answered or moved");
@@ -981,7 +992,11 @@ public:
     result<void> try_fail(std::string_view message) {
         agentao_shell_run* r = std::exchange(raw_, nullptr);
         if (!r) return answered();
-        std::string m(message.substr(0, message.find('\0')));
+        if (auto bad = detail::check_view(message, "the failure message")) {
+            agentao_shell_run_fail(r, bad->what(), nullptr);
+            return std::move(*bad);
+        }
+        std::string m(message);
         return detail::call([&](agentao_error** e) { return agentao_shell_run_fail(r, m.c_str(), e); });
     }
 

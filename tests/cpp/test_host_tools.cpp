@@ -251,6 +251,33 @@ TEST(HostTools, OnCancelRefusesAnEmptyCallbackAndABorrowedNull) {
               agentao::status::null_argument);
 }
 
+TEST(HostTools, AnAnswerWithANulByteIsRefusedNotCutShort) {
+    // The model would read "visible" of "visible\0HIDDEN": the binding refuses the answer and
+    // fails the call with why, as its other string arguments do.
+    using namespace std::string_view_literals;
+    workspace ws;
+    auto a = agentao::agent::create(config(ws, call_lookup("k") + "," + call_lookup("k2", "next")));
+    std::mutex mu;
+    std::vector<agentao::status> codes;
+    int n = 0;
+    a.add_async_tool(lookup_spec(), [&](std::string_view, agentao::tool_call, agentao::tool_reply&& r) {
+        std::lock_guard<std::mutex> g(mu);
+        auto res = (n++ == 0) ? r.try_answer("visible\0HIDDEN"sv) : r.try_fail("Type"sv, "msg\0HIDDEN"sv);
+        codes.push_back(res.code());
+        EXPECT_FALSE(r.pending());
+    });
+    EXPECT_EQ(a.chat("go"), "done");
+    EXPECT_EQ(a.chat("again"), "next");
+    std::lock_guard<std::mutex> g(mu);
+    ASSERT_EQ(codes.size(), 2u);
+    EXPECT_EQ(codes[0], agentao::status::invalid_argument);
+    EXPECT_EQ(codes[1], agentao::status::invalid_argument);
+    auto hist = a.history();
+    EXPECT_TRUE(contains(hist, "the tool result contains a NUL byte")) << hist;
+    EXPECT_TRUE(contains(hist, "the error message contains a NUL byte")) << hist;
+    EXPECT_FALSE(contains(hist, "visible")) << hist;
+}
+
 TEST(HostTools, RegistrationErrorsAndRemove) {
     workspace ws;
     auto a = agentao::agent::create(config(ws, R"({"text":"x"})"));
