@@ -92,12 +92,7 @@ fn pattern_case(text: &str) {
     let (pattern, value) = text.split_once('\n').unwrap_or((text, ""));
     let args: Map<String, Value> = [("command".to_owned(), json!(value))].into_iter().collect();
     let ws = Path::new(WORKSPACE);
-    let call = |tool| CallCtx {
-        tool,
-        args: &args,
-        dialect: Some("posix"),
-        workspace: ws,
-    };
+    let call = |tool| CallCtx::new(tool, &args, Some("posix"), ws);
     if let Ok(rule) = Rule::parse(
         &json!({"tool": "run_shell_command", "action": "deny", "args": {"command": pattern}}),
     ) {

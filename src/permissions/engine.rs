@@ -376,12 +376,12 @@ impl PermissionEngine {
                 });
             }
         }
-        let call = CallCtx {
+        let call = CallCtx::new(
             tool,
             args,
-            dialect: (tool == "run_shell_command").then_some("posix"),
-            workspace: &self.workspace,
-        };
+            (tool == "run_shell_command").then_some("posix"),
+            &self.workspace,
+        );
         for (rule, source) in &self.run_deny {
             if rule.matches(&call) {
                 return Some(found(

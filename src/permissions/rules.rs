@@ -8,6 +8,7 @@
 //! linear-time equivalent: a user pattern using them is refused when the rule is loaded. Any
 //! other pattern that does not compile falls back to string equality, as in the reference.
 
+use std::cell::OnceCell;
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -72,6 +73,26 @@ pub struct CallCtx<'a> {
     /// `Some("posix")` for shell calls; `None` for every other tool.
     pub dialect: Option<&'a str>,
     pub workspace: &'a Path,
+    /// [`real_forms`] of `file_path`, resolved once for all the rules a call is matched with
+    /// (each resolution walks the path on disk).
+    real_path: OnceCell<(String, Option<String>)>,
+}
+
+impl<'a> CallCtx<'a> {
+    pub fn new(
+        tool: &'a str,
+        args: &'a Map<String, Value>,
+        dialect: Option<&'a str>,
+        workspace: &'a Path,
+    ) -> Self {
+        CallCtx {
+            tool,
+            args,
+            dialect,
+            workspace,
+            real_path: OnceCell::new(),
+        }
+    }
 }
 
 const RULE_KEYS: &[&str] = &["tool", "action", "args", "domain", "dialect"];
@@ -251,9 +272,11 @@ impl Rule {
                 }
                 // The file the write would reach: a checkout's `meta -> .git` or
                 // `settings.txt -> .env` must not spell its way past an ask or deny rule.
-                let (real_abs, real_rel) = real_forms(&value, call.workspace);
-                if real_abs != abs
-                    && (pat.search(&real_abs) || real_rel.as_deref().is_some_and(|r| pat.search(r)))
+                let (real_abs, real_rel) = call
+                    .real_path
+                    .get_or_init(|| real_forms(&value, call.workspace));
+                if *real_abs != abs
+                    && (pat.search(real_abs) || real_rel.as_deref().is_some_and(|r| pat.search(r)))
                 {
                     continue;
                 }

@@ -137,11 +137,7 @@ impl HostCall {
     /// Streams a chunk as a `tool_output` event; false once the call has ended (the chunk is
     /// dropped). Past what may wait, output is counted and reported as skipped.
     pub(crate) fn output(&self, chunk: &str) -> bool {
-        if chunk.is_empty() || self.output.is_closed() {
-            return false;
-        }
-        self.output.push(0, chunk);
-        true
+        !chunk.is_empty() && self.output.push(0, chunk)
     }
 }
 

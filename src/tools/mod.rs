@@ -266,13 +266,16 @@ impl ToolServices {
 }
 
 impl ToolContext<'_> {
-    /// Whether a listed `path` is a link on the local disk that resolves outside the
-    /// workspace while reads there are refused: a listing then shows the link, and nothing of
-    /// what it leads to (kind, size, whether it exists).
+    /// Whether a listing must look for links that resolve outside the workspace (reads there
+    /// are refused, and the listing comes from the local disk): it then shows such a link, and
+    /// nothing of what it leads to (kind, size, whether it exists). Asked once per listing.
+    pub(crate) fn hides_outside_links(&self) -> bool {
+        !self.settings.allow_reads_outside_workspace && self.services.fs().is_local_disk()
+    }
+
+    /// Whether `path` is a link that resolves outside the workspace.
     pub(crate) fn leads_outside(&self, path: &Path) -> bool {
-        !self.settings.allow_reads_outside_workspace
-            && self.services.fs().is_local_disk()
-            && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
             && !path_policy::resolve(path).starts_with(self.workspace)
     }
 

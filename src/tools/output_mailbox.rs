@@ -60,13 +60,14 @@ impl OutputMailbox {
         }
     }
 
-    /// Called from the tool's thread; never blocks on the host.
-    pub(crate) fn push(&self, call: usize, chunk: &str) {
+    /// Called from the tool's thread; never blocks on the host. False once the mailbox is
+    /// closed (the chunk is dropped).
+    pub(crate) fn push(&self, call: usize, chunk: &str) -> bool {
         if self.closed.load(Ordering::Acquire) {
-            return;
+            return false;
         }
         let Some(slot) = self.slots.get(call) else {
-            return;
+            return true;
         };
         {
             let mut p = slot.lock().unwrap_or_else(|e| e.into_inner());
@@ -79,6 +80,7 @@ impl OutputMailbox {
             }
         }
         self.notify.notify_one();
+        true
     }
 
     /// Everything waiting in the slot of `call`, if anything is.
@@ -101,11 +103,6 @@ impl OutputMailbox {
         for slot in &self.slots {
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = Pending::default();
         }
-    }
-
-    /// Whether the mailbox was closed (what is pushed now is dropped).
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
     }
 
     pub(crate) fn calls(&self) -> usize {

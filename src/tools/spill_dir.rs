@@ -70,19 +70,15 @@ impl SpillDir {
 
 /// `dir` is a directory and not a link to one; created when missing.
 fn ensure_real_directory(dir: &Path) -> std::io::Result<()> {
-    let exists = match std::fs::symlink_metadata(dir) {
-        Ok(meta) => Some(meta),
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
         Err(e) if e.kind() == ErrorKind::NotFound => match std::fs::create_dir(dir) {
             Ok(()) => return Ok(()),
             // Another save created it in between: look at what it is.
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => None,
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => std::fs::symlink_metadata(dir)?,
             Err(e) => return Err(e),
         },
         Err(e) => return Err(e),
-    };
-    let meta = match exists {
-        Some(meta) => meta,
-        None => std::fs::symlink_metadata(dir)?,
     };
     if meta.file_type().is_dir() {
         Ok(())

@@ -103,7 +103,9 @@ impl CallEnv {
             return CallDone(i, outcome);
         }
         let t0 = Instant::now();
-        let output = |chunk: &str| self.mailbox.push(i, chunk);
+        let output = |chunk: &str| {
+            self.mailbox.push(i, chunk);
+        };
         let ctx = self.context(&job.call_id, &output, job.approval);
         let Job {
             tool,

@@ -140,8 +140,9 @@ pub(crate) fn find(
     let entries = fs
         .walk(&start, max_depth, &stop)
         .map_err(|e| FindError::Other(e.to_string()))?;
+    let hide_outside_links = ctx.hides_outside_links();
     for entry in entries {
-        if !entry.is_file || ctx.leads_outside(&entry.path) {
+        if !entry.is_file || (hide_outside_links && ctx.leads_outside(&entry.path)) {
             continue;
         }
         let Ok(rel) = entry.path.strip_prefix(base) else {

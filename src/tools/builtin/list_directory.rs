@@ -34,6 +34,7 @@ impl Tool for ListDirectory {
         }
         // (is_dir, lower-cased sort key, line)
         let mut rows: Vec<(bool, String, String)> = Vec::new();
+        let hide_outside_links = ctx.hides_outside_links();
         if recursive {
             let stop = || ctx.cancel.is_cancelled();
             let entries = match fs.walk(&path, None, &stop) {
@@ -48,7 +49,7 @@ impl Tool for ListDirectory {
                     .to_string_lossy()
                     .into_owned();
                 let key = item.to_string_lossy().to_lowercase();
-                if ctx.leads_outside(item) {
+                if hide_outside_links && ctx.leads_outside(item) {
                     rows.push((false, key, outside_link_row(&rel)));
                 } else if entry.is_dir {
                     rows.push((true, key, format!("[DIR]  {rel}/")));
@@ -64,7 +65,7 @@ impl Tool for ListDirectory {
             };
             for e in entries {
                 let key = e.name.to_lowercase();
-                if ctx.leads_outside(&path.join(&e.name)) {
+                if hide_outside_links && ctx.leads_outside(&path.join(&e.name)) {
                     rows.push((false, key, outside_link_row(&e.name)));
                 } else if e.is_dir {
                     rows.push((true, key, format!("[DIR]  {}/", e.name)));
