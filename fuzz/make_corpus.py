@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora (fuzz/corpus/<target>/) from the conformance vectors
-(shared/conformance/permissions/*.jsonl) and the test vectors of the unit tests and docs.
-Run once when the vectors change: python3 fuzz/make_corpus.py [path/to/shared]"""
+(tests/conformance/permissions/*.jsonl) and the test vectors of the unit tests and docs.
+Run once when the vectors change: python3 fuzz/make_corpus.py [path/to/conformance]"""
 import hashlib, json, os, shutil, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "..", "shared")
-PERM = os.path.join(SHARED, "conformance", "permissions")
+CONFORMANCE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "conformance")
+PERM = os.path.join(CONFORMANCE, "permissions")
 OUT = os.path.join(HERE, "corpus")
 
 

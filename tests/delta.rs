@@ -57,7 +57,7 @@ fn sse_events(body: &[u8]) -> Vec<Vec<u8>> {
 }
 
 fn transcript_scripts() -> Vec<Value> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/transcripts");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/transcripts");
     let mut scripts = Vec::new();
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .expect("the reference transcripts")

@@ -55,9 +55,9 @@ fn committed_schema_is_the_reference_v3() {
     .unwrap();
     let reference = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/conformance/host.events.v3.schema.json"
+        "/tests/conformance/host.events.v3.schema.json"
     ))
-    .expect("shared/conformance beside the repo");
+    .expect("tests/conformance/host.events.v3.schema.json");
     assert_eq!(ours, reference);
 }
 
@@ -68,17 +68,11 @@ fn committed_acp_schema_is_the_reference_and_exported() {
         "/docs/schema/host.acp.schema.json"
     ))
     .unwrap();
-    // shared/ sits beside the clone (CI, /work/main) or beside the worktrees' folder.
-    let reference = ["..", "../.."]
-        .iter()
-        .map(|up| {
-            format!(
-                "{}/{up}/shared/conformance/host.acp.schema.json",
-                env!("CARGO_MANIFEST_DIR")
-            )
-        })
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .expect("shared/conformance beside the repo");
+    let reference = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/conformance/host.acp.schema.json"
+    ))
+    .expect("tests/conformance/host.acp.schema.json");
     assert_eq!(ours, reference);
     // The C export hands out the static below (its bytes are checked by test_lifecycle.c).
     let exported = agentao::ffi::library::agentao_host_acp_schema();

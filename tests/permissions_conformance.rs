@@ -2,11 +2,9 @@
 
 use serde_json::Value;
 
-/// `shared/` beside the repository, or `$AGENTAO_SHARED_DIR` (a git worktree elsewhere).
+/// The reference engine's recorded vectors, carried by the repository (tests/conformance/README.md).
 fn dir() -> String {
-    let shared = std::env::var("AGENTAO_SHARED_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_owned());
-    format!("{shared}/conformance/permissions/")
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/permissions/").to_owned()
 }
 
 fn load(name: &str) -> Vec<Value> {

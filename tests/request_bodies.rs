@@ -150,7 +150,7 @@ impl Scenario {
 
 fn transcript(name: &str) -> Scenario {
     let path = format!(
-        "{}/../shared/conformance/transcripts/{name}.json",
+        "{}/tests/conformance/transcripts/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let t: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -253,7 +253,7 @@ fn a_completed_run_reports_its_result_events_and_usage() {
 fn lifecycle_events_match_the_reference_examples() {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/conformance/host-event-examples.jsonl"
+        "/tests/conformance/host-event-examples.jsonl"
     ))
     .unwrap();
     let examples: Vec<Value> = text

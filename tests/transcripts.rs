@@ -75,7 +75,7 @@ fn normalize_tool_text(s: &str) -> String {
 
 fn run(name: &str) {
     let path = format!(
-        "{}/../shared/conformance/transcripts/{name}.json",
+        "{}/tests/conformance/transcripts/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let t: Value =

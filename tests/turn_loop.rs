@@ -562,7 +562,7 @@ fn host_event_examples_validate_and_round_trip() {
     let validator = jsonschema::validator_for(&schema).unwrap();
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/conformance/host-event-examples.jsonl"
+        "/tests/conformance/host-event-examples.jsonl"
     ))
     .unwrap();
     let mut n = 0;

@@ -1,7 +1,7 @@
 //! Permission rules and the engine: rule validation, Python-regex translation and matching,
 //! and the engine's decision for one call.
 //!
-//! Input: a JSON object shaped like a line of `shared/conformance/permissions/decisions.jsonl`
+//! Input: a JSON object shaped like a line of `tests/conformance/permissions/decisions.jsonl`
 //! (`mode`, `tool`, `args`, `user_rules`), or any other text as `pattern\nvalue`.
 //!
 //! Asserts: no panic; the decision is a function of its inputs; the hardline floor refuses a

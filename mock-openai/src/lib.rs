@@ -1,7 +1,7 @@
 //! A loopback mock of the OpenAI chat-completions streaming wire.
 //!
 //! [`MockServer`] binds `127.0.0.1:0` and serves `POST /v1/chat/completions` from an agentao
-//! script (the vocabulary of `shared/conformance/transcripts`, parsed by
+//! script (the vocabulary of `tests/conformance/transcripts`, parsed by
 //! [`agentao::llm::script::Script::from_value`]): each request consumes the next scripted response
 //! and gets it as a real `text/event-stream`, one `data:` chunk per [`ScriptEvent`], then
 //! `data: [DONE]`. The script's faults become real wire faults: an HTTP error status with an

@@ -727,11 +727,11 @@ fn serves_every_conformance_transcript_script() {
     use agentao::llm::script::{Fault, Script};
     let dir = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/conformance/transcripts"
+        "/../tests/conformance/transcripts"
     );
     let mut n = 0;
     for e in std::fs::read_dir(dir)
-        .expect("shared/ beside the repo")
+        .expect("tests/conformance/transcripts")
         .flatten()
     {
         let p = e.path();

@@ -586,9 +586,9 @@ mod tests {
     fn reference_examples_round_trip_through_our_types() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/conformance/host-event-examples.jsonl"
+            "/tests/conformance/host-event-examples.jsonl"
         ))
-        .expect("shared/conformance beside the repo");
+        .expect("tests/conformance/host-event-examples.jsonl");
         let mut n = 0;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let ev: HostEvent =

@@ -1,6 +1,6 @@
 //! The scripted model: a JSON list of model responses, consumed one per request.
 //!
-//! The vocabulary is the one the reference transcripts use (`shared/conformance/transcripts`), so
+//! The vocabulary is the one the reference transcripts use (`tests/conformance/transcripts`), so
 //! a recorded scenario drives our scripted provider and our loopback mock of the OpenAI wire alike:
 //!
 //! ```json
@@ -469,14 +469,14 @@ fn parse_fault(f: &Map<String, Value>) -> Result<Fault, String> {
     })
 }
 
-/// The reference transcripts of `shared/conformance/transcripts` (beside the repository), parsed.
+/// The reference transcripts of `tests/conformance/transcripts`, parsed.
 #[cfg(test)]
 pub(crate) fn conformance_transcripts() -> Vec<Value> {
     let dir = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/conformance/transcripts"
+        "/tests/conformance/transcripts"
     );
-    let entries = std::fs::read_dir(dir).expect("shared/conformance/transcripts beside the repo");
+    let entries = std::fs::read_dir(dir).expect("tests/conformance/transcripts");
     let mut paths: Vec<_> = entries
         .flatten()
         .map(|e| e.path())

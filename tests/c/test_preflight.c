@@ -1,5 +1,5 @@
 /* The permission preflight through the C ABI: the reference's recorded decisions
- * (tests/c/data/preflight_sample.tsv, drawn from shared/conformance/permissions/decisions.jsonl
+ * (tests/c/data/preflight_sample.tsv, drawn from tests/conformance/permissions/decisions.jsonl
  * by make_preflight_sample.py) replayed through agentao_agent_preflight, the hardline report
  * with and without an engine, agreement with what a turn then does, and bad input. */
 #include <stdlib.h>

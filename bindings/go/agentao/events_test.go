@@ -131,7 +131,7 @@ func TestHostEventObservers(t *testing.T) {
 }
 
 func TestDecodeConformanceExamples(t *testing.T) {
-	// A copy of the conformance suite's examples (shared/conformance/host-event-examples.jsonl).
+	// A copy of the conformance suite's examples (tests/conformance/host-event-examples.jsonl).
 	b, err := os.ReadFile("testdata/host-event-examples.jsonl")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ name the vectors' synthetic project root (the C test's workspace is a real tempo
 directory), and that is not one of our documented deviations (tests/permissions_conformance.rs,
 DECISION_DEVIATIONS; docs/deviations.md). Run from the repository root:
 
-    python3 tests/c/data/make_preflight_sample.py ../shared/conformance/permissions/decisions.jsonl
+    python3 tests/c/data/make_preflight_sample.py tests/conformance/permissions/decisions.jsonl
 """
 import json
 import sys
