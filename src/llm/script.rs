@@ -472,10 +472,7 @@ fn parse_fault(f: &Map<String, Value>) -> Result<Fault, String> {
 /// The reference transcripts of `tests/conformance/transcripts`, parsed.
 #[cfg(test)]
 pub(crate) fn conformance_transcripts() -> Vec<Value> {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/conformance/transcripts"
-    );
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/transcripts");
     let entries = std::fs::read_dir(dir).expect("tests/conformance/transcripts");
     let mut paths: Vec<_> = entries
         .flatten()
