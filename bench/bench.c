@@ -903,7 +903,7 @@ static void hyper_ratio_row(const char *what, stat_t lib, stat_t floor_, const c
 
 /* The median and p90 of lib[j] / floor[j]: each round's library figure over the floor measured
  * right after it. The raw floor moves 5-10x with where the scheduler puts the client and the
- * mock (docs/performance.md, Part 8 (floor)); a round's two figures share that moment, the two
+ * mock (bench/HISTORY.md, Part 8 (floor)); a round's two figures share that moment, the two
  * medians need not. Call it before stats() sorts either array. */
 static stat_t round_ratio(const double *lib, const double *floor_, int n) {
     double *q = calloc((size_t)n, sizeof(double));
@@ -1098,8 +1098,9 @@ static void bench_turn(void) {
     a = agent_new(cfg, &h);
     double server_sum = 0;
     double *wall = calloc((size_t)bruns, sizeof(double));
-    /* What tells the floor's two modes apart (Part 8 (floor)): the raw client's own CPU time and
-     * involuntary switches per request (preempted()), and the library process's switches. */
+    /* What tells the floor's two modes apart (bench/HISTORY.md, Part 8 (floor)): the raw
+     * client's own CPU time and involuntary switches per request (preempted()), and the library
+     * process's switches. */
     double *fcpu = calloc((size_t)bruns, sizeof(double));
     double *fsw = calloc((size_t)bruns, sizeof(double));
     double *lsw = calloc((size_t)bruns, sizeof(double));
@@ -1862,8 +1863,9 @@ static int child_callgrind(const char *kind, int reps, const char *base_url) {
     int loop = strcmp(kind, "loop") == 0, stream = strcmp(kind, "stream") == 0;
     char *cfg = config_openai(base_url);
     /* The stream case has the stream bench's host: a no-op emit and on_delta. The turn and
-     * loop cases have no transport (every event written for nobody was skipped from Part 10 on),
-     * or, with BENCH_CALLGRIND_EMIT=1, that host too (a host that hears every event). */
+     * loop cases have no transport (every event written for nobody was skipped from Part 10 of
+     * bench/HISTORY.md on), or, with BENCH_CALLGRIND_EMIT=1, that host too (a host that hears
+     * every event). */
     host_t h;
     host_init(&h);
     const char *emit_env = getenv("BENCH_CALLGRIND_EMIT");

@@ -2,7 +2,7 @@
 # The libagentao benchmark, in one command:  bench/run.sh [--quick] [--only SECTION]
 #   bench/run.sh --callgrind   instructions per turn and per tool-loop iteration (valgrind)
 #   bench/run.sh --cpu 0       everything pinned to CPU 0: one placement for every floor (see
-#                              docs/performance.md, Part 8 (floor))
+#                              bench/HISTORY.md, Part 8 (floor))
 # Builds the release library and the release mock server, compiles bench/bench.c with -O2
 # against include/agentao.h and target/release/libagentao.so, runs it, and writes
 # bench/results.json (the printed table holds the same figures). See docs/performance.md.
