@@ -502,7 +502,7 @@ async fn in_stream_error_without_retryable_code_fails_at_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn vllm_shaped_in_stream_error_with_retryable_code_is_retried() {
-    // BUG (src/llm/openai.rs, `ChunkSeed::visit_map`): for the vLLM error shape
+    // BUG (src/llm/openai/decode.rs, `ChunkSeed::visit_map`): for the vLLM error shape
     // `{"object":"error","message":…,"type":…,"code":503}` only `message` is kept; the top-level
     // `code` and `type` fall into the `_ => IgnoredAny` arm, so `in_stream_error` sees no code and
     // classifies the error as a non-retryable APIError. The policy (spec §4.6: "error chunks

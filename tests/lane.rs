@@ -4,7 +4,7 @@
 //! is not followed (the request carries credentials) but fails the call. Each test runs against
 //! a loopback stub written with `std::net` so it controls the wire: when a connection closes,
 //! what the status is, who receives what. They pass on reqwest and on the lean lane alike
-//! (`src/llm/http_lane.rs`).
+//! (`src/llm/http_lane/`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -1,4 +1,4 @@
-//! The streamed chat-completion chunk decoder (`llm/openai.rs`: serde visitors writing into the
+//! The streamed chat-completion chunk decoder (`llm/openai/decode.rs`: serde visitors writing into the
 //! `Assembler`), through `decode_events_for_fuzzing`.
 //!
 //! Input, first byte even: raw events, one per line (an optional `data:` prefix is dropped),

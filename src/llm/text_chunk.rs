@@ -7,8 +7,8 @@
 //! anything outside the shape (tool calls, reasoning text, usage objects, errors, nested values
 //! under keys we do not read, several choices, a key we read given twice, a number that is
 //! not a plain integer, an escaped key, a malformed byte anywhere) returns `None` and the chunk
-//! goes to the general decoder in `openai.rs`. What it accepts is valid JSON that the general
-//! decoder reads the same way (`fast_and_general_paths_agree` in `openai.rs` checks this on a
+//! goes to the general decoder in `openai/decode.rs`. What it accepts is valid JSON that the general
+//! decoder reads the same way (`fast_and_general_paths_agree` in `tests/delta.rs` checks this on a
 //! corpus and on every single-byte mutation and truncation of it), so the host sees the same
 //! deltas either way.
 

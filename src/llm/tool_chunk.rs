@@ -8,7 +8,7 @@
 //! shape (arguments that are not a string, reasoning text, usage objects, errors, nested values
 //! under keys we do not read, several choices, more than [`MAX_CALLS`] calls, a key given twice,
 //! an index that is not a plain non-negative integer, an escaped key, a malformed byte) returns
-//! `None` and the chunk goes to the general decoder in `openai.rs`. What it accepts is valid
+//! `None` and the chunk goes to the general decoder in `openai/decode.rs`. What it accepts is valid
 //! JSON that the general decoder reads the same way (`fast_and_general_paths_agree` and
 //! `tool_call_chunks_take_the_fast_path` in `tests/delta.rs` check this on the transcripts'
 //! chunks, the fuzz seeds and every single-byte mutation and truncation of them).
@@ -25,7 +25,7 @@ use super::text_chunk::Scanner;
 /// general way rather than allocating here).
 const MAX_CALLS: usize = 4;
 
-/// One call's delta as the general decoder reads it (`ToolCallDelta` in `openai.rs`).
+/// One call's delta as the general decoder reads it (`ToolCallDelta` in `openai/decode.rs`).
 #[derive(Debug, Default, PartialEq)]
 struct CallDelta<'a> {
     index: Option<u64>,
