@@ -1,5 +1,5 @@
 /*
- * bench.c: the libagentao benchmark (issue 6). Drives the library only through its C ABI
+ * bench.c: the libagentao benchmark. Drives the library only through its C ABI
  * (include/agentao.h) against (a) the loopback OpenAI mock serving pre-rendered SSE
  * (`mock-openai --script F --prerender`, its own time read from GET /v1/_stats and
  * subtracted) and (b) the scripted provider.
@@ -1927,7 +1927,7 @@ static int child_callgrind_raw(const char *file, int reps, int port, int text) {
 
 /* The instructions (Ir) of the first dump `<out>.1`: its `totals:` line, the cost since the
  * counters were zeroed. (Its `summary:` line is the whole run's, warm-up and agent creation
- * included: the figures of issue 12 before 2026-12-03 were read from it, 1.2-2x too high.) */
+ * included: early figures read from it were 1.2-2x too high.) */
 static double callgrind_totals(const char *path) {
     char line[512];
     FILE *f = fopen(path, "r");
@@ -2052,7 +2052,7 @@ static void bench_callgrind(void) {
     free(stream_script);
 }
 
-/* ------------------------------------------------------------------ 8. MCP calls (issue 17) */
+/* ------------------------------------------------------------------ 8. MCP calls */
 
 /* mcp-fault-server, built next to mock-openai (bench/run.sh builds both). */
 static char g_mcp_server[1100];

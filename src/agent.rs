@@ -447,7 +447,7 @@ impl Agent {
         let turn_token = token.clone();
         // Boxed where it is made: the turn's state is kilobytes, and every move of an unboxed
         // future (into `Turn`, the task's future, tokio's task cell, the cell's finished
-        // stage) copied all of it (~3k instructions per turn).
+        // stage) copied all of it, on every turn.
         let run = PanicCaught::new(Box::pin(async move {
             let _slot = slot;
             let tools = core.turn_tools(&turn_token).await;

@@ -1,8 +1,8 @@
 //! A one-shot value handed from a runtime worker to a thread blocked waiting for it: a
 //! blocking chat's result. The receiver parks its own thread and the sender unparks it: at
 //! most one futex wait and one wake, where the `sync_channel` it replaces allocated and freed
-//! a channel with its slot array every turn (~1.8k instructions of a one-request turn, issue
-//! 12) and a mutex with a condvar made a third futex call per turn.
+//! a channel with its slot array every turn (a visible part of a one-request turn) and a
+//! mutex with a condvar made a third futex call per turn.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,4 @@
-//! Issue 12, streamed deltas: the fast path of chunk decoding (`llm/text_chunk.rs`) and the
+//! Streamed deltas: the fast path of chunk decoding (`llm/text_chunk.rs`) and the
 //! general decoder read every event the same way, so the host sees the same deltas.
 //!
 //! The corpus: every SSE event the mock renders for the reference transcripts' model scripts

@@ -150,7 +150,7 @@ fn agent_with_globs(n: usize) -> (Agent, tempfile::TempDir) {
     (Agent::new(&config.to_string(), None).unwrap(), dir)
 }
 
-/// Finding 1 of issue 10: a stream nobody reads fills up; the turn blocked on it must still end
+/// A stream nobody reads fills up; the turn blocked on it must still end
 /// promptly when it is cancelled, and the next turn must start.
 #[test]
 fn an_unread_stream_does_not_block_cancel() {

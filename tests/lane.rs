@@ -1,4 +1,4 @@
-//! The model request's HTTP transport (issue 12, "the HTTP client itself"): what reqwest did
+//! The model request's HTTP transport: what reqwest did
 //! for us and any replacement must keep doing — a keep-alive connection the server closed
 //! between two turns is replaced silently, and a proxy from the environment is used; a redirect
 //! is not followed (the request carries credentials) but fails the call. Each test runs against

@@ -1,4 +1,4 @@
-//! Differences from the reference found by testing as a new user would (issue 11, item 5):
+//! Differences from the reference found by testing as a new user would:
 //! each test pins the reference's text or behaviour against the loopback mock server.
 
 use std::sync::{Arc, Mutex};

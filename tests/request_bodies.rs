@@ -1,5 +1,5 @@
 //! The request bodies the library sends, byte for byte, against a golden file recorded before
-//! the turn's history became typed (issue 11 item 1): the ten recorded transcripts and mock
+//! the turn's history became typed: the ten recorded transcripts and mock
 //! turns that reach every kind of history message (reasoning, truncated and refused calls,
 //! guards, repaired names and arguments, a host-set history with foreign fields, a cancelled
 //! turn's backfilled orphans, a max-iterations instruction).

@@ -1,4 +1,4 @@
-//! Issue 9: a hostile model drives the real agent (scripted provider) against a host that
+//! A hostile model drives the real agent (scripted provider) against a host that
 //! denies every confirmation. Each test is one reported attack; it asserts that no code ran,
 //! no outside file was listed or read, or that the host was asked instead.
 

@@ -1,4 +1,4 @@
-//! Tools that run on the turn's task (`Tool::runs_on_task`, issue 17 / issue 12 item 3): the
+//! Tools that run on the turn's task (`Tool::runs_on_task`): the
 //! turn awaits their future instead of handing the call to a blocking thread, and keeps what
 //! the blocking path guarantees: a panic is "the tool panicked", a cancel ends the call,
 //! streamed output comes before the call's end, results stay in call order, and calls to one

@@ -1,6 +1,6 @@
 //! JSON text as the event writer hands it out: a `&str` followed in memory by a NUL byte, so
 //! the C boundary lends it as a `const char*` in place instead of copying it into a C string
-//! (issue 12: two copies per streamed delta, the event and the stream item), and string
+//! (which cost two copies per streamed delta, the event and the stream item), and string
 //! escaping that writes straight into a `String`, so a text delta needs no UTF-8 check of the
 //! buffer it was written into (serde_json only writes to `io::Write`, i.e. bytes).
 

@@ -253,7 +253,7 @@ pub(crate) trait EventData {
 /// A JSON object being written into an event buffer, one field at a time. The keys are
 /// written as they are: they are our own field names, plain ASCII with nothing to escape, and
 /// serde_json's key path (an escaping scan and its map state per key) was most of what an
-/// event cost (issue 12). The values go through serde_json as before.
+/// event cost. The values go through serde_json as before.
 pub(crate) struct Fields<'b> {
     buf: &'b mut Vec<u8>,
     empty: bool,
@@ -291,7 +291,7 @@ impl<'b> Fields<'b> {
 
 /// A value of an event's field, written as serde_json writes it: strings, integers and
 /// booleans directly (serde_json's serializer per field was most of what a listening host's
-/// `llm_call_*` events cost, issue 12), anything else through serde_json. Every type an event
+/// `llm_call_*` events cost), anything else through serde_json. Every type an event
 /// struct holds has an impl (a missing one does not compile).
 pub(crate) trait FieldValue {
     fn write_json(&self, out: &mut Vec<u8>);

@@ -230,7 +230,7 @@ pub struct LlmClient {
     call_timeout: Option<Duration>,
     pub usage: UsageTotals,
     /// The last tool list's `tools_hash`: a turn with the same list takes it by the list's
-    /// address instead of hashing its names to find the process-wide memo (issue 12).
+    /// address instead of hashing its names to find the process-wide memo.
     tools_digest: Mutex<Option<PerList<Arc<str>>>>,
 }
 

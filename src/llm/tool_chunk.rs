@@ -112,7 +112,7 @@ pub(super) fn tool_chunk(text: &str) -> Option<ToolChunk<'_>> {
 
 /// Whether `b` has a key `"tool_calls"` whose value starts as a list.
 fn has_call_list(b: &[u8]) -> bool {
-    // Built once: building the searcher was most of what a text chunk paid here (issue 12).
+    // Built once: building the searcher was most of what a text chunk paid here.
     static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"tool_calls\""));
     KEY.find_iter(b).any(|at| {
         let mut rest = b[at + 12..].trim_ascii_start();

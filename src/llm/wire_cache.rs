@@ -1,6 +1,6 @@
 //! The conversation's messages as JSON, each rendered once and spliced into every later
 //! request body. A request re-sends the whole conversation, and escaping its strings again
-//! on every request was the largest part of a tool-loop iteration (issue 12); with this cache a
+//! on every request was the largest part of a tool-loop iteration; with this cache a
 //! request renders only the messages added since the last one.
 //!
 //! The cache is keyed by the messages themselves, position by position: an entry is spliced

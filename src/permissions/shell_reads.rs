@@ -1,4 +1,4 @@
-//! Path operands of the read-only shell set (issue 9, finding 3).
+//! Path operands of the read-only shell set.
 //!
 //! The presets auto-allow a narrow set of read-only commands (`cat`, `grep`, `git diff`, …).
 //! When reads outside the workspace are refused (the default), such a command must not read

@@ -44,7 +44,7 @@ static PRUNED: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(|| Mutex::new(H
 
 /// The `tool_result` event's `content_hash`: `sha256` hex of the raw content. Apart from
 /// the result's formatting, since only the event needs it (a SHA-256 of every result was
-/// ~7k instructions per tool-loop iteration for a host that does not listen).
+/// a visible part of every tool-loop iteration for a host that does not listen).
 pub(crate) fn content_hash(raw: &str) -> String {
     lower_hex(&Sha256::digest(raw.as_bytes()))
 }

@@ -68,7 +68,7 @@ pub struct TurnOutcome {
 
 /// The outcome JSON's fields as one plain struct: a struct flattening [`TurnOutcome`] went
 /// through serde's map path (a flattening serializer and a key escape per field), which wrote
-/// the same bytes at several times the cost (issue 12).
+/// the same bytes at several times the cost.
 #[derive(Serialize)]
 struct OutcomeJson<'a> {
     #[serde(rename = "type")]

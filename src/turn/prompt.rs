@@ -11,7 +11,7 @@ use crate::tools::TodoItem;
 
 /// A turn's system prompt and its `system_prompt_hash`, worked out by the first turn that
 /// needs it and kept: an agent's later turns take it without hashing the text again to find
-/// the process-wide memo (issue 12: no per-turn hash of unchanged text).
+/// the process-wide memo (no per-turn hash of unchanged text).
 pub(crate) struct SystemPrompt {
     text: String,
     digest: OnceLock<Arc<str>>,
@@ -116,7 +116,7 @@ fn push_inert(out: &mut String, text: &str) {
 
 /// [`user_message`] at a given local time. The date is written digit by digit, not through
 /// `format!` and chrono's `%Y-%m-%d %H:%M:%S (%A)` parser, which were most of what the
-/// reminder cost per turn (issue 12); a year that format would not write as four digits (before
+/// reminder cost per turn; a year that format would not write as four digits (before
 /// year 0 or after 9999) still goes through chrono.
 fn reminded(now: &NaiveDateTime, text: &str) -> String {
     let mut s = String::with_capacity(REMINDER_HEAD.len() + 32 + REMINDER_TAIL.len() + text.len());

@@ -74,8 +74,7 @@ pub(crate) struct OpenAiBackend {
     messages: Mutex<RenderedMessages>,
     /// The last system message and the prompt it renders, shared with the process-wide memo:
     /// comparing the prompt with it (a `memcmp`) is cheaper than the memo's hash of the whole
-    /// prompt, and than matching the prompt against the JSON (~2k instructions a request,
-    /// issue 12).
+    /// prompt, and than matching the prompt against the JSON.
     system: Mutex<Option<RenderedSystem>>,
     /// The last body's size: the next one is allocated once.
     body_size_hint: AtomicUsize,

@@ -158,7 +158,7 @@ fn feed(lines: &[&str]) -> (Assembler, Option<LlmError>) {
     (asm, None)
 }
 
-/// The body as it was rendered before its static parts were cached (issue 12): one
+/// The body as it was rendered before its static parts were cached: one
 /// `serde_json` map in the reference's key order, `extra_body` keys appended and winning.
 fn reference_body(b: &OpenAiBackend, req: &ChatRequest<'_>) -> Vec<u8> {
     let extra = &b.extra_body;
