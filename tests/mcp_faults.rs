@@ -901,3 +901,88 @@ fn an_http_event_over_16_mib_ends_the_call_instead_of_a_hang() {
         }
     }
 }
+
+/// Trusted server `a`'s `b_c` and untrusted server `a_b`'s `c` both mangle to `mcp_a_b_c`:
+/// neither keeps that name, so an allow rule written for one can never run the other; each is
+/// offered under the reference's hashed form and the status says so.
+#[test]
+fn tools_of_two_servers_that_mangle_alike_are_told_apart() {
+    let mut a = fault(&["--names", "b_c", "--label", "a"]);
+    a["trust"] = json!(true);
+    let a_b = fault(&["--names", "c", "--label", "a_b"]);
+    let mut responses = vec![json!({"tool_calls": [
+        {"id": "c1", "name": "mcp_a_b_c", "arguments": {}},
+        {"id": "c2", "name": "mcp_a_b_c_662f0bbb", "arguments": {}},
+        {"id": "c3", "name": "mcp_a_b_c_0c1d18f5", "arguments": {}}]})];
+    responses.push(json!({"text": "done"}));
+    let run = agent(
+        responses,
+        json!({"a": a, "a_b": a_b}),
+        json!({"permissions": {"mode": "workspace-write",
+            "rules": [{"tool": "mcp_a_b_c", "action": "allow"}]}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let msgs = run.tool_messages();
+    assert!(
+        !msgs[0].starts_with("a_b:"),
+        "the allow rule for the trusted tool ran the untrusted one: {msgs:?}"
+    );
+    assert!(msgs[0].contains("Available tools"), "{msgs:?}");
+    assert_eq!(msgs[1], "a:b_c", "{msgs:?}");
+    assert_eq!(msgs[2], "a_b:c", "{msgs:?}");
+    // The untrusted one was asked about; the rule named neither.
+    let confirms = run.host.confirms.lock().unwrap().clone();
+    assert!(
+        confirms.contains(&"mcp_a_b_c_0c1d18f5".to_owned()),
+        "{confirms:?}"
+    );
+    let st = run.server_status("a");
+    assert_eq!(st["tools"], 9, "{st}");
+    assert_eq!(st["renamed_tools"]["b_c"], "mcp_a_b_c_662f0bbb", "{st}");
+    let st = run.server_status("a_b");
+    assert_eq!(st["tools"], 9, "{st}");
+    assert_eq!(st["renamed_tools"]["c"], "mcp_a_b_c_0c1d18f5", "{st}");
+}
+
+/// `x-y` and `x_y` on one server both mangle to `mcp_s_x_y`: both are offered, told apart by
+/// the hash suffix; a name listed twice is refused once, and the status counts what is offered.
+#[test]
+fn tools_of_one_server_that_mangle_alike_are_all_offered_or_refused_in_the_status() {
+    let responses = vec![
+        json!({"tool_calls": [{"id": "c1", "name": "nope", "arguments": {}}]}),
+        json!({"text": "done"}),
+    ];
+    let run = agent(
+        responses,
+        json!({"s": fault(&["--names", "x-y,x_y,d,d"])}),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let offered: Vec<String> = offered_tools(&run, 0)
+        .into_iter()
+        .filter(|n| n.starts_with("mcp_s_"))
+        .collect();
+    assert_eq!(offered.len(), 11, "{offered:?}");
+    assert!(
+        offered.contains(&"mcp_s_x_y_5bcffd2e".to_owned()),
+        "{offered:?}"
+    );
+    assert!(
+        offered.contains(&"mcp_s_x_y_5fb6de5e".to_owned()),
+        "{offered:?}"
+    );
+    let st = run.server_status("s");
+    assert_eq!(st["tools"], 11, "{st}");
+    assert_eq!(st["refused_tools"][0]["tool"], "d", "{st}");
+    assert!(
+        st["refused_tools"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("mcp_s_d"),
+        "{st}"
+    );
+}

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::client::{Connection, StderrTail};
 use super::config::{parse_server, ConfigFiles, ProcessVars, ServerConfig};
+use super::naming::{assign, Listing, Offered};
 use super::registry::McpRegistry;
 use super::resource_tools::{ListResources, ReadResource, ResourceToolSelection};
 use super::tool::McpTool;
@@ -66,6 +67,31 @@ struct State {
     /// Bumped whenever the set of live connections changes.
     generation: u64,
     registry_error: Option<String>,
+}
+
+impl State {
+    /// What each server's listed tools are offered as, by server (see [`assign`]): over every
+    /// configured server, so a name's meaning never depends on which ones are up.
+    fn names(&self) -> BTreeMap<String, Vec<Offered>> {
+        let listings: Vec<Listing<'_>> = self
+            .slots
+            .iter()
+            .map(|(name, slot)| Listing {
+                server: name,
+                tools: slot
+                    .conn
+                    .as_ref()
+                    .map(|c| c.tools.iter().map(|t| t.name.as_str()).collect())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let offered = assign(&listings);
+        self.slots.keys().cloned().zip(offered).collect()
+    }
+}
+
+fn offered_count(offered: &[Offered]) -> usize {
+    offered.iter().filter(|o| o.name().is_some()).count()
 }
 
 /// One server's status entry and its connection, kept for the status call.
@@ -212,6 +238,7 @@ impl McpManager {
         let mut board_changed = state.registry_error != registry_problem;
         state.registry_error = registry_problem;
         let mut changes = Vec::new();
+        let servers_before: Vec<String> = state.slots.keys().cloned().collect();
         let mut live_changed = false;
         // A failed registry leaves its servers as they were: only drop what is known gone.
         let removed: Vec<String> = state
@@ -282,9 +309,15 @@ impl McpManager {
                 } else {
                     ServerState::Error
                 },
-                tools: conn.as_ref().map_or(0, |c| c.tools.len()),
+                tools: 0,
                 error,
             });
+        }
+        // Names depend on every configured server, connected or not.
+        live_changed |= !state.slots.keys().eq(servers_before.iter());
+        let names = state.names();
+        for c in &mut changes {
+            c.tools = names.get(&c.server).map_or(0, |o| offered_count(o));
         }
         if live_changed {
             state.generation += 1;
@@ -297,7 +330,7 @@ impl McpManager {
         }
     }
 
-    fn server_json(name: &str, slot: &Slot, state: ServerState) -> Value {
+    fn server_json(name: &str, slot: &Slot, state: ServerState, offered: &[Offered]) -> Value {
         let conn = slot.conn.as_ref().filter(|c| !c.is_dead());
         let state = match (state, conn, &slot.conn) {
             (ServerState::Connecting, _, _) => ServerState::Connecting,
@@ -312,17 +345,34 @@ impl McpManager {
             _ => None,
         };
         let config = slot.config.as_ref().ok();
+        let listed = conn.map_or(&[][..], |c| &c.tools[..]);
+        let mut renamed = Map::new();
+        let mut refused = Vec::new();
+        for (def, o) in listed.iter().zip(offered) {
+            match o {
+                Offered::Named(_) => {}
+                Offered::Renamed(n) => {
+                    renamed.insert(def.name.clone(), json!(n));
+                }
+                Offered::Refused { name } => refused.push(json!({
+                    "tool": def.name,
+                    "reason": format!("its name {name} is already another tool's"),
+                })),
+            }
+        }
         json!({
             "name": name,
             "status": state.as_str(),
             "transport": config.map(ServerConfig::transport_name),
             "protocol": conn.and_then(|c| c.protocol.clone()),
-            "tools": conn.map_or(0, |c| c.tools.len()),
+            "tools": if conn.is_some() { offered_count(offered) } else { 0 },
             "resources": conn.is_some_and(|c| c.resources),
             "resources_enabled": config.is_some_and(|c| c.resources),
             "trusted": config.is_some_and(|c| c.trust),
             "error": error,
             "stderr": slot.stderr.lines(),
+            "renamed_tools": renamed,
+            "refused_tools": refused,
         })
     }
 
@@ -332,13 +382,19 @@ impl McpManager {
     }
 
     fn publish(&self, state: &State, connecting: &[&str]) {
+        let names = state.names();
         let mut out: Vec<StatusEntry> = state
             .slots
             .iter()
             .filter(|(n, _)| !connecting.contains(&n.as_str()))
             .map(|(n, s)| {
                 (
-                    Self::server_json(n, s, ServerState::Connected),
+                    Self::server_json(
+                        n,
+                        s,
+                        ServerState::Connected,
+                        names.get(n).map_or(&[][..], |o| &o[..]),
+                    ),
                     s.conn.clone(),
                 )
             })
@@ -395,13 +451,18 @@ impl McpManager {
                 }
             }
         }
-        let live: Vec<Arc<Connection>> = state
+        let names = state.names();
+        let live: Vec<(Arc<Connection>, &[Offered])> = state
             .slots
-            .values()
-            .filter_map(|s| s.conn.clone())
+            .iter()
+            .filter_map(|(n, s)| {
+                let offered = names.get(n).map_or(&[][..], |o| &o[..]);
+                s.conn.clone().map(|c| (c, offered))
+            })
             .collect();
         let resource_servers: Arc<Vec<Arc<Connection>>> = Arc::new(
             live.iter()
+                .map(|(c, _)| c)
                 .filter(|c| c.resources && c.config.resources)
                 .cloned()
                 .collect(),
@@ -409,10 +470,17 @@ impl McpManager {
         let mut reg = (**base).clone();
         let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
         let offered = self.resource_tools;
-        for conn in &live {
+        for (conn, names) in &live {
             let hint = conn.resources && conn.config.resources && offered.read;
-            for def in &conn.tools {
-                extra.push(Arc::new(McpTool::new(conn.clone(), def.clone(), hint)));
+            for (def, name) in conn.tools.iter().zip(names.iter()) {
+                if let Some(fqn) = name.name() {
+                    extra.push(Arc::new(McpTool::new(
+                        conn.clone(),
+                        def.clone(),
+                        fqn.to_owned(),
+                        hint,
+                    )));
+                }
             }
         }
         if !resource_servers.is_empty() {
