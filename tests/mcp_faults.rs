@@ -986,3 +986,42 @@ fn tools_of_one_server_that_mangle_alike_are_all_offered_or_refused_in_the_statu
         "{st}"
     );
 }
+
+/// Untrusted stdio servers get an allow-listed environment plus their own `env`; trusted
+/// ones keep the host's environment (minus provider credentials).
+#[test]
+fn untrusted_stdio_servers_do_not_inherit_the_hosts_secrets() {
+    // Rust's own env lock orders this against the other tests' spawns.
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "aws-secret-for-the-test");
+    std::env::set_var("GITHUB_TOKEN", "gh-token-for-the-test");
+    let dir = tempfile::tempdir().unwrap();
+    let (u_log, t_log) = (dir.path().join("u.env"), dir.path().join("t.env"));
+    let mut untrusted = fault(&["--env-log", u_log.to_str().unwrap()]);
+    untrusted["env"] = json!({"MY_SETTING": "on", "MY_TOKEN": "$GITHUB_TOKEN"});
+    let mut trusted = fault(&["--env-log", t_log.to_str().unwrap()]);
+    trusted["trust"] = json!(true);
+    let run = agent(
+        vec![json!({"text": "done"})],
+        json!({"untrusted": untrusted, "trusted": trusted}),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let u = std::fs::read_to_string(&u_log).unwrap();
+    let t = std::fs::read_to_string(&t_log).unwrap();
+    let names = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_owned()))
+            .collect()
+    };
+    let (un, tn) = (names(&u), names(&t));
+    assert!(!un.contains(&"AWS_SECRET_ACCESS_KEY".to_owned()), "{un:?}");
+    assert!(!un.contains(&"GITHUB_TOKEN".to_owned()), "{un:?}");
+    assert!(un.contains(&"PATH".to_owned()), "{un:?}");
+    // The server's own `env` is passed, with `$VAR` expanded from the host.
+    assert!(u.contains("MY_SETTING=on\n"), "{u}");
+    assert!(u.contains("MY_TOKEN=gh-token-for-the-test\n"), "{u}");
+    assert!(tn.contains(&"AWS_SECRET_ACCESS_KEY".to_owned()), "{tn:?}");
+    assert!(tn.contains(&"GITHUB_TOKEN".to_owned()), "{tn:?}");
+}

@@ -187,6 +187,30 @@ fn http_client(
         .map_err(|e| e.to_string())
 }
 
+/// What an untrusted stdio server inherits from the host's environment (its own `env` comes on
+/// top): what a program needs to find its interpreter, its home-directory caches, a temporary
+/// directory, its locale and time zone, and no more. Anything else the host's environment holds
+/// can be a credential (`AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`, a proxy URL with a password), and
+/// an untrusted server is one the host does not vouch for.
+const UNTRUSTED_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "LANG", "LANGUAGE", "TZ",
+];
+
+fn inherited_by_untrusted(key: &std::ffi::OsStr) -> bool {
+    key.to_str()
+        .is_some_and(|k| UNTRUSTED_ENV.contains(&k) || k.starts_with("LC_"))
+}
+
+/// The host's environment as a stdio server starts with: minus provider credentials, and for an
+/// untrusted server only [`UNTRUSTED_ENV`] and `LC_*`.
+fn server_env(trusted: bool) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut vars = crate::tools::shell_exec::build_child_env(true);
+    if !trusted {
+        vars.retain(|(k, _)| inherited_by_untrusted(k));
+    }
+    vars
+}
+
 fn tool_def(t: rmcp::model::Tool) -> ToolDef {
     let ann = t.annotations.as_ref();
     ToolDef {
@@ -261,7 +285,7 @@ impl Connection {
                     let mut cmd = tokio::process::Command::new(command);
                     cmd.args(args)
                         .env_clear()
-                        .envs(crate::tools::shell_exec::build_child_env(true))
+                        .envs(server_env(config.trust))
                         .envs(env)
                         .process_group(0)
                         .kill_on_drop(true);
@@ -550,4 +574,27 @@ where
         .serve(tap)
         .await
         .map_err(|e| format!("initialize failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    #[test]
+    fn untrusted_servers_inherit_only_the_allow_list() {
+        for k in ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"] {
+            assert!(super::inherited_by_untrusted(OsStr::new(k)), "{k}");
+        }
+        for k in [
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "HTTPS_PROXY",
+            "SSH_AUTH_SOCK",
+            "LD_PRELOAD",
+            "PATHX",
+            "lc_all",
+        ] {
+            assert!(!super::inherited_by_untrusted(OsStr::new(k)), "{k}");
+        }
+    }
 }
