@@ -271,6 +271,7 @@ impl Agent {
             ConfigFiles::parse(config.mcp.config_files.as_ref())
                 .map_err(AgentError::InvalidConfig)?,
             ResourceToolSelection::from(|n| selection.selects(n)),
+            config.mcp.limits.as_ref(),
         )
         .map_err(AgentError::InvalidConfig)
         .map(Arc::new)?;

@@ -987,6 +987,78 @@ fn tools_of_one_server_that_mangle_alike_are_all_offered_or_refused_in_the_statu
     );
 }
 
+/// Peak resident memory of this process since the last reset, in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+/// A server sending a 15 MB `inputSchema` on each of 20 `tools/list` pages is failed once the
+/// list passes its byte bound; the host grows by little more than a page.
+#[test]
+fn a_tool_list_past_its_byte_bound_fails_the_server_and_bounds_memory() {
+    let run = agent(
+        vec![json!({"text": "done"})],
+        json!({"fat": fault(&["--pages", "20", "--schema-bytes", "15000000"])}),
+        Value::Null,
+    );
+    // Resets VmHWM to the current RSS (Linux 4.0+).
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = peak_rss();
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let grown = peak_rss().saturating_sub(before);
+    println!(
+        "peak growth listing 20 x 15 MB schemas: {} MiB",
+        grown >> 20
+    );
+    let st = run.server_status("fat");
+    assert_eq!(st["status"], "error", "{}", st["tools"]);
+    assert!(
+        st["error"]
+            .as_str()
+            .unwrap()
+            .contains("tool list larger than 8 MiB"),
+        "{}",
+        st["error"]
+    );
+    assert!(grown < 400 << 20, "grew by {} MiB", grown >> 20);
+}
+
+/// The byte and count bounds are configurable.
+#[test]
+fn the_tool_list_bounds_are_configurable() {
+    let run = agent(
+        vec![json!({"text": "done"})],
+        json!({"few": fault(&["--tools", "3"]), "small": fault(&["--pages", "2", "--schema-bytes", "3000"])}),
+        json!({"mcp_limits": {"max_tools": 10, "max_tool_list_bytes": 4096}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let few = run.server_status("few");
+    assert_eq!(few["status"], "error", "{few}");
+    assert!(
+        few["error"]
+            .as_str()
+            .unwrap()
+            .contains("10-tool catalog limit"),
+        "{few}"
+    );
+    let small = run.server_status("small");
+    assert_eq!(small["status"], "error", "{small}");
+    assert!(
+        small["error"]
+            .as_str()
+            .unwrap()
+            .contains("tool list larger than 4096 bytes"),
+        "{small}"
+    );
+}
+
 /// Untrusted stdio servers get an allow-listed environment plus their own `env`; trusted
 /// ones keep the host's environment (minus provider credentials).
 #[test]

@@ -17,15 +17,15 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{ServerConfig, TransportConfig};
-use super::limits::{Tripwire, UnansweredRequests};
+use super::limits::{ByteCount, ToolListLimits, Tripwire, UnansweredRequests};
 use super::progress::{ProgressRoutes, ProgressTap};
 use super::stdio::StdioTransport;
 use crate::cancel::CancelToken;
 
-/// Bounds on the `tools/list` walk, the reference's: a paginating server is an untrusted peer
-/// driving a loop, so each bound fails the server rather than truncating its catalogue.
+/// Bounds on the `tools/list` walk, the reference's (the list's own bounds are the config's
+/// [`ToolListLimits`]): a paginating server is an untrusted peer driving a loop, so each bound
+/// fails the server rather than truncating its catalogue.
 pub(crate) const MAX_TOOL_PAGES: usize = 100;
-pub(crate) const MAX_TOOLS: usize = 1024;
 pub(crate) const MAX_CURSOR_BYTES: usize = 64 * 1024;
 /// What is kept of a stdio server's stderr (for the status JSON and failure messages).
 const STDERR_TAIL_LINES: usize = 40;
@@ -222,8 +222,13 @@ fn tool_def(t: rmcp::model::Tool) -> ToolDef {
     }
 }
 
-async fn list_all_tools(server: &str, peer: &Peer<RoleClient>) -> Result<Vec<ToolDef>, String> {
+async fn list_all_tools(
+    server: &str,
+    peer: &Peer<RoleClient>,
+    limits: ToolListLimits,
+) -> Result<Vec<ToolDef>, String> {
     let mut tools = Vec::new();
+    let mut bytes = 0usize;
     let mut seen = std::collections::HashSet::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_TOOL_PAGES {
@@ -234,9 +239,23 @@ async fn list_all_tools(server: &str, peer: &Peer<RoleClient>) -> Result<Vec<Too
             .list_tools(params)
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
-        if tools.len() + page.tools.len() > MAX_TOOLS {
+        if tools.len() + page.tools.len() > limits.max_tools {
             return Err(format!(
-                "MCP server '{server}' exceeded the {MAX_TOOLS}-tool catalog limit"
+                "MCP server '{server}' exceeded the {}-tool catalog limit",
+                limits.max_tools
+            ));
+        }
+        for t in &page.tools {
+            let mut size = ByteCount::default();
+            // Writing to a counter fails only if the value cannot be written as JSON at all.
+            let _ = serde_json::to_writer(&mut size, t);
+            bytes = bytes.saturating_add(size.0);
+        }
+        if bytes > limits.max_bytes {
+            return Err(format!(
+                "MCP server '{server}' sent a tool list larger than {} (the limit of one \
+                 server's tool list, `mcp_limits.max_tool_list_bytes`)",
+                limits.bytes_text()
             ));
         }
         tools.extend(page.tools.into_iter().map(tool_def));
@@ -319,7 +338,7 @@ impl Connection {
                 }
             };
             let peer = service.peer().clone();
-            let tools = list_all_tools(server, &peer).await?;
+            let tools = list_all_tools(server, &peer, config.list_limits).await?;
             Ok::<_, String>((service, peer, tools))
         };
         let attempt = async {

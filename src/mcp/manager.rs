@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::client::{Connection, StderrTail};
 use super::config::{parse_server, ConfigFiles, ProcessVars, ServerConfig};
+use super::limits::ToolListLimits;
 use super::naming::{assign, Listing, Offered};
 use super::registry::McpRegistry;
 use super::resource_tools::{ListResources, ReadResource, ResourceToolSelection};
@@ -111,6 +112,7 @@ struct ToolsCache {
 pub(crate) struct McpManager {
     workspace: PathBuf,
     config_servers: Map<String, Value>,
+    list_limits: ToolListLimits,
     files: ConfigFiles,
     registry: RwLock<Option<Arc<dyn McpRegistry>>>,
     state: tokio::sync::Mutex<State>,
@@ -133,7 +135,9 @@ impl McpManager {
         config_servers: Map<String, Value>,
         files: ConfigFiles,
         resource_tools: ResourceToolSelection,
+        limits: Option<&Value>,
     ) -> Result<Self, String> {
+        let list_limits = ToolListLimits::parse(limits)?;
         for (name, v) in &config_servers {
             parse_server(name, v, &workspace, &ProcessVars)
                 .map_err(|e| format!("config field `mcp_servers.{name}`: {e}"))?;
@@ -141,6 +145,7 @@ impl McpManager {
         Ok(McpManager {
             workspace,
             config_servers,
+            list_limits,
             files,
             registry: RwLock::new(None),
             state: tokio::sync::Mutex::new(State::default()),
@@ -255,7 +260,10 @@ impl McpManager {
         }
         let mut todo = Vec::new();
         for (name, raw) in desired {
-            let config = parse_server(&name, &raw, &self.workspace, &ProcessVars);
+            let config = parse_server(&name, &raw, &self.workspace, &ProcessVars).map(|mut c| {
+                c.list_limits = self.list_limits;
+                c
+            });
             let slot = state.slots.get(&name);
             let same = slot.is_some_and(|s| s.config == config);
             let alive = slot.is_some_and(|s| s.conn.as_ref().is_some_and(|c| !c.is_dead()));
