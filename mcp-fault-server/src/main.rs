@@ -70,7 +70,9 @@ impl Fault {
         let tool = Tool::new(
             format!("p{i}"),
             "A tool with a large schema",
-            schema(json!({"blob": {"type": "string", "description": "s".repeat(self.schema_bytes)}})),
+            schema(
+                json!({"blob": {"type": "string", "description": "s".repeat(self.schema_bytes)}}),
+            ),
         );
         let mut page = ListToolsResult::with_all_items(vec![tool]);
         page.next_cursor = (i + 1 < self.pages).then(|| (i + 1).to_string());
@@ -216,9 +218,7 @@ impl ServerHandler for Fault {
                     Err(e) => text(format!("spawn failed: {e}")),
                 }
             }
-            name if self.names.iter().any(|n| n == name) => {
-                text(format!("{}:{name}", self.label))
-            }
+            name if self.names.iter().any(|n| n == name) => text(format!("{}:{name}", self.label)),
             _ if request.name.starts_with('t') => text(format!("{} ran", request.name)),
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool {other}"),
@@ -277,7 +277,9 @@ async fn main() {
         }
     }
     if let Some(path) = env_log {
-        let vars: String = std::env::vars().map(|(k, v)| format!("{k}={v}\n")).collect();
+        let vars: String = std::env::vars()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
         let _ = std::fs::write(path, vars);
     }
     eprintln!("mcp-fault-server: starting");
