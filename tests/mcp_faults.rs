@@ -1059,6 +1059,73 @@ fn the_tool_list_bounds_are_configurable() {
     );
 }
 
+/// A server that never answers `initialize` costs the first turn one startup timeout; the
+/// next turn does not wait for it, and the status lists it from construction on.
+#[test]
+fn a_server_that_never_starts_costs_one_wait_not_one_per_turn() {
+    let mut slow = fault(&["--slow-start", "600000"]);
+    slow["timeout"] = json!({"startup": 1.5});
+    let run = agent(
+        vec![json!({"text": "one"}), json!({"text": "two"})],
+        json!({"slow": slow}),
+        Value::Null,
+    );
+    let st = run.server_status("slow");
+    assert_eq!(st["status"], "connecting", "{}", run.status());
+    let t0 = Instant::now();
+    run.agent
+        .run_blocking("one", TurnOptions::default())
+        .unwrap();
+    let first = t0.elapsed();
+    assert_eq!(run.server_status("slow")["status"], "error");
+    let t1 = Instant::now();
+    run.agent
+        .run_blocking("two", TurnOptions::default())
+        .unwrap();
+    let second = t1.elapsed();
+    println!("turns with a server that never starts: {first:?}, then {second:?}");
+    assert!(
+        second < Duration::from_millis(500),
+        "the second turn waited {second:?} for a server that had failed"
+    );
+    let st = run.server_status("slow");
+    assert_eq!(st["status"], "error", "{st}");
+}
+
+/// A server that failed to start is retried in the background, with no turn asking.
+#[test]
+fn a_failed_server_is_retried_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("ready");
+    let run = agent(
+        vec![json!({"text": "one"})],
+        json!({"late": fault(&["--require", flag.to_str().unwrap()])}),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("one", TurnOptions::default())
+        .unwrap();
+    let st = run.server_status("late");
+    assert_eq!(st["status"], "error", "{st}");
+    std::fs::write(&flag, "").unwrap();
+    let t0 = Instant::now();
+    while run.server_status("late")["status"] != "connected" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "never reconnected: {}",
+            run.server_status("late")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("reconnected in the background after {:?}", t0.elapsed());
+    let ev = run.events_of("mcp_server_status");
+    assert!(
+        ev.iter()
+            .any(|e| e["data"]["server"] == "late" && e["data"]["status"] == "connected"),
+        "{ev:?}"
+    );
+}
+
 /// Untrusted stdio servers get an allow-listed environment plus their own `env`; trusted
 /// ones keep the host's environment (minus provider credentials).
 #[test]

@@ -2,15 +2,17 @@
 //! registry), their connections, the tools they add to a turn, and their status.
 //!
 //! Before every turn [`McpManager::sync`] brings the connections in line with the servers
-//! listed now: new servers connect, changed ones reconnect, removed ones close, and a server
-//! that failed (or whose connection died) before the turn asked is tried again. Connecting is
-//! concurrent: N servers take about as long as the slowest. A server that fails never fails
-//! the agent: its tools are absent and its status says why.
+//! listed now: new servers connect, changed ones reconnect, removed ones close, and one whose
+//! connection died reconnects. Connecting is concurrent: N servers take about as long as the
+//! slowest. A server that fails never fails the agent: its tools are absent and its status says
+//! why. It is tried again in the background, after 1 s, then twice as long after each failure
+//! (at most [`MAX_RETRY_DELAY`]), and never by a turn: a server that cannot start costs a turn
+//! at most its first startup timeout, not one per turn.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
@@ -27,9 +29,6 @@ use crate::tools::{Tool, ToolRegistry};
 /// Where a server stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ServerState {
-    // Documented by `agentao_agent_mcp_status` but built nowhere in this crate; whether a
-    // first connect should report it is for the MCP work to decide.
-    #[allow(dead_code)]
     Connecting,
     Connected,
     Error,
@@ -54,17 +53,34 @@ pub(crate) struct StatusChange {
     pub(crate) error: Option<String>,
 }
 
+/// The first background retry of a failed server waits this long; each failure doubles it.
+const FIRST_RETRY_DELAY: Duration = Duration::from_secs(1);
+/// The longest wait between background retries.
+pub(crate) const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
+
+fn retry_delay(failures: u32) -> Duration {
+    FIRST_RETRY_DELAY
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(MAX_RETRY_DELAY)
+}
+
+/// Sees each status change; set by the agent, which reports them as events.
+pub(crate) type Reporter = Arc<dyn Fn(&StatusChange) + Send + Sync>;
+
 struct Slot {
     config: Result<ServerConfig, String>,
     conn: Option<Arc<Connection>>,
     error: Option<String>,
-    finished: Instant,
     stderr: Arc<StderrTail>,
+    /// Which connect made this slot: a background retry installs its result only into the slot
+    /// it was started for (not one a sync replaced or removed meanwhile).
+    epoch: u64,
 }
 
 #[derive(Default)]
 struct State {
     slots: BTreeMap<String, Slot>,
+    next_epoch: u64,
     /// Bumped whenever the set of live connections changes.
     generation: u64,
     registry_error: Option<String>,
@@ -126,6 +142,7 @@ pub(crate) struct McpManager {
     cache: Mutex<Option<ToolsCache>>,
     /// Cancelled when the agent goes: a sync in progress stops and drops what it started.
     closed: CancelToken,
+    reporter: RwLock<Option<Reporter>>,
 }
 
 impl McpManager {
@@ -138,6 +155,11 @@ impl McpManager {
         limits: Option<&Value>,
     ) -> Result<Self, String> {
         let list_limits = ToolListLimits::parse(limits)?;
+        // Listed from construction on: the first sync runs in the background.
+        let connecting: Vec<StatusEntry> = config_servers
+            .keys()
+            .map(|n| (Self::connecting_json(n), None))
+            .collect();
         for (name, v) in &config_servers {
             parse_server(name, v, &workspace, &ProcessVars)
                 .map_err(|e| format!("config field `mcp_servers.{name}`: {e}"))?;
@@ -149,11 +171,28 @@ impl McpManager {
             files,
             registry: RwLock::new(None),
             state: tokio::sync::Mutex::new(State::default()),
-            status: Mutex::new((Vec::new(), None)),
+            status: Mutex::new((connecting, None)),
             resource_tools,
             cache: Mutex::new(None),
             closed: CancelToken::new(),
+            reporter: RwLock::new(None),
         })
+    }
+
+    /// Where status changes go, syncs' and background retries' alike.
+    pub(crate) fn set_reporter(&self, reporter: Reporter) {
+        if let Ok(mut r) = self.reporter.write() {
+            *r = Some(reporter);
+        }
+    }
+
+    fn report(&self, changes: &[StatusChange]) {
+        let reporter = self.reporter.read().ok().and_then(|r| r.clone());
+        if let Some(report) = reporter {
+            for c in changes {
+                report(c);
+            }
+        }
     }
 
     /// Whether any server can exist (config, files or a registry): otherwise a sync is a no-op.
@@ -223,11 +262,10 @@ impl McpManager {
         (out, problem)
     }
 
-    /// Brings the connections in line with the servers listed now (see the module doc).
-    /// `asked` is when the caller wanted fresh servers: a failure that ended after it (another
-    /// sync the caller waited for) is not retried. `report` sees each change while the sync
-    /// still holds its lock, so reports of two syncs never interleave.
-    pub(crate) async fn sync(&self, asked: Instant, report: &(dyn Fn(&StatusChange) + Sync)) {
+    /// Brings the connections in line with the servers listed now (see the module doc). The
+    /// reporter sees each change while the sync still holds its lock, so reports of two syncs
+    /// (or of a sync and a retry) never interleave.
+    pub(crate) async fn sync(self: &Arc<Self>) {
         if !self.has_sources() || self.closed.is_cancelled() {
             return;
         }
@@ -267,9 +305,9 @@ impl McpManager {
             let slot = state.slots.get(&name);
             let same = slot.is_some_and(|s| s.config == config);
             let alive = slot.is_some_and(|s| s.conn.as_ref().is_some_and(|c| !c.is_dead()));
-            let failed_before = slot.is_some_and(|s| s.conn.is_none() && s.finished < asked);
-            let dead = slot.is_some_and(|s| s.conn.as_ref().is_some_and(|c| c.is_dead()));
-            if same && (alive || (!failed_before && !dead)) {
+            // A server that failed is the background retries' to reconnect, never a turn's.
+            let failed = slot.is_some_and(|s| s.conn.is_none());
+            if same && (alive || failed) {
                 continue;
             }
             todo.push((name, config));
@@ -299,14 +337,19 @@ impl McpManager {
                 Ok(c) => (Some(Arc::new(c)), None),
                 Err(e) => (None, Some(e)),
             };
+            let epoch = state.next_epoch;
+            state.next_epoch += 1;
+            if let (None, Ok(c)) = (&conn, &config) {
+                self.retry_later(name.clone(), c.clone(), epoch, 1);
+            }
             let old = state.slots.insert(
                 name.clone(),
                 Slot {
                     config,
                     conn: conn.clone(),
                     error: error.clone(),
-                    finished: Instant::now(),
                     stderr,
+                    epoch,
                 },
             );
             live_changed |= conn.is_some() || old.is_some_and(|o| o.conn.is_some());
@@ -333,8 +376,103 @@ impl McpManager {
         if board_changed {
             self.publish(&state, &[]);
         }
-        for c in &changes {
-            report(c);
+        self.report(&changes);
+    }
+
+    /// Tries `server` again after the delay for its `failures`, in the background, if its
+    /// slot is still the failed one of `epoch` then; a failure schedules the next try.
+    fn retry_later(
+        self: &Arc<Self>,
+        server: String,
+        config: ServerConfig,
+        epoch: u64,
+        failures: u32,
+    ) {
+        let manager = Arc::downgrade(self);
+        let closed = self.closed.clone();
+        let delay = retry_delay(failures);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = closed.cancelled() => return,
+            }
+            // Held while connecting: freeing the agent cancels `closed`, which ends this.
+            let Some(manager) = manager.upgrade() else {
+                return;
+            };
+            if !manager.awaits_retry(&server, epoch).await {
+                return;
+            }
+            let stderr = Arc::new(StderrTail::default());
+            let result = tokio::select! {
+                r = Connection::connect(&server, &config, stderr.clone()) => r,
+                // Dropping the attempt kills what it started.
+                _ = closed.cancelled() => return,
+            };
+            manager
+                .install_retry(server, config, epoch, failures, result, stderr)
+                .await;
+        });
+    }
+
+    async fn awaits_retry(&self, server: &str, epoch: u64) -> bool {
+        let state = self.state.lock().await;
+        !self.closed.is_cancelled()
+            && state
+                .slots
+                .get(server)
+                .is_some_and(|s| s.epoch == epoch && s.conn.is_none())
+    }
+
+    /// A background retry's result, into the slot it was for (if that is still there).
+    async fn install_retry(
+        self: &Arc<Self>,
+        server: String,
+        config: ServerConfig,
+        epoch: u64,
+        failures: u32,
+        result: Result<Connection, String>,
+        stderr: Arc<StderrTail>,
+    ) {
+        let mut state = self.state.lock().await;
+        let current = state
+            .slots
+            .get(&server)
+            .is_some_and(|s| s.epoch == epoch && s.conn.is_none());
+        if self.closed.is_cancelled() || !current {
+            return;
+        }
+        let (conn, error) = match result {
+            Ok(c) => (Some(Arc::new(c)), None),
+            Err(e) => (None, Some(e)),
+        };
+        let connected = conn.is_some();
+        if !connected {
+            self.retry_later(server.clone(), config.clone(), epoch, failures + 1);
+        }
+        state.slots.insert(
+            server.clone(),
+            Slot {
+                config: Ok(config),
+                conn,
+                error: error.clone(),
+                stderr,
+                epoch,
+            },
+        );
+        if connected {
+            state.generation += 1;
+        }
+        self.publish(&state, &[]);
+        // Only a success is news: a failure again leaves the status as it was.
+        if connected {
+            let tools = state.names().get(&server).map_or(0, |o| offered_count(o));
+            self.report(&[StatusChange {
+                server,
+                state: ServerState::Connected,
+                tools,
+                error: None,
+            }]);
         }
     }
 
@@ -384,6 +522,10 @@ impl McpManager {
         })
     }
 
+    fn connecting_json(name: &str) -> Value {
+        json!({"name": name, "status": ServerState::Connecting.as_str(), "tools": 0, "error": null})
+    }
+
     fn publish_connecting<'a>(&self, state: &State, names: impl Iterator<Item = &'a str>) {
         let names: Vec<&str> = names.collect();
         self.publish(state, &names);
@@ -408,10 +550,7 @@ impl McpManager {
             })
             .collect();
         for n in connecting {
-            out.push((
-                json!({"name": n, "status": "connecting", "tools": 0, "error": null}),
-                None,
-            ));
+            out.push((Self::connecting_json(n), None));
         }
         out.sort_by(|a, b| a.0["name"].as_str().cmp(&b.0["name"].as_str()));
         if let Ok(mut s) = self.status.lock() {
@@ -522,5 +661,17 @@ impl McpManager {
         // A tool dropped with it may run a host finalizer: not under the lock.
         drop(replaced);
         reg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_doubling_to_the_cap() {
+        let secs: Vec<u64> = (1..=12).map(|f| retry_delay(f).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        assert_eq!(retry_delay(u32::MAX), MAX_RETRY_DELAY);
     }
 }
