@@ -76,7 +76,7 @@ impl ToolListLimits {
 
     /// The byte bound as the failure message says it.
     pub(crate) fn bytes_text(&self) -> String {
-        if self.max_bytes % (1 << 20) == 0 {
+        if self.max_bytes.is_multiple_of(1 << 20) {
             format!("{} MiB", self.max_bytes >> 20)
         } else {
             format!("{} bytes", self.max_bytes)
