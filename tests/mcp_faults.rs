@@ -924,14 +924,24 @@ fn tools_of_two_servers_that_mangle_alike_are_told_apart() {
     run.agent
         .run_blocking("go", TurnOptions::default())
         .unwrap();
-    let msgs = run.tool_messages();
+    // By call id: a call that waits for its confirmation answers later in the history.
+    let h: Value = serde_json::from_str(&run.agent.history_json()).unwrap();
+    let answer = |id: &str| -> String {
+        h.as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
     assert!(
-        !msgs[0].starts_with("a_b:"),
-        "the allow rule for the trusted tool ran the untrusted one: {msgs:?}"
+        answer("c1").starts_with("Tool 'mcp_a_b_c' not found"),
+        "the allow rule for the trusted tool reached another: {}",
+        answer("c1")
     );
-    assert!(msgs[0].contains("Available tools"), "{msgs:?}");
-    assert_eq!(msgs[1], "a:b_c", "{msgs:?}");
-    assert_eq!(msgs[2], "a_b:c", "{msgs:?}");
+    assert_eq!(answer("c2"), "a:b_c");
+    assert_eq!(answer("c3"), "a_b:c");
     // The untrusted one was asked about; the rule named neither.
     let confirms = run.host.confirms.lock().unwrap().clone();
     assert!(
