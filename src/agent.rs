@@ -271,6 +271,7 @@ impl Agent {
             ConfigFiles::parse(config.mcp.config_files.as_ref())
                 .map_err(AgentError::InvalidConfig)?,
             ResourceToolSelection::from(|n| selection.selects(n)),
+            config.mcp.limits.as_ref(),
         )
         .map_err(AgentError::InvalidConfig)
         .map(Arc::new)?;
@@ -309,6 +310,15 @@ impl Agent {
                 subagents_version: AtomicU64::new(0),
             }),
         };
+        let core = Arc::downgrade(&agent.core);
+        agent
+            .core
+            .mcp
+            .set_reporter(Arc::new(move |c: &StatusChange| {
+                if let Some(core) = core.upgrade() {
+                    core.report_mcp(c);
+                }
+            }));
         agent.connect_mcp_in_background();
         Ok(agent)
     }
@@ -322,15 +332,9 @@ impl Agent {
         if let Ok(rt) = runtime() {
             // The agent itself is not kept alive by this: freeing it closes the manager, which
             // ends the sync at once.
-            let core = Arc::downgrade(&self.core);
             let mcp = self.core.mcp.clone();
             rt.spawn(async move {
-                let report = |c: &StatusChange| {
-                    if let Some(core) = core.upgrade() {
-                        core.report_mcp(c);
-                    }
-                };
-                mcp.sync(std::time::Instant::now(), &report).await;
+                mcp.sync().await;
             });
         }
     }
@@ -839,10 +843,8 @@ impl AgentCore {
         let tools = if !self.mcp.has_sources() {
             base
         } else {
-            let asked = std::time::Instant::now();
-            let report = |c: &StatusChange| self.report_mcp(c);
             tokio::select! {
-                _ = self.mcp.sync(asked, &report) => self.mcp.tools(&base).await,
+                _ = self.mcp.sync() => self.mcp.tools(&base).await,
                 _ = cancel.cancelled() => base,
             }
         };

@@ -57,6 +57,8 @@ pub struct AgentConfig {
 pub(crate) struct McpSources {
     pub(crate) servers: Map<String, Value>,
     pub(crate) config_files: Option<Value>,
+    /// `mcp_limits`, raw.
+    pub(crate) limits: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -74,6 +76,7 @@ struct RawConfig {
     permissions: Option<PermissionsConfig>,
     mcp_servers: Option<Map<String, Value>>,
     mcp_config_files: Option<Value>,
+    mcp_limits: Option<Value>,
     memory: Option<Value>,
     subagents: Option<Value>,
 }
@@ -149,6 +152,7 @@ impl AgentConfig {
             mcp: McpSources {
                 servers: raw.mcp_servers.unwrap_or_default(),
                 config_files: raw.mcp_config_files,
+                limits: raw.mcp_limits,
             },
             memory: raw.memory,
             subagents: raw.subagents,

@@ -901,3 +901,276 @@ fn an_http_event_over_16_mib_ends_the_call_instead_of_a_hang() {
         }
     }
 }
+
+/// Trusted server `a`'s `b_c` and untrusted server `a_b`'s `c` both mangle to `mcp_a_b_c`:
+/// neither keeps that name, so an allow rule written for one can never run the other; each is
+/// offered under the reference's hashed form and the status says so.
+#[test]
+fn tools_of_two_servers_that_mangle_alike_are_told_apart() {
+    let mut a = fault(&["--names", "b_c", "--label", "a"]);
+    a["trust"] = json!(true);
+    let a_b = fault(&["--names", "c", "--label", "a_b"]);
+    let mut responses = vec![json!({"tool_calls": [
+        {"id": "c1", "name": "mcp_a_b_c", "arguments": {}},
+        {"id": "c2", "name": "mcp_a_b_c_662f0bbb", "arguments": {}},
+        {"id": "c3", "name": "mcp_a_b_c_0c1d18f5", "arguments": {}}]})];
+    responses.push(json!({"text": "done"}));
+    let run = agent(
+        responses,
+        json!({"a": a, "a_b": a_b}),
+        json!({"permissions": {"mode": "workspace-write",
+            "rules": [{"tool": "mcp_a_b_c", "action": "allow"}]}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    // By call id: a call that waits for its confirmation answers later in the history.
+    let h: Value = serde_json::from_str(&run.agent.history_json()).unwrap();
+    let answer = |id: &str| -> String {
+        h.as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        answer("c1").starts_with("Tool 'mcp_a_b_c' not found"),
+        "the allow rule for the trusted tool reached another: {}",
+        answer("c1")
+    );
+    assert_eq!(answer("c2"), "a:b_c");
+    assert_eq!(answer("c3"), "a_b:c");
+    // The untrusted one was asked about; the rule named neither.
+    let confirms = run.host.confirms.lock().unwrap().clone();
+    assert!(
+        confirms.contains(&"mcp_a_b_c_0c1d18f5".to_owned()),
+        "{confirms:?}"
+    );
+    let st = run.server_status("a");
+    assert_eq!(st["tools"], 9, "{st}");
+    assert_eq!(st["renamed_tools"]["b_c"], "mcp_a_b_c_662f0bbb", "{st}");
+    let st = run.server_status("a_b");
+    assert_eq!(st["tools"], 9, "{st}");
+    assert_eq!(st["renamed_tools"]["c"], "mcp_a_b_c_0c1d18f5", "{st}");
+}
+
+/// `x-y` and `x_y` on one server both mangle to `mcp_s_x_y`: both are offered, told apart by
+/// the hash suffix; a name listed twice is refused once, and the status counts what is offered.
+#[test]
+fn tools_of_one_server_that_mangle_alike_are_all_offered_or_refused_in_the_status() {
+    let responses = vec![
+        json!({"tool_calls": [{"id": "c1", "name": "nope", "arguments": {}}]}),
+        json!({"text": "done"}),
+    ];
+    let run = agent(
+        responses,
+        json!({"s": fault(&["--names", "x-y,x_y,d,d"])}),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let offered: Vec<String> = offered_tools(&run, 0)
+        .into_iter()
+        .filter(|n| n.starts_with("mcp_s_"))
+        .collect();
+    assert_eq!(offered.len(), 11, "{offered:?}");
+    assert!(
+        offered.contains(&"mcp_s_x_y_5bcffd2e".to_owned()),
+        "{offered:?}"
+    );
+    assert!(
+        offered.contains(&"mcp_s_x_y_5fb6de5e".to_owned()),
+        "{offered:?}"
+    );
+    let st = run.server_status("s");
+    assert_eq!(st["tools"], 11, "{st}");
+    assert_eq!(st["refused_tools"][0]["tool"], "d", "{st}");
+    assert!(
+        st["refused_tools"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("mcp_s_d"),
+        "{st}"
+    );
+}
+
+/// Peak resident memory of this process since the last reset, in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+/// A server sending a 15 MB `inputSchema` on each of 20 `tools/list` pages is failed once the
+/// list passes its byte bound; the host grows by little more than a page.
+#[test]
+fn a_tool_list_past_its_byte_bound_fails_the_server_and_bounds_memory() {
+    let run = agent(
+        vec![json!({"text": "done"})],
+        json!({"fat": fault(&["--pages", "20", "--schema-bytes", "15000000"])}),
+        Value::Null,
+    );
+    // Resets VmHWM to the current RSS (Linux 4.0+).
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = peak_rss();
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let grown = peak_rss().saturating_sub(before);
+    println!(
+        "peak growth listing 20 x 15 MB schemas: {} MiB",
+        grown >> 20
+    );
+    let st = run.server_status("fat");
+    assert_eq!(st["status"], "error", "{}", st["tools"]);
+    assert!(
+        st["error"]
+            .as_str()
+            .unwrap()
+            .contains("tool list larger than 8 MiB"),
+        "{}",
+        st["error"]
+    );
+    assert!(grown < 400 << 20, "grew by {} MiB", grown >> 20);
+}
+
+/// The byte and count bounds are configurable.
+#[test]
+fn the_tool_list_bounds_are_configurable() {
+    let run = agent(
+        vec![json!({"text": "done"})],
+        json!({"few": fault(&["--tools", "3"]), "small": fault(&["--pages", "2", "--schema-bytes", "3000"])}),
+        json!({"mcp_limits": {"max_tools": 10, "max_tool_list_bytes": 4096}}),
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let few = run.server_status("few");
+    assert_eq!(few["status"], "error", "{few}");
+    assert!(
+        few["error"]
+            .as_str()
+            .unwrap()
+            .contains("10-tool catalog limit"),
+        "{few}"
+    );
+    let small = run.server_status("small");
+    assert_eq!(small["status"], "error", "{small}");
+    assert!(
+        small["error"]
+            .as_str()
+            .unwrap()
+            .contains("tool list larger than 4096 bytes"),
+        "{small}"
+    );
+}
+
+/// A server that never answers `initialize` costs the first turn one startup timeout; the
+/// next turn does not wait for it, and the status lists it from construction on.
+#[test]
+fn a_server_that_never_starts_costs_one_wait_not_one_per_turn() {
+    let mut slow = fault(&["--slow-start", "600000"]);
+    slow["timeout"] = json!({"startup": 1.5});
+    let run = agent(
+        vec![json!({"text": "one"}), json!({"text": "two"})],
+        json!({"slow": slow}),
+        Value::Null,
+    );
+    let st = run.server_status("slow");
+    assert_eq!(st["status"], "connecting", "{}", run.status());
+    let t0 = Instant::now();
+    run.agent
+        .run_blocking("one", TurnOptions::default())
+        .unwrap();
+    let first = t0.elapsed();
+    assert_eq!(run.server_status("slow")["status"], "error");
+    let t1 = Instant::now();
+    run.agent
+        .run_blocking("two", TurnOptions::default())
+        .unwrap();
+    let second = t1.elapsed();
+    println!("turns with a server that never starts: {first:?}, then {second:?}");
+    assert!(
+        second < Duration::from_millis(500),
+        "the second turn waited {second:?} for a server that had failed"
+    );
+    let st = run.server_status("slow");
+    assert_eq!(st["status"], "error", "{st}");
+}
+
+/// A server that failed to start is retried in the background, with no turn asking.
+#[test]
+fn a_failed_server_is_retried_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("ready");
+    let run = agent(
+        vec![json!({"text": "one"})],
+        json!({"late": fault(&["--require", flag.to_str().unwrap()])}),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("one", TurnOptions::default())
+        .unwrap();
+    let st = run.server_status("late");
+    assert_eq!(st["status"], "error", "{st}");
+    std::fs::write(&flag, "").unwrap();
+    let t0 = Instant::now();
+    while run.server_status("late")["status"] != "connected" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "never reconnected: {}",
+            run.server_status("late")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("reconnected in the background after {:?}", t0.elapsed());
+    let ev = run.events_of("mcp_server_status");
+    assert!(
+        ev.iter()
+            .any(|e| e["data"]["server"] == "late" && e["data"]["status"] == "connected"),
+        "{ev:?}"
+    );
+}
+
+/// Untrusted stdio servers get an allow-listed environment plus their own `env`; trusted
+/// ones keep the host's environment (minus provider credentials).
+#[test]
+fn untrusted_stdio_servers_do_not_inherit_the_hosts_secrets() {
+    // Rust's own env lock orders this against the other tests' spawns.
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "aws-secret-for-the-test");
+    std::env::set_var("GITHUB_TOKEN", "gh-token-for-the-test");
+    let dir = tempfile::tempdir().unwrap();
+    let (u_log, t_log) = (dir.path().join("u.env"), dir.path().join("t.env"));
+    let mut untrusted = fault(&["--env-log", u_log.to_str().unwrap()]);
+    untrusted["env"] = json!({"MY_SETTING": "on", "MY_TOKEN": "$GITHUB_TOKEN"});
+    let mut trusted = fault(&["--env-log", t_log.to_str().unwrap()]);
+    trusted["trust"] = json!(true);
+    let run = agent(
+        vec![json!({"text": "done"})],
+        json!({"untrusted": untrusted, "trusted": trusted}),
+        Value::Null,
+    );
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let u = std::fs::read_to_string(&u_log).unwrap();
+    let t = std::fs::read_to_string(&t_log).unwrap();
+    let names = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_owned()))
+            .collect()
+    };
+    let (un, tn) = (names(&u), names(&t));
+    assert!(!un.contains(&"AWS_SECRET_ACCESS_KEY".to_owned()), "{un:?}");
+    assert!(!un.contains(&"GITHUB_TOKEN".to_owned()), "{un:?}");
+    assert!(un.contains(&"PATH".to_owned()), "{un:?}");
+    // The server's own `env` is passed, with `$VAR` expanded from the host.
+    assert!(u.contains("MY_SETTING=on\n"), "{u}");
+    assert!(u.contains("MY_TOKEN=gh-token-for-the-test\n"), "{u}");
+    assert!(tn.contains(&"AWS_SECRET_ACCESS_KEY".to_owned()), "{tn:?}");
+    assert!(tn.contains(&"GITHUB_TOKEN".to_owned()), "{tn:?}");
+}

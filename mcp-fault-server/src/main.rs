@@ -12,6 +12,13 @@
 //! server's one thread blocks on them, so nothing reads the client's replies; then the
 //! result), and with `--tools N` the listing has N tools `t0`...`t<N-1>` besides. `--resources 1` declares the
 //! `resources` capability (with no resources), so the client offers its resource tools.
+//!
+//! For the naming, size and environment tests: `--names a,b` lists tools with exactly those
+//! names besides (each answers `<label>:<name>`, `--label L`, default `fault`);
+//! `--pages P --schema-bytes N` splits the listing over P pages, each with one more tool `p<i>`
+//! whose `inputSchema` carries N bytes; `--env-log FILE` writes the server's environment to
+//! FILE (`KEY=VALUE` lines) before it starts; `--require FILE` exits at once, failing to
+//! start, while FILE does not exist.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -30,6 +37,10 @@ struct Fault {
     extra_tools: usize,
     log: Option<Arc<str>>,
     resources: bool,
+    names: Vec<String>,
+    label: Arc<str>,
+    pages: usize,
+    schema_bytes: usize,
 }
 
 fn schema(props: Value) -> Arc<Map<String, Value>> {
@@ -53,6 +64,22 @@ impl Fault {
     }
 }
 
+impl Fault {
+    /// Page `i` of a paginated listing: one tool with a large schema, and the next cursor.
+    fn schema_page(&self, i: usize) -> ListToolsResult {
+        let tool = Tool::new(
+            format!("p{i}"),
+            "A tool with a large schema",
+            schema(
+                json!({"blob": {"type": "string", "description": "s".repeat(self.schema_bytes)}}),
+            ),
+        );
+        let mut page = ListToolsResult::with_all_items(vec![tool]);
+        page.next_cursor = (i + 1 < self.pages).then(|| (i + 1).to_string());
+        page
+    }
+}
+
 impl ServerHandler for Fault {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder().enable_tools();
@@ -65,9 +92,16 @@ impl ServerHandler for Fault {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let page: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        if page > 0 {
+            return Ok(self.schema_page(page));
+        }
         let mut tools = vec![
             Tool::new(
                 "echo",
@@ -103,6 +137,15 @@ impl ServerHandler for Fault {
                 "A generated tool",
                 schema(json!({})),
             ));
+        }
+        for name in &self.names {
+            tools.push(Tool::new(name.clone(), "A named tool", schema(json!({}))));
+        }
+        if self.pages > 0 {
+            let mut first = self.schema_page(0);
+            tools.append(&mut first.tools);
+            first.tools = tools;
+            return Ok(first);
         }
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -175,6 +218,7 @@ impl ServerHandler for Fault {
                     Err(e) => text(format!("spawn failed: {e}")),
                 }
             }
+            name if self.names.iter().any(|n| n == name) => text(format!("{}:{name}", self.label)),
             _ if request.name.starts_with('t') => text(format!("{} ran", request.name)),
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool {other}"),
@@ -202,7 +246,12 @@ async fn main() {
         extra_tools: 0,
         log: None,
         resources: false,
+        names: Vec::new(),
+        label: "fault".into(),
+        pages: 0,
+        schema_bytes: 0,
     };
+    let mut env_log = None;
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_default();
         match a.as_str() {
@@ -210,11 +259,28 @@ async fn main() {
             "--tools" => fault.extra_tools = v.parse().unwrap_or(0),
             "--log" => fault.log = Some(v.into()),
             "--resources" => fault.resources = v == "1",
+            "--names" => fault.names = v.split(',').map(str::to_owned).collect(),
+            "--label" => fault.label = v.into(),
+            "--pages" => fault.pages = v.parse().unwrap_or(0),
+            "--schema-bytes" => fault.schema_bytes = v.parse().unwrap_or(0),
+            "--env-log" => env_log = Some(v),
+            "--require" => {
+                if !std::path::Path::new(&v).exists() {
+                    eprintln!("mcp-fault-server: {v} does not exist");
+                    std::process::exit(1);
+                }
+            }
             _ => {
                 eprintln!("mcp-fault-server: unknown argument {a}");
                 std::process::exit(2);
             }
         }
+    }
+    if let Some(path) = env_log {
+        let vars: String = std::env::vars()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
+        let _ = std::fs::write(path, vars);
     }
     eprintln!("mcp-fault-server: starting");
     fault.log(&format!("pid {}", std::process::id()));

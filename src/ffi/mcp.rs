@@ -117,8 +117,11 @@ pub unsafe extern "C" fn agentao_agent_set_mcp_registry(
 /// Writes the agent's MCP servers' status to `*json_out` (release with
 /// `agentao_string_free`): `{"servers": [{"name", "status": "connecting"|"connected"|"error",
 /// "transport": "stdio"|"http", "protocol", "tools", "resources", "resources_enabled",
-/// "trusted", "error", "stderr": [last lines]}], "registry_error"?}`. Never waits for a
-/// connection in progress. Any thread. Errors: `_NULL_ARGUMENT`.
+/// "trusted", "error", "stderr": [last lines], "renamed_tools": {listed name: offered name},
+/// "refused_tools": [{"tool", "reason"}]}], "registry_error"?}`; `tools` counts the tools
+/// offered. The config's servers are listed (`connecting`) from `agentao_agent_new` on; a
+/// server that failed to start stays `error` while it is retried in the background. Never waits
+/// for a connection in progress. Any thread. Errors: `_NULL_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_mcp_status(
     agent: *const agentao_agent,

@@ -17,15 +17,15 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{ServerConfig, TransportConfig};
-use super::limits::{Tripwire, UnansweredRequests};
+use super::limits::{ByteCount, ToolListLimits, Tripwire, UnansweredRequests};
 use super::progress::{ProgressRoutes, ProgressTap};
 use super::stdio::StdioTransport;
 use crate::cancel::CancelToken;
 
-/// Bounds on the `tools/list` walk, the reference's: a paginating server is an untrusted peer
-/// driving a loop, so each bound fails the server rather than truncating its catalogue.
+/// Bounds on the `tools/list` walk, the reference's (the list's own bounds are the config's
+/// [`ToolListLimits`]): a paginating server is an untrusted peer driving a loop, so each bound
+/// fails the server rather than truncating its catalogue.
 pub(crate) const MAX_TOOL_PAGES: usize = 100;
-pub(crate) const MAX_TOOLS: usize = 1024;
 pub(crate) const MAX_CURSOR_BYTES: usize = 64 * 1024;
 /// What is kept of a stdio server's stderr (for the status JSON and failure messages).
 const STDERR_TAIL_LINES: usize = 40;
@@ -187,6 +187,30 @@ fn http_client(
         .map_err(|e| e.to_string())
 }
 
+/// What an untrusted stdio server inherits from the host's environment (its own `env` comes on
+/// top): what a program needs to find its interpreter, its home-directory caches, a temporary
+/// directory, its locale and time zone, and no more. Anything else the host's environment holds
+/// can be a credential (`AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`, a proxy URL with a password), and
+/// an untrusted server is one the host does not vouch for.
+const UNTRUSTED_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "LANG", "LANGUAGE", "TZ",
+];
+
+fn inherited_by_untrusted(key: &std::ffi::OsStr) -> bool {
+    key.to_str()
+        .is_some_and(|k| UNTRUSTED_ENV.contains(&k) || k.starts_with("LC_"))
+}
+
+/// The host's environment as a stdio server starts with: minus provider credentials, and for an
+/// untrusted server only [`UNTRUSTED_ENV`] and `LC_*`.
+fn server_env(trusted: bool) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut vars = crate::tools::shell_exec::build_child_env(true);
+    if !trusted {
+        vars.retain(|(k, _)| inherited_by_untrusted(k));
+    }
+    vars
+}
+
 fn tool_def(t: rmcp::model::Tool) -> ToolDef {
     let ann = t.annotations.as_ref();
     ToolDef {
@@ -198,8 +222,13 @@ fn tool_def(t: rmcp::model::Tool) -> ToolDef {
     }
 }
 
-async fn list_all_tools(server: &str, peer: &Peer<RoleClient>) -> Result<Vec<ToolDef>, String> {
+async fn list_all_tools(
+    server: &str,
+    peer: &Peer<RoleClient>,
+    limits: ToolListLimits,
+) -> Result<Vec<ToolDef>, String> {
     let mut tools = Vec::new();
+    let mut bytes = 0usize;
     let mut seen = std::collections::HashSet::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_TOOL_PAGES {
@@ -210,9 +239,23 @@ async fn list_all_tools(server: &str, peer: &Peer<RoleClient>) -> Result<Vec<Too
             .list_tools(params)
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
-        if tools.len() + page.tools.len() > MAX_TOOLS {
+        if tools.len() + page.tools.len() > limits.max_tools {
             return Err(format!(
-                "MCP server '{server}' exceeded the {MAX_TOOLS}-tool catalog limit"
+                "MCP server '{server}' exceeded the {}-tool catalog limit",
+                limits.max_tools
+            ));
+        }
+        for t in &page.tools {
+            let mut size = ByteCount::default();
+            // Writing to a counter fails only if the value cannot be written as JSON at all.
+            let _ = serde_json::to_writer(&mut size, t);
+            bytes = bytes.saturating_add(size.0);
+        }
+        if bytes > limits.max_bytes {
+            return Err(format!(
+                "MCP server '{server}' sent a tool list larger than {} (the limit of one \
+                 server's tool list, `mcp_limits.max_tool_list_bytes`)",
+                limits.bytes_text()
             ));
         }
         tools.extend(page.tools.into_iter().map(tool_def));
@@ -261,7 +304,7 @@ impl Connection {
                     let mut cmd = tokio::process::Command::new(command);
                     cmd.args(args)
                         .env_clear()
-                        .envs(crate::tools::shell_exec::build_child_env(true))
+                        .envs(server_env(config.trust))
                         .envs(env)
                         .process_group(0)
                         .kill_on_drop(true);
@@ -295,7 +338,7 @@ impl Connection {
                 }
             };
             let peer = service.peer().clone();
-            let tools = list_all_tools(server, &peer).await?;
+            let tools = list_all_tools(server, &peer, config.list_limits).await?;
             Ok::<_, String>((service, peer, tools))
         };
         let attempt = async {
@@ -550,4 +593,27 @@ where
         .serve(tap)
         .await
         .map_err(|e| format!("initialize failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    #[test]
+    fn untrusted_servers_inherit_only_the_allow_list() {
+        for k in ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"] {
+            assert!(super::inherited_by_untrusted(OsStr::new(k)), "{k}");
+        }
+        for k in [
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "HTTPS_PROXY",
+            "SSH_AUTH_SOCK",
+            "LD_PRELOAD",
+            "PATHX",
+            "lc_all",
+        ] {
+            assert!(!super::inherited_by_untrusted(OsStr::new(k)), "{k}");
+        }
+    }
 }

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::limits::ToolListLimits;
+
 /// The reference's default bound on connecting and listing a server's tools.
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -41,6 +43,8 @@ pub struct ServerConfig {
     pub(crate) trust: bool,
     /// `false` hides the server from the generic resource tools.
     pub(crate) resources: bool,
+    /// The agent's `mcp_limits`, the same for every server.
+    pub(crate) list_limits: ToolListLimits,
 }
 
 impl ServerConfig {
@@ -326,6 +330,7 @@ pub fn parse_server(
         request_timeout,
         trust: bool_key("trust", false)?,
         resources: bool_key("resources", true)?,
+        list_limits: ToolListLimits::default(),
     })
 }
 

@@ -20,6 +20,85 @@ pub(crate) const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// bound (1 GB at 400,000 pings). A server that reads its replies never comes near it.
 pub(crate) const MAX_UNANSWERED_REQUESTS: usize = 64;
 
+/// Bounds on one server's whole tool list (config `mcp_limits`). The list is kept for as long
+/// as the connection and sent to the model with every request, and a server can page it out in
+/// as many 16 MiB messages as it likes: past either bound the server fails, never half-listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ToolListLimits {
+    /// Tools in the list.
+    pub(crate) max_tools: usize,
+    /// The list's size as JSON: each tool's name, description, schemas and annotations.
+    pub(crate) max_bytes: usize,
+}
+
+impl Default for ToolListLimits {
+    /// The reference's 1,024 tools; 8 MiB is some hundred times the largest real list seen
+    /// (a few hundred tools at a few KiB each).
+    fn default() -> Self {
+        ToolListLimits {
+            max_tools: 1024,
+            max_bytes: 8 << 20,
+        }
+    }
+}
+
+impl ToolListLimits {
+    /// `mcp_limits`: `{"max_tools": n, "max_tool_list_bytes": n}`, both optional, positive.
+    pub(crate) fn parse(v: Option<&serde_json::Value>) -> Result<Self, String> {
+        let mut limits = ToolListLimits::default();
+        let Some(v) = v.filter(|v| !v.is_null()) else {
+            return Ok(limits);
+        };
+        let o = v
+            .as_object()
+            .ok_or_else(|| "config field `mcp_limits`: must be an object".to_owned())?;
+        for (k, v) in o {
+            let slot = match k.as_str() {
+                "max_tools" => &mut limits.max_tools,
+                "max_tool_list_bytes" => &mut limits.max_bytes,
+                _ => {
+                    return Err(format!(
+                        "config field `mcp_limits.{k}`: not a known key (known: max_tools, \
+                         max_tool_list_bytes)"
+                    ))
+                }
+            };
+            *slot = v
+                .as_u64()
+                .filter(|n| *n > 0)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| {
+                    format!("config field `mcp_limits.{k}`: must be a positive integer")
+                })?;
+        }
+        Ok(limits)
+    }
+
+    /// The byte bound as the failure message says it.
+    pub(crate) fn bytes_text(&self) -> String {
+        if self.max_bytes.is_multiple_of(1 << 20) {
+            format!("{} MiB", self.max_bytes >> 20)
+        } else {
+            format!("{} bytes", self.max_bytes)
+        }
+    }
+}
+
+/// Counts what is written to it, so a value's JSON size is known without building the text.
+#[derive(Default)]
+pub(crate) struct ByteCount(pub(crate) usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The limit a server broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Breach {
@@ -137,6 +216,25 @@ impl Drop for Replying {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_list_limits_parse_with_defaults_and_refuse_bad_values() {
+        use serde_json::json;
+        let d = ToolListLimits::default();
+        assert_eq!(ToolListLimits::parse(None), Ok(d));
+        assert_eq!(d.bytes_text(), "8 MiB");
+        let l = ToolListLimits::parse(Some(&json!({"max_tool_list_bytes": 4096}))).unwrap();
+        assert_eq!((l.max_tools, l.max_bytes), (1024, 4096));
+        assert_eq!(l.bytes_text(), "4096 bytes");
+        for bad in [
+            json!({"max_tools": 0}),
+            json!({"max_tools": "1"}),
+            json!({"x": 1}),
+            json!(3),
+        ] {
+            assert!(ToolListLimits::parse(Some(&bad)).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_first_breach_is_kept_and_wakes_a_waiter() {

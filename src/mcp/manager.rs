@@ -2,20 +2,24 @@
 //! registry), their connections, the tools they add to a turn, and their status.
 //!
 //! Before every turn [`McpManager::sync`] brings the connections in line with the servers
-//! listed now: new servers connect, changed ones reconnect, removed ones close, and a server
-//! that failed (or whose connection died) before the turn asked is tried again. Connecting is
-//! concurrent: N servers take about as long as the slowest. A server that fails never fails
-//! the agent: its tools are absent and its status says why.
+//! listed now: new servers connect, changed ones reconnect, removed ones close, and one whose
+//! connection died reconnects. Connecting is concurrent: N servers take about as long as the
+//! slowest. A server that fails never fails the agent: its tools are absent and its status says
+//! why. It is tried again in the background, after 1 s, then twice as long after each failure
+//! (at most [`MAX_RETRY_DELAY`]), and never by a turn: a server that cannot start costs a turn
+//! at most its first startup timeout, not one per turn.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
 use super::client::{Connection, StderrTail};
 use super::config::{parse_server, ConfigFiles, ProcessVars, ServerConfig};
+use super::limits::ToolListLimits;
+use super::naming::{assign, Listing, Offered};
 use super::registry::McpRegistry;
 use super::resource_tools::{ListResources, ReadResource, ResourceToolSelection};
 use super::tool::McpTool;
@@ -25,9 +29,6 @@ use crate::tools::{Tool, ToolRegistry};
 /// Where a server stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ServerState {
-    // Documented by `agentao_agent_mcp_status` but built nowhere in this crate; whether a
-    // first connect should report it is for the MCP work to decide.
-    #[allow(dead_code)]
     Connecting,
     Connected,
     Error,
@@ -52,20 +53,62 @@ pub(crate) struct StatusChange {
     pub(crate) error: Option<String>,
 }
 
+/// The first background retry of a failed server waits this long; each failure doubles it.
+const FIRST_RETRY_DELAY: Duration = Duration::from_secs(1);
+/// The longest wait between background retries.
+pub(crate) const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
+
+fn retry_delay(failures: u32) -> Duration {
+    FIRST_RETRY_DELAY
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(MAX_RETRY_DELAY)
+}
+
+/// Sees each status change; set by the agent, which reports them as events.
+pub(crate) type Reporter = Arc<dyn Fn(&StatusChange) + Send + Sync>;
+
 struct Slot {
     config: Result<ServerConfig, String>,
     conn: Option<Arc<Connection>>,
     error: Option<String>,
-    finished: Instant,
     stderr: Arc<StderrTail>,
+    /// Which connect made this slot: a background retry installs its result only into the slot
+    /// it was started for (not one a sync replaced or removed meanwhile).
+    epoch: u64,
 }
 
 #[derive(Default)]
 struct State {
     slots: BTreeMap<String, Slot>,
+    next_epoch: u64,
     /// Bumped whenever the set of live connections changes.
     generation: u64,
     registry_error: Option<String>,
+}
+
+impl State {
+    /// What each server's listed tools are offered as, by server (see [`assign`]): over every
+    /// configured server, so a name's meaning never depends on which ones are up.
+    fn names(&self) -> BTreeMap<String, Vec<Offered>> {
+        let listings: Vec<Listing<'_>> = self
+            .slots
+            .iter()
+            .map(|(name, slot)| Listing {
+                server: name,
+                tools: slot
+                    .conn
+                    .as_ref()
+                    .map(|c| c.tools.iter().map(|t| t.name.as_str()).collect())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let offered = assign(&listings);
+        self.slots.keys().cloned().zip(offered).collect()
+    }
+}
+
+fn offered_count(offered: &[Offered]) -> usize {
+    offered.iter().filter(|o| o.name().is_some()).count()
 }
 
 /// One server's status entry and its connection, kept for the status call.
@@ -85,6 +128,7 @@ struct ToolsCache {
 pub(crate) struct McpManager {
     workspace: PathBuf,
     config_servers: Map<String, Value>,
+    list_limits: ToolListLimits,
     files: ConfigFiles,
     registry: RwLock<Option<Arc<dyn McpRegistry>>>,
     state: tokio::sync::Mutex<State>,
@@ -98,6 +142,7 @@ pub(crate) struct McpManager {
     cache: Mutex<Option<ToolsCache>>,
     /// Cancelled when the agent goes: a sync in progress stops and drops what it started.
     closed: CancelToken,
+    reporter: RwLock<Option<Reporter>>,
 }
 
 impl McpManager {
@@ -107,7 +152,14 @@ impl McpManager {
         config_servers: Map<String, Value>,
         files: ConfigFiles,
         resource_tools: ResourceToolSelection,
+        limits: Option<&Value>,
     ) -> Result<Self, String> {
+        let list_limits = ToolListLimits::parse(limits)?;
+        // Listed from construction on: the first sync runs in the background.
+        let connecting: Vec<StatusEntry> = config_servers
+            .keys()
+            .map(|n| (Self::connecting_json(n), None))
+            .collect();
         for (name, v) in &config_servers {
             parse_server(name, v, &workspace, &ProcessVars)
                 .map_err(|e| format!("config field `mcp_servers.{name}`: {e}"))?;
@@ -115,14 +167,32 @@ impl McpManager {
         Ok(McpManager {
             workspace,
             config_servers,
+            list_limits,
             files,
             registry: RwLock::new(None),
             state: tokio::sync::Mutex::new(State::default()),
-            status: Mutex::new((Vec::new(), None)),
+            status: Mutex::new((connecting, None)),
             resource_tools,
             cache: Mutex::new(None),
             closed: CancelToken::new(),
+            reporter: RwLock::new(None),
         })
+    }
+
+    /// Where status changes go, syncs' and background retries' alike.
+    pub(crate) fn set_reporter(&self, reporter: Reporter) {
+        if let Ok(mut r) = self.reporter.write() {
+            *r = Some(reporter);
+        }
+    }
+
+    fn report(&self, changes: &[StatusChange]) {
+        let reporter = self.reporter.read().ok().and_then(|r| r.clone());
+        if let Some(report) = reporter {
+            for c in changes {
+                report(c);
+            }
+        }
     }
 
     /// Whether any server can exist (config, files or a registry): otherwise a sync is a no-op.
@@ -192,11 +262,10 @@ impl McpManager {
         (out, problem)
     }
 
-    /// Brings the connections in line with the servers listed now (see the module doc).
-    /// `asked` is when the caller wanted fresh servers: a failure that ended after it (another
-    /// sync the caller waited for) is not retried. `report` sees each change while the sync
-    /// still holds its lock, so reports of two syncs never interleave.
-    pub(crate) async fn sync(&self, asked: Instant, report: &(dyn Fn(&StatusChange) + Sync)) {
+    /// Brings the connections in line with the servers listed now (see the module doc). The
+    /// reporter sees each change while the sync still holds its lock, so reports of two syncs
+    /// (or of a sync and a retry) never interleave.
+    pub(crate) async fn sync(self: &Arc<Self>) {
         if !self.has_sources() || self.closed.is_cancelled() {
             return;
         }
@@ -212,6 +281,7 @@ impl McpManager {
         let mut board_changed = state.registry_error != registry_problem;
         state.registry_error = registry_problem;
         let mut changes = Vec::new();
+        let servers_before: Vec<String> = state.slots.keys().cloned().collect();
         let mut live_changed = false;
         // A failed registry leaves its servers as they were: only drop what is known gone.
         let removed: Vec<String> = state
@@ -228,13 +298,16 @@ impl McpManager {
         }
         let mut todo = Vec::new();
         for (name, raw) in desired {
-            let config = parse_server(&name, &raw, &self.workspace, &ProcessVars);
+            let config = parse_server(&name, &raw, &self.workspace, &ProcessVars).map(|mut c| {
+                c.list_limits = self.list_limits;
+                c
+            });
             let slot = state.slots.get(&name);
             let same = slot.is_some_and(|s| s.config == config);
             let alive = slot.is_some_and(|s| s.conn.as_ref().is_some_and(|c| !c.is_dead()));
-            let failed_before = slot.is_some_and(|s| s.conn.is_none() && s.finished < asked);
-            let dead = slot.is_some_and(|s| s.conn.as_ref().is_some_and(|c| c.is_dead()));
-            if same && (alive || (!failed_before && !dead)) {
+            // A server that failed is the background retries' to reconnect, never a turn's.
+            let failed = slot.is_some_and(|s| s.conn.is_none());
+            if same && (alive || failed) {
                 continue;
             }
             todo.push((name, config));
@@ -264,14 +337,19 @@ impl McpManager {
                 Ok(c) => (Some(Arc::new(c)), None),
                 Err(e) => (None, Some(e)),
             };
+            let epoch = state.next_epoch;
+            state.next_epoch += 1;
+            if let (None, Ok(c)) = (&conn, &config) {
+                self.retry_later(name.clone(), c.clone(), epoch, 1);
+            }
             let old = state.slots.insert(
                 name.clone(),
                 Slot {
                     config,
                     conn: conn.clone(),
                     error: error.clone(),
-                    finished: Instant::now(),
                     stderr,
+                    epoch,
                 },
             );
             live_changed |= conn.is_some() || old.is_some_and(|o| o.conn.is_some());
@@ -282,9 +360,15 @@ impl McpManager {
                 } else {
                     ServerState::Error
                 },
-                tools: conn.as_ref().map_or(0, |c| c.tools.len()),
+                tools: 0,
                 error,
             });
+        }
+        // Names depend on every configured server, connected or not.
+        live_changed |= !state.slots.keys().eq(servers_before.iter());
+        let names = state.names();
+        for c in &mut changes {
+            c.tools = names.get(&c.server).map_or(0, |o| offered_count(o));
         }
         if live_changed {
             state.generation += 1;
@@ -292,12 +376,107 @@ impl McpManager {
         if board_changed {
             self.publish(&state, &[]);
         }
-        for c in &changes {
-            report(c);
+        self.report(&changes);
+    }
+
+    /// Tries `server` again after the delay for its `failures`, in the background, if its
+    /// slot is still the failed one of `epoch` then; a failure schedules the next try.
+    fn retry_later(
+        self: &Arc<Self>,
+        server: String,
+        config: ServerConfig,
+        epoch: u64,
+        failures: u32,
+    ) {
+        let manager = Arc::downgrade(self);
+        let closed = self.closed.clone();
+        let delay = retry_delay(failures);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = closed.cancelled() => return,
+            }
+            // Held while connecting: freeing the agent cancels `closed`, which ends this.
+            let Some(manager) = manager.upgrade() else {
+                return;
+            };
+            if !manager.awaits_retry(&server, epoch).await {
+                return;
+            }
+            let stderr = Arc::new(StderrTail::default());
+            let result = tokio::select! {
+                r = Connection::connect(&server, &config, stderr.clone()) => r,
+                // Dropping the attempt kills what it started.
+                _ = closed.cancelled() => return,
+            };
+            manager
+                .install_retry(server, config, epoch, failures, result, stderr)
+                .await;
+        });
+    }
+
+    async fn awaits_retry(&self, server: &str, epoch: u64) -> bool {
+        let state = self.state.lock().await;
+        !self.closed.is_cancelled()
+            && state
+                .slots
+                .get(server)
+                .is_some_and(|s| s.epoch == epoch && s.conn.is_none())
+    }
+
+    /// A background retry's result, into the slot it was for (if that is still there).
+    async fn install_retry(
+        self: &Arc<Self>,
+        server: String,
+        config: ServerConfig,
+        epoch: u64,
+        failures: u32,
+        result: Result<Connection, String>,
+        stderr: Arc<StderrTail>,
+    ) {
+        let mut state = self.state.lock().await;
+        let current = state
+            .slots
+            .get(&server)
+            .is_some_and(|s| s.epoch == epoch && s.conn.is_none());
+        if self.closed.is_cancelled() || !current {
+            return;
+        }
+        let (conn, error) = match result {
+            Ok(c) => (Some(Arc::new(c)), None),
+            Err(e) => (None, Some(e)),
+        };
+        let connected = conn.is_some();
+        if !connected {
+            self.retry_later(server.clone(), config.clone(), epoch, failures + 1);
+        }
+        state.slots.insert(
+            server.clone(),
+            Slot {
+                config: Ok(config),
+                conn,
+                error: error.clone(),
+                stderr,
+                epoch,
+            },
+        );
+        if connected {
+            state.generation += 1;
+        }
+        self.publish(&state, &[]);
+        // Only a success is news: a failure again leaves the status as it was.
+        if connected {
+            let tools = state.names().get(&server).map_or(0, |o| offered_count(o));
+            self.report(&[StatusChange {
+                server,
+                state: ServerState::Connected,
+                tools,
+                error: None,
+            }]);
         }
     }
 
-    fn server_json(name: &str, slot: &Slot, state: ServerState) -> Value {
+    fn server_json(name: &str, slot: &Slot, state: ServerState, offered: &[Offered]) -> Value {
         let conn = slot.conn.as_ref().filter(|c| !c.is_dead());
         let state = match (state, conn, &slot.conn) {
             (ServerState::Connecting, _, _) => ServerState::Connecting,
@@ -312,18 +491,39 @@ impl McpManager {
             _ => None,
         };
         let config = slot.config.as_ref().ok();
+        let listed = conn.map_or(&[][..], |c| &c.tools[..]);
+        let mut renamed = Map::new();
+        let mut refused = Vec::new();
+        for (def, o) in listed.iter().zip(offered) {
+            match o {
+                Offered::Named(_) => {}
+                Offered::Renamed(n) => {
+                    renamed.insert(def.name.clone(), json!(n));
+                }
+                Offered::Refused { name } => refused.push(json!({
+                    "tool": def.name,
+                    "reason": format!("its name {name} is already another tool's"),
+                })),
+            }
+        }
         json!({
             "name": name,
             "status": state.as_str(),
             "transport": config.map(ServerConfig::transport_name),
             "protocol": conn.and_then(|c| c.protocol.clone()),
-            "tools": conn.map_or(0, |c| c.tools.len()),
+            "tools": if conn.is_some() { offered_count(offered) } else { 0 },
             "resources": conn.is_some_and(|c| c.resources),
             "resources_enabled": config.is_some_and(|c| c.resources),
             "trusted": config.is_some_and(|c| c.trust),
             "error": error,
             "stderr": slot.stderr.lines(),
+            "renamed_tools": renamed,
+            "refused_tools": refused,
         })
+    }
+
+    fn connecting_json(name: &str) -> Value {
+        json!({"name": name, "status": ServerState::Connecting.as_str(), "tools": 0, "error": null})
     }
 
     fn publish_connecting<'a>(&self, state: &State, names: impl Iterator<Item = &'a str>) {
@@ -332,22 +532,25 @@ impl McpManager {
     }
 
     fn publish(&self, state: &State, connecting: &[&str]) {
+        let names = state.names();
         let mut out: Vec<StatusEntry> = state
             .slots
             .iter()
             .filter(|(n, _)| !connecting.contains(&n.as_str()))
             .map(|(n, s)| {
                 (
-                    Self::server_json(n, s, ServerState::Connected),
+                    Self::server_json(
+                        n,
+                        s,
+                        ServerState::Connected,
+                        names.get(n).map_or(&[][..], |o| &o[..]),
+                    ),
                     s.conn.clone(),
                 )
             })
             .collect();
         for n in connecting {
-            out.push((
-                json!({"name": n, "status": "connecting", "tools": 0, "error": null}),
-                None,
-            ));
+            out.push((Self::connecting_json(n), None));
         }
         out.sort_by(|a, b| a.0["name"].as_str().cmp(&b.0["name"].as_str()));
         if let Ok(mut s) = self.status.lock() {
@@ -395,13 +598,18 @@ impl McpManager {
                 }
             }
         }
-        let live: Vec<Arc<Connection>> = state
+        let names = state.names();
+        let live: Vec<(Arc<Connection>, &[Offered])> = state
             .slots
-            .values()
-            .filter_map(|s| s.conn.clone())
+            .iter()
+            .filter_map(|(n, s)| {
+                let offered = names.get(n).map_or(&[][..], |o| &o[..]);
+                s.conn.clone().map(|c| (c, offered))
+            })
             .collect();
         let resource_servers: Arc<Vec<Arc<Connection>>> = Arc::new(
             live.iter()
+                .map(|(c, _)| c)
                 .filter(|c| c.resources && c.config.resources)
                 .cloned()
                 .collect(),
@@ -409,10 +617,17 @@ impl McpManager {
         let mut reg = (**base).clone();
         let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
         let offered = self.resource_tools;
-        for conn in &live {
+        for (conn, names) in &live {
             let hint = conn.resources && conn.config.resources && offered.read;
-            for def in &conn.tools {
-                extra.push(Arc::new(McpTool::new(conn.clone(), def.clone(), hint)));
+            for (def, name) in conn.tools.iter().zip(names.iter()) {
+                if let Some(fqn) = name.name() {
+                    extra.push(Arc::new(McpTool::new(
+                        conn.clone(),
+                        def.clone(),
+                        fqn.to_owned(),
+                        hint,
+                    )));
+                }
             }
         }
         if !resource_servers.is_empty() {
@@ -446,5 +661,17 @@ impl McpManager {
         // A tool dropped with it may run a host finalizer: not under the lock.
         drop(replaced);
         reg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_doubling_to_the_cap() {
+        let secs: Vec<u64> = (1..=12).map(|f| retry_delay(f).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        assert_eq!(retry_delay(u32::MAX), MAX_RETRY_DELAY);
     }
 }

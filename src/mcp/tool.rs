@@ -6,7 +6,6 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::client::{CallError, Connection, ToolDef};
-use super::naming::tool_name;
 use super::render::render_call_result;
 use crate::tools::{Tool, ToolContext, ToolError, ToolFuture, ToolServices};
 
@@ -22,7 +21,8 @@ pub(crate) struct McpTool {
 }
 
 impl McpTool {
-    pub(crate) fn new(conn: Arc<Connection>, def: ToolDef, read_hint: bool) -> Self {
+    /// `fqn`: the name [`super::naming::assign`] gave it.
+    pub(crate) fn new(conn: Arc<Connection>, def: ToolDef, fqn: String, read_hint: bool) -> Self {
         let server = &conn.server;
         let description = format!(
             "[MCP:{server}] {}",
@@ -39,7 +39,7 @@ impl McpTool {
             parameters["type"] = Value::from("object");
         }
         McpTool {
-            fqn: tool_name(server, &def.name),
+            fqn,
             description,
             parameters,
             def,
