@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::{Map, Value};
 
 use crate::cancel::CancelToken;
+use crate::permissions::listed_paths::ListedPaths;
 use crate::permissions::path_policy;
 
 pub(crate) use config::ShellSettings;
@@ -266,17 +267,11 @@ impl ToolServices {
 }
 
 impl ToolContext<'_> {
-    /// Whether a listing must look for links that resolve outside the workspace (reads there
-    /// are refused, and the listing comes from the local disk): it then shows such a link, and
-    /// nothing of what it leads to (kind, size, whether it exists). Asked once per listing.
-    pub(crate) fn hides_outside_links(&self) -> bool {
-        !self.settings.allow_reads_outside_workspace && self.services.fs().is_local_disk()
-    }
-
-    /// Whether `path` is a link that resolves outside the workspace.
-    pub(crate) fn leads_outside(&self, path: &Path) -> bool {
-        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
-            && !path_policy::resolve(path).starts_with(self.workspace)
+    /// The read path policy for the paths one listing yields: whichever slot of the file
+    /// system listed them, and whichever reads them next, the local disk decides where they
+    /// lead, as it does for a path the model names.
+    pub(crate) fn listed_paths(&self) -> ListedPaths<'_> {
+        ListedPaths::new(self.workspace, self.settings.allow_reads_outside_workspace)
     }
 
     /// Resolves a path a read-side tool wants; outside the workspace it is refused unless the
