@@ -712,7 +712,7 @@ impl Agent {
             }
             Err(e) => return Err(AgentError::InvalidJson(format!("args_json: {e}"))),
         };
-        let tools = self.core.tools_now();
+        let tools = self.core.next_turn_tools();
         let Some(tool) = tools.get(tool_name) else {
             return Err(AgentError::InvalidArgument(format!(
                 "no tool named '{tool_name}' is registered"
@@ -847,6 +847,19 @@ impl AgentCore {
             }
         };
         self.composed(tools)
+    }
+
+    /// What the next turn would offer, as far as is known without a turn: the built-in and host
+    /// tools, the connected MCP servers' tools, the background and spawn tools. Composed
+    /// afresh, so the turn's cached lists (and the request bodies rendered from them) stay.
+    fn next_turn_tools(self: &Arc<Self>) -> Arc<ToolRegistry> {
+        let base = self.tools_now();
+        let tools = if self.mcp.has_sources() {
+            self.mcp.known_tools(&base)
+        } else {
+            base
+        };
+        self.with_spawn_tools(self.with_background_tools(tools))
     }
 
     /// `tools` with the background and spawn tools added, reused while `tools` and the

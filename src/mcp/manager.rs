@@ -384,22 +384,24 @@ impl McpManager {
         doc.to_string()
     }
 
-    /// `base` plus every live server's tools (and the resource tools the selection keeps when
-    /// a server offers resources). Built once per generation of connections and base.
-    pub(crate) async fn tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
-        let state = self.state.lock().await;
-        if let Ok(c) = self.cache.lock() {
-            if let Some(c) = c.as_ref() {
-                if c.generation == state.generation && Arc::ptr_eq(&c.base, base) {
-                    return c.tools.clone();
-                }
-            }
-        }
-        let live: Vec<Arc<Connection>> = state
-            .slots
-            .values()
-            .filter_map(|s| s.conn.clone())
-            .collect();
+    /// The tools of the servers connected now, as the next turn would offer them (a dead
+    /// connection's too: the turn offers them until its sync reconnects), without waiting
+    /// for a sync in progress or starting one: for the preflight, which may run anywhere.
+    pub(crate) fn known_tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        let live: Vec<Arc<Connection>> = self
+            .status
+            .lock()
+            .map(|s| s.0.iter().filter_map(|(_, c)| c.clone()).collect())
+            .unwrap_or_default();
+        self.with_connections(base, &live)
+    }
+
+    /// `base` plus the tools of `live` connections, and the resource tools the config keeps.
+    fn with_connections(
+        &self,
+        base: &Arc<ToolRegistry>,
+        live: &[Arc<Connection>],
+    ) -> Arc<ToolRegistry> {
         let resource_servers: Arc<Vec<Arc<Connection>>> = Arc::new(
             live.iter()
                 .filter(|c| c.resources && c.config.resources)
@@ -409,7 +411,7 @@ impl McpManager {
         let mut reg = (**base).clone();
         let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
         let offered = self.resource_tools;
-        for conn in &live {
+        for conn in live {
             let hint = conn.resources && conn.config.resources && offered.read;
             for def in &conn.tools {
                 extra.push(Arc::new(McpTool::new(conn.clone(), def.clone(), hint)));
@@ -430,12 +432,31 @@ impl McpManager {
                 }));
             }
         }
-        let reg = if extra.is_empty() {
+        if extra.is_empty() {
             base.clone()
         } else {
             reg.extend(extra);
             Arc::new(reg)
-        };
+        }
+    }
+
+    /// `base` plus every live server's tools (and the resource tools the selection keeps when
+    /// a server offers resources). Built once per generation of connections and base.
+    pub(crate) async fn tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        let state = self.state.lock().await;
+        if let Ok(c) = self.cache.lock() {
+            if let Some(c) = c.as_ref() {
+                if c.generation == state.generation && Arc::ptr_eq(&c.base, base) {
+                    return c.tools.clone();
+                }
+            }
+        }
+        let live: Vec<Arc<Connection>> = state
+            .slots
+            .values()
+            .filter_map(|s| s.conn.clone())
+            .collect();
+        let reg = self.with_connections(base, &live);
         let replaced = self.cache.lock().ok().and_then(|mut c| {
             c.replace(ToolsCache {
                 generation: state.generation,
