@@ -187,6 +187,7 @@ impl Drop for AgentCore {
         // Likewise the background agents: stopped now, without waiting (this may be a worker).
         self.background
             .close("session-closed", std::time::Duration::ZERO);
+        self.tool_services.processes().end_all();
     }
 }
 
@@ -524,6 +525,12 @@ impl Agent {
             background::CLOSE_TIMEOUT
         };
         self.core.background.close("session-closed", timeout)
+    }
+
+    /// Ends the process groups the agent's background shell runs started (its sub-agents'
+    /// included), and any started from now on: for when the host lets the agent go.
+    pub fn end_processes(&self) {
+        self.core.tool_services.processes().end_all();
     }
 
     #[cfg(test)]

@@ -7,6 +7,7 @@
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
+pub(crate) mod background_processes;
 pub(crate) mod builtin;
 pub(crate) mod config;
 pub(crate) mod fs;
@@ -38,6 +39,7 @@ use serde_json::{Map, Value};
 use crate::cancel::CancelToken;
 use crate::permissions::listed_paths::ListedPaths;
 use crate::permissions::path_policy;
+use background_processes::BackgroundProcesses;
 
 pub(crate) use config::ShellSettings;
 pub use config::ToolsConfig;
@@ -144,6 +146,8 @@ pub struct ToolServices {
     pub tool_outputs: SpillDir,
     todos: Mutex<Vec<TodoItem>>,
     memory: RwLock<Arc<dyn MemoryStore>>,
+    /// The process groups background shell runs started, shared with every sub-agent's view.
+    processes: Arc<BackgroundProcesses>,
 }
 
 impl Default for ToolServices {
@@ -158,6 +162,7 @@ impl Default for ToolServices {
             tool_outputs: SpillDir::unconfined(PathBuf::from(result_format::DEFAULT_OUTPUT_DIR)),
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(Arc::new(memory::InMemoryStore::default())),
+            processes: Arc::default(),
         }
     }
 }
@@ -200,6 +205,7 @@ impl ToolServices {
             tool_outputs: self.tool_outputs.clone(),
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(self.memory()),
+            processes: self.processes.clone(),
         }
     }
 
@@ -230,6 +236,11 @@ impl ToolServices {
     pub(crate) fn set_shell(&self, shell: Option<Arc<dyn ShellExecutor>>) {
         let shell = shell.unwrap_or_else(|| self.local_shell.clone());
         *self.shell.write().unwrap_or_else(|e| e.into_inner()) = shell;
+    }
+
+    /// The process groups this agent's background shell runs started, its sub-agents' included.
+    pub(crate) fn processes(&self) -> &BackgroundProcesses {
+        &self.processes
     }
 
     /// The current `todo_write` list (shown to the model in the volatile reminder).
