@@ -66,7 +66,7 @@ int main(void) {
     char *files[2] = {tu_printf("%s/parent.log", dir), tu_printf("%s/child.log", dir)};
     for (int i = 0; i < 2; i++) {
         growth g = {files[i], 6};
-        CHECK_MSG(tu_wait_until(grew, &g, 10000), "%s never grew", files[i]);
+        CHECK_MSG(tu_wait_until(grew, &g, TU_BOUND_MS(10000)), "%s never grew", files[i]);
     }
     long shells[2];
     for (int i = 0; i < 2; i++) {
@@ -83,7 +83,7 @@ int main(void) {
     bool all_gone = parent_pid > 0;
     long pids[3] = {parent_pid, shells[0], shells[1]};
     for (int i = 0; i < 3; i++) {
-        bool ok = pids[i] > 0 && tu_wait_until(gone, (void *)pids[i], 5000);
+        bool ok = pids[i] > 0 && tu_wait_until(gone, (void *)pids[i], TU_BOUND_MS(5000));
         CHECK_MSG(ok, "background process %ld outlived agentao_agent_free", pids[i]);
         all_gone &= ok;
     }

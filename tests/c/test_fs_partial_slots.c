@@ -293,7 +293,10 @@ int main(void) {
             char *cfg = tu_config(ws, READS, "\"permissions\":{\"mode\":\"read-only\"}");
             agentao_agent *a = tu_agent(cfg, NULL);
             free(cfg);
-            if (!a) break;
+            if (!a) {
+                free(label);
+                break;
+            }
             agentao_file_system fs = vtable(&h, slots);
             if (slots != NO_FS) CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
             char *text = NULL;
@@ -307,7 +310,10 @@ int main(void) {
             cfg = tu_config(ws, WRITES, "\"permissions\":{\"mode\":\"full-access\"}");
             a = tu_agent(cfg, NULL);
             free(cfg);
-            if (!a) break;
+            if (!a) {
+                free(label);
+                break;
+            }
             if (slots != NO_FS) CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
             CHECK_STATUS(agentao_agent_chat(a, "write", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
             agentao_string_free(text);
