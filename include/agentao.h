@@ -388,7 +388,10 @@ typedef void (*agentao_cancel_fn)(void *userdata, const char *reason);
  copies it. Every file tool (`read_file`, `write_file`, `replace`, `list_directory`, `glob`,
  `search_file_content`) reaches files through it, so a host can serve the whole workspace
  from memory or from a remote machine. The path policy still applies to the paths the tools
- compute, before any callback runs.
+ compute, before any callback runs, and to every path a `walk` or `list_dir` answer yields
+ (links resolved on the local disk, as for a path the model names) before any slot, the
+ host's or the local disk's, reads, stats or lists it: a listed link that leads outside the
+ workspace is left out, or shown by name only, while reads outside are refused.
 
  Paths passed in are absolute, UTF-8, and valid until the callback returns. A NULL slot
  falls back to the local disk for that operation (fill every slot to serve the whole
@@ -742,6 +745,11 @@ agentao_status agentao_agent_new(const char *config_json, const struct agentao_t
  holds and `AGENTAO_STATUS_CLOSED`. NULL is a no-op.
  Background sub-agents are cancelled too, and this call blocks up to 5 seconds for them to
  settle; one still running then is stopped at its next await point.
+ Then the processes that `run_shell_command` started in the background (`is_background`)
+ for this agent or any of its sub-agents are ended: each one's whole process group is killed
+ (`SIGKILL`), and one a still-finishing turn starts later is killed as it starts. Not
+ ended: a process that left its group (`setsid`), members of a group whose leader had
+ already exited, and what a host shell executor started (the host's to end).
  Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the
  background agents are then stopped without the wait).
  */
@@ -1181,6 +1189,10 @@ agentao_status agentao_memory_answer_fail(struct agentao_memory_answer *answer, 
  "mode": str, "hardline"?: str}`. `hardline` (present only then) is the floor's description
  when it refuses the command: while planning (`outcome` `deny`), or, for an agent without
  a permission engine, when the command is launched after the prompt.
+
+ The tools it knows are those the next turn would offer: the built-in and host tools, the
+ tools of the MCP servers connected now (a server connects during a turn; the preflight
+ never starts one), and the sub-agents' `agent_<name>` and background tools.
 
  Errors: `AGENTAO_STATUS_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INVALID_JSON` (args do not
  parse), `_INVALID_ARGUMENT` (args not a JSON object, or no tool by that name). Threads:

@@ -187,6 +187,7 @@ impl Drop for AgentCore {
         // Likewise the background agents: stopped now, without waiting (this may be a worker).
         self.background
             .close("session-closed", std::time::Duration::ZERO);
+        self.tool_services.processes().end_all();
     }
 }
 
@@ -530,6 +531,12 @@ impl Agent {
         self.core.background.close("session-closed", timeout)
     }
 
+    /// Ends the process groups the agent's background shell runs started (its sub-agents'
+    /// included), and any started from now on: for when the host lets the agent go.
+    pub fn end_processes(&self) {
+        self.core.tool_services.processes().end_all();
+    }
+
     #[cfg(test)]
     pub(crate) fn background(&self) -> &Arc<BackgroundStore> {
         &self.core.background
@@ -716,7 +723,7 @@ impl Agent {
             }
             Err(e) => return Err(AgentError::InvalidJson(format!("args_json: {e}"))),
         };
-        let tools = self.core.tools_now();
+        let tools = self.core.next_turn_tools();
         let Some(tool) = tools.get(tool_name) else {
             return Err(AgentError::InvalidArgument(format!(
                 "no tool named '{tool_name}' is registered"
@@ -849,6 +856,19 @@ impl AgentCore {
             }
         };
         self.composed(tools)
+    }
+
+    /// What the next turn would offer, as far as is known without a turn: the built-in and host
+    /// tools, the connected MCP servers' tools, the background and spawn tools. Composed
+    /// afresh, so the turn's cached lists (and the request bodies rendered from them) stay.
+    fn next_turn_tools(self: &Arc<Self>) -> Arc<ToolRegistry> {
+        let base = self.tools_now();
+        let tools = if self.mcp.has_sources() {
+            self.mcp.known_tools(&base)
+        } else {
+            base
+        };
+        self.with_spawn_tools(self.with_background_tools(tools))
     }
 
     /// `tools` with the background and spawn tools added, reused while `tools` and the

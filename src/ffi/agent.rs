@@ -192,6 +192,11 @@ pub unsafe extern "C" fn agentao_agent_new(
 /// holds and `AGENTAO_STATUS_CLOSED`. NULL is a no-op.
 /// Background sub-agents are cancelled too, and this call blocks up to 5 seconds for them to
 /// settle; one still running then is stopped at its next await point.
+/// Then the processes that `run_shell_command` started in the background (`is_background`)
+/// for this agent or any of its sub-agents are ended: each one's whole process group is killed
+/// (`SIGKILL`), and one a still-finishing turn starts later is killed as it starts. Not
+/// ended: a process that left its group (`setsid`), members of a group whose leader had
+/// already exited, and what a host shell executor started (the host's to end).
 /// Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the
 /// background agents are then stopped without the wait).
 #[no_mangle]
@@ -199,6 +204,7 @@ pub unsafe extern "C" fn agentao_agent_free(agent: *mut agentao_agent) {
     agentao_agent::free_with(agent, |a| {
         a.agent.cancel_active("session-closed");
         a.agent.close_background();
+        a.agent.end_processes();
     });
 }
 

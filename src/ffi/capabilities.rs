@@ -38,7 +38,10 @@ const MAX_ENTRIES: usize = 1_000_000;
 /// copies it. Every file tool (`read_file`, `write_file`, `replace`, `list_directory`, `glob`,
 /// `search_file_content`) reaches files through it, so a host can serve the whole workspace
 /// from memory or from a remote machine. The path policy still applies to the paths the tools
-/// compute, before any callback runs.
+/// compute, before any callback runs, and to every path a `walk` or `list_dir` answer yields
+/// (links resolved on the local disk, as for a path the model names) before any slot, the
+/// host's or the local disk's, reads, stats or lists it: a listed link that leads outside the
+/// workspace is left out, or shown by name only, while reads outside are refused.
 ///
 /// Paths passed in are absolute, UTF-8, and valid until the callback returns. A NULL slot
 /// falls back to the local disk for that operation (fill every slot to serve the whole

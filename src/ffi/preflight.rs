@@ -17,6 +17,10 @@ use super::{agentao_error, agentao_status, out_string, str_arg, Fail};
 /// when it refuses the command: while planning (`outcome` `deny`), or, for an agent without
 /// a permission engine, when the command is launched after the prompt.
 ///
+/// The tools it knows are those the next turn would offer: the built-in and host tools, the
+/// tools of the MCP servers connected now (a server connects during a turn; the preflight
+/// never starts one), and the sub-agents' `agent_<name>` and background tools.
+///
 /// Errors: `AGENTAO_STATUS_NULL_ARGUMENT`, `_INVALID_UTF8`, `_INVALID_JSON` (args do not
 /// parse), `_INVALID_ARGUMENT` (args not a JSON object, or no tool by that name). Threads:
 /// any thread, also inside callbacks and while a turn runs (it then sees the current mode and

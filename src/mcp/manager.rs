@@ -105,6 +105,20 @@ impl State {
         let offered = assign(&listings);
         self.slots.keys().cloned().zip(offered).collect()
     }
+
+    /// The connected servers, each with what its tools are offered as (from [`State::names`]).
+    fn live<'a>(
+        &self,
+        names: &'a BTreeMap<String, Vec<Offered>>,
+    ) -> Vec<(Arc<Connection>, &'a [Offered])> {
+        self.slots
+            .iter()
+            .filter_map(|(n, s)| {
+                let offered = names.get(n).map_or(&[][..], |o| &o[..]);
+                s.conn.clone().map(|c| (c, offered))
+            })
+            .collect()
+    }
 }
 
 fn offered_count(offered: &[Offered]) -> usize {
@@ -587,6 +601,26 @@ impl McpManager {
         doc.to_string()
     }
 
+    /// The tools of the servers connected now, as the next turn would offer them (a dead
+    /// connection's too: the turn offers them until its sync reconnects), without waiting
+    /// for a sync in progress or starting one: for the preflight, which may run anywhere.
+    /// While a sync holds the state, the last registry built for `base` is the answer.
+    pub(crate) fn known_tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
+        if let Ok(state) = self.state.try_lock() {
+            let names = state.names();
+            return self.with_connections(base, &state.live(&names));
+        }
+        self.cache
+            .lock()
+            .ok()
+            .and_then(|c| {
+                c.as_ref()
+                    .filter(|c| Arc::ptr_eq(&c.base, base))
+                    .map(|c| c.tools.clone())
+            })
+            .unwrap_or_else(|| base.clone())
+    }
+
     /// `base` plus every live server's tools (and the resource tools the selection keeps when
     /// a server offers resources). Built once per generation of connections and base.
     pub(crate) async fn tools(&self, base: &Arc<ToolRegistry>) -> Arc<ToolRegistry> {
@@ -599,14 +633,26 @@ impl McpManager {
             }
         }
         let names = state.names();
-        let live: Vec<(Arc<Connection>, &[Offered])> = state
-            .slots
-            .iter()
-            .filter_map(|(n, s)| {
-                let offered = names.get(n).map_or(&[][..], |o| &o[..]);
-                s.conn.clone().map(|c| (c, offered))
+        let reg = self.with_connections(base, &state.live(&names));
+        let replaced = self.cache.lock().ok().and_then(|mut c| {
+            c.replace(ToolsCache {
+                generation: state.generation,
+                base: base.clone(),
+                tools: reg.clone(),
             })
-            .collect();
+        });
+        // A tool dropped with it may run a host finalizer: not under the lock.
+        drop(replaced);
+        reg
+    }
+
+    /// `base` plus the tools of `live` connections under the names they are offered by, and
+    /// the resource tools the config keeps.
+    fn with_connections(
+        &self,
+        base: &Arc<ToolRegistry>,
+        live: &[(Arc<Connection>, &[Offered])],
+    ) -> Arc<ToolRegistry> {
         let resource_servers: Arc<Vec<Arc<Connection>>> = Arc::new(
             live.iter()
                 .map(|(c, _)| c)
@@ -617,7 +663,7 @@ impl McpManager {
         let mut reg = (**base).clone();
         let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
         let offered = self.resource_tools;
-        for (conn, names) in &live {
+        for (conn, names) in live {
             let hint = conn.resources && conn.config.resources && offered.read;
             for (def, name) in conn.tools.iter().zip(names.iter()) {
                 if let Some(fqn) = name.name() {
@@ -645,22 +691,12 @@ impl McpManager {
                 }));
             }
         }
-        let reg = if extra.is_empty() {
+        if extra.is_empty() {
             base.clone()
         } else {
             reg.extend(extra);
             Arc::new(reg)
-        };
-        let replaced = self.cache.lock().ok().and_then(|mut c| {
-            c.replace(ToolsCache {
-                generation: state.generation,
-                base: base.clone(),
-                tools: reg.clone(),
-            })
-        });
-        // A tool dropped with it may run a host finalizer: not under the lock.
-        drop(replaced);
-        reg
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 pub(crate) mod config;
 pub(crate) mod engine;
 pub mod hardline;
+pub(crate) mod listed_paths;
 pub mod path_policy;
 pub(crate) mod preflight;
 pub(crate) mod presets;

@@ -7,6 +7,7 @@
 //! the reference does: most failures are `Ok("Error: ...")` strings the model reads; an
 //! `Err(ToolError)` becomes `Error executing <tool>: <message>` with status `error`.
 
+pub(crate) mod background_processes;
 pub(crate) mod builtin;
 pub(crate) mod config;
 pub(crate) mod fs;
@@ -36,7 +37,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::{Map, Value};
 
 use crate::cancel::CancelToken;
+use crate::permissions::listed_paths::ListedPaths;
 use crate::permissions::path_policy;
+use background_processes::BackgroundProcesses;
 
 pub(crate) use config::ShellSettings;
 pub use config::ToolsConfig;
@@ -143,6 +146,8 @@ pub struct ToolServices {
     pub tool_outputs: SpillDir,
     todos: Mutex<Vec<TodoItem>>,
     memory: RwLock<Arc<dyn MemoryStore>>,
+    /// The process groups background shell runs started, shared with every sub-agent's view.
+    processes: Arc<BackgroundProcesses>,
 }
 
 impl Default for ToolServices {
@@ -157,6 +162,7 @@ impl Default for ToolServices {
             tool_outputs: SpillDir::unconfined(PathBuf::from(result_format::DEFAULT_OUTPUT_DIR)),
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(Arc::new(memory::InMemoryStore::default())),
+            processes: Arc::default(),
         }
     }
 }
@@ -199,6 +205,7 @@ impl ToolServices {
             tool_outputs: self.tool_outputs.clone(),
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(self.memory()),
+            processes: self.processes.clone(),
         }
     }
 
@@ -229,6 +236,11 @@ impl ToolServices {
     pub(crate) fn set_shell(&self, shell: Option<Arc<dyn ShellExecutor>>) {
         let shell = shell.unwrap_or_else(|| self.local_shell.clone());
         *self.shell.write().unwrap_or_else(|e| e.into_inner()) = shell;
+    }
+
+    /// The process groups this agent's background shell runs started, its sub-agents' included.
+    pub(crate) fn processes(&self) -> &BackgroundProcesses {
+        &self.processes
     }
 
     /// The current `todo_write` list (shown to the model in the volatile reminder).
@@ -266,17 +278,11 @@ impl ToolServices {
 }
 
 impl ToolContext<'_> {
-    /// Whether a listing must look for links that resolve outside the workspace (reads there
-    /// are refused, and the listing comes from the local disk): it then shows such a link, and
-    /// nothing of what it leads to (kind, size, whether it exists). Asked once per listing.
-    pub(crate) fn hides_outside_links(&self) -> bool {
-        !self.settings.allow_reads_outside_workspace && self.services.fs().is_local_disk()
-    }
-
-    /// Whether `path` is a link that resolves outside the workspace.
-    pub(crate) fn leads_outside(&self, path: &Path) -> bool {
-        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
-            && !path_policy::resolve(path).starts_with(self.workspace)
+    /// The read path policy for the paths one listing yields: whichever slot of the file
+    /// system listed them, and whichever reads them next, the local disk decides where they
+    /// lead, as it does for a path the model names.
+    pub(crate) fn listed_paths(&self) -> ListedPaths<'_> {
+        ListedPaths::new(self.workspace, self.settings.allow_reads_outside_workspace)
     }
 
     /// Resolves a path a read-side tool wants; outside the workspace it is refused unless the

@@ -15,9 +15,10 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::{LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::background_processes::OwnedGroup;
 use super::fs::os_error;
 use crate::cancel::CancelToken;
 
@@ -102,6 +103,9 @@ pub(crate) struct BackgroundHandle {
     pub(crate) pgid: Option<u32>,
     pub(crate) command: String,
     pub(crate) cwd: PathBuf,
+    /// The group, when this process started it: it ends with the agent. A host executor's
+    /// processes are the host's (their pids may not even be on this machine).
+    pub(crate) owned: Option<Arc<OwnedGroup>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -238,21 +242,16 @@ impl ShellExecutor for LocalShellExecutor {
     ) -> Result<BackgroundHandle, BackgroundError> {
         let mut cmd = self.command(request);
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        let mut child = cmd
+        let child = cmd
             .spawn()
             .map_err(|e| BackgroundError::Failed(self.spawn_error(&e, request)))?;
         let pid = child.id();
-        // Reap it when it ends so no zombie is left; the process itself is not tracked.
-        let _ = std::thread::Builder::new()
-            .name("agentao-bg-reaper".into())
-            .spawn(move || {
-                let _ = child.wait();
-            });
         Ok(BackgroundHandle {
             pid,
             pgid: Some(pid),
             command: request.command.to_owned(),
             cwd: request.cwd.to_path_buf(),
+            owned: Some(OwnedGroup::adopt(child)),
         })
     }
 

@@ -270,6 +270,7 @@ impl RunWaiter {
                 pgid,
                 command: request.command.to_owned(),
                 cwd: request.cwd.to_path_buf(),
+                owned: None,
             }),
             Some(RunAnswer::Failed(e)) => Err(BackgroundError::Failed(e)),
             Some(RunAnswer::Finished { .. }) => {

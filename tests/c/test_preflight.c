@@ -222,10 +222,79 @@ static void test_bad_input(void) {
     agentao_agent_free(a);
 }
 
+static void never_run(void *ud, const char *args, const struct agentao_tool_call *call, agentao_reply *reply) {
+    CHECK_MSG(0, "the preflight ran a host tool");
+    agentao_reply_tool_result(reply, "x", NULL);
+}
+
+/* The preflight's answer for `tool`, or NULL (with the failure reported) when it has none. */
+static char *preflight_of(agentao_agent *a, const char *tool, const char *args) {
+    char *json = NULL;
+    agentao_error *err = NULL;
+    agentao_status st = agentao_agent_preflight(a, tool, args, &json, &err);
+    CHECK_MSG(st == AGENTAO_STATUS_OK, "preflight(%s): %s: %s", tool, agentao_status_name(st), agentao_error_message(err));
+    agentao_error_free(err);
+    char *copy = json ? strdup(json) : NULL;
+    agentao_string_free(json);
+    return copy;
+}
+
+static void test_every_offered_tool(void) {
+    tu_section("every tool the next turn offers: MCP, sub-agent spawn, background and host tools");
+    const char *dir = tu_workspace();
+    char *extra = tu_printf("\"permissions\":{\"mode\":\"read-only\"},"
+                            "\"subagents\":{\"background\":{\"enabled\":true}},"
+                            "\"mcp_servers\":{\"srv\":{\"command\":\"%s\"}}", MCP_FAULT_SERVER_BIN);
+    char *cfg = tu_config(dir, "{\"text\":\"connected\"}", extra);
+    free(extra);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    CHECK_STATUS(agentao_agent_add_subagent(a, "{\"name\":\"helper\",\"description\":\"helps\"}", NULL), AGENTAO_STATUS_OK);
+    agentao_tool_desc d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.name = "lookup";
+    d.description = "looks up";
+    d.parameters_json = "{\"type\":\"object\",\"properties\":{}}";
+    d.is_read_only = true;
+    d.execute = never_run;
+    CHECK_STATUS(agentao_agent_add_tool(a, &d, false, NULL), AGENTAO_STATUS_OK);
+    /* Known before any turn: the spawn, background and host tools. */
+    char *j = preflight_of(a, "agent_helper", "{\"task\":\"x\"}");
+    CHECK_CONTAINS(j, "\"mode\":\"read-only\"");
+    free(j);
+    j = preflight_of(a, "check_background_agent", "{\"agent_id\":\"x\"}");
+    free(j);
+    j = preflight_of(a, "lookup", "{}");
+    CHECK_CONTAINS(j, "\"outcome\":\"allow\"");
+    free(j);
+    /* The first turn connects the server; its tools are then known. */
+    char *text = NULL;
+    CHECK_STATUS(agentao_agent_chat(a, "connect", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+    CHECK_STR_EQ(text, "connected");
+    agentao_string_free(text);
+    j = preflight_of(a, "mcp_srv_echo", "{\"text\":\"x\"}");
+    CHECK_CONTAINS(j, "\"outcome\":");
+    free(j);
+    /* Not read-only: the read-only gate refuses it, as the turn does. */
+    j = preflight_of(a, "mcp_srv_crash", "{}");
+    CHECK_CONTAINS(j, "\"outcome\":\"deny\"");
+    CHECK_CONTAINS(j, "\"source\":\"read-only-gate\"");
+    free(j);
+    char *json = NULL;
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_agent_preflight(a, "mcp_srv_nope", "{}", &json, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(agentao_error_message(err), "'mcp_srv_nope'");
+    agentao_error_free(err);
+    agentao_agent_free(a);
+}
+
 int main(void) {
     test_vectors();
     test_hardline_and_sources();
     test_agrees_with_the_turn();
     test_bad_input();
+    test_every_offered_tool();
     return tu_finish("test_preflight");
 }

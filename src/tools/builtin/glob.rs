@@ -13,6 +13,7 @@ use globset::GlobBuilder;
 use serde_json::{Map, Value};
 
 use super::{arg_str, required_str, tool_metadata, ReadTarget, Tool, ToolContext, ToolError};
+use crate::permissions::listed_paths::Listed;
 use crate::permissions::path_policy;
 
 /// Files modified within this many seconds are listed first, newest first.
@@ -140,9 +141,9 @@ pub(crate) fn find(
     let entries = fs
         .walk(&start, max_depth, &stop)
         .map_err(|e| FindError::Other(e.to_string()))?;
-    let hide_outside_links = ctx.hides_outside_links();
+    let mut listed = ctx.listed_paths();
     for entry in entries {
-        if !entry.is_file || (hide_outside_links && ctx.leads_outside(&entry.path)) {
+        if !entry.is_file || listed.check(&entry.path) != Listed::Inside {
             continue;
         }
         let Ok(rel) = entry.path.strip_prefix(base) else {

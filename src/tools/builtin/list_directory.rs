@@ -4,6 +4,7 @@ use serde_json::{Map, Value};
 
 use super::fs::os_error;
 use super::{arg_bool, arg_str, tool_metadata, ReadTarget, Tool, ToolContext, ToolError};
+use crate::permissions::listed_paths::Listed;
 
 pub(crate) struct ListDirectory;
 
@@ -34,7 +35,7 @@ impl Tool for ListDirectory {
         }
         // (is_dir, lower-cased sort key, line)
         let mut rows: Vec<(bool, String, String)> = Vec::new();
-        let hide_outside_links = ctx.hides_outside_links();
+        let mut listed = ctx.listed_paths();
         if recursive {
             let stop = || ctx.cancel.is_cancelled();
             let entries = match fs.walk(&path, None, &stop) {
@@ -49,9 +50,15 @@ impl Tool for ListDirectory {
                     .to_string_lossy()
                     .into_owned();
                 let key = item.to_string_lossy().to_lowercase();
-                if hide_outside_links && ctx.leads_outside(item) {
-                    rows.push((false, key, outside_link_row(&rel)));
-                } else if entry.is_dir {
+                match listed.check(item) {
+                    Listed::Outside => continue,
+                    Listed::LinkOut => {
+                        rows.push((false, key, outside_link_row(&rel)));
+                        continue;
+                    }
+                    Listed::Inside => {}
+                }
+                if entry.is_dir {
                     rows.push((true, key, format!("[DIR]  {rel}/")));
                 } else {
                     let size = fs.stat(item).map(|s| s.size).unwrap_or(0);
@@ -65,9 +72,15 @@ impl Tool for ListDirectory {
             };
             for e in entries {
                 let key = e.name.to_lowercase();
-                if hide_outside_links && ctx.leads_outside(&path.join(&e.name)) {
-                    rows.push((false, key, outside_link_row(&e.name)));
-                } else if e.is_dir {
+                match listed.check(&path.join(&e.name)) {
+                    Listed::Outside => continue,
+                    Listed::LinkOut => {
+                        rows.push((false, key, outside_link_row(&e.name)));
+                        continue;
+                    }
+                    Listed::Inside => {}
+                }
+                if e.is_dir {
                     rows.push((true, key, format!("[DIR]  {}/", e.name)));
                 } else {
                     rows.push((false, key, format!("[FILE] {} ({} bytes)", e.name, e.size)));

@@ -19,6 +19,7 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use serde_json::{Map, Value};
 
 use super::{arg_bool, arg_str, required_str, tool_metadata, Tool, ToolContext, ToolError};
+use crate::permissions::listed_paths::Listed;
 
 pub(crate) const MAX_MATCHES: usize = 100;
 /// The searcher's buffer holds at least one whole line: a file with a longer line is skipped
@@ -334,12 +335,13 @@ impl Walk<'_> {
         let stop = || ctx.cancel.is_cancelled();
         let mut entries = fs.walk(dir, None, &stop).map_err(|e| e.to_string())?;
         entries.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut listed = ctx.listed_paths();
         for entry in entries {
             let path = entry.path;
             if ctx.cancel.is_cancelled() {
                 break;
             }
-            if !entry.is_file {
+            if !entry.is_file || listed.check(&path) != Listed::Inside {
                 continue;
             }
             let rel_path: PathBuf = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::git_launch::GitLaunch;
 use super::result_format::thousands;
-use super::shell_exec::{BackgroundError, ShellRequest, ShellResult};
+use super::shell_exec::{BackgroundError, BackgroundHandle, ShellRequest, ShellResult};
 use super::{arg_bool, arg_f64, arg_str, required_str, Tool, ToolContext, ToolError};
 use crate::permissions::path_policy;
 use crate::tools::Approval;
@@ -159,7 +159,14 @@ impl Tool for RunShellCommand {
             cancel: Some(ctx.cancel),
         };
         if is_background {
-            let text = match executor.run_background(&request) {
+            let started = executor.run_background(&request);
+            if let Ok(BackgroundHandle {
+                owned: Some(group), ..
+            }) = &started
+            {
+                ctx.services.processes().keep(group.clone());
+            }
+            let text = match started {
                 Ok(h) => match h.pgid {
                     Some(pgid) => format!(
                         "Background process started.\nPID: {}\nPGID: {pgid}\nCommand: {}\nWorking directory: {}\nTo stop: kill -- -{pgid}",
