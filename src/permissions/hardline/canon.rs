@@ -502,7 +502,8 @@ fn recursive_without_force_on_home(args: &[String]) -> bool {
 }
 
 /// `find`'s actions that run a command on each file, spelled as the table knows them (`-ok`
-/// asks first, but only a terminal answers: it is `-exec` for the floor).
+/// asks on standard input, which `yes |` or a here-string answers: it is `-exec` for the
+/// floor).
 fn find_exec_spelling(word: &str) -> Option<&'static str> {
     match word {
         "-exec" | "-ok" => Some("-exec"),
