@@ -30,8 +30,12 @@ def jsonl(name):
         return [json.loads(l) for l in f if l.strip()]
 
 
-# hardline: every conformance command (refused and allowed), capped at 8 KiB each.
-write("hardline", [r["command"] for r in jsonl("hardline.jsonl") if len(r["command"]) <= 8192])
+# hardline: every conformance command (refused and allowed), then our own vectors (the
+# respellings the floor refuses beyond the reference, and the benign commands it must let
+# through), capped at 8 KiB each.
+with open(os.path.join(HERE, "..", "tests", "vectors", "hardline-ours.jsonl"), encoding="utf-8") as f:
+    ours = [json.loads(l)["command"] for l in f if l.strip()]
+write("hardline", [c for c in [r["command"] for r in jsonl("hardline.jsonl")] + ours if len(c) <= 8192])
 
 # rules: one decision per (group, mode, outcome), as the target reads it.
 picked, keys = [], set()

@@ -815,6 +815,8 @@ agentao_status agentao_agent_active_permissions(const struct agentao_agent *agen
  `"plan"`), effective for the next decision; writes the previous mode to `*previous_out`
  (may be NULL; release with `agentao_string_free`). Emits `readonly_mode_changed` and
  `permission_mode_changed` through the transport. No engine: `AGENTAO_STATUS_NO_ENGINE`.
+ Binds the sub-agents too: a running child, foreground or background, is held to the new
+ mode from its next call (children decide against the agent's engine, never a copy).
  */
 agentao_status agentao_agent_set_permission_mode(struct agentao_agent *agent, const char *mode, char **previous_out, struct agentao_error **err_out);
 
@@ -837,21 +839,23 @@ bool agentao_agent_remove_host_event_observer(struct agentao_agent *agent, uint6
  Injects permission rules (`rules_json`: a JSON list in the permissions.json rule format,
  borrowed) labelled `injected:<source_name>`, evaluated with the user rules. All or nothing:
  an invalid rule is `AGENTAO_STATUS_INVALID_ARGUMENT` naming it, and nothing is added. Takes
- effect from the next decision. No engine: `AGENTAO_STATUS_NO_ENGINE`.
+ effect from the next decision, the running sub-agents' included. No engine:
+ `AGENTAO_STATUS_NO_ENGINE`.
  */
 agentao_status agentao_agent_add_permission_rules(struct agentao_agent *agent, const char *rules_json, const char *source_name, struct agentao_error **err_out);
 
 /*
  Run-scope rules (`allow_json`, `deny_json`: JSON lists or `null`, borrowed): deny rules are
  checked right after the hardline floor, before any mode preset; allow rules join the user
- rules. Recorded as the source `injected:<source_name>` (NULL: `run-spec`). Errors as
- `agentao_agent_add_permission_rules`.
+ rules. Recorded as the source `injected:<source_name>` (NULL: `run-spec`). Binds the
+ running sub-agents from their next call. Errors as `agentao_agent_add_permission_rules`.
  */
 agentao_status agentao_agent_add_run_rules(struct agentao_agent *agent, const char *allow_json, const char *deny_json, const char *source_name, struct agentao_error **err_out);
 
 /*
  Adds a source label (hosts use `injected:<name>`) to the permission snapshot's
- `loaded_sources`; it adds no rule. An empty or duplicate label is ignored.
+ `loaded_sources`; it adds no rule. An empty or duplicate label is ignored. The running
+ sub-agents' next decisions report it too.
  */
 agentao_status agentao_agent_add_permission_source(struct agentao_agent *agent, const char *label, struct agentao_error **err_out);
 

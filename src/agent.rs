@@ -992,11 +992,6 @@ impl ParentAgent for AgentCore {
     }
 
     fn snapshot(&self) -> ParentSnapshot {
-        let engine = self
-            .engine
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         let relay_events = self
             .subagents
             .read()
@@ -1007,11 +1002,17 @@ impl ParentAgent for AgentCore {
             services: self.tool_services.clone(),
             tools_config: self.config.tools.clone(),
             workspace: self.config.working_directory.clone(),
-            engine,
-            read_only: self.read_only.load(Ordering::Acquire),
             reply_timeout: self.config.reply_timeout,
             relay_events,
         }
+    }
+
+    fn engine(&self) -> &RwLock<Option<PermissionEngine>> {
+        &self.engine
+    }
+
+    fn read_only(&self) -> &AtomicBool {
+        &self.read_only
     }
 
     fn emitter(&self) -> &Emitter {

@@ -3,6 +3,13 @@
 //! and nested shells (`-c --`, `-o opt -c`, pipes into a shell, here-strings, substitutions) —
 //! must all be refused with the row's description, and the same commands as literals (quoted
 //! arguments, here-doc bodies) must all pass. Prints the count per row.
+//!
+//! The classes of respellings found later are generated the same way: here-strings and process
+//! substitutions feeding a shell or `source` (`bash<<<'…'`, `cat<<<'…'|sh`, `. <(echo …)`),
+//! `eval` of a literal or of a substitution whose output is visible, a `-c` body that is a
+//! `printf` substitution, `~` / `$HOME` as a recursive-delete operand without `-f`, `find -exec
+//! rm` / `-ok rm` / `-exec unlink` on a system path, and redirections onto raw devices however
+//! spelled; and, as literals, here-strings and process substitutions read as data.
 
 use std::collections::BTreeSet;
 
@@ -48,6 +55,18 @@ const SHELLS: &[(&str, Option<char>)] = &[
     ("true && {}", None),
     ("echo ok\n{}", None),
     ("x=$({})", None),
+    ("bash<<<'{}'", Some('\'')),
+    ("cat<<<'{}'|sh", Some('\'')),
+    ("cat <<< '{}' | bash -s", Some('\'')),
+    ("sh < <(echo '{}')", Some('\'')),
+    ("bash <(printf '%s\\n' '{}')", Some('\'')),
+    (". /dev/stdin <<< '{}'", Some('\'')),
+    ("bash -c \"$(printf '%s' '{}')\"", Some('\'')),
+    ("eval '{}'", Some('\'')),
+    ("eval \"{}\"", Some('"')),
+    ("eval \"$(printf '%s' '{}')\"", Some('\'')),
+    (". <(echo '{}')", Some('\'')),
+    ("source <(printf '%s\\n' '{}')", Some('\'')),
 ];
 
 /// (row description, command name, arguments).
@@ -75,7 +94,18 @@ const ROWS: &[(&str, &str, &str)] = &[
     ("shred raw block device", "shred", "-n 1 /dev/sda"),
     ("wipefs raw block device", "wipefs", "-a /dev/nvme0n1"),
     ("find -delete on root/system path", "find", "/ -delete"),
+    (RM, "rm", "-r ~"),
+    (RM, "rm", "-R $HOME"),
+    (RM, "rm", "--recursive ~/"),
+    (FIND_EXEC, "find", "/etc -exec rm {} +"),
+    (FIND_EXEC, "find", "/usr -ok rm {} +"),
+    (FIND_EXEC, "find", "~ -exec unlink {} +"),
+    (DEVICE, "echo", "x >| /dev/sda"),
+    (DEVICE, "cat", "img 1>/dev/nvme0n1"),
+    (DEVICE, "echo", "x > /dev//sdb"),
 ];
+const FIND_EXEC: &str = "find -exec rm on root/system path";
+const DEVICE: &str = "redirect output to raw block device";
 const RM: &str = "recursive delete of root / system directory / home";
 
 /// At most this many variants per row (a deterministic stride through the full product).
@@ -222,13 +252,21 @@ fn the_same_commands_as_literals_pass() {
     for (_, name, args) in ROWS {
         let simple = sample(simple_commands(name, args), 60);
         for s in simple.iter().filter(|s| !s.contains('\'')) {
-            for form in [
-                "echo '{}'",
-                "grep -n '{}' notes.txt",
-                "git commit -m '{}'",
-                "cat <<'EOF'\n{}\nEOF",
-                "printf '%s' '{}' > notes.txt",
+            for (form, quote) in [
+                ("echo '{}'", None),
+                ("grep -n '{}' notes.txt", None),
+                ("git commit -m '{}'", None),
+                ("cat <<'EOF'\n{}\nEOF", None),
+                ("printf '%s' '{}' > notes.txt", None),
+                ("cat <<< '{}'", None),
+                ("grep -c x <<< '{}'", None),
+                ("diff <(echo '{}') notes.txt", None),
+                ("git commit -m \"$(printf '%s' '{}')\"", None),
+                ("eval \"echo '{}'\"", Some('"')),
             ] {
+                if !fits(s, quote) {
+                    continue;
+                }
                 let cmd = form.replace("{}", s);
                 n += 1;
                 if let Some(d) = hardline_verdict(&cmd) {

@@ -28,8 +28,18 @@ const TOO_COMPLEX: &str = "command too complex for the safety floor to inspect";
 /// reference closed by `hardline::canon`; docs/deviations.md, "Hardline floor"):
 /// (1-based line in hardline.jsonl, our description, why).
 const HARDLINE_DEVIATIONS: &[(usize, &str, &str)] = &[
+    (
+        636,
+        "redirect output to raw block device",
+        "`>|` is an output redirection like `>`",
+    ),
     (643, "fork bomb", "renamed fork bomb"),
     (644, "fork bomb", "renamed fork bomb"),
+    (
+        769,
+        "find -exec rm on root/system path",
+        "find runs rm on every file: without -f it deletes as much",
+    ),
     (852, RM_ROW, "doas is a privilege wrapper"),
     (904, RM_ROW, "a shell fed by printf through a pipe"),
     (919, "reboot", "a shell fed by printf through a pipe"),

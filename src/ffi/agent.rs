@@ -406,6 +406,8 @@ pub unsafe extern "C" fn agentao_agent_active_permissions(
 /// `"plan"`), effective for the next decision; writes the previous mode to `*previous_out`
 /// (may be NULL; release with `agentao_string_free`). Emits `readonly_mode_changed` and
 /// `permission_mode_changed` through the transport. No engine: `AGENTAO_STATUS_NO_ENGINE`.
+/// Binds the sub-agents too: a running child, foreground or background, is held to the new
+/// mode from its next call (children decide against the agent's engine, never a copy).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_set_permission_mode(
     agent: *mut agentao_agent,
@@ -485,7 +487,8 @@ fn parse_json_arg(text: &str, name: &str) -> FfiResult<serde_json::Value> {
 /// Injects permission rules (`rules_json`: a JSON list in the permissions.json rule format,
 /// borrowed) labelled `injected:<source_name>`, evaluated with the user rules. All or nothing:
 /// an invalid rule is `AGENTAO_STATUS_INVALID_ARGUMENT` naming it, and nothing is added. Takes
-/// effect from the next decision. No engine: `AGENTAO_STATUS_NO_ENGINE`.
+/// effect from the next decision, the running sub-agents' included. No engine:
+/// `AGENTAO_STATUS_NO_ENGINE`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_add_permission_rules(
     agent: *mut agentao_agent,
@@ -502,8 +505,8 @@ pub unsafe extern "C" fn agentao_agent_add_permission_rules(
 
 /// Run-scope rules (`allow_json`, `deny_json`: JSON lists or `null`, borrowed): deny rules are
 /// checked right after the hardline floor, before any mode preset; allow rules join the user
-/// rules. Recorded as the source `injected:<source_name>` (NULL: `run-spec`). Errors as
-/// `agentao_agent_add_permission_rules`.
+/// rules. Recorded as the source `injected:<source_name>` (NULL: `run-spec`). Binds the
+/// running sub-agents from their next call. Errors as `agentao_agent_add_permission_rules`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_add_run_rules(
     agent: *mut agentao_agent,
@@ -529,7 +532,8 @@ pub unsafe extern "C" fn agentao_agent_add_run_rules(
 }
 
 /// Adds a source label (hosts use `injected:<name>`) to the permission snapshot's
-/// `loaded_sources`; it adds no rule. An empty or duplicate label is ignored.
+/// `loaded_sources`; it adds no rule. An empty or duplicate label is ignored. The running
+/// sub-agents' next decisions report it too.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_add_permission_source(
     agent: *mut agentao_agent,

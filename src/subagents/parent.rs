@@ -2,7 +2,8 @@
 //! [`ParentAgent`]; a spawn tool holds it weakly and takes a [`ParentView`] per call.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -17,8 +18,15 @@ use crate::tools::{ToolRegistry, ToolServices};
 /// The parent agent, as its children reach it.
 pub(crate) trait ParentAgent: Send + Sync {
     fn session_id(&self) -> &str;
-    /// The parent's settings now (its current LLM config, a snapshot of its engine).
+    /// The parent's settings now (its current LLM config, its tool settings).
     fn snapshot(&self) -> ParentSnapshot;
+    /// The parent's live permission engine. A child decides every call against it, never
+    /// against a copy: a host that switches the parent to read-only, adds a deny rule or a
+    /// source has bound every running child by its next call, and a copy taken at spawn would
+    /// let a background child go on writing for as long as it runs.
+    fn engine(&self) -> &RwLock<Option<PermissionEngine>>;
+    /// The parent's live read-only flag (the other half of a mode switch), for the same reason.
+    fn read_only(&self) -> &AtomicBool;
     /// Where forwarded events and `agent_start` / `agent_end` go (serialised with the
     /// parent's own events).
     fn emitter(&self) -> &Emitter;
@@ -38,18 +46,9 @@ pub(crate) struct ParentSnapshot {
     pub(crate) services: Arc<ToolServices>,
     pub(crate) tools_config: ToolsConfig,
     pub(crate) workspace: PathBuf,
-    /// A copy: the child decides with the parent's rules and mode as they were at spawn.
-    pub(crate) engine: Option<crate::permissions::PermissionEngine>,
-    pub(crate) read_only: bool,
     pub(crate) reply_timeout: Option<Duration>,
     /// `subagents.relay_events`.
     pub(crate) relay_events: bool,
-}
-
-impl ParentSnapshot {
-    pub(crate) fn engine(&self) -> Option<PermissionEngine> {
-        self.engine.clone()
-    }
 }
 
 /// Everything one child run reads from its parent.

@@ -1,7 +1,6 @@
 //! One child run, start to end (spec §6.2–§6.4): lineage ids, `agent_start`, `spawned`, the
 //! child's turn, classification, usage roll-up, `agent_end`, the terminal event.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -161,8 +160,6 @@ pub(crate) async fn run_child(
     };
     let tools = narrow(&parent.tools, def);
     let services = Arc::new(snap.services.child_view());
-    let engine = RwLock::new(snap.engine());
-    let read_only = AtomicBool::new(snap.read_only);
     let history = RwLock::new(Vec::new());
     // Empty for the child's one turn: there is nothing to spare the cache.
     let history_version = MessagesVersionCell::unknown();
@@ -181,8 +178,9 @@ pub(crate) async fn run_child(
         recall: None,
         emitter: &emitter,
         hub,
-        engine: &engine,
-        read_only: &read_only,
+        // The parent's own policy, live; the child's restrictions are its narrowed tools.
+        engine: agent.engine(),
+        read_only: agent.read_only(),
         history: &history,
         history_version: &history_version,
         reply_timeout: snap.reply_timeout,

@@ -16,7 +16,18 @@
 //! - the contents of `$(…)` and backquotes are judged as texts;
 //! - backslash-newline continuations are removed (they join words);
 //! - a function that calls itself twice through a pipe or `&` and is then called is a fork
-//!   bomb, whatever its name (`f(){ f|f& };f`).
+//!   bomb, whatever its name (`f(){ f|f& };f`);
+//! - what a shell or `source` runs as its script is judged as a text when the command shows it:
+//!   a here-string (`bash<<<'…'`, `. /dev/stdin <<< '…'`), a here-string passed on by `cat`
+//!   through a pipe, what `echo` / `printf` print inside a process substitution (`. <(echo …)`)
+//!   or inside a command substitution that stands for the command word
+//!   (`bash -c "$(printf '%s' '…')"`), and the arguments of `eval`;
+//! - `rm` recursive without force on a home directory (`rm -r ~`, `rm -r "$HOME"`) is respelled
+//!   with `--force`: nothing prompts in a directory the user owns;
+//! - `find … -exec rm` / `-ok rm` / `-exec unlink` is respelled `-exec rm --force`, so the
+//!   table's row judges it on its paths;
+//! - an output redirection onto a raw block device is found whatever its operator
+//!   (`>|`, `1>`, `&>`, `<>`) or spelling of the path (`/dev//sda`).
 //!
 //! The rewritten command is emitted with words needing it single-quoted, so a literal stays a
 //! literal for the scanner. Every output is at most as long as its input plus quoting.
@@ -28,6 +39,8 @@ use super::lex::decode_ansi_c;
 pub(super) struct Canon {
     /// A self-calling function run in the background or through a pipe, then called.
     pub(crate) fork_bomb: bool,
+    /// An output redirection whose target is a raw block device.
+    pub(crate) device_redirect: bool,
     /// The command respelled, when a rewrite changed something the scanner would read.
     pub(crate) canonical: Option<Vec<char>>,
     /// Raw texts to judge: shell bodies, pipe-fed scripts, substitutions.
@@ -79,31 +92,125 @@ enum Tok {
     Op(&'static str),
 }
 
-/// Splits `text` into words and operators; collects `$(…)` / backquote bodies into `subs`.
-/// Redirections and their targets are dropped.
-fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
+/// How a text found inside a command reaches it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Feed {
+    /// `$(…)` or backquotes: its output becomes words of the command.
+    CommandSub,
+    /// `<(…)`: its output is a file the command reads.
+    ProcessSub,
+    /// `<<< word`: the word is the command's standard input.
+    HereString,
+}
+
+/// A text fed to the simple command holding token `token` (for a process substitution or a
+/// here-string, the token that follows it, which is still in the same command or ends it):
+/// `index` into [`Lexed::here_strings`] for a here-string, into [`Lexed::subs`] otherwise.
+#[derive(Debug)]
+struct Attached {
+    token: usize,
+    feed: Feed,
+    index: usize,
+}
+
+/// What the next word read is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum NextWord {
+    Word,
+    /// The target of an input redirection or a here-doc delimiter: dropped.
+    Dropped,
+    /// The target of an output redirection: dropped, after a look at whether it is a device.
+    OutputTarget,
+    /// The word of `<<<`.
+    HereString,
+}
+
+/// A text split into words and operators.
+#[derive(Debug, Default)]
+struct Lexed {
+    toks: Vec<Tok>,
+    /// The bodies of every `$(…)`, backquote and `<(…)`, in order.
+    subs: Vec<Vec<char>>,
+    here_strings: Vec<Vec<char>>,
+    attached: Vec<Attached>,
+    /// An output redirection onto a raw block device was seen.
+    device_redirect: bool,
+}
+
+impl Lexed {
+    /// The word `word` is complete: it becomes a token, or what the redirection before it asks.
+    fn flush(&mut self, word: &mut String, in_word: &mut bool, next: &mut NextWord) {
+        if !*in_word {
+            return;
+        }
+        let w = std::mem::take(word);
+        match std::mem::replace(next, NextWord::Word) {
+            NextWord::Word => self.toks.push(Tok::Word(w)),
+            NextWord::Dropped => {}
+            NextWord::OutputTarget => self.device_redirect |= is_raw_device(&w),
+            NextWord::HereString => {
+                self.attached.push(Attached {
+                    token: self.toks.len(),
+                    feed: Feed::HereString,
+                    index: self.here_strings.len(),
+                });
+                self.here_strings.push(w.chars().collect());
+            }
+        }
+        *in_word = false;
+    }
+
+    /// A substitution's body: judged as a text of its own, and remembered as fed to the word
+    /// being read.
+    fn substitution(&mut self, body: &[char], feed: Feed) {
+        self.attached.push(Attached {
+            token: self.toks.len(),
+            feed,
+            index: self.subs.len(),
+        });
+        self.subs.push(body.to_vec());
+    }
+
+    fn body(&self, a: &Attached) -> &[char] {
+        match a.feed {
+            Feed::HereString => &self.here_strings[a.index],
+            Feed::CommandSub | Feed::ProcessSub => &self.subs[a.index],
+        }
+    }
+}
+
+/// Whether a redirection target names a raw block device (`/dev/sda`, `/dev//nvme0n1`).
+fn is_raw_device(target: &str) -> bool {
+    let mut path = String::with_capacity(target.len());
+    for part in target.split('/') {
+        if part.is_empty() || part == "." {
+            continue;
+        }
+        path.push('/');
+        path.push_str(part);
+    }
+    let path = path.to_ascii_lowercase();
+    path.strip_prefix("/dev/").is_some_and(|d| {
+        super::patterns::RAW_DEVICES
+            .iter()
+            .any(|r| d.starts_with(r))
+    }) && target.starts_with('/')
+}
+
+/// Splits `text` into words and operators (see [`Lexed`]). Redirections and their targets are
+/// dropped; a here-string's word is kept as fed to its command.
+fn tokenize(text: &[char]) -> Lexed {
     let n = text.len();
-    let mut toks = Vec::new();
+    let mut lx = Lexed::default();
     let mut word = String::new();
     let mut in_word = false;
-    let mut skip_next_word = false;
+    let mut next_word = NextWord::Word;
     let mut i = 0;
-    let flush = |word: &mut String, in_word: &mut bool, toks: &mut Vec<Tok>, skip: &mut bool| {
-        if *in_word {
-            if *skip {
-                *skip = false;
-            } else {
-                toks.push(Tok::Word(std::mem::take(word)));
-            }
-            word.clear();
-            *in_word = false;
-        }
-    };
     while i < n {
         let c = text[i];
         match c {
             ' ' | '\t' | '\u{a0}' => {
-                flush(&mut word, &mut in_word, &mut toks, &mut skip_next_word);
+                lx.flush(&mut word, &mut in_word, &mut next_word);
                 i += 1;
             }
             '\\' if i + 1 < n => {
@@ -136,13 +243,13 @@ fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
                     // of its own), so nothing inside it is looked at twice here.
                     if text[j] == '$' && j + 1 < n && text[j + 1] == '(' {
                         let end = balanced(text, j + 2);
-                        subs.push(text[j + 2..end.min(n)].to_vec());
+                        lx.substitution(&text[j + 2..end.min(n)], Feed::CommandSub);
                         word.extend(&text[j..(end + 1).min(n)]);
                         j = end + 1;
                         continue;
                     }
                     if text[j] == '`' {
-                        j = take_backticks(text, j, subs, &mut word);
+                        j = take_backticks(text, j, &mut lx, &mut word);
                         continue;
                     }
                     word.push(text[j]);
@@ -163,13 +270,13 @@ fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
             '$' if i + 1 < n && text[i + 1] == '(' => {
                 in_word = true;
                 let end = balanced(text, i + 2);
-                subs.push(text[i + 2..end.min(n)].to_vec());
+                lx.substitution(&text[i + 2..end.min(n)], Feed::CommandSub);
                 word.extend(&text[i..(end + 1).min(n)]);
                 i = end + 1;
             }
             '`' => {
                 in_word = true;
-                i = take_backticks(text, i, subs, &mut word);
+                i = take_backticks(text, i, &mut lx, &mut word);
             }
             '#' if !in_word => {
                 while i < n && text[i] != '\n' {
@@ -177,32 +284,47 @@ fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
                 }
             }
             '<' | '>' => {
-                flush(&mut word, &mut in_word, &mut toks, &mut skip_next_word);
-                // A process substitution is a body; any other redirection drops its target.
+                lx.flush(&mut word, &mut in_word, &mut next_word);
+                // A process substitution is a body (the file a reader of `<(…)` reads); any
+                // other redirection drops its target.
                 if i + 1 < n && text[i + 1] == '(' {
                     let end = balanced(text, i + 2);
-                    subs.push(text[i + 2..end.min(n)].to_vec());
+                    let body = &text[i + 2..end.min(n)];
+                    if c == '<' {
+                        lx.substitution(body, Feed::ProcessSub);
+                    } else {
+                        lx.subs.push(body.to_vec());
+                    }
+                    // `bash < <(…)`: the substitution was the redirection's target.
+                    next_word = NextWord::Word;
                     i = end + 1;
                     continue;
                 }
                 // A digit right before belongs to the redirection (`2>`), not to a word.
-                if let Some(Tok::Word(w)) = toks.last() {
+                if let Some(Tok::Word(w)) = lx.toks.last() {
                     if !w.is_empty()
                         && w.chars().all(|d| d.is_ascii_digit())
                         && i > 0
                         && !text[i - 1].is_whitespace()
                     {
-                        toks.pop();
+                        lx.toks.pop();
                     }
                 }
+                let start = i;
                 while i < n && matches!(text[i], '<' | '>' | '&' | '|' | '-') {
                     i += 1;
                 }
-                // `<<<` feeds its word to the command: keep it as a body.
-                skip_next_word = true;
+                let op: String = text[start..i].iter().collect();
+                next_word = if op == "<<<" {
+                    NextWord::HereString
+                } else if op.contains('>') {
+                    NextWord::OutputTarget
+                } else {
+                    NextWord::Dropped
+                };
             }
             '|' | '&' | ';' | '\n' | '\r' | '(' | ')' => {
-                flush(&mut word, &mut in_word, &mut toks, &mut skip_next_word);
+                lx.flush(&mut word, &mut in_word, &mut next_word);
                 let two = |a: char| i + 1 < n && text[i + 1] == a;
                 let (op, len) = match c {
                     '|' if two('|') => ("||", 2),
@@ -216,7 +338,7 @@ fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
                     ')' => (")", 1),
                     _ => ("\n", 1),
                 };
-                toks.push(Tok::Op(op));
+                lx.toks.push(Tok::Op(op));
                 i += len;
             }
             _ => {
@@ -226,26 +348,22 @@ fn tokenize(text: &[char], subs: &mut Vec<Vec<char>>) -> Vec<Tok> {
             }
         }
     }
-    flush(&mut word, &mut in_word, &mut toks, &mut skip_next_word);
-    toks
+    lx.flush(&mut word, &mut in_word, &mut next_word);
+    lx
 }
 
 /// The index of the `)` closing a `(` whose contents start at `from` (quotes respected
 /// roughly: parentheses inside quotes do not count); `text.len()` when unclosed.
-/// A backtick substitution opening at `open`: its body is queued in `subs`, its text joins
-/// `word`; returns the index after the closing backtick (or the end of an unclosed one).
-fn take_backticks(
-    text: &[char],
-    open: usize,
-    subs: &mut Vec<Vec<char>>,
-    word: &mut String,
-) -> usize {
+/// A backtick substitution opening at `open`: its body is a substitution of the word being
+/// read, its text joins `word`; returns the index after the closing backtick (or the end of an
+/// unclosed one).
+fn take_backticks(text: &[char], open: usize, lx: &mut Lexed, word: &mut String) -> usize {
     let n = text.len();
     let end = text[open + 1..]
         .iter()
         .position(|&q| q == '`')
         .map_or(n, |p| open + 1 + p);
-    subs.push(text[open + 1..end].to_vec());
+    lx.substitution(&text[open + 1..end], Feed::CommandSub);
     word.extend(&text[open..(end + 1).min(n)]);
     end + 1
 }
@@ -339,14 +457,73 @@ fn skip_options(words: &[String], mut k: usize) -> usize {
     k.min(words.len())
 }
 
-/// One simple command rewritten; pushes shell bodies found in it to `texts`.
-fn rewrite_command(
-    words: &[String],
-    texts: &mut Vec<Vec<char>>,
-    changed: &mut bool,
-) -> Vec<String> {
+/// A home directory as a whole (`~`, `~user`, `$HOME`, `${HOME}`, with trailing `/` or `/.`),
+/// not a path below it.
+fn is_home(word: &str) -> bool {
+    let mut w = word;
+    loop {
+        let t = w.trim_end_matches('/');
+        let t = t.strip_suffix("/.").unwrap_or(t);
+        if t == w || t.is_empty() {
+            break;
+        }
+        w = t;
+    }
+    match w.strip_prefix('~') {
+        Some(user) => user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')),
+        None => w == "$HOME" || w == "${HOME}",
+    }
+}
+
+/// `rm` arguments that delete a home directory recursively without `-f`: in a directory its
+/// owner runs in, nothing prompts, so `-f` changes nothing.
+fn recursive_without_force_on_home(args: &[String]) -> bool {
+    let (mut recursive, mut force, mut home) = (false, false, false);
+    let mut options = true;
+    for a in args {
+        if options && a == "--" {
+            options = false;
+        } else if options && a.starts_with("--") {
+            match rm_option(a) {
+                Some("--recursive") => recursive = true,
+                Some("--force") => force = true,
+                _ => {}
+            }
+        } else if options && a.starts_with('-') && a.len() > 1 {
+            recursive |= a.contains(['r', 'R']);
+            force |= a.contains('f');
+        } else {
+            home |= is_home(a);
+        }
+    }
+    recursive && !force && home
+}
+
+/// `find`'s actions that run a command on each file, spelled as the table knows them (`-ok`
+/// asks on standard input, which `yes |` or a here-string answers: it is `-exec` for the
+/// floor).
+fn find_exec_spelling(word: &str) -> Option<&'static str> {
+    match word {
+        "-exec" | "-ok" => Some("-exec"),
+        "-execdir" | "-okdir" => Some("-execdir"),
+        _ => None,
+    }
+}
+
+/// One simple command rewritten.
+struct Rewritten {
+    words: Vec<String>,
+    /// The index of the command word in the input words (after assignments and wrappers).
+    command: Option<usize>,
+}
+
+/// One simple command rewritten; pushes shell bodies and `eval` texts found in it to `texts`.
+fn rewrite_command(words: &[String], texts: &mut Vec<Vec<char>>, changed: &mut bool) -> Rewritten {
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     let mut k = 0;
+    let mut eval_seen = false;
     // Command position: reserved words, assignments, wrappers, then the command.
     while k < words.len() {
         let w = words[k].as_str();
@@ -370,6 +547,17 @@ fn rewrite_command(
             *changed |= name != w;
             out.push(name.to_owned());
             let next = skip_options(words, k + 1);
+            // Only the first `eval`: the text holds the ones after it, and each would copy the
+            // rest again (quadratic in `eval eval eval …`).
+            if name == "eval" && !eval_seen {
+                eval_seen = true;
+                // `eval` joins its arguments with spaces and runs the result as a command (it
+                // takes no options: a word that looks like an assignment is script text).
+                let from = k + 1 + usize::from(words.get(k + 1).is_some_and(|w| w == "--"));
+                if from < words.len() {
+                    texts.push(words[from..].join(" ").chars().collect());
+                }
+            }
             out.extend(
                 words[k + 1..next]
                     .iter()
@@ -382,7 +570,10 @@ fn rewrite_command(
         break;
     }
     let Some(cmd) = words.get(k) else {
-        return out;
+        return Rewritten {
+            words: out,
+            command: None,
+        };
     };
     let name = command_name(cmd);
     *changed |= name != cmd;
@@ -394,7 +585,27 @@ fn rewrite_command(
         }
     }
     let mut after_rm = name == "rm";
+    if after_rm && recursive_without_force_on_home(args) {
+        *changed = true;
+        out.push("--force".to_owned());
+    }
+    let mut find_exec = false;
     for a in args {
+        if name == "find" {
+            if let Some(exec) = find_exec_spelling(a) {
+                *changed |= exec != a;
+                out.push(exec.to_owned());
+                find_exec = true;
+                continue;
+            }
+            // The command `find` runs on every file: a delete, forced or not, deletes all.
+            if std::mem::take(&mut find_exec) && matches!(command_name(a), "rm" | "unlink") {
+                *changed = true;
+                after_rm = true;
+                out.extend(["rm".to_owned(), "--force".to_owned()]);
+                continue;
+            }
+        }
         if after_rm {
             if let Some(full) = rm_option(a) {
                 *changed |= full != a;
@@ -410,7 +621,10 @@ fn rewrite_command(
         }
         out.push(a.clone());
     }
-    out
+    Rewritten {
+        words: out,
+        command: Some(k),
+    }
 }
 
 /// The `-c` body of a shell's arguments, past `--` and option arguments (`-o errexit`).
@@ -464,7 +678,11 @@ fn shell_reads_stdin(words: &[String]) -> bool {
     let Some(cmd) = words.get(k) else {
         return false;
     };
-    if !SHELLS.contains(&command_name(cmd)) {
+    let name = command_name(cmd);
+    if name == "source" || name == "." {
+        return words.get(k + 1).is_some_and(|f| is_stdin(f));
+    }
+    if !SHELLS.contains(&name) {
         return false;
     }
     let mut pending = 0usize;
@@ -483,9 +701,64 @@ fn shell_reads_stdin(words: &[String]) -> bool {
             pending += a.chars().filter(|&ch| ch == 'o' || ch == 'O').count();
             continue;
         }
-        return false;
+        return is_stdin(a);
     }
     true
+}
+
+/// A file name that is the reader's standard input.
+fn is_stdin(file: &str) -> bool {
+    matches!(file, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-")
+}
+
+/// Whether the command runs a script file it is given as an operand (a shell, `source`, `.`):
+/// a process substitution there is its script.
+fn runs_script_operand(words: &[String], command: Option<usize>) -> bool {
+    command.and_then(|k| words.get(k)).is_some_and(|w| {
+        matches!(command_name(w), "source" | ".") || SHELLS.contains(&command_name(w))
+    })
+}
+
+/// What a command substitution or process substitution prints that its text shows: the
+/// arguments of `echo` / `printf`, the here-string of `cat`, for each of its commands.
+fn visible_output(body: &[char], texts: &mut Vec<Vec<char>>) {
+    // Nothing printed is visible without a writer's name: spare the tokenizing (a deep nest of
+    // substitutions would otherwise be read twice over at every level).
+    let named = |w: &str| {
+        let w: Vec<char> = w.chars().collect();
+        body.windows(w.len()).any(|x| x == w.as_slice())
+    };
+    if !(named("echo") || named("printf") || named("cat")) {
+        return;
+    }
+    let lx = tokenize(body);
+    let mut words: Vec<String> = Vec::new();
+    let mut attached = lx.attached.iter().peekable();
+    let end = std::iter::once((lx.toks.len(), &Tok::Op(";")));
+    for (t, tok) in lx.toks.iter().enumerate().chain(end) {
+        match tok {
+            Tok::Word(w) => words.push(w.clone()),
+            Tok::Op(_) => {
+                let mut here: Option<&Attached> = None;
+                while let Some(a) = attached.next_if(|a| a.token <= t) {
+                    if a.feed == Feed::HereString {
+                        here = Some(a);
+                    }
+                }
+                writer_texts(&words, texts);
+                if let Some(h) = here.filter(|_| passes_stdin_on(&words)) {
+                    texts.push(lx.body(h).to_vec());
+                }
+                words.clear();
+            }
+        }
+    }
+}
+
+/// `cat` with no file operand: it prints its standard input.
+fn passes_stdin_on(words: &[String]) -> bool {
+    words.first().is_some_and(|w| command_name(w) == "cat")
+        && words[1..].iter().all(|a| a.starts_with('-'))
 }
 
 /// The texts a pipe writer (`echo`, `printf`) hands to a shell: each argument and all of them.
@@ -634,58 +907,101 @@ fn fork_bomb(toks: &[Tok]) -> bool {
 }
 
 /// The respelled text being built, one simple command at a time.
-struct Respelling {
+struct Respelling<'a> {
     out: Vec<char>,
-    /// The command being read, and the one before it in the pipeline.
+    /// The command being read (with the token index of each word), and the one before it in
+    /// the pipeline (with its here-string).
     words: Vec<String>,
+    word_tokens: Vec<usize>,
     prev_words: Vec<String>,
+    prev_here: Option<&'a Attached>,
     piped: bool,
     changed: bool,
     texts: Vec<Vec<char>>,
+    lx: &'a Lexed,
+    /// The texts fed to commands not finished yet, in token order.
+    attached: std::iter::Peekable<std::slice::Iter<'a, Attached>>,
 }
 
-impl Respelling {
-    /// Rewrites the command read so far into `out`; a shell fed by a pipe also checks what the
-    /// writer before it printed.
-    fn finish_command(&mut self) {
+impl<'a> Respelling<'a> {
+    /// Rewrites the command read so far (its tokens end before `end_token`) into `out`. A shell
+    /// or `source` also has what it would run judged: the writer before it in a pipe, its
+    /// here-string, what its process substitution prints; and a command word that is a
+    /// substitution has what that prints judged.
+    fn finish_command(&mut self, end_token: usize) {
+        let mut feeds: Vec<&'a Attached> = Vec::new();
+        while let Some(a) = self.attached.next_if(|a| a.token <= end_token) {
+            feeds.push(a);
+        }
         if self.words.is_empty() {
             return;
         }
-        if self.piped && shell_reads_stdin(&self.words) {
-            writer_texts(&self.prev_words, &mut self.texts);
+        let here = feeds.iter().copied().find(|a| a.feed == Feed::HereString);
+        if shell_reads_stdin(&self.words) {
+            if let Some(h) = here {
+                self.texts.push(self.lx.body(h).to_vec());
+            }
+            if self.piped {
+                writer_texts(&self.prev_words, &mut self.texts);
+                if let Some(h) = self.prev_here.filter(|_| passes_stdin_on(&self.prev_words)) {
+                    self.texts.push(self.lx.body(h).to_vec());
+                }
+            }
         }
         let rewritten = rewrite_command(&self.words, &mut self.texts, &mut self.changed);
-        for (i, w) in rewritten.iter().enumerate() {
+        if runs_script_operand(&self.words, rewritten.command) {
+            for a in feeds.iter().filter(|a| a.feed == Feed::ProcessSub) {
+                visible_output(self.lx.body(a), &mut self.texts);
+            }
+        }
+        if let Some(tok) = rewritten.command.map(|k| self.word_tokens[k]) {
+            for a in feeds
+                .iter()
+                .filter(|a| a.feed == Feed::CommandSub && a.token == tok)
+            {
+                visible_output(self.lx.body(a), &mut self.texts);
+            }
+        }
+        for (i, w) in rewritten.words.iter().enumerate() {
             if i > 0 {
                 self.out.push(' ');
             }
             emit_word(&mut self.out, w);
         }
         self.prev_words = std::mem::take(&mut self.words);
+        self.word_tokens.clear();
+        self.prev_here = here;
     }
 }
 
 /// Rewrites one text (see the module doc).
 pub(super) fn canonicalize(text: &[char]) -> Canon {
-    let mut subs = Vec::new();
-    let toks = tokenize(text, &mut subs);
+    let lx = tokenize(text);
     let mut r = Respelling {
         out: Vec::with_capacity(text.len() + 16),
         words: Vec::new(),
+        word_tokens: Vec::new(),
         prev_words: Vec::new(),
+        prev_here: None,
         piped: false,
         // A backslash-newline joins words (`r\<newline>m` is `rm`): the respelling removes it.
         changed: text.windows(2).any(|w| w == ['\\', '\n']),
         texts: Vec::new(),
+        lx: &lx,
+        attached: lx.attached.iter().peekable(),
     };
-    for t in &toks {
+    for (i, t) in lx.toks.iter().enumerate() {
         match t {
-            Tok::Word(w) => r.words.push(w.clone()),
+            Tok::Word(w) => {
+                r.words.push(w.clone());
+                r.word_tokens.push(i);
+            }
             Tok::Op(o) => {
-                r.finish_command();
+                r.finish_command(i);
                 r.piped = matches!(*o, "|" | "|&");
                 if !r.piped {
                     r.prev_words.clear();
+                    r.prev_here = None;
                 }
                 r.out.push(' ');
                 r.out.extend(o.chars());
@@ -693,12 +1009,14 @@ pub(super) fn canonicalize(text: &[char]) -> Canon {
             }
         }
     }
-    r.finish_command();
+    r.finish_command(lx.toks.len());
     let mut texts = r.texts;
-    texts.extend(subs);
+    let (out, changed) = (r.out, r.changed);
+    texts.extend(lx.subs);
     Canon {
-        fork_bomb: fork_bomb(&toks),
-        canonical: r.changed.then_some(r.out),
+        fork_bomb: fork_bomb(&lx.toks),
+        device_redirect: lx.device_redirect,
+        canonical: changed.then_some(out),
         texts,
     }
 }

@@ -106,6 +106,9 @@ pub fn check(command: &str) -> Option<&'static str> {
             if canon.fork_bomb {
                 return Some("fork bomb");
             }
+            if canon.device_redirect {
+                return Some("redirect output to raw block device");
+            }
             let texts = canon
                 .canonical
                 .map(|t| (t, true))

@@ -21,7 +21,8 @@ const SYS_BIN: &[&str] = &[
 const RM_PATH_NAMES: &[&str] = &[
     "etc", "usr", "var", "boot", "bin", "sbin", "lib", "home", "root",
 ];
-const RAW_DEVICES: &[&str] = &["sd", "nvme", "hd", "mmcblk", "vd", "xvd", "disk", "rdisk"];
+pub(super) const RAW_DEVICES: &[&str] =
+    &["sd", "nvme", "hd", "mmcblk", "vd", "xvd", "disk", "rdisk"];
 
 // Tail bits (a command name and what follows it), evaluated after the optional binary path.
 const T_RM: u32 = 0;
