@@ -143,6 +143,8 @@ pub struct ToolServices {
     pub tool_outputs: SpillDir,
     todos: Mutex<Vec<TodoItem>>,
     memory: RwLock<Arc<dyn MemoryStore>>,
+    /// What `save_memory` may add to the store (config `memory.max_entries`, `max_bytes`).
+    pub(crate) memory_budget: memory::MemoryBudget,
 }
 
 impl Default for ToolServices {
@@ -157,6 +159,7 @@ impl Default for ToolServices {
             tool_outputs: SpillDir::unconfined(PathBuf::from(result_format::DEFAULT_OUTPUT_DIR)),
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(Arc::new(memory::InMemoryStore::default())),
+            memory_budget: memory::MemoryBudget::default(),
         }
     }
 }
@@ -199,6 +202,7 @@ impl ToolServices {
             tool_outputs: self.tool_outputs.clone(),
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(self.memory()),
+            memory_budget: self.memory_budget,
         }
     }
 
