@@ -409,8 +409,8 @@ impl Server {
             .map(|s| (s.id.clone(), s.cwd.display().to_string()))
             .collect();
         if let Some(dir) = &self.opts.sessions_dir {
-            for (id, cwd) in saved_sessions(dir) {
-                known.entry(id).or_insert(cwd);
+            for saved in saved_sessions(dir) {
+                known.entry(saved.session_id).or_insert(saved.cwd);
             }
         }
         let mut sessions = Vec::new();
@@ -646,20 +646,38 @@ impl Server {
     }
 }
 
-/// Why `dir` is too broad to be a workspace: a filesystem root, the home directory, or a
-/// directory above it (resolved, so `/tmp/..` or a link to `/` is seen for what it is).
-fn broad_workspace(dir: &Path) -> Option<&'static str> {
+/// A directory too broad to be a workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BroadWorkspace {
+    Root,
+    Home,
+    AboveHome,
+}
+
+impl std::fmt::Display for BroadWorkspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BroadWorkspace::Root => "a filesystem root",
+            BroadWorkspace::Home => "the home directory",
+            BroadWorkspace::AboveHome => "above the home directory",
+        })
+    }
+}
+
+/// Whether `dir` is a filesystem root, the home directory, or a directory above it (resolved,
+/// so `/tmp/..` or a link to `/` is seen for what it is).
+fn broad_workspace(dir: &Path) -> Option<BroadWorkspace> {
     let dir = std::fs::canonicalize(dir).ok()?;
     if dir.parent().is_none() {
-        return Some("a filesystem root");
+        return Some(BroadWorkspace::Root);
     }
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .and_then(|h| std::fs::canonicalize(h).ok())?;
     if home == dir {
-        Some("the home directory")
+        Some(BroadWorkspace::Home)
     } else if home.starts_with(&dir) {
-        Some("above the home directory")
+        Some(BroadWorkspace::AboveHome)
     } else {
         None
     }
@@ -667,7 +685,7 @@ fn broad_workspace(dir: &Path) -> Option<&'static str> {
 
 /// The saved sessions in `dir`, with their cwd: read from the head of each file, where
 /// [`Session::persist`] writes it first, so a listing never reads whole histories.
-fn saved_sessions(dir: &Path) -> Vec<(String, String)> {
+fn saved_sessions(dir: &Path) -> Vec<SessionInfo> {
     use std::io::Read;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -688,7 +706,10 @@ fn saved_sessions(dir: &Path) -> Vec<(String, String)> {
             continue;
         }
         if let Some(cwd) = saved_cwd(&head) {
-            out.push((id.to_owned(), cwd));
+            out.push(SessionInfo {
+                session_id: id.to_owned(),
+                cwd,
+            });
         }
     }
     out
