@@ -658,7 +658,13 @@ typedef struct agentao_mcp_registry {
  start of a turn), never two of one agent at once; strings passed in are borrowed for the
  callback. A callback answers through `answer` before it returns; one that fails
  (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
- and leaves the turn's prompt without memories.
+ and leaves the turn's prompt without memories; an `upsert` answered with
+ `agentao_memory_answer_full` makes it report `Error saving memory: the memory store is full:
+ <message>`, so the model knows to replace a memory rather than retry.
+
+ Budget: besides what the host says, `save_memory` keeps to the agent's budget (config
+ `memory.max_entries`, default 1,000; `memory.max_bytes`, default 4 MiB of key, title,
+ content, tags and keywords), measured on what `list` answers.
  */
 typedef struct agentao_memory_store {
   /*
@@ -1180,6 +1186,16 @@ agentao_status agentao_memory_answer_json(struct agentao_memory_answer *answer, 
  the callback that received `answer`; a second answer returns `_INVALID_ARGUMENT`.
  */
 agentao_status agentao_memory_answer_fail(struct agentao_memory_answer *answer, const char *message, struct agentao_error **err_out);
+
+/*
+ Answers an `upsert` callback with "the store is full" and `message` (borrowed, copied; NULL:
+ a generic text), e.g. a quota reached. `save_memory` then tells the model
+ `Error saving memory: the memory store is full: <message>`, and nothing is retried. Only
+ inside the `upsert` callback that received `answer`: from another callback it fails that
+ callback as `agentao_memory_answer_fail` would; a second answer returns
+ `AGENTAO_STATUS_INVALID_ARGUMENT`.
+ */
+agentao_status agentao_memory_answer_full(struct agentao_memory_answer *answer, const char *message, struct agentao_error **err_out);
 
 /*
  Answers "what would happen if the model called `tool_name` with `args_json` now?" from the

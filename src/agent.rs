@@ -252,10 +252,11 @@ impl Agent {
         if let Some(e) = &engine {
             tool_services.shell_settings.hardline_at_launch = e.hardline_enabled();
         }
-        tool_services.set_memory(
-            memory::store_from_config(config.memory.as_ref(), &config.working_directory)
-                .map_err(AgentError::InvalidConfig)?,
-        );
+        let memory =
+            memory::settings_from_config(config.memory.as_ref(), &config.working_directory)
+                .map_err(AgentError::InvalidConfig)?;
+        tool_services.memory_budget = memory.budget;
+        tool_services.set_memory(memory.store);
         let tool_services = Arc::new(tool_services);
         let subagents =
             SubagentsConfig::from_value(config.subagents.as_ref(), &config.working_directory)

@@ -31,6 +31,12 @@ Options:
   --no-persist         Keep no history files (session/load is then not offered)
   --max-sessions N     Live sessions at once (default 256); past it session/new and
                        session/load are refused until the client frees one with session/close
+  --max-prompt-bytes N A prompt's text at most (default 1048576); a longer one is refused
+  --max-history-bytes N  A session's history at most, in memory and saved (default 8388608);
+                       past it the session's prompts are refused: start a new session
+  --allow-broad-cwd    Accept a filesystem root, the home directory or a directory above it
+                       as a session's cwd (refused by default: the whole of it becomes the
+                       workspace the agent may edit)
   --help               This text
   --version            The version
 
@@ -49,10 +55,28 @@ pub struct Options {
     pub sessions_dir: Option<PathBuf>,
     /// Live sessions at once: each holds an agent (about 100 KB before any history).
     pub max_sessions: usize,
+    /// A prompt's text at most, in bytes.
+    pub max_prompt_bytes: usize,
+    /// A session's history at most, in bytes of its JSON (in memory and in its file).
+    pub max_history_bytes: usize,
+    /// Whether a root, the home directory or one above it may be a session's cwd.
+    pub allow_broad_cwd: bool,
 }
 
 /// The default of `--max-sessions`.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
+/// The default of `--max-prompt-bytes`: far above anything typed, well below what a session
+/// can keep many of.
+pub const DEFAULT_MAX_PROMPT_BYTES: usize = 1024 * 1024;
+/// The default of `--max-history-bytes`.
+pub const DEFAULT_MAX_HISTORY_BYTES: usize = 8 * 1024 * 1024;
+
+fn positive(flag: &str, v: &str) -> Result<usize, String> {
+    v.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{flag}: not a positive integer: '{v}'"))
+}
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -88,6 +112,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
     let mut max_iterations: Option<u32> = None;
     let mut sessions_dir = default_sessions_dir();
     let mut max_sessions = DEFAULT_MAX_SESSIONS;
+    let mut max_prompt_bytes = DEFAULT_MAX_PROMPT_BYTES;
+    let mut max_history_bytes = DEFAULT_MAX_HISTORY_BYTES;
+    let mut allow_broad_cwd = false;
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
@@ -129,6 +156,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("--max-sessions: not a positive integer: '{v}'"))?;
             }
+            "--max-prompt-bytes" => max_prompt_bytes = positive(&flag, &value()?)?,
+            "--max-history-bytes" => max_history_bytes = positive(&flag, &value()?)?,
+            "--allow-broad-cwd" => allow_broad_cwd = true,
             "--sessions-dir" => sessions_dir = Some(PathBuf::from(value()?)),
             "--no-persist" => sessions_dir = None,
             other => return Err(format!("unknown argument '{other}' (see --help)")),
@@ -202,5 +232,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
         mode,
         sessions_dir,
         max_sessions,
+        max_prompt_bytes,
+        max_history_bytes,
+        allow_broad_cwd,
     }))
 }

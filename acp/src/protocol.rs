@@ -1,7 +1,8 @@
 //! The ACP payloads this server reads and writes, as typed serde structs shaped after the
 //! reference's wire schema (`docs/schema/host.acp.schema.json`, the `Acp*` definitions named on
-//! each type). Where the schema forbids extra fields the incoming type does too, so a request the
-//! reference refuses is refused here (`-32602`).
+//! each type). Incoming types are lenient, as ACP asks of a receiver: `_meta` (reserved on every
+//! message) and fields this server does not know are ignored, and optional objects an SDK leaves
+//! out when they hold only defaults are defaulted. What the server sends stays strict.
 //!
 //! Why not the `agent-client-protocol` crate: its types follow upstream ACP, which is wider than
 //! the reference's schema in places (`_meta` on every object, `locations`, `rawOutput`) and
@@ -22,9 +23,10 @@ pub const SET_MODEL_EXT_METHOD: &str = "_agentao.cn/set_model";
 
 /// `AcpInitializeRequest`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct InitializeRequest {
     pub protocol_version: i64,
+    #[serde(default)]
     pub client_capabilities: Map<String, Value>,
     #[serde(default)]
     pub client_info: Option<Map<String, Value>>,
@@ -32,7 +34,6 @@ pub struct InitializeRequest {
 
 /// `AcpMcpServer`: accepted for the wire shape; this build has no MCP client.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct McpServer {
     pub name: String,
     #[serde(default, rename = "type")]
@@ -49,21 +50,54 @@ pub struct McpServer {
     pub headers: Option<Vec<Value>>,
 }
 
-/// `AcpSessionNewRequest`.
+/// `AcpSessionNewRequest`, and upstream ACP's `additionalDirectories`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct SessionNewRequest {
     pub cwd: String,
+    #[serde(default)]
     pub mcp_servers: Vec<McpServer>,
+    #[serde(default)]
+    pub additional_directories: Vec<String>,
 }
 
 /// `AcpSessionLoadRequest`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct SessionLoadRequest {
     pub session_id: String,
     pub cwd: String,
+    #[serde(default)]
     pub mcp_servers: Vec<McpServer>,
+    #[serde(default)]
+    pub additional_directories: Vec<String>,
+}
+
+/// Upstream ACP's `session/list` request (newer than the reference's schema).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListRequest {
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// Upstream ACP's `ListSessionsResponse`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListResponse {
+    pub sessions: Vec<SessionInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Upstream ACP's `SessionInfo`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub cwd: String,
 }
 
 /// One prompt block (`AcpTextContentBlock`, `AcpResourceLinkBlock`, `AcpImageContentBlock`).
@@ -85,7 +119,7 @@ pub enum PromptBlock {
 
 /// `AcpSessionPromptRequest`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct SessionPromptRequest {
     pub session_id: String,
     pub prompt: Vec<Value>,
@@ -95,14 +129,14 @@ pub struct SessionPromptRequest {
 
 /// `AcpSessionCancelRequest` (also the shape of `session/list_models`).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct SessionIdOnly {
     pub session_id: String,
 }
 
 /// `AcpSessionSetModeRequest`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct SetModeRequest {
     pub session_id: String,
     pub mode_id: String,
@@ -110,7 +144,7 @@ pub struct SetModeRequest {
 
 /// `AcpSessionSetModelRequest`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct SetModelRequest {
     pub session_id: String,
     #[serde(default)]
@@ -123,7 +157,7 @@ pub struct SetModelRequest {
 
 /// `AcpAgentaoSetModelRequest` (`_agentao.cn/set_model`): model only, secret-free.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct ExtSetModelRequest {
     pub session_id: String,
     pub model: String,
@@ -131,11 +165,32 @@ pub struct ExtSetModelRequest {
 
 /// `AcpSessionSetConfigOptionRequest`: no credential-bearing field can ride along.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct SetConfigOptionRequest {
     pub session_id: String,
     pub config_id: String,
     pub value: String,
+    /// Everything else: ignored, unless it looks like a credential or an endpoint (refused, so a
+    /// client never believes it set one).
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Whether a field name looks like a credential or where one would be sent.
+pub fn credential_like(name: &str) -> bool {
+    let n = name.to_ascii_lowercase().replace(['_', '-'], "");
+    [
+        "key",
+        "token",
+        "secret",
+        "password",
+        "credential",
+        "auth",
+        "baseurl",
+        "endpoint",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
 }
 
 /// `AcpRequestPermissionResponse`.
@@ -191,6 +246,8 @@ pub struct AgentCapabilities {
 #[derive(Serialize)]
 pub struct SessionCapabilities {
     pub close: Map<String, Value>,
+    /// Present: `session/list` is served.
+    pub list: Map<String, Value>,
 }
 
 /// `AcpAgentInfo`.

@@ -28,6 +28,12 @@ use crate::session::{valid_session_id, Session};
 /// The longest message accepted; a longer line is skipped and answered with a parse error.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
+/// What a saved session's file holds besides its history (`{"cwd": …, "history": …}`).
+const SAVED_FRAME_BYTES: usize = 8192;
+
+/// Sessions per `session/list` page.
+const LIST_PAGE: usize = 500;
+
 /// The cancellation reason of `session/cancel` (the reference's).
 pub const CANCEL_REASON: &str = "acp-session-cancel";
 
@@ -121,6 +127,12 @@ impl Server {
             Ok(Incoming::Notification { method, params }) => {
                 if let Err(e) = self.notification(&method, params) {
                     eprintln!("agentao-acp: notification {method}: {}", e.message);
+                    // A notification has no response; an error with a null id is the one way
+                    // JSON-RPC has to tell the client its message did nothing.
+                    self.out.fail(
+                        &Value::Null,
+                        &RpcError::new(e.code, format!("{method}: {}", e.message)),
+                    );
                 }
             }
             Ok(Incoming::Request { id, method, params }) => {
@@ -157,6 +169,7 @@ impl Server {
             "session/load" => self.load_session(params),
             "session/cancel" => self.cancel(params),
             "session/close" => self.close(params),
+            "session/list" => self.list(params),
             "session/set_mode" => self.set_mode(params),
             "session/set_model" => self.set_model(params),
             "session/list_models" => self.list_models(params),
@@ -188,7 +201,10 @@ impl Server {
                     ("embeddedContext", false),
                 ]),
                 mcp_capabilities: bools(&[("http", false), ("sse", false)]),
-                session_capabilities: SessionCapabilities { close: Map::new() },
+                session_capabilities: SessionCapabilities {
+                    close: Map::new(),
+                    list: Map::new(),
+                },
             },
             agent_info: AgentInfo {
                 name: "agentao-acp",
@@ -205,7 +221,7 @@ impl Server {
         })
     }
 
-    fn check_cwd(cwd: &str) -> Result<PathBuf, RpcError> {
+    fn check_cwd(&self, cwd: &str) -> Result<PathBuf, RpcError> {
         let p = Path::new(cwd);
         if !p.is_absolute() {
             return Err(RpcError::invalid_params("cwd must be an absolute path"));
@@ -215,7 +231,32 @@ impl Server {
                 "cwd is not a directory: {cwd}"
             )));
         }
+        if !self.opts.allow_broad_cwd {
+            if let Some(why) = broad_workspace(p) {
+                return Err(RpcError::invalid_params(format!(
+                    "cwd {cwd} is {why}: the whole of it would be the workspace the agent may \
+                     edit; open a project directory (or start the server with --allow-broad-cwd)"
+                )));
+            }
+        }
         Ok(p.to_path_buf())
+    }
+
+    /// Upstream ACP's `additionalDirectories`: checked for shape, not added to the workspace
+    /// (the library has one workspace root; files there stay outside it, asked for as such).
+    fn check_additional(dirs: &[String]) -> Result<(), RpcError> {
+        if let Some(d) = dirs.iter().find(|d| !Path::new(d).is_absolute()) {
+            return Err(RpcError::invalid_params(format!(
+                "additionalDirectories: not an absolute path: {d}"
+            )));
+        }
+        if !dirs.is_empty() {
+            eprintln!(
+                "agentao-acp: additionalDirectories are not part of the workspace here: {}",
+                dirs.join(", ")
+            );
+        }
+        Ok(())
     }
 
     fn warn_mcp(servers: &[McpServer]) {
@@ -270,7 +311,8 @@ impl Server {
 
     fn new_session(&self, params: Value) -> Result<Value, RpcError> {
         let req: SessionNewRequest = parse(params)?;
-        let cwd = Self::check_cwd(&req.cwd)?;
+        let cwd = self.check_cwd(&req.cwd)?;
+        Self::check_additional(&req.additional_directories)?;
         // Before the agent is built: a refused session costs nothing.
         self.check_room("session/new", None)?;
         Self::warn_mcp(&req.mcp_servers);
@@ -294,7 +336,8 @@ impl Server {
         if !valid_session_id(&req.session_id) {
             return Err(RpcError::invalid_params("session/load: not a session id"));
         }
-        let cwd = Self::check_cwd(&req.cwd)?;
+        let cwd = self.check_cwd(&req.cwd)?;
+        Self::check_additional(&req.additional_directories)?;
         self.check_room("session/load", Some(&req.session_id))?;
         Self::warn_mcp(&req.mcp_servers);
         let live = self.sessions().get(&req.session_id).cloned();
@@ -310,9 +353,21 @@ impl Server {
                 .map_err(|e| RpcError::internal(format!("session/load: saving: {e}")))?;
         }
         let path = dir.join(format!("{}.json", req.session_id));
-        let text = std::fs::read_to_string(&path).map_err(|_| {
+        let missing = || {
             RpcError::invalid_params(format!("session/load: no saved session {}", req.session_id))
-        })?;
+        };
+        let size = std::fs::metadata(&path).map_err(|_| missing())?.len();
+        if size > (self.opts.max_history_bytes + SAVED_FRAME_BYTES) as u64 {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                format!(
+                    "session/load: the saved session is {size} bytes, over this server's history \
+                     limit of {} bytes (--max-history-bytes)",
+                    self.opts.max_history_bytes
+                ),
+            ));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|_| missing())?;
         let doc: Value = serde_json::from_str(&text)
             .map_err(|e| RpcError::internal(format!("session/load: unreadable history: {e}")))?;
         let history = doc
@@ -342,6 +397,47 @@ impl Server {
         })?;
         session.agent().cancel_active("session-closed");
         Ok(json!({}))
+    }
+
+    /// Upstream ACP's `session/list`: the live sessions and the saved ones, by id, a page at a
+    /// time (`cursor` is the last id of the page before).
+    fn list(&self, params: Value) -> Result<Value, RpcError> {
+        let req: SessionListRequest = parse(params)?;
+        let mut known: std::collections::BTreeMap<String, String> = self
+            .sessions()
+            .values()
+            .map(|s| (s.id.clone(), s.cwd.display().to_string()))
+            .collect();
+        if let Some(dir) = &self.opts.sessions_dir {
+            for saved in saved_sessions(dir) {
+                known.entry(saved.session_id).or_insert(saved.cwd);
+            }
+        }
+        let mut sessions = Vec::new();
+        let mut next_cursor = None;
+        let after = req.cursor.unwrap_or_default();
+        for (id, cwd) in known {
+            if id <= after
+                || req
+                    .cwd
+                    .as_deref()
+                    .is_some_and(|c| Path::new(c) != Path::new(&cwd))
+            {
+                continue;
+            }
+            if sessions.len() == LIST_PAGE {
+                next_cursor = sessions.last().map(|s: &SessionInfo| s.session_id.clone());
+                break;
+            }
+            sessions.push(SessionInfo {
+                session_id: id,
+                cwd,
+            });
+        }
+        to_value(&SessionListResponse {
+            sessions,
+            next_cursor,
+        })
     }
 
     fn cancel(&self, params: Value) -> Result<Value, RpcError> {
@@ -423,6 +519,12 @@ impl Server {
 
     fn set_config_option(&self, params: Value) -> Result<Value, RpcError> {
         let req: SetConfigOptionRequest = parse(params)?;
+        if let Some(k) = req.other.keys().find(|k| credential_like(k)) {
+            return Err(RpcError::invalid_params(format!(
+                "session/set_config_option: `{k}` is not taken here; credentials and endpoints \
+                 come from the server's configuration only"
+            )));
+        }
         if req.config_id != "model" {
             return Err(RpcError::invalid_params(format!(
                 "unknown configId '{}' (only 'model')",
@@ -464,6 +566,28 @@ impl Server {
         let req: SessionPromptRequest = parse(params)?;
         let session = self.session(&req.session_id)?;
         let text = prompt_text(req.prompt)?;
+        if text.len() > self.opts.max_prompt_bytes {
+            return Err(RpcError::invalid_params(format!(
+                "the prompt is {} bytes, over this server's limit of {} bytes (--max-prompt-bytes)",
+                text.len(),
+                self.opts.max_prompt_bytes
+            )));
+        }
+        // Checked before the turn, so a session's history (kept in memory and rewritten to its
+        // file after every prompt) stops growing at the limit plus one turn's own additions.
+        let history = session.agent().history_json().len();
+        if history + text.len() > self.opts.max_history_bytes {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                format!(
+                    "this session's history is {history} bytes; with this prompt ({} bytes) it \
+                     would pass this server's limit of {} bytes (--max-history-bytes): start a \
+                     new session",
+                    text.len(),
+                    self.opts.max_history_bytes
+                ),
+            ));
+        }
         let out = self.out.clone();
         let dir = self.opts.sessions_dir.clone();
         let keep = session.clone();
@@ -520,6 +644,82 @@ impl Server {
         }
         self.sessions().clear();
     }
+}
+
+/// A directory too broad to be a workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BroadWorkspace {
+    Root,
+    Home,
+    AboveHome,
+}
+
+impl std::fmt::Display for BroadWorkspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BroadWorkspace::Root => "a filesystem root",
+            BroadWorkspace::Home => "the home directory",
+            BroadWorkspace::AboveHome => "above the home directory",
+        })
+    }
+}
+
+/// Whether `dir` is a filesystem root, the home directory, or a directory above it (resolved,
+/// so `/tmp/..` or a link to `/` is seen for what it is).
+fn broad_workspace(dir: &Path) -> Option<BroadWorkspace> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    if dir.parent().is_none() {
+        return Some(BroadWorkspace::Root);
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .and_then(|h| std::fs::canonicalize(h).ok())?;
+    if home == dir {
+        Some(BroadWorkspace::Home)
+    } else if home.starts_with(&dir) {
+        Some(BroadWorkspace::AboveHome)
+    } else {
+        None
+    }
+}
+
+/// The saved sessions in `dir`, with their cwd: read from the head of each file, where
+/// [`Session::persist`] writes it first, so a listing never reads whole histories.
+fn saved_sessions(dir: &Path) -> Vec<SessionInfo> {
+    use std::io::Read;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+            continue;
+        };
+        if !valid_session_id(id) {
+            continue;
+        }
+        let mut head = Vec::new();
+        let read = std::fs::File::open(e.path())
+            .and_then(|f| f.take(SAVED_FRAME_BYTES as u64).read_to_end(&mut head));
+        if read.is_err() {
+            continue;
+        }
+        if let Some(cwd) = saved_cwd(&head) {
+            out.push(SessionInfo {
+                session_id: id.to_owned(),
+                cwd,
+            });
+        }
+    }
+    out
+}
+
+/// The `cwd` at the head of a saved session's file.
+fn saved_cwd(head: &[u8]) -> Option<String> {
+    let rest = head.strip_prefix(b"{\"cwd\":")?;
+    let mut de = serde_json::Deserializer::from_slice(rest).into_iter::<String>();
+    de.next()?.ok()
 }
 
 /// The prompt as the user message: text blocks as they are, resource links as

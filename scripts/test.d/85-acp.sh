@@ -26,3 +26,23 @@ else
     | tee -a "$acp_dir/out.txt"
   record "acp-node" "$(sed -nE 's/^acp-node: ([0-9]+) passed, 0 failed$/\1/p' "$acp_dir/out.txt")"
 fi
+
+step "agentao-acp driven by the official ACP Python SDK (agent-client-protocol)"
+py_dir=build/acp-python
+if ! command -v python3 >/dev/null; then
+  apt_need python3 python3-venv || true
+fi
+if ! command -v python3 >/dev/null; then
+  skipped "acp-python: python3 is not installed (and could not be installed here)"
+elif ! { [ -x "$py_dir/venv/bin/python" ] || python3 -m venv "$py_dir/venv"; }; then
+  skipped "acp-python: python3 cannot make a virtual environment (python3-venv missing)"
+elif ! "$py_dir/venv/bin/pip" install --quiet --disable-pip-version-check \
+    -r tests/acp-python/requirements.txt; then
+  skipped "acp-python: agent-client-protocol could not be installed from the package registry"
+else
+  cargo test --workspace --no-run --quiet
+  rm -rf "$py_dir/work"
+  "$py_dir/venv/bin/python" tests/acp-python/client.py "$PWD/target/debug/agentao-acp" \
+    "$PWD/$py_dir/work" | tee "$py_dir/out.txt"
+  record "acp-python" "$(sed -nE 's/^acp-python: ([0-9]+) passed, 0 failed$/\1/p' "$py_dir/out.txt")"
+fi

@@ -9,13 +9,21 @@ use super::host_data::HostData;
 use super::{
     agentao_error, agentao_status, guard, in_callback, opt_str_arg, str_arg, to_cstring, Fail,
 };
-use crate::tools::memory::{matching, sort_recent_first, InMemoryStore};
+use crate::tools::memory::{matching, sort_recent_first, InMemoryStore, MemoryWriteError};
 use crate::tools::{MemoryRecord, MemoryScope, MemoryStore};
 
 /// Where a store callback puts its answer: borrowed for the callback, answered at most once
 /// with `agentao_memory_answer_json` or `agentao_memory_answer_fail` before it returns.
 pub struct agentao_memory_answer {
-    answer: Option<Result<String, String>>,
+    answer: Option<HostAnswer>,
+}
+
+/// What a store callback answered.
+enum HostAnswer {
+    Json(String),
+    Failed(String),
+    /// `upsert` only: the store takes no more.
+    Full(String),
 }
 
 /// A memory store the host implements (spec §5.4), e.g. a remote memory service. Copied by
@@ -29,7 +37,13 @@ pub struct agentao_memory_answer {
 /// start of a turn), never two of one agent at once; strings passed in are borrowed for the
 /// callback. A callback answers through `answer` before it returns; one that fails
 /// (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
-/// and leaves the turn's prompt without memories.
+/// and leaves the turn's prompt without memories; an `upsert` answered with
+/// `agentao_memory_answer_full` makes it report `Error saving memory: the memory store is full:
+/// <message>`, so the model knows to replace a memory rather than retry.
+///
+/// Budget: besides what the host says, `save_memory` keeps to the agent's budget (config
+/// `memory.max_entries`, default 1,000; `memory.max_bytes`, default 4 MiB of key, title,
+/// content, tags and keywords), measured on what `list` answers.
 #[repr(C)]
 pub struct agentao_memory_store {
     /// `sizeof(agentao_memory_store)`; a smaller value means the slots past it are NULL.
@@ -108,14 +122,29 @@ fn ptr_or_null(s: &Option<CString>) -> *const c_char {
 
 impl FfiMemoryStore {
     /// Runs one callback with a fresh answer slot; `Ok(None)` when it answered nothing.
-    fn ask(&self, what: &str, call: impl FnOnce(AnswerPtr)) -> Result<Option<String>, String> {
+    fn ask(
+        &self,
+        what: &str,
+        call: impl FnOnce(AnswerPtr),
+    ) -> Result<Option<String>, MemoryWriteError> {
         let mut slot = agentao_memory_answer { answer: None };
         in_callback(|| call(&mut slot));
         match slot.answer {
             None => Ok(None),
-            Some(Ok(json)) => Ok(Some(json)),
-            Some(Err(m)) => Err(format!("the memory store failed `{what}`: {m}")),
+            Some(HostAnswer::Json(json)) => Ok(Some(json)),
+            Some(HostAnswer::Failed(m)) => Err(MemoryWriteError::Failed(format!(
+                "the memory store failed `{what}`: {m}"
+            ))),
+            Some(HostAnswer::Full(m)) => Err(MemoryWriteError::Full(m)),
         }
+    }
+
+    /// As [`Self::ask`], for the reads: a store is full only for writes.
+    fn ask_read(&self, what: &str, call: impl FnOnce(AnswerPtr)) -> Result<Option<String>, String> {
+        self.ask(what, call).map_err(|e| match e {
+            MemoryWriteError::Failed(m) => m,
+            MemoryWriteError::Full(m) => format!("the memory store failed `{what}`: {m}"),
+        })
     }
 
     fn records(&self, what: &str, json: Option<String>) -> Result<Vec<MemoryRecord>, String> {
@@ -129,8 +158,10 @@ impl FfiMemoryStore {
 }
 
 impl MemoryStore for FfiMemoryStore {
-    fn upsert(&self, record: &MemoryRecord) -> Result<(), String> {
-        let json = to_cstring(&serde_json::to_string(record).map_err(|e| e.to_string())?);
+    fn upsert(&self, record: &MemoryRecord) -> Result<(), MemoryWriteError> {
+        let json = to_cstring(
+            &serde_json::to_string(record).map_err(|e| MemoryWriteError::Failed(e.to_string()))?,
+        );
         // SAFETY: the host's callback with its userdata, a string and an answer slot that live
         // for the call.
         self.ask("upsert", |a| unsafe {
@@ -148,7 +179,7 @@ impl MemoryStore for FfiMemoryStore {
         };
         let (s, k) = (to_cstring(scope.as_str()), to_cstring(key));
         // SAFETY: as in `upsert`.
-        let json = self.ask("get", |a| unsafe {
+        let json = self.ask_read("get", |a| unsafe {
             get(self.data.ptr(), s.as_ptr(), k.as_ptr(), a)
         })?;
         let json = json.ok_or("the memory store gave no answer to `get`")?;
@@ -161,7 +192,7 @@ impl MemoryStore for FfiMemoryStore {
     fn list(&self, scope: Option<MemoryScope>) -> Result<Vec<MemoryRecord>, String> {
         let s = scope_c(scope);
         // SAFETY: as in `upsert`.
-        let json = self.ask("list", |a| unsafe {
+        let json = self.ask_read("list", |a| unsafe {
             (self.list)(self.data.ptr(), ptr_or_null(&s), a)
         })?;
         let mut v = self.records("list", json)?;
@@ -175,7 +206,7 @@ impl MemoryStore for FfiMemoryStore {
         };
         let (q, s) = (to_cstring(query), scope_c(scope));
         // SAFETY: as in `upsert`.
-        let json = self.ask("search", |a| unsafe {
+        let json = self.ask_read("search", |a| unsafe {
             search(self.data.ptr(), q.as_ptr(), ptr_or_null(&s), a)
         })?;
         self.records("search", json)
@@ -279,16 +310,16 @@ pub unsafe extern "C" fn agentao_memory_answer_json(
         let text = match str_arg(json, "json") {
             Ok(t) => t,
             Err(f) => {
-                a.answer = Some(Err(f.1.clone()));
+                a.answer = Some(HostAnswer::Failed(f.1.clone()));
                 return Err(f);
             }
         };
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
             let msg = format!("the answer is not JSON: {e}");
-            a.answer = Some(Err(msg.clone()));
+            a.answer = Some(HostAnswer::Failed(msg.clone()));
             return Err(Fail(agentao_status::InvalidJson, msg));
         }
-        a.answer = Some(Ok(text.to_owned()));
+        a.answer = Some(HostAnswer::Json(text.to_owned()));
         Ok(())
     })
 }
@@ -304,7 +335,68 @@ pub unsafe extern "C" fn agentao_memory_answer_fail(
     guard(err_out, || {
         let a = answer_slot(answer)?;
         let msg = opt_str_arg(message, "message")?.unwrap_or("the store failed");
-        a.answer = Some(Err(msg.to_owned()));
+        a.answer = Some(HostAnswer::Failed(msg.to_owned()));
         Ok(())
     })
+}
+
+/// Answers an `upsert` callback with "the store is full" and `message` (borrowed, copied; NULL:
+/// a generic text), e.g. a quota reached. `save_memory` then tells the model
+/// `Error saving memory: the memory store is full: <message>`, and nothing is retried. Only
+/// inside the `upsert` callback that received `answer`: from another callback it fails that
+/// callback as `agentao_memory_answer_fail` would; a second answer returns
+/// `AGENTAO_STATUS_INVALID_ARGUMENT`.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_memory_answer_full(
+    answer: *mut agentao_memory_answer,
+    message: *const c_char,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let a = answer_slot(answer)?;
+        let msg = opt_str_arg(message, "message")?.unwrap_or("the host's store takes no more");
+        a.answer = Some(HostAnswer::Full(msg.to_owned()));
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn full_upsert(_: *mut c_void, _: *const c_char, a: AnswerPtr) {
+        let status =
+            agentao_memory_answer_full(a, c"quota of 10 reached".as_ptr(), std::ptr::null_mut());
+        assert_eq!(status, agentao_status::Ok);
+        // One answer per call.
+        let again = agentao_memory_answer_fail(a, std::ptr::null(), std::ptr::null_mut());
+        assert_eq!(again, agentao_status::InvalidArgument);
+    }
+
+    unsafe extern "C" fn empty_list(_: *mut c_void, _: *const c_char, a: AnswerPtr) {
+        agentao_memory_answer_json(a, c"[]".as_ptr(), std::ptr::null_mut());
+    }
+
+    #[test]
+    fn a_host_store_says_it_is_full() {
+        let vtable = agentao_memory_store {
+            struct_size: std::mem::size_of::<agentao_memory_store>() as u32,
+            userdata: std::ptr::null_mut(),
+            userdata_free: None,
+            upsert: Some(full_upsert),
+            list: Some(empty_list),
+            get: None,
+            search: None,
+        };
+        // SAFETY: a vtable on the stack, valid for the call.
+        let store = unsafe { from_vtable(&vtable) }.unwrap_or_else(|_| panic!("a valid vtable"));
+        let record = MemoryRecord::test_note("k", "v", "2026-01-01T00:00:00Z");
+        let err = store.upsert(&record).unwrap_err();
+        assert_eq!(err, MemoryWriteError::Full("quota of 10 reached".into()));
+        assert_eq!(
+            err.to_string(),
+            "the memory store is full: quota of 10 reached"
+        );
+        assert!(store.list(None).unwrap().is_empty());
+    }
 }

@@ -90,6 +90,99 @@ impl MemoryRecord {
     }
 }
 
+/// Why a memory was not written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum MemoryWriteError {
+    /// The store takes no more: the budget, or a host store that says so, with its reason.
+    Full(String),
+    /// The store failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for MemoryWriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemoryWriteError::Full(why) => write!(f, "the memory store is full: {why}"),
+            MemoryWriteError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+/// What a store's live records take.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MemoryUsage {
+    pub(crate) entries: u64,
+    /// [`record_bytes`] summed.
+    pub(crate) bytes: u64,
+}
+
+impl MemoryUsage {
+    pub(crate) fn of(records: &[MemoryRecord]) -> Self {
+        MemoryUsage {
+            entries: records.len() as u64,
+            bytes: records.iter().map(record_bytes).sum(),
+        }
+    }
+}
+
+/// What one record weighs against the byte budget: its text as stored (key, title, content,
+/// and the tags and keywords as JSON lists, as the SQLite store keeps them).
+pub(crate) fn record_bytes(r: &MemoryRecord) -> u64 {
+    let list = |v: &[String]| serde_json::to_string(v).map_or(0, |s| s.len());
+    (r.key_normalized.len() + r.title.len() + r.content.len() + list(&r.tags) + list(&r.keywords))
+        as u64
+}
+
+/// The default of `memory.max_entries`.
+pub(crate) const DEFAULT_MAX_ENTRIES: u64 = 1000;
+/// The default of `memory.max_bytes`.
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 4 * 1024 * 1024;
+
+/// How much `save_memory` may put in the store: each memory is shown or searched at the start
+/// of every later turn, in every later session, so the store must not grow without end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemoryBudget {
+    pub(crate) max_entries: u64,
+    pub(crate) max_bytes: u64,
+}
+
+impl Default for MemoryBudget {
+    fn default() -> Self {
+        MemoryBudget {
+            max_entries: DEFAULT_MAX_ENTRIES,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+impl MemoryBudget {
+    /// Whether `record` fits, given what the store holds and the live record it replaces.
+    pub(crate) fn admit(
+        &self,
+        usage: MemoryUsage,
+        replacing: Option<&MemoryRecord>,
+        record: &MemoryRecord,
+    ) -> Result<(), MemoryWriteError> {
+        let advice = "replace a memory you have (save again with its key) instead of adding one";
+        if replacing.is_none() && usage.entries >= self.max_entries {
+            return Err(MemoryWriteError::Full(format!(
+                "it holds {} memories, this agent's limit (config `memory.max_entries`); {advice}",
+                usage.entries
+            )));
+        }
+        let bytes =
+            (usage.bytes + record_bytes(record)).saturating_sub(replacing.map_or(0, record_bytes));
+        if bytes > self.max_bytes && bytes > usage.bytes {
+            return Err(MemoryWriteError::Full(format!(
+                "this memory would bring it to {bytes} bytes, over this agent's limit of {} bytes \
+                 (config `memory.max_bytes`); {advice}, or save less",
+                self.max_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Where memories live. Errors are messages the model may read (`Error saving memory: …`).
 /// Calls come from tool threads and from the start of a turn (off the async workers); a store
 /// may block.
@@ -100,7 +193,11 @@ pub(crate) trait MemoryStore: Send + Sync {
         true
     }
     /// Inserts the record, or replaces the one with the same `(scope, key_normalized)`.
-    fn upsert(&self, record: &MemoryRecord) -> Result<(), String>;
+    fn upsert(&self, record: &MemoryRecord) -> Result<(), MemoryWriteError>;
+    /// How much the live records take, for the budget `save_memory` keeps to.
+    fn usage(&self) -> Result<MemoryUsage, String> {
+        Ok(MemoryUsage::of(&self.list(None)?))
+    }
     /// The live record with this scope and key.
     fn get(&self, scope: MemoryScope, key: &str) -> Result<Option<MemoryRecord>, String> {
         Ok(self
@@ -127,11 +224,20 @@ impl MemoryStore for InMemoryStore {
         false
     }
 
-    fn upsert(&self, record: &MemoryRecord) -> Result<(), String> {
+    fn upsert(&self, record: &MemoryRecord) -> Result<(), MemoryWriteError> {
         let mut all = self.records.lock().unwrap_or_else(|e| e.into_inner());
         all.retain(|r| !(r.scope == record.scope && r.key_normalized == record.key_normalized));
         all.push(record.clone());
         Ok(())
+    }
+
+    fn usage(&self) -> Result<MemoryUsage, String> {
+        let all = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let live = all.iter().filter(|r| r.deleted_at.is_none());
+        Ok(MemoryUsage {
+            entries: live.clone().count() as u64,
+            bytes: live.map(record_bytes).sum(),
+        })
     }
 
     fn list(&self, scope: Option<MemoryScope>) -> Result<Vec<MemoryRecord>, String> {
@@ -146,31 +252,61 @@ impl MemoryStore for InMemoryStore {
     }
 }
 
+/// What the config's `memory` sets up: the store and the budget `save_memory` keeps to.
+pub(crate) struct MemorySettings {
+    pub(crate) store: Arc<dyn MemoryStore>,
+    pub(crate) budget: MemoryBudget,
+}
+
 /// The store the config's `memory` selects: `{"sqlite_path": path}` (relative to the
-/// workspace) opens that SQLite database; no `memory`, a new in-memory store. Errors name the
-/// field.
-pub(crate) fn store_from_config(
+/// workspace) opens that SQLite database; no `memory`, a new in-memory store. `max_entries` and
+/// `max_bytes` (positive integers) set the budget. Errors name the field.
+pub(crate) fn settings_from_config(
     memory: Option<&Value>,
     workspace: &Path,
-) -> Result<Arc<dyn MemoryStore>, String> {
+) -> Result<MemorySettings, String> {
+    let mut settings = MemorySettings {
+        store: Arc::new(InMemoryStore::default()),
+        budget: MemoryBudget::default(),
+    };
     let Some(memory) = memory else {
-        return Ok(Arc::new(InMemoryStore::default()));
+        return Ok(settings);
     };
     let Some(obj) = memory.as_object() else {
         return Err("config field `memory`: must be an object".into());
     };
-    if let Some(k) = obj.keys().find(|k| *k != "sqlite_path") {
+    const KNOWN: [&str; 3] = ["sqlite_path", "max_entries", "max_bytes"];
+    if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(format!(
-            "config field `memory.{k}`: unknown setting (known: sqlite_path)"
+            "config field `memory.{k}`: unknown setting (known: {})",
+            KNOWN.join(", ")
         ));
     }
-    match obj.get("sqlite_path") {
-        None => Ok(Arc::new(InMemoryStore::default())),
-        Some(Value::String(p)) if !p.is_empty() && !p.contains('\0') => {
-            open_sqlite(&super::resolve_path(workspace, p))
-        }
-        Some(_) => Err("config field `memory.sqlite_path`: must be a non-empty path".into()),
+    let positive =
+        |name: &str| -> Result<Option<u64>, String> {
+            match obj.get(name) {
+                None => Ok(None),
+                Some(v) => v.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
+                    format!("config field `memory.{name}`: must be a positive integer")
+                }),
+            }
+        };
+    if let Some(n) = positive("max_entries")? {
+        settings.budget.max_entries = n;
     }
+    if let Some(n) = positive("max_bytes")? {
+        settings.budget.max_bytes = n;
+    }
+    match obj.get("sqlite_path") {
+        None => {}
+        Some(Value::String(p)) if !p.is_empty() && !p.contains('\0') => {
+            settings.store = open_sqlite(&super::resolve_path(workspace, p))?;
+        }
+        Some(_) => {
+            return Err("config field `memory.sqlite_path`: must be a non-empty path".into())
+        }
+    }
+    Ok(settings)
 }
 
 #[cfg(feature = "sqlite-memory")]

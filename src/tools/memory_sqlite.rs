@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use super::memory::{MemoryRecord, MemoryScope, MemoryStore};
+use super::memory::{MemoryRecord, MemoryScope, MemoryStore, MemoryUsage, MemoryWriteError};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memories (
@@ -88,10 +88,8 @@ impl SqliteMemoryStore {
     fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.db.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-impl MemoryStore for SqliteMemoryStore {
-    fn upsert(&self, r: &MemoryRecord) -> Result<(), String> {
+    fn write(&self, r: &MemoryRecord) -> Result<(), String> {
         let mut db = self.db();
         let tx = db.transaction().map_err(err)?;
         tx.execute(
@@ -124,6 +122,31 @@ impl MemoryStore for SqliteMemoryStore {
         )
         .map_err(err)?;
         tx.commit().map_err(err)
+    }
+}
+
+impl MemoryStore for SqliteMemoryStore {
+    fn upsert(&self, r: &MemoryRecord) -> Result<(), MemoryWriteError> {
+        self.write(r).map_err(MemoryWriteError::Failed)
+    }
+
+    fn usage(&self) -> Result<MemoryUsage, String> {
+        // `octet_length` reads a value's size from the row header, not the value: the budget is
+        // checked on every save, and a full store holds megabytes.
+        self.db()
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(octet_length(key_normalized) + octet_length(title) \
+                 + octet_length(content) + octet_length(tags) + octet_length(keywords)), 0) \
+                 FROM memories WHERE deleted_at IS NULL",
+                [],
+                |row| {
+                    Ok(MemoryUsage {
+                        entries: row.get::<_, i64>(0)?.max(0) as u64,
+                        bytes: row.get::<_, i64>(1)?.max(0) as u64,
+                    })
+                },
+            )
+            .map_err(err)
     }
 
     fn get(&self, scope: MemoryScope, key: &str) -> Result<Option<MemoryRecord>, String> {

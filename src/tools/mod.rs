@@ -148,6 +148,8 @@ pub struct ToolServices {
     memory: RwLock<Arc<dyn MemoryStore>>,
     /// The process groups background shell runs started, shared with every sub-agent's view.
     processes: Arc<BackgroundProcesses>,
+    /// What `save_memory` may add to the store (config `memory.max_entries`, `max_bytes`).
+    pub(crate) memory_budget: memory::MemoryBudget,
 }
 
 impl Default for ToolServices {
@@ -163,6 +165,7 @@ impl Default for ToolServices {
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(Arc::new(memory::InMemoryStore::default())),
             processes: Arc::default(),
+            memory_budget: memory::MemoryBudget::default(),
         }
     }
 }
@@ -206,6 +209,7 @@ impl ToolServices {
             todos: Mutex::new(Vec::new()),
             memory: RwLock::new(self.memory()),
             processes: self.processes.clone(),
+            memory_budget: self.memory_budget,
         }
     }
 

@@ -30,6 +30,7 @@ typedef struct host_store {
     int n;
     atomic_int upserts, lists, freed;
     bool fail_upsert;  /* answer every upsert with a failure */
+    bool full_upsert;  /* answer every upsert with "the store is full" */
     bool bad_list;     /* answer list with text that is not JSON */
     bool twice;        /* answer list twice */
     atomic_int second_status;
@@ -48,6 +49,11 @@ static void store_upsert(void *ud, const char *record_json, agentao_memory_answe
     atomic_fetch_add(&s->upserts, 1);
     if (s->fail_upsert) {
         CHECK_STATUS(agentao_memory_answer_fail(answer, "disk full", NULL), AGENTAO_STATUS_OK);
+        return;
+    }
+    if (s->full_upsert) {
+        CHECK_STATUS(agentao_memory_answer_full(answer, "quota of 64 reached", NULL), AGENTAO_STATUS_OK);
+        CHECK_STATUS(agentao_memory_answer_full(answer, NULL, NULL), AGENTAO_STATUS_INVALID_ARGUMENT);
         return;
     }
     pthread_mutex_lock(&s->mu);
@@ -286,12 +292,13 @@ static void test_store_and_prompt(void) {
 }
 
 static void test_default_store_and_refusals(void) {
-    tu_section("the default store, secrets refused, a failing store");
+    tu_section("the default store, secrets refused, a failing store, a full store");
     const char *responses =
         "{\"tool_calls\":[{\"id\":\"a\",\"name\":\"save_memory\",\"arguments\":{\"key\":\"user_editor\",\"value\":\"vim\"}}]},{\"text\":\"one\"},"
         "{\"tool_calls\":[{\"id\":\"b\",\"name\":\"save_memory\",\"arguments\":{\"key\":\"deploy\",\"value\":\"token = ghp_abcdefghijklmnopqrstuvwxyz0123456789AB\"}}]},{\"text\":\"two\"},"
         "{\"tool_calls\":[{\"id\":\"c\",\"name\":\"save_memory\",\"arguments\":{\"key\":\"k\",\"value\":\"   \"}}]},{\"text\":\"three\"},"
-        "{\"tool_calls\":[{\"id\":\"d\",\"name\":\"save_memory\",\"arguments\":{\"key\":\"k2\",\"value\":\"v\"}}]},{\"text\":\"four\"}";
+        "{\"tool_calls\":[{\"id\":\"d\",\"name\":\"save_memory\",\"arguments\":{\"key\":\"k2\",\"value\":\"v\"}}]},{\"text\":\"four\"},"
+        "{\"tool_calls\":[{\"id\":\"e\",\"name\":\"save_memory\",\"arguments\":{\"key\":\"k3\",\"value\":\"v\"}}]},{\"text\":\"five\"}";
     char *cfg = tu_config(tu_workspace(), responses, NULL);
     agentao_agent *a = tu_agent(cfg, NULL);
     free(cfg);
@@ -316,6 +323,15 @@ static void test_default_store_and_refusals(void) {
     CHECK_CONTAINS(hist, "Refused to save: content appears to contain sensitive credentials");
     CHECK_CONTAINS(hist, "Error saving memory: the value must be 1 to 4000 characters (got 0)");
     CHECK_CONTAINS(hist, "Error saving memory: the memory store failed `upsert`: disk full");
+    free(hist);
+    /* A store that says it is full: the model is told so, in those words. */
+    s.fail_upsert = false;
+    s.full_upsert = true;
+    CHECK_STATUS(agentao_agent_chat(a, "5", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
+    CHECK_STR_EQ(text, "five");
+    agentao_string_free(text);
+    hist = tu_history(a);
+    CHECK_CONTAINS(hist, "Error saving memory: the memory store is full: quota of 64 reached");
     free(hist);
     /* Back to a fresh default store: the host's is released. */
     CHECK_STATUS(agentao_agent_set_memory_store(a, NULL, NULL), AGENTAO_STATUS_OK);

@@ -36,8 +36,14 @@ pub fn bin() -> &'static str {
 
 impl Client {
     pub fn spawn(args: &[&str]) -> Client {
+        Client::spawn_env(args, &[])
+    }
+
+    /// As [`Client::spawn`], with extra environment variables for the server.
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Client {
         let mut child = Command::new(bin())
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -192,6 +198,20 @@ impl Client {
             "session/prompt",
             json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
         )
+    }
+}
+
+impl Client {
+    /// The server's resident memory now, in bytes (Linux `/proc`).
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc/<pid>/status");
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS");
+        kb * 1024
     }
 }
 

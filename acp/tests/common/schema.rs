@@ -74,6 +74,13 @@ impl Schemas {
             self.check(def, &v["params"]);
         } else if let Some(e) = v.get("error") {
             self.check("AcpError", e);
+        } else if methods
+            .get(&v["id"].as_u64().unwrap_or(0))
+            .map(String::as_str)
+            == Some("session/list")
+        {
+            // Upstream ACP's, newer than the reference's schema.
+            check_session_list(&v["result"]);
         } else {
             let id = v["id"]
                 .as_u64()
@@ -84,4 +91,15 @@ impl Schemas {
             self.check(result_def(method), &v["result"]);
         }
     }
+}
+
+/// Upstream ACP's `ListSessionsResponse`: `sessions` of `{sessionId, cwd}` (absolute), and an
+/// optional string `nextCursor`.
+fn check_session_list(r: &Value) {
+    let sessions = r["sessions"].as_array().unwrap_or_else(|| panic!("{r}"));
+    for s in sessions {
+        assert!(s["sessionId"].is_string(), "{s}");
+        assert!(s["cwd"].as_str().is_some_and(|c| c.starts_with('/')), "{s}");
+    }
+    assert!(r.get("nextCursor").is_none_or(Value::is_string), "{r}");
 }

@@ -139,8 +139,8 @@ impl Tool for SaveMemory {
             Ok(e) => e,
             Err(e) => return Ok(error(e)),
         };
-        let (id, created_at) = match existing {
-            Some(r) => (r.id, r.created_at),
+        let (id, created_at) = match &existing {
+            Some(r) => (r.id.clone(), r.created_at.clone()),
             None => (
                 uuid::Uuid::new_v4().simple().to_string()[..8].to_owned(),
                 now.clone(),
@@ -162,6 +162,17 @@ impl Tool for SaveMemory {
             updated_at: now,
             deleted_at: None,
         };
+        let usage = match store.usage() {
+            Ok(u) => u,
+            Err(e) => return Ok(error(e)),
+        };
+        if let Err(e) = ctx
+            .services
+            .memory_budget
+            .admit(usage, existing.as_ref(), &record)
+        {
+            return Ok(error(e));
+        }
         Ok(match store.upsert(&record) {
             Ok(()) => format!("Saved memory: {key}"),
             Err(e) => error(e),
