@@ -354,7 +354,7 @@ impl Turn<'_, '_> {
             .map(|i| {
                 let p = &plans[i];
                 let declared = match self.env.tools.parameters(&p.name) {
-                    Some(schema) => check_declared_in(p.tool.name(), schema, &p.args),
+                    Some(schema) => check_declared_in(p.tool.as_ref(), schema, &p.args),
                     None => check_declared(p.tool.as_ref(), &p.args),
                 };
                 Job {
