@@ -4,7 +4,11 @@ use serde_json::Value;
 
 /// The reference engine's recorded vectors, carried by the repository (tests/conformance/README.md).
 fn dir() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/permissions/").to_owned()
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/conformance/permissions/"
+    )
+    .to_owned()
 }
 
 fn load(name: &str) -> Vec<Value> {

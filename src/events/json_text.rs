@@ -261,8 +261,8 @@ mod tests {
         }
         cases.push("😀𝄞中é".repeat(1000));
         cases.push(format!("{}\u{1}{}", "a".repeat(1 << 20), "\"".repeat(3)));
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/conformance/transcripts");
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/transcripts");
         for entry in std::fs::read_dir(&dir).expect("the conformance transcripts") {
             let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a file");
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
