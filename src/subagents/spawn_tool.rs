@@ -9,8 +9,11 @@ use super::background;
 use super::config::BackgroundConfig;
 use super::definition::SubagentDefinition;
 use super::forward::ChildMode;
+use super::outcome::{ChildState, Lineage};
 use super::parent::{ParentAgent, ParentView};
-use super::run::run_child;
+use super::run::{new_lineage, run_child, run_spawned};
+use crate::cancel::CancelToken;
+use crate::events::host::HostEvent;
 use crate::tools::{
     arg_bool, required_str, Tool, ToolContext, ToolError, ToolOrigin, ToolRegistry,
 };
@@ -61,23 +64,78 @@ impl SpawnTool {
     /// `run_in_background: true` (spec §6.5): the child runs on the runtime with the task's
     /// own token, refusing confirmations and forwarding nothing; the model gets the task's id
     /// at once, and the outcome later as a notice.
+    ///
+    /// `spawned` is published here, before the call ends (spec §3.7: a host joining on
+    /// `parent_tool_call_id` meets the child before the call's terminal event); the child's
+    /// terminal event follows from its task, or from [`Unsettled`] when the task is cancelled
+    /// before it starts or dropped mid-run.
     fn launch_background(&self, task: &str, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| ToolError::new("RuntimeError", "no runtime to run the sub-agent on"))?;
         let view = self.parent_view(ctx)?;
         let store = view.agent.background();
         let def = self.def.clone();
         let owned = task.to_owned();
-        let id =
-            store
-                .launch(&self.def.name, task, move |id, token| {
-                    let mode = ChildMode::Background {
-                        parent_task_id: id.to_owned(),
-                    };
-                    async move {
-                        background::run_report(run_child(&view, &def, &owned, mode, token).await)
-                    }
-                })
-                .map_err(|e| ToolError::new(e.kind(), e.to_string()))?;
+        let id = store
+            .launch(&self.def.name, task, move |id, token| {
+                let mode = ChildMode::Background {
+                    parent_task_id: id.to_owned(),
+                };
+                let lineage = new_lineage(&view, &def, &mode);
+                handle.block_on(view.agent.hub().publish(
+                    view.agent.session_id(),
+                    &HostEvent::SubagentLifecycle(lineage.spawned()),
+                    ctx.cancel,
+                ));
+                let unsettled = Unsettled {
+                    agent: Some(view.agent.clone()),
+                    lineage: lineage.clone(),
+                    token: token.clone(),
+                };
+                async move {
+                    let report = run_spawned(&view, &def, &owned, mode, token, lineage).await;
+                    unsettled.settled();
+                    background::run_report(report)
+                }
+            })
+            .map_err(|e| ToolError::new(e.kind(), e.to_string()))?;
         Ok(background::started_text(&self.def.name, &id, task))
+    }
+}
+
+/// A background child whose `spawned` is out and whose terminal event is not: dropped so (its
+/// task cancelled before it started, or aborted when the agent closed), it publishes
+/// `cancelled`, so every `spawned` a host saw is closed.
+struct Unsettled {
+    agent: Option<Arc<dyn ParentAgent>>,
+    lineage: Lineage,
+    token: CancelToken,
+}
+
+impl Unsettled {
+    /// The run published its own terminal event.
+    fn settled(mut self) {
+        self.agent = None;
+    }
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        let Some(agent) = self.agent.take() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let event =
+            HostEvent::SubagentLifecycle(self.lineage.terminal(ChildState::Cancelled, None, None));
+        let token = self.token.clone();
+        handle.spawn(async move {
+            agent
+                .hub()
+                .publish(agent.session_id(), &event, &token)
+                .await;
+        });
     }
 }
 
