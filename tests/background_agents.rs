@@ -343,3 +343,48 @@ fn every_background_launch_publishes_spawned_before_its_call_ends() {
         bad.join("\n")
     );
 }
+
+/// What the model is told about background agents' behaviour: every status a check reports
+/// (spec §6.5 lists `cancelled`), what a cancel does to a settled one, and the cap of 6.
+#[test]
+fn the_tools_tell_the_model_every_status_and_the_cap() {
+    let server = MockServer::start(json!({"responses": [{"text": "Hi."}]})).unwrap();
+    let run = setup(
+        |_| json!({"provider": "openai", "base_url": server.base_url(), "api_key": "k", "model": "m"}),
+    );
+    run.agent
+        .run_blocking("Hello.", TurnOptions::default())
+        .unwrap();
+    let tools = server.requests()[0]["tools"].as_array().unwrap().clone();
+    let function = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["function"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))["function"]
+            .clone()
+    };
+    let check = function("check_background_agent")["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        check.contains("'completed' (with result), 'failed' (with error), or 'cancelled'"),
+        "{check}"
+    );
+    let cancel = function("cancel_background_agent")["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        cancel.contains("Completed, failed or already cancelled agents cannot be cancelled."),
+        "{cancel}"
+    );
+    let flag = function("agent_n")["parameters"]["properties"]["run_in_background"]["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        flag.contains("At most 6 background agents may be pending or running at once"),
+        "{flag}"
+    );
+}

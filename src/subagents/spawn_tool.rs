@@ -158,7 +158,7 @@ impl Tool for SpawnTool {
         if self.background.enabled {
             properties["run_in_background"] = json!({
                 "type": "boolean",
-                "description": "If true, run the agent asynchronously. The tool returns an agent_id at once.\n- Continue with other work. Do not wait with sleep or with repeated status checks.\n- If you have no other work, end this turn. You can read the update of a background agent the next time this session runs.\n- If this turn cannot continue without the result, call check_background_agent with wait_seconds one time.",
+                "description": format!("If true, run the agent asynchronously. The tool returns an agent_id at once.\n- Continue with other work. Do not wait with sleep or with repeated status checks.\n- If you have no other work, end this turn. You can read the update of a background agent the next time this session runs.\n- If this turn cannot continue without the result, call check_background_agent with wait_seconds one time.\nAt most {} background agents may be pending or running at once; a launch beyond that fails.", background::store::MAX_IN_FLIGHT),
             });
         }
         json!({"type": "object", "properties": properties, "required": ["task"]})
