@@ -207,3 +207,83 @@ impl Tool for SpawnTool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::events::host::HostEventHub;
+    use crate::events::Emitter;
+    use crate::llm::Usage;
+
+    /// A parent that only publishes: all a dropped [`Unsettled`] reaches.
+    #[derive(Default)]
+    struct Publisher {
+        hub: HostEventHub,
+    }
+
+    impl ParentAgent for Publisher {
+        fn session_id(&self) -> &str {
+            "parent"
+        }
+        fn snapshot(&self) -> super::super::parent::ParentSnapshot {
+            unreachable!()
+        }
+        fn emitter(&self) -> &Emitter {
+            unreachable!()
+        }
+        fn hub(&self) -> &HostEventHub {
+            &self.hub
+        }
+        fn add_usage(&self, _usage: &Usage) {}
+        fn background(&self) -> Arc<background::BackgroundStore> {
+            unreachable!()
+        }
+    }
+
+    fn lineage() -> Lineage {
+        Lineage {
+            parent_session_id: "parent".into(),
+            parent_task_id: Some("1234abcd".into()),
+            parent_tool_call_id: Some("c1".into()),
+            child_session_id: "child".into(),
+            child_task_id: "task".into(),
+            name: "n".into(),
+            started_at: crate::events::host::now_rfc3339(),
+        }
+    }
+
+    /// A background child dropped before its run published a terminal event (cancelled while
+    /// pending, or aborted) still closes its `spawned` with `cancelled`; one that settled
+    /// publishes nothing more.
+    #[test]
+    fn an_unsettled_child_publishes_cancelled_when_dropped() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let parent = Arc::new(Publisher::default());
+        let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+        let s = seen.clone();
+        parent.hub.add_observer(Arc::new(move |j: &str| {
+            s.lock().unwrap().push(serde_json::from_str(j).unwrap());
+        }));
+        let guard = |agent: &Arc<Publisher>| Unsettled {
+            agent: Some(agent.clone() as Arc<dyn ParentAgent>),
+            lineage: lineage(),
+            token: CancelToken::new(),
+        };
+        rt.block_on(async {
+            guard(&parent).settled();
+            drop(guard(&parent));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        });
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "{seen:#?}");
+        assert_eq!(seen[0]["phase"], "cancelled");
+        assert_eq!(seen[0]["parent_tool_call_id"], "c1");
+        assert_eq!(seen[0]["parent_task_id"], "1234abcd");
+    }
+}
