@@ -241,20 +241,15 @@ fn the_seventh_launch_is_refused_and_closing_cancels_the_six() {
         .map(|r| started_id(r))
         .collect();
     assert_eq!(ids.len(), 6);
-    // A child publishes its `spawned` from its own task, which may not have run yet.
-    let spawned = || {
-        run.lifecycle
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e["phase"] == "spawned")
-            .count()
-    };
-    let t0 = Instant::now();
-    while spawned() < 6 && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    assert_eq!(spawned(), 6, "a refused launch leaves no event");
+    // Each launch published its `spawned` before its call ended.
+    let spawned = run
+        .lifecycle
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["phase"] == "spawned")
+        .count();
+    assert_eq!(spawned, 6, "a refused launch leaves no event");
 
     let started = Instant::now();
     let left = run.agent.close_background();
@@ -269,4 +264,127 @@ fn the_seventh_launch_is_refused_and_closing_cancels_the_six() {
         .map(|e| e["parent_task_id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(settled, ids);
+}
+
+/// Spec §3.7: a host joining on `parent_tool_call_id` sees the child's `spawned` between the
+/// spawn call's `started` and its terminal event, and the child's terminal event after it,
+/// for every launch (the reference publishes `spawned` before the child's thread starts).
+#[test]
+fn every_background_launch_publishes_spawned_before_its_call_ends() {
+    const TURNS: usize = 50;
+    const PER_TURN: usize = 4;
+    let mut responses = Vec::new();
+    for t in 0..TURNS {
+        let calls: Vec<Value> = (0..PER_TURN)
+            .map(|i| bg_call(&format!("c{t}_{i}"), &format!("quick {t} {i}")))
+            .collect();
+        responses.push(json!({"tool_calls": calls}));
+        responses.push(json!({"text": "Launched."}));
+    }
+    let run = setup(|_| {
+        json!({"provider": "scripted", "script": {"responses": responses,
+            "subagents": {"n": [{"text": "done"}]}}})
+    });
+    let all = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let a = all.clone();
+    run.agent
+        .host_events()
+        .add_observer(Arc::new(move |j: &str| {
+            a.lock().unwrap().push(serde_json::from_str(j).unwrap());
+        }));
+    for t in 0..TURNS {
+        run.agent
+            .run_blocking("Go.", TurnOptions::default())
+            .unwrap();
+        wait_terminal(&run, (t + 1) * PER_TURN);
+    }
+    let events = all.lock().unwrap().clone();
+    let at = |pred: &dyn Fn(&Value) -> bool, what: &str| -> usize {
+        let found: Vec<usize> = (0..events.len()).filter(|&i| pred(&events[i])).collect();
+        assert_eq!(found.len(), 1, "{what}: {found:?}");
+        found[0]
+    };
+    let mut bad = Vec::new();
+    for t in 0..TURNS {
+        for i in 0..PER_TURN {
+            let call = format!("c{t}_{i}");
+            let tool = |phase: &'static str| {
+                let call = call.clone();
+                move |e: &Value| {
+                    e["event_type"] == "tool_lifecycle"
+                        && e["tool_call_id"] == call.as_str()
+                        && e["phase"] == phase
+                }
+            };
+            let child = |spawned: bool| {
+                let call = call.clone();
+                move |e: &Value| {
+                    e["event_type"] == "subagent_lifecycle"
+                        && e["parent_tool_call_id"] == call.as_str()
+                        && (e["phase"] == "spawned") == spawned
+                }
+            };
+            let started = at(&tool("started"), "tool started");
+            let completed = at(&tool("completed"), "tool completed");
+            let spawned = at(&child(true), "spawned");
+            let terminal = at(&child(false), "child terminal");
+            if !(started < spawned && spawned < completed && spawned < terminal) {
+                bad.push(format!(
+                    "{call}: started {started}, spawned {spawned}, completed {completed}, terminal {terminal}"
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of {} launches out of order:\n{}",
+        bad.len(),
+        TURNS * PER_TURN,
+        bad.join("\n")
+    );
+}
+
+/// What the model is told about background agents' behaviour: every status a check reports
+/// (spec §6.5 lists `cancelled`), what a cancel does to a settled one, and the cap of 6.
+#[test]
+fn the_tools_tell_the_model_every_status_and_the_cap() {
+    let server = MockServer::start(json!({"responses": [{"text": "Hi."}]})).unwrap();
+    let run = setup(
+        |_| json!({"provider": "openai", "base_url": server.base_url(), "api_key": "k", "model": "m"}),
+    );
+    run.agent
+        .run_blocking("Hello.", TurnOptions::default())
+        .unwrap();
+    let tools = server.requests()[0]["tools"].as_array().unwrap().clone();
+    let function = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["function"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))["function"]
+            .clone()
+    };
+    let check = function("check_background_agent")["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        check.contains("'completed' (with result), 'failed' (with error), or 'cancelled'"),
+        "{check}"
+    );
+    let cancel = function("cancel_background_agent")["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        cancel.contains("Completed, failed or already cancelled agents cannot be cancelled."),
+        "{cancel}"
+    );
+    let flag = function("agent_n")["parameters"]["properties"]["run_in_background"]["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        flag.contains("At most 6 background agents may be pending or running at once"),
+        "{flag}"
+    );
 }

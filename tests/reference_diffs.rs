@@ -133,7 +133,68 @@ fn an_undeclared_argument_is_reported_before_a_missing_one() {
     let run = one_call("read_file", r#"{"path": "a.txt"}"#);
     assert_eq!(
         common::tool_results(&run.agent),
-        ["Error executing read_file: read_file() got an unexpected keyword argument 'path'"]
+        ["Error executing read_file: ReadFileTool.execute() got an unexpected keyword argument 'path'"]
+    );
+}
+
+/// Python names the bound method in the TypeError, so the model reads the reference's class
+/// for every built-in (`async_execute` for the async web tool).
+#[test]
+fn an_undeclared_argument_names_the_reference_class_of_every_builtin() {
+    let tools = [
+        ("read_file", "ReadFileTool.execute"),
+        ("write_file", "WriteFileTool.execute"),
+        ("replace", "EditTool.execute"),
+        ("list_directory", "ReadFolderTool.execute"),
+        ("glob", "FindFilesTool.execute"),
+        ("search_file_content", "SearchTextTool.execute"),
+        ("run_shell_command", "ShellTool.execute"),
+        ("save_memory", "SaveMemoryTool.execute"),
+        ("ask_user", "AskUserTool.execute"),
+        ("todo_write", "TodoWriteTool.execute"),
+    ];
+    let calls: Vec<Value> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| json!({"id": format!("c{i}"), "name": name, "arguments": r#"{"zzz": 1}"#}))
+        .collect();
+    let server =
+        MockServer::start(json!({"responses": [{"tool_calls": calls}, {"text": "done"}]})).unwrap();
+    let run = setup(&server);
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    let expected: Vec<String> = tools
+        .iter()
+        .map(|(name, method)| {
+            format!("Error executing {name}: {method}() got an unexpected keyword argument 'zzz'")
+        })
+        .collect();
+    assert_eq!(common::tool_results(&run.agent), expected);
+}
+
+/// `save_memory` reports the reference's guard messages (spec §1.14: `Error saving memory: {e}`).
+#[test]
+fn save_memory_rejections_use_the_reference_messages() {
+    let long = "x".repeat(4001);
+    let calls = json!([
+        {"id": "c1", "name": "save_memory", "arguments": json!({"key": "!!!", "value": "v"}).to_string()},
+        {"id": "c2", "name": "save_memory", "arguments": json!({"key": "k", "value": long}).to_string()},
+        {"id": "c3", "name": "save_memory", "arguments": json!({"key": "k", "value": "  \n "}).to_string()}
+    ]);
+    let server =
+        MockServer::start(json!({"responses": [{"tool_calls": calls}, {"text": "done"}]})).unwrap();
+    let run = setup(&server);
+    run.agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(
+        common::tool_results(&run.agent),
+        [
+            "Error saving memory: Memory key is empty after normalization",
+            "Error saving memory: Memory content exceeds max length (4001 > 4000)",
+            "Error saving memory: Memory content is empty",
+        ]
     );
 }
 

@@ -734,6 +734,30 @@ fn parent_cancel_cancels_the_running_child_at_once() {
         .find(|e| e["type"] == "agent_end")
         .unwrap();
     assert_eq!(end["data"]["state"], "cancelled");
+    // The spawn call itself ends failed/cancelled, after the child's `cancelled`, as any
+    // blocking call a cancel reaches (spec §4.6's table); the reference reports it
+    // completed/ok (docs/deviations.md, Sub-agents).
+    let host = host_events(&run);
+    let tool_end = host
+        .iter()
+        .position(|e| {
+            e["event_type"] == "tool_lifecycle"
+                && e["tool_call_id"] == "c1"
+                && e["phase"] != "started"
+        })
+        .expect("the spawn call's terminal event");
+    assert_eq!(host[tool_end]["phase"], "failed");
+    assert_eq!(host[tool_end]["outcome"], "cancelled");
+    let child_end = host
+        .iter()
+        .position(|e| e["event_type"] == "subagent_lifecycle" && e["phase"] == "cancelled")
+        .unwrap();
+    assert!(child_end < tool_end);
+    let complete = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "tool_complete" && e["data"]["call_id"] == "c1")
+        .unwrap();
+    assert_eq!(complete["data"]["status"], "cancelled");
 }
 
 #[test]

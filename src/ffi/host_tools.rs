@@ -271,7 +271,10 @@ pub unsafe extern "C" fn agentao_tool_call_cancel_token(
 }
 
 /// Streams `chunk` (borrowed, copied) as a `tool_output` event of this call, in order, before
-/// the call's `tool_complete`. Any thread, until the reply is answered. Returns
+/// the call's `tool_complete`: one event per call while the host keeps up. Under back-pressure
+/// (more than 256 chunks of the call waiting for the host) later chunks are merged into the
+/// last waiting one, and past 64 KiB waiting they are skipped and replaced in the stream by a
+/// notice of how many bytes were not streamed. Any thread, until the reply is answered. Returns
 /// `AGENTAO_STATUS_CLOSED` (the chunk is dropped) once the call has ended (answered or
 /// cancelled); `_NULL_ARGUMENT`, `_INVALID_UTF8` for bad input.
 #[no_mangle]

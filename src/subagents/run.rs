@@ -59,25 +59,15 @@ fn child_llm(parent: &LlmConfig, def: &SubagentDefinition) -> LlmConfig {
     }
 }
 
-/// Runs one sub-agent to its end and reports it. Never fails the caller: a child that cannot
-/// be built is a `failed` run whose report says why.
-///
-/// The spawn tool calls it on the tool's thread with [`ChildMode::Foreground`]; background
-/// agents (`src/subagents/background/`) call it from their own task with
-/// [`ChildMode::Background`] and a token of their own. `cancel` is the child's token: in the
-/// foreground the parent turn's, so cancelling the parent cancels the child at once.
-pub(crate) async fn run_child(
+/// The ids one child's lifecycle events share, fixed before the first of them is published.
+pub(crate) fn new_lineage(
     parent: &ParentView,
     def: &SubagentDefinition,
-    task: &str,
-    mode: ChildMode,
-    cancel: CancelToken,
-) -> ChildReport {
-    let agent = &parent.agent;
-    let foreground = mode == ChildMode::Foreground;
-    let lineage = Lineage {
-        parent_session_id: agent.session_id().to_owned(),
-        parent_task_id: match &mode {
+    mode: &ChildMode,
+) -> Lineage {
+    Lineage {
+        parent_session_id: parent.agent.session_id().to_owned(),
+        parent_task_id: match mode {
             ChildMode::Foreground => None,
             ChildMode::Background { parent_task_id } => Some(parent_task_id.clone()),
         },
@@ -86,7 +76,58 @@ pub(crate) async fn run_child(
         child_task_id: uuid::Uuid::new_v4().to_string(),
         name: def.name.clone(),
         started_at: now_rfc3339(),
-    };
+    }
+}
+
+/// Runs one sub-agent to its end and reports it. Never fails the caller: a child that cannot
+/// be built is a `failed` run whose report says why.
+///
+/// The spawn tool calls it on the tool's thread with [`ChildMode::Foreground`]. `cancel` is
+/// the child's token: in the foreground the parent turn's, so cancelling the parent cancels
+/// the child at once.
+pub(crate) async fn run_child(
+    parent: &ParentView,
+    def: &SubagentDefinition,
+    task: &str,
+    mode: ChildMode,
+    cancel: CancelToken,
+) -> ChildReport {
+    let lineage = new_lineage(parent, def, &mode);
+    if mode == ChildMode::Foreground {
+        let head: String = task.chars().take(80).collect();
+        let mut w = EventWriter::default();
+        parent.agent.emitter().emit(w.event(
+            "agent_start",
+            &json!({"agent": def.name, "task": head, "max_turns": def.max_turns,
+                   "child_task_id": lineage.child_task_id}),
+        ));
+    }
+    parent
+        .agent
+        .hub()
+        .publish(
+            parent.agent.session_id(),
+            &HostEvent::SubagentLifecycle(lineage.spawned()),
+            &cancel,
+        )
+        .await;
+    run_spawned(parent, def, task, mode, cancel, lineage).await
+}
+
+/// [`run_child`] once its `spawned` is out. Background agents
+/// (`src/subagents/background/`) publish `spawned` while the launching call is still running,
+/// as the reference does before the child's thread starts, and run the child from their own
+/// task with [`ChildMode::Background`] and a token of their own.
+pub(crate) async fn run_spawned(
+    parent: &ParentView,
+    def: &SubagentDefinition,
+    task: &str,
+    mode: ChildMode,
+    cancel: CancelToken,
+    lineage: Lineage,
+) -> ChildReport {
+    let agent = &parent.agent;
+    let foreground = mode == ChildMode::Foreground;
     let emit = |ty: &str, data: serde_json::Value| {
         let mut w = EventWriter::default();
         agent.emitter().emit(w.event(ty, &data));
@@ -98,15 +139,6 @@ pub(crate) async fn run_child(
             .publish(agent.session_id(), &ev, cancel_ref)
             .await;
     };
-    if foreground {
-        let head: String = task.chars().take(80).collect();
-        emit(
-            "agent_start",
-            json!({"agent": def.name, "task": head, "max_turns": def.max_turns,
-                   "child_task_id": lineage.child_task_id}),
-        );
-    }
-    publish(HostEvent::SubagentLifecycle(lineage.spawned())).await;
 
     let report = |state, text, setup_error, error_type, stats| ChildReport {
         state,

@@ -9,8 +9,11 @@ use super::background;
 use super::config::BackgroundConfig;
 use super::definition::SubagentDefinition;
 use super::forward::ChildMode;
+use super::outcome::{ChildState, Lineage};
 use super::parent::{ParentAgent, ParentView};
-use super::run::run_child;
+use super::run::{new_lineage, run_child, run_spawned};
+use crate::cancel::CancelToken;
+use crate::events::host::HostEvent;
 use crate::tools::{
     arg_bool, required_str, Tool, ToolContext, ToolError, ToolOrigin, ToolRegistry,
 };
@@ -61,23 +64,78 @@ impl SpawnTool {
     /// `run_in_background: true` (spec §6.5): the child runs on the runtime with the task's
     /// own token, refusing confirmations and forwarding nothing; the model gets the task's id
     /// at once, and the outcome later as a notice.
+    ///
+    /// `spawned` is published here, before the call ends (spec §3.7: a host joining on
+    /// `parent_tool_call_id` meets the child before the call's terminal event); the child's
+    /// terminal event follows from its task, or from [`Unsettled`] when the task is cancelled
+    /// before it starts or dropped mid-run.
     fn launch_background(&self, task: &str, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| ToolError::new("RuntimeError", "no runtime to run the sub-agent on"))?;
         let view = self.parent_view(ctx)?;
         let store = view.agent.background();
         let def = self.def.clone();
         let owned = task.to_owned();
-        let id =
-            store
-                .launch(&self.def.name, task, move |id, token| {
-                    let mode = ChildMode::Background {
-                        parent_task_id: id.to_owned(),
-                    };
-                    async move {
-                        background::run_report(run_child(&view, &def, &owned, mode, token).await)
-                    }
-                })
-                .map_err(|e| ToolError::new(e.kind(), e.to_string()))?;
+        let id = store
+            .launch(&self.def.name, task, move |id, token| {
+                let mode = ChildMode::Background {
+                    parent_task_id: id.to_owned(),
+                };
+                let lineage = new_lineage(&view, &def, &mode);
+                handle.block_on(view.agent.hub().publish(
+                    view.agent.session_id(),
+                    &HostEvent::SubagentLifecycle(lineage.spawned()),
+                    ctx.cancel,
+                ));
+                let unsettled = Unsettled {
+                    agent: Some(view.agent.clone()),
+                    lineage: lineage.clone(),
+                    token: token.clone(),
+                };
+                async move {
+                    let report = run_spawned(&view, &def, &owned, mode, token, lineage).await;
+                    unsettled.settled();
+                    background::run_report(report)
+                }
+            })
+            .map_err(|e| ToolError::new(e.kind(), e.to_string()))?;
         Ok(background::started_text(&self.def.name, &id, task))
+    }
+}
+
+/// A background child whose `spawned` is out and whose terminal event is not: dropped so (its
+/// task cancelled before it started, or aborted when the agent closed), it publishes
+/// `cancelled`, so every `spawned` a host saw is closed.
+struct Unsettled {
+    agent: Option<Arc<dyn ParentAgent>>,
+    lineage: Lineage,
+    token: CancelToken,
+}
+
+impl Unsettled {
+    /// The run published its own terminal event.
+    fn settled(mut self) {
+        self.agent = None;
+    }
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        let Some(agent) = self.agent.take() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let event =
+            HostEvent::SubagentLifecycle(self.lineage.terminal(ChildState::Cancelled, None, None));
+        let token = self.token.clone();
+        handle.spawn(async move {
+            agent
+                .hub()
+                .publish(agent.session_id(), &event, &token)
+                .await;
+        });
     }
 }
 
@@ -100,7 +158,7 @@ impl Tool for SpawnTool {
         if self.background.enabled {
             properties["run_in_background"] = json!({
                 "type": "boolean",
-                "description": "If true, run the agent asynchronously. The tool returns an agent_id at once.\n- Continue with other work. Do not wait with sleep or with repeated status checks.\n- If you have no other work, end this turn. You can read the update of a background agent the next time this session runs.\n- If this turn cannot continue without the result, call check_background_agent with wait_seconds one time.",
+                "description": format!("If true, run the agent asynchronously. The tool returns an agent_id at once.\n- Continue with other work. Do not wait with sleep or with repeated status checks.\n- If you have no other work, end this turn. You can read the update of a background agent the next time this session runs.\n- If this turn cannot continue without the result, call check_background_agent with wait_seconds one time.\nAt most {} background agents may be pending or running at once; a launch beyond that fails.", background::store::MAX_IN_FLIGHT),
             });
         }
         json!({"type": "object", "properties": properties, "required": ["task"]})
@@ -147,5 +205,91 @@ impl Tool for SpawnTool {
             Some(kind) => Err(ToolError::new(&kind, report.text)),
             None => Ok(report.text),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::events::host::HostEventHub;
+    use crate::events::Emitter;
+    use crate::llm::Usage;
+
+    /// A parent that only publishes: all a dropped [`Unsettled`] reaches.
+    #[derive(Default)]
+    struct Publisher {
+        hub: HostEventHub,
+    }
+
+    impl ParentAgent for Publisher {
+        fn session_id(&self) -> &str {
+            "parent"
+        }
+        fn snapshot(&self) -> super::super::parent::ParentSnapshot {
+            unreachable!()
+        }
+        fn emitter(&self) -> &Emitter {
+            unreachable!()
+        }
+        fn hub(&self) -> &HostEventHub {
+            &self.hub
+        }
+        fn add_usage(&self, _usage: &Usage) {}
+        fn background(&self) -> Arc<background::BackgroundStore> {
+            unreachable!()
+        }
+        fn engine(&self) -> &std::sync::RwLock<Option<crate::permissions::PermissionEngine>> {
+            unreachable!()
+        }
+        fn read_only(&self) -> &std::sync::atomic::AtomicBool {
+            unreachable!()
+        }
+    }
+
+    fn lineage() -> Lineage {
+        Lineage {
+            parent_session_id: "parent".into(),
+            parent_task_id: Some("1234abcd".into()),
+            parent_tool_call_id: Some("c1".into()),
+            child_session_id: "child".into(),
+            child_task_id: "task".into(),
+            name: "n".into(),
+            started_at: crate::events::host::now_rfc3339(),
+        }
+    }
+
+    /// A background child dropped before its run published a terminal event (cancelled while
+    /// pending, or aborted) still closes its `spawned` with `cancelled`; one that settled
+    /// publishes nothing more.
+    #[test]
+    fn an_unsettled_child_publishes_cancelled_when_dropped() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let parent = Arc::new(Publisher::default());
+        let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+        let s = seen.clone();
+        parent.hub.add_observer(Arc::new(move |j: &str| {
+            s.lock().unwrap().push(serde_json::from_str(j).unwrap());
+        }));
+        let guard = |agent: &Arc<Publisher>| Unsettled {
+            agent: Some(agent.clone() as Arc<dyn ParentAgent>),
+            lineage: lineage(),
+            token: CancelToken::new(),
+        };
+        rt.block_on(async {
+            guard(&parent).settled();
+            drop(guard(&parent));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        });
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "{seen:#?}");
+        assert_eq!(seen[0]["phase"], "cancelled");
+        assert_eq!(seen[0]["parent_tool_call_id"], "c1");
+        assert_eq!(seen[0]["parent_task_id"], "1234abcd");
     }
 }

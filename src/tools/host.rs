@@ -153,8 +153,8 @@ impl Drop for CloseOnDrop {
 /// Hands what waits in the call's slot to the turn's own output.
 fn forward(mailbox: &OutputMailbox, output: &(dyn Fn(&str) + Sync)) {
     if let Some(taken) = mailbox.take(0) {
-        if !taken.text.is_empty() {
-            output(&taken.text);
+        for chunk in &taken.chunks {
+            output(chunk);
         }
         if let Some(notice) = taken.skipped_notice() {
             output(&notice);

@@ -627,14 +627,45 @@ pub(crate) fn check_declared(tool: &dyn Tool, args: &Map<String, Value>) -> Resu
     if args.is_empty() {
         return Ok(());
     }
-    check_declared_in(tool.name(), &tool.parameters(), args)
+    check_declared_in(tool, &tool.parameters(), args)
+}
+
+/// What Python calls the method that raised, as its TypeError names it: the model reads the
+/// reference's `<Class>.execute`. Class names are the reference's; a host's or an MCP server's
+/// tool has no class of ours to name, so it keeps the tool's name.
+fn python_method(tool: &dyn Tool) -> &str {
+    let class = match tool.origin() {
+        ToolOrigin::Agent => Some("AgentToolWrapper.execute"),
+        ToolOrigin::Builtin => match tool.name() {
+            "read_file" => Some("ReadFileTool.execute"),
+            "write_file" => Some("WriteFileTool.execute"),
+            "replace" => Some("EditTool.execute"),
+            "list_directory" => Some("ReadFolderTool.execute"),
+            "glob" => Some("FindFilesTool.execute"),
+            "search_file_content" => Some("SearchTextTool.execute"),
+            "run_shell_command" => Some("ShellTool.execute"),
+            // The reference awaits the async tool's coroutine method.
+            "web_fetch" => Some("WebFetchTool.async_execute"),
+            "web_search" => Some("WebSearchTool.execute"),
+            "save_memory" => Some("SaveMemoryTool.execute"),
+            "activate_skill" => Some("ActivateSkillTool.execute"),
+            "ask_user" => Some("AskUserTool.execute"),
+            "todo_write" => Some("TodoWriteTool.execute"),
+            "check_background_agent" => Some("CheckBackgroundAgentTool.execute"),
+            "cancel_background_agent" => Some("CancelBackgroundAgentTool.execute"),
+            "complete_task" => Some("CompleteTaskTool.execute"),
+            _ => None,
+        },
+        ToolOrigin::Mcp | ToolOrigin::Host { .. } => None,
+    };
+    class.unwrap_or(tool.name())
 }
 
 /// [`check_declared`] against the tool's `parameters` schema as the registry rendered it
 /// ([`ToolRegistry::parameters`]): building the schema on every call was 5 % of a tool-loop
 /// iteration.
 pub(crate) fn check_declared_in(
-    name: &str,
+    tool: &dyn Tool,
     schema: &Value,
     args: &Map<String, Value>,
 ) -> Result<(), ToolError> {
@@ -654,7 +685,10 @@ pub(crate) fn check_declared_in(
     {
         Some(key) => Err(ToolError::new(
             "TypeError",
-            format!("{name}() got an unexpected keyword argument '{key}'"),
+            format!(
+                "{}() got an unexpected keyword argument '{key}'",
+                python_method(tool)
+            ),
         )),
         None => Ok(()),
     }

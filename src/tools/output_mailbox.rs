@@ -1,11 +1,13 @@
-//! Streamed tool output on its way from a tool's thread to the turn task: coalesced and
-//! bounded.
+//! Streamed tool output on its way from a tool's thread to the turn task: one event per chunk
+//! while the host keeps up, coalesced and bounded when it does not.
 //!
 //! A tool may produce output far faster than the host takes `tool_output` events (`yes`, a
 //! recursive grep). Each call gets a slot holding at most [`PENDING_LIMIT`] bytes not yet
-//! emitted; the turn task takes the whole slot as one event. While a slot is full, further
-//! output is counted instead of kept, and the turn task says how much it skipped with a
-//! notice in the stream. So memory stays bounded whatever the tool or the host do, the tool's
+//! emitted; the turn task takes every waiting chunk, each as its own event, as the reference
+//! sends one event per chunk. Past [`PENDING_CHUNKS`] waiting chunks the host is behind, and
+//! later chunks join the last one, so a flood of tiny chunks costs events no faster than the
+//! host takes them. While a slot is full, further output is counted instead of kept, and the
+//! turn task says how much it skipped with a notice in the stream. So memory stays bounded whatever the tool or the host do, the tool's
 //! thread never waits for the host, and a cancel discards what is queued (the tool's own
 //! result keeps its head and tail: streaming is only for display).
 
@@ -18,17 +20,21 @@ use crate::tools::result_format::thousands;
 
 /// Bytes of one call's output that may wait for the turn task.
 pub(crate) const PENDING_LIMIT: usize = 64 * 1024;
+/// Chunks of one call that wait as separate events; later ones are merged into the last.
+pub(crate) const PENDING_CHUNKS: usize = 256;
 
 #[derive(Default)]
 struct Pending {
-    text: String,
-    /// Bytes dropped since the last take, all after `text`.
+    chunks: Vec<String>,
+    bytes: usize,
+    /// Bytes dropped since the last take, all after `chunks`.
     skipped: u64,
 }
 
 /// What the turn task takes from a slot.
 pub(crate) struct Taken {
-    pub(crate) text: String,
+    /// One `tool_output` event each, in order.
+    pub(crate) chunks: Vec<String>,
     pub(crate) skipped: u64,
 }
 
@@ -73,8 +79,13 @@ impl OutputMailbox {
             let mut p = slot.lock().unwrap_or_else(|e| e.into_inner());
             // Once something is skipped, skip until the turn task has taken the slot, so the
             // stream keeps its order around the gap.
-            if p.skipped == 0 && p.text.len() + chunk.len() <= PENDING_LIMIT {
-                p.text.push_str(chunk);
+            if p.skipped == 0 && p.bytes + chunk.len() <= PENDING_LIMIT {
+                p.bytes += chunk.len();
+                let behind = p.chunks.len() >= PENDING_CHUNKS;
+                match p.chunks.last_mut() {
+                    Some(last) if behind => last.push_str(chunk),
+                    _ => p.chunks.push(chunk.to_owned()),
+                }
             } else {
                 p.skipped += chunk.len() as u64;
             }
@@ -87,12 +98,12 @@ impl OutputMailbox {
     pub(crate) fn take(&self, call: usize) -> Option<Taken> {
         let slot = self.slots.get(call)?;
         let mut p = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if p.text.is_empty() && p.skipped == 0 {
+        if p.chunks.is_empty() && p.skipped == 0 {
             return None;
         }
         let taken = std::mem::take(&mut *p);
         Some(Taken {
-            text: taken.text,
+            chunks: taken.chunks,
             skipped: taken.skipped,
         })
     }
@@ -120,23 +131,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn coalesces_then_counts_what_does_not_fit() {
+    fn keeps_chunks_apart_then_merges_then_counts_what_does_not_fit() {
         let m = OutputMailbox::new(2);
         m.push(0, "ab");
         m.push(0, "cd");
         let t = m.take(0).unwrap();
-        assert_eq!((t.text.as_str(), t.skipped), ("abcd", 0));
+        assert_eq!((t.chunks, t.skipped), (vec!["ab".into(), "cd".into()], 0));
         assert!(m.take(0).is_none());
+        for _ in 0..PENDING_CHUNKS + 2 {
+            m.push(0, "z");
+        }
+        let t = m.take(0).unwrap();
+        assert_eq!(t.chunks.len(), PENDING_CHUNKS);
+        assert_eq!(t.chunks.last().unwrap(), "zzz");
         let big = "x".repeat(PENDING_LIMIT);
         m.push(1, "a");
         m.push(1, &big);
         // Fits again, but comes after the gap: skipped too.
         m.push(1, "b");
         let t = m.take(1).unwrap();
-        assert_eq!(
-            (t.text.as_str(), t.skipped),
-            ("a", PENDING_LIMIT as u64 + 1)
-        );
+        assert_eq!(t.chunks, ["a"]);
+        assert_eq!(t.skipped, PENDING_LIMIT as u64 + 1);
         assert!(t.skipped_notice().unwrap().contains("65,537 bytes"));
     }
 

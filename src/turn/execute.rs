@@ -354,7 +354,7 @@ impl Turn<'_, '_> {
             .map(|i| {
                 let p = &plans[i];
                 let declared = match self.env.tools.parameters(&p.name) {
-                    Some(schema) => check_declared_in(p.tool.name(), schema, &p.args),
+                    Some(schema) => check_declared_in(p.tool.as_ref(), schema, &p.args),
                     None => check_declared(p.tool.as_ref(), &p.args),
                 };
                 Job {
@@ -529,25 +529,31 @@ impl Turn<'_, '_> {
             .collect()
     }
 
-    /// One `tool_output` event with everything waiting for call `i`.
+    /// A `tool_output` event for each chunk waiting for call `i`; a skipped-output notice
+    /// ends the last.
     fn stream_output(&mut self, plans: &[Plan], mailbox: &OutputMailbox, i: usize) {
         let Some(taken) = mailbox.take(i) else {
             return;
         };
         let notice = taken.skipped_notice();
-        let mut chunk = taken.text;
+        let mut chunks = taken.chunks;
         if let Some(notice) = notice {
-            chunk.push_str(&notice);
+            match chunks.last_mut() {
+                Some(last) => last.push_str(&notice),
+                None => chunks.push(notice),
+            }
         }
         let p = &plans[i];
-        self.emit_data(
-            "tool_output",
-            &events::ToolOutput {
-                tool: &p.name,
-                chunk: &chunk,
-                call_id: &p.call_id,
-            },
-        );
+        for chunk in &chunks {
+            self.emit_data(
+                "tool_output",
+                &events::ToolOutput {
+                    tool: &p.name,
+                    chunk,
+                    call_id: &p.call_id,
+                },
+            );
+        }
     }
 
     /// `tool_complete` and the host's `finished` event of a call that ran or was refused.

@@ -53,6 +53,7 @@ static void execute(void *ud, const char *args_json, const agentao_tool_call *ca
     switch (s->b) {
     case B_RESULT: {
         CHECK_STATUS(agentao_tool_call_output(call, "chunk from the host", NULL), AGENTAO_STATUS_OK);
+        CHECK_STATUS(agentao_tool_call_output(call, "second chunk", NULL), AGENTAO_STATUS_OK);
         char *text = tu_printf("value of %s", args_json);
         st = agentao_reply_tool_result(reply, text, &err);
         free(text);
@@ -166,14 +167,19 @@ static void test_result_and_output(void) {
         CHECK_CONTAINS(hist, "value of {\\\"key\\\":\\\"k1\\\"}");
         free(hist);
         char *out = tu_recorder_find(&rec, "tool_output", 0);
-        CHECK_CONTAINS(out, "chunk from the host");
+        CHECK_CONTAINS(out, TU_KV("chunk", "chunk from the host"));
         CHECK_CONTAINS(out, TU_KV("call_id", "c1"));
         free(out);
+        /* One event per agentao_tool_call_output, as the header promises and the reference
+         * does: the host's two calls are not merged while the host keeps up. */
+        char *second = tu_recorder_find(&rec, "tool_output", 1);
+        CHECK_CONTAINS(second, TU_KV("chunk", "second chunk"));
+        free(second);
         char *done = tu_recorder_find(&rec, "tool_complete", 0);
         CHECK_CONTAINS(done, TU_KV("status", "ok"));
         free(done);
         char *types = tu_recorder_types(&rec);
-        CHECK_CONTAINS(types, "tool_start,tool_output,tool_complete");
+        CHECK_CONTAINS(types, "tool_start,tool_output,tool_output,tool_complete");
         free(types);
         CHECK(atomic_load(&s.freed) == 0);
         agentao_agent_free(a);

@@ -321,7 +321,7 @@ static void test_default_store_and_refusals(void) {
     char *hist = tu_history(a);
     CHECK_CONTAINS(hist, "Saved memory: user_editor");
     CHECK_CONTAINS(hist, "Refused to save: content appears to contain sensitive credentials");
-    CHECK_CONTAINS(hist, "Error saving memory: the value must be 1 to 4000 characters (got 0)");
+    CHECK_CONTAINS(hist, "Error saving memory: Memory content is empty");
     CHECK_CONTAINS(hist, "Error saving memory: the memory store failed `upsert`: disk full");
     free(hist);
     /* A store that says it is full: the model is told so, in those words. */

@@ -786,3 +786,43 @@ fn agent_close_background_cancels_and_refuses_new_launches() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// A task cancelled while pending drops its run unpolled, on the runtime: the spawn tool's
+/// guard in that run publishes the child's `cancelled` from its drop.
+#[test]
+fn a_run_cancelled_before_it_starts_is_dropped_unpolled_on_the_runtime() {
+    struct Probe(Arc<Mutex<Option<bool>>>);
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            *self.0.lock().unwrap() = Some(tokio::runtime::Handle::try_current().is_ok());
+        }
+    }
+    // Not driven until `block_on`: the task stays pending.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let s = store(&rt);
+    let dropped = Arc::new(Mutex::new(None));
+    let polled = Arc::new(Mutex::new(false));
+    let (probe, p) = (Probe(dropped.clone()), polled.clone());
+    let id = s
+        .launch("n", "t", move |_, _| async move {
+            let _probe = probe;
+            *p.lock().unwrap() = true;
+            completed("ran")
+        })
+        .unwrap();
+    assert!(matches!(
+        s.cancel(&id, "x"),
+        CancelResult::BeforeStart { .. }
+    ));
+    rt.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
+    assert_eq!(
+        *dropped.lock().unwrap(),
+        Some(true),
+        "dropped on the runtime"
+    );
+    assert!(!*polled.lock().unwrap());
+    assert_eq!(settle_wait(&s, &id), TaskStatus::Cancelled);
+}

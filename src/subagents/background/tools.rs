@@ -141,7 +141,8 @@ impl Tool for CheckBackgroundAgent {
         name: "check_background_agent",
         read_only: true,
         description: "Check the status of a background sub-agent previously launched with run_in_background=true. \
-         Returns 'pending', 'running', 'completed' (with result), or 'failed' (with error). Pass \
+         Returns 'pending', 'running', 'completed' (with result), 'failed' (with error), or \
+         'cancelled'. Pass \
          agent_id='' to list this conversation's background agents (and any still running). Only \
          when you need the result before you can continue in this turn, pass wait_seconds (up to \
          1800) to wait for it once. If the wait times out, do not repeat it: end the turn or cancel \
@@ -187,8 +188,8 @@ impl Tool for CancelBackgroundAgent {
     tool_metadata! {
         name: "cancel_background_agent",
         description: "Cancel a background sub-agent that was launched with run_in_background=true. Works on \
-         both pending (not yet started) and running agents. Completed or failed agents cannot be \
-         cancelled.",
+         both pending (not yet started) and running agents. Completed, failed or already \
+         cancelled agents cannot be cancelled.",
         parameters: {"type": "object", "properties": {
             "agent_id": {"type": "string", "description": "The agent ID returned when the background agent was launched."}},
             "required": ["agent_id"]},

@@ -95,7 +95,7 @@ impl Tool for SaveMemory {
         };
         let key = normalize_key(key);
         if key.is_empty() {
-            return Ok(error("the key has no letters or digits"));
+            return Ok(error("Memory key is empty after normalization"));
         }
         if tags.len() > MAX_TAGS || tags.iter().any(|t| t.chars().count() > TAG_MAX_CHARS) {
             return Ok(error(format!(
@@ -104,9 +104,12 @@ impl Tool for SaveMemory {
         }
         let content = value.trim();
         let n = content.chars().count();
-        if n == 0 || n > CONTENT_MAX_CHARS {
+        if n == 0 {
+            return Ok(error("Memory content is empty"));
+        }
+        if n > CONTENT_MAX_CHARS {
             return Ok(error(format!(
-                "the value must be 1 to {CONTENT_MAX_CHARS} characters (got {n})"
+                "Memory content exceeds max length ({n} > {CONTENT_MAX_CHARS})"
             )));
         }
         if !secrets::scan_and_redact(content).1.is_empty() {
