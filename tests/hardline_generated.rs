@@ -1,4 +1,4 @@
-//! Issue 9, finding 4: generated variants of every dangerous hardline row — wrappers
+//! Generated variants of every dangerous hardline row — wrappers
 //! (including `doas`), quoting, spacing, env prefixes (quoted values), binary path spellings
 //! and nested shells (`-c --`, `-o opt -c`, pipes into a shell, here-strings, substitutions) —
 //! must all be refused with the row's description, and the same commands as literals (quoted

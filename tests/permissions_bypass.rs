@@ -115,7 +115,7 @@ fn one_megabyte_inputs_are_linear() {
         ("rm ".repeat(Q / 3), false),
         (format!("{}x", "A=( ".repeat(Q / 4)), false),
         (format!("echo '{}'", "rm -rf / ; ".repeat(Q / 11)), false),
-        // More nested texts than the floor inspects: refused as too complex (issue 9).
+        // More nested texts than the floor inspects: refused as too complex.
         ("$(".repeat(Q / 2), true),
         (format!("sudo {}rm -rf /", "-x ".repeat(Q / 3)), true),
         ("\"".repeat(Q), false),

@@ -24,7 +24,7 @@ fn load(name: &str) -> Vec<Value> {
 const RM_ROW: &str = "recursive delete of root / system directory / home";
 const TOO_COMPLEX: &str = "command too complex for the safety floor to inspect";
 
-/// Reference vectors recorded as `allow` that our floor refuses (issue 9: gaps of the
+/// Reference vectors recorded as `allow` that our floor refuses (gaps of the
 /// reference closed by `hardline::canon`; docs/deviations.md, "Hardline floor"):
 /// (1-based line in hardline.jsonl, our description, why).
 const HARDLINE_DEVIATIONS: &[(usize, &str, &str)] = &[
@@ -127,7 +127,7 @@ fn hardline_vectors() {
     );
 }
 
-/// Our own vectors (issue 9): gaps the reference's floor shares, closed here (documented in
+/// Our own vectors: gaps the reference's floor shares, closed here (documented in
 /// docs/deviations.md, "Hardline floor"), and literal forms that must stay allowed.
 #[test]
 fn hardline_vectors_of_our_own() {
@@ -295,7 +295,7 @@ const DECISION_DEVIATIONS: &[(usize, &str, &str, &str)] = &[
     ),
 ];
 
-/// Deviation (c), issue 9: a read-only shell command whose path operand resolves outside the
+/// Deviation (c): a read-only shell command whose path operand resolves outside the
 /// workspace is asked while outside reads are refused (the reference allows it).
 const OUTSIDE_READ_ASKS: &str = "read-only shell command reading outside the workspace prompts";
 /// Deviation (a): an explicit `ask` rule prompts even when the tool itself needs no

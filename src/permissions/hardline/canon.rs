@@ -1,4 +1,4 @@
-//! Canonical spellings for the hardline floor (issue 9, finding 4): gaps the reference's
+//! Canonical spellings for the hardline floor: gaps the reference's
 //! scanner shares, closed by rewriting a command into texts the table already judges.
 //!
 //! One linear pass splits a text into shell words (quotes, `$'…'`, escapes decoded) and

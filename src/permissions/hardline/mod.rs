@@ -99,7 +99,7 @@ pub fn check(command: &str) -> Option<&'static str> {
             pushed += 1;
             queue.push_back((b, false));
         }
-        // Our own floor beyond the reference's (issue 9): canonical spellings, with their own
+        // Our own floor beyond the reference's: canonical spellings, with their own
         // count budget.
         if !rewritten {
             let canon = canon::canonicalize(&masked);
