@@ -127,3 +127,31 @@ fn hardline_wrapper_option_with_its_value_missing_does_not_panic() {
     );
     assert!(agentao::permissions::hardline::check("sudo -n -m").is_none());
 }
+
+/// Found by the `hardline` target: a command whose canonical rewrites (each word a substitution
+/// echoes, the `-c` scripts, the pipes into a shell) fill the rewrite budget is refused as too
+/// complex; with a trailing newline its unclosed quote yields one text fewer, the budget holds,
+/// and the whole command is inspected and allowed (nothing in it is dangerous). The budget's
+/// refusal is conservative, not a pattern's: the fuzz target no longer demands that it survive a
+/// wrapping, while a pattern's refusal still must.
+#[test]
+fn hardline_a_budget_refusal_may_give_way_to_a_whole_inspection() {
+    use agentao::permissions::hardline::{check, TOO_COMPLEX};
+    let cmd = "bash -c \"$(echo rm 2m  -c \"$(echo rm 2m $ eYh\"om -rf /dev\0\0\0\u{3}| bash$ eYh\"om -rf /dev\0\0\0\u{3}| bash\"";
+    assert_eq!(check(cmd), Some(TOO_COMPLEX));
+    assert_eq!(check(&format!("{cmd}\n")), None);
+    // The dangerous spelling inside, made whole, is refused by its pattern however wrapped.
+    let dangerous = "bash -c \"$(echo rm -rf /etc)\"";
+    for wrapped in [
+        dangerous.to_owned(),
+        format!("{dangerous}\n"),
+        format!("true; {dangerous}"),
+        format!("true && {dangerous}"),
+    ] {
+        let verdict = check(&wrapped);
+        assert!(
+            verdict.is_some() && verdict != Some(TOO_COMPLEX),
+            "{wrapped:?}: {verdict:?}"
+        );
+    }
+}

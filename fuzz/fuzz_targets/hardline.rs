@@ -2,9 +2,10 @@
 //!
 //! Asserts: no panic; the verdict is a function of the text (same answer twice); a refused
 //! command stays refused behind a benign command (`true; X`, `true && X`) and with a trailing
-//! newline, since a model can always add those — except for commands with many nested
-//! command texts, where the floor's inspection budget (`hardline::MAX_TEXTS`) decides: such a
-//! command is refused as too complex (this target found the budget bypass that rule closes).
+//! newline, since a model can always add those — except where the floor's inspection budget
+//! decides (a refusal as `hardline::TOO_COMPLEX`, or a command with many nested command texts):
+//! a wrapped form that stays within the budget is inspected whole, so its allow is a judgement
+//! of everything it runs, not a bypass (this target found the budget bypass that rule closes).
 //! Linear time is enforced by libFuzzer's `-timeout` (scripts/fuzz.sh) on inputs up to
 //! `-max_len`.
 #![no_main]
@@ -36,7 +37,11 @@ fuzz_target!(|data: &[u8]| {
     // (`$(echo rm -}}}\n -rf /)` runs `rm -}}} -rf /`, which rm rejects): not a bypass.
     let whole_substitution =
         cmd.trim_start().starts_with("$(") || cmd.trim_start().starts_with('`');
-    if verdict.is_none() || whole_substitution || nested_markers(cmd) >= hardline::MAX_TEXTS / 2 {
+    if verdict.is_none()
+        || verdict == Some(hardline::TOO_COMPLEX)
+        || whole_substitution
+        || nested_markers(cmd) >= hardline::MAX_TEXTS / 2
+    {
         return;
     }
     for wrapped in [

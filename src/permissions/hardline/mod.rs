@@ -52,7 +52,7 @@ const fn bit(b: u32) -> u32 {
 pub(crate) const MAX_CANON_TEXTS: usize = 32;
 
 /// The verdict for a command whose nested texts outnumber what the floor inspects.
-pub(crate) const TOO_COMPLEX: &str = "command too complex for the safety floor to inspect";
+pub const TOO_COMPLEX: &str = "command too complex for the safety floor to inspect";
 
 /// The floor's verdict for a POSIX shell command: `Some(description)` when refused.
 ///
