@@ -130,6 +130,14 @@ fn run(args: Args) -> Result<(), String> {
         }
     }
     .map_err(|e| e.to_string())?;
+    if let Some(p) = &args.port_file {
+        // Before the listen line: a caller that has read the line may read the file at once.
+        // Write then rename, so a reader never sees a half-written port.
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, format!("{}\n", server.port()))
+            .and_then(|()| std::fs::rename(&tmp, p))
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -147,14 +155,6 @@ fn run(args: Args) -> Result<(), String> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on {}", server.base_url());
         let _ = out.flush();
-    }
-    if let Some(p) = &args.port_file {
-        // Written last, after the listen line: a caller that waits for the file may read the
-        // log at once. Write then rename, so a reader never sees a half-written port.
-        let tmp = p.with_extension("tmp");
-        std::fs::write(&tmp, format!("{}\n", server.port()))
-            .and_then(|()| std::fs::rename(&tmp, p))
-            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
     }
     rt.block_on(wait_for_exit(args.watch_stdin, signals))?;
 

@@ -71,8 +71,15 @@ static bool start_mock(struct mock *m, const char *dir, const char *responses) {
         ok = false;
     }
     if (ok) {
-        char *log = tu_read_file(log_path);
+        /* The port file comes first and the listen line right after it (a reader of the line
+         * may read the file at once), so the line may still be on its way to the log. */
         char *want = tu_printf("listening on http://127.0.0.1:%d/v1", m->port);
+        char *log = tu_read_file(log_path);
+        for (uint64_t end = tu_now_ms() + 5000; !(log && strstr(log, want)) && tu_now_ms() < end;
+             tu_sleep_ms(10)) {
+            free(log);
+            log = tu_read_file(log_path);
+        }
         CHECK_CONTAINS(log, want);
         free(want);
         free(log);
