@@ -30,6 +30,21 @@ apt_need() {
   fi
 }
 
+# readme_line PREFIX SOURCE NAME: runs the README's build-and-run line that starts with PREFIX,
+# verbatim, with REPO set to this checkout, from an empty folder outside it that holds SOURCE
+# as NAME (where the README says to save the quickstart); prints what the line printed.
+readme_line() {
+  local line dir status
+  line=$(grep -m1 -F -- "$1" README.md || true)
+  case "$line" in "$1"*) ;; *) echo "README has no build line starting with: $1" >&2; return 1 ;; esac
+  dir=$(mktemp -d)
+  cp "$2" "$dir/$3"
+  status=0
+  (cd "$dir" && REPO=$ROOT bash -euc "$line") || status=$?
+  rm -rf "$dir"
+  return $status
+}
+
 # want_step NAME: whether the step file NAME would run in this invocation.
 STEP_WORDS=("$@")
 want_step() {

@@ -32,7 +32,7 @@
 //! |---|---|
 //! | `acp/` | `agent` (the entry points, `TurnOptions`, `AgentError`), `config::DEFAULT_MAX_TOKENS`, `turn::{DeltaSink, TurnOutcome, TurnStatus, IncompleteReason}`, `events::{transport, host, JsonText}` (the JSON the event writer lends, NUL after it), `cancel::CancelToken`, `permissions::Mode` |
 //! | `mock-openai/` | the scripted `llm::script` types |
-//! | `fuzz/` | `turn::plan::repair_name`, `permissions::hardline::{check, MAX_TEXTS}`, `permissions::{rules, path_policy, url_policy}`, the engine, `llm::{sse, openai::decode_events_for_fuzzing, tool_call}`, `config::AgentConfig`, `pycompat::python_str` |
+//! | `fuzz/` | `turn::plan::repair_name`, `permissions::hardline::{check, MAX_TEXTS, TOO_COMPLEX}`, `permissions::{rules, path_policy, url_policy}`, the engine, `llm::{sse, openai::decode_events_for_fuzzing, tool_call}`, `config::AgentConfig`, `pycompat::python_str` |
 //! | `tests/` | the above, and what the Rust tests drive directly: `llm::{LlmClient, ChatRequest, Message, Piece}`, `tools::{Tool, ToolContext, ToolServices, ToolRegistry, FileSystem}`, the tools config, `mcp::{client, config, render}`, `events::host` streams, `ffi::library::acp_schema`, `subagents::SubagentDefinition`, `Agent::{add_tool, usage}` |
 //!
 //! Everything else is `pub(crate)`: the turn's stages, the built-in tools' internals, the

@@ -130,16 +130,16 @@ fn hardline_wrapper_option_with_its_value_missing_does_not_panic() {
 
 /// Found by the `hardline` target: a command whose canonical rewrites (each word a substitution
 /// echoes, the `-c` scripts, the pipes into a shell) fill the rewrite budget is refused as too
-/// complex; with a trailing newline its unclosed quote yields one text fewer, the budget holds,
-/// and the whole command is inspected and allowed (nothing in it is dangerous). The budget's
-/// refusal is conservative, not a pattern's: the fuzz target no longer demands that it survive a
-/// wrapping, while a pattern's refusal still must.
+/// complex; with a trailing newline its unclosed quote yielded one text fewer, the budget held,
+/// and the whole command was inspected and allowed. Trailing blanks no longer reach the judgement
+/// (so both are refused alike); a budget's refusal is conservative, not a pattern's, so the fuzz
+/// target does not demand that it survive every wrapping, while a pattern's refusal must.
 #[test]
 fn hardline_a_budget_refusal_may_give_way_to_a_whole_inspection() {
     use agentao::permissions::hardline::{check, TOO_COMPLEX};
     let cmd = "bash -c \"$(echo rm 2m  -c \"$(echo rm 2m $ eYh\"om -rf /dev\0\0\0\u{3}| bash$ eYh\"om -rf /dev\0\0\0\u{3}| bash\"";
     assert_eq!(check(cmd), Some(TOO_COMPLEX));
-    assert_eq!(check(&format!("{cmd}\n")), None);
+    assert_eq!(check(&format!("{cmd}\n")), Some(TOO_COMPLEX));
     // The dangerous spelling inside, made whole, is refused by its pattern however wrapped.
     let dangerous = "bash -c \"$(echo rm -rf /etc)\"";
     for wrapped in [
@@ -154,4 +154,31 @@ fn hardline_a_budget_refusal_may_give_way_to_a_whole_inspection() {
             "{wrapped:?}: {verdict:?}"
         );
     }
+}
+
+/// Found by the `hardline` target: `rm -r\m ~'` is refused (a recursive delete of the home
+/// directory), but with a trailing newline the newline fell inside the unclosed quote, the
+/// operand was no longer `~`, and the command was allowed. Whitespace after the last word never
+/// changes what a shell runs (inside an unclosed quote the command is a syntax error and runs
+/// nothing), so it never changes the verdict.
+#[test]
+fn hardline_trailing_whitespace_never_changes_the_verdict() {
+    use agentao::permissions::hardline::check;
+    for cmd in [
+        "rm -r\\m ~'",
+        "rm -r ~",
+        "rm -rf /",
+        "ls -la",
+        "echo 'unclosed",
+    ] {
+        let verdict = check(cmd);
+        for tail in ["\n", "\n\n", " ", "\t", "\r\n", " \n "] {
+            assert_eq!(
+                check(&format!("{cmd}{tail}")),
+                verdict,
+                "{cmd:?} + {tail:?}"
+            );
+        }
+    }
+    assert!(check("rm -r\\m ~'").is_some());
 }

@@ -21,11 +21,7 @@ c++ -std=c++17 -Wall -Wextra -Werror -Iinclude -Ibindings/cpp build/examples/rea
 grep -qx 'Hello from the agent.' build/examples/readme_cpp.out
 # The README's own build-and-run line, verbatim, from a folder outside the checkout.
 cargo build --release --quiet
-readme_dir=$(mktemp -d)
-cp build/examples/readme_quickstart.cpp "$readme_dir/quickstart.cpp"
-readme_line=$(grep -m1 '^c++ -std=c++17 -I"$REPO/include"' README.md)
-[ -n "$readme_line" ] || { echo "README has no C++ build line"; exit 1; }
-(cd "$readme_dir" && REPO=$ROOT bash -euc "$readme_line") | tee build/examples/readme_cpp_line.out
+readme_line 'c++ -std=c++17 -I"$REPO/include"' build/examples/readme_quickstart.cpp quickstart.cpp \
+  | tee build/examples/readme_cpp_line.out
 grep -qx 'Hello from the agent.' build/examples/readme_cpp_line.out
-rm -rf "$readme_dir"
 record "README C++ quickstart" 2

@@ -32,11 +32,7 @@ cc "${CFLAGS[@]}" build/examples/readme_quickstart.c -lagentao -o build/examples
 (cd build/examples && ./readme_quickstart) | tee build/examples/readme.out
 grep -qx 'Hello from the agent.' build/examples/readme.out
 # The README's own build-and-run line, verbatim, from a folder outside the checkout.
-readme_dir=$(mktemp -d)
-cp build/examples/readme_quickstart.c "$readme_dir/quickstart.c"
-readme_line=$(grep -m1 '^cc -I"$REPO/include" quickstart.c' README.md)
-[ -n "$readme_line" ] || { echo "README has no C build line"; exit 1; }
-(cd "$readme_dir" && REPO=$ROOT bash -euc "$readme_line") | tee build/examples/readme_line.out
+readme_line 'cc -I"$REPO/include" quickstart.c' build/examples/readme_quickstart.c quickstart.c \
+  | tee build/examples/readme_line.out
 grep -qx 'Hello from the agent.' build/examples/readme_line.out
-rm -rf "$readme_dir"
 record "README quickstarts" 2

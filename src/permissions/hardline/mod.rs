@@ -60,6 +60,7 @@ pub const TOO_COMPLEX: &str = "command too complex for the safety floor to inspe
 /// (ours, beyond the reference, which lets the uninspected rest through): padding a command
 /// with harmless nested shells must not hide a dangerous one behind the budget.
 pub fn check(command: &str) -> Option<&'static str> {
+    let command = without_trailing_blanks(command);
     if command.is_empty() {
         return None;
     }
@@ -126,6 +127,20 @@ pub fn check(command: &str) -> Option<&'static str> {
         }
     }
     uninspected.then_some(TOO_COMPLEX)
+}
+
+/// `command` without the blanks after its last word. They never change what a shell runs:
+/// outside quotes they separate nothing, and inside a quote left open the command is a syntax
+/// error that runs nothing. Judged with them, an open quote took them into its last word, so a
+/// model could turn a refused operand (`~'`) into another (`~'` and a newline) by appending a
+/// newline. A backslash before them is kept with them: it escapes the first one.
+fn without_trailing_blanks(command: &str) -> &str {
+    let trimmed = command.trim_end_matches([' ', '\t', '\n', '\r']);
+    if trimmed.ends_with('\\') {
+        command
+    } else {
+        trimmed
+    }
 }
 
 #[cfg(test)]
