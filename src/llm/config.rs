@@ -214,7 +214,9 @@ impl LlmSection {
                         .unwrap_or(defaults.backoff_cap),
                 };
                 Ok(LlmConfig::OpenAi(OpenAiConfig {
-                    base_url: base_url.trim_end_matches('/').to_owned(),
+                    base_url: base_url
+                        .trim_end_matches(|c: char| c == '/' || c.is_whitespace())
+                        .to_owned(),
                     api_key,
                     model,
                     temperature,
