@@ -273,3 +273,16 @@ fn a_base_url_ending_in_blanks_and_slashes_reads_back_the_same() {
         );
     }
 }
+
+/// Found by the `config` fuzz target: `http://` alone was accepted and, its slashes trimmed,
+/// became the base URL `http:`. A base URL needs something after its scheme.
+#[test]
+fn a_base_url_that_is_only_a_scheme_is_refused() {
+    for url in ["http://", "https:///", "http:// /"] {
+        let e = parse(&doc(
+            json!({"llm": {"provider": "openai", "base_url": url, "api_key": "k", "model": "m"}}),
+        ))
+        .expect_err(url);
+        assert!(e.contains("is not an http(s) URL"), "{url:?}: {e}");
+    }
+}

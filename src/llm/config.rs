@@ -135,10 +135,18 @@ impl LlmSection {
                         )),
                     }
                 };
-                let base_url = pick(self.base_url, "base_url")?;
-                if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                // Trimmed before the check, so a URL that is only a scheme (`http://`) cannot
+                // pass it and then lose its slashes.
+                let given = pick(self.base_url, "base_url")?;
+                let base_url = given
+                    .trim_end_matches(|c: char| c == '/' || c.is_whitespace())
+                    .to_owned();
+                let host = base_url
+                    .strip_prefix("http://")
+                    .or_else(|| base_url.strip_prefix("https://"));
+                if host.is_none_or(str::is_empty) {
                     return Err(format!(
-                        "config field `llm.base_url`: '{base_url}' is not an http(s) URL"
+                        "config field `llm.base_url`: '{given}' is not an http(s) URL"
                     ));
                 }
                 let api_key = pick(self.api_key, "api_key")?;
@@ -214,9 +222,7 @@ impl LlmSection {
                         .unwrap_or(defaults.backoff_cap),
                 };
                 Ok(LlmConfig::OpenAi(OpenAiConfig {
-                    base_url: base_url
-                        .trim_end_matches(|c: char| c == '/' || c.is_whitespace())
-                        .to_owned(),
+                    base_url,
                     api_key,
                     model,
                     temperature,
