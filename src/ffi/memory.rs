@@ -332,12 +332,13 @@ pub unsafe extern "C" fn agentao_memory_answer_fail(
     message: *const c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    guard(err_out, || {
-        let a = answer_slot(answer)?;
-        let msg = opt_str_arg(message, "message")?.unwrap_or("the store failed");
-        a.answer = Some(HostAnswer::Failed(msg.to_owned()));
-        Ok(())
-    })
+    answer_with_message(
+        answer,
+        message,
+        "the store failed",
+        HostAnswer::Failed,
+        err_out,
+    )
 }
 
 /// Answers an `upsert` callback with "the store is full" and `message` (borrowed, copied; NULL:
@@ -352,10 +353,27 @@ pub unsafe extern "C" fn agentao_memory_answer_full(
     message: *const c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
+    answer_with_message(
+        answer,
+        message,
+        "the host's store takes no more",
+        HostAnswer::Full,
+        err_out,
+    )
+}
+
+/// Gives `answer` the answer `kind` makes of `message` (borrowed, copied; NULL: `default`).
+unsafe fn answer_with_message(
+    answer: *mut agentao_memory_answer,
+    message: *const c_char,
+    default: &str,
+    kind: fn(String) -> HostAnswer,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
     guard(err_out, || {
         let a = answer_slot(answer)?;
-        let msg = opt_str_arg(message, "message")?.unwrap_or("the host's store takes no more");
-        a.answer = Some(HostAnswer::Full(msg.to_owned()));
+        let msg = opt_str_arg(message, "message")?.unwrap_or(default);
+        a.answer = Some(kind(msg.to_owned()));
         Ok(())
     })
 }

@@ -58,11 +58,13 @@ impl<'a> ListedPaths<'a> {
             return self.whole(path);
         }
         let root = self.root;
-        let resolved_dir = self
-            .dirs
-            .entry(dir.to_path_buf())
-            .or_insert_with(|| Some(path_policy::resolve(dir)).filter(|r| r.starts_with(root)));
-        let Some(resolved_dir) = resolved_dir else {
+        // Looked up before inserting: most entries share a directory already resolved, and the
+        // key's copy is made once per directory, not per entry.
+        if !self.dirs.contains_key(dir) {
+            let resolved = Some(path_policy::resolve(dir)).filter(|r| r.starts_with(root));
+            self.dirs.insert(dir.to_path_buf(), resolved);
+        }
+        let Some(resolved_dir) = &self.dirs[dir] else {
             return Listed::Outside;
         };
         let at = resolved_dir.join(leaf);

@@ -36,12 +36,10 @@ impl OwnedGroup {
             reaped: Mutex::new(false),
         });
         let reaper = group.clone();
-        let spawned = std::thread::Builder::new()
+        // Without a reaper thread the leader stays a zombie, which keeps its group id ours to end.
+        let _ = std::thread::Builder::new()
             .name("agentao-bg-reaper".into())
             .spawn(move || reaper.reap(child));
-        if spawned.is_err() {
-            // No reaper: the leader stays a zombie, which keeps its group id ours to end.
-        }
         group
     }
 

@@ -7,9 +7,10 @@
 //! sends one event per chunk. Past [`PENDING_CHUNKS`] waiting chunks the host is behind, and
 //! later chunks join the last one, so a flood of tiny chunks costs events no faster than the
 //! host takes them. While a slot is full, further output is counted instead of kept, and the
-//! turn task says how much it skipped with a notice in the stream. So memory stays bounded whatever the tool or the host do, the tool's
-//! thread never waits for the host, and a cancel discards what is queued (the tool's own
-//! result keeps its head and tail: streaming is only for display).
+//! turn task says how much it skipped with a notice in the stream. So memory stays bounded
+//! whatever the tool or the host do, the tool's thread never waits for the host, and a cancel
+//! discards what is queued (the tool's own result keeps its head and tail: streaming is only
+//! for display).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
