@@ -31,12 +31,15 @@ typedef struct tool_state {
     _Atomic(agentao_reply *) reply;
     _Atomic(const agentao_tool_call *) call;
     agentao_agent *agent; /* for B_ADD_INSIDE */
+    int wait_for_partner; /* B_OVERLAP: a re-entrant call waits for the other to be in flight */
+    pthread_mutex_t mu;   /* calls of one tool run in parallel: guards last_args and last_id */
     char last_args[256];
     char last_id[64];
 } tool_state;
 
 static void state_init(tool_state *s, enum behaviour b) {
     memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
     s->b = b;
     atomic_store(&s->status, -1);
 }
@@ -46,8 +49,10 @@ static void on_free(void *ud) { atomic_fetch_add(&((tool_state *)ud)->freed, 1);
 static void execute(void *ud, const char *args_json, const agentao_tool_call *call, agentao_reply *reply) {
     tool_state *s = ud;
     atomic_fetch_add(&s->calls, 1);
+    pthread_mutex_lock(&s->mu);
     snprintf(s->last_args, sizeof s->last_args, "%s", args_json);
     snprintf(s->last_id, sizeof s->last_id, "%s", agentao_tool_call_id(call));
+    pthread_mutex_unlock(&s->mu);
     agentao_error *err = NULL;
     int st = -1;
     switch (s->b) {
@@ -84,7 +89,7 @@ static void execute(void *ud, const char *args_json, const agentao_tool_call *ca
         int now = atomic_fetch_add(&s->in_flight, 1) + 1;
         int prev = atomic_load(&s->max_in_flight);
         while (now > prev && !atomic_compare_exchange_weak(&s->max_in_flight, &prev, now)) {}
-        if (s->last_id[0] && strstr(args_json, "reentrant")) {
+        if (s->wait_for_partner && strstr(args_json, "reentrant")) {
             /* A re-entrant call waits (at most 5 s) for its partner to be in flight too. */
             uint64_t end = tu_now_ms() + 5000;
             while (atomic_load(&s->max_in_flight) < 2 && tu_now_ms() < end) tu_sleep_ms(2);
@@ -382,7 +387,7 @@ static void test_batching(void) {
     for (int reentrant = 0; reentrant < 2; reentrant++) {
         tool_state s;
         state_init(&s, B_OVERLAP);
-        snprintf(s.last_id, sizeof s.last_id, "%s", reentrant ? "x" : "");
+        s.wait_for_partner = reentrant;
         const char *arg = reentrant ? "reentrant" : "serial";
         char *script = tu_printf(
             "{\"tool_calls\":[{\"id\":\"b1\",\"name\":\"lookup\",\"arguments\":{\"key\":\"%s 1\"}},"
