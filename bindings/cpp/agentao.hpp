@@ -487,9 +487,10 @@ struct transport {
     /// The iteration budget is spent: r.json(R"({"action":"continue"})") etc.
     std::function<void(uint32_t count, std::string_view pending_calls_json, reply&& r)>
         on_max_iterations;
-    /// Whether the transport fans out (the C `subscribe` slot, through a broadcaster that
-    /// gets every emitted event). The streaming calls require it.
-    bool fan_out = true;
+    /// Whether the transport fills the C `subscribe` slot (a broadcaster that gets every
+    /// emitted event). The library never calls it and streaming works either way, so it is
+    /// off by default (it was on, and required, before streaming needed no fan-out).
+    bool fan_out = false;
 };
 
 /// Options of one turn.
@@ -1330,7 +1331,7 @@ public:
     }
 
     /// Like try_run, and each text delta (`{"type":"text_delta","text":...}`) goes to
-    /// `on_delta` first, in order. Needs a transport that fans out (status::no_subscribe).
+    /// `on_delta` first, in order. Works with any transport (no fan-out needed).
     result<void> try_stream(std::string_view message,
                             std::function<void(std::string_view delta_json)> on_delta,
                             std::function<void(turn_result)> on_done,
