@@ -23,7 +23,7 @@ TEST(Stream, CallbackDeltasThenDone) {
         [&](std::string_view delta) {
             if (done.load()) after_done++;
             std::lock_guard<std::mutex> g(mu);
-            joined += json_str(std::string(delta), "text");
+            joined += delta;  // the text itself, not JSON
         },
         [&](agentao::turn_result r) {
             std::lock_guard<std::mutex> g(mu);
@@ -38,6 +38,41 @@ TEST(Stream, CallbackDeltasThenDone) {
     EXPECT_EQ(after_done.load(), 0);
 }
 
+TEST(Stream, OnDeltaGetsTheTextDecoded) {
+    // Escapes, a newline, a tab, a non-ASCII letter and a character beyond the BMP (a
+    // surrogate pair if escaped) arrive as the text itself; stream_json keeps the JSON.
+    workspace ws;
+    auto a = agentao::agent::create(
+        config(ws, R"({"chunks":["say \"hi\"\n","w\u00f6rld\t","\ud83d\ude00 \\ / end"]},)"
+                   R"({"chunks":["json"]})"));
+    std::mutex mu;
+    std::vector<std::string> texts;
+    std::atomic<int> done{0};
+    a.stream(
+        "go",
+        [&](std::string_view text) {
+            std::lock_guard<std::mutex> g(mu);
+            texts.emplace_back(text);
+        },
+        [&](agentao::turn_result r) {
+            EXPECT_TRUE(r.ok()) << r.message;
+            done = 1;
+        });
+    ASSERT_TRUE(wait_until([&] { return done.load() == 1; }));
+    {
+        std::lock_guard<std::mutex> g(mu);
+        std::vector<std::string> want{"say \"hi\"\n", "w\xc3\xb6rld\t", "\xf0\x9f\x98\x80 \\ / end"};
+        EXPECT_EQ(texts, want);
+    }
+    std::string json;
+    a.stream_json(
+        "again", [&](std::string_view d) { std::lock_guard<std::mutex> g(mu); json += d; },
+        [&](agentao::turn_result) { done = 2; });
+    ASSERT_TRUE(wait_until([&] { return done.load() == 2; }));
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_EQ(json, R"({"type":"text_delta","text":"json"})");
+}
+
 TEST(Stream, WorksWithoutFanOut) {
     // The default transport has no fan-out (no C subscribe slot): both streams work.
     workspace ws;
@@ -50,7 +85,7 @@ TEST(Stream, WorksWithoutFanOut) {
     std::mutex mu;
     std::string joined;
     std::atomic<int> done{0};
-    a.stream(
+    a.stream_json(
         "go",
         [&](std::string_view delta_json) {
             std::lock_guard<std::mutex> g(mu);
