@@ -26,6 +26,17 @@ run_recipe() {
   rm -rf "$dir"
 }
 
+# C (pkg-config, CMake) and C++: docs/new-project.md.
+apt_need pkg-config cmake
+run_recipe c-pkgconfig docs/new-project.md "C with pkg-config"
+grep -qx 'Hello from C.' build/recipes/c-pkgconfig.out
+run_recipe c-cmake docs/new-project.md "C with CMake"
+grep -qx 'Hello from CMake.' build/recipes/c-cmake.out
+run_recipe cpp docs/new-project.md "C++"
+grep -qx 'Hello from C++.' build/recipes/cpp.out
+grep -qx 'stream items: 3' build/recipes/cpp.out
+record "C and C++ recipes (pkg-config, CMake; installed prefix)" 3
+
 # Go: `go get` of the tagged module through a file-based GOPROXY (scripts/go-proxy.sh), the
 # path a user takes through the public proxy.
 if ! command -v go >/dev/null || ! go version | grep -qE 'go1\.(2[3-9]|[3-9][0-9])'; then
