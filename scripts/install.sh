@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs libagentao like a C library (what `cargo cinstall` would, see docs/bindings.md):
 #
-#   scripts/install.sh --prefix /usr/local [--libdir lib] [--no-build] [--debug-info]
+#   scripts/install.sh --prefix /usr/local [--libdir lib] [--no-build] [--debug-info] [--acp]
 #
 #   <prefix>/include/agentao.h, agentao.hpp       the C header and the C++ binding
 #   <libdir>/libagentao.so.X.Y.Z (+ SONAME link libagentao.so.0.MINOR, + libagentao.so)
@@ -9,6 +9,7 @@
 #   <libdir>/pkgconfig/agentao.pc                 (Libs.private: the static link's system libs)
 #   <libdir>/cmake/agentao/agentaoConfig.cmake    find_package(agentao CONFIG):
 #                                                 agentao::agentao, agentao::agentao_static
+#   <prefix>/bin/agentao-acp                      with --acp: the ACP server (docs/acp.md)
 #
 # --libdir is relative to the prefix (default lib). DESTDIR is honoured for staging.
 # --no-build installs what target/release already holds.
@@ -20,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-prefix="" libdir="lib" build=1 debug_info=0
+prefix="" libdir="lib" build=1 debug_info=0 acp=0
 case "${AGENTAO_INSTALL_DEBUG:-}" in 1|yes|true) debug_info=1 ;; esac
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,11 +31,12 @@ while [ $# -gt 0 ]; do
     --libdir=*) libdir="${1#*=}"; shift ;;
     --no-build) build=0; shift ;;
     --debug-info) debug_info=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --acp) acp=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$prefix" ] || { echo "usage: scripts/install.sh --prefix DIR [--libdir lib] [--no-build] [--debug-info]" >&2; exit 2; }
+[ -n "$prefix" ] || { echo "usage: scripts/install.sh --prefix DIR [--libdir lib] [--no-build] [--debug-info] [--acp]" >&2; exit 2; }
 case "$prefix" in /*) ;; *) prefix="$PWD/$prefix" ;; esac
 case "$libdir" in /*|*..*) echo "install.sh: --libdir must be relative to the prefix" >&2; exit 2 ;; esac
 [ "$(uname -s)" = Linux ] || { echo "install.sh: only Linux is supported so far" >&2; exit 2; }
@@ -46,9 +48,13 @@ done
 if [ $build = 1 ]; then
   # Progress: cargo's own lines. A cold release build compiles ~250 crates (minutes on a
   # small machine); an up-to-date one returns at once.
-  echo "install.sh: building the library (cargo build --release -p agentao)"
-  cargo build --release -p agentao
+  packages=(-p agentao)
+  [ $acp = 1 ] && packages+=(-p agentao-acp)
+  echo "install.sh: building (cargo build --release ${packages[*]})"
+  cargo build --release "${packages[@]}"
 fi
+acp_bin="$target_dir/release/agentao-acp"
+[ $acp = 0 ] || [ -x "$acp_bin" ] || { echo "install.sh: $acp_bin is missing (drop --no-build)" >&2; exit 1; }
 so="$target_dir/release/libagentao.so"
 a="$target_dir/release/libagentao.a"
 [ -f "$so" ] && [ -f "$a" ] || { echo "install.sh: $so or $a is missing (drop --no-build)" >&2; exit 1; }
@@ -86,6 +92,11 @@ install -m 755 "$probe/libagentao.so" "$lib/libagentao.so.$version"
 ln -sfn "libagentao.so.$version" "$lib/$soname"
 ln -sfn "$soname" "$lib/libagentao.so"
 install -m 644 "$probe/libagentao.a" "$lib/libagentao.a"
+if [ $acp = 1 ]; then
+  install -d "$dest/bin"
+  strip --strip-unneeded -o "$probe/agentao-acp" "$acp_bin"
+  install -m 755 "$probe/agentao-acp" "$dest/bin/agentao-acp"
+fi
 if [ $debug_info = 1 ]; then
   install -d "$lib/.debug"
   objcopy --only-keep-debug "$so" "$lib/.debug/libagentao.so.$version.debug"
@@ -164,6 +175,7 @@ EOF
 echo "installed libagentao $version (SONAME $soname) into ${DESTDIR:-}$prefix"
 sizes=("$lib/libagentao.so.$version" "$lib/libagentao.a")
 [ $debug_info = 1 ] && sizes+=("$lib/.debug/libagentao.so.$version.debug")
+[ $acp = 1 ] && sizes+=("$dest/bin/agentao-acp")
 for f in "${sizes[@]}"; do
   printf '  %-48s %6.1f MB\n' "${f#"$dest"/}" "$(awk -v b="$(stat -c %s "$f")" 'BEGIN {print b / 1e6}')"
 done

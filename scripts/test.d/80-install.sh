@@ -4,7 +4,7 @@ prefix="$ROOT/build/prefix"
 out="$ROOT/build/install"
 rm -rf "$prefix" "$out"
 mkdir -p "$out/ws"
-scripts/install.sh --prefix "$prefix" --libdir lib
+scripts/install.sh --prefix "$prefix" --libdir lib --acp
 lib="$prefix/lib"
 ver=$(awk '$2 == "AGENTAO_VERSION" {gsub(/"/, "", $3); print $3}' include/agentao.h)
 major=${ver%%.*} rest=${ver#*.} minor=${rest%%.*}

@@ -5,7 +5,7 @@ step "new-project recipes from the docs, run verbatim outside the checkout again
 # the checkout in reach but what the environment below stands in for (a module proxy for
 # `go get`). Each recipe's wall time is printed.
 prefix="$ROOT/build/prefix"
-[ -f "$prefix/lib/pkgconfig/agentao.pc" ] || scripts/install.sh --prefix "$prefix" --libdir lib
+{ [ -f "$prefix/lib/pkgconfig/agentao.pc" ] && [ -x "$prefix/bin/agentao-acp" ]; } || scripts/install.sh --prefix "$prefix" --libdir lib --acp
 recipes_dir="$ROOT/build/recipes"
 rm -rf "$recipes_dir" && mkdir -p "$recipes_dir"
 
@@ -36,6 +36,21 @@ run_recipe cpp docs/new-project.md "C++"
 grep -qx 'Hello from C++.' build/recipes/cpp.out
 grep -qx 'stream items: 3' build/recipes/cpp.out
 record "C and C++ recipes (pkg-config, CMake; installed prefix)" 3
+
+# An ACP client in Python: the official SDK from PyPI, against the installed agentao-acp.
+if ! command -v python3 >/dev/null || ! python3 -m venv --help >/dev/null 2>&1; then
+  skipped "Python ACP recipe: python3 with venv is not installed"
+else
+  if run_recipe acp-python docs/new-project.md "An ACP client in Python"; then
+    grep -qx 'agent: Hello over ACP.' build/recipes/acp-python.out
+    grep -qx 'stop: end_turn' build/recipes/acp-python.out
+    record "ACP client recipe (Python SDK, installed agentao-acp)" 1
+  elif grep -qE 'NewConnectionError|Temporary failure in name resolution|Network is unreachable' build/recipes/acp-python.out; then
+    skipped "Python ACP recipe: pip could not reach the package registry"
+  else
+    exit 1
+  fi
+fi
 
 # Go: `go get` of the tagged module through a file-based GOPROXY (scripts/go-proxy.sh), the
 # path a user takes through the public proxy.
