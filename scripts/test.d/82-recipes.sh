@@ -52,6 +52,20 @@ else
   fi
 fi
 
+# An ACP client in TypeScript: the official SDK from npm, run with tsx.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null \
+   || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 18 ]; then
+  skipped "TypeScript ACP recipe: node 18+ and npm are not installed"
+elif run_recipe acp-ts docs/new-project.md "An ACP client in TypeScript"; then
+  grep -qx 'agent: Hello over ACP.' build/recipes/acp-ts.out
+  grep -qx 'stop: end_turn' build/recipes/acp-ts.out
+  record "ACP client recipe (TypeScript SDK, installed agentao-acp)" 1
+elif grep -qE 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT' build/recipes/acp-ts.out; then
+  skipped "TypeScript ACP recipe: npm could not reach the package registry"
+else
+  exit 1
+fi
+
 # Go: `go get` of the tagged module through a file-based GOPROXY (scripts/go-proxy.sh), the
 # path a user takes through the public proxy.
 if ! command -v go >/dev/null || ! go version | grep -qE 'go1\.(2[3-9]|[3-9][0-9])'; then
