@@ -56,7 +56,8 @@ enum agentao_status
    */
   AGENTAO_STATUS_TURN_IN_PROGRESS = 6,
   /*
-   The transport has no `subscribe`, which the streaming entry point requires.
+   No longer returned: earlier versions refused to stream through a transport without a
+   `subscribe` slot. The value stays defined (and reserved) so existing code compiles.
    */
   AGENTAO_STATUS_NO_SUBSCRIBE = 7,
   /*
@@ -304,8 +305,8 @@ typedef void (*agentao_listener_fn)(void *listener_userdata, const char *event_j
 
  A NULL slot behaves like the reference's NullTransport: `emit` discards, `confirm_tool`
  approves, `ask_user` answers `"[ask_user: not available in non-interactive mode]"`,
- `on_max_iterations` stops. A NULL `subscribe` means the transport cannot fan out, so
- `agentao_agent_stream*` refuse with `AGENTAO_STATUS_NO_SUBSCRIBE`.
+ `on_max_iterations` stops. `subscribe` may be NULL too: the streaming entry points
+ (`agentao_agent_stream*`) deliver deltas themselves and work with any transport.
  */
 typedef struct agentao_transport {
   /*
@@ -343,10 +344,10 @@ typedef struct agentao_transport {
    */
   void (*on_max_iterations)(void *userdata, uint32_t count, const char *pending_calls_json, struct agentao_reply *reply);
   /*
-   Optional fan-out: register `listener`; write an id to `*subscription_out`. Its presence
-   marks a transport that can fan out, which the streaming entry points require (as the
-   reference's `astream` does); the library itself delivers stream deltas directly and does
-   not call it today. `agentao_broadcaster_subscribe` fits this slot (a host that wants the
+   Optional fan-out: register `listener`; write an id to `*subscription_out`. The library
+   does not call it: stream deltas go straight to the stream, so streaming works whether
+   or not this slot is set (earlier versions required it and refused with
+   `AGENTAO_STATUS_NO_SUBSCRIBE`). `agentao_broadcaster_subscribe` fits this slot (a host that wants the
    broadcaster to release `listener_userdata` calls `agentao_broadcaster_subscribe_with_free`
    from its own `subscribe` instead).
    */
@@ -787,8 +788,9 @@ agentao_status agentao_agent_run(struct agentao_agent *agent, const char *messag
 
 /*
  Like `agentao_agent_run`, and each text delta also goes to `on_delta(userdata, json)`,
- in order, before `on_done`. Refuses with `AGENTAO_STATUS_NO_SUBSCRIBE` (before any turn
- starts) when the transport has no `subscribe`, as the reference's `astream` does.
+ in order, before `on_done`. Works with any transport: the library delivers the deltas
+ itself, so a transport needs no `subscribe` slot (earlier versions refused a transport
+ without one with `AGENTAO_STATUS_NO_SUBSCRIBE`; that status no longer occurs here).
  */
 agentao_status agentao_agent_stream(struct agentao_agent *agent, const char *message, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_delta_fn on_delta, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
 
@@ -1257,8 +1259,9 @@ agentao_status agentao_reply_fail(struct agentao_reply *reply, const char *messa
 
 /*
  Starts a turn whose text deltas are read with `agentao_stream_next`. Arguments as
- `agentao_agent_chat`. Refuses with `AGENTAO_STATUS_NO_SUBSCRIBE` (before any turn starts)
- when the transport has no `subscribe`, and `_TURN_IN_PROGRESS` when a turn runs. The queue
+ `agentao_agent_chat`. Works with any transport, with or without a `subscribe` slot (the
+ library owns the queue; `AGENTAO_STATUS_NO_SUBSCRIBE` no longer occurs here). Refuses with
+ `AGENTAO_STATUS_TURN_IN_PROGRESS` when a turn runs. The queue
  holds 64 items; a turn whose reader falls behind waits (nothing is dropped). On success
  `*stream_out` owns the stream; `agentao_stream_free` closes it and cancels the turn if it is
  still running (reason `"async-cancel"`).

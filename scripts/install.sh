@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs libagentao like a C library (what `cargo cinstall` would, see docs/bindings.md):
 #
-#   scripts/install.sh --prefix /usr/local [--libdir lib] [--no-build]
+#   scripts/install.sh --prefix /usr/local [--libdir lib] [--no-build] [--debug-info] [--acp]
 #
 #   <prefix>/include/agentao.h, agentao.hpp       the C header and the C++ binding
 #   <libdir>/libagentao.so.X.Y.Z (+ SONAME link libagentao.so.0.MINOR, + libagentao.so)
@@ -9,13 +9,20 @@
 #   <libdir>/pkgconfig/agentao.pc                 (Libs.private: the static link's system libs)
 #   <libdir>/cmake/agentao/agentaoConfig.cmake    find_package(agentao CONFIG):
 #                                                 agentao::agentao, agentao::agentao_static
+#   <prefix>/bin/agentao-acp                      with --acp: the ACP server (docs/acp.md)
 #
 # --libdir is relative to the prefix (default lib). DESTDIR is honoured for staging.
 # --no-build installs what target/release already holds.
+# The installed libraries are stripped (the release profile keeps line tables, which make
+# target/release/libagentao.so several times larger). --debug-info (or AGENTAO_INSTALL_DEBUG=1)
+# also installs the shared library's debug info beside it, <libdir>/.debug/libagentao.so.X.Y.Z.debug,
+# linked by .gnu_debuglink, where gdb looks for it. The build's progress is shown (cargo's own
+# lines); the sizes installed are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-prefix="" libdir="lib" build=1
+prefix="" libdir="lib" build=1 debug_info=0 acp=0
+case "${AGENTAO_INSTALL_DEBUG:-}" in 1|yes|true) debug_info=1 ;; esac
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
@@ -23,19 +30,31 @@ while [ $# -gt 0 ]; do
     --libdir) libdir="${2:?--libdir needs a directory}"; shift 2 ;;
     --libdir=*) libdir="${1#*=}"; shift ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --debug-info) debug_info=1; shift ;;
+    --acp) acp=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$prefix" ] || { echo "usage: scripts/install.sh --prefix DIR [--libdir lib] [--no-build]" >&2; exit 2; }
+[ -n "$prefix" ] || { echo "usage: scripts/install.sh --prefix DIR [--libdir lib] [--no-build] [--debug-info] [--acp]" >&2; exit 2; }
 case "$prefix" in /*) ;; *) prefix="$PWD/$prefix" ;; esac
 case "$libdir" in /*|*..*) echo "install.sh: --libdir must be relative to the prefix" >&2; exit 2 ;; esac
 [ "$(uname -s)" = Linux ] || { echo "install.sh: only Linux is supported so far" >&2; exit 2; }
 
 target_dir="${CARGO_TARGET_DIR:-target}"
+for tool in strip objcopy readelf; do
+  command -v "$tool" >/dev/null || { echo "install.sh: $tool is missing (Debian: apt-get install binutils)" >&2; exit 1; }
+done
 if [ $build = 1 ]; then
-  cargo build --release -p agentao --quiet
+  # Progress: cargo's own lines. A cold release build compiles ~250 crates (minutes on a
+  # small machine); an up-to-date one returns at once.
+  packages=(-p agentao)
+  [ $acp = 1 ] && packages+=(-p agentao-acp)
+  echo "install.sh: building (cargo build --release ${packages[*]})"
+  cargo build --release "${packages[@]}"
 fi
+acp_bin="$target_dir/release/agentao-acp"
+[ $acp = 0 ] || [ -x "$acp_bin" ] || { echo "install.sh: $acp_bin is missing (drop --no-build)" >&2; exit 1; }
 so="$target_dir/release/libagentao.so"
 a="$target_dir/release/libagentao.a"
 [ -f "$so" ] && [ -f "$a" ] || { echo "install.sh: $so or $a is missing (drop --no-build)" >&2; exit 1; }
@@ -63,10 +82,30 @@ dest="${DESTDIR:-}$prefix"
 inc="$dest/include" lib="$dest/$libdir"
 install -d "$inc" "$lib/pkgconfig" "$lib/cmake/agentao"
 install -m 644 include/agentao.h bindings/cpp/agentao.hpp "$inc/"
-install -m 755 "$so" "$lib/libagentao.so.$version"
+# Stripped copies (in the probe folder, removed on exit): the shared library keeps only what
+# dynamic linking needs, the archive keeps its symbols (a static link resolves them) and loses
+# its debug sections.
+echo "install.sh: stripping"
+strip --strip-unneeded -o "$probe/libagentao.so" "$so"
+strip --strip-debug -o "$probe/libagentao.a" "$a"
+install -m 755 "$probe/libagentao.so" "$lib/libagentao.so.$version"
 ln -sfn "libagentao.so.$version" "$lib/$soname"
 ln -sfn "$soname" "$lib/libagentao.so"
-install -m 644 "$a" "$lib/libagentao.a"
+install -m 644 "$probe/libagentao.a" "$lib/libagentao.a"
+if [ $acp = 1 ]; then
+  install -d "$dest/bin"
+  strip --strip-unneeded -o "$probe/agentao-acp" "$acp_bin"
+  install -m 755 "$probe/agentao-acp" "$dest/bin/agentao-acp"
+fi
+if [ $debug_info = 1 ]; then
+  install -d "$lib/.debug"
+  objcopy --only-keep-debug "$so" "$lib/.debug/libagentao.so.$version.debug"
+  chmod 644 "$lib/.debug/libagentao.so.$version.debug"
+  # The link names the debug file; objcopy records its CRC, so gdb takes only this one.
+  (cd "$lib/.debug" && objcopy --add-gnu-debuglink="libagentao.so.$version.debug" "$lib/libagentao.so.$version")
+elif [ -e "$lib/.debug/libagentao.so.$version.debug" ]; then
+  rm -f "$lib/.debug/libagentao.so.$version.debug"
+fi
 
 cat > "$lib/pkgconfig/agentao.pc" <<EOF
 prefix=$prefix
@@ -134,3 +173,9 @@ endif()
 EOF
 
 echo "installed libagentao $version (SONAME $soname) into ${DESTDIR:-}$prefix"
+sizes=("$lib/libagentao.so.$version" "$lib/libagentao.a")
+[ $debug_info = 1 ] && sizes+=("$lib/.debug/libagentao.so.$version.debug")
+[ $acp = 1 ] && sizes+=("$dest/bin/agentao-acp")
+for f in "${sizes[@]}"; do
+  printf '  %-48s %6.1f MB\n' "${f#"$dest"/}" "$(awk -v b="$(stat -c %s "$f")" 'BEGIN {print b / 1e6}')"
+done

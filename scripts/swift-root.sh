@@ -101,26 +101,10 @@ setup_root() {
   echo "swift root: ready in $((SECONDS - t0))s ($(in_root swift --version 2>&1 | head -n1))"
 }
 
-# The packaging branch installs the library with scripts/install.sh; here the freshly built
-# library and header go to /usr/local in the root with a minimal agentao.pc.
+# The library goes into the root as a user installs it: scripts/install.sh, staged with
+# DESTDIR under the root's /usr/local (where pkg-config and the loader look by default).
 install_library() {
-  cargo build --release --quiet
-  local version
-  version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
-  install -D -m 0755 target/release/libagentao.so "$ROOT_DIR/usr/local/lib/libagentao.so"
-  install -D -m 0644 include/agentao.h "$ROOT_DIR/usr/local/include/agentao.h"
-  mkdir -p "$ROOT_DIR/usr/local/lib/pkgconfig"
-  cat > "$ROOT_DIR/usr/local/lib/pkgconfig/agentao.pc" <<EOF
-prefix=/usr/local
-libdir=\${prefix}/lib
-includedir=\${prefix}/include
-
-Name: agentao
-Description: Governed LLM agent runtime (C ABI)
-Version: $version
-Libs: -L\${libdir} -lagentao
-Cflags: -I\${includedir}
-EOF
+  DESTDIR="$ROOT_DIR" scripts/install.sh --prefix /usr/local --libdir lib
   in_root ldconfig
 }
 
@@ -158,6 +142,33 @@ EOF
     { echo "the README Swift quickstart did not print the answer"; exit 1; }
 }
 
+# The repository's root manifest (Package.swift), which SwiftPM reads for a git URL
+# dependency: a copy of the repository's manifest and Swift sources becomes a path dependency
+# (the root has no git, so the URL and the tag are the one part not exercised) of a package
+# that builds the README's quickstart against it.
+root_manifest() {
+  local src=$ROOT_DIR/src/libagentao dst=$ROOT_DIR/src/root-manifest
+  rm -rf "$src" && mkdir -p "$src" "$dst/Sources/App"
+  tar -cf - Package.swift bindings/swift/Sources | (cd "$src" && tar -xf -)
+  cp "$ROOT_DIR/src/readme-quickstart/Sources/Quickstart/main.swift" "$dst/Sources/App/main.swift"
+  cat > "$dst/Package.swift" <<'EOF'
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "App",
+    dependencies: [.package(path: "/src/libagentao")],
+    targets: [
+        .executableTarget(name: "App", dependencies: [.product(name: "Agentao", package: "libagentao")]),
+    ]
+)
+EOF
+  in_root sh -c "cd /src/root-manifest && swift build -Xswiftc -warnings-as-errors 2>&1" | grep -v '^\['
+  in_root sh -c "cd /src/root-manifest && exec timeout -k 10 60 .build/debug/App" | tee "$REPO/build/swift-root-manifest.out"
+  grep -qx 'Hello from the agent.' "$REPO/build/swift-root-manifest.out" ||
+    { echo "the package of the root manifest did not build the quickstart"; exit 1; }
+}
+
 run_tests() {
   install_library
   copy_package
@@ -167,6 +178,8 @@ run_tests() {
   in_root timeout -k 10 600 sh -c "cd $PKG_DIR && swift test --skip-build 2>&1"
   echo "README Swift quickstart"
   readme_quickstart
+  echo "the root manifest (what a git URL dependency reads)"
+  root_manifest
 }
 
 [ "$(id -u)" = 0 ] || cannot "not root (debootstrap, mount and chroot need root)"

@@ -357,10 +357,6 @@ impl Agent {
         &self.core.session_id
     }
 
-    pub(crate) fn transport(&self) -> &Arc<dyn Transport> {
-        self.core.emitter.transport()
-    }
-
     pub fn host_events(&self) -> &HostEventHub {
         &self.core.hub
     }

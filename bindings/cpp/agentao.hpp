@@ -487,9 +487,10 @@ struct transport {
     /// The iteration budget is spent: r.json(R"({"action":"continue"})") etc.
     std::function<void(uint32_t count, std::string_view pending_calls_json, reply&& r)>
         on_max_iterations;
-    /// Whether the transport fans out (the C `subscribe` slot, through a broadcaster that
-    /// gets every emitted event). The streaming calls require it.
-    bool fan_out = true;
+    /// Whether the transport fills the C `subscribe` slot (a broadcaster that gets every
+    /// emitted event). The library never calls it and streaming works either way, so it is
+    /// off by default (it was on, and required, before streaming needed no fan-out).
+    bool fan_out = false;
 };
 
 /// Options of one turn.
@@ -591,13 +592,104 @@ struct transport_box {
     }
 };
 
+// Appends code point `cp` to `out` as UTF-8.
+inline void put_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+}
+
+// Four hex digits at `p` (nullopt when they are not).
+inline std::optional<uint32_t> hex4(std::string_view s, size_t p) {
+    if (p + 4 > s.size()) return std::nullopt;
+    uint32_t v = 0;
+    for (size_t i = p; i < p + 4; i++) {
+        char c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= static_cast<uint32_t>(c - 'A' + 10);
+        else return std::nullopt;
+    }
+    return v;
+}
+
+// The text of a delta item, `{"type":"text_delta","text":"..."}` as the library writes it
+// (one flat object, the string JSON-escaped): so a host gets text, as in Go and Swift, without
+// a JSON parser. Anything it cannot read yields nullopt.
+inline std::optional<std::string> delta_text(std::string_view json) {
+    constexpr std::string_view key = "\"text\":\"";
+    size_t p = json.find(key);
+    if (p == std::string_view::npos) return std::nullopt;
+    std::string out;
+    for (p += key.size(); p < json.size(); p++) {
+        char c = json[p];
+        if (c == '"') return out;
+        if (c != '\\') {
+            out += c;
+            continue;
+        }
+        if (++p >= json.size()) return std::nullopt;
+        switch (json[p]) {
+            case '"': out += '"'; break;
+            case '\\': out += '\\'; break;
+            case '/': out += '/'; break;
+            case 'b': out += '\b'; break;
+            case 'f': out += '\f'; break;
+            case 'n': out += '\n'; break;
+            case 'r': out += '\r'; break;
+            case 't': out += '\t'; break;
+            case 'u': {
+                auto cp = hex4(json, p + 1);
+                if (!cp) return std::nullopt;
+                p += 4;
+                if (*cp >= 0xD800 && *cp < 0xDC00 && p + 2 < json.size() && json[p + 1] == '\\' &&
+                    json[p + 2] == 'u') {
+                    auto lo = hex4(json, p + 3);
+                    if (lo && *lo >= 0xDC00 && *lo < 0xE000) {
+                        *cp = 0x10000 + ((*cp - 0xD800) << 10) + (*lo - 0xDC00);
+                        p += 6;
+                    }
+                }
+                put_utf8(out, *cp);
+                break;
+            }
+            default: return std::nullopt;
+        }
+    }
+    return std::nullopt;
+}
+
 struct turn_box {
     std::function<void(std::string_view)> on_delta;
     std::function<void(turn_result)> on_done;
+    // Whether on_delta takes the item's JSON (stream_json) rather than its text (stream).
+    bool delta_json = false;
 
     static void delta_cb(void* ud, const char* delta_json) noexcept {
         auto* b = static_cast<turn_box*>(ud);
-        if (b->on_delta) guarded([&] { b->on_delta(view(delta_json)); }, [](const char*) {});
+        if (!b->on_delta) return;
+        guarded(
+            [&] {
+                if (b->delta_json) {
+                    b->on_delta(view(delta_json));
+                } else if (auto text = delta_text(view(delta_json))) {
+                    b->on_delta(*text);
+                }
+            },
+            [](const char*) {});
     }
     // Called exactly once per accepted turn: the last use of the box.
     static void done_cb(void* ud, agentao_status st, const char* outcome_json,
@@ -1329,13 +1421,23 @@ public:
         return start(message, false, nullptr, std::move(on_done), opts);
     }
 
-    /// Like try_run, and each text delta (`{"type":"text_delta","text":...}`) goes to
-    /// `on_delta` first, in order. Needs a transport that fans out (status::no_subscribe).
+    /// Like try_run, and each text delta's text goes to `on_text` first, in order (the
+    /// text itself, as Go's and Swift's streams give it; before, it was the item's JSON, which
+    /// try_stream_json still gives). Works with any transport (no fan-out needed).
     result<void> try_stream(std::string_view message,
-                            std::function<void(std::string_view delta_json)> on_delta,
+                            std::function<void(std::string_view text)> on_text,
                             std::function<void(turn_result)> on_done,
                             const turn_options& opts = {}) {
-        return start(message, true, std::move(on_delta), std::move(on_done), opts);
+        return start(message, true, std::move(on_text), std::move(on_done), opts, false);
+    }
+
+    /// Like try_stream, and `on_delta` gets each item's JSON as the C API gives it
+    /// (`{"type":"text_delta","text":...}`).
+    result<void> try_stream_json(std::string_view message,
+                                 std::function<void(std::string_view delta_json)> on_delta,
+                                 std::function<void(turn_result)> on_done,
+                                 const turn_options& opts = {}) {
+        return start(message, true, std::move(on_delta), std::move(on_done), opts, true);
     }
 
     /// Starts a turn read by pulling (see stream).
@@ -1572,9 +1674,14 @@ public:
              const turn_options& opts = {}) {
         try_run(message, std::move(on_done), opts).value();
     }
-    void stream(std::string_view message, std::function<void(std::string_view)> on_delta,
+    void stream(std::string_view message, std::function<void(std::string_view text)> on_text,
+                std::function<void(turn_result)> on_done, const turn_options& opts = {}) {
+        try_stream(message, std::move(on_text), std::move(on_done), opts).value();
+    }
+    void stream_json(std::string_view message,
+                     std::function<void(std::string_view delta_json)> on_delta,
                      std::function<void(turn_result)> on_done, const turn_options& opts = {}) {
-        try_stream(message, std::move(on_delta), std::move(on_done), opts).value();
+        try_stream_json(message, std::move(on_delta), std::move(on_done), opts).value();
     }
     agentao::stream stream_open(std::string_view message, const turn_options& opts = {}) {
         return try_stream_open(message, opts).value();
@@ -1672,10 +1779,11 @@ private:
 
     result<void> start(std::string_view message, bool streaming,
                        std::function<void(std::string_view)> on_delta,
-                       std::function<void(turn_result)> on_done, const turn_options& opts) {
+                       std::function<void(turn_result)> on_done, const turn_options& opts,
+                       bool delta_json = false) {
         if (auto bad = detail::check_view(message, "the message")) return *bad;
         std::string m(message);
-        auto* box = new detail::turn_box{std::move(on_delta), std::move(on_done)};
+        auto* box = new detail::turn_box{std::move(on_delta), std::move(on_done), delta_json};
         agentao_error* err = nullptr;
         agentao_status st =
             streaming ? agentao_agent_stream(h_.get(), m.c_str(), opts.max_iterations, token(opts),

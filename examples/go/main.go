@@ -27,8 +27,7 @@ const script = `{"responses": [
 // host prints events and hands confirmations to an approver goroutine, as a UI would.
 type host struct {
 	agentao.NullTransport
-	agentao.Broadcaster // Stream needs a transport that can fan out
-	approvals           chan approval
+	approvals chan approval
 }
 
 type approval struct {

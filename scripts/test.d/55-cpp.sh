@@ -25,3 +25,19 @@ readme_line 'c++ -std=c++17 -I"$REPO/include"' build/examples/readme_quickstart.
   | tee build/examples/readme_cpp_line.out
 grep -qx 'Hello from the agent.' build/examples/readme_cpp_line.out
 record "README C++ quickstart" 2
+
+step "docs/bindings.md C++ snippets compile with -Werror"
+# Each ```cpp block becomes a function body (an inner scope, so it may declare its own
+# `agent`); `{ ... }` stands for the host's code. Compiled, not run: the snippets are fragments.
+snip=build/examples/bindings_snippets.cpp
+{
+  echo '#include <string>'; echo '#include <thread>'; echo '#include "agentao.hpp"'
+  awk '/^```cpp$/{n++; print "void snippet_" n "(agentao::agent& agent, const std::string& config_json) {"; print "(void)agent; (void)config_json; {"; c=1; next}
+       c&&/^```$/{print "}}"; c=0; next}
+       c{gsub(/\{ \.\.\. \}/, "{}"); print}' docs/bindings.md
+} > "$snip"
+n_snippets=$(grep -c '^void snippet_' "$snip")
+[ "$n_snippets" -ge 2 ] || { echo "docs/bindings.md: only $n_snippets C++ snippets found"; exit 1; }
+c++ -std=c++17 -Wall -Wextra -Werror -Wno-unused-parameter -Iinclude -Ibindings/cpp -c "$snip" \
+  -o build/examples/bindings_snippets.o
+record "docs C++ snippets compiled" "$n_snippets"

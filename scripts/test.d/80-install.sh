@@ -4,7 +4,7 @@ prefix="$ROOT/build/prefix"
 out="$ROOT/build/install"
 rm -rf "$prefix" "$out"
 mkdir -p "$out/ws"
-scripts/install.sh --prefix "$prefix" --libdir lib
+scripts/install.sh --prefix "$prefix" --libdir lib --acp
 lib="$prefix/lib"
 ver=$(awk '$2 == "AGENTAO_VERSION" {gsub(/"/, "", $3); print $3}' include/agentao.h)
 major=${ver%%.*} rest=${ver#*.} minor=${rest%%.*}
@@ -17,6 +17,27 @@ for file in include/agentao.h include/agentao.hpp lib/libagentao.a lib/pkgconfig
   [ -f "$prefix/$file" ] || { echo "not installed: $file"; exit 1; }
 done
 grep -q '^Libs.private: .*-lpthread' "$lib/pkgconfig/agentao.pc"
+# Stripped: no debug sections in either library; the debug info only on request, beside it.
+for f in "$lib/libagentao.so.$ver" "$lib/libagentao.a"; do
+  sections=$(readelf -S -W "$f")
+  if grep -qE '\] \.debug_' <<<"$sections"; then echo "$f is not stripped"; exit 1; fi
+done
+[ ! -e "$lib/.debug" ] || { echo "debug info installed without --debug-info"; exit 1; }
+scripts/install.sh --prefix "$ROOT/build/prefix-debug" --no-build --debug-info
+dbg_lib="$ROOT/build/prefix-debug/lib"
+sections=$(readelf -S -W "$dbg_lib/.debug/libagentao.so.$ver.debug")
+grep -q '\.debug_line' <<<"$sections"
+debuglink=$(readelf --string-dump=.gnu_debuglink "$dbg_lib/libagentao.so.$ver")
+[ "$(awk '/\[/ {print $3; exit}' <<<"$debuglink")" = "libagentao.so.$ver.debug" ]
+rm -rf "$ROOT/build/prefix-debug"
+du -b "$lib/libagentao.so.$ver" "$lib/libagentao.a" | awk '{printf "installed %s: %.1f MB\n", $2, $1 / 1e6}'
+
+# One build serves the workspace: building the ACP server and the mock server (as the docs
+# say) leaves the library fresh for the next `cargo build --release` (scripts/demo.sh's).
+cargo build --release -p agentao-acp -p mock-openai
+cargo build --release -v 2> "$out/rebuild.log"
+grep -q 'Fresh agentao v' "$out/rebuild.log" \
+  || { grep -E 'Compiling|Dirty|Running' "$out/rebuild.log" | head -20; echo "the library was rebuilt after agentao-acp"; exit 1; }
 
 # check_consumer EXE LINKAGE: runs it and checks its output and how it is linked.
 check_consumer() {

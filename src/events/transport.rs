@@ -163,8 +163,8 @@ pub trait Transport: Send + Sync {
         let _ = reply.answer(Answer::Json(r#"{"action":"stop"}"#.to_owned()));
     }
 
-    /// Whether the transport can fan events out to subscribers; the streaming entry points
-    /// require it, as the reference's `astream` does.
+    /// Whether the transport can fan events out to subscribers. The streaming entry points do
+    /// not ask: they deliver deltas to the stream themselves.
     fn supports_subscribe(&self) -> bool {
         false
     }

@@ -270,8 +270,9 @@ pub unsafe extern "C" fn agentao_agent_run(
 }
 
 /// Like `agentao_agent_run`, and each text delta also goes to `on_delta(userdata, json)`,
-/// in order, before `on_done`. Refuses with `AGENTAO_STATUS_NO_SUBSCRIBE` (before any turn
-/// starts) when the transport has no `subscribe`, as the reference's `astream` does.
+/// in order, before `on_done`. Works with any transport: the library delivers the deltas
+/// itself, so a transport needs no `subscribe` slot (earlier versions refused a transport
+/// without one with `AGENTAO_STATUS_NO_SUBSCRIBE`; that status no longer occurs here).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_stream(
     agent: *mut agentao_agent,
@@ -313,9 +314,6 @@ unsafe fn start(
     let deltas = match on_delta {
         None => DeltaSink::None,
         Some(f) => {
-            if !agent.transport().supports_subscribe() {
-                return Err(AgentError::NoSubscribe.into());
-            }
             let host = HostData::borrowed(userdata).with(f);
             DeltaSink::Callback(Arc::new(move |json: JsonText<'_>| {
                 host.call_json_text(json)

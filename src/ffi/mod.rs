@@ -59,7 +59,8 @@ pub enum agentao_status {
     InvalidConfig = 5,
     /// Another turn is running on this agent.
     TurnInProgress = 6,
-    /// The transport has no `subscribe`, which the streaming entry point requires.
+    /// No longer returned: earlier versions refused to stream through a transport without a
+    /// `subscribe` slot. The value stays defined (and reserved) so existing code compiles.
     NoSubscribe = 7,
     /// A host-event stream with the same session filter is already open.
     StreamSubscribe = 8,

@@ -36,8 +36,9 @@ struct TurnStreamState {
 }
 
 /// Starts a turn whose text deltas are read with `agentao_stream_next`. Arguments as
-/// `agentao_agent_chat`. Refuses with `AGENTAO_STATUS_NO_SUBSCRIBE` (before any turn starts)
-/// when the transport has no `subscribe`, and `_TURN_IN_PROGRESS` when a turn runs. The queue
+/// `agentao_agent_chat`. Works with any transport, with or without a `subscribe` slot (the
+/// library owns the queue; `AGENTAO_STATUS_NO_SUBSCRIBE` no longer occurs here). Refuses with
+/// `AGENTAO_STATUS_TURN_IN_PROGRESS` when a turn runs. The queue
 /// holds 64 items; a turn whose reader falls behind waits (nothing is dropped). On success
 /// `*stream_out` owns the stream; `agentao_stream_free` closes it and cancels the turn if it is
 /// still running (reason `"async-cancel"`).
@@ -52,9 +53,6 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
 ) -> agentao_status {
     open_on_agent(agent, stream_out, "stream_out", err_out, |agent| {
         let message = str_arg(message, "message")?.to_owned();
-        if !agent.transport().supports_subscribe() {
-            return Err(AgentError::NoSubscribe.into());
-        }
         let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
         let (end_tx, end_rx) = oneshot::channel();
         // The completion only sends on a oneshot: it runs on the worker (no extra hop).

@@ -33,8 +33,8 @@ pub(crate) type agentao_listener_fn =
 ///
 /// A NULL slot behaves like the reference's NullTransport: `emit` discards, `confirm_tool`
 /// approves, `ask_user` answers `"[ask_user: not available in non-interactive mode]"`,
-/// `on_max_iterations` stops. A NULL `subscribe` means the transport cannot fan out, so
-/// `agentao_agent_stream*` refuse with `AGENTAO_STATUS_NO_SUBSCRIBE`.
+/// `on_max_iterations` stops. `subscribe` may be NULL too: the streaming entry points
+/// (`agentao_agent_stream*`) deliver deltas themselves and work with any transport.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct agentao_transport {
@@ -83,10 +83,10 @@ pub struct agentao_transport {
             reply: *mut agentao_reply,
         ),
     >,
-    /// Optional fan-out: register `listener`; write an id to `*subscription_out`. Its presence
-    /// marks a transport that can fan out, which the streaming entry points require (as the
-    /// reference's `astream` does); the library itself delivers stream deltas directly and does
-    /// not call it today. `agentao_broadcaster_subscribe` fits this slot (a host that wants the
+    /// Optional fan-out: register `listener`; write an id to `*subscription_out`. The library
+    /// does not call it: stream deltas go straight to the stream, so streaming works whether
+    /// or not this slot is set (earlier versions required it and refused with
+    /// `AGENTAO_STATUS_NO_SUBSCRIBE`). `agentao_broadcaster_subscribe` fits this slot (a host that wants the
     /// broadcaster to release `listener_userdata` calls `agentao_broadcaster_subscribe_with_free`
     /// from its own `subscribe` instead).
     pub(crate) subscribe: Option<

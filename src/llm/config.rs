@@ -93,6 +93,23 @@ pub(crate) struct LlmSection {
 
 impl Section for LlmSection {}
 
+/// Whether `url` (an http(s) URL) names this machine: `localhost` (or a name under it), an
+/// IPv4 address in 127.0.0.0/8, or `[::1]`. Only such a server may do without an API key.
+fn is_loopback_url(url: &str) -> bool {
+    match url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+    {
+        Some(url::Host::Domain(d)) => {
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// Where environment fallbacks come from; a trait so tests need not touch the process env.
 pub trait Env {
     fn var(&self, key: &str) -> Option<String>;
@@ -149,7 +166,14 @@ impl LlmSection {
                         "config field `llm.base_url`: '{given}' is not an http(s) URL"
                     ));
                 }
-                let api_key = pick(self.api_key, "api_key")?;
+                let api_key = match pick(self.api_key, "api_key") {
+                    Ok(key) => key,
+                    // A local server (llama.cpp, Ollama, vLLM on loopback) checks no key:
+                    // demanding one only makes every host invent a dummy. Empty means that
+                    // no Authorization header is sent.
+                    Err(_) if is_loopback_url(&base_url) => String::new(),
+                    Err(e) => return Err(format!("{e}; only a loopback base_url may omit it")),
+                };
                 let model = pick(self.model, "model")?;
                 let temperature = match self.temperature {
                     Some(t) => Some(t),

@@ -1,5 +1,5 @@
-/* Streaming: the callback stream (deltas in order, one completion after them, NO_SUBSCRIBE
- * without a subscribe slot and then nothing runs); the pull stream (deltas, turn_outcome,
+/* Streaming: the callback stream (deltas in order, one completion after them; a transport
+ * without a subscribe slot, or with no slot at all, streams just the same); the pull stream (deltas, turn_outcome,
  * CLOSED; TIMEOUT; closing early cancels the turn with "async-cancel"); the host-event pull
  * stream (one per filter, permission_decision / tool_lifecycle events) and observers. */
 #include <stdlib.h>
@@ -46,40 +46,67 @@ static void test_callback_stream(void) {
     }
     tu_recorder_destroy(&rec);
 
-    tu_section("NO_SUBSCRIBE without a subscribe slot: nothing runs");
+    tu_section("no subscribe slot: both streams work, the library owns the fan-out");
     dir = tu_workspace();
-    cfg = tu_config(dir, "{\"text\":\"first\"}", NULL);
+    cfg = tu_config(dir, "{\"chunks\":[\"no \",\"stub\"]},{\"chunks\":[\"pulled \",\"too\"]}", NULL);
     tu_recorder_init(&rec);
     t = tu_recorder_transport(&rec, TU_SLOT_ALL & ~TU_SLOT_SUBSCRIBE);
+    CHECK(t.subscribe == NULL && t.unsubscribe == NULL);
     a = tu_agent(cfg, &t);
     free(cfg);
     if (a) {
         tu_done d;
         tu_done_init(&d);
-        agentao_error *err = NULL;
-        CHECK_STATUS(agentao_agent_stream(a, "hi", -1, NULL, tu_on_delta, tu_on_done, &d, &err),
-                     AGENTAO_STATUS_NO_SUBSCRIBE);
-        CHECK(err && agentao_error_status(err) == AGENTAO_STATUS_NO_SUBSCRIBE);
-        agentao_error_free(err);
-        agentao_stream *s = (agentao_stream *)1;
-        CHECK_STATUS(agentao_agent_stream_open(a, "hi", -1, NULL, &s, NULL), AGENTAO_STATUS_NO_SUBSCRIBE);
-        CHECK(s == NULL);
-        tu_sleep_ms(100);
-        CHECK(atomic_load(&d.calls) == 0);
-        CHECK(atomic_load(&d.n_deltas) == 0);
-        CHECK_MSG(atomic_load(&rec.emits) == 0, "%d events emitted by a refused stream", atomic_load(&rec.emits));
-        char *last = tu_last_turn(a);
-        CHECK_STR_EQ(last, "null");
-        free(last);
-        /* The script was not consumed: a plain chat gets its first response. */
-        char *text = NULL;
-        CHECK_STATUS(agentao_agent_chat(a, "hi", -1, NULL, &text, NULL), AGENTAO_STATUS_OK);
-        CHECK_STR_EQ(text, "first");
-        agentao_string_free(text);
+        CHECK_STATUS(agentao_agent_stream(a, "hi", -1, NULL, tu_on_delta, tu_on_done, &d, NULL), AGENTAO_STATUS_OK);
+        CHECK(tu_wait_count(&d.calls, 1, 10000));
+        CHECK_STATUS(atomic_load(&d.status), AGENTAO_STATUS_OK);
+        CHECK(atomic_load(&d.n_deltas) == 2);
+        CHECK_STR_EQ(d.deltas,
+                     "{\"type\":\"text_delta\",\"text\":\"no \"}\n"
+                     "{\"type\":\"text_delta\",\"text\":\"stub\"}\n");
+        CHECK_CONTAINS(d.outcome, TU_KV("text", "no stub"));
+        CHECK(atomic_load(&rec.emits) > 0); /* the transport's own emit still hears the turn */
+        agentao_stream *s = NULL;
+        CHECK_STATUS(agentao_agent_stream_open(a, "again", -1, NULL, &s, NULL), AGENTAO_STATUS_OK);
+        const char *want[] = {
+            "{\"type\":\"text_delta\",\"text\":\"pulled \"}",
+            "{\"type\":\"text_delta\",\"text\":\"too\"}",
+        };
+        for (int i = 0; i < 2; i++) {
+            char *item = NULL;
+            CHECK_STATUS(agentao_stream_next(s, 10000, &item, NULL), AGENTAO_STATUS_OK);
+            CHECK_STR_EQ(item, want[i]);
+            agentao_string_free(item);
+        }
+        char *item = NULL;
+        CHECK_STATUS(agentao_stream_next(s, 10000, &item, NULL), AGENTAO_STATUS_OK);
+        CHECK_CONTAINS(item, TU_KV("text", "pulled too"));
+        agentao_string_free(item);
+        CHECK_STATUS(agentao_stream_next(s, 100, &item, NULL), AGENTAO_STATUS_CLOSED);
+        agentao_stream_free(s);
         tu_done_destroy(&d);
         agentao_agent_free(a);
     }
     tu_recorder_destroy(&rec);
+
+    tu_section("a transport with no slot at all streams too");
+    dir = tu_workspace();
+    cfg = tu_config(dir, "{\"chunks\":[\"bare\"]}", NULL);
+    agentao_transport bare;
+    memset(&bare, 0, sizeof bare);
+    bare.struct_size = (uint32_t)sizeof bare;
+    a = tu_agent(cfg, &bare);
+    free(cfg);
+    if (a) {
+        tu_done d;
+        tu_done_init(&d);
+        CHECK_STATUS(agentao_agent_stream(a, "hi", -1, NULL, tu_on_delta, tu_on_done, &d, NULL), AGENTAO_STATUS_OK);
+        CHECK(tu_wait_count(&d.calls, 1, 10000));
+        CHECK_STATUS(atomic_load(&d.status), AGENTAO_STATUS_OK);
+        CHECK_STR_EQ(d.deltas, "{\"type\":\"text_delta\",\"text\":\"bare\"}\n");
+        tu_done_destroy(&d);
+        agentao_agent_free(a);
+    }
 }
 
 static void test_pull_stream(void) {

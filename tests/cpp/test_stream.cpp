@@ -1,5 +1,5 @@
 // Streams: callback deltas then the completion, pull streams (items, closed, cancelled,
-// closing cancels), NO_SUBSCRIBE, host-event streams and observers.
+// closing cancels), streaming without a fan-out, host-event streams and observers.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -23,7 +23,7 @@ TEST(Stream, CallbackDeltasThenDone) {
         [&](std::string_view delta) {
             if (done.load()) after_done++;
             std::lock_guard<std::mutex> g(mu);
-            joined += json_str(std::string(delta), "text");
+            joined += delta;  // the text itself, not JSON
         },
         [&](agentao::turn_result r) {
             std::lock_guard<std::mutex> g(mu);
@@ -38,21 +38,85 @@ TEST(Stream, CallbackDeltasThenDone) {
     EXPECT_EQ(after_done.load(), 0);
 }
 
-TEST(Stream, RefusedWithoutFanOut) {
+TEST(Stream, OnDeltaGetsTheTextDecoded) {
+    // Escapes, a newline, a tab, a non-ASCII letter and a character beyond the BMP (a
+    // surrogate pair if escaped) arrive as the text itself; stream_json keeps the JSON.
+    workspace ws;
+    auto a = agentao::agent::create(
+        config(ws, R"({"chunks":["say \"hi\"\n","w\u00f6rld\t","\ud83d\ude00 \\ / end"]},)"
+                   R"({"chunks":["json"]})"));
+    std::mutex mu;
+    std::vector<std::string> texts;
+    std::atomic<int> done{0};
+    a.stream(
+        "go",
+        [&](std::string_view text) {
+            std::lock_guard<std::mutex> g(mu);
+            texts.emplace_back(text);
+        },
+        [&](agentao::turn_result r) {
+            EXPECT_TRUE(r.ok()) << r.message;
+            done = 1;
+        });
+    ASSERT_TRUE(wait_until([&] { return done.load() == 1; }));
+    {
+        std::lock_guard<std::mutex> g(mu);
+        std::vector<std::string> want{"say \"hi\"\n", "w\xc3\xb6rld\t", "\xf0\x9f\x98\x80 \\ / end"};
+        EXPECT_EQ(texts, want);
+    }
+    std::string json;
+    a.stream_json(
+        "again", [&](std::string_view d) { std::lock_guard<std::mutex> g(mu); json += d; },
+        [&](agentao::turn_result) { done = 2; });
+    ASSERT_TRUE(wait_until([&] { return done.load() == 2; }));
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_EQ(json, R"({"type":"text_delta","text":"json"})");
+}
+
+TEST(Stream, WorksWithoutFanOut) {
+    // The default transport has no fan-out (no C subscribe slot): both streams work.
     workspace ws;
     agentao::transport t;
-    t.fan_out = false;
-    auto a = agentao::agent::create(config(ws, R"({"text":"x"})"), std::move(t));
-    EXPECT_EQ(a.try_stream("go", [](std::string_view) {}, nullptr).code(), agentao::status::no_subscribe);
-    EXPECT_EQ(a.try_stream_open("go").code(), agentao::status::no_subscribe);
-    // The built-in null transport (no transport given) does stream.
-    auto b = agentao::agent::create(config(ws, R"({"text":"y"})"));
-    auto s = b.stream_open("go");
+    EXPECT_FALSE(t.fan_out);
+    std::atomic<int> emits{0};
+    t.emit = [&](std::string_view) { emits++; };
+    auto a = agentao::agent::create(
+        config(ws, R"({"chunks":["no ","fan"]},{"chunks":["pulled ","too"]})"), std::move(t));
+    std::mutex mu;
+    std::string joined;
+    std::atomic<int> done{0};
+    a.stream_json(
+        "go",
+        [&](std::string_view delta_json) {
+            std::lock_guard<std::mutex> g(mu);
+            joined += delta_json;
+            joined += '\n';
+        },
+        [&](agentao::turn_result r) {
+            EXPECT_TRUE(r.ok()) << r.message;
+            done = 1;
+        });
+    ASSERT_TRUE(wait_until([&] { return done.load() == 1; }));
+    {
+        std::lock_guard<std::mutex> g(mu);
+        EXPECT_EQ(joined, "{\"type\":\"text_delta\",\"text\":\"no \"}\n"
+                          "{\"type\":\"text_delta\",\"text\":\"fan\"}\n");
+    }
+    EXPECT_GT(emits.load(), 0);
+    auto s = a.stream_open("again");
+    std::vector<std::string> items;
+    while (auto item = s.next(5s)) items.emplace_back(*item);
+    ASSERT_EQ(items.size(), 3u);
+    EXPECT_TRUE(contains(items[0], kv("text", "pulled ")));
+    EXPECT_TRUE(contains(items[2], kv("text", "pulled too"))) << items[2];
+    // A transport that asks for the fan-out still streams, as before.
+    agentao::transport f;
+    f.fan_out = true;
+    auto b = agentao::agent::create(config(ws, R"({"text":"y"})"), std::move(f));
+    auto bs = b.stream_open("go");
     std::string last;
-    while (auto item = s.next(5s)) last = *item;
+    while (auto item = bs.next(5s)) last = *item;
     EXPECT_TRUE(contains(last, kv("text", "y"))) << last;
-    // Nothing started: the script is untouched.
-    EXPECT_EQ(a.chat("hi"), "x");
 }
 
 TEST(Stream, PullItemsThenClosed) {

@@ -41,8 +41,8 @@ func WithHostEventObserver(fn func(HostEvent)) Option {
 
 // New creates an agent. config is the config document (docs/config.md): a JSON string,
 // []byte or json.RawMessage as it is, or any value encoding/json marshals (a map, a struct).
-// transport may be nil for the built-in null transport (which supports Stream); a Go
-// transport supports Stream when it implements Subscriber.
+// transport may be nil for the built-in null transport. Stream works with every transport;
+// it need not implement Subscriber.
 //
 // Release the agent with Close. An invalid config is an *Error with StatusInvalidConfig and a
 // message naming the field.

@@ -36,21 +36,32 @@ func TestStream(t *testing.T) {
 	}
 }
 
-func TestStreamNeedsSubscriber(t *testing.T) {
+// A transport without Subscribe (NullTransport embedded, no Broadcaster) streams: the library
+// owns the fan-out, so no stub is needed.
+func TestStreamNeedsNoSubscriber(t *testing.T) {
 	dir := t.TempDir()
-	a := newAgent(t, config(dir, `{"text":"first"}`, ""), NullTransport{})
-	n := 0
-	for _, err := range a.Stream(context.Background(), "hi") {
-		n++
-		if !errors.Is(err, StatusNoSubscribe) {
+	var tr Transport = NullTransport{}
+	if _, ok := tr.(Subscriber); ok {
+		t.Fatal("NullTransport implements Subscriber: the test would prove nothing")
+	}
+	a := newAgent(t, config(dir, `{"chunks":["no ","stub"]}`, ""), tr)
+	var deltas []string
+	var out *Outcome
+	for c, err := range a.Stream(context.Background(), "hi") {
+		if err != nil {
 			t.Fatalf("Stream: %v", err)
 		}
+		if c.Outcome != nil {
+			out = c.Outcome
+		} else {
+			deltas = append(deltas, c.Text)
+		}
 	}
-	if n != 1 {
-		t.Fatalf("%d items", n)
+	if got := strings.Join(deltas, "|"); got != "no |stub" {
+		t.Fatalf("deltas %q", got)
 	}
-	if text, err := a.Chat(context.Background(), "hi"); err != nil || text != "first" {
-		t.Fatalf("Chat = %q, %v", text, err)
+	if out == nil || out.Text != "no stub" || out.Status != "ok" {
+		t.Fatalf("outcome %+v", out)
 	}
 }
 

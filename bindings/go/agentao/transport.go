@@ -33,8 +33,8 @@ type Transport interface {
 }
 
 // Subscriber is implemented by a transport that can fan events out (the reference's
-// subscribe); Stream requires it, as the reference's astream does. Embed a Broadcaster to get
-// one.
+// subscribe). Optional: Stream works with any transport (the library delivers the deltas
+// itself); embed a Broadcaster when other code of yours wants to subscribe to the events.
 type Subscriber interface {
 	Subscribe(listener func(eventJSON string)) (id uint64, err error)
 	Unsubscribe(id uint64)

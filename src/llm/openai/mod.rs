@@ -109,9 +109,13 @@ impl Endpoint {
 impl OpenAiBackend {
     pub(crate) fn new(c: &OpenAiConfig) -> Result<Self, String> {
         let mut headers = HeaderMap::new();
-        let auth = HeaderValue::from_str(&format!("Bearer {}", c.api_key))
-            .map_err(|_| "config field `llm.api_key`: not a valid header value".to_owned())?;
-        headers.insert(AUTHORIZATION, auth);
+        // No key (allowed for a loopback server only): no Authorization header at all,
+        // rather than a `Bearer ` a server would read as a malformed credential.
+        if !c.api_key.is_empty() {
+            let auth = HeaderValue::from_str(&format!("Bearer {}", c.api_key))
+                .map_err(|_| "config field `llm.api_key`: not a valid header value".to_owned())?;
+            headers.insert(AUTHORIZATION, auth);
+        }
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         for (k, v) in &c.headers {
             let name = HeaderName::from_bytes(k.as_bytes())

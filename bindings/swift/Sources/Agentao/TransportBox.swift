@@ -1,19 +1,15 @@
 import CAgentao
 
 /// The transport's userdata: passed to C retained (`Unmanaged.passRetained`) and released by
-/// the vtable's `userdata_free`, which the library calls exactly once. The broadcaster gives
-/// the vtable a working `subscribe`, which the streaming entry points require. Both fields are
-/// immutable and the C broadcaster is thread-safe, hence `@unchecked Sendable`.
+/// the vtable's `userdata_free`, which the library calls exactly once. The vtable leaves
+/// `subscribe` NULL: the library delivers stream deltas itself, so streaming needs no fan-out.
+/// The field is immutable, hence `@unchecked Sendable`.
 final class TransportBox: @unchecked Sendable {
     let transport: (any Transport)?
-    let broadcaster: OpaquePointer
 
     init(_ transport: (any Transport)?) {
         self.transport = transport
-        self.broadcaster = agentao_broadcaster_new()
     }
-
-    deinit { agentao_broadcaster_free(broadcaster) }
 
     /// The vtable; the thunks capture nothing and find the box through `userdata`. Without a
     /// Swift transport the request slots stay NULL, so the library's own defaults answer
@@ -23,19 +19,10 @@ final class TransportBox: @unchecked Sendable {
         t.struct_size = UInt32(MemoryLayout<agentao_transport>.size)
         t.userdata = Unmanaged.passRetained(self).toOpaque()
         t.userdata_free = { ud in Unmanaged<TransportBox>.fromOpaque(ud!).release() }
-        t.subscribe = { ud, listener, listenerUserdata, out in
-            agentao_broadcaster_subscribe(
-                UnsafeMutableRawPointer(TransportBox.from(ud).broadcaster), listener, listenerUserdata, out)
-        }
-        t.unsubscribe = { ud, id in
-            agentao_broadcaster_unsubscribe(UnsafeMutableRawPointer(TransportBox.from(ud).broadcaster), id)
-        }
-        t.emit = { ud, json in
-            let box = TransportBox.from(ud)
-            box.transport?.emit(AgentEvent(json: String(cString: json!)))
-            _ = agentao_broadcaster_notify(box.broadcaster, json, nil)
-        }
         guard transport != nil else { return t }
+        t.emit = { ud, json in
+            TransportBox.from(ud).transport?.emit(AgentEvent(json: String(cString: json!)))
+        }
         t.confirm_tool = { ud, name, description, args, callID, reply in
             let transport = TransportBox.from(ud).transport!
             let request = ToolConfirmation(

@@ -72,6 +72,24 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(outcome?.status, .ok)
     }
 
+    /// A Swift transport has no fan-out (the vtable's `subscribe` is NULL) and streams all the
+    /// same: the library owns the fan-out to the stream.
+    func testStreamThroughATransportWithoutSubscribe() async throws {
+        let recorder = Recorder()
+        let agent = try Agent(config: scripted([["chunks": ["no ", "stub"]]]), transport: recorder)
+        var deltas: [String] = []
+        var outcome: TurnOutcome?
+        for try await item in agent.stream("stream") {
+            switch item {
+            case .text(let t): deltas.append(t)
+            case .outcome(let o): outcome = o
+            }
+        }
+        XCTAssertEqual(deltas, ["no ", "stub"])
+        XCTAssertEqual(outcome?.text, "no stub")
+        XCTAssertEqual(recorder.events.map(\.type).last, "turn_end")
+    }
+
     func testEndingTheIterationEarlyCancelsTheTurn() async throws {
         let agent = try Agent(config: scripted([slowText(chunks: 40, delayMs: 100), ["text": "next turn"]]))
         let started = Date()
