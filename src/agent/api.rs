@@ -290,6 +290,7 @@ impl Agent {
                 requires_confirmation: tool.requires_confirmation(),
             },
             &args,
+            |probe| self.core.tool_services.answer_probe(probe),
         ))
     }
 
