@@ -3,11 +3,24 @@
 
 use agentao::config::AgentConfig;
 use agentao::permissions::{
-    decide, hardline_verdict, ActivePermissions, Mode, PermissionEngine, ToolFacts, Verdict,
+    decide_probing, hardline_verdict, ActivePermissions, Decision, Mode, PermissionEngine,
+    ToolFacts, Verdict,
 };
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::time::Instant;
+
+/// The planner's decision, its probes answered as the turn answers them with the local
+/// executor (the one path the turn and the preflight share).
+fn decide(
+    engine: Option<&PermissionEngine>,
+    read_only: bool,
+    tool: ToolFacts<'_>,
+    args: &Map<String, Value>,
+) -> Decision {
+    let services = agentao::tools::ToolServices::default();
+    decide_probing(engine, read_only, tool, args, |p| services.answer_probe(p))
+}
 
 const RM: &str = "recursive delete of root / system directory / home";
 

@@ -156,8 +156,20 @@ fn hardline_vectors_of_our_own() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-use agentao::permissions::{decide, Mode, PermissionEngine, ToolFacts};
+use agentao::permissions::{decide_probing, Decision, Mode, PermissionEngine, ToolFacts};
 use serde_json::Map;
+
+/// The planner's decision, its probes answered as the turn answers them with the local
+/// executor (the one path the turn and the preflight share).
+fn decide(
+    engine: Option<&PermissionEngine>,
+    read_only: bool,
+    tool: ToolFacts<'_>,
+    args: &Map<String, Value>,
+) -> Decision {
+    let services = agentao::tools::ToolServices::default();
+    decide_probing(engine, read_only, tool, args, |p| services.answer_probe(p))
+}
 
 const PROJECT: &str = "/workspace/project";
 

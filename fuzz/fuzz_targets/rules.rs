@@ -7,23 +7,44 @@
 //! Asserts: no panic; the decision is a function of its inputs; the hardline floor refuses a
 //! floored shell command whatever the rules say; a host's leading `{"tool": "*", "action":
 //! "deny"}` is never overridden (every mode but plan, whose presets come first); a pattern
-//! without regex metacharacters matches exactly as a substring (args) or the whole name (tool).
+//! without regex metacharacters matches exactly as a substring (args) or the whole name (tool);
+//! deciding runs nothing (probes are answered here, through the loop the turn uses), and a
+//! repository found outside the workspace turns an allow into an ask, never anything else.
 #![no_main]
 
 use std::path::Path;
 
 use agentao::permissions::rules::{CallCtx, Rule};
 use agentao::pycompat::python_str;
-use agentao::permissions::{hardline, EngineAction, Mode, PermissionEngine};
+use agentao::permissions::{
+    hardline, EngineAction, EngineMatch, Mode, PermissionEngine, ProbeAnswer, Probing,
+};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};
 
 const WORKSPACE: &str = "/tmp/agentao-fuzz-rules/ws";
 
+const OUTSIDE: &str = "/tmp/agentao-fuzz-rules/outside/.git";
+
+/// The engine's match, every probe answered with `answer`.
+fn detail(
+    engine: &PermissionEngine,
+    tool: &str,
+    args: &Map<String, Value>,
+    answer: &ProbeAnswer,
+) -> Option<EngineMatch> {
+    Probing::resolve(
+        |probed| engine.decide_detail(tool, args, probed),
+        |_| answer.clone(),
+    )
+}
+
+fn inside(engine: &PermissionEngine, tool: &str, args: &Map<String, Value>) -> Option<EngineMatch> {
+    detail(engine, tool, args, &ProbeAnswer::GitRepositoryInside)
+}
+
 fn decide(engine: &PermissionEngine, tool: &str, args: &Map<String, Value>) -> Option<String> {
-    engine
-        .decide_detail(tool, args)
-        .map(|m| format!("{:?} {} {:?}", m.action, m.reason, m.rule))
+    inside(engine, tool, args).map(|m| format!("{:?} {} {:?}", m.action, m.reason, m.rule))
 }
 
 fn engine_case(v: &Value) {
@@ -52,12 +73,27 @@ fn engine_case(v: &Value) {
     assert_eq!(first, decide(&engine, tool, &args), "decision changed");
     let _ = engine.active_permissions();
 
+    let outside = detail(
+        &engine,
+        tool,
+        &args,
+        &ProbeAnswer::GitRepositoryOutside(OUTSIDE.to_owned()),
+    );
+    let found = inside(&engine, tool, &args);
+    if let (Some(i), Some(o)) = (&found, &outside) {
+        if i.reason != o.reason {
+            assert_eq!(i.action, EngineAction::Allow, "{} became {}", i.reason, o.reason);
+            assert_eq!(o.action, EngineAction::Ask, "{}", o.reason);
+            assert_eq!(o.reason, format!("outside-workspace-read:{OUTSIDE}"));
+        }
+    } else {
+        assert_eq!(found.is_some(), outside.is_some(), "a probe answer removed the match");
+    }
+
     if tool == "run_shell_command" {
         let cmd = args.get("command").map(python_str).unwrap_or_default();
         if hardline::check(&cmd).is_some() {
-            let m = engine
-                .decide_detail(tool, &args)
-                .expect("floored command decided");
+            let m = inside(&engine, tool, &args).expect("floored command decided");
             assert_eq!(m.action, EngineAction::Deny, "floored command not denied");
             assert!(m.reason.starts_with("hardline:"), "{}", m.reason);
         }
@@ -70,9 +106,7 @@ fn engine_case(v: &Value) {
         denying
             .add_rules(&Value::Array(with_deny), "fuzz")
             .expect("rules that loaded once load again");
-        let m = denying
-            .decide_detail(tool, &args)
-            .expect("a deny-all rule matches every call");
+        let m = inside(&denying, tool, &args).expect("a deny-all rule matches every call");
         assert_eq!(
             m.action,
             EngineAction::Deny,

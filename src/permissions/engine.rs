@@ -9,6 +9,9 @@
 //!    - `plan`: the preset, then user rules;
 //!    - `full-access`: the first matching user rule if it is a **deny** (deviation from the
 //!      reference, see docs/deviations.md), otherwise the allow-everything preset.
+//!
+//! The engine starts no process: where git's repository lies (a read-only git command) is a
+//! [`Probe`] its caller answers (see `probe`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -18,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::config::PermissionsConfig;
 use super::presets::{preset_rules, READ_ONLY_SHELL};
+use super::probe::{Probe, ProbeAnswer, Probed, Probing};
 use super::rules::{Action, CallCtx, Rule};
 use super::{hardline, path_policy, shell_reads, ActivePermissions, Mode};
 
@@ -304,12 +308,20 @@ impl PermissionEngine {
     /// The engine's verdict for one call (steps 2a–2c of the pipeline), or `None` when no
     /// rule matched. A preset allow of a read-only shell command becomes an ask when the
     /// command reads outside the workspace or runs in the background, while reads outside are
-    /// refused.
-    pub fn decide_detail(&self, tool: &str, args: &Map<String, Value>) -> Option<EngineMatch> {
-        let found = self.rule_detail(tool, args)?;
+    /// refused. Nothing is run: for a git command of that set, where git's repository lies is
+    /// [`Probe::GitRepository`], answered in `probed` or asked for.
+    pub fn decide_detail(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        probed: &Probed,
+    ) -> Probing<Option<EngineMatch>> {
+        let Some(found) = self.rule_detail(tool, args) else {
+            return Probing::Decided(None);
+        };
         if found.action != EngineAction::Allow || tool != "run_shell_command" || self.outside_reads
         {
-            return Some(found);
+            return Probing::Decided(Some(found));
         }
         let by_read_only_set = found
             .rule
@@ -317,16 +329,16 @@ impl PermissionEngine {
             .and_then(|r| r.get("args")?.get("command")?.as_str())
             == Some(READ_ONLY_SHELL);
         if !by_read_only_set || !found.reason.starts_with("mode-preset:") {
-            return Some(found);
+            return Probing::Decided(Some(found));
         }
         // The set is allowed as "reads inside the workspace, then ends"; a background run is
         // a detached process nothing tracks, which outlives the turn and the host.
         if args.get("is_background") == Some(&Value::Bool(true)) {
-            return Some(EngineMatch {
+            return Probing::Decided(Some(EngineMatch {
                 action: EngineAction::Ask,
                 rule: found.rule,
                 reason: "background-process".to_owned(),
-            });
+            }));
         }
         let command = args
             .get("command")
@@ -337,29 +349,41 @@ impl PermissionEngine {
             .map(crate::pycompat::python_str)
             .unwrap_or_else(|| ".".to_owned());
         let outside = match path_policy::contain_directory(&self.workspace, &wd) {
-            Ok(cwd) => shell_reads::outside_operand(&command, &cwd, &self.workspace)
-                .or_else(|| self.git_repository_outside(&command, &cwd)),
+            Ok(cwd) => match shell_reads::outside_operand(&command, &cwd, &self.workspace) {
+                Some(path) => Some(path),
+                None => match self.git_repository_probe(&command, cwd) {
+                    None => None,
+                    Some(probe) => match probed.answer(&probe) {
+                        None => return Probing::NeedsProbe(probe),
+                        Some(ProbeAnswer::GitRepositoryInside) => None,
+                        Some(ProbeAnswer::GitRepositoryOutside(path)) => Some(path.clone()),
+                    },
+                },
+            },
             Err(_) => Some(wd),
         };
-        match outside {
-            Some(path) => Some(EngineMatch {
+        Probing::Decided(Some(match outside {
+            Some(path) => EngineMatch {
                 action: EngineAction::Ask,
                 rule: found.rule,
                 reason: format!("outside-workspace-read:{path}"),
-            }),
-            None => Some(found),
-        }
+            },
+            None => found,
+        }))
     }
 
-    /// For a git command of the read-only set: where git's repository lies outside the
-    /// workspace (a `commondir`, gitfile, `core.worktree`, alternates, or a repository above
-    /// the workspace). Costs one `git rev-parse`; the launch looks again (see `git_launch`).
-    fn git_repository_outside(&self, command: &str, cwd: &Path) -> Option<String> {
+    /// For a git command of the read-only set: the probe of where git's repository lies (a
+    /// `commondir`, gitfile, `core.worktree`, alternates, or a repository above the workspace
+    /// would lead it outside). Its answer costs one `git rev-parse`, which the caller runs;
+    /// the launch looks again (see `git_launch`).
+    fn git_repository_probe(&self, command: &str, cwd: PathBuf) -> Option<Probe> {
         if command.split([' ', '\t']).find(|w| !w.is_empty()) != Some("git") {
             return None;
         }
-        let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
-        crate::tools::git_launch::repository_outside_from(cwd, &self.workspace, &env)
+        Some(Probe::GitRepository {
+            cwd,
+            workspace: self.workspace.clone(),
+        })
     }
 
     fn rule_detail(&self, tool: &str, args: &Map<String, Value>) -> Option<EngineMatch> {

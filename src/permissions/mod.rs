@@ -4,14 +4,22 @@
 //! engine (hardline floor, run-scope denies, preset and user rules in the mode's order), then
 //! the confirmation fallback. Without an engine only the gate and the fallback apply, and the
 //! snapshot reports `default:no-engine`.
+//!
+//! Deciding starts no process: a verdict that depends on a run (where git's repository lies)
+//! comes back as a [`Probe`] for the caller to answer through its own seams, and
+//! [`decide_probing`] (which the turn, the preflight and the fuzz targets share) decides again
+//! with the answer. `git_launch` is the launch side of the same promise and the probe's local
+//! answer.
 
 pub(crate) mod config;
 pub(crate) mod engine;
+pub(crate) mod git_launch;
 pub mod hardline;
 pub(crate) mod listed_paths;
 pub mod path_policy;
 pub(crate) mod preflight;
 pub(crate) mod presets;
+pub mod probe;
 pub mod rules;
 pub(crate) mod shell_reads;
 pub mod url_policy;
@@ -21,6 +29,7 @@ use serde_json::{Map, Value};
 
 pub use config::PermissionsConfig;
 pub use engine::{EngineAction, EngineMatch, PermissionEngine};
+pub use probe::{Probe, ProbeAnswer, Probed, Probing};
 
 /// The four modes; the strings are wire values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,24 +140,46 @@ pub(crate) fn by_read_only_set(decision: &Decision) -> bool {
             == Some(presets::READ_ONLY_SHELL)
 }
 
-/// The planner's decision for one call (spec §3.1 / §5.6).
+/// The planner's decision for one call (spec §3.1 / §5.6), with every probe it needs
+/// answered by `answer` (see [`probe`]): the one path the turn, the preflight and the fuzz
+/// targets share.
+pub fn decide_probing(
+    engine: Option<&PermissionEngine>,
+    read_only_flag: bool,
+    tool: ToolFacts<'_>,
+    args: &Map<String, Value>,
+    answer: impl FnMut(&Probe) -> ProbeAnswer,
+) -> Decision {
+    Probing::resolve(
+        |probed| decide(engine, read_only_flag, tool, args, probed),
+        answer,
+    )
+}
+
+/// The planner's decision for one call (spec §3.1 / §5.6) from the answers in `probed`, or
+/// the probe it needs first. Pure: it starts no process.
 pub fn decide(
     engine: Option<&PermissionEngine>,
     read_only_flag: bool,
     tool: ToolFacts<'_>,
     args: &Map<String, Value>,
-) -> Decision {
+    probed: &Probed,
+) -> Probing<Decision> {
     let read_only = read_only_flag || engine.is_some_and(|e| e.mode() == Mode::ReadOnly);
     if read_only && !tool.is_read_only {
-        return Decision {
+        return Probing::Decided(Decision {
             verdict: Verdict::Deny,
             deny_kind: Some(DenyKind::ReadOnly),
             matched_rule: None,
             reason: "mode-preset:read-only".to_owned(),
-        };
+        });
     }
-    let matched = engine.and_then(|e| e.decide_detail(tool.name, args));
-    match matched {
+    let matched = match engine.map(|e| e.decide_detail(tool.name, args, probed)) {
+        None => None,
+        Some(Probing::Decided(m)) => m,
+        Some(Probing::NeedsProbe(p)) => return Probing::NeedsProbe(p),
+    };
+    Probing::Decided(match matched {
         Some(EngineMatch {
             action: EngineAction::Deny,
             rule,
@@ -193,5 +224,5 @@ pub fn decide(
             matched_rule: None,
             reason: "no rule matched; tool does not require confirmation".to_owned(),
         },
-    }
+    })
 }

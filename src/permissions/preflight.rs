@@ -4,7 +4,10 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{decide, hardline_verdict, Decision, Mode, PermissionEngine, ToolFacts, Verdict};
+use super::{
+    decide_probing, hardline_verdict, Decision, Mode, PermissionEngine, Probe, ProbeAnswer,
+    ToolFacts, Verdict,
+};
 use crate::events::host::project_rule;
 
 /// The step of the pipeline that settled a decision.
@@ -61,14 +64,15 @@ fn source_of(d: &Decision) -> DecisionSource {
     }
 }
 
-/// Decides one call exactly as the turn's planner would.
+/// Decides one call exactly as the turn's planner would, its probes answered by `answer`.
 pub(crate) fn preflight(
     engine: Option<&PermissionEngine>,
     read_only_flag: bool,
     tool: ToolFacts<'_>,
     args: &Map<String, Value>,
+    answer: impl FnMut(&Probe) -> ProbeAnswer,
 ) -> Preflight {
-    let d = decide(engine, read_only_flag, tool, args);
+    let d = decide_probing(engine, read_only_flag, tool, args, answer);
     let hardline = match d.reason.strip_prefix("hardline:") {
         Some(desc) if d.matched_rule.is_none() => Some(desc.to_owned()),
         // Without an engine the floor runs when the command is launched (spec §3.1).
@@ -100,6 +104,10 @@ mod tests {
         v.as_object().cloned().unwrap_or_default()
     }
 
+    fn unasked(p: &Probe) -> ProbeAnswer {
+        panic!("no probe expected, got {p:?}")
+    }
+
     const SHELL: ToolFacts<'static> = ToolFacts {
         name: "run_shell_command",
         is_read_only: false,
@@ -108,11 +116,17 @@ mod tests {
 
     #[test]
     fn hardline_without_an_engine_is_reported_for_launch() {
-        let p = preflight(None, false, SHELL, &args(json!({"command": "rm -rf /"})));
+        let p = preflight(
+            None,
+            false,
+            SHELL,
+            &args(json!({"command": "rm -rf /"})),
+            unasked,
+        );
         assert_eq!(p.outcome, "prompt");
         assert_eq!(p.source, DecisionSource::Fallback);
         assert!(p.hardline.is_some());
-        let p = preflight(None, false, SHELL, &args(json!({"command": "ls"})));
+        let p = preflight(None, false, SHELL, &args(json!({"command": "ls"})), unasked);
         assert!(p.hardline.is_none());
     }
 
@@ -124,10 +138,17 @@ mod tests {
             false,
             SHELL,
             &args(json!({"command": "mkfs /dev/sda"})),
+            unasked,
         );
         assert_eq!((p.outcome, p.source), ("deny", DecisionSource::Hardline));
         assert!(p.hardline.is_some());
-        let p = preflight(Some(&e), true, SHELL, &args(json!({"command": "ls"})));
+        let p = preflight(
+            Some(&e),
+            true,
+            SHELL,
+            &args(json!({"command": "ls"})),
+            unasked,
+        );
         assert_eq!(
             (p.outcome, p.source),
             ("deny", DecisionSource::ReadOnlyGate)

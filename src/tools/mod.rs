@@ -11,13 +11,13 @@ pub(crate) mod background_processes;
 pub(crate) mod builtin;
 pub(crate) mod config;
 pub(crate) mod fs;
-pub(crate) mod git_launch;
 pub(crate) mod host;
 pub(crate) mod memory;
 #[cfg(feature = "sqlite-memory")]
 pub(crate) mod memory_sqlite;
 pub(crate) mod metadata;
 pub(crate) mod output_mailbox;
+pub(crate) mod probes;
 pub(crate) mod result_format;
 pub(crate) mod secrets;
 pub(crate) mod selection;

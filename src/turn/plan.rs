@@ -15,10 +15,11 @@ use super::{LoopEnd, LoopError, Turn, TurnFailure};
 use crate::llm::message::ToolAnswer;
 use crate::llm::{ArgumentsError, LlmResponse, ToolCall};
 use crate::permissions::{
-    self, ActivePermissions, Decision, DenyKind, PermissionEngine, ToolFacts, Verdict,
+    self, ActivePermissions, Decision, DenyKind, PermissionEngine, Probed, Probing, ToolFacts,
+    Verdict,
 };
 use crate::tools::result_format::strip_tag_chars;
-use crate::tools::Tool;
+use crate::tools::{Tool, ToolServices};
 
 pub(crate) const DOOM_THRESHOLD: u32 = 3;
 pub(crate) const PARSE_FAILURE_THRESHOLD: u32 = 3;
@@ -181,18 +182,63 @@ pub(super) enum Prepared {
     Decided(Arc<dyn Tool>, Arc<Map<String, Value>>, Decision),
 }
 
+/// One call after the pure part of planning: prepared, or its decision waiting on a probe
+/// (where git's repository lies), which is answered off the workers.
+enum Staged {
+    Ready(Prepared),
+    NeedsProbe(Arc<dyn Tool>, Arc<Map<String, Value>>),
+}
+
+fn facts(tool: &dyn Tool) -> ToolFacts<'_> {
+    ToolFacts {
+        name: tool.name(),
+        is_read_only: tool.is_read_only(),
+        requires_confirmation: tool.requires_confirmation(),
+    }
+}
+
+impl Staged {
+    /// Prepared: a decision that waited on a probe is made with the probe answered by
+    /// `services` (the path the preflight takes too).
+    fn probed(
+        self,
+        engine: Option<&PermissionEngine>,
+        read_only: bool,
+        services: &ToolServices,
+    ) -> Prepared {
+        match self {
+            Staged::Ready(p) => p,
+            Staged::NeedsProbe(tool, args) => {
+                let decision =
+                    permissions::decide_probing(engine, read_only, facts(&*tool), &args, |p| {
+                        services.answer_probe(p)
+                    });
+                Prepared::Decided(tool, args, decision)
+            }
+        }
+    }
+
+    /// Prepared, when no probe is needed.
+    fn ready(self) -> Option<Prepared> {
+        match self {
+            Staged::Ready(p) => Some(p),
+            Staged::NeedsProbe(..) => None,
+        }
+    }
+}
+
 fn prepare_call(
     engine: Option<&PermissionEngine>,
     read_only: bool,
     tool: Option<Arc<dyn Tool>>,
     arguments: &Result<Arc<Map<String, Value>>, ArgumentsError>,
-) -> Prepared {
+) -> Staged {
     let args = match arguments {
         Ok(a) => a.clone(),
-        Err(why) => return Prepared::Unparsed(*why),
+        Err(why) => return Staged::Ready(Prepared::Unparsed(*why)),
     };
     let Some(tool) = tool else {
-        return Prepared::Unknown;
+        return Staged::Ready(Prepared::Unknown);
     };
     let args = if args.values().any(Value::is_null) {
         Arc::new(drop_optional_nulls(
@@ -203,19 +249,12 @@ fn prepare_call(
         args
     };
     if let Some(text) = tool.reject_early(&args) {
-        return Prepared::Rejected(text);
+        return Staged::Ready(Prepared::Rejected(text));
     }
-    let decision = permissions::decide(
-        engine,
-        read_only,
-        ToolFacts {
-            name: tool.name(),
-            is_read_only: tool.is_read_only(),
-            requires_confirmation: tool.requires_confirmation(),
-        },
-        &args,
-    );
-    Prepared::Decided(tool, args, decision)
+    match permissions::decide(engine, read_only, facts(&*tool), &args, &Probed::none()) {
+        Probing::Decided(decision) => Staged::Ready(Prepared::Decided(tool, args, decision)),
+        Probing::NeedsProbe(_) => Staged::NeedsProbe(tool, args),
+    }
 }
 
 /// A planned call.
@@ -310,22 +349,19 @@ impl Turn<'_, '_> {
     }
 
     /// The part of planning whose cost grows with the arguments (parsing, the tool's early
-    /// refusal, the permission decision, which scans a shell command). A large batch, or one
-    /// whose decision may start git, is prepared on a blocking thread, so no runtime worker
-    /// scans a huge command or waits for a process, and a cancel stops the wait at once (the
-    /// thread finishes on its own; commands and git's run are bounded).
+    /// refusal, the permission decision, which scans a shell command), and the probes the
+    /// decisions wait on. A large batch is prepared on a blocking thread, so no runtime worker
+    /// scans a huge command; a decision that needs a probe (a process: git locating its
+    /// repository, which a repository's config can hold for seconds) has it answered on a
+    /// blocking thread too. A cancel stops either wait at once (the thread finishes on its
+    /// own; commands and git's run are bounded).
     pub(super) async fn prepare(&self, calls: &[ToolCall]) -> Result<Vec<Prepared>, LoopError> {
         let read_only = self.env.read_only.load(Ordering::Acquire);
         let tools = self.env.tools;
         let size: usize = calls.iter().map(|c| c.raw_arguments.len()).sum();
-        // Deciding a git command of the read-only set runs `git rev-parse` (where the
-        // repository lies): a process, which a repository's config can hold for seconds.
-        let may_run_git = calls
-            .iter()
-            .any(|c| c.name == "run_shell_command" && c.raw_arguments.contains("git"));
-        if size <= INLINE_PLANNING_BYTES && !may_run_git {
+        let staged: Vec<Staged> = if size <= INLINE_PLANNING_BYTES {
             let engine = self.env.engine.read().unwrap_or_else(|e| e.into_inner());
-            return Ok(calls
+            calls
                 .iter()
                 .map(|c| {
                     prepare_call(
@@ -335,28 +371,54 @@ impl Turn<'_, '_> {
                         &c.arguments,
                     )
                 })
-                .collect());
+                .collect()
+        } else {
+            let engine = self.engine_copy();
+            let jobs: Vec<(Option<Arc<dyn Tool>>, ToolCall)> = calls
+                .iter()
+                .map(|c| (tools.get(&c.name).cloned(), c.clone()))
+                .collect();
+            self.off_workers(move || {
+                jobs.into_iter()
+                    .map(|(tool, c)| prepare_call(engine.as_ref(), read_only, tool, &c.arguments))
+                    .collect::<Vec<_>>()
+            })
+            .await?
+        };
+        if !staged.iter().any(|s| matches!(s, Staged::NeedsProbe(..))) {
+            return Ok(staged.into_iter().filter_map(Staged::ready).collect());
         }
-        let engine = self
-            .env
+        let engine = self.engine_copy();
+        let services = self.env.tool_services.clone();
+        self.off_workers(move || {
+            staged
+                .into_iter()
+                .map(|p| p.probed(engine.as_ref(), read_only, &services))
+                .collect()
+        })
+        .await
+    }
+
+    /// The permission engine as it is now, for a blocking thread.
+    fn engine_copy(&self) -> Option<PermissionEngine> {
+        self.env
             .engine
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let jobs: Vec<(Option<Arc<dyn Tool>>, ToolCall)> = calls
-            .iter()
-            .map(|c| (tools.get(&c.name).cloned(), c.clone()))
-            .collect();
-        let task = tokio::task::spawn_blocking(move || {
-            jobs.into_iter()
-                .map(|(tool, c)| prepare_call(engine.as_ref(), read_only, tool, &c.arguments))
-                .collect::<Vec<_>>()
-        });
+            .clone()
+    }
+
+    /// Runs `job` on a blocking thread; a cancel of the turn stops the wait.
+    async fn off_workers<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, LoopError> {
+        let task = tokio::task::spawn_blocking(job);
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(LoopError::Cancelled),
             r = task => match r {
-                Ok(prepared) => Ok(prepared),
+                Ok(done) => Ok(done),
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Err(e) => Err(LoopError::Failed(TurnFailure::Host(format!("planning stopped: {e}")))),
             },

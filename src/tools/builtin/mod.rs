@@ -16,6 +16,6 @@ pub(crate) mod write_file;
 // The tools name the shared argument helpers and services as `super::…`; these imports keep
 // those paths valid here.
 use super::{
-    arg_bool, arg_f64, arg_i64, arg_str, fs, git_launch, required_str, result_format, shell_exec,
+    arg_bool, arg_f64, arg_i64, arg_str, fs, required_str, result_format, shell_exec,
     tool_metadata, ReadTarget, Tool, ToolContext, ToolError,
 };

@@ -8,10 +8,10 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use super::git_launch::GitLaunch;
 use super::result_format::thousands;
 use super::shell_exec::{BackgroundError, BackgroundHandle, ShellRequest, ShellResult};
 use super::{arg_bool, arg_f64, arg_str, required_str, Tool, ToolContext, ToolError};
+use crate::permissions::git_launch::{self, GitLaunch};
 use crate::permissions::path_policy;
 use crate::tools::Approval;
 
@@ -139,16 +139,15 @@ impl Tool for RunShellCommand {
         let contain = (ctx.approval == Approval::ReadOnlySet
             && !ctx.settings.allow_reads_outside_workspace)
             .then_some(ctx.workspace);
-        let launch =
-            match super::git_launch::harden(command, &cwd, &env, executor.is_local(), contain) {
-                GitLaunch::Unchanged => command,
-                GitLaunch::Refused(text) => return Ok(cap_result(&text, "")),
-                GitLaunch::Hardened { command, env: e } => {
-                    env = e;
-                    hardened = command;
-                    hardened.as_str()
-                }
-            };
+        let launch = match git_launch::harden(command, &cwd, &env, executor.is_local(), contain) {
+            GitLaunch::Unchanged => command,
+            GitLaunch::Refused(text) => return Ok(cap_result(&text, "")),
+            GitLaunch::Hardened { command, env: e } => {
+                env = e;
+                hardened = command;
+                hardened.as_str()
+            }
+        };
         let timeout_d = Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(Duration::MAX);
         let request = ShellRequest {
             command: launch,

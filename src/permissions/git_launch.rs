@@ -19,6 +19,11 @@
 //!
 //! The command text of the set has no quotes or metacharacters (the preset's pattern refuses
 //! them), so inserting words keeps its meaning.
+//!
+//! It lives with the permissions because it is the read-only set's promise kept at launch, and
+//! the answer to the engine's [`Probe::GitRepository`](super::probe::Probe) (where the
+//! repository lies): the engine never runs it itself; whoever decides answers the probe
+//! through its own seams ([`GitHost`]: this machine, or a host's shell and file system).
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -26,8 +31,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::permissions::path_policy;
-use crate::permissions::presets::is_read_only_shell;
+use super::path_policy;
+use super::presets::is_read_only_shell;
 
 /// Command-line config applied to every hardened launch.
 const FIXED_OVERRIDES: &[(&str, &str)] = &[
@@ -102,14 +107,59 @@ fn driver_keys(names: &str) -> Vec<(String, String)> {
 
 /// How long a git run of the launch's own (listing the config, locating the repository) may
 /// take (a config `include` of a FIFO would block forever).
-const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a git run of the launch's own printed.
-enum GitRun {
+pub(crate) enum GitRun {
     /// git is not installed (the command itself then fails the same way).
     NoGit,
     /// Its standard output (at most 1 MiB), whatever its exit status.
     Printed(String),
+}
+
+/// Where the repository probe runs git and reads the object store's alternates: this machine
+/// ([`LocalGit`]) or a host's shell and file system.
+pub(crate) trait GitHost {
+    /// Whether `cwd` is a directory there (no command can run elsewhere).
+    fn is_dir(&self, cwd: &Path) -> bool;
+    /// `git <args>` in `cwd` under exactly `env`, bounded by [`LIST_TIMEOUT`].
+    fn run_git(
+        &self,
+        args: &[&str],
+        cwd: &Path,
+        env: &[(OsString, OsString)],
+    ) -> Result<GitRun, String>;
+    /// A small text file there (`objects/info/alternates`), `None` when it cannot be read.
+    fn read_text(&self, path: &Path) -> Option<String>;
+}
+
+/// This machine: git as a child process, files through `std::fs`.
+pub(crate) struct LocalGit;
+
+impl GitHost for LocalGit {
+    fn is_dir(&self, cwd: &Path) -> bool {
+        cwd.is_dir()
+    }
+
+    fn run_git(
+        &self,
+        args: &[&str],
+        cwd: &Path,
+        env: &[(OsString, OsString)],
+    ) -> Result<GitRun, String> {
+        run_git(args, cwd, env)
+    }
+
+    fn read_text(&self, path: &Path) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Processes this thread started through [`run_git`]: the permission tests prove with it
+    /// that deciding starts none.
+    pub(crate) static SPAWNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// `git <args>` in `cwd` under `env`, with the standard streams closed but stdout.
@@ -123,6 +173,8 @@ fn run_git(args: &[&str], cwd: &Path, env: &[(OsString, OsString)]) -> Result<Gi
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();
+    #[cfg(test)]
+    SPAWNED.with(|n| n.set(n.get() + 1));
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(GitRun::NoGit),
@@ -208,11 +260,12 @@ const ALTERNATES_DEPTH: usize = 5;
 /// repository. `env` is the launch's (scrubbed) environment, without the caller's `GIT_*`.
 /// One `git rev-parse`, which runs no program from the repository.
 pub(crate) fn repository_outside(
+    host: &dyn GitHost,
     cwd: &Path,
     workspace: &Path,
     env: &[(OsString, OsString)],
 ) -> Option<String> {
-    if !cwd.is_dir() {
+    if !host.is_dir(cwd) {
         // No command can run there now; the launch checks again.
         return None;
     }
@@ -231,7 +284,7 @@ pub(crate) fn repository_outside(
         "--git-common-dir",
         "--show-toplevel",
     ];
-    let printed = match run_git(&args, cwd, &env) {
+    let printed = match host.run_git(&args, cwd, &env) {
         Ok(GitRun::NoGit) => return None,
         Ok(GitRun::Printed(text)) => text,
         Err(why) => return Some(format!("the repository's location ({why})")),
@@ -254,7 +307,7 @@ pub(crate) fn repository_outside(
             if !dir.starts_with(workspace) {
                 return Some(dir.display().to_string());
             }
-            let Ok(text) = std::fs::read_to_string(dir.join("info/alternates")) else {
+            let Some(text) = host.read_text(&dir.join("info/alternates")) else {
                 continue;
             };
             for line in text
@@ -278,11 +331,12 @@ pub(crate) fn repository_outside(
 
 /// [`repository_outside`] under the environment a hardened launch would get from `env`.
 pub(crate) fn repository_outside_from(
+    host: &dyn GitHost,
     cwd: &Path,
     workspace: &Path,
     env: &[(OsString, OsString)],
 ) -> Option<String> {
-    repository_outside(cwd, workspace, &scrubbed_env(env))
+    repository_outside(host, cwd, workspace, &scrubbed_env(env))
 }
 
 /// Git's `sq_quote` form of one `key=value` parameter.
@@ -318,7 +372,7 @@ pub(crate) fn harden(
         // The permission check looked before any earlier call of the same batch ran (one of
         // them may have written `commondir`): look again, now, under the launch's environment.
         if let Some(outside) = local
-            .then(|| repository_outside(cwd, workspace, &child_env))
+            .then(|| repository_outside(&LocalGit, cwd, workspace, &child_env))
             .flatten()
         {
             return GitLaunch::Refused(format!(

@@ -1,113 +1,38 @@
-//! The table's patterns, matched over the shell-word-normalised view of one text.
+//! The per-text tables the command patterns walk: segment ends, command-position states
+//! (environment, wrappers, flags), path tails and device targets, computed once per text.
 
-use super::index::{
-    candidates, first_head, head_env, head_flags, head_walk, head_wrap, needed_positions,
-    next_table, Idx, SEP_FIRST,
+use super::super::index::{
+    head_env, head_flags, head_walk, head_wrap, needed_positions, next_table, Idx,
 };
-use super::lex::{
-    at_ci, fold, get, is_alnum_ci, is_letter_ci, is_space, is_ts, is_word, name_end_ok, normalize,
-    wb_end, Contexts, Ctx,
+use super::super::lex::{
+    at_ci, fold, get, is_alnum_ci, is_letter_ci, is_space, is_ts, is_word, name_end_ok, wb_end,
 };
-use super::{bit, NONE};
-
-const SYS_BIN: &[&str] = &[
-    "/usr/local/sbin/",
-    "/usr/local/bin/",
-    "/usr/sbin/",
-    "/usr/bin/",
-    "/sbin/",
-    "/bin/",
-];
-const RM_PATH_NAMES: &[&str] = &[
-    "etc", "usr", "var", "boot", "bin", "sbin", "lib", "home", "root",
-];
-pub(super) const RAW_DEVICES: &[&str] =
-    &["sd", "nvme", "hd", "mmcblk", "vd", "xvd", "disk", "rdisk"];
-
-// Tail bits (a command name and what follows it), evaluated after the optional binary path.
-const T_RM: u32 = 0;
-const T_MKFS: u32 = 1;
-const T_DD: u32 = 2;
-const T_KHUP: u32 = 3;
-const T_KKILL: u32 = 4;
-const T_SHUTDOWN: u32 = 5;
-const T_REBOOT: u32 = 6;
-const T_HALT: u32 = 7;
-const T_POWEROFF: u32 = 8;
-const T_INIT: u32 = 9;
-const T_SYSTEMCTL: u32 = 10;
-const T_SHRED: u32 = 11;
-const T_WIPEFS: u32 = 12;
-const T_BLKDISCARD: u32 = 13;
-const T_PARTITION: u32 = 14;
-const T_TEE: u32 = 15;
-const T_CRYPTSETUP: u32 = 16;
-const T_DISKUTIL: u32 = 17;
-const T_FIND_DELETE: u32 = 18;
-const T_FIND_EXEC: u32 = 19;
-/// Helper: `rm` with recursive+force flags later in its segment (the inner command of xargs).
-const T_XARGS_RM: u32 = 20;
-/// `xargs … rm -rf`, anchored directly at the command position (no binary path).
-const X_XARGS: u32 = 21;
-
-/// Bits that count as a pattern match at a command position.
-const CMD_PATTERN_MASK: u32 = !(bit(T_XARGS_RM));
-
-enum Pat {
-    Cmd(u32),
-    Redirect,
-    ForkBomb,
-}
-
-/// The table, in the reference's order (the first row with a real match names the verdict).
-const TABLE: &[(Pat, &str)] = &[
-    (
-        Pat::Cmd(T_RM),
-        "recursive delete of root / system directory / home",
-    ),
-    (Pat::Cmd(T_MKFS), "filesystem creation (mkfs)"),
-    (Pat::Cmd(T_DD), "dd write to raw block device"),
-    (Pat::Redirect, "redirect output to raw block device"),
-    (Pat::ForkBomb, "fork bomb"),
-    (Pat::Cmd(T_KHUP), "kill -HUP broadcast"),
-    (Pat::Cmd(T_KKILL), "kill -KILL broadcast"),
-    (Pat::Cmd(T_SHUTDOWN), "shutdown"),
-    (Pat::Cmd(T_REBOOT), "reboot"),
-    (Pat::Cmd(T_HALT), "halt"),
-    (Pat::Cmd(T_POWEROFF), "poweroff"),
-    (Pat::Cmd(T_INIT), "init runlevel 0/6"),
-    (Pat::Cmd(T_SYSTEMCTL), "systemctl power transition"),
-    (Pat::Cmd(T_SHRED), "shred raw block device"),
-    (Pat::Cmd(T_WIPEFS), "wipefs raw block device"),
-    (Pat::Cmd(T_BLKDISCARD), "blkdiscard raw block device"),
-    (Pat::Cmd(T_PARTITION), "partition tool on raw block device"),
-    (Pat::Cmd(T_TEE), "tee write to raw block device"),
-    (Pat::Cmd(T_CRYPTSETUP), "cryptsetup luksFormat"),
-    (Pat::Cmd(T_DISKUTIL), "diskutil destructive op"),
-    (Pat::Cmd(X_XARGS), "xargs rm with recursive+force flags"),
-    (Pat::Cmd(T_FIND_DELETE), "find -delete on root/system path"),
-    (Pat::Cmd(T_FIND_EXEC), "find -exec rm on root/system path"),
-];
-// ---------------------------------------------------------------------------------------------
+use super::super::{bit, NONE};
+use super::{
+    CMD_PATTERN_MASK, RAW_DEVICES, RM_PATH_NAMES, SYS_BIN, T_BLKDISCARD, T_CRYPTSETUP, T_DD,
+    T_DISKUTIL, T_FIND_DELETE, T_FIND_EXEC, T_HALT, T_INIT, T_KHUP, T_KKILL, T_MKFS, T_PARTITION,
+    T_POWEROFF, T_REBOOT, T_RM, T_SHRED, T_SHUTDOWN, T_SYSTEMCTL, T_TEE, T_WIPEFS, T_XARGS_RM,
+    X_XARGS,
+};
 
 /// Tables for the command patterns on one normalised text.
-struct PatTables<'a> {
-    ix: Idx<'a>,
-    seg_end: Vec<usize>,
+pub(super) struct PatTables<'a> {
+    pub(super) ix: Idx<'a>,
+    pub(super) seg_end: Vec<usize>,
     tails: Vec<u32>,
     slash_or: Vec<u32>,
     has_glob: Vec<bool>,
     xr_ok: Vec<bool>,
     letters_end: Vec<usize>,
     /// ENV / WRAP / FLAGS / REST states of the command-position prefix.
-    env: Vec<u32>,
+    pub(super) env: Vec<u32>,
     flags: Vec<u32>,
     ifl: Vec<u32>,
     // for tail ends
     ofdev_last_line: Vec<usize>,
 }
 
-fn raw_device_at(c: &[char], j: usize) -> Option<usize> {
+pub(super) fn raw_device_at(c: &[char], j: usize) -> Option<usize> {
     let mut k = j;
     if matches!(get(c, k), Some('"' | '\'')) {
         k += 1;
@@ -215,7 +140,7 @@ impl<'a> PatTables<'a> {
     // One arm per leading letter keeps the table readable; clippy would fold the conditions
     // into match guards.
     #[allow(clippy::collapsible_match)]
-    fn new(c: &'a [char]) -> PatTables<'a> {
+    pub(super) fn new(c: &'a [char]) -> PatTables<'a> {
         let ix = Idx::new(c);
         let n = ix.n;
         let ws = &ix.ws;
@@ -647,7 +572,7 @@ impl<'a> PatTables<'a> {
     }
 
     /// Priority-first name position reached from head start `x` for tail bit `b`.
-    fn walk(&self, x: usize, b: u32) -> Option<usize> {
+    pub(super) fn walk(&self, x: usize, b: u32) -> Option<usize> {
         let want = bit(b);
         let ix = &self.ix;
         let rest_pos = head_walk(ix, x, want, &self.env, &self.flags, |p| {
@@ -690,7 +615,7 @@ impl<'a> PatTables<'a> {
     }
 
     /// Approximate end of the consumed match for tail bit `b` at name position `p`.
-    fn tail_end(&self, p: usize, b: u32) -> usize {
+    pub(super) fn tail_end(&self, p: usize, b: u32) -> usize {
         let c = self.ix.c;
         let len = |w: &str| p + w.len();
         match b {
@@ -716,99 +641,4 @@ impl<'a> PatTables<'a> {
             _ => self.ix.tok_end[p].max(p + 1),
         }
     }
-}
-
-pub(super) fn match_table(masked: &[char], ctx: &Contexts) -> Option<&'static str> {
-    let (norm, map) = normalize(masked);
-    if norm.is_empty() {
-        return None;
-    }
-    let t = PatTables::new(&norm);
-    let n = norm.len();
-    let cands = candidates(&norm, &t.ix.skip_ws);
-    let gts: Vec<usize> = (0..n).filter(|&i| norm[i] == '>').collect();
-    let colons: Vec<usize> = (0..n).filter(|&i| norm[i] == ':').collect();
-    let valid = |start: usize| -> bool {
-        if start == 0 && !SEP_FIRST.contains(&norm[0]) {
-            return true;
-        }
-        let o = map[start];
-        if ctx.escaped[o] {
-            return false;
-        }
-        match ctx.ctx[o] {
-            Ctx::Top | Ctx::Sub | Ctx::Bt => true,
-            Ctx::Sq => false,
-            Ctx::Dq => matches!(masked[o], '$' | '`'),
-        }
-    };
-    for (pat, desc) in TABLE {
-        let mut last_end = 0usize;
-        match pat {
-            Pat::Cmd(b) => {
-                let want = bit(*b);
-                for &(i, heads, k) in &cands {
-                    if i < last_end {
-                        continue;
-                    }
-                    let Some(x) = first_head(&heads[..k], n, &t.env, want) else {
-                        continue;
-                    };
-                    if valid(i) {
-                        return Some(desc);
-                    }
-                    let end = t
-                        .walk(x, *b)
-                        .map_or(i + 1, |p| t.tail_end(p, *b))
-                        .max(i + 1);
-                    last_end = end;
-                }
-            }
-            Pat::Redirect => {
-                for &i in &gts {
-                    if i < last_end {
-                        continue;
-                    }
-                    let s = t.ix.skip_ws[i + 1];
-                    if let Some(e) = raw_device_at(&norm, s) {
-                        if valid(i) {
-                            return Some(desc);
-                        }
-                        last_end = e;
-                    }
-                }
-            }
-            Pat::ForkBomb => {
-                for &i in &colons {
-                    if i < last_end {
-                        continue;
-                    }
-                    if let Some(e) = fork_bomb_at(&t.ix, i) {
-                        if valid(i) {
-                            return Some(desc);
-                        }
-                        last_end = e;
-                    }
-                }
-            }
-        }
-    }
-    let _ = &t.seg_end;
-    None
-}
-
-/// `:\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:` at i; returns the end.
-fn fork_bomb_at(ix: &Idx, i: usize) -> Option<usize> {
-    let seq = [':', '(', ')', '{', ':', '|', ':', '&', '}', ';', ':'];
-    let mut p = i;
-    for (k, &ch) in seq.iter().enumerate() {
-        if k > 0 {
-            p = ix.skip_ws[p.min(ix.n)];
-        }
-        if get(ix.c, p) != Some(ch) {
-            return None;
-        }
-        p += 1;
-    }
-    Some(p)
 }

@@ -1,0 +1,56 @@
+//! One agent session: config, history, the turn lock, the last turn, and the entry points
+//! (blocking, asynchronous with a completion, streaming).
+//!
+//! | file | holds |
+//! |---|---|
+//! | `api.rs` | the [`Agent`] handle, [`WeakAgent`], what a host asks of an agent between turns |
+//! | `turns.rs` | the turn entry points: the turn lock, [`TurnOptions`], [`TurnResult`], completions |
+//! | `session.rs` | one session's state (`AgentCore`) and what a turn or a sub-agent borrows from it |
+//! | `compose.rs` | an agent built from its config, and each turn's tools |
+//! | `runtime.rs` | the process-wide runtime |
+
+use std::sync::Mutex;
+
+mod api;
+mod compose;
+mod runtime;
+mod session;
+mod turns;
+
+pub use api::{Agent, WeakAgent};
+pub(crate) use runtime::{on_runtime_thread, runtime, set_worker_threads};
+pub(crate) use turns::Completion;
+pub use turns::{TurnOptions, TurnResult};
+
+/// Why an entry point refused or failed; the C layer maps each to a status code.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AgentError {
+    #[error("{0}")]
+    InvalidConfig(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("{0}")]
+    InvalidJson(String),
+    #[error("a turn is already running on this agent")]
+    TurnInProgress,
+    #[error("the transport has no subscribe, so the streaming entry point cannot attach to it")]
+    NoSubscribe,
+    #[error("{0}")]
+    StreamSubscribe(String),
+    #[error("a blocking call was made from a library callback or runtime thread")]
+    Reentrant,
+    #[error("{0}")]
+    Timeout(String),
+    #[error("{0}")]
+    HostError(String),
+    #[error("the turn panicked: {0}")]
+    Panic(String),
+    #[error("{0}")]
+    Internal(String),
+    #[error("{0}")]
+    NoEngine(String),
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

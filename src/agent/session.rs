@@ -1,0 +1,179 @@
+//! One session's state ([`AgentCore`]): config, history and its version, the turn lock, the
+//! permission engine, the emitter; what a turn borrows from it, and what a sub-agent's parent
+//! lends.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::json;
+
+use crate::cancel::CancelToken;
+use crate::config::AgentConfig;
+use crate::events::host::HostEventHub;
+use crate::events::{Emitter, EventWriter};
+use crate::llm::{LlmClient, Message, MessagesVersionCell};
+use crate::mcp::{McpManager, StatusChange};
+use crate::permissions::PermissionEngine;
+use crate::subagents::background::BackgroundStore;
+use crate::subagents::{ParentAgent, ParentSnapshot, SubagentsConfig};
+use crate::tools::{ToolRegistry, ToolServices};
+use crate::turn::{self, TurnEnv, TurnOutcome};
+
+use super::compose::ComposedTools;
+use super::lock;
+
+pub(crate) struct AgentCore {
+    pub(crate) session_id: String,
+    pub(super) config: AgentConfig,
+    pub(super) llm: LlmClient,
+    /// Replaced whole by `add_tool` / `remove_tool`; a turn keeps the one it started with.
+    pub(super) tools: RwLock<Arc<ToolRegistry>>,
+    pub(super) tool_services: Arc<ToolServices>,
+    pub(super) system_prompt: turn::prompt::SystemPrompt,
+    pub(super) emitter: Emitter,
+    pub(super) hub: HostEventHub,
+    pub(super) engine: RwLock<Option<PermissionEngine>>,
+    pub(super) read_only: AtomicBool,
+    /// Written only by [`AgentCore::write_history`], [`AgentCore::repair_history`] and
+    /// [`AgentCore::commit`].
+    pub(super) history: RwLock<Vec<Message>>,
+    /// Renewed by every change of `history` but a commit's append (the request cache trusts
+    /// what it checked while it holds).
+    pub(super) history_version: MessagesVersionCell,
+    pub(super) last_turn: Mutex<Option<TurnOutcome>>,
+    pub(super) busy: AtomicBool,
+    pub(super) active: Mutex<Option<CancelToken>>,
+    pub(super) mcp: Arc<McpManager>,
+    /// Background sub-agents: they hold the store, not the agent.
+    pub(super) background: Arc<BackgroundStore>,
+    /// Definitions change between turns only (`add_subagent`).
+    pub(super) subagents: RwLock<SubagentsConfig>,
+    /// The last turn's tools with the background and spawn tools added, and the tools they
+    /// were added to: a turn on the same tools reuses them, so the per-list caches of the tool
+    /// digest and the rendered tools array hold (a new registry every turn missed both).
+    pub(super) composed: Mutex<Option<ComposedTools>>,
+    /// Counts `add_subagent`s: composed tools of an older count are not reused.
+    pub(super) subagents_version: AtomicU64,
+}
+
+impl Drop for AgentCore {
+    fn drop(&mut self) {
+        // A background sync holds the manager, not the agent: stop it and kill its servers now.
+        self.mcp.close();
+        // Likewise the background agents: stopped now, without waiting (this may be a worker).
+        self.background
+            .close("session-closed", std::time::Duration::ZERO);
+        self.tool_services.processes().end_all();
+    }
+}
+
+impl AgentCore {
+    pub(super) fn tools_now(&self) -> Arc<ToolRegistry> {
+        self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// A change of the history other than a turn's commit (a host's replacement): it gets a
+    /// new version.
+    pub(super) fn write_history(&self, f: impl FnOnce(&mut Vec<Message>)) {
+        let mut history = self.history.write().unwrap_or_else(|e| e.into_inner());
+        f(&mut history);
+        self.history_version.renew();
+    }
+
+    /// The repair before a turn ([`turn::history::backfill_orphans`]): a new version only when
+    /// it answered a call (it only inserts, so the length tells).
+    pub(super) fn repair_history(&self) {
+        let mut history = self.history.write().unwrap_or_else(|e| e.into_inner());
+        let before = history.len();
+        turn::history::backfill_orphans(&mut history);
+        if history.len() != before {
+            self.history_version.renew();
+        }
+    }
+
+    /// A finished turn: its messages appended to the history (an append keeps the version),
+    /// its outcome the last turn.
+    pub(super) fn commit(&self, transcript: Vec<Message>, outcome: &TurnOutcome) {
+        self.history
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(transcript);
+        *lock(&self.last_turn) = Some(outcome.clone());
+    }
+
+    pub(super) fn report_mcp(&self, c: &StatusChange) {
+        let mut w = EventWriter::default();
+        self.emitter.emit(w.event(
+            "mcp_server_status",
+            &json!({"server": c.server, "status": c.state.as_str(), "tools": c.tools, "error": c.error}),
+        ));
+    }
+
+    pub(super) fn env<'a>(&'a self, tools: &'a ToolRegistry) -> TurnEnv<'a> {
+        TurnEnv {
+            session_id: &self.session_id,
+            llm: &self.llm,
+            tools,
+            tool_services: &self.tool_services,
+            tools_config: &self.config.tools,
+            workspace: &self.config.working_directory,
+            system_prompt: &self.system_prompt,
+            recall: None,
+            emitter: &self.emitter,
+            hub: &self.hub,
+            engine: &self.engine,
+            read_only: &self.read_only,
+            history: &self.history,
+            history_version: &self.history_version,
+            reply_timeout: self.config.reply_timeout,
+            background: Some(&*self.background),
+        }
+    }
+}
+
+impl ParentAgent for AgentCore {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn snapshot(&self) -> ParentSnapshot {
+        let relay_events = self
+            .subagents
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .relay_events;
+        ParentSnapshot {
+            llm: self.config.llm.clone(),
+            services: self.tool_services.clone(),
+            tools_config: self.config.tools.clone(),
+            workspace: self.config.working_directory.clone(),
+            reply_timeout: self.config.reply_timeout,
+            relay_events,
+        }
+    }
+
+    fn engine(&self) -> &RwLock<Option<PermissionEngine>> {
+        &self.engine
+    }
+
+    fn read_only(&self) -> &AtomicBool {
+        &self.read_only
+    }
+
+    fn emitter(&self) -> &Emitter {
+        &self.emitter
+    }
+
+    fn hub(&self) -> &HostEventHub {
+        &self.hub
+    }
+
+    fn add_usage(&self, usage: &crate::llm::Usage) {
+        self.llm.usage.add(usage);
+    }
+
+    #[allow(private_interfaces)]
+    fn background(&self) -> Arc<BackgroundStore> {
+        self.background.clone()
+    }
+}
