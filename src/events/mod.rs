@@ -73,11 +73,19 @@ impl Emitter {
 
     /// Delivers one typed event: to the transport's [`Transport::observe`] when it observes,
     /// and as JSON written into `writer` to its `emit` when it listens.
+    #[inline]
     pub(crate) fn send(&self, writer: &mut EventWriter, event: &TurnEvent<'_>) {
+        self.send_with(writer, event, self.writes_json());
+    }
+
+    /// [`Emitter::send`] with [`Emitter::writes_json`] already asked: a streamed delta asks
+    /// once, for the event and the stream item.
+    #[inline]
+    pub(crate) fn send_with(&self, writer: &mut EventWriter, event: &TurnEvent<'_>, json: bool) {
         if self.observes {
             self.transport.observe(event);
         }
-        if self.writes_json() {
+        if json {
             self.emit(event.write_json(writer));
         }
     }

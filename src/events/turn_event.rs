@@ -78,6 +78,7 @@ impl<'a> Text<'a> {
         self.text
     }
 
+    #[inline]
     fn write<'w>(&self, w: &'w mut EventWriter, head: TextEventHead) -> JsonText<'w> {
         match self.json {
             Some(json) => w.text_event_json(head, json),
@@ -296,7 +297,9 @@ impl<'a> TurnEvent<'a> {
         }
     }
 
-    /// The transport JSON of the event, written into `w`'s buffer.
+    /// The transport JSON of the event, written into `w`'s buffer. Inlined: where the variant
+    /// is known (a streamed delta) the `match` folds away.
+    #[inline]
     pub(crate) fn write_json<'w>(&self, w: &'w mut EventWriter) -> JsonText<'w> {
         let ty = self.kind();
         match self {

@@ -127,18 +127,20 @@ impl Turn<'_, '_> {
                     let no_sink = matches!(self.deltas, DeltaSink::None);
                     if !json && no_sink {
                         if env.emitter.observes() {
-                            let chunk = Text::new(t);
-                            env.emitter
-                                .send(&mut self.writer, &TurnEvent::LlmText { chunk });
+                            let ev = TurnEvent::LlmText {
+                                chunk: Text::new(t),
+                            };
+                            env.emitter.send_with(&mut self.writer, &ev, false);
                         }
                         continue;
                     }
                     // The item is rendered first so the event reuses its escaped text.
                     let item = self.delta_writer.text_delta(t);
                     if json || env.emitter.observes() {
-                        let chunk = Text::escaped(t, item.text_json());
-                        env.emitter
-                            .send(&mut self.writer, &TurnEvent::LlmText { chunk });
+                        let ev = TurnEvent::LlmText {
+                            chunk: Text::escaped(t, item.text_json()),
+                        };
+                        env.emitter.send_with(&mut self.writer, &ev, json);
                     }
                     match &self.deltas {
                         DeltaSink::None => {}
