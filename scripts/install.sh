@@ -3,7 +3,8 @@
 #
 #   scripts/install.sh --prefix /usr/local [--libdir lib] [--no-build] [--debug-info] [--acp]
 #
-#   <prefix>/include/agentao.h, agentao.hpp       the C header and the C++ binding
+#   <prefix>/include/agentao.h, agentao.hpp,      the C header, the C++ binding and its
+#     agentao_events.hpp                          generated host-event names
 #   <libdir>/libagentao.so.X.Y.Z (+ SONAME link libagentao.so.0.MINOR, + libagentao.so)
 #   <libdir>/libagentao.a
 #   <libdir>/pkgconfig/agentao.pc                 (Libs.private: the static link's system libs)
@@ -81,7 +82,7 @@ native_libs=$(rustc --crate-type staticlib --print native-static-libs -o "$probe
 dest="${DESTDIR:-}$prefix"
 inc="$dest/include" lib="$dest/$libdir"
 install -d "$inc" "$lib/pkgconfig" "$lib/cmake/agentao"
-install -m 644 include/agentao.h bindings/cpp/agentao.hpp "$inc/"
+install -m 644 include/agentao.h bindings/cpp/agentao.hpp bindings/cpp/agentao_events.hpp "$inc/"
 # Stripped copies (in the probe folder, removed on exit): the shared library keeps only what
 # dynamic linking needs, the archive keeps its symbols (a static link resolves them) and loses
 # its debug sections.

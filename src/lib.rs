@@ -13,7 +13,7 @@
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
 //! | [`tools`] | the tool trait, registry and built-in tools |
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot; pure decisions (a verdict needing a process returns a probe), git launch hardening |
-//! | [`events`] | internal events, the transport, host-event projection and streams |
+//! | [`events`] | the turn's typed events and their JSON, the transport, host-event projection and streams |
 //! | [`cancel`] | cancellation tokens |
 //! | `config_field` | how a config section is read: closed objects, errors in the section's words |
 //! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |
@@ -30,7 +30,7 @@
 //!
 //! | user | what it needs |
 //! |---|---|
-//! | `acp/` | `agent` (the entry points, `TurnOptions`, `AgentError`), `config::DEFAULT_MAX_TOKENS`, `turn::{DeltaSink, TurnOutcome, TurnStatus, IncompleteReason}`, `events::{transport, host, JsonText}` (the JSON the event writer lends, NUL after it), `cancel::CancelToken`, `permissions::Mode` |
+//! | `acp/` | `agent` (the entry points, `TurnOptions`, `AgentError`), `config::DEFAULT_MAX_TOKENS`, `turn::{DeltaSink, TurnOutcome, TurnStatus, IncompleteReason}`, `events::{transport, host, JsonText}` (the JSON the event writer lends, NUL after it), `events::{TurnEvent, turn_event}` with `Transport::{observes, observe}` (the turn's typed events, observed in-process: ACP's `session/update` mapping reads their fields), `cancel::CancelToken`, `permissions::Mode` |
 //! | `mock-openai/` | the scripted `llm::script` types |
 //! | `fuzz/` | `turn::plan::repair_name`, `permissions::hardline::{check, MAX_TEXTS, TOO_COMPLEX}`, `permissions::{rules, path_policy, url_policy}`, the engine and its probes (`permissions::probe`), `llm::{sse, openai::decode_events_for_fuzzing, tool_call}`, `config::AgentConfig`, `pycompat::python_str` |
 //! | `tests/` | the above, and what the Rust tests drive directly: `llm::{LlmClient, ChatRequest, Message, Piece}`, `tools::{Tool, ToolContext, ToolServices, ToolRegistry, FileSystem}` (`ToolServices::answer_probe` answers a decision's probe), `permissions::decide_probing`, the tools config, `mcp::{client, config, render}`, `events::host` streams, `ffi::library::acp_schema`, `subagents::SubagentDefinition`, `Agent::{add_tool, usage}` |

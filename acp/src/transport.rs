@@ -1,6 +1,7 @@
-//! The agent's transport for one ACP session: internal events become `session/update`
-//! notifications, confirmations become `session/request_permission` round trips, `ask_user`
-//! becomes the `_agentao.cn/ask_user` extension request.
+//! The agent's transport for one ACP session: the turn's typed events (observed in-process,
+//! never re-parsed from JSON) become `session/update` notifications, confirmations become
+//! `session/request_permission` round trips, `ask_user` becomes the `_agentao.cn/ask_user`
+//! extension request.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -10,7 +11,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use agentao::events::transport::{
     Answer, ConfirmRequest, Confirmation, Reply, Transport, NON_INTERACTIVE_ANSWER,
 };
-use serde::Deserialize;
+use agentao::events::turn_event::ToolStatus;
+use agentao::events::TurnEvent;
 use serde_json::{json, Map, Value};
 
 use crate::protocol::{
@@ -36,60 +38,6 @@ pub struct AcpTransport {
     /// the client has not just seen it streamed.
     streamed: Mutex<String>,
 }
-
-#[derive(Deserialize)]
-struct Envelope<T> {
-    data: T,
-}
-
-#[derive(Deserialize)]
-struct Kind<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(borrow)]
-    chunk: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct Thought<'a> {
-    #[serde(borrow)]
-    text: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct CallEvent {
-    tool: String,
-    #[serde(default)]
-    args: Map<String, Value>,
-    call_id: String,
-}
-
-#[derive(Deserialize)]
-struct OutputEvent<'a> {
-    #[serde(borrow)]
-    chunk: Cow<'a, str>,
-    call_id: String,
-}
-
-#[derive(Deserialize)]
-struct CompleteEvent {
-    call_id: String,
-    status: String,
-    error: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ResultEvent {
-    call_id: String,
-    content: String,
-    status: String,
-}
-
-const LLM_TEXT_PREFIX: &[u8] = b"{\"type\":\"llm_text\",";
 
 impl AcpTransport {
     pub fn new(session_id: String, cwd: PathBuf, out: Outbox, pending: Arc<Pending>) -> Self {
@@ -118,115 +66,110 @@ impl AcpTransport {
         );
     }
 
-    fn on_event(&self, bytes: &[u8]) -> Option<()> {
-        // The hot path: one streamed model delta.
-        if bytes.starts_with(LLM_TEXT_PREFIX) {
-            let ev: Envelope<Chunk> = serde_json::from_slice(bytes).ok()?;
-            if !ev.data.chunk.is_empty() {
-                self.streamed
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push_str(&ev.data.chunk);
-                self.update(SessionUpdate::AgentMessageChunk {
-                    content: TextBlock::new(&ev.data.chunk),
-                });
+    /// The `session/update` notifications of one turn event: a projection of the typed
+    /// event (its fields are read, not parsed out of JSON), with the session's stream state.
+    fn on_event(&self, event: &TurnEvent<'_>) {
+        match event {
+            // The hot path: one streamed model delta.
+            TurnEvent::LlmText { chunk } => {
+                let chunk = chunk.as_str();
+                if !chunk.is_empty() {
+                    self.streamed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push_str(chunk);
+                    self.update(SessionUpdate::AgentMessageChunk {
+                        content: TextBlock::new(chunk),
+                    });
+                }
             }
-            return Some(());
-        }
-        let kind: Kind = serde_json::from_slice(bytes).ok()?;
-        match kind.ty.as_ref() {
-            "turn_begin" => self
+            TurnEvent::TurnBegin { .. } => self
                 .streamed
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clear(),
-            "thinking" => {
-                let ev: Envelope<Thought> = serde_json::from_slice(bytes).ok()?;
-                if !ev.data.text.is_empty() {
+            TurnEvent::Thinking { text } => {
+                if !text.is_empty() {
                     self.update(SessionUpdate::AgentThoughtChunk {
-                        content: TextBlock::new(&ev.data.text),
+                        content: TextBlock::new(text),
                     });
                 }
             }
-            "tool_confirmation" => {
-                let ev: Envelope<CallEvent> = serde_json::from_slice(bytes).ok()?;
-                let c = ev.data;
-                if self.announce(&c.call_id) {
+            TurnEvent::ToolConfirmation(c) => {
+                if self.announce(c.call_id) {
                     self.update(SessionUpdate::ToolCall(summary(
-                        &c.tool,
-                        &c.args,
-                        &c.call_id,
+                        c.tool,
+                        c.args,
+                        c.call_id,
                         ToolCallStatus::Pending,
                         &self.cwd,
                     )));
                 }
             }
-            "tool_start" => {
-                let ev: Envelope<CallEvent> = serde_json::from_slice(bytes).ok()?;
-                let c = ev.data;
-                if self.announce(&c.call_id) {
+            TurnEvent::ToolStart(c) => {
+                if self.announce(c.call_id) {
                     self.update(SessionUpdate::ToolCall(summary(
-                        &c.tool,
-                        &c.args,
-                        &c.call_id,
+                        c.tool,
+                        c.args,
+                        c.call_id,
                         ToolCallStatus::InProgress,
                         &self.cwd,
                     )));
                 } else {
                     self.update(SessionUpdate::ToolCallUpdate {
-                        tool_call_id: &c.call_id,
+                        tool_call_id: c.call_id,
                         status: ToolCallStatus::InProgress,
                         content: None,
                     });
                 }
                 if c.tool == "todo_write" {
-                    if let Some(entries) = plan_entries(&c.args) {
+                    if let Some(entries) = plan_entries(c.args) {
                         self.update(SessionUpdate::Plan { entries });
                     }
                 }
             }
-            "tool_output" => {
-                let ev: Envelope<OutputEvent> = serde_json::from_slice(bytes).ok()?;
+            TurnEvent::ToolOutput(o) => {
                 self.update(SessionUpdate::ToolCallUpdate {
-                    tool_call_id: &ev.data.call_id,
+                    tool_call_id: o.call_id,
                     status: ToolCallStatus::InProgress,
                     content: Some(vec![ToolCallContent::Content {
-                        content: TextBlock::new(&ev.data.chunk),
+                        content: TextBlock::new(o.chunk),
                     }]),
                 });
             }
-            "tool_complete" => {
-                let ev: Envelope<CompleteEvent> = serde_json::from_slice(bytes).ok()?;
-                let c = ev.data;
+            TurnEvent::ToolComplete(c) => {
                 self.announced
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .remove(&c.call_id);
-                let status = call_status(&c.status);
+                    .remove(c.call_id);
                 self.update(SessionUpdate::ToolCallUpdate {
-                    tool_call_id: &c.call_id,
-                    status,
-                    content: c.error.as_deref().map(|e| {
+                    tool_call_id: c.call_id,
+                    status: call_status(c.status),
+                    content: c.error.map(|e| {
                         vec![ToolCallContent::Content {
                             content: TextBlock::new(e),
                         }]
                     }),
                 });
             }
-            "tool_result" => {
-                let ev: Envelope<ResultEvent> = serde_json::from_slice(bytes).ok()?;
-                let r = ev.data;
+            TurnEvent::ToolResult(r) => {
                 self.update(SessionUpdate::ToolCallUpdate {
-                    tool_call_id: &r.call_id,
-                    status: call_status(&r.status),
+                    tool_call_id: r.call_id,
+                    status: call_status(r.status),
                     content: Some(vec![ToolCallContent::Content {
-                        content: TextBlock::new(&r.content),
+                        content: TextBlock::new(r.content),
                     }]),
                 });
             }
-            _ => {}
+            // Not part of the ACP stream.
+            TurnEvent::TurnStart(_)
+            | TurnEvent::LlmCallStarted(_)
+            | TurnEvent::LlmCallDelta(_)
+            | TurnEvent::LlmCallCompleted(_)
+            | TurnEvent::LlmRetry(_)
+            | TurnEvent::BackgroundNotificationInjected(_)
+            | TurnEvent::TurnEnd(_) => {}
         }
-        Some(())
     }
 
     /// Sends the text a turn ended with, when it says something the client has not just been
@@ -260,9 +203,20 @@ impl AcpTransport {
 }
 
 impl Transport for AcpTransport {
-    fn emit(&self, event: &str) {
-        // Events the mapping does not know, or cannot read, are not part of the ACP stream.
-        let _ = self.on_event(event.as_bytes());
+    /// The agent's own JSON events (mode changes, MCP status) are not part of the ACP stream;
+    /// the turn's are observed typed.
+    fn emit(&self, _event: &str) {}
+
+    fn listens(&self) -> bool {
+        false
+    }
+
+    fn observes(&self) -> bool {
+        true
+    }
+
+    fn observe(&self, event: &TurnEvent<'_>) {
+        self.on_event(event);
     }
 
     fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
@@ -361,8 +315,8 @@ impl Transport for AcpTransport {
     }
 }
 
-fn call_status(s: &str) -> ToolCallStatus {
-    if s == "ok" {
+fn call_status(s: ToolStatus) -> ToolCallStatus {
+    if s == ToolStatus::Ok {
         ToolCallStatus::Completed
     } else {
         ToolCallStatus::Failed

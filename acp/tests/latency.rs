@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentao::events::transport::Transport;
+use agentao::events::turn_event::Text;
+use agentao::events::TurnEvent;
 use agentao_acp::rpc::{Outbox, Pending};
 use agentao_acp::transport::AcpTransport;
 use common::Client;
@@ -153,15 +155,18 @@ fn server_overhead_per_streamed_chunk() {
         out.clone(),
         Arc::new(Pending::default()),
     );
-    // The event exactly as the library emits it for one model delta.
-    let ev = r#"{"type":"llm_text","schema_version":1,"data":{"chunk":"Hello, wor"}}"#;
+    // One model delta as the library hands it to the server: a typed event, observed.
+    let text = "Hello, wor";
+    let ev = TurnEvent::LlmText {
+        chunk: Text::new(text),
+    };
     for _ in 0..1000 {
-        t.emit(ev);
+        t.observe(&ev);
     }
     let start = Instant::now();
     let cpu0 = thread_cpu();
     for _ in 0..CHUNKS {
-        t.emit(ev);
+        t.observe(&ev);
     }
     let produced = start.elapsed();
     let cpu = thread_cpu().zip(cpu0).map(|(b, a)| b - a);

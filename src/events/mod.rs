@@ -8,6 +8,7 @@
 pub mod host;
 mod json_text;
 pub mod transport;
+pub mod turn_event;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -19,6 +20,7 @@ pub(crate) use json_text::plain_len;
 use json_text::push_json_string;
 pub use json_text::JsonText;
 use transport::Transport;
+pub use turn_event::TurnEvent;
 
 /// Serializes `emit` per agent without holding a lock across the callback.
 ///
@@ -30,6 +32,8 @@ pub(crate) struct Emitter {
     transport: Arc<dyn Transport>,
     /// [`Transport::always_listens`], asked once.
     always_listens: bool,
+    /// [`Transport::observes`], asked once.
+    observes: bool,
     busy: AtomicBool,
     queued: AtomicUsize,
     pending: Mutex<VecDeque<String>>,
@@ -39,6 +43,7 @@ impl Emitter {
     pub(crate) fn new(transport: Arc<dyn Transport>) -> Self {
         Emitter {
             always_listens: transport.always_listens(),
+            observes: transport.observes(),
             transport,
             busy: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
@@ -50,10 +55,39 @@ impl Emitter {
         &self.transport
     }
 
-    /// Whether an event emitted now reaches anyone ([`Transport::listens`]): callers skip
-    /// writing events nobody receives.
+    /// Whether an event emitted now reaches anyone (the transport observes typed events or
+    /// [`Transport::listens`]): callers skip building events nobody receives.
     pub(crate) fn listens(&self) -> bool {
+        self.observes || self.writes_json()
+    }
+
+    /// Whether an event emitted now is wanted as transport JSON ([`Transport::listens`]).
+    pub(crate) fn writes_json(&self) -> bool {
         self.always_listens || self.transport.listens()
+    }
+
+    /// Whether the transport observes the typed events ([`Transport::observes`]).
+    pub(crate) fn observes(&self) -> bool {
+        self.observes
+    }
+
+    /// Delivers one typed event: to the transport's [`Transport::observe`] when it observes,
+    /// and as JSON written into `writer` to its `emit` when it listens.
+    #[inline]
+    pub(crate) fn send(&self, writer: &mut EventWriter, event: &TurnEvent<'_>) {
+        self.send_with(writer, event, self.writes_json());
+    }
+
+    /// [`Emitter::send`] with [`Emitter::writes_json`] already asked: a streamed delta asks
+    /// once, for the event and the stream item.
+    #[inline]
+    pub(crate) fn send_with(&self, writer: &mut EventWriter, event: &TurnEvent<'_>, json: bool) {
+        if self.observes {
+            self.transport.observe(event);
+        }
+        if json {
+            self.emit(event.write_json(writer));
+        }
     }
 
     pub(crate) fn emit(&self, event: JsonText<'_>) {
@@ -173,8 +207,16 @@ impl EventWriter {
     }
 
     /// `{"type":ty,"schema_version":1,"data":{key:text}}` without building a map.
+    #[cfg(test)]
     pub(crate) fn text_event(&mut self, ty: &str, key: &str, text: &str) -> JsonText<'_> {
         self.text_event_head(ty, key);
+        push_json_string(&mut self.buf, text);
+        self.end("}}")
+    }
+
+    /// [`EventWriter::text_event`] with the head written once ([`text_event_head!`]).
+    pub(crate) fn text_event_at(&mut self, head: TextEventHead, text: &str) -> JsonText<'_> {
+        self.fixed_head(head.0);
         push_json_string(&mut self.buf, text);
         self.end("}}")
     }
@@ -211,6 +253,7 @@ impl EventWriter {
     }
 
     /// `{"type":ty,"schema_version":1,"data":{key:` in a cleared buffer.
+    #[cfg(test)]
     fn text_event_head(&mut self, ty: &str, key: &str) {
         self.event_head(ty);
         self.buf.push_str("{\"");
@@ -361,17 +404,17 @@ fn is_plain_key(quoted_key: &str) -> bool {
 macro_rules! event_data {
     (
         $(#[$meta:meta])*
-        pub(crate) struct $name:ident $(<$lt:lifetime>)? {
+        $vis:vis struct $name:ident $(<$lt:lifetime>)? {
             $(
                 $(#[doc = $doc:literal])*
                 $(#[skip_if($skip:path)])?
-                pub(crate) $field:ident : $ty:ty,
+                $fvis:vis $field:ident : $ty:ty,
             )*
         }
     ) => {
         $(#[$meta])*
-        pub(crate) struct $name $(<$lt>)? {
-            $( $(#[doc = $doc])* pub(crate) $field: $ty, )*
+        $vis struct $name $(<$lt>)? {
+            $( $(#[doc = $doc])* $fvis $field: $ty, )*
         }
 
         impl $(<$lt>)? $crate::events::EventData for $name $(<$lt>)? {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::JsonText;
+use super::{JsonText, TurnEvent};
 
 /// What `ask_user` answers when nobody can answer (exact reference text).
 pub const NON_INTERACTIVE_ANSWER: &str = "[ask_user: not available in non-interactive mode]";
@@ -148,6 +148,19 @@ pub trait Transport: Send + Sync {
     fn always_listens(&self) -> bool {
         false
     }
+
+    /// Whether the transport wants the turn's typed events through [`Transport::observe`].
+    /// Asked once, when the agent is made. The default is `false`.
+    fn observes(&self) -> bool {
+        false
+    }
+
+    /// One typed event of a turn, called inline on the turn's thread, in order, before the
+    /// same event's JSON goes to [`Transport::emit`] (when the transport also listens). An
+    /// observer reads the fields it needs, so a renamed field does not compile, where a
+    /// re-parse of the JSON would drop the event. Must return quickly; its calls do not go
+    /// through the gate that keeps `emit`'s calls from overlapping.
+    fn observe(&self, _event: &TurnEvent<'_>) {}
 
     fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
         let _ = reply.answer(Answer::Confirm(Confirmation::Allow));

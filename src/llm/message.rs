@@ -256,6 +256,23 @@ impl WireJson {
     }
 }
 
+impl crate::events::turn_event::RenderedMessages for Vec<WireJson> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn write_array(&self, out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (i, m) in self.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(m.as_bytes());
+        }
+        out.push(b']');
+    }
+}
+
 /// `head` (`{"role":…,"content":`), the content as a JSON string, `}`.
 fn role_and_content(out: &mut Vec<u8>, head: &[u8], content: &str) {
     out.extend_from_slice(head);

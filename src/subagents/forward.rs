@@ -7,13 +7,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
-
 use super::parent::ParentAgent;
 use crate::events::transport::{
     Answer, ConfirmRequest, Confirmation, Reply, Transport, NON_INTERACTIVE_ANSWER,
 };
-use crate::events::EventWriter;
+use crate::events::turn_event::{ToolCall, ToolComplete, ToolOutput, TurnStart};
+use crate::events::{EventWriter, TurnEvent};
 
 /// How a child runs: in the foreground its host is the parent's; in the background nobody is
 /// asked and nothing is shown.
@@ -69,81 +68,90 @@ impl Forwarder {
         )
     }
 
-    /// The forwarded `data` of one child event, or `None` when it stays private.
-    fn forwarded(&self, ty: &str, d: &Map<String, Value>) -> Option<Value> {
-        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
-        let call_id = |tool: &str| match d.get("call_id") {
-            Some(Value::String(c)) if !c.is_empty() => c.clone(),
-            _ => tool.to_owned(),
+    /// Forwards one child event to the parent, relabelled and stamped, when it is one the
+    /// parent sees.
+    fn forward(&self, event: &TurnEvent<'_>) {
+        let child_task_id = Some(self.child_task_id.as_str());
+        // The call's id, or the tool's name when the child's is empty.
+        let call_id = |call_id: &'_ str, tool: &str| -> String {
+            if call_id.is_empty() {
+                tool.to_owned()
+            } else {
+                call_id.to_owned()
+            }
         };
-        let mut data = match ty {
-            "turn_start" => {
-                let reset = d.get("display_reset").and_then(Value::as_bool) == Some(true);
-                if !reset {
+        let parent = self.parent.emitter();
+        let mut w = EventWriter::default();
+        match event {
+            TurnEvent::TurnStart(d) => {
+                if !d.display_reset {
                     self.turn.fetch_add(1, Ordering::AcqRel);
                 }
-                if reset {
-                    json!({"display_reset": true})
-                } else {
-                    json!({})
+                if parent.listens() {
+                    let ev = TurnEvent::TurnStart(TurnStart {
+                        display_reset: d.display_reset,
+                        child_task_id,
+                    });
+                    parent.send(&mut w, &ev);
                 }
             }
-            "tool_start" => {
-                let tool = self.label(s("tool"));
-                let args = d
-                    .get("args")
-                    .filter(|a| a.is_object())
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                json!({"tool": tool, "args": args, "call_id": call_id(&tool)})
+            TurnEvent::ToolStart(d) if parent.listens() => {
+                let tool = self.label(d.tool);
+                let call_id = call_id(d.call_id, &tool);
+                let ev = TurnEvent::ToolStart(ToolCall {
+                    tool: &tool,
+                    args: d.args,
+                    call_id: &call_id,
+                    child_task_id,
+                });
+                parent.send(&mut w, &ev);
             }
-            "tool_confirmation" => {
-                let mut data = d.clone();
-                data.insert("tool".into(), Value::String(self.label(s("tool"))));
-                Value::Object(data)
+            TurnEvent::ToolConfirmation(d) if parent.listens() => {
+                let tool = self.label(d.tool);
+                let ev = TurnEvent::ToolConfirmation(ToolCall {
+                    tool: &tool,
+                    child_task_id,
+                    ..*d
+                });
+                parent.send(&mut w, &ev);
             }
-            "tool_output" => {
-                json!({"tool": s("tool"), "chunk": s("chunk"), "call_id": call_id(s("tool"))})
+            TurnEvent::ToolOutput(d) if parent.listens() => {
+                let call_id = call_id(d.call_id, d.tool);
+                let ev = TurnEvent::ToolOutput(ToolOutput {
+                    call_id: &call_id,
+                    child_task_id,
+                    ..*d
+                });
+                parent.send(&mut w, &ev);
             }
-            "tool_complete" => json!({
-                "tool": s("tool"),
-                "call_id": call_id(s("tool")),
-                "status": d.get("status").filter(|v| !v.is_null()).cloned().unwrap_or_else(|| json!("ok")),
-                "duration_ms": d.get("duration_ms").filter(|v| !v.is_null()).cloned().unwrap_or_else(|| json!(0)),
-                "error": d.get("error").cloned().unwrap_or(Value::Null),
-            }),
-            _ => return None,
-        };
-        data.as_object_mut()?.insert(
-            "child_task_id".into(),
-            Value::String(self.child_task_id.clone()),
-        );
-        Some(data)
+            TurnEvent::ToolComplete(d) if parent.listens() => {
+                let call_id = call_id(d.call_id, d.tool);
+                let ev = TurnEvent::ToolComplete(ToolComplete {
+                    call_id: &call_id,
+                    child_task_id,
+                    ..*d
+                });
+                parent.send(&mut w, &ev);
+            }
+            _ => {}
+        }
     }
 }
 
 impl Transport for Forwarder {
-    fn emit(&self, event: &str) {
-        if !self.foreground {
-            return;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(event) else {
-            return;
-        };
-        let (Some(ty), Some(d)) = (
-            v.get("type").and_then(Value::as_str),
-            v.get("data").and_then(Value::as_object),
-        ) else {
-            return;
-        };
-        if let Some(data) = self.forwarded(ty, d) {
-            let mut w = EventWriter::default();
-            self.parent.emitter().emit(w.event(ty, &data));
-        }
-    }
+    /// The child's events are not wanted as JSON: the forwarded ones are observed typed.
+    fn emit(&self, _event: &str) {}
 
     fn listens(&self) -> bool {
-        self.foreground && self.parent.emitter().listens()
+        false
+    }
+
+    fn observes(&self) -> bool {
+        self.foreground
+    }
+
+    fn observe(&self, event: &TurnEvent<'_>) {
+        self.forward(event);
     }
 
     fn confirm_tool(&self, mut req: ConfirmRequest, reply: Reply) {

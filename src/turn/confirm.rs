@@ -12,6 +12,7 @@ use super::tool_outcome::Refusal;
 use super::{events, LoopEnd, LoopError, Turn, TurnFailure};
 use crate::events::host::{PermissionDecisionEvent, PermissionOutcome};
 use crate::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, ReplyKind, Transport};
+use crate::events::TurnEvent;
 use crate::permissions::Verdict;
 
 impl Turn<'_, '_> {
@@ -120,14 +121,12 @@ impl Turn<'_, '_> {
                 // Never prompt for a cancelled turn (the reference does: a deliberate fix).
                 return Err(LoopError::Cancelled);
             }
-            self.emit_data(
-                "tool_confirmation",
-                &events::ToolCall {
-                    tool: &p.name,
-                    args: &p.args,
-                    call_id: &p.call_id,
-                },
-            );
+            self.emit_event(&TurnEvent::ToolConfirmation(events::ToolCall {
+                tool: &p.name,
+                args: &p.args,
+                call_id: &p.call_id,
+                child_task_id: None,
+            }));
             let req = ConfirmRequest {
                 tool_name: p.name.clone(),
                 description: p.tool.description().to_owned(),
@@ -147,12 +146,10 @@ impl Turn<'_, '_> {
                     } else {
                         Refusal::NotApproved
                     });
-                    self.emit_data(
-                        "turn_start",
-                        &events::TurnStart {
-                            display_reset: true,
-                        },
-                    );
+                    self.emit_event(&TurnEvent::TurnStart(events::TurnStart {
+                        display_reset: true,
+                        child_task_id: None,
+                    }));
                 }
                 Answer::Fail(m) => return Err(LoopError::Failed(TurnFailure::Host(m))),
                 _ => {

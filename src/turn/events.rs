@@ -1,156 +1,27 @@
-//! The `data` of the turn's internal events, as borrowed structs: writing one goes straight
-//! into the event buffer, with no intermediate JSON map and no copy of history, arguments or
-//! tool output, and its keys are copied as written (`events::event_data!`).
+//! The `data` of the turn's events: the typed payloads live with [`crate::events::TurnEvent`]
+//! (the one event model every surface projects); here, the proof that they write the bytes
+//! the turn wrote before.
 
-use super::tool_outcome::ToolStatus;
-use crate::events::{event_data, EventData, Fields};
-use crate::llm::message::WireJson;
-use serde_json::{Map, Value};
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-event_data! {
-    pub(crate) struct TurnStart {
-        #[skip_if(is_false)]
-        pub(crate) display_reset: bool,
-    }
-}
-
-event_data! {
-    /// `turn_end`: the keys in the order of the `json!` map it was written from before.
-    pub(crate) struct TurnEnd<'a> {
-        pub(crate) final_text: &'a str,
-        pub(crate) status: &'static str,
-        pub(crate) error: Option<&'a str>,
-        pub(crate) tool_count: u64,
-        pub(crate) incomplete_reason: Option<&'static str>,
-        pub(crate) finish_reason_missing: bool,
-    }
-}
-
-event_data! {
-    pub(crate) struct LlmCallStarted<'a> {
-        pub(crate) attempt: u32,
-        pub(crate) model: &'a str,
-        pub(crate) temperature: Option<f64>,
-        pub(crate) max_tokens: u32,
-        pub(crate) n_messages: usize,
-        pub(crate) n_tool_messages: usize,
-        pub(crate) n_system_reminder_blocks: usize,
-        pub(crate) system_prompt_hash: &'a str,
-        pub(crate) tools_hash: &'a str,
-        pub(crate) tool_count: usize,
-    }
-}
-
-/// Written by hand: its messages are spliced as rendered ([`WireJson`], which the request
-/// then reuses), not written through their `Serialize`.
-pub(crate) struct LlmCallDelta<'a> {
-    pub(crate) attempt: u32,
-    pub(crate) delta_start_index: usize,
-    pub(crate) total_messages: usize,
-    pub(crate) added_messages: &'a [WireJson],
-}
-
-impl EventData for LlmCallDelta<'_> {
-    fn write_fields(&self, fields: &mut Fields<'_>) {
-        fields.field("\"attempt\":", &self.attempt);
-        fields.field("\"delta_start_index\":", &self.delta_start_index);
-        fields.field("\"total_messages\":", &self.total_messages);
-        fields.field_with("\"added_messages\":", |out| {
-            out.push(b'[');
-            for (i, m) in self.added_messages.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(m.as_bytes());
-            }
-            out.push(b']');
-        });
-    }
-}
-
-event_data! {
-    pub(crate) struct LlmCallCompleted<'a> {
-        pub(crate) attempt: u32,
-        pub(crate) status: &'static str,
-        pub(crate) duration_ms: f64,
-        pub(crate) model_latency_ms: f64,
-        pub(crate) first_token_ms: Option<f64>,
-        pub(crate) first_reasoning_ms: Option<f64>,
-        pub(crate) error_class: Option<&'a str>,
-        pub(crate) error_message: Option<&'a str>,
-        pub(crate) finish_reason: Option<&'a str>,
-        /// Only on `ok`.
-        #[skip_if(Option::is_none)]
-        pub(crate) finish_reason_reported: Option<bool>,
-        pub(crate) prompt_tokens: Option<u64>,
-        pub(crate) completion_tokens: Option<u64>,
-        pub(crate) cache_read_tokens: Option<u64>,
-        pub(crate) cache_creation_tokens: Option<u64>,
-        pub(crate) reasoning_tokens: Option<u64>,
-        /// Only on `error`: whether text had reached the host.
-        #[skip_if(Option::is_none)]
-        pub(crate) streamed: Option<bool>,
-    }
-}
-
-event_data! {
-    pub(crate) struct ToolCall<'a> {
-        pub(crate) tool: &'a str,
-        pub(crate) args: &'a Map<String, Value>,
-        pub(crate) call_id: &'a str,
-    }
-}
-
-event_data! {
-    pub(crate) struct ToolOutput<'a> {
-        pub(crate) tool: &'a str,
-        pub(crate) chunk: &'a str,
-        pub(crate) call_id: &'a str,
-    }
-}
-
-event_data! {
-    pub(crate) struct ToolComplete<'a> {
-        pub(crate) tool: &'a str,
-        pub(crate) call_id: &'a str,
-        pub(crate) status: ToolStatus,
-        pub(crate) duration_ms: f64,
-        pub(crate) error: Option<&'a str>,
-    }
-}
-
-event_data! {
-    pub(crate) struct ToolResult<'a> {
-        pub(crate) tool: &'a str,
-        pub(crate) call_id: &'a str,
-        pub(crate) content: &'a str,
-        pub(crate) content_hash: &'a str,
-        pub(crate) original_chars: usize,
-        pub(crate) saved_to_disk: bool,
-        pub(crate) disk_path: Option<String>,
-        pub(crate) status: ToolStatus,
-        pub(crate) duration_ms: f64,
-        pub(crate) error: Option<&'a str>,
-    }
-}
+pub(crate) use crate::events::turn_event::{
+    LlmCallCompleted, LlmCallDelta, LlmCallStarted, LlmRetry, ToolCall, ToolComplete, ToolOutput,
+    ToolResult, TurnEnd, TurnStart,
+};
 
 #[cfg(test)]
 mod tests {
     //! Each event's data is the bytes the derived `Serialize` of the old structs gave: the
     //! old definitions are kept here as the reference.
     use super::*;
+    use crate::events::turn_event::ToolStatus;
     use crate::events::{EventData, EventWriter};
+    use crate::llm::message::WireJson;
     use crate::llm::message::{AssistantMessage, HistoryCall, ToolAnswer};
     use crate::llm::Message;
     use serde::Serialize;
     use serde_json::json;
 
     mod old {
-        use super::super::ToolStatus;
+        use crate::events::turn_event::ToolStatus;
         use crate::llm::Message;
         use serde::Serialize;
         use serde_json::{Map, Value};
@@ -263,12 +134,16 @@ mod tests {
         ($event:ident { $($fields:tt)* }) => {
             same(&$event { $($fields)* }, &old::$event { $($fields)* })
         };
+        // A payload that gained fields the old one lacked: written with their empty values.
+        ($event:ident + { $($extra:tt)* } { $($fields:tt)* }) => {
+            same(&$event { $($fields)* $($extra)* }, &old::$event { $($fields)* })
+        };
     }
 
     #[test]
     fn events_are_the_old_rendering() {
         for display_reset in [false, true] {
-            same!(TurnStart { display_reset });
+            same!(TurnStart + { child_task_id: None, } { display_reset, });
         }
         let args = json!({"file_path": "a\"b.txt", "limit": 3, "deep": {"x": [1, null]}});
         let args = args.as_object().unwrap();
@@ -339,18 +214,18 @@ mod tests {
                 reasoning_tokens: num,
                 streamed: flag.map(|f| !f),
             });
-            same!(ToolCall {
+            same!(ToolCall + { child_task_id: None, } {
                 tool: text,
                 args,
                 call_id: "c1",
             });
-            same!(ToolOutput {
+            same!(ToolOutput + { child_task_id: None, } {
                 tool: "t",
                 chunk: text,
                 call_id: text,
             });
             let status = [ToolStatus::Ok, ToolStatus::Error, ToolStatus::Cancelled][i % 3];
-            same!(ToolComplete {
+            same!(ToolComplete + { child_task_id: None, } {
                 tool: "t",
                 call_id: text,
                 status,
@@ -370,6 +245,105 @@ mod tests {
                 duration_ms: ms,
                 error: opt,
             });
+        }
+    }
+
+    /// The events that were `json!` maps before (`llm_retry`, the background notice, and a
+    /// sub-agent's events as its parent forwarded them) are the bytes those maps wrote.
+    #[test]
+    fn former_json_maps_are_the_old_rendering() {
+        use crate::events::turn_event::BackgroundNotificationInjected;
+        let mut w = EventWriter::default();
+        let mut check = |new: &dyn Fn(&mut EventWriter) -> String, old: serde_json::Value| {
+            let expected = EventWriter::default().event("e", &old).as_str().to_owned();
+            assert_eq!(new(&mut w), expected);
+        };
+        let args = json!({"command": "ls \"x\"", "n": [1, 2.5]});
+        let args = args.as_object().unwrap();
+        for (i, text) in TEXTS.into_iter().enumerate() {
+            let delay_s = [0.0, 0.5, 1.25, 30.0, 2.0 / 3.0][i];
+            check(
+                &|w| {
+                    let d = LlmRetry {
+                        retry: i as u32,
+                        max_retries: 3,
+                        delay_s,
+                        reason: text,
+                    };
+                    w.data_event("e", &d).as_str().to_owned()
+                },
+                json!({"retry": i as u32, "max_retries": 3, "delay_s": delay_s, "reason": text}),
+            );
+            check(
+                &|w| {
+                    let d = BackgroundNotificationInjected {
+                        note_count: i,
+                        content: text,
+                    };
+                    w.data_event("e", &d).as_str().to_owned()
+                },
+                json!({"note_count": i, "content": text}),
+            );
+            let child = Some("ab12cd34");
+            for display_reset in [false, true] {
+                let mut old = if display_reset {
+                    json!({"display_reset": true})
+                } else {
+                    json!({})
+                };
+                old["child_task_id"] = json!("ab12cd34");
+                check(
+                    &|w| {
+                        let d = TurnStart {
+                            display_reset,
+                            child_task_id: child,
+                        };
+                        w.data_event("e", &d).as_str().to_owned()
+                    },
+                    old,
+                );
+            }
+            check(
+                &|w| {
+                    let d = ToolCall {
+                        tool: text,
+                        args,
+                        call_id: "c",
+                        child_task_id: child,
+                    };
+                    w.data_event("e", &d).as_str().to_owned()
+                },
+                json!({"tool": text, "args": args, "call_id": "c", "child_task_id": "ab12cd34"}),
+            );
+            check(
+                &|w| {
+                    let d = ToolOutput {
+                        tool: "t",
+                        chunk: text,
+                        call_id: "c",
+                        child_task_id: child,
+                    };
+                    w.data_event("e", &d).as_str().to_owned()
+                },
+                json!({"tool": "t", "chunk": text, "call_id": "c", "child_task_id": "ab12cd34"}),
+            );
+            let error = (i % 2 == 1).then_some(text);
+            check(
+                &|w| {
+                    let d = ToolComplete {
+                        tool: "t",
+                        call_id: "c",
+                        status: ToolStatus::Error,
+                        duration_ms: delay_s * 1000.0,
+                        error,
+                        child_task_id: child,
+                    };
+                    w.data_event("e", &d).as_str().to_owned()
+                },
+                json!({"tool": "t", "call_id": "c", "status": "error",
+                       "duration_ms": delay_s * 1000.0, "error": error,
+                       "child_task_id": "ab12cd34"}),
+            );
         }
     }
 }

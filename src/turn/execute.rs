@@ -23,6 +23,7 @@ use super::{cancel_reason, events, Turn};
 use crate::cancel::CancelToken;
 use crate::events::host::{rfc3339_millis, ToolLifecycleEvent};
 use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
+use crate::events::TurnEvent;
 use crate::llm::message::ToolAnswer;
 use crate::tools::output_mailbox::OutputMailbox;
 use crate::tools::result_format::{self, content_hash, FormattedResult};
@@ -184,21 +185,18 @@ impl Turn<'_, '_> {
             let raw = res.text(&p.name);
             let f = self.formatted(&p.name, &raw).await;
             if self.env.emitter.listens() {
-                self.emit_data(
-                    "tool_result",
-                    &events::ToolResult {
-                        tool: &p.name,
-                        call_id: &p.call_id,
-                        content: &raw,
-                        content_hash: &content_hash(&raw),
-                        original_chars: f.original_chars,
-                        saved_to_disk: f.saved_to_disk,
-                        disk_path: f.disk_path.as_ref().map(|d| d.display().to_string()),
-                        status: res.status(),
-                        duration_ms: res.duration_ms(),
-                        error: res.error(),
-                    },
-                );
+                self.emit_event(&TurnEvent::ToolResult(events::ToolResult {
+                    tool: &p.name,
+                    call_id: &p.call_id,
+                    content: &raw,
+                    content_hash: &content_hash(&raw),
+                    original_chars: f.original_chars,
+                    saved_to_disk: f.saved_to_disk,
+                    disk_path: f.disk_path.as_ref().map(|d| d.display().to_string()),
+                    status: res.status(),
+                    duration_ms: res.duration_ms(),
+                    error: res.error(),
+                }));
             }
             answers.push(ToolAnswer::new(&p.call_id, &p.name, f.model_text));
         }
@@ -412,14 +410,12 @@ impl Turn<'_, '_> {
 
     /// The transport's `tool_start` for a planned call (run or refused).
     fn emit_tool_start(&mut self, p: &Plan) {
-        self.emit_data(
-            "tool_start",
-            &events::ToolCall {
-                tool: &p.name,
-                args: &p.args,
-                call_id: &p.call_id,
-            },
-        );
+        self.emit_event(&TurnEvent::ToolStart(events::ToolCall {
+            tool: &p.name,
+            args: &p.args,
+            call_id: &p.call_id,
+            child_task_id: None,
+        }));
     }
 
     async fn call_started(&mut self, plans: &[Plan], i: usize, started_at: &mut [DateTime<Utc>]) {
@@ -545,29 +541,25 @@ impl Turn<'_, '_> {
         }
         let p = &plans[i];
         for chunk in &chunks {
-            self.emit_data(
-                "tool_output",
-                &events::ToolOutput {
-                    tool: &p.name,
-                    chunk,
-                    call_id: &p.call_id,
-                },
-            );
+            self.emit_event(&TurnEvent::ToolOutput(events::ToolOutput {
+                tool: &p.name,
+                chunk,
+                call_id: &p.call_id,
+                child_task_id: None,
+            }));
         }
     }
 
     /// `tool_complete` and the host's `finished` event of a call that ran or was refused.
     async fn call_finished(&mut self, p: &Plan, started_at: DateTime<Utc>, res: &ToolOutcome) {
-        self.emit_data(
-            "tool_complete",
-            &events::ToolComplete {
-                tool: &p.name,
-                call_id: &p.call_id,
-                status: res.status(),
-                duration_ms: res.duration_ms(),
-                error: res.error(),
-            },
-        );
+        self.emit_event(&TurnEvent::ToolComplete(events::ToolComplete {
+            tool: &p.name,
+            call_id: &p.call_id,
+            status: res.status(),
+            duration_ms: res.duration_ms(),
+            error: res.error(),
+            child_task_id: None,
+        }));
         // Built only for a listener, as in `call_started`.
         if !self.env.hub.has_listeners() {
             return;

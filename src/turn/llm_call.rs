@@ -5,16 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::history::read;
 use super::{events, prompt, DeltaSink, Turn};
-use crate::events::{text_event_head, TextEventHead};
+use crate::events::turn_event::Text;
+use crate::events::TurnEvent;
 use crate::llm::message::WireJson;
 use crate::llm::{ChatRequest, LlmError, LlmResponse, Piece};
-
-/// The head of the `llm_text` event, written once per delta.
-const LLM_TEXT: TextEventHead = text_event_head!("llm_text", "chunk");
 
 /// The finish reasons that mean the output hit the token limit.
 const LENGTH_REASONS: &[&str] = &["length", "max_tokens", "model_length"];
@@ -55,7 +53,7 @@ impl Turn<'_, '_> {
                     tool_count: schemas.len(),
                 };
                 env.emitter
-                    .emit(self.writer.data_event("llm_call_started", &started));
+                    .send(&mut self.writer, &TurnEvent::LlmCallStarted(started));
             }
             // Everything added since the last call is this turn's.
             let start = self.delta_baseline.min(turn.len());
@@ -70,7 +68,7 @@ impl Turn<'_, '_> {
                     added_messages: &rendered,
                 };
                 env.emitter
-                    .emit(self.writer.data_event("llm_call_delta", &delta));
+                    .send(&mut self.writer, &TurnEvent::LlmCallDelta(delta));
             }
             env.llm
                 .offer_rendered(history.len() + start, added, rendered);
@@ -119,21 +117,30 @@ impl Turn<'_, '_> {
                         streamed: Some(e.streamed),
                     };
                     drop(call);
-                    self.emit_data("llm_call_completed", &data);
+                    self.emit_event(&TurnEvent::LlmCallCompleted(data));
                     return Err(e);
                 }
             };
             match piece {
                 Piece::Text(t) => {
-                    let listens = env.emitter.listens();
-                    if !listens && matches!(self.deltas, DeltaSink::None) {
+                    let json = env.emitter.writes_json();
+                    let no_sink = matches!(self.deltas, DeltaSink::None);
+                    if !json && no_sink {
+                        if env.emitter.observes() {
+                            let ev = TurnEvent::LlmText {
+                                chunk: Text::new(t),
+                            };
+                            env.emitter.send_with(&mut self.writer, &ev, false);
+                        }
                         continue;
                     }
                     // The item is rendered first so the event reuses its escaped text.
                     let item = self.delta_writer.text_delta(t);
-                    if listens {
-                        let ev = self.writer.text_event_json(LLM_TEXT, item.text_json());
-                        env.emitter.emit(ev);
+                    if json || env.emitter.observes() {
+                        let ev = TurnEvent::LlmText {
+                            chunk: Text::escaped(t, item.text_json()),
+                        };
+                        env.emitter.send_with(&mut self.writer, &ev, json);
                     }
                     match &self.deltas {
                         DeltaSink::None => {}
@@ -150,10 +157,7 @@ impl Turn<'_, '_> {
                     }
                 }
                 Piece::Reasoning(r) => {
-                    if env.emitter.listens() {
-                        let ev = self.writer.text_event("thinking", "text", r);
-                        env.emitter.emit(ev);
-                    }
+                    self.emit_event(&TurnEvent::Thinking { text: r });
                 }
                 Piece::Retry {
                     retry,
@@ -162,10 +166,12 @@ impl Turn<'_, '_> {
                     reason,
                 } => {
                     let delay_s = (delay.as_secs_f64() * 100.0).round() / 100.0;
-                    self.emit(
-                        "llm_retry",
-                        &json!({"retry": retry, "max_retries": max_retries, "delay_s": delay_s, "reason": reason}),
-                    );
+                    self.emit_event(&TurnEvent::LlmRetry(events::LlmRetry {
+                        retry,
+                        max_retries,
+                        delay_s,
+                        reason: &reason,
+                    }));
                 }
             }
         }
@@ -174,27 +180,24 @@ impl Turn<'_, '_> {
             |d: Option<Duration>| d.map(|d| (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0);
         let duration_ms = ms(Some(r.duration)).unwrap_or_default();
         let u = r.usage;
-        self.emit_data(
-            "llm_call_completed",
-            &events::LlmCallCompleted {
-                attempt,
-                status: "ok",
-                duration_ms,
-                model_latency_ms: duration_ms,
-                first_token_ms: ms(r.first_token),
-                first_reasoning_ms: ms(r.first_reasoning),
-                error_class: None,
-                error_message: None,
-                finish_reason: Some(r.finish_reason.as_deref().unwrap_or("stop")),
-                finish_reason_reported: Some(r.finish_reason.is_some()),
-                prompt_tokens: u.map(|u| u.prompt_tokens),
-                completion_tokens: u.map(|u| u.completion_tokens),
-                cache_read_tokens: u.map(|u| u.cache_read_tokens),
-                cache_creation_tokens: u.map(|u| u.cache_creation_tokens),
-                reasoning_tokens: u.map(|u| u.reasoning_tokens),
-                streamed: None,
-            },
-        );
+        self.emit_event(&TurnEvent::LlmCallCompleted(events::LlmCallCompleted {
+            attempt,
+            status: "ok",
+            duration_ms,
+            model_latency_ms: duration_ms,
+            first_token_ms: ms(r.first_token),
+            first_reasoning_ms: ms(r.first_reasoning),
+            error_class: None,
+            error_message: None,
+            finish_reason: Some(r.finish_reason.as_deref().unwrap_or("stop")),
+            finish_reason_reported: Some(r.finish_reason.is_some()),
+            prompt_tokens: u.map(|u| u.prompt_tokens),
+            completion_tokens: u.map(|u| u.completion_tokens),
+            cache_read_tokens: u.map(|u| u.cache_read_tokens),
+            cache_creation_tokens: u.map(|u| u.cache_creation_tokens),
+            reasoning_tokens: u.map(|u| u.reasoning_tokens),
+            streamed: None,
+        }));
         Ok(r)
     }
 }

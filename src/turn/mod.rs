@@ -36,7 +36,7 @@ use crate::cancel::CancelToken;
 use crate::config::ToolsConfig;
 use crate::events::host::{CallIds, HostEvent, HostEventHub};
 use crate::events::transport::Transport;
-use crate::events::{Emitter, EventData, EventWriter, JsonText};
+use crate::events::{Emitter, EventWriter, JsonText, TurnEvent};
 use crate::llm::message::RunningCounts;
 use crate::llm::{LlmClient, LlmResponse, Message, MessagesVersion, MessagesVersionCell};
 use crate::permissions::PermissionEngine;
@@ -123,7 +123,8 @@ impl Ended<'_, '_> {
     /// Emits `turn_end` (after the commit, so a host reading the last turn or the history
     /// from its handler sees this turn).
     pub(crate) fn finish(mut self) -> (TurnOutcome, Option<TurnFailure>) {
-        self.turn.emit_data("turn_end", &self.outcome.end_event());
+        self.turn
+            .emit_event(&TurnEvent::TurnEnd(self.outcome.end_event()));
         (self.outcome, self.failure)
     }
 }
@@ -160,12 +161,7 @@ pub(crate) async fn run_turn<'e, 'a>(
         system_prompt_hash: env.system_prompt.digest(env.llm),
         give_up_at: std::sync::OnceLock::new(),
     };
-    if env.emitter.listens() {
-        let ev = turn
-            .writer
-            .text_event("turn_begin", "user_message", user_message);
-        env.emitter.emit(ev);
-    }
+    turn.emit_event(&TurnEvent::TurnBegin { user_message });
     let result = turn.run(user_message, max_iterations).await;
     let (outcome, failure) = turn.settle(result);
     Ended {
@@ -211,19 +207,11 @@ struct Turn<'e, 'a> {
 }
 
 impl Turn<'_, '_> {
-    /// Writes and emits an event, unless nobody listens ([`Emitter::listens`]).
-    fn emit<T: serde::Serialize + ?Sized>(&mut self, ty: &str, data: &T) {
+    /// Sends an event to the transport (typed, JSON or both: [`Emitter::send`]), unless
+    /// nobody listens ([`Emitter::listens`]).
+    fn emit_event(&mut self, event: &TurnEvent<'_>) {
         if self.env.emitter.listens() {
-            let ev = self.writer.event(ty, data);
-            self.env.emitter.emit(ev);
-        }
-    }
-
-    /// [`Turn::emit`] for the typed events of `events.rs`.
-    fn emit_data<D: EventData + ?Sized>(&mut self, ty: &str, data: &D) {
-        if self.env.emitter.listens() {
-            let ev = self.writer.data_event(ty, data);
-            self.env.emitter.emit(ev);
+            self.env.emitter.send(&mut self.writer, event);
         }
     }
 
@@ -268,12 +256,10 @@ impl Turn<'_, '_> {
                 return Err(LoopError::Cancelled);
             }
             self.inject_background_notices();
-            self.emit_data(
-                "turn_start",
-                &events::TurnStart {
-                    display_reset: false,
-                },
-            );
+            self.emit_event(&TurnEvent::TurnStart(events::TurnStart {
+                display_reset: false,
+                child_task_id: None,
+            }));
             let mut response = match self.call_llm(&schemas).await {
                 Ok(r) => r,
                 Err(e) => {

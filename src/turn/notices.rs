@@ -2,9 +2,9 @@
 //! LLM iteration and stored in the history as one `<system-reminder>` user message. A turn
 //! without a source (a sub-agent's) never drains.
 
-use serde_json::json;
-
 use super::Turn;
+use crate::events::turn_event::BackgroundNotificationInjected;
+use crate::events::TurnEvent;
 
 /// Where a turn reads the notices queued since its last LLM iteration.
 pub(crate) trait BackgroundNotices: Send + Sync {
@@ -25,9 +25,11 @@ impl Turn<'_, '_> {
         self.record_user(format!(
             "<system-reminder>\nBackground agent update:\n{content}\n</system-reminder>"
         ));
-        self.emit(
-            "background_notification_injected",
-            &json!({"note_count": notes.len(), "content": content}),
-        );
+        self.emit_event(&TurnEvent::BackgroundNotificationInjected(
+            BackgroundNotificationInjected {
+                note_count: notes.len(),
+                content: &content,
+            },
+        ));
     }
 }

@@ -68,38 +68,7 @@ pub(crate) enum ToolOutcome {
     Cancelled { text: String, duration_ms: f64 },
 }
 
-/// The `status` of the `tool_complete` and `tool_result` events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ToolStatus {
-    Ok,
-    Error,
-    Cancelled,
-}
-
-impl ToolStatus {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Ok => "ok",
-            ToolStatus::Error => "error",
-            ToolStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl serde::Serialize for ToolStatus {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl crate::events::FieldValue for ToolStatus {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        // `as_str` is a plain lowercase word: nothing to escape.
-        out.push(b'"');
-        out.extend_from_slice(self.as_str().as_bytes());
-        out.push(b'"');
-    }
-}
+pub(crate) use crate::events::turn_event::ToolStatus;
 
 /// What the host's `tool_lifecycle` `finished` event says.
 pub(crate) struct HostFinish {

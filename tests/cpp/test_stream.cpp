@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "agentao_events.hpp"
 #include "helpers.hpp"
 
 using namespace th;
@@ -233,6 +234,51 @@ TEST(HostEvents, StreamFiltersAndObservers) {
     a.chat("again");
     std::lock_guard<std::mutex> g(mu);
     EXPECT_EQ(observed.size(), 3u);
+}
+
+// The generated wire names (agentao_events.hpp, from the v3 schema) are the keys and values
+// of the events the library streams: each event has exactly the keys its type lists.
+// `flat`: the event holds no nested object, so every `":` is one of its own keys.
+template <class Event>
+static void expect_wire_form(const std::string& ev, bool flat) {
+    EXPECT_EQ(json_str(ev, "event_type"), Event::event_type) << ev;
+    size_t keys = 1;  // event_type
+    for (auto key : Event::keys) {
+        EXPECT_TRUE(contains(ev, "\"" + std::string(key) + "\":")) << key << " in " << ev;
+        keys++;
+    }
+    size_t colons = 0;
+    for (size_t p = 0; (p = ev.find("\":", p)) != std::string::npos; p++) colons++;
+    if (flat) {
+        EXPECT_EQ(colons, keys) << ev;
+    }
+}
+
+TEST(HostEvents, GeneratedWireNamesMatchTheEvents) {
+    namespace he = agentao::host_events;
+    static_assert(he::tool_lifecycle::event_type == "tool_lifecycle");
+    static_assert(he::permission_decision::event_type == "permission_decision");
+    static_assert(he::subagent_lifecycle::event_type == "subagent_lifecycle");
+    workspace ws;
+    auto a = agentao::agent::create(config(ws, WRITE_TURN));
+    auto all = a.host_events();
+    EXPECT_EQ(a.chat("write"), "written");
+    auto decision = all.next(5s);
+    ASSERT_TRUE(decision.has_value());
+    expect_wire_form<he::permission_decision>(*decision, false);
+    bool known_outcome = false;
+    for (auto v : he::permission_decision::outcome_values)
+        known_outcome |= json_str(*decision, "outcome") == v;
+    EXPECT_TRUE(known_outcome) << *decision;
+    for (const char* phase : {"started", "completed"}) {
+        auto ev = all.next(5s);
+        ASSERT_TRUE(ev.has_value());
+        expect_wire_form<he::tool_lifecycle>(*ev, true);
+        EXPECT_EQ(json_str(*ev, "phase"), phase);
+        bool listed = false;
+        for (auto v : he::tool_lifecycle::phase_values) listed |= v == phase;
+        EXPECT_TRUE(listed) << phase;
+    }
 }
 
 TEST(HostEvents, ObserverReleasedWithTheAgent) {

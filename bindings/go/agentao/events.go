@@ -23,59 +23,8 @@ type HostEvent interface {
 	EventType() string
 }
 
-// ToolLifecycleEvent is a tool call's lifecycle: phase started, then completed or failed.
-type ToolLifecycleEvent struct {
-	SessionID   string     `json:"session_id"`
-	TurnID      *string    `json:"turn_id"`
-	ToolCallID  string     `json:"tool_call_id"`
-	ToolName    string     `json:"tool_name"`
-	Phase       string     `json:"phase"` // started | completed | failed
-	StartedAt   time.Time  `json:"started_at"`
-	CompletedAt *time.Time `json:"completed_at"`
-	Outcome     *string    `json:"outcome"`
-	Summary     *string    `json:"summary"`
-	ErrorType   *string    `json:"error_type"`
-}
-
-// PermissionDecisionEvent is one permission decision (every decision, allow included).
-type PermissionDecisionEvent struct {
-	SessionID     string          `json:"session_id"`
-	TurnID        *string         `json:"turn_id"`
-	ToolCallID    *string         `json:"tool_call_id"`
-	ToolName      string          `json:"tool_name"`
-	DecisionID    string          `json:"decision_id"`
-	Outcome       string          `json:"outcome"` // allow | deny | prompt
-	Mode          PermissionMode  `json:"mode"`
-	MatchedRule   json.RawMessage `json:"matched_rule"` // an object, or null
-	Reason        *string         `json:"reason"`
-	LoadedSources []string        `json:"loaded_sources"`
-	DecidedAt     time.Time       `json:"decided_at"`
-}
-
-// SubagentLifecycleEvent is a sub-agent task's lineage.
-type SubagentLifecycleEvent struct {
-	SessionID        string         `json:"session_id"`
-	ChildTaskID      string         `json:"child_task_id"`
-	ChildSessionID   *string        `json:"child_session_id"`
-	ParentSessionID  *string        `json:"parent_session_id"`
-	ParentTaskID     *string        `json:"parent_task_id"`
-	ParentToolCallID *string        `json:"parent_tool_call_id"`
-	Phase            string         `json:"phase"` // spawned | completed | failed | cancelled
-	TaskSummary      *string        `json:"task_summary"`
-	StartedAt        time.Time      `json:"started_at"`
-	CompletedAt      *time.Time     `json:"completed_at"`
-	ErrorType        *string        `json:"error_type"`
-	Usage            *SubagentUsage `json:"usage"`
-}
-
-// SubagentUsage is a sub-agent's token totals.
-type SubagentUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	CacheReadTokens     int64 `json:"cache_read_tokens"`
-	CacheCreationTokens int64 `json:"cache_creation_tokens"`
-	ReasoningTokens     int64 `json:"reasoning_tokens"`
-}
+// The event types (ToolLifecycleEvent, PermissionDecisionEvent, SubagentLifecycleEvent,
+// SubagentUsage) are generated from the schema: host_events_gen.go.
 
 // UnknownHostEvent is an event of a type this binding does not know (readers ignore what
 // they do not understand; the JSON is kept).
@@ -84,10 +33,7 @@ type UnknownHostEvent struct {
 	JSON json.RawMessage
 }
 
-func (*ToolLifecycleEvent) EventType() string      { return "tool_lifecycle" }
-func (*PermissionDecisionEvent) EventType() string { return "permission_decision" }
-func (*SubagentLifecycleEvent) EventType() string  { return "subagent_lifecycle" }
-func (e *UnknownHostEvent) EventType() string      { return e.Type }
+func (e *UnknownHostEvent) EventType() string { return e.Type }
 
 // decodeHostEvent decodes the v3 wire form by its event_type.
 func decodeHostEvent(b []byte) (HostEvent, error) {
@@ -97,15 +43,8 @@ func decodeHostEvent(b []byte) (HostEvent, error) {
 	if err := json.Unmarshal(b, &head); err != nil {
 		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
 	}
-	var ev HostEvent
-	switch head.EventType {
-	case "tool_lifecycle":
-		ev = &ToolLifecycleEvent{}
-	case "permission_decision":
-		ev = &PermissionDecisionEvent{}
-	case "subagent_lifecycle":
-		ev = &SubagentLifecycleEvent{}
-	default:
+	ev := newHostEvent(head.EventType)
+	if ev == nil {
 		return &UnknownHostEvent{Type: head.EventType, JSON: b}, nil
 	}
 	if err := json.Unmarshal(b, ev); err != nil {

@@ -1,0 +1,336 @@
+//! The turn's events, typed: one [`TurnEvent`] per thing a turn reports, each variant holding
+//! its payload as a borrowed struct. Every surface is a projection of it:
+//!
+//! - transport JSON (`{"type","schema_version","data"}`): [`TurnEvent::write_json`], the
+//!   bytes the host's `emit` receives;
+//! - in-process observers ([`super::transport::Transport::observe`]), e.g. `agentao-acp`'s
+//!   `session/update` notifications, which match on the variants and read the fields: a
+//!   renamed or retyped field is a compile error there, not an update silently dropped.
+//!
+//! Adding an event is one variant, its payload struct (`event_data!` writes its JSON from the
+//! field list) and one arm in [`TurnEvent::kind`] and [`TurnEvent::write_json`]; the compiler
+//! names every `match` that must decide what to do with it.
+
+use serde_json::{Map, Value};
+
+use super::{event_data, EventData, EventWriter, Fields, JsonText, TextEventHead};
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The `status` of the `tool_complete` and `tool_result` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Ok,
+    Error,
+    Cancelled,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Error => "error",
+            ToolStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl serde::Serialize for ToolStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl super::FieldValue for ToolStatus {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        // `as_str` is a plain lowercase word: nothing to escape.
+        out.push(b'"');
+        out.extend_from_slice(self.as_str().as_bytes());
+        out.push(b'"');
+    }
+}
+
+/// A piece of text an event carries, with its JSON string form when the writer already has it
+/// (a streamed delta is escaped once, for the stream item, and the event reuses that).
+#[derive(Debug, Clone, Copy)]
+pub struct Text<'a> {
+    text: &'a str,
+    /// `text` as a JSON string, quotes included.
+    json: Option<&'a str>,
+}
+
+impl<'a> Text<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Text { text, json: None }
+    }
+
+    /// `json` must be `text` as serde_json writes it (quoted, escaped).
+    pub(crate) fn escaped(text: &'a str, json: &'a str) -> Self {
+        Text {
+            text,
+            json: Some(json),
+        }
+    }
+
+    pub fn as_str(&self) -> &'a str {
+        self.text
+    }
+
+    #[inline]
+    fn write<'w>(&self, w: &'w mut EventWriter, head: TextEventHead) -> JsonText<'w> {
+        match self.json {
+            Some(json) => w.text_event_json(head, json),
+            None => w.text_event_at(head, self.text),
+        }
+    }
+}
+
+/// Messages already rendered as JSON objects (the model request's own bytes), written as an
+/// array without being rendered again.
+pub trait RenderedMessages {
+    fn count(&self) -> usize;
+    /// Appends the JSON array of the messages.
+    fn write_array(&self, out: &mut Vec<u8>);
+}
+
+event_data! {
+    pub struct TurnStart<'a> {
+        #[skip_if(is_false)]
+        pub display_reset: bool,
+        /// Set on a foreground sub-agent's event forwarded to its parent.
+        #[skip_if(Option::is_none)]
+        pub child_task_id: Option<&'a str>,
+    }
+}
+
+event_data! {
+    /// `turn_end`: the keys in the order of the `json!` map it was written from before.
+    pub struct TurnEnd<'a> {
+        pub final_text: &'a str,
+        pub status: &'static str,
+        pub error: Option<&'a str>,
+        pub tool_count: u64,
+        pub incomplete_reason: Option<&'static str>,
+        pub finish_reason_missing: bool,
+    }
+}
+
+event_data! {
+    pub struct LlmCallStarted<'a> {
+        pub attempt: u32,
+        pub model: &'a str,
+        pub temperature: Option<f64>,
+        pub max_tokens: u32,
+        pub n_messages: usize,
+        pub n_tool_messages: usize,
+        pub n_system_reminder_blocks: usize,
+        pub system_prompt_hash: &'a str,
+        pub tools_hash: &'a str,
+        pub tool_count: usize,
+    }
+}
+
+/// Written by hand: its messages are spliced as rendered ([`RenderedMessages`], which the
+/// request then reuses), not written through their `Serialize`.
+pub struct LlmCallDelta<'a> {
+    pub attempt: u32,
+    pub delta_start_index: usize,
+    pub total_messages: usize,
+    pub added_messages: &'a dyn RenderedMessages,
+}
+
+impl EventData for LlmCallDelta<'_> {
+    fn write_fields(&self, fields: &mut Fields<'_>) {
+        fields.field("\"attempt\":", &self.attempt);
+        fields.field("\"delta_start_index\":", &self.delta_start_index);
+        fields.field("\"total_messages\":", &self.total_messages);
+        fields.field_with("\"added_messages\":", |out| {
+            self.added_messages.write_array(out)
+        });
+    }
+}
+
+event_data! {
+    pub struct LlmCallCompleted<'a> {
+        pub attempt: u32,
+        pub status: &'static str,
+        pub duration_ms: f64,
+        pub model_latency_ms: f64,
+        pub first_token_ms: Option<f64>,
+        pub first_reasoning_ms: Option<f64>,
+        pub error_class: Option<&'a str>,
+        pub error_message: Option<&'a str>,
+        pub finish_reason: Option<&'a str>,
+        /// Only on `ok`.
+        #[skip_if(Option::is_none)]
+        pub finish_reason_reported: Option<bool>,
+        pub prompt_tokens: Option<u64>,
+        pub completion_tokens: Option<u64>,
+        pub cache_read_tokens: Option<u64>,
+        pub cache_creation_tokens: Option<u64>,
+        pub reasoning_tokens: Option<u64>,
+        /// Only on `error`: whether text had reached the host.
+        #[skip_if(Option::is_none)]
+        pub streamed: Option<bool>,
+    }
+}
+
+event_data! {
+    pub struct LlmRetry<'a> {
+        pub retry: u32,
+        pub max_retries: u32,
+        pub delay_s: f64,
+        pub reason: &'a str,
+    }
+}
+
+event_data! {
+    /// `tool_confirmation` and `tool_start`.
+    pub struct ToolCall<'a> {
+        pub tool: &'a str,
+        pub args: &'a Map<String, Value>,
+        pub call_id: &'a str,
+        /// Set on a foreground sub-agent's event forwarded to its parent.
+        #[skip_if(Option::is_none)]
+        pub child_task_id: Option<&'a str>,
+    }
+}
+
+event_data! {
+    pub struct ToolOutput<'a> {
+        pub tool: &'a str,
+        pub chunk: &'a str,
+        pub call_id: &'a str,
+        /// Set on a foreground sub-agent's event forwarded to its parent.
+        #[skip_if(Option::is_none)]
+        pub child_task_id: Option<&'a str>,
+    }
+}
+
+event_data! {
+    pub struct ToolComplete<'a> {
+        pub tool: &'a str,
+        pub call_id: &'a str,
+        pub status: ToolStatus,
+        pub duration_ms: f64,
+        pub error: Option<&'a str>,
+        /// Set on a foreground sub-agent's event forwarded to its parent.
+        #[skip_if(Option::is_none)]
+        pub child_task_id: Option<&'a str>,
+    }
+}
+
+event_data! {
+    pub struct ToolResult<'a> {
+        pub tool: &'a str,
+        pub call_id: &'a str,
+        pub content: &'a str,
+        pub content_hash: &'a str,
+        pub original_chars: usize,
+        pub saved_to_disk: bool,
+        pub disk_path: Option<String>,
+        pub status: ToolStatus,
+        pub duration_ms: f64,
+        pub error: Option<&'a str>,
+    }
+}
+
+event_data! {
+    pub struct BackgroundNotificationInjected<'a> {
+        pub note_count: usize,
+        pub content: &'a str,
+    }
+}
+
+/// One event of a turn (or of a foreground sub-agent's turn, forwarded to its parent).
+pub enum TurnEvent<'a> {
+    /// `turn_begin`: the user's message that starts the turn.
+    TurnBegin {
+        user_message: &'a str,
+    },
+    /// `turn_start`: one iteration of the loop begins (or, with `display_reset`, the host
+    /// should redraw after a confirmation).
+    TurnStart(TurnStart<'a>),
+    /// `llm_text`: a streamed piece of the model's answer.
+    LlmText {
+        chunk: Text<'a>,
+    },
+    /// `thinking`: a streamed piece of the model's reasoning.
+    Thinking {
+        text: &'a str,
+    },
+    LlmCallStarted(LlmCallStarted<'a>),
+    LlmCallDelta(LlmCallDelta<'a>),
+    LlmCallCompleted(LlmCallCompleted<'a>),
+    LlmRetry(LlmRetry<'a>),
+    /// `tool_confirmation`: the host is about to be asked to confirm a call.
+    ToolConfirmation(ToolCall<'a>),
+    ToolStart(ToolCall<'a>),
+    ToolOutput(ToolOutput<'a>),
+    ToolComplete(ToolComplete<'a>),
+    ToolResult(ToolResult<'a>),
+    BackgroundNotificationInjected(BackgroundNotificationInjected<'a>),
+    TurnEnd(TurnEnd<'a>),
+}
+
+impl<'a> TurnEvent<'a> {
+    /// The event's `type` on the transport.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TurnEvent::TurnBegin { .. } => "turn_begin",
+            TurnEvent::TurnStart(_) => "turn_start",
+            TurnEvent::LlmText { .. } => "llm_text",
+            TurnEvent::Thinking { .. } => "thinking",
+            TurnEvent::LlmCallStarted(_) => "llm_call_started",
+            TurnEvent::LlmCallDelta(_) => "llm_call_delta",
+            TurnEvent::LlmCallCompleted(_) => "llm_call_completed",
+            TurnEvent::LlmRetry(_) => "llm_retry",
+            TurnEvent::ToolConfirmation(_) => "tool_confirmation",
+            TurnEvent::ToolStart(_) => "tool_start",
+            TurnEvent::ToolOutput(_) => "tool_output",
+            TurnEvent::ToolComplete(_) => "tool_complete",
+            TurnEvent::ToolResult(_) => "tool_result",
+            TurnEvent::BackgroundNotificationInjected(_) => "background_notification_injected",
+            TurnEvent::TurnEnd(_) => "turn_end",
+        }
+    }
+
+    /// The transport JSON of the event, written into `w`'s buffer. Inlined: where the variant
+    /// is known (a streamed delta) the `match` folds away.
+    #[inline]
+    pub(crate) fn write_json<'w>(&self, w: &'w mut EventWriter) -> JsonText<'w> {
+        let ty = self.kind();
+        match self {
+            TurnEvent::TurnBegin { user_message } => w.text_event_at(
+                super::text_event_head!("turn_begin", "user_message"),
+                user_message,
+            ),
+            TurnEvent::LlmText { chunk } => {
+                chunk.write(w, super::text_event_head!("llm_text", "chunk"))
+            }
+            TurnEvent::Thinking { text } => {
+                w.text_event_at(super::text_event_head!("thinking", "text"), text)
+            }
+            TurnEvent::TurnStart(d) => w.data_event(ty, d),
+            TurnEvent::LlmCallStarted(d) => w.data_event(ty, d),
+            TurnEvent::LlmCallDelta(d) => w.data_event(ty, d),
+            TurnEvent::LlmCallCompleted(d) => w.data_event(ty, d),
+            TurnEvent::LlmRetry(d) => w.data_event(ty, d),
+            TurnEvent::ToolConfirmation(d) | TurnEvent::ToolStart(d) => w.data_event(ty, d),
+            TurnEvent::ToolOutput(d) => w.data_event(ty, d),
+            TurnEvent::ToolComplete(d) => w.data_event(ty, d),
+            TurnEvent::ToolResult(d) => w.data_event(ty, d),
+            TurnEvent::BackgroundNotificationInjected(d) => w.data_event(ty, d),
+            TurnEvent::TurnEnd(d) => w.data_event(ty, d),
+        }
+    }
+
+    /// The transport JSON as an owned string (tests, and observers that want the JSON).
+    pub fn to_json(&self) -> String {
+        self.write_json(&mut EventWriter::default())
+            .as_str()
+            .to_owned()
+    }
+}
