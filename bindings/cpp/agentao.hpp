@@ -1371,17 +1371,14 @@ public:
     /// Adds an observer of host events (runs inline, in order, on a library thread).
     result<observer_id> try_add_observer(std::function<void(std::string_view event_json)> fn) {
         if (!fn) return agentao::error(status::null_argument, "the observer is empty");
+        // The library owns the box from here: userdata_free deletes it, on failure too.
         auto* box = new detail::observer_box{std::move(fn)};
         uint64_t id = 0;
-        agentao_error* err = nullptr;
-        agentao_status st = agentao_agent_add_host_event_observer(
-            h_.get(), &detail::observer_box::event_cb, box, &detail::observer_box::free_cb, &id, &err);
-        if (st != AGENTAO_STATUS_OK) {
-            // The library took ownership only on success.
-            delete box;
-            return detail::take_error(st, err);
-        }
-        agentao_error_free(err);
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_agent_add_host_event_observer(
+                h_.get(), &detail::observer_box::event_cb, box, &detail::observer_box::free_cb, &id, e);
+        });
+        if (!r) return r.error();
         return id;
     }
     /// Removes an observer; true when it was registered.
@@ -1508,17 +1505,9 @@ public:
     }
     /// Keeps the agent's memories in `store` (right after creation or between turns).
     result<void> try_set_memory_store(memory_store store) {
-        auto* box = new detail::memory_box{std::move(store)};
-        agentao_memory_store v = box->vtable();
-        agentao_error* err = nullptr;
-        agentao_status st = agentao_agent_set_memory_store(h_.get(), &v, &err);
-        if (st != AGENTAO_STATUS_OK) {
-            // The library took ownership only on success.
-            delete box;
-            return detail::take_error(st, err);
-        }
-        agentao_error_free(err);
-        return {};
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        agentao_memory_store v = (new detail::memory_box{std::move(store)})->vtable();
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_memory_store(h_.get(), &v, e); });
     }
     /// Restores a new, empty in-memory store.
     result<void> try_set_memory_store(std::nullopt_t) {
@@ -1645,15 +1634,8 @@ private:
         d.userdata = box;
         d.userdata_free = &detail::tool_box::free_cb;
         d.execute = &detail::tool_box::execute_cb;
-        agentao_error* err = nullptr;
-        agentao_status st = agentao_agent_add_tool(h_.get(), &d, replace, &err);
-        if (st != AGENTAO_STATUS_OK) {
-            // The library took ownership only on success.
-            delete box;
-            return detail::take_error(st, err);
-        }
-        agentao_error_free(err);
-        return {};
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        return detail::call([&](agentao_error** e) { return agentao_agent_add_tool(h_.get(), &d, replace, e); });
     }
 
     static result<agent> create_raw(std::string_view config_json, transport* t) {

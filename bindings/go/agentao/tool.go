@@ -233,11 +233,8 @@ func (a *Agent) addTool(spec ToolSpec, fn AsyncToolFunc) error {
 	defer a.release()
 	h := newHandle(&toolBox{name: spec.Name, fn: fn})
 	var cerr *C.agentao_error
-	st := C.agentao_go_add_tool(ptr, cs[0], cs[1], cs[2], flags, h, C.bool(spec.Replace), &cerr)
-	if st != C.AGENTAO_STATUS_OK {
-		goAgentaoFreeHandle(h) // on failure the userdata stays the host's
-	}
-	return statusErr(st, cerr)
+	// The library owns the handle from here: userdata_free deletes it, on failure too.
+	return statusErr(C.agentao_go_add_tool(ptr, cs[0], cs[1], cs[2], flags, h, C.bool(spec.Replace), &cerr), cerr)
 }
 
 // RemoveTool removes the tool called name (a host tool or a built-in), between turns; false

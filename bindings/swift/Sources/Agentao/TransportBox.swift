@@ -21,8 +21,8 @@ final class TransportBox: @unchecked Sendable {
     func vtable() -> agentao_transport {
         var t = agentao_transport()
         t.struct_size = UInt32(MemoryLayout<agentao_transport>.size)
-        t.userdata = Unmanaged.passRetained(self).toOpaque()
-        t.userdata_free = { ud in Unmanaged<TransportBox>.fromOpaque(ud!).release() }
+        t.userdata = retainHostBox(self)
+        t.userdata_free = releaseHostBox
         t.subscribe = { ud, listener, listenerUserdata, out in
             agentao_broadcaster_subscribe(
                 UnsafeMutableRawPointer(TransportBox.from(ud).broadcaster), listener, listenerUserdata, out)
