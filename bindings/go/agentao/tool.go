@@ -105,14 +105,9 @@ func (r *ToolReply) take() *C.agentao_reply {
 
 // Result answers with the call's result text.
 func (r *ToolReply) Result(text string) error {
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	ct := C.CString(sanitize(text))
-	defer freeC(ct)
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_reply_tool_result(p, ct, &cerr), cerr)
+	return answerText(r.take(), text, func(p *C.agentao_reply, t *C.char, e **C.agentao_error) C.agentao_status {
+		return C.agentao_reply_tool_result(p, t, e)
+	})
 }
 
 // Fail answers with a failure; errType "" means HostToolError.

@@ -374,12 +374,7 @@ struct FfiFileSystem {
     exists: Option<ExistsFn>,
 }
 
-host_capability!(agentao_file_system {
-    userdata: userdata,
-    userdata_free: userdata_free,
-    minimum: userdata_free,
-    required: [],
-});
+host_capability!(agentao_file_system, minimum: userdata_free, required: []);
 
 /// The path as the host sees it: `.` and `..` folded (the path policy has already resolved
 /// it; a host file system has no symlinks to resolve through).

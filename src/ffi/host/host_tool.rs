@@ -80,12 +80,7 @@ pub struct agentao_tool_desc {
 }
 
 // `execute` is required too, checked with the tool's name in the message.
-host_capability!(agentao_tool_desc {
-    userdata: userdata,
-    userdata_free: userdata_free,
-    minimum: execute,
-    required: [],
-});
+host_capability!(agentao_tool_desc, minimum: execute, required: []);
 
 /// The host side of a tool: its userdata and callback.
 struct FfiExecutor {

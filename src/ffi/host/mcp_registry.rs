@@ -38,12 +38,7 @@ pub struct agentao_mcp_registry {
         Option<unsafe extern "C" fn(userdata: *mut c_void, servers_json: *const c_char)>,
 }
 
-host_capability!(agentao_mcp_registry {
-    userdata: userdata,
-    userdata_free: userdata_free,
-    minimum: userdata_free,
-    required: [],
-});
+host_capability!(agentao_mcp_registry, minimum: userdata_free, required: []);
 
 struct FfiRegistry {
     data: HostData,

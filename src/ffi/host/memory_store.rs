@@ -96,12 +96,7 @@ pub struct agentao_memory_store {
 
 type AnswerPtr = *mut agentao_memory_answer;
 
-host_capability!(agentao_memory_store {
-    userdata: userdata,
-    userdata_free: userdata_free,
-    minimum: list,
-    required: [upsert, list],
-});
+host_capability!(agentao_memory_store, minimum: list, required: [upsert, list]);
 
 struct FfiMemoryStore {
     data: HostData,

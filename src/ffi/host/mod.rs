@@ -56,16 +56,12 @@ pub(crate) unsafe trait HostVtable: Copy {
     fn set_struct_size(&mut self, size: u32);
 }
 
-/// Declares a host capability: its C struct, the members that hold the userdata and its
-/// finalizer, the last member every version of the header had (the minimum `struct_size` ends
-/// there; it must be one pointer wide), and its required slots.
+/// Declares a host capability: its C struct (with members named `struct_size`, `userdata` and
+/// `userdata_free`, as every capability has), the last member every version of the
+/// header had (the minimum `struct_size` ends there; it must be one pointer wide), and its
+/// required slots: `host_capability!(agentao_x, minimum: member, required: [slot, ...]);`
 macro_rules! host_capability {
-    ($ty:ident {
-        userdata: $ud:ident,
-        userdata_free: $free:ident,
-        minimum: $min:ident,
-        required: [$($req:ident),* $(,)?] $(,)?
-    }) => {
+    ($ty:ident, minimum: $min:ident, required: [$($req:ident),* $(,)?] $(,)?) => {
         // SAFETY: every member of these structs is a pointer, an optional function pointer,
         // an integer or a bool (all-zero valid), and `$min` is one of their members.
         unsafe impl $crate::ffi::host::HostVtable for $ty {
@@ -76,7 +72,7 @@ macro_rules! host_capability {
                 (*p).struct_size
             }
             unsafe fn owner(p: *const Self) -> $crate::ffi::host_data::HostData {
-                $crate::ffi::host_data::HostData::new((*p).$ud, (*p).$free)
+                $crate::ffi::host_data::HostData::new((*p).userdata, (*p).userdata_free)
             }
             fn missing(&self) -> Option<&'static str> {
                 $(if self.$req.is_none() {

@@ -116,12 +116,7 @@ pub struct agentao_shell_run {
 type RunFn =
     unsafe extern "C" fn(*mut c_void, *const agentao_shell_request, *mut agentao_shell_run);
 
-host_capability!(agentao_shell_executor {
-    userdata: userdata,
-    userdata_free: userdata_free,
-    minimum: run,
-    required: [run],
-});
+host_capability!(agentao_shell_executor, minimum: run, required: [run]);
 
 struct FfiShell {
     data: HostData,

@@ -103,12 +103,7 @@ pub struct agentao_transport {
     pub unsubscribe: Option<unsafe extern "C" fn(userdata: *mut c_void, subscription: u64)>,
 }
 
-host_capability!(agentao_transport {
-    userdata: userdata,
-    userdata_free: userdata_free,
-    minimum: userdata_free,
-    required: [],
-});
+host_capability!(agentao_transport, minimum: userdata_free, required: []);
 
 /// The host's transport as the library keeps it: a copy of the C struct (slots past
 /// `struct_size` NULL) with its userdata. Shared by the agent and every reply handle the host
