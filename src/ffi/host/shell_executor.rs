@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::ffi::agent::{agent_ref, agentao_agent};
 use crate::ffi::cancel::agentao_cancel_token;
+use crate::ffi::handle::BoxCastable;
 use crate::ffi::host::{adopt_opt, host_capability};
 use crate::ffi::host_data::HostData;
 use crate::ffi::{agentao_error, agentao_status, guard, in_callback, opt_str_arg, Fail};
@@ -161,11 +162,12 @@ impl FfiShellExecutor {
             timeout_ms: u64::try_from(request.timeout.as_millis()).unwrap_or(u64::MAX),
             cancel: &*token,
         };
-        let run = Box::into_raw(Box::new(agentao_shell_run {
+        let run = agentao_shell_run {
             sink,
             _token: token,
             _vtable: self.0.clone(),
-        }));
+        }
+        .into_raw();
         // SAFETY: the host's callback; `req` and what it points to outlive the call, and the
         // run handle is the host's until it answers.
         in_callback(|| unsafe { f(self.0.data.ptr(), &req, run) });
@@ -242,18 +244,6 @@ pub unsafe extern "C" fn agentao_agent_set_shell_executor(
     })
 }
 
-unsafe fn run_ref<'a>(run: *const agentao_shell_run) -> Result<&'a agentao_shell_run, Fail> {
-    run.as_ref()
-        .ok_or_else(|| Fail(agentao_status::NullArgument, "`run` is NULL".into()))
-}
-
-unsafe fn take_run(run: *mut agentao_shell_run) -> Result<Box<agentao_shell_run>, Fail> {
-    if run.is_null() {
-        return Err(Fail(agentao_status::NullArgument, "`run` is NULL".into()));
-    }
-    Ok(Box::from_raw(run))
-}
-
 fn answer(run: agentao_shell_run, a: RunAnswer) -> Result<(), Fail> {
     run.sink
         .answer(a)
@@ -274,7 +264,7 @@ pub unsafe extern "C" fn agentao_shell_run_output(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let run = run_ref(run)?;
+        let run = agentao_shell_run::try_ref(run)?;
         let stream = match stream {
             s if s == agentao_shell_stream::Stdout as i32 => OutputStream::Stdout,
             s if s == agentao_shell_stream::Stderr as i32 => OutputStream::Stderr,
@@ -311,7 +301,7 @@ pub unsafe extern "C" fn agentao_shell_run_finish(
 ) -> agentao_status {
     guard(err_out, || {
         answer(
-            *take_run(run)?,
+            agentao_shell_run::try_take(run)?,
             RunAnswer::Finished {
                 returncode,
                 timed_out,
@@ -332,7 +322,7 @@ pub unsafe extern "C" fn agentao_shell_run_started(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let run = take_run(run)?;
+        let run = agentao_shell_run::try_take(run)?;
         let Ok(pid @ 1..) = u32::try_from(pid) else {
             let msg = format!("pid {pid} is not a process id");
             let _ = run
@@ -341,7 +331,7 @@ pub unsafe extern "C" fn agentao_shell_run_started(
             return Err(Fail(agentao_status::InvalidArgument, msg));
         };
         let pgid = u32::try_from(pgid).ok().filter(|&g| g > 0);
-        answer(*run, RunAnswer::Started { pid, pgid })
+        answer(run, RunAnswer::Started { pid, pgid })
     })
 }
 
@@ -355,7 +345,7 @@ pub unsafe extern "C" fn agentao_shell_run_fail(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let run = take_run(run)?;
+        let run = agentao_shell_run::try_take(run)?;
         let (msg, result) = match opt_str_arg(message, "message") {
             Ok(m) => (
                 m.unwrap_or("the shell executor could not start the command")
@@ -367,7 +357,7 @@ pub unsafe extern "C" fn agentao_shell_run_fail(
                 Err(f),
             ),
         };
-        answer(*run, RunAnswer::Failed(msg))?;
+        answer(run, RunAnswer::Failed(msg))?;
         result
     })
 }
