@@ -603,8 +603,7 @@ typedef struct agentao_tool_desc {
   /*
    Optional; called exactly once with `userdata`, on some thread, when the tool is gone:
    removed or replaced (and no turn uses it any more), or its agent freed, and every reply
-   handed to `execute` answered. Not called when `agentao_agent_add_tool` fails: `userdata`
-   then stays the host's.
+   handed to `execute` answered; or before `agentao_agent_add_tool` returns when it fails.
    */
   void (*userdata_free)(void *userdata);
   /*
@@ -629,7 +628,8 @@ typedef struct agentao_mcp_registry {
   void *userdata;
   /*
    Called exactly once with `userdata` when the library lets go of the registry (the agent
-   is freed, or another registry replaces it), and when the set call fails on a NULL agent.
+   is freed, or another registry replaces it), or before `agentao_agent_set_mcp_registry`
+   returns when it fails.
    */
   void (*userdata_free)(void *userdata);
   /*
@@ -675,7 +675,8 @@ typedef struct agentao_memory_store {
   void *userdata;
   /*
    Optional; called exactly once with `userdata` when the agent lets the store go
-   (replaced, or the agent freed). Not called when `agentao_agent_set_memory_store` fails.
+   (replaced, or the agent freed), or before `agentao_agent_set_memory_store` returns when
+   it fails.
    */
   void (*userdata_free)(void *userdata);
   /*
@@ -831,10 +832,13 @@ agentao_status agentao_agent_set_permission_mode(struct agentao_agent *agent, co
 /*
  Adds a host-event observer: `observer(userdata, event_json)` runs inline for every host
  event of this agent, in order, never concurrently with another observer call of the same
- agent, on a library thread. `userdata_free` (may be NULL) runs once when the observer is
- removed or the agent is gone. Writes the registration id to `*id_out`. On failure (NULL
- `agent`, `observer` or `id_out`) nothing is registered and `userdata` stays the host's:
- `userdata_free` is not called, as for the other registrations.
+ agent, on a library thread. Writes the registration id to `*id_out`.
+
+ Ownership: the library owns `userdata` from the call on: `userdata_free` (may be NULL) runs
+ exactly once, when the observer is removed or the agent is gone, or before this returns
+ when it fails (NULL `agent`, `observer` or `id_out`: `AGENTAO_STATUS_NULL_ARGUMENT`; nothing
+ is registered). Earlier versions left `userdata` with the host on failure (docs/c-api.md,
+ "Host capabilities").
  */
 agentao_status agentao_agent_add_host_event_observer(struct agentao_agent *agent, agentao_event_fn observer, void *userdata, void (*userdata_free)(void*), uint64_t *id_out, struct agentao_error **err_out);
 
@@ -1031,12 +1035,15 @@ agentao_status agentao_shell_run_fail(struct agentao_shell_run *run, const char 
  and copied. A name already in use (a built-in or another host tool) is refused unless
  `replace` is true, in which case the tool replaces it.
 
- Ownership: on success the library owns `desc->userdata` and releases it with
- `desc->userdata_free`; on failure nothing is registered and `userdata` stays the host's.
+ Ownership: the library owns `desc->userdata` from the call on and releases it with
+ `desc->userdata_free`; on failure nothing is registered and `userdata_free` has run before
+ this returns (earlier versions left `userdata` with the host on failure; docs/c-api.md,
+ "Host capabilities").
 
  Errors (the message names the tool): `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, desc,
- name, description, parameters or execute), `_INVALID_ARGUMENT` (a `struct_size` smaller
- than this header's `sizeof(agentao_tool_desc)`, an empty, `mcp_`-prefixed or reserved name,
+ name, description, parameters or execute), `_INVALID_ARGUMENT` (a `struct_size` that ends
+ before `execute`; a larger one, from a newer header, is read up to this one's members; an
+ empty, `mcp_`-prefixed or reserved name,
  a schema that is not a JSON object schema, a duplicate name without `replace`),
  `_INVALID_JSON` (the schema does not parse), `_INVALID_UTF8`, `_TURN_IN_PROGRESS`.
 
@@ -1144,9 +1151,12 @@ agentao_status agentao_test_panic(struct agentao_error **err_out);
  Sets the agent's MCP registry (`registry` is copied), or removes it when `registry` is
  NULL. The registry's servers connect in the background now and are part of the next turn;
  each turn asks `list_servers` again. A previous registry's `userdata_free` runs once no
- turn uses it. Errors: `_NULL_ARGUMENT` (agent; `registry->userdata_free` has then already
- run), `_INVALID_ARGUMENT` (a `struct_size` smaller than the first three members: nothing of
- the registry is read or called).
+ turn uses it. Errors: `_NULL_ARGUMENT` (agent), `_INVALID_ARGUMENT` (a `struct_size`
+ smaller than the first three members: no slot is read or called).
+
+ Ownership: the library owns `registry->userdata` from the call on, and on every failure
+ `userdata_free` has run before this returns (earlier versions did not call it for a bad
+ `struct_size`; docs/c-api.md, "Host capabilities").
  */
 agentao_status agentao_agent_set_mcp_registry(struct agentao_agent *agent, const struct agentao_mcp_registry *registry, struct agentao_error **err_out);
 
@@ -1169,8 +1179,9 @@ agentao_status agentao_agent_mcp_status(const struct agentao_agent *agent, char 
  to the user's message in a request-only reminder). `store` is borrowed and copied; NULL
  restores a new, empty in-memory store (the default).
 
- Ownership: on success the library owns `store->userdata` (released with
- `userdata_free` when replaced or when the agent is freed); on failure it stays the host's.
+ Ownership: the library owns `store->userdata` from the call on: `userdata_free` runs once,
+ when the store is replaced or the agent is freed, or before this returns when it fails
+ (earlier versions left it with the host on failure; docs/c-api.md, "Host capabilities").
 
  Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, or a NULL `upsert` or `list`),
  `_INVALID_ARGUMENT` (`struct_size` too small), `_TURN_IN_PROGRESS`. Threads: any thread,

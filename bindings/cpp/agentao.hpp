@@ -512,7 +512,16 @@ struct turn_result {
 
 namespace detail {
 
-struct transport_box {
+/// The one ownership pattern of every host capability box: `new` it, hand its vtable to the
+/// library, and never delete it: from the registration call on the library owns it and calls
+/// `free_cb` exactly once, when it lets go and also when the registration fails.
+template <class Box>
+struct host_box {
+    static Box* of(void* ud) noexcept { return static_cast<Box*>(ud); }
+    static void free_cb(void* ud) noexcept { delete of(ud); }
+};
+
+struct transport_box : host_box<transport_box> {
     transport t;
     agentao_broadcaster* bc = nullptr;
 
@@ -522,10 +531,6 @@ struct transport_box {
     ~transport_box() { agentao_broadcaster_free(bc); }
     transport_box(const transport_box&) = delete;
     transport_box& operator=(const transport_box&) = delete;
-
-    static transport_box* of(void* ud) noexcept { return static_cast<transport_box*>(ud); }
-
-    static void free_cb(void* ud) noexcept { delete of(ud); }
 
     static void emit_cb(void* ud, const char* event_json) noexcept {
         transport_box* b = of(ud);
@@ -708,13 +713,12 @@ struct turn_box {
     }
 };
 
-struct observer_box {
+struct observer_box : host_box<observer_box> {
     std::function<void(std::string_view)> fn;
     static void event_cb(void* ud, const char* event_json) noexcept {
         auto* b = static_cast<observer_box*>(ud);
         guarded([&] { b->fn(view(event_json)); }, [](const char*) {});
     }
-    static void free_cb(void* ud) noexcept { delete static_cast<observer_box*>(ud); }
 };
 
 template <class Raw, void (*Free)(Raw*)>
@@ -1134,9 +1138,8 @@ using mcp_registry_fn = std::function<std::optional<std::string>()>;
 
 namespace detail {
 
-struct tool_box {
+struct tool_box : host_box<tool_box> {
     async_tool_fn fn;
-    static void free_cb(void* ud) noexcept { delete static_cast<tool_box*>(ud); }
     static void execute_cb(void* ud, const char* args_json, const agentao_tool_call* call,
                            agentao_reply* raw) noexcept {
         auto* b = static_cast<tool_box*>(ud);
@@ -1166,10 +1169,8 @@ struct tool_box {
     }
 };
 
-struct fs_box {
+struct fs_box : host_box<fs_box> {
     file_system fs;
-    static fs_box* of(void* ud) noexcept { return static_cast<fs_box*>(ud); }
-    static void free_cb(void* ud) noexcept { delete of(ud); }
     template <class F>
     static int32_t run(F&& f) noexcept {
         int32_t rc = 5;  // EIO, when the slot throws
@@ -1214,10 +1215,8 @@ struct fs_box {
     }
 };
 
-struct shell_box {
+struct shell_box : host_box<shell_box> {
     shell_executor sh;
-    static shell_box* of(void* ud) noexcept { return static_cast<shell_box*>(ud); }
-    static void free_cb(void* ud) noexcept { delete of(ud); }
     static void dispatch(const std::function<void(const shell_request&, shell_run&&)>& fn,
                          const agentao_shell_request* req, agentao_shell_run* raw) noexcept {
         shell_run r(raw);
@@ -1254,10 +1253,8 @@ struct shell_box {
     }
 };
 
-struct memory_box {
+struct memory_box : host_box<memory_box> {
     memory_store m;
-    static memory_box* of(void* ud) noexcept { return static_cast<memory_box*>(ud); }
-    static void free_cb(void* ud) noexcept { delete of(ud); }
     static std::optional<std::string_view> opt(const char* s) noexcept {
         return s ? std::optional<std::string_view>(s) : std::nullopt;
     }
@@ -1295,10 +1292,8 @@ struct memory_box {
     }
 };
 
-struct registry_box {
+struct registry_box : host_box<registry_box> {
     mcp_registry_fn fn;
-    static registry_box* of(void* ud) noexcept { return static_cast<registry_box*>(ud); }
-    static void free_cb(void* ud) noexcept { delete of(ud); }
     // The string goes back to release_cb once the library copied it.
     static const char* list_cb(void* ud) noexcept {
         char* out = nullptr;
@@ -1349,7 +1344,7 @@ public:
     result<uint64_t> try_subscribe(std::function<void(std::string_view event_json)> fn) {
         if (!fn) return agentao::error(status::null_argument, "the listener is empty");
         // subscribe_with_free owns the box from here, and frees it itself on failure.
-        auto* box = new detail::observer_box{std::move(fn)};
+        auto* box = new detail::observer_box{{}, std::move(fn)};
         uint64_t id = 0;
         result<void> r = detail::call([&](agentao_error** e) {
             return agentao_broadcaster_subscribe_with_free(raw_, &detail::observer_box::event_cb, box,
@@ -1473,17 +1468,14 @@ public:
     /// Adds an observer of host events (runs inline, in order, on a library thread).
     result<observer_id> try_add_observer(std::function<void(std::string_view event_json)> fn) {
         if (!fn) return agentao::error(status::null_argument, "the observer is empty");
-        auto* box = new detail::observer_box{std::move(fn)};
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        auto* box = new detail::observer_box{{}, std::move(fn)};
         uint64_t id = 0;
-        agentao_error* err = nullptr;
-        agentao_status st = agentao_agent_add_host_event_observer(
-            h_.get(), &detail::observer_box::event_cb, box, &detail::observer_box::free_cb, &id, &err);
-        if (st != AGENTAO_STATUS_OK) {
-            // The library took ownership only on success.
-            delete box;
-            return detail::take_error(st, err);
-        }
-        agentao_error_free(err);
+        result<void> r = detail::call([&](agentao_error** e) {
+            return agentao_agent_add_host_event_observer(
+                h_.get(), &detail::observer_box::event_cb, box, &detail::observer_box::free_cb, &id, e);
+        });
+        if (!r) return r.error();
         return id;
     }
     /// Removes an observer; true when it was registered.
@@ -1591,7 +1583,7 @@ public:
     /// Serves the file tools from `fs` (right after creation or between turns).
     result<void> try_set_file_system(file_system fs) {
         // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_file_system v = (new detail::fs_box{std::move(fs)})->vtable();
+        agentao_file_system v = (new detail::fs_box{{}, std::move(fs)})->vtable();
         return detail::call([&](agentao_error** e) { return agentao_agent_set_file_system(h_.get(), &v, e); });
     }
     /// Restores the local file system.
@@ -1601,7 +1593,7 @@ public:
     /// Runs run_shell_command's commands through `sh` (right after creation or between turns).
     result<void> try_set_shell_executor(shell_executor sh) {
         // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_shell_executor v = (new detail::shell_box{std::move(sh)})->vtable();
+        agentao_shell_executor v = (new detail::shell_box{{}, std::move(sh)})->vtable();
         return detail::call([&](agentao_error** e) { return agentao_agent_set_shell_executor(h_.get(), &v, e); });
     }
     /// Restores the local executor.
@@ -1610,17 +1602,9 @@ public:
     }
     /// Keeps the agent's memories in `store` (right after creation or between turns).
     result<void> try_set_memory_store(memory_store store) {
-        auto* box = new detail::memory_box{std::move(store)};
-        agentao_memory_store v = box->vtable();
-        agentao_error* err = nullptr;
-        agentao_status st = agentao_agent_set_memory_store(h_.get(), &v, &err);
-        if (st != AGENTAO_STATUS_OK) {
-            // The library took ownership only on success.
-            delete box;
-            return detail::take_error(st, err);
-        }
-        agentao_error_free(err);
-        return {};
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        agentao_memory_store v = (new detail::memory_box{{}, std::move(store)})->vtable();
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_memory_store(h_.get(), &v, e); });
     }
     /// Restores a new, empty in-memory store.
     result<void> try_set_memory_store(std::nullopt_t) {
@@ -1630,7 +1614,7 @@ public:
     result<void> try_set_mcp_registry(mcp_registry_fn fn) {
         if (!fn) return agentao::error(status::null_argument, "the registry function is empty");
         // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_mcp_registry v = (new detail::registry_box{std::move(fn)})->vtable();
+        agentao_mcp_registry v = (new detail::registry_box{{}, std::move(fn)})->vtable();
         return detail::call([&](agentao_error** e) { return agentao_agent_set_mcp_registry(h_.get(), &v, e); });
     }
     /// Removes the MCP registry.
@@ -1739,7 +1723,7 @@ private:
                                std::make_pair(std::string_view(spec.description), "the description"),
                                std::make_pair(std::string_view(spec.parameters_json), "the schema")})
             if (auto bad = detail::check_view(v, what)) return *bad;
-        auto* box = new detail::tool_box{std::move(fn)};
+        auto* box = new detail::tool_box{{}, std::move(fn)};
         agentao_tool_desc d{};
         d.struct_size = sizeof d;
         d.name = spec.name.c_str();
@@ -1752,15 +1736,8 @@ private:
         d.userdata = box;
         d.userdata_free = &detail::tool_box::free_cb;
         d.execute = &detail::tool_box::execute_cb;
-        agentao_error* err = nullptr;
-        agentao_status st = agentao_agent_add_tool(h_.get(), &d, replace, &err);
-        if (st != AGENTAO_STATUS_OK) {
-            // The library took ownership only on success.
-            delete box;
-            return detail::take_error(st, err);
-        }
-        agentao_error_free(err);
-        return {};
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        return detail::call([&](agentao_error** e) { return agentao_agent_add_tool(h_.get(), &d, replace, e); });
     }
 
     static result<agent> create_raw(std::string_view config_json, transport* t) {

@@ -10,7 +10,7 @@ use super::host_data::HostData;
 use super::transport::{agentao_transport, FfiTransport};
 use super::{
     agentao_error, agentao_status, guard, guard_out, guard_required_out, in_callback, opt_str_arg,
-    out_arg, out_string, reentrant, required, status_of, str_arg, to_cstring, Fail, FfiResult,
+    out_string, reentrant, required, status_of, str_arg, to_cstring, Fail, FfiResult,
 };
 use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
 use crate::events::transport::Transport;
@@ -430,10 +430,13 @@ pub unsafe extern "C" fn agentao_agent_set_permission_mode(
 
 /// Adds a host-event observer: `observer(userdata, event_json)` runs inline for every host
 /// event of this agent, in order, never concurrently with another observer call of the same
-/// agent, on a library thread. `userdata_free` (may be NULL) runs once when the observer is
-/// removed or the agent is gone. Writes the registration id to `*id_out`. On failure (NULL
-/// `agent`, `observer` or `id_out`) nothing is registered and `userdata` stays the host's:
-/// `userdata_free` is not called, as for the other registrations.
+/// agent, on a library thread. Writes the registration id to `*id_out`.
+///
+/// Ownership: the library owns `userdata` from the call on: `userdata_free` (may be NULL) runs
+/// exactly once, when the observer is removed or the agent is gone, or before this returns
+/// when it fails (NULL `agent`, `observer` or `id_out`: `AGENTAO_STATUS_NULL_ARGUMENT`; nothing
+/// is registered). Earlier versions left `userdata` with the host on failure (docs/c-api.md,
+/// "Host capabilities").
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
     agent: *mut agentao_agent,
@@ -443,14 +446,8 @@ pub unsafe extern "C" fn agentao_agent_add_host_event_observer(
     id_out: *mut u64,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_agent(agent, err_out, |agent| {
-        let f = required(observer, "observer")?;
-        let id_out = out_arg(id_out, "id_out")?;
-        let host = HostData::new(userdata, userdata_free).with(f);
-        *id_out = agent
-            .host_events()
-            .add_observer(Arc::new(move |json: &str| host.call_json(json)));
-        Ok(())
+    guard(err_out, || {
+        super::host::observer::add(agent, observer, userdata, userdata_free, id_out)
     })
 }
 

@@ -76,4 +76,5 @@ box_castable! {
     super::transport::agentao_broadcaster => "broadcaster",
     super::agentao_error => "err",
     super::reply::agentao_reply => "reply",
+    super::shell_executor::agentao_shell_run => "run",
 }

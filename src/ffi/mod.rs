@@ -10,6 +10,10 @@
 //! Plumbing: `boundary` has one helper per export shape (panic boundary, NULL checks, `*_out`
 //! nulling), `handle` the typed handle casts, `host_data` the one wrapper for host userdata,
 //! `strings` the C strings. Nothing below this module knows C exists.
+//!
+//! Host capabilities live in `host/`, one file each; `host` holds the one declaration rule
+//! they share. Each capability file is declared here, at the place that keeps the generated
+//! header in its order (cbindgen lists items in the order it reads them).
 
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
@@ -17,18 +21,28 @@
 pub mod agent;
 mod boundary;
 pub mod cancel;
-pub mod capabilities;
+#[path = "host/file_system.rs"]
+pub mod file_system;
+// Kept after the file system (the header's order), out of rustfmt's alphabetical group.
+#[path = "host/shell_executor.rs"]
+pub mod shell_executor;
+
 mod handle;
+pub(crate) mod host;
 mod host_data;
-pub mod host_tools;
+#[path = "host/host_tool.rs"]
+pub mod host_tool;
 pub mod library;
-pub mod mcp;
-pub mod memory;
+#[path = "host/mcp_registry.rs"]
+pub mod mcp_registry;
+#[path = "host/memory_store.rs"]
+pub mod memory_store;
 pub mod preflight;
 pub mod reply;
 pub mod stream;
 mod strings;
 pub mod subagents;
+#[path = "host/transport.rs"]
 pub mod transport;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};

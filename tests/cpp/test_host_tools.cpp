@@ -313,6 +313,33 @@ TEST(HostTools, RegistrationErrorsAndRemove) {
     EXPECT_EQ(b.chat("hi"), "x");
 }
 
+// The library owns a tool's box from the call on and releases it once, also when it refuses
+// the tool: the handler (and what it holds) is gone right after a refusal, and the binding does
+// not release it a second time (ASan run).
+TEST(HostTools, ARefusedToolIsReleasedByTheLibraryOnce) {
+    workspace ws;
+    auto a = agentao::agent::create(config(ws, R"({"text":"x"})"));
+    auto held = std::make_shared<int>(0);
+    auto holding = [held](std::string_view, const agentao::tool_call&) { return std::string("r"); };
+    auto bad = lookup_spec();
+    bad.name = "plan_save";
+    EXPECT_EQ(a.try_add_tool(bad, holding).code(), agentao::status::invalid_argument);
+    bad.name = "read_file";
+    EXPECT_EQ(a.try_add_tool(bad, holding).code(), agentao::status::invalid_argument);
+    EXPECT_EQ(held.use_count(), 2);  // `held` and the copy inside `holding`
+    std::weak_ptr<int> watch = held;
+    {
+        auto only_in_box = [h = std::move(held)](std::string_view, const agentao::tool_call&) {
+            return std::string(std::to_string(*h));
+        };
+        bad.name = "mcp_x";
+        EXPECT_EQ(a.try_add_tool(bad, std::move(only_in_box)).code(), agentao::status::invalid_argument);
+    }
+    // `holding` still has its copy; the refused box's copy is gone.
+    EXPECT_EQ(watch.use_count(), 1);
+    EXPECT_EQ(a.chat("hi"), "x");
+}
+
 TEST(Broadcaster, OwnsItsListeners) {
     auto seen = std::make_shared<std::vector<std::string>>();
     std::weak_ptr<std::vector<std::string>> alive = seen;

@@ -231,12 +231,10 @@ func (a *Agent) AddHostEventObserver(fn func(HostEvent)) (ObserverID, error) {
 }
 
 func addObserver(ptr *C.agentao_agent, fn func(HostEvent)) (ObserverID, error) {
-	h := newHandle(fn)
 	var id C.uint64_t
 	var cerr *C.agentao_error
-	// On failure the library has not taken the userdata: the handle is ours to delete.
-	if err := statusErr(C.agentao_go_add_observer(ptr, h, &id, &cerr), cerr); err != nil {
-		goAgentaoFreeHandle(h)
+	// The library owns the handle from here: userdata_free deletes it, on failure too.
+	if err := statusErr(C.agentao_go_add_observer(ptr, newHandle(fn), &id, &cerr), cerr); err != nil {
 		return 0, err
 	}
 	return ObserverID(id), nil

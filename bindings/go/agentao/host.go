@@ -194,3 +194,23 @@ func goAgentaoObserve(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
 		fn(ev)
 	}
 }
+
+// answer is the one shape of every deferred answer (a transport reply, a tool reply, a shell
+// run): the handle, taken once (nil: already answered), goes to one consuming call.
+func answer[P comparable](p P, call func(P, **C.agentao_error) C.agentao_status) error {
+	var answered P // the nil handle
+	if p == answered {
+		return ErrAnswered
+	}
+	var cerr *C.agentao_error
+	return statusErr(call(p, &cerr), cerr)
+}
+
+// answerText is answer for a consuming call that takes a text, copied to C for the call.
+func answerText[P comparable](p P, text string, call func(P, *C.char, **C.agentao_error) C.agentao_status) error {
+	return answer(p, func(p P, e **C.agentao_error) C.agentao_status {
+		c := C.CString(sanitize(text))
+		defer freeC(c)
+		return call(p, c, e)
+	})
+}

@@ -114,10 +114,6 @@ func (a *Agent) SetMemoryStore(store MemoryStore) error {
 	if _, ok := store.(MemorySearcher); ok {
 		search = 1
 	}
-	h := newHandle(store)
-	st := C.agentao_go_set_memory_store(ptr, h, get, search, &cerr)
-	if st != C.AGENTAO_STATUS_OK {
-		goAgentaoFreeHandle(h) // on failure the userdata stays the host's
-	}
-	return statusErr(st, cerr)
+	// The library owns the handle from here: userdata_free deletes it, on failure too.
+	return statusErr(C.agentao_go_set_memory_store(ptr, newHandle(store), get, search, &cerr), cerr)
 }

@@ -83,35 +83,24 @@ func (r *ShellRun) Output(stream ShellStream, data []byte) error {
 // Finish answers a foreground run: the command ended with code (negative: killed by that
 // signal), timedOut when stopped for inactivity, cancelled when stopped because ctx was.
 func (r *ShellRun) Finish(code int, timedOut, cancelled bool) error {
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_shell_run_finish(p, C.int32_t(code), C.bool(timedOut), C.bool(cancelled), &cerr), cerr)
+	return answer(r.take(), func(p *C.agentao_shell_run, e **C.agentao_error) C.agentao_status {
+		return C.agentao_shell_run_finish(p, C.int32_t(code), C.bool(timedOut), C.bool(cancelled), e)
+	})
 }
 
 // Started answers a background run: the command runs as pid in process group pgid
 // (negative: none).
 func (r *ShellRun) Started(pid, pgid int) error {
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_shell_run_started(p, C.int64_t(pid), C.int64_t(pgid), &cerr), cerr)
+	return answer(r.take(), func(p *C.agentao_shell_run, e **C.agentao_error) C.agentao_status {
+		return C.agentao_shell_run_started(p, C.int64_t(pid), C.int64_t(pgid), e)
+	})
 }
 
 // Fail answers that the command could not start ("Error starting command: <message>").
 func (r *ShellRun) Fail(message string) error {
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	cm := C.CString(sanitize(message))
-	defer freeC(cm)
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_shell_run_fail(p, cm, &cerr), cerr)
+	return answerText(r.take(), message, func(p *C.agentao_shell_run, m *C.char, e **C.agentao_error) C.agentao_status {
+		return C.agentao_shell_run_fail(p, m, e)
+	})
 }
 
 func finalizeShellRun(r *ShellRun) { _ = r.Fail("the host dropped the run without answering it") }

@@ -105,14 +105,9 @@ func (r *ToolReply) take() *C.agentao_reply {
 
 // Result answers with the call's result text.
 func (r *ToolReply) Result(text string) error {
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	ct := C.CString(sanitize(text))
-	defer freeC(ct)
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_reply_tool_result(p, ct, &cerr), cerr)
+	return answerText(r.take(), text, func(p *C.agentao_reply, t *C.char, e **C.agentao_error) C.agentao_status {
+		return C.agentao_reply_tool_result(p, t, e)
+	})
 }
 
 // Fail answers with a failure; errType "" means HostToolError.
@@ -233,11 +228,8 @@ func (a *Agent) addTool(spec ToolSpec, fn AsyncToolFunc) error {
 	defer a.release()
 	h := newHandle(&toolBox{name: spec.Name, fn: fn})
 	var cerr *C.agentao_error
-	st := C.agentao_go_add_tool(ptr, cs[0], cs[1], cs[2], flags, h, C.bool(spec.Replace), &cerr)
-	if st != C.AGENTAO_STATUS_OK {
-		goAgentaoFreeHandle(h) // on failure the userdata stays the host's
-	}
-	return statusErr(st, cerr)
+	// The library owns the handle from here: userdata_free deletes it, on failure too.
+	return statusErr(C.agentao_go_add_tool(ptr, cs[0], cs[1], cs[2], flags, h, C.bool(spec.Replace), &cerr), cerr)
 }
 
 // RemoveTool removes the tool called name (a host tool or a built-in), between turns; false

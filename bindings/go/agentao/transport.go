@@ -156,14 +156,9 @@ func (r *reply) take() *C.agentao_reply {
 // Fail fails the request with message: a failed confirmation or max-iterations request ends
 // the turn with StatusHostError; a failed question becomes the tool's error result.
 func (r *reply) Fail(message string) error {
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	cm := C.CString(sanitize(message))
-	defer freeC(cm)
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_reply_fail(p, cm, &cerr), cerr)
+	return answerText(r.take(), message, func(p *C.agentao_reply, m *C.char, e **C.agentao_error) C.agentao_status {
+		return C.agentao_reply_fail(p, m, e)
+	})
 }
 
 // Answered reports whether the reply has been answered (or failed).
@@ -187,12 +182,9 @@ type ConfirmReply struct{ reply }
 
 // Confirm answers with c.
 func (r *ConfirmReply) Confirm(c Confirmation) error {
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_reply_confirm(p, C.int32_t(c), &cerr), cerr)
+	return answer(r.take(), func(p *C.agentao_reply, e **C.agentao_error) C.agentao_status {
+		return C.agentao_reply_confirm(p, C.int32_t(c), e)
+	})
 }
 
 func (r *ConfirmReply) Allow() error           { return r.Confirm(Allow) }
@@ -204,14 +196,9 @@ type AnswerReply struct{ reply }
 
 // Answer answers with text.
 func (r *AnswerReply) Answer(text string) error {
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	ct := C.CString(sanitize(text))
-	defer freeC(ct)
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_reply_text(p, ct, &cerr), cerr)
+	return answerText(r.take(), text, func(p *C.agentao_reply, t *C.char, e **C.agentao_error) C.agentao_status {
+		return C.agentao_reply_text(p, t, e)
+	})
 }
 
 // MaxIterationsReply answers an OnMaxIterations request.
@@ -219,14 +206,9 @@ type MaxIterationsReply struct{ reply }
 
 func (r *MaxIterationsReply) action(v any) error {
 	b, _ := json.Marshal(v)
-	p := r.take()
-	if p == nil {
-		return ErrAnswered
-	}
-	cj := C.CString(string(b))
-	defer freeC(cj)
-	var cerr *C.agentao_error
-	return statusErr(C.agentao_reply_json(p, cj, &cerr), cerr)
+	return answerText(r.take(), string(b), func(p *C.agentao_reply, j *C.char, e **C.agentao_error) C.agentao_status {
+		return C.agentao_reply_json(p, j, e)
+	})
 }
 
 // Stop ends the turn (incomplete reason max_iterations).

@@ -45,8 +45,8 @@ extension Agent {
         var v = agentao_mcp_registry()
         v.struct_size = UInt32(MemoryLayout<agentao_mcp_registry>.size)
         // The library owns the box from here: userdata_free releases it, on failure too.
-        v.userdata = Unmanaged.passRetained(RegistryBox(registry)).toOpaque()
-        v.userdata_free = { ud in Unmanaged<RegistryBox>.fromOpaque(ud!).release() }
+        v.userdata = retainHostBox(RegistryBox(registry))
+        v.userdata_free = releaseHostBox
         v.list_servers = { ud in
             let registry = Unmanaged<RegistryBox>.fromOpaque(ud!).takeUnretainedValue().registry
             guard let json = (try? registry()) ?? nil else { return nil }

@@ -109,8 +109,8 @@ extension Agent {
         var v = agentao_file_system()
         v.struct_size = UInt32(MemoryLayout<agentao_file_system>.size)
         // The library owns the box from here: userdata_free releases it, on failure too.
-        v.userdata = Unmanaged.passRetained(FileSystemBox(fs)).toOpaque()
-        v.userdata_free = { ud in Unmanaged<FileSystemBox>.fromOpaque(ud!).release() }
+        v.userdata = retainHostBox(FileSystemBox(fs))
+        v.userdata_free = releaseHostBox
         v.read = { ud, path, maxBytes, out in
             do {
                 var data = try FileSystemBox.from(ud).read(path: String(cString: path!), maxBytes: maxBytes)
@@ -159,11 +159,11 @@ extension Agent {
             try check { agentao_agent_set_memory_store(handle, nil, $0) }
             return
         }
-        let box = Unmanaged.passRetained(MemoryBox(store))
         var v = agentao_memory_store()
         v.struct_size = UInt32(MemoryLayout<agentao_memory_store>.size)
-        v.userdata = box.toOpaque()
-        v.userdata_free = { ud in Unmanaged<MemoryBox>.fromOpaque(ud!).release() }
+        // The library owns the box from here: userdata_free releases it, on failure too.
+        v.userdata = retainHostBox(MemoryBox(store))
+        v.userdata_free = releaseHostBox
         v.upsert = { ud, record, answer in
             do {
                 try MemoryBox.from(ud).upsert(recordJSON: String(cString: record!))
@@ -179,12 +179,6 @@ extension Agent {
                 _ = agentao_memory_answer_fail(answer, String(describing: error), nil)
             }
         }
-        var err: OpaquePointer?
-        let status = agentao_agent_set_memory_store(handle, &v, &err)
-        if status != Status.ok.rawValue {
-            // On failure the userdata stays the host's.
-            box.release()
-            throw AgentaoError(status: status, owned: err)
-        }
+        try check { agentao_agent_set_memory_store(handle, &v, $0) }
     }
 }

@@ -65,7 +65,8 @@ extension Agent {
     /// Registers a host tool; the model is offered it from the next turn on. A name in use is
     /// `.invalidArgument` unless `replace`. Between turns only (`.turnInProgress`).
     public func addTool(_ spec: ToolSpec, replace: Bool = false, _ handler: @escaping ToolHandler) throws(AgentaoError) {
-        let box = Unmanaged.passRetained(ToolBox(handler))
+        // The library owns the box from here: userdata_free releases it, on failure too.
+        let box = retainHostBox(ToolBox(handler))
         var status: Int32 = Status.ok.rawValue
         var err: OpaquePointer?
         spec.name.withCString { name in
@@ -80,8 +81,8 @@ extension Agent {
                     d.requires_confirmation = spec.requiresConfirmation
                     d.copies_to_subagents = spec.copiesToSubagents
                     d.reentrant = spec.reentrant
-                    d.userdata = box.toOpaque()
-                    d.userdata_free = { ud in Unmanaged<ToolBox>.fromOpaque(ud!).release() }
+                    d.userdata = box
+                    d.userdata_free = releaseHostBox
                     d.execute = { ud, args, call, reply in
                         let handler = Unmanaged<ToolBox>.fromOpaque(ud!).takeUnretainedValue().handler
                         let toolCall = ToolCall(
@@ -126,8 +127,6 @@ extension Agent {
             }
         }
         if status != Status.ok.rawValue {
-            // On failure the userdata stays the host's.
-            box.release()
             throw AgentaoError(status: status, owned: err)
         }
     }

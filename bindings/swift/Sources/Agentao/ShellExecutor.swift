@@ -88,8 +88,8 @@ extension Agent {
         var v = agentao_shell_executor()
         v.struct_size = UInt32(MemoryLayout<agentao_shell_executor>.size)
         // The library owns the box from here: userdata_free releases it, on failure too.
-        v.userdata = Unmanaged.passRetained(ShellBox(executor)).toOpaque()
-        v.userdata_free = { ud in Unmanaged<ShellBox>.fromOpaque(ud!).release() }
+        v.userdata = retainHostBox(ShellBox(executor))
+        v.userdata_free = releaseHostBox
         v.dialect = 0  // AGENTAO_SHELL_DIALECT_POSIX
         v.run = { ud, req, run in
             let executor = Unmanaged<ShellBox>.fromOpaque(ud!).takeUnretainedValue().executor

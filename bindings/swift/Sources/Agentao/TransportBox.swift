@@ -17,8 +17,8 @@ final class TransportBox: @unchecked Sendable {
     func vtable() -> agentao_transport {
         var t = agentao_transport()
         t.struct_size = UInt32(MemoryLayout<agentao_transport>.size)
-        t.userdata = Unmanaged.passRetained(self).toOpaque()
-        t.userdata_free = { ud in Unmanaged<TransportBox>.fromOpaque(ud!).release() }
+        t.userdata = retainHostBox(self)
+        t.userdata_free = releaseHostBox
         guard transport != nil else { return t }
         t.emit = { ud, json in
             TransportBox.from(ud).transport?.emit(AgentEvent(json: String(cString: json!)))

@@ -4,9 +4,10 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
-use super::agent::{agent_ref, agentao_agent, with_agent_then_out};
-use super::host_data::HostData;
-use super::{agentao_error, agentao_status, guard, in_callback, out_string, Fail};
+use crate::ffi::agent::{agent_ref, agentao_agent, with_agent_then_out};
+use crate::ffi::host::{adopt_opt, host_capability};
+use crate::ffi::host_data::HostData;
+use crate::ffi::{agentao_error, agentao_status, guard, in_callback, out_string};
 use crate::mcp::McpRegistry;
 
 /// Where an agent's MCP servers come from besides its config's `mcp_servers` (which are
@@ -16,12 +17,14 @@ use crate::mcp::McpRegistry;
 /// Threads: `list_servers` and `release_servers` run on a library thread where blocking is
 /// fine, before each turn and when the registry is set; never two at once for one agent.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct agentao_mcp_registry {
     /// `sizeof(agentao_mcp_registry)`; a smaller value means the slots past it are NULL.
     pub(crate) struct_size: u32,
     pub(crate) userdata: *mut c_void,
     /// Called exactly once with `userdata` when the library lets go of the registry (the agent
-    /// is freed, or another registry replaces it), and when the set call fails on a NULL agent.
+    /// is freed, or another registry replaces it), or before `agentao_agent_set_mcp_registry`
+    /// returns when it fails.
     pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
     /// The servers as a JSON object `{"<name>": {<server config>}, ...}` (the keys of
     /// `mcp_servers`, see docs/config.md), or NULL for none. The string stays the host's: the
@@ -34,6 +37,8 @@ pub struct agentao_mcp_registry {
     pub(crate) release_servers:
         Option<unsafe extern "C" fn(userdata: *mut c_void, servers_json: *const c_char)>,
 }
+
+host_capability!(agentao_mcp_registry, minimum: userdata_free, required: []);
 
 struct FfiRegistry {
     data: HostData,
@@ -67,9 +72,12 @@ impl McpRegistry for FfiRegistry {
 /// Sets the agent's MCP registry (`registry` is copied), or removes it when `registry` is
 /// NULL. The registry's servers connect in the background now and are part of the next turn;
 /// each turn asks `list_servers` again. A previous registry's `userdata_free` runs once no
-/// turn uses it. Errors: `_NULL_ARGUMENT` (agent; `registry->userdata_free` has then already
-/// run), `_INVALID_ARGUMENT` (a `struct_size` smaller than the first three members: nothing of
-/// the registry is read or called).
+/// turn uses it. Errors: `_NULL_ARGUMENT` (agent), `_INVALID_ARGUMENT` (a `struct_size`
+/// smaller than the first three members: no slot is read or called).
+///
+/// Ownership: the library owns `registry->userdata` from the call on, and on every failure
+/// `userdata_free` has run before this returns (earlier versions did not call it for a bad
+/// `struct_size`; docs/c-api.md, "Host capabilities").
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_set_mcp_registry(
     agent: *mut agentao_agent,
@@ -77,37 +85,12 @@ pub unsafe extern "C" fn agentao_agent_set_mcp_registry(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let copied = if registry.is_null() {
-            None
-        } else {
-            let r = &*registry;
-            let size = r.struct_size as usize;
-            let base = std::mem::offset_of!(agentao_mcp_registry, userdata_free)
-                + std::mem::size_of::<usize>();
-            if size < base {
-                return Err(Fail(
-                    agentao_status::InvalidArgument,
-                    format!(
-                        "registry.struct_size is {size}; set it to sizeof(agentao_mcp_registry)"
-                    ),
-                ));
-            }
-            let data = HostData::new(r.userdata, r.userdata_free);
-            let has = |offset: usize| size >= offset + std::mem::size_of::<usize>();
-            Some(FfiRegistry {
-                data,
-                list: if has(std::mem::offset_of!(agentao_mcp_registry, list_servers)) {
-                    r.list_servers
-                } else {
-                    None
-                },
-                release: if has(std::mem::offset_of!(agentao_mcp_registry, release_servers)) {
-                    r.release_servers
-                } else {
-                    None
-                },
-            })
-        };
+        // Owned from here: every failure below releases the userdata.
+        let copied = adopt_opt(registry)?.map(|(data, v)| FfiRegistry {
+            data,
+            list: v.list_servers,
+            release: v.release_servers,
+        });
         let agent = agent_ref(agent)?;
         agent.set_mcp_registry(copied.map(|r| Arc::new(r) as Arc<dyn McpRegistry>));
         Ok(())

@@ -2,18 +2,18 @@
 //! answers (`agentao_reply_tool_result` / `_error`).
 
 use std::ffi::{c_char, c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::agent::{agentao_agent, with_agent};
-use super::cancel::agentao_cancel_token;
-use super::host_data::HostData;
-use super::reply::{agentao_reply, answer_text, deliver, take};
-use super::{
+use crate::events::transport::{Answer, Reply};
+use crate::ffi::agent::{agent_ref, agentao_agent, with_agent};
+use crate::ffi::cancel::agentao_cancel_token;
+use crate::ffi::host::{adopt, host_capability};
+use crate::ffi::host_data::HostData;
+use crate::ffi::reply::{agentao_reply, answer_text, deliver, take};
+use crate::ffi::{
     agentao_error, agentao_status, guard, in_callback, opt_str_arg, str_arg, to_cstring, Fail,
     FfiResult,
 };
-use crate::events::transport::{Answer, Reply};
 use crate::tools::host::{
     HostCall, HostExecutor, HostTool, HostToolFlags, HostToolSpec, SpecError, HOST_FAILURE_TYPE,
 };
@@ -47,6 +47,7 @@ pub(crate) type agentao_tool_execute_fn = Option<
 /// A host tool (spec §2.1), passed to `agentao_agent_add_tool`, which copies it. Every string
 /// is borrowed for that call.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct agentao_tool_desc {
     /// `sizeof(agentao_tool_desc)`: members may be appended in later versions.
     pub(crate) struct_size: u32,
@@ -72,33 +73,18 @@ pub struct agentao_tool_desc {
     pub(crate) userdata: *mut c_void,
     /// Optional; called exactly once with `userdata`, on some thread, when the tool is gone:
     /// removed or replaced (and no turn uses it any more), or its agent freed, and every reply
-    /// handed to `execute` answered. Not called when `agentao_agent_add_tool` fails: `userdata`
-    /// then stays the host's.
+    /// handed to `execute` answered; or before `agentao_agent_add_tool` returns when it fails.
     pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
     /// Required.
     pub(crate) execute: agentao_tool_execute_fn,
 }
 
-/// A tool's userdata. Its finalizer is armed only once the tool is registered, so a refused
-/// descriptor leaves the userdata with the host.
-struct ToolUserdata {
-    data: HostData,
-    free: Option<unsafe extern "C" fn(*mut c_void)>,
-    armed: AtomicBool,
-}
-
-impl Drop for ToolUserdata {
-    fn drop(&mut self) {
-        if let (Some(free), true) = (self.free, self.armed.load(Ordering::Acquire)) {
-            // SAFETY: the host's finalizer, called once, when the library lets go.
-            in_callback(|| unsafe { free(self.data.ptr()) });
-        }
-    }
-}
+// `execute` is required too, checked with the tool's name in the message.
+host_capability!(agentao_tool_desc, minimum: execute, required: []);
 
 /// The host side of a tool: its userdata and callback.
 struct FfiExecutor {
-    data: Arc<ToolUserdata>,
+    data: Arc<HostData>,
     execute: unsafe extern "C" fn(
         *mut c_void,
         *const c_char,
@@ -109,7 +95,7 @@ struct FfiExecutor {
 
 /// What a reply handed to `execute` keeps alive until the host answers it.
 struct CallKeepAlive {
-    _data: Arc<ToolUserdata>,
+    _data: Arc<HostData>,
     _call: Arc<agentao_tool_call>,
 }
 
@@ -133,12 +119,7 @@ impl HostExecutor for FfiExecutor {
         // SAFETY: the host's callback with its own userdata; `args` lives for the call, `ctx`
         // as long as the reply (which holds it) is unanswered, and the reply is the host's.
         in_callback(|| unsafe {
-            (self.execute)(
-                self.data.data.ptr(),
-                args.as_ptr(),
-                Arc::as_ptr(&ctx),
-                reply,
-            )
+            (self.execute)(self.data.ptr(), args.as_ptr(), Arc::as_ptr(&ctx), reply)
         });
     }
 }
@@ -147,19 +128,12 @@ unsafe fn desc_str<'a>(p: *const c_char, member: &str) -> FfiResult<&'a str> {
     str_arg(p, &format!("desc->{member}"))
 }
 
-/// Reads and validates a descriptor; nothing is taken from the host unless it succeeds.
-unsafe fn read_desc(desc: *const agentao_tool_desc) -> FfiResult<(HostTool, Arc<ToolUserdata>)> {
+/// Takes a descriptor (see [`adopt`]) and validates it; every failure releases the userdata.
+unsafe fn read_desc(desc: *const agentao_tool_desc) -> FfiResult<HostTool> {
     if desc.is_null() {
         return Err(Fail(agentao_status::NullArgument, "`desc` is NULL".into()));
     }
-    let size = (*desc).struct_size as usize;
-    if size < std::mem::size_of::<agentao_tool_desc>() {
-        return Err(Fail(
-            agentao_status::InvalidArgument,
-            format!("desc->struct_size is {size}; set it to sizeof(agentao_tool_desc)"),
-        ));
-    }
-    let d = &*desc;
+    let (data, d) = adopt(desc)?;
     let name = desc_str(d.name, "name")?;
     let Some(execute) = d.execute else {
         return Err(Fail(
@@ -179,16 +153,11 @@ unsafe fn read_desc(desc: *const agentao_tool_desc) -> FfiResult<(HostTool, Arc<
         SpecError::Json(m) => Fail(agentao_status::InvalidJson, m),
         SpecError::Invalid(m) => Fail(agentao_status::InvalidArgument, m),
     })?;
-    let data = Arc::new(ToolUserdata {
-        data: HostData::borrowed(d.userdata),
-        free: d.userdata_free,
-        armed: AtomicBool::new(false),
-    });
     let executor = FfiExecutor {
-        data: data.clone(),
+        data: Arc::new(data),
         execute,
     };
-    Ok((HostTool::new(spec, Arc::new(executor)), data))
+    Ok(HostTool::new(spec, Arc::new(executor)))
 }
 
 /// Registers a host tool on `agent` (spec §2.2): right after `agentao_agent_new`, or between
@@ -196,12 +165,15 @@ unsafe fn read_desc(desc: *const agentao_tool_desc) -> FfiResult<(HostTool, Arc<
 /// and copied. A name already in use (a built-in or another host tool) is refused unless
 /// `replace` is true, in which case the tool replaces it.
 ///
-/// Ownership: on success the library owns `desc->userdata` and releases it with
-/// `desc->userdata_free`; on failure nothing is registered and `userdata` stays the host's.
+/// Ownership: the library owns `desc->userdata` from the call on and releases it with
+/// `desc->userdata_free`; on failure nothing is registered and `userdata_free` has run before
+/// this returns (earlier versions left `userdata` with the host on failure; docs/c-api.md,
+/// "Host capabilities").
 ///
 /// Errors (the message names the tool): `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, desc,
-/// name, description, parameters or execute), `_INVALID_ARGUMENT` (a `struct_size` smaller
-/// than this header's `sizeof(agentao_tool_desc)`, an empty, `mcp_`-prefixed or reserved name,
+/// name, description, parameters or execute), `_INVALID_ARGUMENT` (a `struct_size` that ends
+/// before `execute`; a larger one, from a newer header, is read up to this one's members; an
+/// empty, `mcp_`-prefixed or reserved name,
 /// a schema that is not a JSON object schema, a duplicate name without `replace`),
 /// `_INVALID_JSON` (the schema does not parse), `_INVALID_UTF8`, `_TURN_IN_PROGRESS`.
 ///
@@ -214,10 +186,10 @@ pub unsafe extern "C" fn agentao_agent_add_tool(
     replace: bool,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_agent(agent, err_out, |agent| {
-        let (tool, data) = read_desc(desc)?;
-        agent.add_tool(Arc::new(tool), replace)?;
-        data.armed.store(true, Ordering::Release);
+    guard(err_out, || {
+        // Owned from here, so a NULL agent releases the userdata too.
+        let tool = read_desc(desc)?;
+        agent_ref(agent)?.add_tool(Arc::new(tool), replace)?;
         Ok(())
     })
 }

@@ -1,12 +1,13 @@
-//! The host's memory store (spec §5.4) as a C vtable.
+//! The host's memory store (spec §5.4): its C vtable, its answer slot, and its adapter to the
+//! tools layer's [`MemoryStore`].
 
 use std::ffi::{c_char, c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::agent::{agentao_agent, with_agent};
-use super::host_data::HostData;
-use super::{
+use crate::ffi::agent::{agent_ref, agentao_agent};
+use crate::ffi::host::{adopt, host_capability};
+use crate::ffi::host_data::HostData;
+use crate::ffi::{
     agentao_error, agentao_status, guard, in_callback, opt_str_arg, str_arg, to_cstring, Fail,
 };
 use crate::tools::memory::{matching, sort_recent_first, InMemoryStore, MemoryWriteError};
@@ -45,12 +46,14 @@ enum HostAnswer {
 /// `memory.max_entries`, default 1,000; `memory.max_bytes`, default 4 MiB of key, title,
 /// content, tags and keywords), measured on what `list` answers.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct agentao_memory_store {
     /// `sizeof(agentao_memory_store)`; a smaller value means the slots past it are NULL.
     pub(crate) struct_size: u32,
     pub(crate) userdata: *mut c_void,
     /// Optional; called exactly once with `userdata` when the agent lets the store go
-    /// (replaced, or the agent freed). Not called when `agentao_agent_set_memory_store` fails.
+    /// (replaced, or the agent freed), or before `agentao_agent_set_memory_store` returns when
+    /// it fails.
     pub userdata_free: Option<unsafe extern "C" fn(userdata: *mut c_void)>,
     /// Required. Insert `record_json`, or replace the live record with the same `scope` and
     /// `key_normalized`. Answer nothing (success) or fail.
@@ -93,23 +96,14 @@ pub struct agentao_memory_store {
 
 type AnswerPtr = *mut agentao_memory_answer;
 
+host_capability!(agentao_memory_store, minimum: list, required: [upsert, list]);
+
 struct FfiMemoryStore {
     data: HostData,
-    free: Option<unsafe extern "C" fn(*mut c_void)>,
-    armed: AtomicBool,
     upsert: unsafe extern "C" fn(*mut c_void, *const c_char, AnswerPtr),
     list: unsafe extern "C" fn(*mut c_void, *const c_char, AnswerPtr),
     get: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, AnswerPtr)>,
     search: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, AnswerPtr)>,
-}
-
-impl Drop for FfiMemoryStore {
-    fn drop(&mut self) {
-        if let (Some(free), true) = (self.free, self.armed.load(Ordering::Acquire)) {
-            // SAFETY: the host's finalizer, called once, when the library lets go.
-            in_callback(|| unsafe { free(self.data.ptr()) });
-        }
-    }
 }
 
 fn scope_c(scope: Option<MemoryScope>) -> Option<CString> {
@@ -213,40 +207,19 @@ impl MemoryStore for FfiMemoryStore {
     }
 }
 
+/// Takes a host vtable (see [`adopt`]); every failure releases the userdata.
 unsafe fn from_vtable(t: *const agentao_memory_store) -> Result<FfiMemoryStore, Fail> {
-    let size = (*t).struct_size as usize;
-    let base = std::mem::offset_of!(agentao_memory_store, list) + std::mem::size_of::<usize>();
-    if size < base {
-        return Err(Fail(
-            agentao_status::InvalidArgument,
-            format!("store->struct_size is {size}; set it to sizeof(agentao_memory_store)"),
-        ));
-    }
-    macro_rules! slot {
-        ($field:ident) => {
-            if size
-                >= std::mem::offset_of!(agentao_memory_store, $field) + std::mem::size_of::<usize>()
-            {
-                (*t).$field
-            } else {
-                None
-            }
-        };
-    }
-    let (Some(upsert), Some(list)) = ((*t).upsert, (*t).list) else {
-        return Err(Fail(
-            agentao_status::NullArgument,
-            "the memory store needs `upsert` and `list`".into(),
-        ));
+    let (data, v) = adopt(t)?;
+    let (Some(upsert), Some(list)) = (v.upsert, v.list) else {
+        // Required slots: `adopt` refused a NULL one.
+        return Err(Fail::null("upsert"));
     };
     Ok(FfiMemoryStore {
-        data: HostData::borrowed((*t).userdata),
-        free: (*t).userdata_free,
-        armed: AtomicBool::new(false),
+        data,
         upsert,
         list,
-        get: slot!(get),
-        search: slot!(search),
+        get: v.get,
+        search: v.search,
     })
 }
 
@@ -256,8 +229,9 @@ unsafe fn from_vtable(t: *const agentao_memory_store) -> Result<FfiMemoryStore, 
 /// to the user's message in a request-only reminder). `store` is borrowed and copied; NULL
 /// restores a new, empty in-memory store (the default).
 ///
-/// Ownership: on success the library owns `store->userdata` (released with
-/// `userdata_free` when replaced or when the agent is freed); on failure it stays the host's.
+/// Ownership: the library owns `store->userdata` from the call on: `userdata_free` runs once,
+/// when the store is replaced or the agent is freed, or before this returns when it fails
+/// (earlier versions left it with the host on failure; docs/c-api.md, "Host capabilities").
 ///
 /// Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent, or a NULL `upsert` or `list`),
 /// `_INVALID_ARGUMENT` (`struct_size` too small), `_TURN_IN_PROGRESS`. Threads: any thread,
@@ -268,14 +242,14 @@ pub unsafe extern "C" fn agentao_agent_set_memory_store(
     store: *const agentao_memory_store,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_agent(agent, err_out, |agent| {
-        if store.is_null() {
-            agent.set_memory_store(Arc::new(InMemoryStore::default()))?;
-            return Ok(());
-        }
-        let store = Arc::new(from_vtable(store)?);
-        agent.set_memory_store(store.clone())?;
-        store.armed.store(true, Ordering::Release);
+    guard(err_out, || {
+        // Owned from here, so a NULL agent releases the userdata too.
+        let store: Arc<dyn MemoryStore> = if store.is_null() {
+            Arc::new(InMemoryStore::default())
+        } else {
+            Arc::new(from_vtable(store)?)
+        };
+        agent_ref(agent)?.set_memory_store(store)?;
         Ok(())
     })
 }

@@ -1,19 +1,21 @@
-//! The host transport vtable, its adapter to [`Transport`], and the broadcaster helper.
+//! The host transport: its C vtable, its adapter to [`Transport`], and the broadcaster
+//! helper.
 
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-use super::handle::BoxCastable;
-use super::host_data::HostData;
-use super::reply::agentao_reply;
-use super::{
-    agentao_error, agentao_status, guard, in_callback, out_arg, required, str_arg, to_cstring,
-    with_cstr, with_json, Fail, FfiResult,
-};
 use crate::events::transport::{
     Answer, Broadcaster, ConfirmRequest, Confirmation, Reply, Transport, NON_INTERACTIVE_ANSWER,
 };
 use crate::events::JsonText;
+use crate::ffi::handle::BoxCastable;
+use crate::ffi::host::{adopt, host_capability};
+use crate::ffi::host_data::HostData;
+use crate::ffi::reply::agentao_reply;
+use crate::ffi::{
+    agentao_error, agentao_status, guard, in_callback, out_arg, required, str_arg, to_cstring,
+    with_cstr, with_json, FfiResult,
+};
 
 /// A listener a transport's `subscribe` receives: call it with each event's JSON (borrowed
 /// for the call) and `listener_userdata`.
@@ -101,6 +103,8 @@ pub struct agentao_transport {
     pub unsubscribe: Option<unsafe extern "C" fn(userdata: *mut c_void, subscription: u64)>,
 }
 
+host_capability!(agentao_transport, minimum: userdata_free, required: []);
+
 /// The host's transport as the library keeps it: a copy of the C struct (slots past
 /// `struct_size` NULL) with its userdata. Shared by the agent and every reply handle the host
 /// holds: dropped when the last of them is gone, and that is when `userdata_free` runs, so a
@@ -113,41 +117,16 @@ pub(crate) struct FfiTransport {
 }
 
 impl FfiTransport {
-    /// Copies a host vtable, honouring `struct_size`. On failure the userdata is released
-    /// (the header promises `userdata_free` runs when `agentao_agent_new` fails).
+    /// Takes a host vtable (see [`adopt`]): on failure the userdata is released, as the
+    /// header promises for a failed `agentao_agent_new`.
     ///
     /// # Safety
-    /// `t` points to an `agentao_transport` at least `struct_size` bytes long (and at least up
-    /// to `userdata_free` whatever `struct_size` says).
+    /// `t` is non-NULL and points to an `agentao_transport` at least `struct_size` bytes long
+    /// (and at least up to `userdata_free` whatever `struct_size` says).
     pub(crate) unsafe fn copy(t: *const agentao_transport) -> FfiResult<FfiTransport> {
-        let word = std::mem::size_of::<usize>();
-        let size = (*t).struct_size as usize;
-        let base = std::mem::offset_of!(agentao_transport, userdata_free) + word;
-        // An all-zero struct is all NULL slots.
-        let mut copy: agentao_transport = std::mem::zeroed();
-        copy.userdata = (*t).userdata;
-        copy.userdata_free = (*t).userdata_free;
-        if size >= base {
-            // Every slot is one pointer wide and starts on a pointer boundary, so rounding down
-            // to whole pointers takes exactly the slots the host's header had.
-            let len = size.min(std::mem::size_of::<agentao_transport>()) / word * word;
-            std::ptr::copy_nonoverlapping(
-                t.cast::<u8>(),
-                (&mut copy as *mut agentao_transport).cast::<u8>(),
-                len,
-            );
-        }
-        copy.struct_size = std::mem::size_of::<agentao_transport>() as u32;
-        // Owned from here: an early return below releases the userdata.
-        let host = HostData::new(copy.userdata, copy.userdata_free).with(copy);
-        if size < base {
-            return Err(Fail(
-                agentao_status::InvalidArgument,
-                format!("transport.struct_size is {size}; set it to sizeof(agentao_transport)"),
-            ));
-        }
+        let (data, copy) = adopt(t)?;
         Ok(FfiTransport {
-            host: Arc::new(host),
+            host: Arc::new(data.with(copy)),
         })
     }
 
@@ -286,7 +265,7 @@ pub unsafe extern "C" fn agentao_broadcaster_notify(
 /// the subscription is removed, the broadcaster is freed, or registration fails.
 unsafe fn subscribe(
     b: *const agentao_broadcaster,
-    listener: HostData<super::host_data::JsonFn>,
+    listener: HostData<crate::ffi::host_data::JsonFn>,
     subscription_out: *mut u64,
 ) -> FfiResult<()> {
     let b = agentao_broadcaster::try_ref(b)?;
