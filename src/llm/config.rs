@@ -29,8 +29,34 @@ pub enum LlmConfig {
 
 impl LlmConfig {}
 
+/// Which HTTP wire a model client speaks (`llm.provider`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WireKind {
+    /// OpenAI Chat Completions (`openai`).
+    #[default]
+    ChatCompletions,
+    /// Anthropic Messages (`anthropic`).
+    Anthropic,
+    /// OpenAI Responses (`openai-responses`).
+    Responses,
+}
+
+impl WireKind {
+    /// The provider name as the config writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WireKind::ChatCompletions => "openai",
+            WireKind::Anthropic => "anthropic",
+            WireKind::Responses => "openai-responses",
+        }
+    }
+}
+
+/// The settings of an HTTP model client, whichever wire it speaks.
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
+    /// The wire; the other fields mean the same on each.
+    pub wire: WireKind,
     pub base_url: String,
     pub api_key: String,
     pub model: String,
@@ -118,14 +144,24 @@ impl LlmSection {
                     .ok_or_else(|| "config field `llm.script`: required for provider `scripted`".to_owned())?;
                 Ok(LlmConfig::Scripted(script))
             }
-            "openai" => {
+            "openai" | "anthropic" | "openai-responses" => {
+                let wire = match provider {
+                    "anthropic" => WireKind::Anthropic,
+                    "openai-responses" => WireKind::Responses,
+                    _ => WireKind::ChatCompletions,
+                };
                 if self.script.is_some() {
                     return Err("config field `llm.script`: only valid with provider `scripted`".to_owned());
                 }
-                let prefix = env
-                    .var("LLM_PROVIDER")
-                    .map(|p| p.trim().to_uppercase())
-                    .unwrap_or_else(|| "OPENAI".to_owned());
+                // The Anthropic wire reads the variables its SDK reads; the others keep the
+                // reference's `LLM_PROVIDER` prefix.
+                let prefix = match wire {
+                    WireKind::Anthropic => "ANTHROPIC".to_owned(),
+                    _ => env
+                        .var("LLM_PROVIDER")
+                        .map(|p| p.trim().to_uppercase())
+                        .unwrap_or_else(|| "OPENAI".to_owned()),
+                };
                 let pick = |value: Option<String>, field: &str| -> Result<String, String> {
                     let var = format!("{prefix}_{}", field.to_uppercase());
                     match value.filter(|v| !v.trim().is_empty()).or_else(|| env.var(&var)) {
@@ -137,7 +173,11 @@ impl LlmSection {
                 };
                 // Trimmed before the check, so a URL that is only a scheme (`http://`) cannot
                 // pass it and then lose its slashes.
-                let given = pick(self.base_url, "base_url")?;
+                let given = match (wire, pick(self.base_url, "base_url")) {
+                    // The Anthropic SDK's default endpoint.
+                    (WireKind::Anthropic, Err(_)) => "https://api.anthropic.com".to_owned(),
+                    (_, r) => r?,
+                };
                 let base_url = given
                     .trim_end_matches(|c: char| c == '/' || c.is_whitespace())
                     .to_owned();
@@ -222,6 +262,7 @@ impl LlmSection {
                         .unwrap_or(defaults.backoff_cap),
                 };
                 Ok(LlmConfig::OpenAi(OpenAiConfig {
+                    wire,
                     base_url,
                     api_key,
                     model,
@@ -238,7 +279,7 @@ impl LlmSection {
                 }))
             }
             other => Err(format!(
-                "config field `llm.provider`: unknown provider '{other}' (expected `openai` or `scripted`)"
+                "config field `llm.provider`: unknown provider '{other}' (expected `openai`, `anthropic`, `openai-responses` or `scripted`)"
             )),
         }
     }
