@@ -43,7 +43,8 @@ fn tool_ids_fit_the_pattern_and_stay_distinct() {
         let t = tool_id(id);
         assert!(
             (1..=64).contains(&t.len())
-                && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+                && t.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
             "{id} -> {t}"
         );
         assert_eq!(tool_id(id), t, "stable");
@@ -66,9 +67,11 @@ fn the_conversation_is_converted_as_the_api_requires() {
         host(json!({"role": "tool", "tool_call_id": "call_1|fc_1", "name": "f", "content": "one"})),
         host(json!({"role": "tool", "tool_call_id": "c2", "name": "g", "content": ""})),
         Message::User("and then".into()),
-        host(json!({"role": "user", "content": [{"type": "text", "text": "see"},
+        host(
+            json!({"role": "user", "content": [{"type": "text", "text": "see"},
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-            {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]})),
+            {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}),
+        ),
     ];
     let tools = Arc::new(vec![json!({"type": "function", "function": {"name": "f",
         "description": "d", "parameters": {"type": "object", "properties": {}}}})]);
@@ -86,7 +89,10 @@ fn the_conversation_is_converted_as_the_api_requires() {
             {"type": "text", "text": "question"}]})
     );
     let blocks = m[3]["content"].as_array().unwrap();
-    assert_eq!(blocks[0], json!({"type": "thinking", "thinking": "t", "signature": "S"}));
+    assert_eq!(
+        blocks[0],
+        json!({"type": "thinking", "thinking": "t", "signature": "S"})
+    );
     assert_eq!(blocks[1], json!({"type": "redacted_thinking", "data": "R"}));
     assert_eq!(blocks[2], json!({"type": "text", "text": "calling"}));
     let id = tool_id("call_1|fc_1");
@@ -94,7 +100,11 @@ fn the_conversation_is_converted_as_the_api_requires() {
         blocks[3],
         json!({"type": "tool_use", "id": id, "name": "f", "input": {"a": 1}})
     );
-    assert_eq!(blocks[4]["input"], json!({}), "unparsable arguments go as {{}}");
+    assert_eq!(
+        blocks[4]["input"],
+        json!({}),
+        "unparsable arguments go as {{}}"
+    );
     // Results first, then the user's text and images, in one user turn.
     let user = m[4]["content"].as_array().unwrap();
     assert_eq!(m.len(), 5);
@@ -169,7 +179,12 @@ fn signed_thinking_blocks_come_back_whole_and_usage_adds_the_cache() {
     );
     let u = r.usage.unwrap();
     assert_eq!(
-        (u.prompt_tokens, u.completion_tokens, u.cache_read_tokens, u.cache_creation_tokens),
+        (
+            u.prompt_tokens,
+            u.completion_tokens,
+            u.cache_read_tokens,
+            u.cache_creation_tokens
+        ),
         (15, 11, 7, 3),
         "cumulative output: the latest wins"
     );
@@ -201,7 +216,11 @@ fn stop_reasons_and_in_stream_errors_map_as_the_reference() {
     ] {
         let (_, end) = run(&[json!({"type": "error", "error": {"type": t, "message": "m"}})]);
         let e = end.unwrap_err();
-        assert_eq!((e.status, e.retryable, e.in_stream), (Some(status), retryable, true), "{t}");
+        assert_eq!(
+            (e.status, e.retryable, e.in_stream),
+            (Some(status), retryable, true),
+            "{t}"
+        );
         assert_eq!(e.reference_text(), "m");
     }
 }

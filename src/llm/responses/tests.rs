@@ -26,8 +26,10 @@ fn the_body_is_stateless_and_its_items_round_trip() {
             "openai_reasoning_items": [reasoning]})),
         host(json!({"role": "tool", "tool_call_id": "call_1|fc_1", "name": "f", "content": "out"})),
         Message::System("note".into()),
-        host(json!({"role": "user", "content": [{"type": "text", "text": "see"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]})),
+        host(
+            json!({"role": "user", "content": [{"type": "text", "text": "see"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]}),
+        ),
     ];
     let tools = Arc::new(vec![json!({"type": "function", "function": {"name": "f",
         "description": "d", "parameters": {"type": "object"}}})]);
@@ -59,7 +61,10 @@ fn the_body_is_stateless_and_its_items_round_trip() {
             "parameters": {"type": "object"}, "strict": false}])
     );
     let input = body["input"].as_array().unwrap();
-    assert_eq!(input[0], json!({"role": "user", "content": [{"type": "input_text", "text": "q"}]}));
+    assert_eq!(
+        input[0],
+        json!({"role": "user", "content": [{"type": "input_text", "text": "q"}]})
+    );
     assert_eq!(input[1], reasoning, "whole");
     assert_eq!(
         input[2],
@@ -115,13 +120,21 @@ fn without_done_events_the_completed_response_fills_the_gaps() {
     assert_eq!(end.unwrap(), Flow::End);
     let r = asm.finish();
     assert_eq!(r.reasoning, "why!");
-    assert_eq!(r.carrier, Some(WireCarrier::ResponsesReasoning(vec![whole])));
+    assert_eq!(
+        r.carrier,
+        Some(WireCarrier::ResponsesReasoning(vec![whole]))
+    );
     assert_eq!(r.tool_calls[0].id, "call_1|fc_1");
     assert_eq!(r.tool_calls[0].canonical_arguments(), "{\"x\": 2}");
     assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
     let u = r.usage.unwrap();
     assert_eq!(
-        (u.prompt_tokens, u.completion_tokens, u.cache_read_tokens, u.reasoning_tokens),
+        (
+            u.prompt_tokens,
+            u.completion_tokens,
+            u.cache_read_tokens,
+            u.reasoning_tokens
+        ),
         (20, 6, 8, 4)
     );
     assert_eq!(r.model, "gpt-x");
@@ -147,11 +160,17 @@ fn arguments_from_deltas_are_not_doubled_by_the_done_events() {
 
 #[test]
 fn error_events_and_failed_responses_are_classified() {
-    let (_, end) = run(&[json!({"type": "error", "code": "rate_limit_exceeded", "message": "slow"})]);
+    let (_, end) =
+        run(&[json!({"type": "error", "code": "rate_limit_exceeded", "message": "slow"})]);
     let e = end.unwrap_err();
-    assert_eq!((e.status, e.retryable, e.in_stream), (Some(429), true, true));
-    let (_, end) = run(&[json!({"type": "response.failed", "response": {"status": "failed",
-        "error": {"code": "server_error", "message": "boom"}}})]);
+    assert_eq!(
+        (e.status, e.retryable, e.in_stream),
+        (Some(429), true, true)
+    );
+    let (_, end) = run(&[
+        json!({"type": "response.failed", "response": {"status": "failed",
+        "error": {"code": "server_error", "message": "boom"}}}),
+    ]);
     let e = end.unwrap_err();
     assert_eq!((e.status, e.retryable), (Some(500), true));
     assert_eq!(e.reference_text(), "boom");

@@ -1,0 +1,206 @@
+//! The wires' conformance at the level of a whole agent: each recorded transcript's model
+//! script, served by `mock-openai` on the Chat Completions, Anthropic Messages and OpenAI
+//! Responses wires, gives the same turn (text, status, tools run) on each; the opaque
+//! reasoning of the typed wires goes back whole on the next request; usage counts on each.
+//!
+//! With `AGENTAO_WIRE_BODIES=<dir>`, every request body of the typed wires is written to
+//! `<dir>/anthropic.jsonl` and `<dir>/openai-responses.jsonl`, for `scripts/wires_sdk.py`
+//! (the official SDKs' request types check them; step `86-wires-sdk`).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use agentao::agent::{Agent, TurnOptions};
+use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
+use mock_openai::MockServer;
+use serde_json::{json, Value};
+
+const WIRES: [&str; 3] = ["openai", "anthropic", "openai-responses"];
+
+struct Host {
+    approve: bool,
+    max_iter: std::sync::Mutex<Vec<Value>>,
+}
+
+impl Transport for Host {
+    fn emit(&self, _event: &str) {}
+    fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
+        let c = if self.approve {
+            Confirmation::Allow
+        } else {
+            Confirmation::Deny
+        };
+        reply.answer(Answer::Confirm(c)).unwrap();
+    }
+    fn on_max_iterations(&self, _count: u32, _pending: &str, reply: Reply) {
+        let mut q = self.max_iter.lock().unwrap();
+        let answer = if q.is_empty() {
+            json!({"action": "stop"})
+        } else {
+            q.remove(0)
+        };
+        reply.answer(Answer::Json(answer.to_string())).unwrap();
+    }
+}
+
+/// What a turn amounted to, wire-neutrally.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    text: String,
+    status: String,
+    tool_count: u64,
+    history_roles: Vec<String>,
+}
+
+fn transcript(name: &str) -> Value {
+    let path = format!(
+        "{}/tests/conformance/transcripts/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn record(wire: &str, bodies: &[Value]) {
+    let Some(dir) = std::env::var_os("AGENTAO_WIRE_BODIES") else {
+        return;
+    };
+    if wire == "openai" {
+        return;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(std::path::Path::new(&dir).join(format!("{wire}.jsonl")))
+        .unwrap();
+    for b in bodies {
+        writeln!(f, "{b}").unwrap();
+    }
+}
+
+/// Runs the transcript's turn on `wire`; returns what it amounted to and the request bodies.
+fn run(t: &Value, wire: &str) -> (Seen, Vec<Value>, agentao::llm::Usage) {
+    let script = &t["model_script"];
+    let mut llm = script["llm"].clone();
+    llm.as_object_mut().unwrap().remove("exhausted");
+    let server = MockServer::builder()
+        .record_bodies(true)
+        .start(llm)
+        .expect("mock starts");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "Project notes\nline 2: the build uses make\nline 3: tests live in tests/\n",
+    )
+    .unwrap();
+    let base = match wire {
+        // The Anthropic SDK's base URL has no `/v1`.
+        "anthropic" => server.base_url().trim_end_matches("/v1").to_owned(),
+        _ => server.base_url(),
+    };
+    let config = json!({"working_directory": dir.path(), "llm": {"provider": wire,
+        "base_url": base, "api_key": "k", "model": "m", "max_attempts": 3,
+        "retry_backoff_base_ms": 1, "retry_backoff_cap_ms": 5}});
+    let host = Arc::new(Host {
+        approve: script["host"]["confirm_tool"].as_str() == Some("approve"),
+        max_iter: std::sync::Mutex::new(
+            script["host"]["on_max_iterations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        ),
+    });
+    let agent = Agent::new(&config.to_string(), Some(host)).unwrap();
+    let opts = TurnOptions {
+        max_iterations: script["turn"]["max_iterations"].as_u64().map(|m| m as u32),
+        cancel: None,
+    };
+    let out = agent
+        .run_blocking(t["turns"][0]["user_message"].as_str().unwrap(), opts)
+        .map_err(|e| format!("{:?}", e.0))
+        .unwrap();
+    let history: Vec<Value> = serde_json::from_str(&agent.history_json()).unwrap();
+    let seen = Seen {
+        text: out.text,
+        status: format!("{:?}", out.status),
+        tool_count: out.tool_count,
+        history_roles: history
+            .iter()
+            .map(|m| m["role"].as_str().unwrap_or("?").to_owned())
+            .collect(),
+    };
+    let bodies = server.requests();
+    record(wire, &bodies);
+    (seen, bodies, agent.usage())
+}
+
+const TRANSCRIPTS: [&str; 10] = [
+    "empty_response",
+    "llm_retry_429_500_then_success",
+    "max_iterations_stop",
+    "plain_stream_chunks",
+    "read_file_then_answer",
+    "reasoning_only",
+    "two_tool_calls_one_message",
+    "unknown_tool",
+    "write_file_approved",
+    "write_file_declined",
+];
+
+#[test]
+fn every_transcript_gives_the_same_turn_on_every_wire() {
+    for name in TRANSCRIPTS {
+        let t = transcript(name);
+        let (chat, chat_bodies, chat_usage) = run(&t, "openai");
+        for wire in &WIRES[1..] {
+            let (seen, bodies, usage) = run(&t, wire);
+            assert_eq!(seen, chat, "{name} on {wire}");
+            assert_eq!(
+                bodies.len(),
+                chat_bodies.len(),
+                "{name} on {wire}: requests"
+            );
+            assert_eq!(
+                (usage.prompt_tokens, usage.completion_tokens),
+                (chat_usage.prompt_tokens, chat_usage.completion_tokens),
+                "{name} on {wire}: usage"
+            );
+        }
+    }
+}
+
+/// A reasoning model's turn with a tool call: the thinking blocks (Anthropic) and reasoning
+/// items (Responses) of the first answer are in the second request, whole, and in history.
+#[test]
+fn opaque_reasoning_goes_back_whole_on_the_next_request() {
+    let script = json!({"model": "m", "responses": [
+        {"reasoning": "I should read it.", "tool_calls": [{"id": "call_r1", "name": "read_file",
+            "arguments": {"file_path": "notes.txt"}}], "finish_reason": "tool_calls"},
+        {"text": "Done.", "finish_reason": "stop"}]});
+    for wire in ["anthropic", "openai-responses"] {
+        let t = json!({"model_script": {"llm": script, "host": {"confirm_tool": "approve"},
+            "turn": {}}, "turns": [{"user_message": "Read notes.txt."}]});
+        let (seen, bodies, _) = run(&t, wire);
+        assert_eq!(seen.text, "Done.", "{wire}");
+        assert_eq!(bodies.len(), 2);
+        let second = bodies[1].to_string();
+        let (opaque, signed) = match wire {
+            "anthropic" => (
+                json!({"type": "thinking", "thinking": "I should read it.", "signature": "mock-signature-0"}),
+                "mock-signature-0",
+            ),
+            _ => (
+                json!({"type": "reasoning", "id": "rs_mock_0",
+                    "summary": [{"type": "summary_text", "text": "I should read it."}],
+                    "encrypted_content": "mock-encrypted-0"}),
+                "mock-encrypted-0",
+            ),
+        };
+        assert!(second.contains(signed), "{wire}: {second}");
+        let carried = match wire {
+            "anthropic" => bodies[1]["messages"][1]["content"][0].clone(),
+            _ => bodies[1]["input"][1].clone(),
+        };
+        assert_eq!(carried, opaque, "{wire}: whole, in place");
+    }
+}
