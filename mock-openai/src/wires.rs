@@ -177,6 +177,9 @@ fn responses_events(resp: &ScriptResponse, model: &str, n_resp: usize) -> Vec<Va
             "reasoning" => {
                 out.push(json!({"type": "response.reasoning_summary_text.done",
                     "item_id": format!("rs_mock_{i}"), "output_index": i, "summary_index": 0, "text": text}));
+                out.push(json!({"type": "response.reasoning_summary_part.done",
+                    "item_id": format!("rs_mock_{i}"), "output_index": i, "summary_index": 0,
+                    "part": {"type": "summary_text", "text": text}}));
                 json!({"type": "reasoning", "id": format!("rs_mock_{i}"),
                     "summary": [{"type": "summary_text", "text": text}],
                     "encrypted_content": format!("mock-encrypted-{i}")})
@@ -186,6 +189,9 @@ fn responses_events(resp: &ScriptResponse, model: &str, n_resp: usize) -> Vec<Va
                     json!({"type": "response.output_text.done", "item_id": format!("msg_mock_{i}"),
                     "output_index": i, "content_index": 0, "text": text, "logprobs": []}),
                 );
+                out.push(json!({"type": "response.content_part.done", "item_id": format!("msg_mock_{i}"),
+                    "output_index": i, "content_index": 0,
+                    "part": {"type": "output_text", "text": text, "annotations": [], "logprobs": []}}));
                 json!({"type": "message", "id": format!("msg_mock_{i}"), "role": "assistant",
                     "status": "completed", "content": [{"type": "output_text", "text": text,
                         "annotations": [], "logprobs": []}]})
@@ -211,6 +217,9 @@ fn responses_events(resp: &ScriptResponse, model: &str, n_resp: usize) -> Vec<Va
                     let i = output.len();
                     out.push(json!({"type": "response.output_item.added", "output_index": i,
                         "item": {"type": "reasoning", "id": format!("rs_mock_{i}"), "summary": []}}));
+                    out.push(json!({"type": "response.reasoning_summary_part.added",
+                        "item_id": format!("rs_mock_{i}"), "output_index": i, "summary_index": 0,
+                        "part": {"type": "summary_text", "text": ""}}));
                     open = Some((i, "reasoning", 0, String::new()));
                 }
                 if let Some((i, _, _, text)) = open.as_mut() {
@@ -226,6 +235,9 @@ fn responses_events(resp: &ScriptResponse, model: &str, n_resp: usize) -> Vec<Va
                     out.push(json!({"type": "response.output_item.added", "output_index": i,
                         "item": {"type": "message", "id": format!("msg_mock_{i}"), "role": "assistant",
                             "status": "in_progress", "content": []}}));
+                    out.push(json!({"type": "response.content_part.added",
+                        "item_id": format!("msg_mock_{i}"), "output_index": i, "content_index": 0,
+                        "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}}));
                     open = Some((i, "message", 0, String::new()));
                 }
                 if let Some((i, _, _, text)) = open.as_mut() {
