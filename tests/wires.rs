@@ -204,3 +204,44 @@ fn opaque_reasoning_goes_back_whole_on_the_next_request() {
         assert_eq!(carried, opaque, "{wire}: whole, in place");
     }
 }
+
+/// The price table gives the session's cost, on every wire, from the five counters.
+#[test]
+fn the_price_table_gives_the_session_cost_on_every_wire() {
+    let script = json!({"model": "m", "responses": [{"text": "hi", "usage": {
+        "prompt_tokens": 1000, "completion_tokens": 100,
+        "prompt_tokens_details": {"cached_tokens": 400}}}]});
+    for wire in WIRES {
+        let server = MockServer::start(script.clone()).expect("mock starts");
+        let base = match wire {
+            "anthropic" => server.base_url().trim_end_matches("/v1").to_owned(),
+            _ => server.base_url(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let config = json!({"working_directory": dir.path(), "llm": {"provider": wire,
+            "base_url": base, "api_key": "k", "model": "m",
+            "prices": {"m": {"input": 3.0, "output": 15.0, "cache_read": 0.3}}}});
+        let agent = Agent::new(&config.to_string(), None).unwrap();
+        assert_eq!(
+            agent.cost_usd(),
+            Some(0.0),
+            "{wire}: priced, nothing spent yet"
+        );
+        agent.run_blocking("hi", TurnOptions::default()).unwrap();
+        let u = agent.usage();
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.cache_read_tokens),
+            (1000, 100, 400),
+            "{wire}"
+        );
+        // 600 × $3 + 400 × $0.30 + 100 × $15, per million.
+        let cost = agent.cost_usd().unwrap();
+        assert!((cost - 0.00342).abs() < 1e-12, "{wire}: {cost}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bad = json!({"working_directory": dir.path(), "llm": {"provider": "openai",
+        "base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m",
+        "prices": {"m": {"input": -1.0, "output": 1.0}}}});
+    let e = Agent::new(&bad.to_string(), None).err().expect("refused");
+    assert!(format!("{e:?}").contains("llm.prices.m.input"), "{e:?}");
+}

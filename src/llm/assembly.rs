@@ -34,6 +34,9 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     pub(crate) cache_creation_tokens: u64,
     pub(crate) reasoning_tokens: u64,
+    /// What the tokens cost by the config's price table, in billionths of a US dollar (0 for
+    /// one attempt's usage as the wire reports it; the totals' sum of each attempt's cost).
+    pub(crate) cost_nano_usd: u64,
 }
 
 impl Usage {
@@ -52,6 +55,7 @@ impl Usage {
             cache_read_tokens: n(cache_read),
             cache_creation_tokens: n(cache_creation),
             reasoning_tokens: n(u.pointer("/completion_tokens_details/reasoning_tokens")),
+            cost_nano_usd: 0,
         }
     }
 }

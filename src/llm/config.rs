@@ -73,6 +73,53 @@ pub struct OpenAiConfig {
     /// Bound on the text, reasoning and tool calls one response accumulates.
     pub(crate) max_response_bytes: usize,
     pub retry: RetryConfig,
+    /// The optional price table, by model (sub-agents may use other models).
+    pub(crate) prices: BTreeMap<String, Price>,
+}
+
+/// One model's prices in US dollars per million tokens (`llm.prices.<model>`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    /// What `u` costs, in billionths of a dollar: prompt tokens that were neither read from
+    /// nor written to the cache at the input price, cache reads and writes at theirs (the
+    /// input price when the table leaves them out), completion tokens at the output price.
+    pub(crate) fn cost_nano_usd(&self, u: &super::Usage) -> u64 {
+        let cached = u.cache_read_tokens.saturating_add(u.cache_creation_tokens);
+        let plain = u.prompt_tokens.saturating_sub(cached) as f64;
+        let nano = plain * self.input
+            + u.cache_read_tokens as f64 * self.cache_read.unwrap_or(self.input)
+            + u.cache_creation_tokens as f64 * self.cache_write.unwrap_or(self.input)
+            + u.completion_tokens as f64 * self.output;
+        // Per million tokens, in billionths: x1000. Finite and non-negative by validation.
+        (nano * 1000.0).round() as u64
+    }
+
+    fn check(&self, model: &str) -> Result<(), String> {
+        let fields = [
+            ("input", Some(self.input)),
+            ("output", Some(self.output)),
+            ("cache_read", self.cache_read),
+            ("cache_write", self.cache_write),
+        ];
+        for (name, v) in fields {
+            if v.is_some_and(|v| !v.is_finite() || !(0.0..=1e6).contains(&v)) {
+                return Err(format!(
+                    "config field `llm.prices.{model}.{name}`: must be a number of dollars per million tokens between 0 and 1000000"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Retry policy knobs; defaults are the reference's (5 attempts, 7.5 s base, 60 s cap).
@@ -115,6 +162,8 @@ pub(crate) struct LlmSection {
     retry_backoff_cap_ms: Option<u64>,
     max_attempts: Option<u32>,
     script: Option<Value>,
+    #[serde(default)]
+    prices: BTreeMap<String, Price>,
 }
 
 impl Section for LlmSection {}
@@ -246,6 +295,9 @@ impl LlmSection {
                             .saturating_mul(RESPONSE_BYTES_PER_TOKEN)
                             .max(DEFAULT_MAX_EVENT_BYTES)
                     });
+                for (model, p) in &self.prices {
+                    p.check(model)?;
+                }
                 if self.call_timeout_ms == Some(0) {
                     return Err("config field `llm.call_timeout_ms`: must be at least 1".to_owned());
                 }
@@ -276,6 +328,7 @@ impl LlmSection {
                     max_event_bytes,
                     max_response_bytes,
                     retry,
+                    prices: self.prices,
                 }))
             }
             other => Err(format!(

@@ -191,6 +191,7 @@ pub struct UsageTotals {
     pub(crate) cache_read: AtomicU64,
     pub(crate) cache_creation: AtomicU64,
     pub(crate) reasoning: AtomicU64,
+    pub(crate) cost_nano_usd: AtomicU64,
 }
 
 impl UsageTotals {
@@ -204,6 +205,8 @@ impl UsageTotals {
             .fetch_add(u.cache_creation_tokens, Ordering::Relaxed);
         self.reasoning
             .fetch_add(u.reasoning_tokens, Ordering::Relaxed);
+        self.cost_nano_usd
+            .fetch_add(u.cost_nano_usd, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> Usage {
@@ -213,6 +216,7 @@ impl UsageTotals {
             cache_read_tokens: self.cache_read.load(Ordering::Relaxed),
             cache_creation_tokens: self.cache_creation.load(Ordering::Relaxed),
             reasoning_tokens: self.reasoning.load(Ordering::Relaxed),
+            cost_nano_usd: self.cost_nano_usd.load(Ordering::Relaxed),
         }
     }
 }
@@ -235,6 +239,8 @@ pub struct LlmClient {
     /// The optional bound on a whole call (`llm.call_timeout_ms`).
     call_timeout: Option<Duration>,
     pub usage: UsageTotals,
+    /// The price of this client's model in the config's table, if it lists it.
+    price: Option<config::Price>,
     /// The last tool list's `tools_hash`: a turn with the same list takes it by the list's
     /// address instead of hashing its names to find the process-wide memo.
     tools_digest: Mutex<Option<PerList<Arc<str>>>>,
@@ -254,6 +260,7 @@ impl LlmClient {
                 retry: c.retry,
                 call_timeout: c.call_timeout,
                 usage: UsageTotals::default(),
+                price: c.prices.get(&c.model).copied(),
                 tools_digest: Mutex::default(),
             },
             LlmConfig::Scripted(s) => LlmClient {
@@ -269,6 +276,7 @@ impl LlmClient {
                 },
                 call_timeout: None,
                 usage: UsageTotals::default(),
+                price: None,
                 tools_digest: Mutex::default(),
             },
         })
@@ -312,6 +320,11 @@ impl LlmClient {
             Backend::Responses(_) => responses::Responses::overflow(e),
             Backend::OpenAi(_) | Backend::Scripted(_) => None,
         }
+    }
+
+    /// Whether the config's price table lists this client's model.
+    pub(crate) fn priced(&self) -> bool {
+        self.price.is_some()
     }
 
     pub(crate) fn max_retries(&self) -> u32 {
@@ -708,7 +721,11 @@ impl LlmCall<'_> {
 
     fn finish_attempt(&mut self) {
         if let Some(u) = self.asm.usage.as_ref() {
-            self.client.usage.add(u);
+            let mut u = *u;
+            if let Some(p) = &self.client.price {
+                u.cost_nano_usd = p.cost_nano_usd(&u);
+            }
+            self.client.usage.add(&u);
         }
     }
 

@@ -114,6 +114,7 @@ impl Decoder {
             cache_read_tokens: self.cache_read,
             cache_creation_tokens: self.cache_creation,
             reasoning_tokens: 0,
+            cost_nano_usd: 0,
         });
     }
 }

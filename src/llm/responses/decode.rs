@@ -74,6 +74,7 @@ fn usage(u: &Value) -> Usage {
         cache_read_tokens: n("/input_tokens_details/cached_tokens"),
         cache_creation_tokens: 0,
         reasoning_tokens: n("/output_tokens_details/reasoning_tokens"),
+        cost_nano_usd: 0,
     }
 }
 
