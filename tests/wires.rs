@@ -245,3 +245,33 @@ fn the_price_table_gives_the_session_cost_on_every_wire() {
     let e = Agent::new(&bad.to_string(), None).err().expect("refused");
     assert!(format!("{e:?}").contains("llm.prices.m.input"), "{e:?}");
 }
+
+/// A turn past its token budget ends as a cancellation whose reason names the budget; the
+/// session's budget stops the next turn before it calls the model.
+#[test]
+fn a_budget_ends_the_turn_as_a_cancellation_naming_it() {
+    let call = json!({"tool_calls": [{"id": "c1", "name": "read_file",
+        "arguments": {"file_path": "notes.txt"}}],
+        "usage": {"prompt_tokens": 600, "completion_tokens": 10}});
+    let script = json!({"model": "m", "responses": [call, call, {"text": "done",
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1}}]});
+    let server = MockServer::start(script).expect("mock starts");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "x\n").unwrap();
+    let config = json!({"working_directory": dir.path(), "llm": {"provider": "anthropic",
+        "base_url": server.base_url().trim_end_matches("/v1"), "api_key": "k", "model": "m",
+        "budgets": {"turn_tokens": 1000, "session_tokens": 1200}},
+        "permissions": {"mode": "full-access"}});
+    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let out = agent.run_blocking("go", TurnOptions::default()).unwrap();
+    assert_eq!(format!("{:?}", out.status), "Cancelled", "{out:?}");
+    assert_eq!(server.request_count(), 2, "stopped before the third call");
+    let history = agent.history_json();
+    assert!(
+        history.contains("llm.budgets.turn_tokens"),
+        "the reason names the budget: {history}"
+    );
+    let out = agent.run_blocking("again", TurnOptions::default()).unwrap();
+    assert_eq!(format!("{:?}", out.status), "Cancelled");
+    assert_eq!(server.request_count(), 2, "the session budget is spent");
+}

@@ -75,6 +75,21 @@ pub struct OpenAiConfig {
     pub retry: RetryConfig,
     /// The optional price table, by model (sub-agents may use other models).
     pub(crate) prices: BTreeMap<String, Price>,
+    pub(crate) budgets: Budgets,
+}
+
+/// Limits a host sets on one turn and on the session (`llm.budgets`); a turn past one ends as
+/// a cancellation whose reason names it. Tokens are prompt plus completion tokens; USD needs
+/// `llm.prices`; checked before each model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    pub turn_tokens: Option<u64>,
+    pub turn_usd: Option<f64>,
+    pub turn_ms: Option<u64>,
+    pub session_tokens: Option<u64>,
+    pub session_usd: Option<f64>,
+    pub session_ms: Option<u64>,
 }
 
 /// One model's prices in US dollars per million tokens (`llm.prices.<model>`).
@@ -164,6 +179,8 @@ pub(crate) struct LlmSection {
     script: Option<Value>,
     #[serde(default)]
     prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    budgets: Budgets,
 }
 
 impl Section for LlmSection {}
@@ -295,6 +312,16 @@ impl LlmSection {
                             .saturating_mul(RESPONSE_BYTES_PER_TOKEN)
                             .max(DEFAULT_MAX_EVENT_BYTES)
                     });
+                for (name, v) in [
+                    ("turn_usd", self.budgets.turn_usd),
+                    ("session_usd", self.budgets.session_usd),
+                ] {
+                    if v.is_some_and(|v| !v.is_finite() || v < 0.0) {
+                        return Err(format!(
+                            "config field `llm.budgets.{name}`: must be a non-negative number of dollars"
+                        ));
+                    }
+                }
                 for (model, p) in &self.prices {
                     p.check(model)?;
                 }
@@ -329,6 +356,7 @@ impl LlmSection {
                     max_response_bytes,
                     retry,
                     prices: self.prices,
+                    budgets: self.budgets,
                 }))
             }
             other => Err(format!(
