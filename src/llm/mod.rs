@@ -8,6 +8,7 @@
 
 mod anthropic;
 pub(crate) mod assembly;
+mod budget;
 pub(crate) mod config;
 pub(crate) mod fingerprint;
 mod http_lane;
@@ -332,61 +333,13 @@ impl LlmClient {
     /// The first budget of `llm.budgets` the session or this turn (which started at `started`
     /// with the session's usage at `at_start`) has reached, as the cancellation reason.
     pub(crate) fn budget_exceeded(&self, at_start: &Usage, started: Instant) -> Option<String> {
-        let b = &self.budgets;
-        let now = self.usage.snapshot();
-        let tokens = |u: &Usage| u.prompt_tokens.saturating_add(u.completion_tokens);
-        let turn_tokens = tokens(&now).saturating_sub(tokens(at_start));
-        let usd = |nano: u64| nano as f64 / 1e9;
-        let turn_usd = usd(now.cost_nano_usd.saturating_sub(at_start.cost_nano_usd));
-        let over = |name: &str, used: String, limit: String| {
-            Some(format!("budget exceeded: {name} ({used} of {limit})"))
-        };
-        let ms = |since: Instant| since.elapsed().as_millis() as u64;
-        if let Some(l) = b.turn_tokens.filter(|l| turn_tokens >= *l) {
-            return over(
-                "llm.budgets.turn_tokens",
-                turn_tokens.to_string(),
-                l.to_string(),
-            );
-        }
-        if let Some(l) = b.session_tokens.filter(|l| tokens(&now) >= *l) {
-            return over(
-                "llm.budgets.session_tokens",
-                tokens(&now).to_string(),
-                l.to_string(),
-            );
-        }
-        if let Some(l) = b.turn_usd.filter(|l| turn_usd >= *l) {
-            return over(
-                "llm.budgets.turn_usd",
-                format!("${turn_usd:.6}"),
-                format!("${l}"),
-            );
-        }
-        let session_usd = usd(now.cost_nano_usd);
-        if let Some(l) = b.session_usd.filter(|l| session_usd >= *l) {
-            return over(
-                "llm.budgets.session_usd",
-                format!("${session_usd:.6}"),
-                format!("${l}"),
-            );
-        }
-        if let Some(l) = b.turn_ms.filter(|l| ms(started) >= *l) {
-            return over(
-                "llm.budgets.turn_ms",
-                format!("{} ms", ms(started)),
-                format!("{l} ms"),
-            );
-        }
-        if let Some(l) = b.session_ms.filter(|l| ms(self.created) >= *l) {
-            let used = ms(self.created);
-            return over(
-                "llm.budgets.session_ms",
-                format!("{used} ms"),
-                format!("{l} ms"),
-            );
-        }
-        None
+        budget::exceeded(
+            &self.budgets,
+            &self.usage.snapshot(),
+            at_start,
+            started,
+            self.created,
+        )
     }
 
     /// Whether the config's price table lists this client's model.
