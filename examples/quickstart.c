@@ -3,7 +3,9 @@
  *
  * Runs one agent turn. Offline by default, on the scripted provider: the "model" reads a
  * file, asks to write another (the host approves), and answers. With OPENAI_API_KEY set (and
- * optionally OPENAI_BASE_URL, OPENAI_MODEL) the same program talks to a real endpoint.
+ * optionally OPENAI_BASE_URL, OPENAI_MODEL) the same program talks to a real endpoint, on Chat
+ * Completions, or on the Responses API with AGENTAO_WIRE=openai-responses; with
+ * ANTHROPIC_API_KEY set (and optionally ANTHROPIC_BASE_URL, ANTHROPIC_MODEL), to Anthropic.
  *
  * Build and run: scripts/demo.sh
  */
@@ -78,12 +80,23 @@ int main(void) {
 
     char config[4096];
     const char *key = getenv("OPENAI_API_KEY");
-    if (key && *key) {
+    const char *anthropic = getenv("ANTHROPIC_API_KEY");
+    const char *wire = getenv("AGENTAO_WIRE");
+    if (anthropic && *anthropic && !(key && *key)) {
+        /* The library reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself. */
+        const char *model = getenv("ANTHROPIC_MODEL");
+        if (!model || !*model) model = "claude-sonnet-4-5";
+        snprintf(config, sizeof config,
+                 "{\"working_directory\": \"%s\", \"llm\": {\"provider\": \"anthropic\", \"model\": \"%s\"}}",
+                 dir, model);
+        printf("libagentao %s, model %s (anthropic)\n", agentao_version(), model);
+    } else if (key && *key) {
         const char *base = getenv("OPENAI_BASE_URL");
         const char *model = getenv("OPENAI_MODEL");
         snprintf(config, sizeof config,
-                 "{\"working_directory\": \"%s\", \"llm\": {\"provider\": \"openai\", \"base_url\": \"%s\", \"model\": \"%s\"}}",
-                 dir, base && *base ? base : "https://api.openai.com/v1", model && *model ? model : "gpt-4o-mini");
+                 "{\"working_directory\": \"%s\", \"llm\": {\"provider\": \"%s\", \"base_url\": \"%s\", \"model\": \"%s\"}}",
+                 dir, wire && *wire ? wire : "openai", base && *base ? base : "https://api.openai.com/v1",
+                 model && *model ? model : "gpt-4o-mini");
         printf("libagentao %s, model %s\n", agentao_version(), model && *model ? model : "gpt-4o-mini");
     } else {
         snprintf(config, sizeof config,

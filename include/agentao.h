@@ -874,8 +874,9 @@ agentao_status agentao_agent_add_permission_source(struct agentao_agent *agent, 
 /*
  Writes the session's provider-reported token totals to `*usage_json_out`:
  `{"prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_creation_tokens",
- "reasoning_tokens"}` (failed attempts that reported usage included). Release with
- `agentao_string_free`.
+ "reasoning_tokens", "cost_usd"}` (failed attempts that reported usage included; sub-agents'
+ rolled up). `cost_usd` is the cost by the config's `llm.prices` table, `null` when it
+ prices none of the models used. Release with `agentao_string_free`.
  */
 agentao_status agentao_agent_usage(const struct agentao_agent *agent, char **usage_json_out, struct agentao_error **err_out);
 

@@ -16,11 +16,14 @@ speaks JSON-RPC 2.0 over its stdin/stdout, one message per line. Logs go to stde
 Options:
   --config FILE        A JSON agent config (the library's format, docs/config.md) without
                        `working_directory`: each session works in the `cwd` its client sends.
-  --provider NAME      `openai` (any OpenAI-compatible server) or `scripted` (offline test double)
-  --model NAME         The model (openai: else $OPENAI_MODEL)
-  --base-url URL       The server's base URL (openai: else $OPENAI_BASE_URL)
+  --provider NAME      `openai` (any OpenAI-compatible server, Chat Completions), `anthropic`
+                       (Messages API), `openai-responses` (Responses API) or `scripted` (offline
+                       test double)
+  --model NAME         The model (else $OPENAI_MODEL; anthropic: $ANTHROPIC_MODEL)
+  --base-url URL       The server's base URL (else $OPENAI_BASE_URL; anthropic:
+                       $ANTHROPIC_BASE_URL, default https://api.anthropic.com)
   --api-key-env VAR    Read the API key from this environment variable (default: $OPENAI_API_KEY;
-                       keys are never taken from the command line)
+                       anthropic: $ANTHROPIC_API_KEY; keys are never taken from the command line)
   --script FILE        The scripted provider's script (JSON; implies --provider scripted)
   --mode MODE          Initial permission mode of new sessions: read-only, workspace-write
                        (default), full-access or plan

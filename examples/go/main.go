@@ -55,8 +55,12 @@ func main() {
 
 	llm := map[string]any{"provider": "scripted", "script": agentaoJSON(script)}
 	if key := os.Getenv("OPENAI_API_KEY"); key != "" {
-		llm = map[string]any{"provider": "openai", "api_key": key,
+		// AGENTAO_WIRE=openai-responses: the same key on the Responses API.
+		llm = map[string]any{"provider": envOr("AGENTAO_WIRE", "openai"), "api_key": key,
 			"base_url": envOr("OPENAI_BASE_URL", "https://api.openai.com/v1"), "model": envOr("OPENAI_MODEL", "gpt-4o-mini")}
+	} else if os.Getenv("ANTHROPIC_API_KEY") != "" {
+		// The library reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself.
+		llm = map[string]any{"provider": "anthropic", "model": envOr("ANTHROPIC_MODEL", "claude-sonnet-4-5")}
 	}
 	cfg := map[string]any{"working_directory": dir, "llm": llm}
 

@@ -1,4 +1,6 @@
-//! A loopback mock of the OpenAI chat-completions streaming wire.
+//! A loopback mock of the OpenAI chat-completions streaming wire, and of the Anthropic
+//! Messages (`/v1/messages`) and OpenAI Responses (`/v1/responses`) wires from the same
+//! scripts (`wires.rs`).
 //!
 //! [`MockServer`] binds `127.0.0.1:0` and serves `POST /v1/chat/completions` from an agentao
 //! script (the vocabulary of `tests/conformance/transcripts`, parsed by
@@ -27,7 +29,9 @@ mod faults;
 mod http;
 mod render;
 mod server;
+mod wires;
 
 pub use faults::Hostile;
 pub use render::{render_sse, render_sse_all, UsageChoices, WireOptions};
 pub use server::{MockBuilder, MockServer};
+pub use wires::{render_wire_sse, Wire};

@@ -389,6 +389,22 @@ async fn handle(
 ) -> io::Result<bool> {
     let path = req.path.split('?').next().unwrap_or("");
     let is_chat = path.ends_with("/chat/completions");
+    if let (Some(wire), "POST", Mode::Scripted { script, .. }) = (
+        crate::wires::Wire::of_path(path),
+        req.method.as_str(),
+        &state.mode,
+    ) {
+        let n = state.next.fetch_add(1, Ordering::SeqCst);
+        if state.record_bodies {
+            lock(&state.bodies).push(req.body.clone());
+        }
+        let model = script
+            .model
+            .clone()
+            .unwrap_or_else(|| "mock-model".to_owned());
+        return crate::wires::serve(stream, wire, &script.response(n), &model, n + 1, req.close)
+            .await;
+    }
     if is_chat && req.method == "POST" {
         let n = state.next.fetch_add(1, Ordering::SeqCst);
         if state.record_bodies {

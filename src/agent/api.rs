@@ -354,4 +354,11 @@ impl Agent {
     pub fn usage(&self) -> crate::llm::Usage {
         self.core.llm.usage.snapshot()
     }
+
+    /// The session's cost in US dollars by `llm.prices` (sub-agents' included); `None` when
+    /// the table prices nothing this session used.
+    pub fn cost_usd(&self) -> Option<f64> {
+        let nano = self.core.llm.usage.snapshot().cost_nano_usd;
+        (nano > 0 || self.core.llm.priced()).then(|| nano as f64 / 1e9)
+    }
 }

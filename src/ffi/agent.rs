@@ -546,8 +546,9 @@ pub unsafe extern "C" fn agentao_agent_add_permission_source(
 
 /// Writes the session's provider-reported token totals to `*usage_json_out`:
 /// `{"prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_creation_tokens",
-/// "reasoning_tokens"}` (failed attempts that reported usage included). Release with
-/// `agentao_string_free`.
+/// "reasoning_tokens", "cost_usd"}` (failed attempts that reported usage included; sub-agents'
+/// rolled up). `cost_usd` is the cost by the config's `llm.prices` table, `null` when it
+/// prices none of the models used. Release with `agentao_string_free`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_usage(
     agent: *const agentao_agent,
@@ -562,6 +563,7 @@ pub unsafe extern "C" fn agentao_agent_usage(
             "cache_read_tokens": u.cache_read_tokens,
             "cache_creation_tokens": u.cache_creation_tokens,
             "reasoning_tokens": u.reasoning_tokens,
+            "cost_usd": a.cost_usd(),
         })
         .to_string()
     })

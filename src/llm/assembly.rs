@@ -34,6 +34,9 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     pub(crate) cache_creation_tokens: u64,
     pub(crate) reasoning_tokens: u64,
+    /// What the tokens cost by the config's price table, in billionths of a US dollar (0 for
+    /// one attempt's usage as the wire reports it; the totals' sum of each attempt's cost).
+    pub(crate) cost_nano_usd: u64,
 }
 
 impl Usage {
@@ -52,6 +55,7 @@ impl Usage {
             cache_read_tokens: n(cache_read),
             cache_creation_tokens: n(cache_creation),
             reasoning_tokens: n(u.pointer("/completion_tokens_details/reasoning_tokens")),
+            cost_nano_usd: 0,
         }
     }
 }
@@ -70,6 +74,34 @@ pub struct LlmResponse {
     pub(crate) duration: Duration,
     pub first_token: Option<Duration>,
     pub first_reasoning: Option<Duration>,
+    /// The wire's opaque reasoning items, to go back whole with the assistant message.
+    pub(crate) carrier: Option<WireCarrier>,
+}
+
+/// Reasoning a wire requires back unmodified in later requests, under the history key the
+/// reference stores it by (see [`WireCarrier::history_key`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum WireCarrier {
+    /// Anthropic `thinking` blocks with their signatures, and `redacted_thinking` blocks.
+    AnthropicThinking(Vec<Value>),
+    /// OpenAI Responses `reasoning` items, with their `encrypted_content`.
+    ResponsesReasoning(Vec<Value>),
+}
+
+impl WireCarrier {
+    /// The key of the assistant message in history that carries the items.
+    pub(crate) fn history_key(&self) -> &'static str {
+        match self {
+            WireCarrier::AnthropicThinking(_) => "anthropic_thinking_blocks",
+            WireCarrier::ResponsesReasoning(_) => "openai_reasoning_items",
+        }
+    }
+
+    pub(crate) fn items(&self) -> &[Value] {
+        match self {
+            WireCarrier::AnthropicThinking(v) | WireCarrier::ResponsesReasoning(v) => v,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +152,8 @@ pub(crate) struct Assembler {
     /// Bytes of text, reasoning and tool-call fields received (plus a fixed cost per call
     /// slot): the measure of progress and of the response's size.
     received: usize,
+    /// See [`LlmResponse::carrier`].
+    pub(crate) carrier: Option<WireCarrier>,
 }
 
 /// What one tool-call slot costs beyond its strings, so that a flood of empty calls counts.
@@ -341,6 +375,7 @@ impl Assembler {
             duration: Duration::ZERO,
             first_token: self.first_token,
             first_reasoning: self.first_reasoning,
+            carrier: self.carrier,
         }
     }
 }

@@ -29,8 +29,34 @@ pub enum LlmConfig {
 
 impl LlmConfig {}
 
+/// Which HTTP wire a model client speaks (`llm.provider`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WireKind {
+    /// OpenAI Chat Completions (`openai`).
+    #[default]
+    ChatCompletions,
+    /// Anthropic Messages (`anthropic`).
+    Anthropic,
+    /// OpenAI Responses (`openai-responses`).
+    Responses,
+}
+
+impl WireKind {
+    /// The provider name as the config writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WireKind::ChatCompletions => "openai",
+            WireKind::Anthropic => "anthropic",
+            WireKind::Responses => "openai-responses",
+        }
+    }
+}
+
+/// The settings of an HTTP model client, whichever wire it speaks.
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
+    /// The wire; the other fields mean the same on each.
+    pub wire: WireKind,
     pub base_url: String,
     pub api_key: String,
     pub model: String,
@@ -47,6 +73,68 @@ pub struct OpenAiConfig {
     /// Bound on the text, reasoning and tool calls one response accumulates.
     pub(crate) max_response_bytes: usize,
     pub retry: RetryConfig,
+    /// The optional price table, by model (sub-agents may use other models).
+    pub(crate) prices: BTreeMap<String, Price>,
+    pub(crate) budgets: Budgets,
+}
+
+/// Limits a host sets on one turn and on the session (`llm.budgets`); a turn past one ends as
+/// a cancellation whose reason names it. Tokens are prompt plus completion tokens; USD needs
+/// `llm.prices`; checked before each model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    pub turn_tokens: Option<u64>,
+    pub turn_usd: Option<f64>,
+    pub turn_ms: Option<u64>,
+    pub session_tokens: Option<u64>,
+    pub session_usd: Option<f64>,
+    pub session_ms: Option<u64>,
+}
+
+/// One model's prices in US dollars per million tokens (`llm.prices.<model>`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    /// What `u` costs, in billionths of a dollar: prompt tokens that were neither read from
+    /// nor written to the cache at the input price, cache reads and writes at theirs (the
+    /// input price when the table leaves them out), completion tokens at the output price.
+    pub(crate) fn cost_nano_usd(&self, u: &super::Usage) -> u64 {
+        let cached = u.cache_read_tokens.saturating_add(u.cache_creation_tokens);
+        let plain = u.prompt_tokens.saturating_sub(cached) as f64;
+        let nano = plain * self.input
+            + u.cache_read_tokens as f64 * self.cache_read.unwrap_or(self.input)
+            + u.cache_creation_tokens as f64 * self.cache_write.unwrap_or(self.input)
+            + u.completion_tokens as f64 * self.output;
+        // Per million tokens, in billionths: x1000. Finite and non-negative by validation.
+        (nano * 1000.0).round() as u64
+    }
+
+    fn check(&self, model: &str) -> Result<(), String> {
+        let fields = [
+            ("input", Some(self.input)),
+            ("output", Some(self.output)),
+            ("cache_read", self.cache_read),
+            ("cache_write", self.cache_write),
+        ];
+        for (name, v) in fields {
+            if v.is_some_and(|v| !v.is_finite() || !(0.0..=1e6).contains(&v)) {
+                return Err(format!(
+                    "config field `llm.prices.{model}.{name}`: must be a number of dollars per million tokens between 0 and 1000000"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Retry policy knobs; defaults are the reference's (5 attempts, 7.5 s base, 60 s cap).
@@ -89,6 +177,10 @@ pub(crate) struct LlmSection {
     retry_backoff_cap_ms: Option<u64>,
     max_attempts: Option<u32>,
     script: Option<Value>,
+    #[serde(default)]
+    prices: BTreeMap<String, Price>,
+    #[serde(default)]
+    budgets: Budgets,
 }
 
 impl Section for LlmSection {}
@@ -135,14 +227,24 @@ impl LlmSection {
                     .ok_or_else(|| "config field `llm.script`: required for provider `scripted`".to_owned())?;
                 Ok(LlmConfig::Scripted(script))
             }
-            "openai" => {
+            "openai" | "anthropic" | "openai-responses" => {
+                let wire = match provider {
+                    "anthropic" => WireKind::Anthropic,
+                    "openai-responses" => WireKind::Responses,
+                    _ => WireKind::ChatCompletions,
+                };
                 if self.script.is_some() {
                     return Err("config field `llm.script`: only valid with provider `scripted`".to_owned());
                 }
-                let prefix = env
-                    .var("LLM_PROVIDER")
-                    .map(|p| p.trim().to_uppercase())
-                    .unwrap_or_else(|| "OPENAI".to_owned());
+                // The Anthropic wire reads the variables its SDK reads; the others keep the
+                // reference's `LLM_PROVIDER` prefix.
+                let prefix = match wire {
+                    WireKind::Anthropic => "ANTHROPIC".to_owned(),
+                    _ => env
+                        .var("LLM_PROVIDER")
+                        .map(|p| p.trim().to_uppercase())
+                        .unwrap_or_else(|| "OPENAI".to_owned()),
+                };
                 let pick = |value: Option<String>, field: &str| -> Result<String, String> {
                     let var = format!("{prefix}_{}", field.to_uppercase());
                     match value.filter(|v| !v.trim().is_empty()).or_else(|| env.var(&var)) {
@@ -154,7 +256,11 @@ impl LlmSection {
                 };
                 // Trimmed before the check, so a URL that is only a scheme (`http://`) cannot
                 // pass it and then lose its slashes.
-                let given = pick(self.base_url, "base_url")?;
+                let given = match (wire, pick(self.base_url, "base_url")) {
+                    // The Anthropic SDK's default endpoint.
+                    (WireKind::Anthropic, Err(_)) => "https://api.anthropic.com".to_owned(),
+                    (_, r) => r?,
+                };
                 let base_url = given
                     .trim_end_matches(|c: char| c == '/' || c.is_whitespace())
                     .to_owned();
@@ -230,6 +336,19 @@ impl LlmSection {
                             .saturating_mul(RESPONSE_BYTES_PER_TOKEN)
                             .max(DEFAULT_MAX_EVENT_BYTES)
                     });
+                for (name, v) in [
+                    ("turn_usd", self.budgets.turn_usd),
+                    ("session_usd", self.budgets.session_usd),
+                ] {
+                    if v.is_some_and(|v| !v.is_finite() || v < 0.0) {
+                        return Err(format!(
+                            "config field `llm.budgets.{name}`: must be a non-negative number of dollars"
+                        ));
+                    }
+                }
+                for (model, p) in &self.prices {
+                    p.check(model)?;
+                }
                 if self.call_timeout_ms == Some(0) {
                     return Err("config field `llm.call_timeout_ms`: must be at least 1".to_owned());
                 }
@@ -246,6 +365,7 @@ impl LlmSection {
                         .unwrap_or(defaults.backoff_cap),
                 };
                 Ok(LlmConfig::OpenAi(OpenAiConfig {
+                    wire,
                     base_url,
                     api_key,
                     model,
@@ -259,10 +379,12 @@ impl LlmSection {
                     max_event_bytes,
                     max_response_bytes,
                     retry,
+                    prices: self.prices,
+                    budgets: self.budgets,
                 }))
             }
             other => Err(format!(
-                "config field `llm.provider`: unknown provider '{other}' (expected `openai` or `scripted`)"
+                "config field `llm.provider`: unknown provider '{other}' (expected `openai`, `anthropic`, `openai-responses` or `scripted`)"
             )),
         }
     }

@@ -6,7 +6,9 @@
 //! allocates nothing here. Where a delta is parsed: [`openai`] (wire chunks) and [`assembly`]
 //! (accumulation of text, reasoning and tool-call slots).
 
+mod anthropic;
 pub(crate) mod assembly;
+mod budget;
 pub(crate) mod config;
 pub(crate) mod fingerprint;
 mod http_lane;
@@ -15,6 +17,7 @@ pub(crate) mod message;
 pub mod openai;
 pub(crate) mod request_body;
 mod request_deadline;
+mod responses;
 pub(crate) mod retry;
 pub mod script;
 pub(crate) mod scripted;
@@ -22,6 +25,7 @@ pub mod sse;
 mod text_chunk;
 pub mod tool_call;
 mod tool_chunk;
+pub(crate) mod wire;
 mod wire_cache;
 
 pub use wire_cache::MessagesVersion;
@@ -37,11 +41,12 @@ use serde_json::Value;
 use crate::cancel::CancelToken;
 use assembly::Assembler;
 pub use assembly::{LlmResponse, Usage};
-use config::{LlmConfig, RetryConfig};
+use config::{LlmConfig, RetryConfig, WireKind};
 use fingerprint::{PerList, SharedMemo};
 pub use message::Message;
 use message::WireJson;
 pub(crate) use tool_call::{ArgumentsError, ToolCall};
+use wire::{Wire, WireBackend, WireStream};
 
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
@@ -187,6 +192,7 @@ pub struct UsageTotals {
     pub(crate) cache_read: AtomicU64,
     pub(crate) cache_creation: AtomicU64,
     pub(crate) reasoning: AtomicU64,
+    pub(crate) cost_nano_usd: AtomicU64,
 }
 
 impl UsageTotals {
@@ -200,6 +206,8 @@ impl UsageTotals {
             .fetch_add(u.cache_creation_tokens, Ordering::Relaxed);
         self.reasoning
             .fetch_add(u.reasoning_tokens, Ordering::Relaxed);
+        self.cost_nano_usd
+            .fetch_add(u.cost_nano_usd, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> Usage {
@@ -209,6 +217,7 @@ impl UsageTotals {
             cache_read_tokens: self.cache_read.load(Ordering::Relaxed),
             cache_creation_tokens: self.cache_creation.load(Ordering::Relaxed),
             reasoning_tokens: self.reasoning.load(Ordering::Relaxed),
+            cost_nano_usd: self.cost_nano_usd.load(Ordering::Relaxed),
         }
     }
 }
@@ -219,6 +228,8 @@ enum Backend {
     /// Boxed: its HTTP lane, caches and headers would otherwise size every agent's client,
     /// scripted ones too (10,000 of them in the scale run).
     OpenAi(Box<openai::OpenAiBackend>),
+    Anthropic(Box<WireBackend<anthropic::Anthropic>>),
+    Responses(Box<WireBackend<responses::Responses>>),
     Scripted(scripted::ScriptedBackend),
 }
 
@@ -229,6 +240,11 @@ pub struct LlmClient {
     /// The optional bound on a whole call (`llm.call_timeout_ms`).
     call_timeout: Option<Duration>,
     pub usage: UsageTotals,
+    /// The price of this client's model in the config's table, if it lists it.
+    price: Option<config::Price>,
+    budgets: config::Budgets,
+    /// When the session's clock started (for `session_ms`).
+    created: Instant,
     /// The last tool list's `tools_hash`: a turn with the same list takes it by the list's
     /// address instead of hashing its names to find the process-wide memo.
     tools_digest: Mutex<Option<PerList<Arc<str>>>>,
@@ -238,10 +254,19 @@ impl LlmClient {
     pub fn new(config: &LlmConfig) -> Result<Self, String> {
         Ok(match config {
             LlmConfig::OpenAi(c) => LlmClient {
-                backend: Backend::OpenAi(Box::new(openai::OpenAiBackend::new(c)?)),
+                backend: match c.wire {
+                    WireKind::ChatCompletions => {
+                        Backend::OpenAi(Box::new(openai::OpenAiBackend::new(c)?))
+                    }
+                    WireKind::Anthropic => Backend::Anthropic(Box::new(WireBackend::new(c)?)),
+                    WireKind::Responses => Backend::Responses(Box::new(WireBackend::new(c)?)),
+                },
                 retry: c.retry,
                 call_timeout: c.call_timeout,
                 usage: UsageTotals::default(),
+                price: c.prices.get(&c.model).copied(),
+                budgets: c.budgets,
+                created: Instant::now(),
                 tools_digest: Mutex::default(),
             },
             LlmConfig::Scripted(s) => LlmClient {
@@ -257,6 +282,9 @@ impl LlmClient {
                 },
                 call_timeout: None,
                 usage: UsageTotals::default(),
+                price: None,
+                budgets: config::Budgets::default(),
+                created: Instant::now(),
                 tools_digest: Mutex::default(),
             },
         })
@@ -265,6 +293,8 @@ impl LlmClient {
     pub(crate) fn model(&self) -> &str {
         match &self.backend {
             Backend::OpenAi(b) => b.model(),
+            Backend::Anthropic(b) => &b.settings().model,
+            Backend::Responses(b) => &b.settings().model,
             Backend::Scripted(b) => b.model(),
         }
     }
@@ -273,6 +303,9 @@ impl LlmClient {
     pub(crate) fn temperature(&self) -> Option<f64> {
         match &self.backend {
             Backend::OpenAi(b) => b.temperature(),
+            // Never sent on the Anthropic wire.
+            Backend::Anthropic(_) => None,
+            Backend::Responses(b) => b.settings().temperature,
             Backend::Scripted(_) => None,
         }
     }
@@ -280,8 +313,38 @@ impl LlmClient {
     pub(crate) fn max_tokens(&self) -> u32 {
         match &self.backend {
             Backend::OpenAi(b) => b.max_tokens(),
+            Backend::Anthropic(b) => b.settings().max_tokens,
+            Backend::Responses(b) => b.settings().max_tokens,
             Backend::Scripted(_) => config::DEFAULT_MAX_TOKENS,
         }
+    }
+
+    /// Whether `e` is this wire's context-overflow refusal, and the window it named: what
+    /// the overflow ladder learns the context window from.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn overflow(&self, e: &LlmError) -> Option<wire::Overflow> {
+        match &self.backend {
+            Backend::Anthropic(_) => anthropic::Anthropic::overflow(e),
+            Backend::Responses(_) => responses::Responses::overflow(e),
+            Backend::OpenAi(_) | Backend::Scripted(_) => None,
+        }
+    }
+
+    /// The first budget of `llm.budgets` the session or this turn (which started at `started`
+    /// with the session's usage at `at_start`) has reached, as the cancellation reason.
+    pub(crate) fn budget_exceeded(&self, at_start: &Usage, started: Instant) -> Option<String> {
+        budget::exceeded(
+            &self.budgets,
+            &self.usage.snapshot(),
+            at_start,
+            started,
+            self.created,
+        )
+    }
+
+    /// Whether the config's price table lists this client's model.
+    pub(crate) fn priced(&self) -> bool {
+        self.price.is_some()
     }
 
     pub(crate) fn max_retries(&self) -> u32 {
@@ -331,7 +394,7 @@ impl LlmClient {
     pub(crate) fn offer_rendered(&self, at: usize, messages: &[Message], json: Vec<WireJson>) {
         match &self.backend {
             Backend::OpenAi(b) => b.offer_rendered(at, messages, json),
-            Backend::Scripted(_) => {}
+            Backend::Anthropic(_) | Backend::Responses(_) | Backend::Scripted(_) => {}
         }
     }
 
@@ -339,6 +402,8 @@ impl LlmClient {
     pub fn start<'c>(&'c self, req: &ChatRequest<'_>, cancel: &CancelToken) -> LlmCall<'c> {
         let body = match &self.backend {
             Backend::OpenAi(b) => Some(b.render_body(req)),
+            Backend::Anthropic(b) => Some(b.render_body(req)),
+            Backend::Responses(b) => Some(b.render_body(req)),
             Backend::Scripted(_) => None,
         };
         LlmCall {
@@ -370,6 +435,8 @@ async fn until(deadline: Option<tokio::time::Instant>) {
 #[allow(clippy::large_enum_variant)]
 enum AttemptStream {
     OpenAi(openai::OpenAiStream),
+    Anthropic(WireStream<anthropic::Anthropic>),
+    Responses(WireStream<responses::Responses>),
     Scripted(scripted::ScriptedStream),
 }
 
@@ -471,6 +538,24 @@ impl LlmCall<'_> {
                                 r = b.open(body) => Some(r.map(AttemptStream::OpenAi)),
                             }
                         }
+                        Backend::Anthropic(b) => {
+                            let body = self.body.clone().unwrap_or_default();
+                            tokio::select! {
+                                biased;
+                                _ = self.cancel.cancelled() => None,
+                                _ = until(deadline) => return Err(self.deadline_error()),
+                                r = b.open(body) => Some(r.map(AttemptStream::Anthropic)),
+                            }
+                        }
+                        Backend::Responses(b) => {
+                            let body = self.body.clone().unwrap_or_default();
+                            tokio::select! {
+                                biased;
+                                _ = self.cancel.cancelled() => None,
+                                _ = until(deadline) => return Err(self.deadline_error()),
+                                r = b.open(body) => Some(r.map(AttemptStream::Responses)),
+                            }
+                        }
                         Backend::Scripted(b) => Some(b.open().map(AttemptStream::Scripted)),
                     };
                     match opened {
@@ -492,6 +577,8 @@ impl LlmCall<'_> {
                     // was checked above, and a delta costs no lock.
                     let ready = match stream {
                         AttemptStream::OpenAi(s) => s.try_ready(asm),
+                        AttemptStream::Anthropic(s) => s.try_ready(asm),
+                        AttemptStream::Responses(s) => s.try_ready(asm),
                         AttemptStream::Scripted(s) => s.try_ready(asm),
                     };
                     if let Some(r) = ready {
@@ -510,6 +597,8 @@ impl LlmCall<'_> {
                             r = async {
                                 match stream {
                                     AttemptStream::OpenAi(s) => s.next(asm).await,
+                                    AttemptStream::Anthropic(s) => s.next(asm).await,
+                                    AttemptStream::Responses(s) => s.next(asm).await,
                                     AttemptStream::Scripted(s) => s.next(asm).await,
                                 }
                             } => r,
@@ -552,6 +641,8 @@ impl LlmCall<'_> {
             let asm = &mut self.asm;
             let step = match self.stream.as_mut()? {
                 AttemptStream::OpenAi(s) => s.try_ready(asm),
+                AttemptStream::Anthropic(s) => s.try_ready(asm),
+                AttemptStream::Responses(s) => s.try_ready(asm),
                 AttemptStream::Scripted(s) => s.try_ready(asm),
             }?;
             // An event decoded: the common step, settled here without the call.
@@ -587,6 +678,22 @@ impl LlmCall<'_> {
         self.finish_attempt();
         self.stream = None;
         if !self.asm.progress {
+            let repaired = match (&self.client.backend, &self.body) {
+                (Backend::Anthropic(b), Some(body)) => b.repair(&e, body),
+                (Backend::Responses(b), Some(body)) => b.repair(&e, body),
+                _ => None,
+            };
+            if let Some(repaired) = repaired {
+                self.body = Some(repaired);
+                self.attempt -= 1;
+                self.asm.reset_for_retry();
+                return Some(Ok(Some(Piece::Retry {
+                    retry: self.attempt + 1,
+                    max_retries: self.client.max_retries(),
+                    delay: Duration::ZERO,
+                    reason: "parameter_repair".to_owned(),
+                })));
+            }
             if let (Backend::OpenAi(b), Some(body)) = (&self.client.backend, &self.body) {
                 if let Some(plain) = b.without_stream(&e, body) {
                     // Not a retry either, and no event: the reference replays the answer as
@@ -634,7 +741,11 @@ impl LlmCall<'_> {
 
     fn finish_attempt(&mut self) {
         if let Some(u) = self.asm.usage.as_ref() {
-            self.client.usage.add(u);
+            let mut u = *u;
+            if let Some(p) = &self.client.price {
+                u.cost_nano_usd = p.cost_nano_usd(&u);
+            }
+            self.client.usage.add(&u);
         }
     }
 
@@ -666,3 +777,5 @@ impl LlmCall<'_> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wire_conformance;

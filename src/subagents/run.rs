@@ -45,6 +45,8 @@ fn child_llm(parent: &LlmConfig, def: &SubagentDefinition) -> LlmConfig {
     match parent {
         LlmConfig::OpenAi(c) => {
             let mut c = c.clone();
+            // The child's usage rolls up into the parent's, whose budgets then apply to it.
+            c.budgets = Default::default();
             if let Some(m) = def.model_name() {
                 c.model = m.to_owned();
             }

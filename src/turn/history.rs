@@ -7,6 +7,7 @@ use std::sync::{RwLock, RwLockReadGuard};
 use serde_json::{json, Value};
 
 use super::Turn;
+use crate::llm::assembly::WireCarrier;
 use crate::llm::message::{AssistantMessage, HistoryCall, Role, ToolAnswer};
 use crate::llm::{LlmResponse, Message, ToolCall};
 
@@ -73,6 +74,23 @@ fn pending_calls(m: &Message) -> Vec<Value> {
     }
 }
 
+/// An assistant message with the wire's opaque reasoning under the reference's history key
+/// (`anthropic_thinking_blocks`, `openai_reasoning_items`): a message in that shape is kept
+/// as written, so the items go back whole on the next request.
+fn with_carrier(m: Message, carrier: Option<&WireCarrier>) -> Message {
+    let Some(carrier) = carrier else { return m };
+    match serde_json::to_value(&m) {
+        Ok(Value::Object(mut map)) => {
+            map.insert(
+                carrier.history_key().to_owned(),
+                Value::Array(carrier.items().to_vec()),
+            );
+            Message::Host(map)
+        }
+        _ => m,
+    }
+}
+
 impl Turn<'_, '_> {
     fn record(&mut self, m: Message) {
         self.transcript.push(m);
@@ -88,12 +106,20 @@ impl Turn<'_, '_> {
     }
 
     /// The final answer, with the reasoning that came with it.
-    pub(super) fn record_final(&mut self, text: &str, reasoning: String) {
-        self.record(Message::Assistant(AssistantMessage {
-            content: text.to_owned(),
-            tool_calls: None,
-            reasoning: (!reasoning.is_empty()).then_some(reasoning),
-        }));
+    pub(super) fn record_final(
+        &mut self,
+        text: &str,
+        reasoning: String,
+        carrier: Option<&WireCarrier>,
+    ) {
+        self.record(with_carrier(
+            Message::Assistant(AssistantMessage {
+                content: text.to_owned(),
+                tool_calls: None,
+                reasoning: (!reasoning.is_empty()).then_some(reasoning),
+            }),
+            carrier,
+        ));
     }
 
     /// The assistant message that asked for `calls`, before any of them runs.
@@ -106,11 +132,14 @@ impl Turn<'_, '_> {
                 arguments: c.canonical_arguments(),
             })
             .collect();
-        self.record(Message::Assistant(AssistantMessage {
-            content: r.content.clone(),
-            tool_calls: Some(tool_calls),
-            reasoning: (!r.reasoning.is_empty()).then(|| r.reasoning.clone()),
-        }));
+        self.record(with_carrier(
+            Message::Assistant(AssistantMessage {
+                content: r.content.clone(),
+                tool_calls: Some(tool_calls),
+                reasoning: (!r.reasoning.is_empty()).then(|| r.reasoning.clone()),
+            }),
+            r.carrier.as_ref(),
+        ));
     }
 
     pub(super) fn record_answers(&mut self, answers: &[ToolAnswer]) {

@@ -241,6 +241,8 @@ impl Turn<'_, '_> {
         self.record_user(prompt::user_message(user_message));
         let schemas = self.env.tools.schemas();
         let mut iteration = 0u32;
+        let (budget_usage, budget_started) =
+            (self.env.llm.usage.snapshot(), std::time::Instant::now());
         loop {
             if iteration >= max_iterations {
                 match self.max_iterations_reached(max_iterations).await? {
@@ -253,6 +255,11 @@ impl Turn<'_, '_> {
             }
             iteration += 1;
             if self.cancel.is_cancelled() {
+                return Err(LoopError::Cancelled);
+            }
+            // A budget ends the turn as a host's cancel would, its reason naming the budget.
+            if let Some(reason) = self.env.llm.budget_exceeded(&budget_usage, budget_started) {
+                self.cancel.cancel(&reason);
                 return Err(LoopError::Cancelled);
             }
             self.inject_background_notices();

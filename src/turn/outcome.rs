@@ -142,7 +142,7 @@ impl Turn<'_, '_> {
         } else {
             (strip_tag_chars(&r.content), None)
         };
-        self.record_final(&text, r.reasoning);
+        self.record_final(&text, r.reasoning, r.carrier.as_ref());
         LoopEnd { text, reason }
     }
 

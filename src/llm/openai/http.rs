@@ -103,7 +103,7 @@ pub(super) const LOCATION_LIMIT: usize = 512;
 
 /// The error for a 3xx answer: not followed (see [`agent_client`]) and not retried (the server
 /// would answer the same). It names the status and the `Location`, so the fix is one edit.
-pub(super) fn redirect_refused(resp: &Response) -> LlmError {
+pub(crate) fn redirect_refused(resp: &Response) -> LlmError {
     let status = resp.status().as_u16();
     // `to_str` admits visible ASCII only, so the cut below is on a character boundary.
     let message = match resp.header("location").and_then(|v| v.to_str().ok()) {
@@ -126,7 +126,7 @@ pub(super) fn redirect_refused(resp: &Response) -> LlmError {
 }
 
 /// "Connection error: " and the deepest source of `e` (`e` itself is the client's wrapper).
-pub(super) fn connection_message(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn connection_message(e: &(dyn std::error::Error + 'static)) -> String {
     let mut msg = String::from("Connection error.");
     let mut src = std::error::Error::source(e);
     while let Some(s) = src {
@@ -136,7 +136,7 @@ pub(super) fn connection_message(e: &(dyn std::error::Error + 'static)) -> Strin
     msg
 }
 
-pub(super) async fn read_limited(mut resp: Response, timeout: Duration) -> Vec<u8> {
+pub(crate) async fn read_limited(mut resp: Response, timeout: Duration) -> Vec<u8> {
     let mut body = Vec::new();
     let deadline = Instant::now() + timeout;
     while body.len() < ERROR_BODY_LIMIT {
@@ -150,7 +150,7 @@ pub(super) async fn read_limited(mut resp: Response, timeout: Duration) -> Vec<u
 }
 
 /// `(message, code, type)` from `{"error": {...}}`, `{"object":"error","message":…}`, or raw text.
-pub(super) fn parse_error_body(body: &[u8]) -> (String, Option<String>, Option<String>) {
+pub(crate) fn parse_error_body(body: &[u8]) -> (String, Option<String>, Option<String>) {
     let text = String::from_utf8_lossy(body);
     match serde_json::from_slice::<Value>(body) {
         Ok(v) => {

@@ -12,7 +12,7 @@
 //! answer event by event, [`decode`] turns each event into assembler calls.
 
 mod decode;
-mod http;
+pub(crate) mod http;
 mod request;
 #[cfg(test)]
 mod tests;
@@ -42,7 +42,7 @@ use request::{RenderedSystem, RenderedTools};
 /// It follows no redirect: the request carries the conversation and `llm.headers`, which
 /// reqwest would have sent to any origin a server named (it strips only `Authorization`),
 /// over plain `http` or to a loopback or metadata address as well ([`redirect_refused`]).
-fn agent_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+pub(crate) fn agent_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .redirect(reqwest::redirect::Policy::none())

@@ -1,0 +1,203 @@
+//! The Messages request: the conversation converted from its Chat Completions shape. The
+//! system prompt goes to `system`; a system message later in the history becomes user text;
+//! consecutive messages of one role merge (a user message's `tool_result` blocks first, as the
+//! API requires them); a leading assistant message gets a synthetic user turn before it;
+//! signed thinking blocks go back whole; tool ids are forced into `[A-Za-z0-9_-]{1,64}` the
+//! same way wherever they appear, so a call and its result still match.
+
+use serde_json::{json, Map, Value};
+
+use crate::llm::fingerprint::hex16;
+use crate::llm::wire::{conversation, image_url, text_of, WireSettings};
+use crate::llm::ChatRequest;
+
+/// The text of the user turn put before a leading assistant message.
+pub(crate) const SYNTHETIC_USER: &str = "(conversation continues)";
+
+/// The longest tool id the API accepts.
+const MAX_ID: usize = 64;
+
+/// `id` as the API accepts it: unchanged when it already fits; else its allowed characters
+/// (others become `_`) cut to leave room for a digest of the whole id, so two ids that differ
+/// only where they were cut or replaced still differ.
+pub(crate) fn tool_id(id: &str) -> String {
+    let fits = !id.is_empty()
+        && id.len() <= MAX_ID
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if fits {
+        return id.to_owned();
+    }
+    let digest = hex16(id.as_bytes());
+    let keep = MAX_ID - digest.len() - 1;
+    let mut out: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(keep)
+        .collect();
+    out.push('_');
+    out.push_str(&digest);
+    out
+}
+
+/// One message of the outgoing copy: a role and its content blocks.
+struct Turn {
+    role: &'static str,
+    blocks: Vec<Value>,
+}
+
+fn text_block(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+/// A Chat Completions image URL as an `image` block: a data URL becomes a base64 source,
+/// anything else a URL source.
+fn image_block(url: &str) -> Value {
+    if let Some(rest) = url.strip_prefix("data:") {
+        if let Some((media, data)) = rest.split_once(";base64,") {
+            return json!({"type": "image", "source": {
+                "type": "base64", "media_type": media, "data": data}});
+        }
+    }
+    json!({"type": "image", "source": {"type": "url", "url": url}})
+}
+
+/// A user message's blocks: its text, and its images as `image` blocks.
+fn user_blocks(content: Option<&Value>) -> Vec<Value> {
+    match content {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| match image_url(p) {
+                Some(url) => Some(image_block(url)),
+                None => p.get("text").and_then(Value::as_str).and_then(text_block),
+            })
+            .collect(),
+        other => text_block(&text_of(other)).into_iter().collect(),
+    }
+}
+
+fn assistant_blocks(m: &Map<String, Value>) -> Vec<Value> {
+    let mut blocks: Vec<Value> = m
+        .get("anthropic_thinking_blocks")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    blocks.extend(text_block(&text_of(m.get("content"))));
+    for c in m
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let id = c.get("id").and_then(Value::as_str).unwrap_or_default();
+        let name = c.pointer("/function/name").and_then(Value::as_str);
+        let input = match c.pointer("/function/arguments") {
+            Some(Value::String(s)) => serde_json::from_str::<Value>(s)
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({})),
+            Some(v @ Value::Object(_)) => v.clone(),
+            _ => json!({}),
+        };
+        blocks.push(json!({"type": "tool_use", "id": tool_id(id),
+            "name": name.unwrap_or_default(), "input": input}));
+    }
+    blocks
+}
+
+/// The `messages` array.
+pub(crate) fn messages(req: &ChatRequest<'_>) -> Vec<Value> {
+    let mut turns: Vec<Turn> = Vec::new();
+    for m in conversation(req) {
+        let Value::Object(m) = m else { continue };
+        let (role, blocks) = match m.get("role").and_then(Value::as_str) {
+            Some("assistant") => ("assistant", assistant_blocks(&m)),
+            Some("tool") => {
+                let id = m.get("tool_call_id").and_then(Value::as_str);
+                let text = text_of(m.get("content"));
+                let block = json!({"type": "tool_result",
+                    "tool_use_id": tool_id(id.unwrap_or_default()),
+                    "content": if text.is_empty() { "(empty)".to_owned() } else { text }});
+                ("user", vec![block])
+            }
+            // A system message inside the history is context the model should read as a turn.
+            Some("system") => ("user", user_blocks(m.get("content"))),
+            _ => ("user", user_blocks(m.get("content"))),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some(last) if last.role == role => last.blocks.extend(blocks),
+            _ => turns.push(Turn { role, blocks }),
+        }
+    }
+    if turns.first().is_none_or(|t| t.role == "assistant") {
+        turns.insert(
+            0,
+            Turn {
+                role: "user",
+                blocks: vec![json!({"type": "text", "text": SYNTHETIC_USER})],
+            },
+        );
+    }
+    turns
+        .into_iter()
+        .map(|mut t| {
+            if t.role == "user" {
+                // Stable: the results keep their order, and so does the rest.
+                t.blocks
+                    .sort_by_key(|b| b.get("type").and_then(Value::as_str) != Some("tool_result"));
+            }
+            json!({"role": t.role, "content": t.blocks})
+        })
+        .collect()
+}
+
+/// A Chat Completions tool schema as a Messages tool.
+fn tool(schema: &Value) -> Value {
+    let f = schema.get("function").unwrap_or(schema);
+    let mut t = Map::new();
+    t.insert("name".into(), f.get("name").cloned().unwrap_or(Value::Null));
+    if let Some(d) = f.get("description") {
+        t.insert("description".into(), d.clone());
+    }
+    t.insert(
+        "input_schema".into(),
+        f.get("parameters")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+    );
+    Value::Object(t)
+}
+
+/// The body: never a `temperature` (the wire's models reject it with thinking on).
+pub(crate) fn render(
+    req: &ChatRequest<'_>,
+    s: &WireSettings,
+    max_tokens: u32,
+) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(s.model));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    if !req.system.is_empty() {
+        body.insert("system".into(), json!(req.system));
+    }
+    body.insert("messages".into(), Value::Array(messages(req)));
+    if !req.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(req.tools.iter().map(tool).collect()),
+        );
+        body.insert("tool_choice".into(), json!({"type": "auto"}));
+    }
+    body.insert("stream".into(), json!(true));
+    body
+}

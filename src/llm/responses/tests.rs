@@ -1,0 +1,179 @@
+//! Unit tests of the Responses wire: the `input` items and the typed events.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::decode::{decode, Decoder};
+use super::request::{render, split_id};
+use crate::llm::assembly::{Assembler, WireCarrier};
+use crate::llm::wire::{Flow, WireSettings};
+use crate::llm::{ChatRequest, LlmError, Message, MessagesVersion};
+
+fn host(v: Value) -> Message {
+    Message::from_host(v.as_object().unwrap().clone())
+}
+
+#[test]
+fn the_body_is_stateless_and_its_items_round_trip() {
+    let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": [],
+        "encrypted_content": "ENC"});
+    let history = vec![
+        Message::User("q".into()),
+        host(json!({"role": "assistant", "content": "",
+            "tool_calls": [{"id": "call_1|fc_1", "type": "function",
+                "function": {"name": "f", "arguments": "{\"a\":1}"}}],
+            "openai_reasoning_items": [reasoning]})),
+        host(json!({"role": "tool", "tool_call_id": "call_1|fc_1", "name": "f", "content": "out"})),
+        Message::System("note".into()),
+        host(
+            json!({"role": "user", "content": [{"type": "text", "text": "see"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]}),
+        ),
+    ];
+    let tools = Arc::new(vec![json!({"type": "function", "function": {"name": "f",
+        "description": "d", "parameters": {"type": "object"}}})]);
+    let req = ChatRequest {
+        system: "sys",
+        history: &history,
+        history_version: MessagesVersion::unknown(),
+        transcript: &[],
+        transcript_version: MessagesVersion::unknown(),
+        tail: Some("tail"),
+        tools: &tools,
+    };
+    let s = WireSettings {
+        model: "o4".into(),
+        max_tokens: 3,
+        temperature: None,
+        extra_body: Default::default(),
+    };
+    let body = render(&req, &s, None);
+    assert_eq!(body["store"], false);
+    assert!(!body.contains_key("previous_response_id"));
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(body["max_output_tokens"], 16, "at least 16");
+    assert_eq!(body["instructions"], "sys");
+    assert!(!body.contains_key("temperature"));
+    assert_eq!(
+        body["tools"],
+        json!([{"type": "function", "name": "f", "description": "d",
+            "parameters": {"type": "object"}, "strict": false}])
+    );
+    let input = body["input"].as_array().unwrap();
+    assert_eq!(
+        input[0],
+        json!({"role": "user", "content": [{"type": "input_text", "text": "q"}]})
+    );
+    assert_eq!(input[1], reasoning, "whole");
+    assert_eq!(
+        input[2],
+        json!({"type": "function_call", "call_id": "call_1", "id": "fc_1", "name": "f",
+            "arguments": "{\"a\":1}"})
+    );
+    assert_eq!(
+        input[3],
+        json!({"type": "function_call_output", "call_id": "call_1", "output": "out"})
+    );
+    assert_eq!(input[4], json!({"role": "system", "content": "note"}));
+    assert_eq!(
+        input[5]["content"][1],
+        json!({"type": "input_image", "image_url": "data:image/png;base64,AA", "detail": "auto"})
+    );
+    assert_eq!(input[6]["content"][0]["text"], "tail");
+    assert_eq!(split_id("a|b"), ("a", Some("b")));
+    assert_eq!(split_id("a"), ("a", None));
+}
+
+fn run(events: &[Value]) -> (Assembler, Result<Flow, LlmError>) {
+    let mut dec = Decoder::default();
+    let mut asm = Assembler::default();
+    let mut last = Ok(Flow::More);
+    for e in events {
+        last = decode(&mut dec, e.to_string().as_bytes(), &mut asm);
+        if !matches!(last, Ok(Flow::More)) {
+            break;
+        }
+    }
+    (asm, last)
+}
+
+#[test]
+fn without_done_events_the_completed_response_fills_the_gaps() {
+    let whole = json!({"type": "reasoning", "id": "rs_9", "summary": [{"type": "summary_text",
+        "text": "why"}], "encrypted_content": "E"});
+    let (asm, end) = run(&[
+        json!({"type": "response.created", "response": {"model": "gpt-x"}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "reasoning", "id": "rs_9", "summary": []}}),
+        json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "delta": "why"}),
+        json!({"type": "response.reasoning_text.delta", "output_index": 0, "delta": "!"}),
+        // A call whose arguments arrive only in the completed response.
+        json!({"type": "response.output_item.added", "output_index": 1,
+            "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": ""}}),
+        json!({"type": "response.completed", "response": {"status": "completed",
+            "output": [whole, {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                "name": "f", "arguments": "{\"x\":2}"}],
+            "usage": {"input_tokens": 20, "input_tokens_details": {"cached_tokens": 8},
+                "output_tokens": 6, "output_tokens_details": {"reasoning_tokens": 4}}}}),
+    ]);
+    assert_eq!(end.unwrap(), Flow::End);
+    let r = asm.finish();
+    assert_eq!(r.reasoning, "why!");
+    assert_eq!(
+        r.carrier,
+        Some(WireCarrier::ResponsesReasoning(vec![whole]))
+    );
+    assert_eq!(r.tool_calls[0].id, "call_1|fc_1");
+    assert_eq!(r.tool_calls[0].canonical_arguments(), "{\"x\": 2}");
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    let u = r.usage.unwrap();
+    assert_eq!(
+        (
+            u.prompt_tokens,
+            u.completion_tokens,
+            u.cache_read_tokens,
+            u.reasoning_tokens
+        ),
+        (20, 6, 8, 4)
+    );
+    assert_eq!(r.model, "gpt-x");
+}
+
+#[test]
+fn arguments_from_deltas_are_not_doubled_by_the_done_events() {
+    let (asm, _) = run(&[
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "{\"a\""}),
+        json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": ":1}"}),
+        json!({"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": "{\"a\":1}"}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+            "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{\"a\":1}"}}),
+        json!({"type": "response.incomplete", "response": {"incomplete_details": {"reason": "max_output_tokens"}}}),
+    ]);
+    let r = asm.finish();
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(r.tool_calls[0].canonical_arguments(), "{\"a\": 1}");
+    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+}
+
+#[test]
+fn error_events_and_failed_responses_are_classified() {
+    let (_, end) =
+        run(&[json!({"type": "error", "code": "rate_limit_exceeded", "message": "slow"})]);
+    let e = end.unwrap_err();
+    assert_eq!(
+        (e.status, e.retryable, e.in_stream),
+        (Some(429), true, true)
+    );
+    let (_, end) = run(&[
+        json!({"type": "response.failed", "response": {"status": "failed",
+        "error": {"code": "server_error", "message": "boom"}}}),
+    ]);
+    let e = end.unwrap_err();
+    assert_eq!((e.status, e.retryable), (Some(500), true));
+    assert_eq!(e.reference_text(), "boom");
+    let (_, end) = run(&[json!({"type": "error", "code": "invalid_prompt", "message": "no"})]);
+    assert!(!end.unwrap_err().retryable);
+}
