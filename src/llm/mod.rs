@@ -8,6 +8,7 @@
 
 pub(crate) mod assembly;
 pub(crate) mod config;
+pub mod error_kind;
 pub(crate) mod fingerprint;
 mod http_lane;
 mod lane_pool;
@@ -38,6 +39,7 @@ use crate::cancel::CancelToken;
 use assembly::Assembler;
 pub use assembly::{LlmResponse, Usage};
 use config::{LlmConfig, RetryConfig};
+pub use error_kind::ErrorKind;
 use fingerprint::{PerList, SharedMemo};
 pub use message::Message;
 use message::WireJson;
@@ -71,6 +73,8 @@ pub struct LlmError {
     /// An error event inside a 200 stream: `status` only classifies it for the retry policy,
     /// and the model-visible text has no `Error code: NNN - ` prefix (as the reference's SDK).
     pub(crate) in_stream: bool,
+    /// What the loop's recovery ladder makes of it.
+    pub kind: ErrorKind,
 }
 
 impl fmt::Display for LlmError {
@@ -102,6 +106,7 @@ impl LlmError {
     pub(crate) fn api(message: String) -> Self {
         LlmError {
             class: "APIError",
+            kind: error_kind::classify(None, None, &message),
             message,
             status: None,
             retryable: false,
@@ -109,6 +114,19 @@ impl LlmError {
             streamed: false,
             in_stream: false,
         }
+    }
+
+    /// Classifies again with the error's `code` (an OpenAI-wire error body's).
+    pub(crate) fn with_code(mut self, code: Option<&str>) -> Self {
+        self.kind = error_kind::classify(self.status, code, &self.message);
+        self
+    }
+
+    /// Sets the kind a wire determined itself (wires whose errors are not OpenAI-shaped).
+    #[allow(dead_code)]
+    pub(crate) fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.kind = kind;
+        self
     }
 
     /// Marks an error that arrived as an event inside a 200 stream.
@@ -120,6 +138,7 @@ impl LlmError {
     pub(crate) fn connection(message: impl Into<String>) -> Self {
         LlmError {
             class: "APIConnectionError",
+            kind: ErrorKind::Other,
             message: message.into(),
             status: None,
             retryable: true,
@@ -132,6 +151,7 @@ impl LlmError {
     pub(crate) fn timeout() -> Self {
         LlmError {
             class: "APITimeoutError",
+            kind: ErrorKind::Other,
             message: "Request timed out.".into(),
             status: None,
             retryable: true,
@@ -150,6 +170,7 @@ impl LlmError {
     ) -> Self {
         LlmError {
             class: retry::status_class(status),
+            kind: error_kind::classify(Some(status), code, &message),
             message,
             status: Some(status),
             retryable: retry::is_retryable_status(status, code, error_type),
@@ -419,6 +440,7 @@ impl LlmCall<'_> {
         let ms = self.client.call_timeout.map_or(0, |t| t.as_millis());
         LlmError {
             class: "APITimeoutError",
+            kind: ErrorKind::Other,
             message: format!(
                 "Request timed out: the LLM call took longer than llm.call_timeout_ms ({ms} ms)."
             ),
