@@ -1024,6 +1024,31 @@ agentao_status agentao_shell_run_started(struct agentao_shell_run *run, int64_t 
 agentao_status agentao_shell_run_fail(struct agentao_shell_run *run, const char *message, struct agentao_error **err_out);
 
 /*
+ Writes the context figures of the next request to `*usage_json_out`:
+ `{"estimated_tokens", "window", "configured_window", "learned_window" (null until an
+ overflow error states one), "microcompact_above", "compact_above", "compactions",
+ "consecutive_failures", "breaker_open"}`. `estimated_tokens` is the provider's last
+ `prompt_tokens` plus a local estimate of the messages after it (the system prompt and the
+ history; the tools and the volatile tail are counted inside a turn). `window` is the least
+ of `max_context_tokens` and the learned window. Release with `agentao_string_free`. Any
+ thread, during a turn too.
+ */
+agentao_status agentao_agent_context_usage(const struct agentao_agent *agent, char **usage_json_out, struct agentao_error **err_out);
+
+/*
+ Compacts the history now: an LLM summary replaces the older messages, the recent ones are
+ kept verbatim (as an automatic full compaction, whose events it emits with trigger
+ `manual` and `reason`, NULL: `manual`). Blocks until it ends. `cancel` (may be NULL) is
+ linked one way to the summarizer's call. `*result_json_out` receives `{"status"
+ ("success", "cancelled", "failed" or "skipped"), "pre_msgs", "post_msgs",
+ "pre_tokens_history", "post_tokens_history", "duration_ms", "detail"}` (release with
+ `agentao_string_free`); a compaction that did not succeed is still `AGENTAO_STATUS_OK`, its
+ status says why. A turn running: `_TURN_IN_PROGRESS` (compaction happens between turns;
+ during a turn it is automatic). From a library callback or thread: `_REENTRANT`.
+ */
+agentao_status agentao_agent_compact(struct agentao_agent *agent, const char *reason, const struct agentao_cancel_token *cancel, char **result_json_out, struct agentao_error **err_out);
+
+/*
  Registers a host tool on `agent` (spec §2.2): right after `agentao_agent_new`, or between
  turns; the model is offered it from the next turn on. `desc` and its strings are borrowed
  and copied. A name already in use (a built-in or another host tool) is refused unless

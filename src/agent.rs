@@ -27,6 +27,8 @@ use crate::tools::{
 };
 use crate::turn::{self, DeltaSink, TurnEnv, TurnFailure, TurnOutcome};
 
+mod compaction;
+
 /// Why an entry point refused or failed; the C layer maps each to a status code.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum AgentError {
@@ -172,6 +174,8 @@ pub(crate) struct AgentCore {
     composed: Mutex<Option<ComposedTools>>,
     /// Counts `add_subagent`s: composed tools of an older count are not reused.
     subagents_version: AtomicU64,
+    /// The context window, the estimate's anchor and the compaction breaker.
+    context: turn::compaction::ContextState,
 }
 
 struct ComposedTools {
@@ -291,7 +295,6 @@ impl Agent {
         let agent = Agent {
             core: Arc::new(AgentCore {
                 session_id,
-                config,
                 llm,
                 tools: RwLock::new(tools),
                 tool_services,
@@ -310,6 +313,8 @@ impl Agent {
                 subagents: RwLock::new(subagents),
                 composed: Mutex::new(None),
                 subagents_version: AtomicU64::new(0),
+                context: turn::compaction::ContextState::new(config.max_context_tokens),
+                config,
             }),
         };
         let core = Arc::downgrade(&agent.core);
@@ -821,6 +826,7 @@ impl AgentCore {
         let mut history = self.history.write().unwrap_or_else(|e| e.into_inner());
         f(&mut history);
         self.history_version.renew();
+        self.context.reset();
     }
 
     /// The repair before a turn ([`turn::history::backfill_orphans`]): a new version only when
@@ -831,6 +837,7 @@ impl AgentCore {
         turn::history::backfill_orphans(&mut history);
         if history.len() != before {
             self.history_version.renew();
+            self.context.forget_anchor();
         }
     }
 
@@ -983,6 +990,7 @@ impl AgentCore {
             history_version: &self.history_version,
             reply_timeout: self.config.reply_timeout,
             background: Some(&*self.background),
+            context: &self.context,
         }
     }
 }
@@ -1005,6 +1013,7 @@ impl ParentAgent for AgentCore {
             workspace: self.config.working_directory.clone(),
             reply_timeout: self.config.reply_timeout,
             relay_events,
+            context_window: self.context.window(),
         }
     }
 

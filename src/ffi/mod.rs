@@ -18,6 +18,7 @@ pub mod agent;
 mod boundary;
 pub mod cancel;
 pub mod capabilities;
+pub mod context;
 mod handle;
 mod host_data;
 pub mod host_tools;

@@ -9,11 +9,13 @@
 //! | history: what the turn appends, orphan backfill | `history.rs` |
 //! | background agents' notices, injected before an LLM call | `notices.rs` |
 //! | how the turn ended | `outcome.rs`, and per call `tool_outcome.rs` |
+//! | context compaction and the overflow recovery ladder | `compaction/` |
 //!
 //! Every internal event and host event of a turn is emitted from the turn's own task, so they
 //! are in canonical order by construction. Tools run on blocking threads and report back
 //! through a channel; host requests run on blocking threads and answer through replies.
 
+pub mod compaction;
 mod confirm;
 pub(crate) mod events;
 mod execute;
@@ -79,6 +81,8 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) reply_timeout: Option<Duration>,
     /// The agent's background-agent notices; `None` for a turn that must not drain them.
     pub(crate) background: Option<&'a dyn BackgroundNotices>,
+    /// The session's window, estimate anchor and compaction breaker.
+    pub(crate) context: &'a compaction::ContextState,
 }
 
 /// A turn that ended in error: the host failed a request, or a reply timed out.
@@ -159,6 +163,8 @@ pub(crate) async fn run_turn<'e, 'a>(
             .tools_digest(&env.tools.schemas(), env.tools.names()),
         system_prompt_hash: env.system_prompt.digest(env.llm),
         give_up_at: std::sync::OnceLock::new(),
+        compaction_latched: false,
+        fixed_tokens: None,
     };
     if env.emitter.listens() {
         let ev = turn
@@ -208,6 +214,10 @@ struct Turn<'e, 'a> {
     /// Once cancelled: when the turn stops waiting for host code that has not returned (see
     /// `Turn::give_up_at`).
     give_up_at: std::sync::OnceLock<tokio::time::Instant>,
+    /// A compaction was cancelled: none other this turn.
+    compaction_latched: bool,
+    /// The system prompt's and tools' tokens, measured once per turn.
+    fixed_tokens: Option<u64>,
 }
 
 impl Turn<'_, '_> {
@@ -267,6 +277,7 @@ impl Turn<'_, '_> {
             if self.cancel.is_cancelled() {
                 return Err(LoopError::Cancelled);
             }
+            self.manage_context(&schemas).await;
             self.inject_background_notices();
             self.emit_data(
                 "turn_start",
@@ -274,7 +285,7 @@ impl Turn<'_, '_> {
                     display_reset: false,
                 },
             );
-            let mut response = match self.call_llm(&schemas).await {
+            let mut response = match self.call_llm_recovering(&schemas).await {
                 Ok(r) => r,
                 Err(e) => {
                     let text = format!("[LLM API error: {}]", e.reference_text());
