@@ -613,6 +613,17 @@ typedef struct agentao_tool_desc {
 } agentao_tool_desc;
 
 /*
+ One image sent with a message: `mime_type` (one of `image/png`, `image/jpeg`, `image/gif`,
+ `image/webp`), and `len` bytes of the image itself at `data` (raw bytes, not base64).
+ Borrowed for the call only: the library copies what it keeps.
+ */
+typedef struct agentao_image {
+  const char *mime_type;
+  const uint8_t *data;
+  size_t len;
+} agentao_image;
+
+/*
  Where an agent's MCP servers come from besides its config's `mcp_servers` (which are
  merged over the registry's servers by name). Copied by `agentao_agent_set_mcp_registry`;
  any slot after `userdata_free` may be NULL.
@@ -1120,6 +1131,28 @@ agentao_status agentao_reply_tool_result(struct agentao_reply *reply, const char
  request and returns `_INVALID_ARGUMENT`.
  */
 agentao_status agentao_reply_tool_error(struct agentao_reply *reply, const char *error_type, const char *message, struct agentao_error **err_out);
+
+/*
+ `agentao_agent_chat` with images: `images` points to `n_images` `agentao_image` structs (NULL
+ when `n_images` is 0), borrowed for the call. They are sent as `image_url` data-URL parts
+ after the text and kept in the history. A bad image is refused before the turn starts,
+ with nothing sent: NULL `images`, `mime_type` or `data` is `AGENTAO_STATUS_NULL_ARGUMENT`;
+ more than 16 images, an empty image, one over 20 MiB, 50 MiB together, or a MIME type
+ other than `image/png`, `image/jpeg`, `image/gif`, `image/webp` is
+ `AGENTAO_STATUS_INVALID_ARGUMENT`, the message naming the image. Otherwise as
+ `agentao_agent_chat`.
+ */
+agentao_status agentao_agent_chat_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, char **text_out, struct agentao_error **err_out);
+
+/*
+ `agentao_agent_run` with images (as `agentao_agent_chat_images`).
+ */
+agentao_status agentao_agent_run_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
+
+/*
+ `agentao_agent_stream` with images (as `agentao_agent_chat_images`).
+ */
+agentao_status agentao_agent_stream_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_delta_fn on_delta, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
 
 /*
  The library version (`"MAJOR.MINOR.PATCH"`), equal to the `AGENTAO_VERSION` macro of the

@@ -21,8 +21,8 @@ impl Agent {
         }
         let rt = runtime()?;
         let (slot, token) = self.begin(&TurnOptions {
-            max_iterations: None,
             cancel,
+            ..TurnOptions::default()
         })?;
         let core = &self.core;
         let report = rt.block_on(async {

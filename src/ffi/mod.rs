@@ -22,6 +22,7 @@ pub mod context;
 mod handle;
 mod host_data;
 pub mod host_tools;
+pub mod images;
 pub mod library;
 pub mod mcp;
 pub mod memory;

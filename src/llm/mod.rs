@@ -11,6 +11,7 @@ pub(crate) mod config;
 pub mod error_kind;
 pub(crate) mod fingerprint;
 mod http_lane;
+pub mod image;
 mod lane_pool;
 pub(crate) mod message;
 pub mod openai;

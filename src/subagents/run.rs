@@ -221,6 +221,7 @@ pub(crate) async fn run_spawned(
         background: None,
         // The child compacts its own history against the parent's window.
         context: &context,
+        images: &[],
     };
     let message = child_message(&parent_context(&parent.recent_messages), task);
     let t0 = Instant::now();

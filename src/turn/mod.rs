@@ -83,6 +83,8 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) background: Option<&'a dyn BackgroundNotices>,
     /// The session's window, estimate anchor and compaction breaker.
     pub(crate) context: &'a compaction::ContextState,
+    /// The images sent with the turn's message (validated).
+    pub(crate) images: &'a [crate::llm::image::ImageInput],
 }
 
 /// A turn that ended in error: the host failed a request, or a reply timed out.
@@ -165,6 +167,7 @@ pub(crate) async fn run_turn<'e, 'a>(
         give_up_at: std::sync::OnceLock::new(),
         compaction_latched: false,
         fixed_tokens: None,
+        images_removed: false,
     };
     if env.emitter.listens() {
         let ev = turn
@@ -218,6 +221,8 @@ struct Turn<'e, 'a> {
     compaction_latched: bool,
     /// The system prompt's and tools' tokens, measured once per turn.
     fixed_tokens: Option<u64>,
+    /// The image rung of the recovery ladder was taken.
+    images_removed: bool,
 }
 
 impl Turn<'_, '_> {
@@ -260,7 +265,13 @@ impl Turn<'_, '_> {
     /// The loop (spec §5.2): call the model; no calls is the answer; calls are planned,
     /// confirmed, executed and answered, and the model is called again.
     async fn run(&mut self, user_message: &str, max_iterations: u32) -> Result<LoopEnd, LoopError> {
-        self.record_user(prompt::user_message(user_message));
+        let text = prompt::user_message(user_message);
+        if self.env.images.is_empty() {
+            self.record_user(text);
+        } else {
+            let m = crate::llm::image::user_message_with_images(text, self.env.images);
+            self.transcript.push(m);
+        }
         let schemas = self.env.tools.schemas();
         let mut iteration = 0u32;
         loop {

@@ -6,7 +6,7 @@
 //! counts one. Each message adds a few tokens of framing (role, separators).
 
 use crate::llm::message::Role;
-use crate::llm::Message;
+use crate::llm::{image, Message};
 
 /// Framing tokens of one message.
 const PER_MESSAGE: u64 = 4;
@@ -43,9 +43,23 @@ pub(crate) fn message_tokens(m: &Message) -> u64 {
                             + text_tokens(&c.arguments)
                     })
             }
-            // A host's own shape: its JSON, less the keys' share.
-            Message::Host(map) => match map.get("content").and_then(|c| c.as_str()) {
-                Some(t) if m.role() != Role::Other && map.len() <= 2 => text_tokens(t),
+            // A host's own shape: its JSON, less the keys' share; an image counts what a
+            // provider bills for it, not its encoded size.
+            Message::Host(map) => match map.get("content") {
+                Some(serde_json::Value::String(t)) if m.role() != Role::Other && map.len() <= 2 => {
+                    text_tokens(t)
+                }
+                Some(serde_json::Value::Array(parts)) if map.len() <= 2 => {
+                    parts.iter().fold(0, |n, p| {
+                        n + match image::image_part_mime(p) {
+                            Some(_) => image::IMAGE_TOKENS,
+                            None => p
+                                .get("text")
+                                .and_then(|t| t.as_str())
+                                .map_or(0, text_tokens),
+                        }
+                    })
+                }
                 _ => serde_json::to_string(map).map_or(0, |j| text_tokens(&j)),
             },
         }

@@ -18,7 +18,11 @@ use super::{
     MICRO_PERCENT,
 };
 use crate::llm::message::RunningCounts;
-use crate::llm::{ErrorKind, LlmError, LlmResponse, Message, MessagesVersion};
+use crate::llm::{image, ErrorKind, LlmError, LlmResponse, Message, MessagesVersion};
+
+/// What replaces an image of an earlier turn when the model refuses images.
+const EARLIER_IMAGE_NOTE: &str =
+    "[An image was removed from this message: the model does not accept image input.]";
 use crate::turn::history::read;
 use crate::turn::{prompt, Turn};
 
@@ -147,6 +151,54 @@ impl<'e, 'a> Turn<'e, 'a> {
         compactor.micro_done(&mut self.writer, req, &report);
     }
 
+    /// The image rung (spec §5.4 step 1): the turn's images become `<attachment …/>` tags,
+    /// earlier ones a removal note; `images_removed` says which messages changed. Returns how
+    /// many images went.
+    fn remove_images(&mut self) -> usize {
+        let env = self.env;
+        let mut count = 0usize;
+        let mut indices = Vec::new();
+        let base = {
+            let mut h = env.history.write().unwrap_or_else(|e| e.into_inner());
+            for (i, m) in h.iter_mut().enumerate() {
+                let plain = image::without_images(m, |_, _| {
+                    count += 1;
+                    EARLIER_IMAGE_NOTE.to_owned()
+                });
+                if let Some(plain) = plain {
+                    *m = plain;
+                    indices.push(i);
+                }
+            }
+            if !indices.is_empty() {
+                env.history_version.renew();
+            }
+            h.len()
+        };
+        let mut turn_changed = false;
+        for (i, m) in self.transcript.iter_mut().enumerate() {
+            let plain = image::without_images(m, |k, mime| {
+                count += 1;
+                format!("<attachment uri=\"inline:image-{k}\" mimetype=\"{mime}\"/>")
+            });
+            if let Some(plain) = plain {
+                *m = plain;
+                indices.push(base + i);
+                turn_changed = true;
+            }
+        }
+        if turn_changed {
+            self.transcript_version = MessagesVersion::fresh();
+        }
+        if count > 0 {
+            self.emit(
+                "images_removed",
+                &serde_json::json!({"reason": "provider_rejected", "images_removed": count, "message_indices": indices}),
+            );
+        }
+        count
+    }
+
     /// The LLM call with the loop-level recovery ladder: a context overflow learns the stated
     /// window, compacts (`api_overflow`) and retries, then compacts to the last exchange
     /// (`api_overflow_after_compression`) and retries; a bare 413 compacts once and retries
@@ -190,6 +242,13 @@ impl<'e, 'a> Turn<'e, 'a> {
                         },
                         _ => return Err(e),
                     }
+                }
+                ErrorKind::ImageRejected if !self.images_removed => {
+                    self.images_removed = true;
+                    if self.remove_images() == 0 {
+                        return Err(e);
+                    }
+                    continue;
                 }
                 ErrorKind::PayloadTooLarge if !too_large_done => {
                     too_large_done = true;

@@ -117,6 +117,12 @@ fn render_message(out: &mut String, m: &Message) {
             out.push_str("[system]: ");
             out.push_str(&shorten(text, MESSAGE_CHARS));
         }
+        Message::Host(_) if crate::llm::image::parts(m).is_some() && m.role() == Role::User => {
+            let plain = crate::llm::image::without_images(m, |_, mime| format!("[image {mime}]"));
+            out.push_str("[user]: ");
+            let text = plain.as_ref().and_then(Message::text).unwrap_or_default();
+            out.push_str(&shorten(without_reminder(text), MESSAGE_CHARS));
+        }
         Message::Host(map) => {
             out.push_str("[message]: ");
             let j = serde_json::to_string(map).unwrap_or_default();
