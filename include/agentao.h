@@ -613,6 +613,17 @@ typedef struct agentao_tool_desc {
 } agentao_tool_desc;
 
 /*
+ One image sent with a message: `mime_type` (one of `image/png`, `image/jpeg`, `image/gif`,
+ `image/webp`), and `len` bytes of the image itself at `data` (raw bytes, not base64).
+ Borrowed for the call only: the library copies what it keeps.
+ */
+typedef struct agentao_image {
+  const char *mime_type;
+  const uint8_t *data;
+  size_t len;
+} agentao_image;
+
+/*
  Where an agent's MCP servers come from besides its config's `mcp_servers` (which are
  merged over the registry's servers by name). Copied by `agentao_agent_set_mcp_registry`;
  any slot after `userdata_free` may be NULL.
@@ -1031,6 +1042,31 @@ agentao_status agentao_shell_run_started(struct agentao_shell_run *run, int64_t 
 agentao_status agentao_shell_run_fail(struct agentao_shell_run *run, const char *message, struct agentao_error **err_out);
 
 /*
+ Writes the context figures of the next request to `*usage_json_out`:
+ `{"estimated_tokens", "window", "configured_window", "learned_window" (null until an
+ overflow error states one), "microcompact_above", "compact_above", "compactions",
+ "consecutive_failures", "breaker_open"}`. `estimated_tokens` is the provider's last
+ `prompt_tokens` plus a local estimate of the messages after it (the system prompt and the
+ history; the tools and the volatile tail are counted inside a turn). `window` is the least
+ of `max_context_tokens` and the learned window. Release with `agentao_string_free`. Any
+ thread, during a turn too.
+ */
+agentao_status agentao_agent_context_usage(const struct agentao_agent *agent, char **usage_json_out, struct agentao_error **err_out);
+
+/*
+ Compacts the history now: an LLM summary replaces the older messages, the recent ones are
+ kept verbatim (as an automatic full compaction, whose events it emits with trigger
+ `manual` and `reason`, NULL: `manual`). Blocks until it ends. `cancel` (may be NULL) is
+ linked one way to the summarizer's call. `*result_json_out` receives `{"status"
+ ("success", "cancelled", "failed" or "skipped"), "pre_msgs", "post_msgs",
+ "pre_tokens_history", "post_tokens_history", "duration_ms", "detail"}` (release with
+ `agentao_string_free`); a compaction that did not succeed is still `AGENTAO_STATUS_OK`, its
+ status says why. A turn running: `_TURN_IN_PROGRESS` (compaction happens between turns;
+ during a turn it is automatic). From a library callback or thread: `_REENTRANT`.
+ */
+agentao_status agentao_agent_compact(struct agentao_agent *agent, const char *reason, const struct agentao_cancel_token *cancel, char **result_json_out, struct agentao_error **err_out);
+
+/*
  Registers a host tool on `agent` (spec §2.2): right after `agentao_agent_new`, or between
  turns; the model is offered it from the next turn on. `desc` and its strings are borrowed
  and copied. A name already in use (a built-in or another host tool) is refused unless
@@ -1105,6 +1141,28 @@ agentao_status agentao_reply_tool_result(struct agentao_reply *reply, const char
  request and returns `_INVALID_ARGUMENT`.
  */
 agentao_status agentao_reply_tool_error(struct agentao_reply *reply, const char *error_type, const char *message, struct agentao_error **err_out);
+
+/*
+ `agentao_agent_chat` with images: `images` points to `n_images` `agentao_image` structs (NULL
+ when `n_images` is 0), borrowed for the call. They are sent as `image_url` data-URL parts
+ after the text and kept in the history. A bad image is refused before the turn starts,
+ with nothing sent: NULL `images`, `mime_type` or `data` is `AGENTAO_STATUS_NULL_ARGUMENT`;
+ more than 16 images, an empty image, one over 20 MiB, 50 MiB together, or a MIME type
+ other than `image/png`, `image/jpeg`, `image/gif`, `image/webp` is
+ `AGENTAO_STATUS_INVALID_ARGUMENT`, the message naming the image. Otherwise as
+ `agentao_agent_chat`.
+ */
+agentao_status agentao_agent_chat_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, char **text_out, struct agentao_error **err_out);
+
+/*
+ `agentao_agent_run` with images (as `agentao_agent_chat_images`).
+ */
+agentao_status agentao_agent_run_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
+
+/*
+ `agentao_agent_stream` with images (as `agentao_agent_chat_images`).
+ */
+agentao_status agentao_agent_stream_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_delta_fn on_delta, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
 
 /*
  The library version (`"MAJOR.MINOR.PATCH"`), equal to the `AGENTAO_VERSION` macro of the

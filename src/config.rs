@@ -31,6 +31,11 @@ pub enum ConfigErrorKind {
     Invalid,
 }
 
+/// The context window assumed when the config states none (the reference's default).
+pub const DEFAULT_MAX_CONTEXT_TOKENS: u64 = 200_000;
+/// Below this no history fits beside a system prompt and the tools.
+const MIN_CONTEXT_TOKENS: u64 = 1_024;
+
 /// A validated agent configuration.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -41,6 +46,9 @@ pub struct AgentConfig {
     pub llm: LlmConfig,
     /// Optional bound on how long a confirmation / question / max-iterations reply may take.
     pub reply_timeout: Option<Duration>,
+    /// The model's context window as the host states it (compaction's bound, with what an
+    /// overflow error teaches).
+    pub max_context_tokens: u64,
     pub tools: ToolsConfig,
     /// `None`: no permission engine.
     pub permissions: Option<PermissionsConfig>,
@@ -68,6 +76,7 @@ struct RawConfig {
     max_iterations: Option<u32>,
     system_prompt: Option<String>,
     reply_timeout_ms: Option<u64>,
+    max_context_tokens: Option<u64>,
     #[serde(default, deserialize_with = "optional_object")]
     llm: Option<LlmSection>,
     #[serde(default, deserialize_with = "optional_object")]
@@ -141,8 +150,16 @@ impl AgentConfig {
             ));
         }
 
+        let max_context_tokens = raw.max_context_tokens.unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS);
+        if max_context_tokens < MIN_CONTEXT_TOKENS {
+            return Err(err(format!(
+                "config field `max_context_tokens`: must be at least {MIN_CONTEXT_TOKENS}"
+            )));
+        }
+
         Ok(AgentConfig {
             working_directory,
+            max_context_tokens,
             max_iterations: raw.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS),
             system_prompt_extra: raw.system_prompt.filter(|s| !s.is_empty()),
             llm,

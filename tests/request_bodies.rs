@@ -135,6 +135,7 @@ impl Scenario {
             let opts = TurnOptions {
                 max_iterations: *max_iterations,
                 cancel: Some(token),
+                ..TurnOptions::default()
             };
             let _ = agent.run_blocking(message, opts);
         }

@@ -110,7 +110,7 @@ fn run(name: &str) {
     }));
     let opts = TurnOptions {
         max_iterations: script["turn"]["max_iterations"].as_u64().map(|m| m as u32),
-        cancel: None,
+        ..Default::default()
     };
     let message = turn["user_message"].as_str().unwrap();
     let outcome = agent.run_blocking(message, opts).unwrap();

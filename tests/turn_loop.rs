@@ -365,7 +365,7 @@ fn iteration_budget_continue_and_new_instruction() {
             "go",
             TurnOptions {
                 max_iterations: Some(2),
-                cancel: None,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -385,7 +385,7 @@ fn iteration_budget_continue_and_new_instruction() {
             "go",
             TurnOptions {
                 max_iterations: Some(0),
-                cancel: None,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -113,7 +113,7 @@ fn run(t: &Value, wire: &str) -> (Seen, Vec<Value>, agentao::llm::Usage) {
     let agent = Agent::new(&config.to_string(), Some(host)).unwrap();
     let opts = TurnOptions {
         max_iterations: script["turn"]["max_iterations"].as_u64().map(|m| m as u32),
-        cancel: None,
+        ..TurnOptions::default()
     };
     let out = agent
         .run_blocking(t["turns"][0]["user_message"].as_str().unwrap(), opts)

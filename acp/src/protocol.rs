@@ -114,7 +114,14 @@ pub enum PromptBlock {
         #[serde(default)]
         title: Option<String>,
     },
-    Image {},
+    /// `data` is base64; `uri` (optional) is where the image came from.
+    #[serde(rename_all = "camelCase")]
+    Image {
+        data: String,
+        mime_type: String,
+        #[serde(default)]
+        uri: Option<String>,
+    },
 }
 
 /// `AcpSessionPromptRequest`.

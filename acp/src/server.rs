@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentao::agent::{AgentError, TurnOptions};
+use agentao::llm::image::ImageInput;
 use agentao::turn::{DeltaSink, IncompleteReason, TurnStatus};
+use base64::Engine;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
@@ -196,7 +198,7 @@ impl Server {
             agent_capabilities: AgentCapabilities {
                 load_session: self.opts.sessions_dir.is_some(),
                 prompt_capabilities: bools(&[
-                    ("image", false),
+                    ("image", true),
                     ("audio", false),
                     ("embeddedContext", false),
                 ]),
@@ -565,25 +567,29 @@ impl Server {
         }
         let req: SessionPromptRequest = parse(params)?;
         let session = self.session(&req.session_id)?;
-        let text = prompt_text(req.prompt)?;
-        if text.len() > self.opts.max_prompt_bytes {
+        let (text, images) = prompt_text(req.prompt)?;
+        // Images count as the base64 they are kept as in the history.
+        let size = text.len()
+            + images
+                .iter()
+                .map(|i| i.data.len().div_ceil(3) * 4)
+                .sum::<usize>();
+        if size > self.opts.max_prompt_bytes {
             return Err(RpcError::invalid_params(format!(
-                "the prompt is {} bytes, over this server's limit of {} bytes (--max-prompt-bytes)",
-                text.len(),
+                "the prompt is {size} bytes, over this server's limit of {} bytes (--max-prompt-bytes)",
                 self.opts.max_prompt_bytes
             )));
         }
         // Checked before the turn, so a session's history (kept in memory and rewritten to its
         // file after every prompt) stops growing at the limit plus one turn's own additions.
         let history = session.agent().history_json().len();
-        if history + text.len() > self.opts.max_history_bytes {
+        if history + size > self.opts.max_history_bytes {
             return Err(RpcError::new(
                 INVALID_REQUEST,
                 format!(
-                    "this session's history is {history} bytes; with this prompt ({} bytes) it \
+                    "this session's history is {history} bytes; with this prompt ({size} bytes) it \
                      would pass this server's limit of {} bytes (--max-history-bytes): start a \
                      new session",
-                    text.len(),
                     self.opts.max_history_bytes
                 ),
             ));
@@ -595,7 +601,10 @@ impl Server {
         in_flight.fetch_add(1, Ordering::AcqRel);
         let started = session.agent().start_turn(
             text,
-            TurnOptions::default(),
+            TurnOptions {
+                images,
+                ..TurnOptions::default()
+            },
             DeltaSink::None,
             move |result| {
                 let end = prompt_end(result);
@@ -723,9 +732,10 @@ fn saved_cwd(head: &[u8]) -> Option<String> {
 }
 
 /// The prompt as the user message: text blocks as they are, resource links as
-/// `[Resource: label](uri)`.
-fn prompt_text(blocks: Vec<Value>) -> Result<String, RpcError> {
+/// `[Resource: label](uri)`; and its images, decoded and checked (a bad one is `-32602`).
+fn prompt_text(blocks: Vec<Value>) -> Result<(String, Vec<ImageInput>), RpcError> {
     let mut parts = Vec::with_capacity(blocks.len());
+    let mut images = Vec::new();
     for (i, b) in blocks.into_iter().enumerate() {
         let block: PromptBlock = serde_json::from_value(b)
             .map_err(|e| RpcError::invalid_params(format!("prompt[{i}]: {e}")))?;
@@ -735,17 +745,26 @@ fn prompt_text(blocks: Vec<Value>) -> Result<String, RpcError> {
                 let label = title.or(name).unwrap_or_else(|| uri.clone());
                 parts.push(format!("[Resource: {label}]({uri})"));
             }
-            PromptBlock::Image {} => {
-                return Err(RpcError::invalid_params(format!(
-                    "prompt[{i}]: image blocks are not supported by this server"
-                )))
+            PromptBlock::Image {
+                data, mime_type, ..
+            } => {
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(data.trim())
+                    .map_err(|e| {
+                        RpcError::invalid_params(format!(
+                            "prompt[{i}]: image data is not base64: {e}"
+                        ))
+                    })?;
+                images.push(ImageInput { mime_type, data });
             }
         }
     }
-    if parts.is_empty() {
+    if parts.is_empty() && images.is_empty() {
         return Err(RpcError::invalid_params("prompt is empty"));
     }
-    Ok(parts.join("\n"))
+    agentao::llm::image::validate(&images)
+        .map_err(|e| RpcError::invalid_params(format!("prompt: {e}")))?;
+    Ok((parts.join("\n"), images))
 }
 
 /// How a prompt ends on the wire.

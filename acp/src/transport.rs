@@ -168,6 +168,11 @@ impl AcpTransport {
             | TurnEvent::LlmCallCompleted(_)
             | TurnEvent::LlmRetry(_)
             | TurnEvent::BackgroundNotificationInjected(_)
+            | TurnEvent::CompactionStarted(_)
+            | TurnEvent::CompactionSettled(_)
+            | TurnEvent::ContextCompressed(_)
+            | TurnEvent::SessionSummaryWritten(_)
+            | TurnEvent::ImagesRemoved(_)
             | TurnEvent::TurnEnd(_) => {}
         }
     }

@@ -87,10 +87,15 @@ fn huge_prompts_are_refused_naming_the_limit_and_nothing_grows() {
 #[test]
 fn a_session_history_stops_at_its_limit_in_memory_and_on_disk() {
     let dir = tempfile::tempdir().unwrap();
+    // A window no history here reaches: compaction would keep it under the byte limit.
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"max_context_tokens": 100000000}"#).unwrap();
     let mut c = Client::scripted(
         dir.path(),
         &text_script("ok"),
         &[
+            "--config",
+            config.to_str().unwrap(),
             "--max-prompt-bytes",
             "200000",
             "--max-history-bytes",

@@ -89,14 +89,17 @@ fn misbehaving_client_gets_errors_and_the_server_goes_on() {
         r["error"]["code"], -32602,
         "a credential field is refused: {r}"
     );
-    let id = c.request(
-        "session/prompt",
-        json!({"sessionId": s, "prompt": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
-    );
-    assert_eq!(
-        c.until_response(id, |_, v| panic!("{v}"))["error"]["code"],
-        -32602
-    );
+    // Images are taken, but a bad one is refused before the turn: a type no model takes, data
+    // that is not base64, an empty image.
+    for image in [
+        json!({"type": "image", "data": "AA==", "mimeType": "image/svg+xml"}),
+        json!({"type": "image", "data": "not base64!", "mimeType": "image/png"}),
+        json!({"type": "image", "data": "", "mimeType": "image/png"}),
+    ] {
+        let id = c.request("session/prompt", json!({"sessionId": s, "prompt": [image]}));
+        let r = c.until_response(id, |_, v| panic!("{v}"));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+    }
 
     // Still serving.
     let id = c.prompt(&s, "hello");

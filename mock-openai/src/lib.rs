@@ -23,15 +23,21 @@
 //! The same figures are served as `GET /v1/_stats` (`{"busy_nanos": N, "requests": N}`) for
 //! clients in another process (the `mock-openai` binary run by `bench/`).
 //!
+//! [`MockBuilder::start_session`] starts a model with a context window instead of a script
+//! (see [`SessionModel`]): it refuses prompts over its window as real servers do, can refuse
+//! images as a text-only model does, and echoes summaries.
+//!
 //! [`ScriptEvent`]: agentao::llm::script::ScriptEvent
 
 mod faults;
 mod http;
 mod render;
 mod server;
+mod session;
 mod wires;
 
 pub use faults::Hostile;
 pub use render::{render_sse, render_sse_all, UsageChoices, WireOptions};
 pub use server::{MockBuilder, MockServer};
+pub use session::{OverflowStyle, SessionModel, SessionStats};
 pub use wires::{render_wire_sse, Wire};

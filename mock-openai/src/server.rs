@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::faults::{serve_hostile, stall, write_in_stream_error, Hostile};
 use crate::http::{read_request, reason_phrase, write_chunk, write_json, write_simple, Request};
 use crate::render::{split_wire, unix_now, Ctx, WireOptions};
+use crate::session::{self, Answer, SessionModel, SessionStats};
 
 /// Configures a [`MockServer`] before it starts.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +43,14 @@ impl MockBuilder {
     pub fn record_bodies(mut self, yes: bool) -> Self {
         self.record_bodies = Some(yes);
         self
+    }
+
+    /// Starts a session model (see [`SessionModel`]): no script, any number of requests.
+    pub fn start_session(self, model: SessionModel) -> io::Result<MockServer> {
+        MockServer::spawn(
+            Mode::Session(Box::new(model)),
+            self.record_bodies.unwrap_or(false),
+        )
     }
 
     /// Starts a scripted server. A script that does not parse is an `InvalidInput` error.
@@ -106,6 +115,7 @@ enum Mode {
         close: Vec<Bytes>,
     },
     Hostile(Hostile),
+    Session(Box<SessionModel>),
 }
 
 /// How many tool-result messages a request body carries (serde_json's compact form).
@@ -127,6 +137,8 @@ struct State {
     accepted: AtomicUsize,
     /// Responses whose last byte was written.
     written: AtomicUsize,
+    /// What a session model saw.
+    session: SessionStats,
 }
 
 /// A running mock server; dropping it stops it.
@@ -178,6 +190,7 @@ impl MockServer {
             open: AtomicUsize::new(0),
             accepted: AtomicUsize::new(0),
             written: AtomicUsize::new(0),
+            session: SessionStats::default(),
             created: unix_now(),
         });
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -256,6 +269,11 @@ impl MockServer {
     /// How many chat requests were received (recorded or not).
     pub fn request_count(&self) -> usize {
         self.state.next.load(Ordering::SeqCst)
+    }
+
+    /// What a session model saw (zeros for the other modes).
+    pub fn session_stats(&self) -> &SessionStats {
+        &self.state.session
     }
 
     /// Nanoseconds the server spent parsing requests and rendering and writing responses
@@ -411,6 +429,24 @@ async fn handle(
             lock(&state.bodies).push(req.body.clone());
         }
         return match &state.mode {
+            Mode::Session(model) => {
+                let (status, ctype, body) =
+                    match session::answer(model, &state.session, &req.body, n) {
+                        Answer::Error(status, body) => (status, "application/json", body),
+                        Answer::Stream(body) => (200, "text/event-stream", body),
+                    };
+                let head =
+                    format!(
+                    "HTTP/1.1 {status} {}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n{}\r\n",
+                    reason_phrase(status),
+                    body.len(),
+                    if req.close { "connection: close\r\n" } else { "" }
+                );
+                let mut out = head.into_bytes();
+                out.extend_from_slice(body.as_bytes());
+                stream.write_all(&out).await?;
+                Ok(!req.close)
+            }
             Mode::Hostile(h) => {
                 // Only ends when the client hangs up (a write fails).
                 let _ = serve_hostile(stream, *h, busy).await;
@@ -471,7 +507,7 @@ async fn handle(
     if req.method == "GET" && path.ends_with("/models") {
         let model = match &state.mode {
             Mode::Scripted { script, .. } => script.model.clone(),
-            Mode::Prerendered { .. } | Mode::Hostile(_) => None,
+            Mode::Prerendered { .. } | Mode::Hostile(_) | Mode::Session(_) => None,
         }
         .unwrap_or_else(|| "mock-model".to_owned());
         let body = json!({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "mock"}]})

@@ -95,7 +95,6 @@ impl Agent {
         let agent = Agent {
             core: Arc::new(AgentCore {
                 session_id,
-                config,
                 llm,
                 tools: RwLock::new(tools),
                 tool_services,
@@ -114,6 +113,8 @@ impl Agent {
                 subagents: RwLock::new(subagents),
                 composed: Mutex::new(None),
                 subagents_version: AtomicU64::new(0),
+                context: turn::compaction::ContextState::new(config.max_context_tokens),
+                config,
             }),
         };
         let core = Arc::downgrade(&agent.core);

@@ -12,6 +12,7 @@
 use std::sync::Mutex;
 
 mod api;
+mod compaction;
 mod compose;
 mod runtime;
 mod session;

@@ -54,6 +54,8 @@ pub(crate) struct AgentCore {
     pub(super) composed: Mutex<Option<ComposedTools>>,
     /// Counts `add_subagent`s: composed tools of an older count are not reused.
     pub(super) subagents_version: AtomicU64,
+    /// The context window, the estimate's anchor and the compaction breaker.
+    pub(super) context: turn::compaction::ContextState,
 }
 
 impl Drop for AgentCore {
@@ -78,6 +80,7 @@ impl AgentCore {
         let mut history = self.history.write().unwrap_or_else(|e| e.into_inner());
         f(&mut history);
         self.history_version.renew();
+        self.context.reset();
     }
 
     /// The repair before a turn ([`turn::history::backfill_orphans`]): a new version only when
@@ -88,6 +91,7 @@ impl AgentCore {
         turn::history::backfill_orphans(&mut history);
         if history.len() != before {
             self.history_version.renew();
+            self.context.forget_anchor();
         }
     }
 
@@ -127,6 +131,8 @@ impl AgentCore {
             history_version: &self.history_version,
             reply_timeout: self.config.reply_timeout,
             background: Some(&*self.background),
+            context: &self.context,
+            images: &[],
         }
     }
 }
@@ -149,6 +155,7 @@ impl ParentAgent for AgentCore {
             workspace: self.config.working_directory.clone(),
             reply_timeout: self.config.reply_timeout,
             relay_events,
+            context_window: self.context.window(),
         }
     }
 

@@ -32,6 +32,9 @@ pub struct TurnOptions {
     pub max_iterations: Option<u32>,
     /// The host's token, linked one way: cancelling it cancels the turn, never the reverse.
     pub cancel: Option<CancelToken>,
+    /// Images sent with the message (checked by [`crate::llm::image::validate`] before the
+    /// turn starts: a bad one is `InvalidArgument` and nothing is sent).
+    pub images: Vec<crate::llm::image::ImageInput>,
 }
 
 /// The result of a finished turn, as handed to completions.
@@ -149,8 +152,10 @@ impl Agent {
         opts: &TurnOptions,
         deltas: DeltaSink,
     ) -> Result<Turn<impl Future<Output = CaughtTurn> + Send + 'static>, AgentError> {
+        crate::llm::image::validate(&opts.images).map_err(AgentError::InvalidArgument)?;
         let (slot, token) = self.begin(opts)?;
         let core = self.core.clone();
+        let images = opts.images.clone();
         let max_iterations = opts.max_iterations.unwrap_or(core.config.max_iterations);
         let turn_token = token.clone();
         // Boxed where it is made: the turn's state is kilobytes, and every move of an unboxed
@@ -180,6 +185,7 @@ impl Agent {
                 env.system_prompt = &with_memory;
             }
             env.recall = memory.recall.as_deref();
+            env.images = &images;
             core.repair_history();
             let mut ended =
                 turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await;

@@ -389,7 +389,7 @@ macro_rules! serialized_field_value {
         }
     )*};
 }
-serialized_field_value!(f64, &serde_json::Map<String, serde_json::Value>);
+serialized_field_value!(f64, &serde_json::Map<String, serde_json::Value>, &[usize]);
 
 /// `"key":` with a key that JSON needs no escape for.
 fn is_plain_key(quoted_key: &str) -> bool {

@@ -106,6 +106,75 @@ event_data! {
 }
 
 event_data! {
+    /// `compaction_started` (host-contract §2.2).
+    pub struct CompactionStarted<'a> {
+        pub trigger: &'static str,
+        pub kind: &'static str,
+        pub reason: &'a str,
+    }
+}
+
+event_data! {
+    /// `compaction_settled`: how a compaction ended, with the history's size before and after.
+    pub struct CompactionSettled<'a> {
+        pub trigger: &'static str,
+        pub kind: &'static str,
+        pub reason: &'a str,
+        pub status: &'static str,
+        pub pre_msgs: usize,
+        pub post_msgs: usize,
+        pub pre_tokens_history: u64,
+        pub post_tokens_history: u64,
+        pub duration_ms: u64,
+        pub detail: Option<&'a str>,
+    }
+}
+
+/// `context_compressed`: its first key is `type` (the compaction's kind), which no Rust field
+/// can be named, hence the hand-written field list.
+pub struct ContextCompressed<'a> {
+    pub kind: &'static str,
+    pub reason: &'a str,
+    pub pre_msgs: usize,
+    pub post_msgs: usize,
+    pub pre_est_tokens: u64,
+    pub post_est_tokens: u64,
+    pub duration_ms: u64,
+}
+
+impl EventData for ContextCompressed<'_> {
+    fn write_fields(&self, fields: &mut Fields<'_>) {
+        fields.field("\"type\":", &self.kind);
+        fields.field("\"reason\":", &self.reason);
+        fields.field("\"pre_msgs\":", &self.pre_msgs);
+        fields.field("\"post_msgs\":", &self.post_msgs);
+        fields.field("\"pre_est_tokens\":", &self.pre_est_tokens);
+        fields.field("\"post_est_tokens\":", &self.post_est_tokens);
+        fields.field("\"duration_ms\":", &self.duration_ms);
+    }
+}
+
+event_data! {
+    /// `session_summary_written`: the compaction's summary went to the memory store.
+    pub struct SessionSummaryWritten<'a> {
+        pub summary_id: &'a str,
+        pub session_id: &'a str,
+        pub tokens_before: u64,
+        pub messages_summarized: usize,
+        pub summary_size: usize,
+    }
+}
+
+event_data! {
+    /// `images_removed`: the model refused image input; the images became attachment tags.
+    pub struct ImagesRemoved<'a> {
+        pub reason: &'static str,
+        pub images_removed: usize,
+        pub message_indices: &'a [usize],
+    }
+}
+
+event_data! {
     /// `turn_end`: the keys in the order of the `json!` map it was written from before.
     pub struct TurnEnd<'a> {
         pub final_text: &'a str,
@@ -272,6 +341,11 @@ pub enum TurnEvent<'a> {
     ToolComplete(ToolComplete<'a>),
     ToolResult(ToolResult<'a>),
     BackgroundNotificationInjected(BackgroundNotificationInjected<'a>),
+    CompactionStarted(CompactionStarted<'a>),
+    CompactionSettled(CompactionSettled<'a>),
+    ContextCompressed(ContextCompressed<'a>),
+    SessionSummaryWritten(SessionSummaryWritten<'a>),
+    ImagesRemoved(ImagesRemoved<'a>),
     TurnEnd(TurnEnd<'a>),
 }
 
@@ -293,6 +367,11 @@ impl<'a> TurnEvent<'a> {
             TurnEvent::ToolComplete(_) => "tool_complete",
             TurnEvent::ToolResult(_) => "tool_result",
             TurnEvent::BackgroundNotificationInjected(_) => "background_notification_injected",
+            TurnEvent::CompactionStarted(_) => "compaction_started",
+            TurnEvent::CompactionSettled(_) => "compaction_settled",
+            TurnEvent::ContextCompressed(_) => "context_compressed",
+            TurnEvent::SessionSummaryWritten(_) => "session_summary_written",
+            TurnEvent::ImagesRemoved(_) => "images_removed",
             TurnEvent::TurnEnd(_) => "turn_end",
         }
     }
@@ -323,6 +402,11 @@ impl<'a> TurnEvent<'a> {
             TurnEvent::ToolComplete(d) => w.data_event(ty, d),
             TurnEvent::ToolResult(d) => w.data_event(ty, d),
             TurnEvent::BackgroundNotificationInjected(d) => w.data_event(ty, d),
+            TurnEvent::CompactionStarted(d) => w.data_event(ty, d),
+            TurnEvent::CompactionSettled(d) => w.data_event(ty, d),
+            TurnEvent::ContextCompressed(d) => w.data_event(ty, d),
+            TurnEvent::SessionSummaryWritten(d) => w.data_event(ty, d),
+            TurnEvent::ImagesRemoved(d) => w.data_event(ty, d),
             TurnEvent::TurnEnd(d) => w.data_event(ty, d),
         }
     }

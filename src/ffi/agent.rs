@@ -133,6 +133,7 @@ pub(crate) unsafe fn turn_options(
     TurnOptions {
         max_iterations: u32::try_from(max_iterations).ok(),
         cancel: cancel.as_ref().map(|c| c.token.clone()),
+        images: Vec::new(),
     }
 }
 
@@ -265,6 +266,7 @@ pub unsafe extern "C" fn agentao_agent_run(
             None,
             on_done,
             userdata,
+            Vec::new(),
         )
     })
 }
@@ -294,12 +296,14 @@ pub unsafe extern "C" fn agentao_agent_stream(
             Some(on_delta),
             on_done,
             userdata,
+            Vec::new(),
         )
     })
 }
 
 /// The body of `agentao_agent_run` and `agentao_agent_stream`.
-unsafe fn start(
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn start(
     agent: *mut agentao_agent,
     message: *const c_char,
     max_iterations: i32,
@@ -307,6 +311,7 @@ unsafe fn start(
     on_delta: agentao_delta_fn,
     on_done: agentao_done_fn,
     userdata: *mut c_void,
+    images: Vec<crate::llm::image::ImageInput>,
 ) -> FfiResult<()> {
     let agent = agent_ref(agent)?;
     let message = str_arg(message, "message")?.to_owned();
@@ -322,7 +327,10 @@ unsafe fn start(
     };
     agent.start_turn(
         message,
-        turn_options(max_iterations, cancel),
+        TurnOptions {
+            images,
+            ..turn_options(max_iterations, cancel)
+        },
         deltas,
         move |result| {
             let done = done;

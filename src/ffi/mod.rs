@@ -27,11 +27,13 @@ pub mod file_system;
 #[path = "host/shell_executor.rs"]
 pub mod shell_executor;
 
+pub mod context;
 mod handle;
 pub(crate) mod host;
 mod host_data;
 #[path = "host/host_tool.rs"]
 pub mod host_tool;
+pub mod images;
 pub mod library;
 #[path = "host/mcp_registry.rs"]
 pub mod mcp_registry;

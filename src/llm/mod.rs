@@ -10,8 +10,10 @@ mod anthropic;
 pub(crate) mod assembly;
 mod budget;
 pub(crate) mod config;
+pub mod error_kind;
 pub(crate) mod fingerprint;
 mod http_lane;
+pub mod image;
 mod lane_pool;
 pub(crate) mod message;
 pub mod openai;
@@ -42,6 +44,7 @@ use crate::cancel::CancelToken;
 use assembly::Assembler;
 pub use assembly::{LlmResponse, Usage};
 use config::{LlmConfig, RetryConfig, WireKind};
+pub use error_kind::ErrorKind;
 use fingerprint::{PerList, SharedMemo};
 pub use message::Message;
 use message::WireJson;
@@ -76,6 +79,8 @@ pub struct LlmError {
     /// An error event inside a 200 stream: `status` only classifies it for the retry policy,
     /// and the model-visible text has no `Error code: NNN - ` prefix (as the reference's SDK).
     pub(crate) in_stream: bool,
+    /// What the loop's recovery ladder makes of it.
+    pub kind: ErrorKind,
 }
 
 impl fmt::Display for LlmError {
@@ -107,6 +112,7 @@ impl LlmError {
     pub(crate) fn api(message: String) -> Self {
         LlmError {
             class: "APIError",
+            kind: error_kind::classify(None, None, &message),
             message,
             status: None,
             retryable: false,
@@ -114,6 +120,12 @@ impl LlmError {
             streamed: false,
             in_stream: false,
         }
+    }
+
+    /// Classifies again with the error's `code` (an OpenAI-wire error body's).
+    pub(crate) fn with_code(mut self, code: Option<&str>) -> Self {
+        self.kind = error_kind::classify(self.status, code, &self.message);
+        self
     }
 
     /// Marks an error that arrived as an event inside a 200 stream.
@@ -125,6 +137,7 @@ impl LlmError {
     pub(crate) fn connection(message: impl Into<String>) -> Self {
         LlmError {
             class: "APIConnectionError",
+            kind: ErrorKind::Other,
             message: message.into(),
             status: None,
             retryable: true,
@@ -137,6 +150,7 @@ impl LlmError {
     pub(crate) fn timeout() -> Self {
         LlmError {
             class: "APITimeoutError",
+            kind: ErrorKind::Other,
             message: "Request timed out.".into(),
             status: None,
             retryable: true,
@@ -155,6 +169,7 @@ impl LlmError {
     ) -> Self {
         LlmError {
             class: retry::status_class(status),
+            kind: error_kind::classify(Some(status), code, &message),
             message,
             status: Some(status),
             retryable: retry::is_retryable_status(status, code, error_type),
@@ -321,7 +336,6 @@ impl LlmClient {
 
     /// Whether `e` is this wire's context-overflow refusal, and the window it named: what
     /// the overflow ladder learns the context window from.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn overflow(&self, e: &LlmError) -> Option<wire::Overflow> {
         match &self.backend {
             Backend::Anthropic(_) => anthropic::Anthropic::overflow(e),
@@ -486,6 +500,7 @@ impl LlmCall<'_> {
         let ms = self.client.call_timeout.map_or(0, |t| t.as_millis());
         LlmError {
             class: "APITimeoutError",
+            kind: ErrorKind::Other,
             message: format!(
                 "Request timed out: the LLM call took longer than llm.call_timeout_ms ({ms} ms)."
             ),

@@ -46,7 +46,6 @@ pub(crate) struct WireSettings {
 /// A context-overflow refusal as a wire words it: the ladder's trigger, with the window the
 /// server named when it named one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Overflow {
     pub(crate) limit: Option<u64>,
 }
@@ -83,7 +82,6 @@ pub(crate) trait Wire: Send + Sync + Sized + 'static {
     fn repair(&self, e: &LlmError, body: &mut Map<String, Value>) -> bool;
 
     /// Whether `e` says the request was larger than the model's context window.
-    #[cfg_attr(not(test), allow(dead_code))]
     fn overflow(e: &LlmError) -> Option<Overflow>;
 }
 

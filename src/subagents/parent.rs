@@ -49,6 +49,9 @@ pub(crate) struct ParentSnapshot {
     pub(crate) reply_timeout: Option<Duration>,
     /// `subagents.relay_events`.
     pub(crate) relay_events: bool,
+    /// The parent's context window (configured, or learned from an overflow): a child
+    /// compacts against the same one.
+    pub(crate) context_window: u64,
 }
 
 /// Everything one child run reads from its parent.

@@ -195,6 +195,7 @@ pub(crate) async fn run_spawned(
     let tools = narrow(&parent.tools, def);
     let services = Arc::new(snap.services.child_view());
     let history = RwLock::new(Vec::new());
+    let context = crate::turn::compaction::ContextState::new(snap.context_window);
     // Empty for the child's one turn: there is nothing to spare the cache.
     let history_version = MessagesVersionCell::unknown();
     let system_prompt = turn::prompt::SystemPrompt::new(turn::prompt::system_prompt(
@@ -220,6 +221,9 @@ pub(crate) async fn run_spawned(
         reply_timeout: snap.reply_timeout,
         // Sub-agents never drain the parent's background notices.
         background: None,
+        // The child compacts its own history against the parent's window.
+        context: &context,
+        images: &[],
     };
     let message = child_message(&parent_context(&parent.recent_messages), task);
     let t0 = Instant::now();

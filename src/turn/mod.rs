@@ -9,11 +9,13 @@
 //! | history: what the turn appends, orphan backfill | `history.rs` |
 //! | background agents' notices, injected before an LLM call | `notices.rs` |
 //! | how the turn ended | `outcome.rs`, and per call `tool_outcome.rs` |
+//! | context compaction and the overflow recovery ladder | `compaction/` |
 //!
 //! Every internal event and host event of a turn is emitted from the turn's own task, so they
 //! are in canonical order by construction. Tools run on blocking threads and report back
 //! through a channel; host requests run on blocking threads and answer through replies.
 
+pub mod compaction;
 mod confirm;
 pub(crate) mod events;
 mod execute;
@@ -79,6 +81,10 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) reply_timeout: Option<Duration>,
     /// The agent's background-agent notices; `None` for a turn that must not drain them.
     pub(crate) background: Option<&'a dyn BackgroundNotices>,
+    /// The session's window, estimate anchor and compaction breaker.
+    pub(crate) context: &'a compaction::ContextState,
+    /// The images sent with the turn's message (validated).
+    pub(crate) images: &'a [crate::llm::image::ImageInput],
 }
 
 /// A turn that ended in error: the host failed a request, or a reply timed out.
@@ -160,6 +166,9 @@ pub(crate) async fn run_turn<'e, 'a>(
             .tools_digest(&env.tools.schemas(), env.tools.names()),
         system_prompt_hash: env.system_prompt.digest(env.llm),
         give_up_at: std::sync::OnceLock::new(),
+        compaction_latched: false,
+        fixed_tokens: None,
+        images_removed: false,
     };
     turn.emit_event(&TurnEvent::TurnBegin { user_message });
     let result = turn.run(user_message, max_iterations).await;
@@ -204,6 +213,12 @@ struct Turn<'e, 'a> {
     /// Once cancelled: when the turn stops waiting for host code that has not returned (see
     /// `Turn::give_up_at`).
     give_up_at: std::sync::OnceLock<tokio::time::Instant>,
+    /// A compaction was cancelled: none other this turn.
+    compaction_latched: bool,
+    /// The system prompt's and tools' tokens, measured once per turn.
+    fixed_tokens: Option<u64>,
+    /// The image rung of the recovery ladder was taken.
+    images_removed: bool,
 }
 
 impl Turn<'_, '_> {
@@ -238,7 +253,13 @@ impl Turn<'_, '_> {
     /// The loop (spec §5.2): call the model; no calls is the answer; calls are planned,
     /// confirmed, executed and answered, and the model is called again.
     async fn run(&mut self, user_message: &str, max_iterations: u32) -> Result<LoopEnd, LoopError> {
-        self.record_user(prompt::user_message(user_message));
+        let text = prompt::user_message(user_message);
+        if self.env.images.is_empty() {
+            self.record_user(text);
+        } else {
+            let m = crate::llm::image::user_message_with_images(text, self.env.images);
+            self.transcript.push(m);
+        }
         let schemas = self.env.tools.schemas();
         let mut iteration = 0u32;
         let (budget_usage, budget_started) =
@@ -262,12 +283,13 @@ impl Turn<'_, '_> {
                 self.cancel.cancel(&reason);
                 return Err(LoopError::Cancelled);
             }
+            self.manage_context(&schemas).await;
             self.inject_background_notices();
             self.emit_event(&TurnEvent::TurnStart(events::TurnStart {
                 display_reset: false,
                 child_task_id: None,
             }));
-            let mut response = match self.call_llm(&schemas).await {
+            let mut response = match self.call_llm_recovering(&schemas).await {
                 Ok(r) => r,
                 Err(e) => {
                     let text = format!("[LLM API error: {}]", e.reference_text());

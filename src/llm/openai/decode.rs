@@ -33,7 +33,7 @@ pub(super) fn in_stream_error(e: &Value) -> LlmError {
     };
     match status {
         Some(s) => LlmError::status(s, message, code.and_then(Value::as_str), error_type),
-        None => LlmError::api(message),
+        None => LlmError::api(message).with_code(code.and_then(Value::as_str)),
     }
     .in_stream()
 }

@@ -1,0 +1,90 @@
+//! The local token estimate: a character heuristic, anchored on the provider's own count of the
+//! prefix it saw ([`super::ContextState`]), so its error only covers the newest messages.
+//!
+//! ASCII text runs about four characters a token in the tokenizers of current models; other
+//! scripts (CJK above all) run closer to one character a token, so each non-ASCII character
+//! counts one. Each message adds a few tokens of framing (role, separators).
+
+use crate::llm::message::Role;
+use crate::llm::{image, Message};
+
+/// Framing tokens of one message.
+const PER_MESSAGE: u64 = 4;
+
+/// Tokens of a text.
+pub(crate) fn text_tokens(s: &str) -> u64 {
+    let bytes = s.as_bytes();
+    let mut ascii = 0u64;
+    let mut other = 0u64;
+    for &b in bytes {
+        if b < 0x80 {
+            ascii += 1;
+        } else if b & 0xC0 != 0x80 {
+            // The first byte of a multi-byte character.
+            other += 1;
+        }
+    }
+    ascii.div_ceil(4) + other
+}
+
+/// Tokens of one message as the model sees it.
+pub(crate) fn message_tokens(m: &Message) -> u64 {
+    PER_MESSAGE
+        + match m {
+            Message::System(t) | Message::User(t) => text_tokens(t),
+            Message::Tool(t) => text_tokens(&t.call_id) + text_tokens(&t.content),
+            Message::Assistant(a) => {
+                text_tokens(&a.content)
+                    + a.reasoning.as_deref().map_or(0, text_tokens)
+                    + a.tool_calls.iter().flatten().fold(0, |n, c| {
+                        n + PER_MESSAGE
+                            + text_tokens(&c.id)
+                            + text_tokens(&c.name)
+                            + text_tokens(&c.arguments)
+                    })
+            }
+            // A host's own shape: its JSON, less the keys' share; an image counts what a
+            // provider bills for it, not its encoded size.
+            Message::Host(map) => match map.get("content") {
+                Some(serde_json::Value::String(t)) if m.role() != Role::Other && map.len() <= 2 => {
+                    text_tokens(t)
+                }
+                Some(serde_json::Value::Array(parts)) if map.len() <= 2 => {
+                    parts.iter().fold(0, |n, p| {
+                        n + match image::image_part_mime(p) {
+                            Some(_) => image::IMAGE_TOKENS,
+                            None => p
+                                .get("text")
+                                .and_then(|t| t.as_str())
+                                .map_or(0, text_tokens),
+                        }
+                    })
+                }
+                _ => serde_json::to_string(map).map_or(0, |j| text_tokens(&j)),
+            },
+        }
+}
+
+/// Tokens of a run of messages.
+pub(crate) fn messages_tokens<'m>(ms: impl IntoIterator<Item = &'m Message>) -> u64 {
+    ms.into_iter().map(message_tokens).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_is_a_quarter_and_other_scripts_a_character_each() {
+        assert_eq!(text_tokens(""), 0);
+        assert_eq!(text_tokens("abcd"), 1);
+        assert_eq!(text_tokens("abcde"), 2);
+        assert_eq!(text_tokens("日本語"), 3);
+        assert_eq!(text_tokens("é"), 1);
+    }
+
+    #[test]
+    fn a_message_counts_its_framing() {
+        assert_eq!(message_tokens(&Message::User("abcd".into())), 5);
+    }
+}

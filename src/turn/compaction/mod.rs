@@ -1,0 +1,347 @@
+//! Context compaction (spec §5.10): the token estimate and window, microcompaction, full
+//! compaction by an LLM summary, their events, and (in `in_turn.rs`) where the turn loop
+//! enters them: before each LLM call, and on the overflow recovery ladder (spec §5.4).
+//!
+//! | concept | file |
+//! |---|---|
+//! | the local token estimate | `estimate.rs` |
+//! | microcompaction (clipping old tool results) | `clip.rs` |
+//! | where a full compaction cuts the history | `split.rs` |
+//! | the summarizer's prompt, input and call | `summary.rs` |
+//! | the session's window, anchor and breaker | `state.rs` |
+//! | the turn's use of all of it, and the recovery ladder | `in_turn.rs` |
+
+pub(crate) mod clip;
+pub(crate) mod estimate;
+mod in_turn;
+pub(crate) mod split;
+mod state;
+pub(crate) mod summary;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::json;
+
+pub(crate) use state::{ContextState, ContextUsage};
+
+use crate::cancel::CancelToken;
+use crate::events::turn_event::{
+    CompactionSettled, CompactionStarted, ContextCompressed, SessionSummaryWritten,
+};
+use crate::events::{Emitter, EventWriter, TurnEvent};
+use crate::llm::{LlmClient, Message};
+use crate::tools::memory::{MemoryRecord, MemoryScope, MemoryStore, SESSION_SUMMARY_KIND};
+use estimate::messages_tokens;
+use split::Keep;
+
+/// Microcompaction starts above this share of the window, in percent.
+pub(crate) const MICRO_PERCENT: u64 = 55;
+/// Full compaction starts above this share of the window, in percent.
+pub(crate) const FULL_PERCENT: u64 = 80;
+/// The most a kept tail may take of the window, in percent: a tail near the threshold would
+/// be compacted again at once.
+const TAIL_PERCENT: u64 = 40;
+/// The most the summarizer's input may take of the window, in percent.
+const SUMMARIZER_INPUT_PERCENT: u64 = 50;
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    /// The estimate passed a threshold before an LLM call.
+    Auto,
+    /// The provider refused the request (the recovery ladder).
+    Overflow,
+    /// The host asked (`agentao_agent_compact`).
+    Manual,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::Overflow => "overflow",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+/// What a compaction does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Old tool results clipped; no LLM.
+    Micro,
+    /// An LLM summary replaces the older history; the recent messages are kept.
+    Full,
+    /// An LLM summary replaces all but the last exchange.
+    Minimal,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Micro => "microcompact",
+            Kind::Full => "full",
+            Kind::Minimal => "minimal",
+        }
+    }
+}
+
+/// One compaction asked for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request<'r> {
+    pub(crate) trigger: Trigger,
+    pub(crate) kind: Kind,
+    pub(crate) reason: &'r str,
+}
+
+/// How a compaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionStatus {
+    Success,
+    Cancelled,
+    Failed,
+    /// Nothing to do: too short a history, or nothing to clip. No event.
+    Skipped,
+}
+
+impl CompactionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompactionStatus::Success => "success",
+            CompactionStatus::Cancelled => "cancelled",
+            CompactionStatus::Failed => "failed",
+            CompactionStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// A compaction's figures, as `compaction_settled` reports them.
+#[derive(Debug, Clone)]
+pub struct CompactionReport {
+    pub status: CompactionStatus,
+    pub pre_msgs: usize,
+    pub post_msgs: usize,
+    /// History only (the system prompt excluded).
+    pub pre_tokens: u64,
+    pub post_tokens: u64,
+    pub duration_ms: u64,
+    pub detail: Option<String>,
+}
+
+impl CompactionReport {
+    fn skipped(pre_msgs: usize, pre_tokens: u64, detail: &str) -> Self {
+        CompactionReport {
+            status: CompactionStatus::Skipped,
+            pre_msgs,
+            post_msgs: pre_msgs,
+            pre_tokens,
+            post_tokens: pre_tokens,
+            duration_ms: 0,
+            detail: Some(detail.to_owned()),
+        }
+    }
+
+    /// The host's view (`agentao_agent_compact`).
+    pub fn to_json(&self) -> String {
+        json!({
+            "status": self.status.as_str(),
+            "pre_msgs": self.pre_msgs,
+            "post_msgs": self.post_msgs,
+            "pre_tokens_history": self.pre_tokens,
+            "post_tokens_history": self.post_tokens,
+            "duration_ms": self.duration_ms,
+            "detail": self.detail,
+        })
+        .to_string()
+    }
+}
+
+/// What a compaction works with; the same for a turn's and for the host's.
+pub(crate) struct Compactor<'a> {
+    pub(crate) llm: &'a LlmClient,
+    pub(crate) emitter: &'a Emitter,
+    pub(crate) state: &'a ContextState,
+    pub(crate) memory: Arc<dyn MemoryStore>,
+    pub(crate) session_id: &'a str,
+    pub(crate) cancel: CancelToken,
+    /// The system prompt's (and tools') tokens, for the system-inclusive figures.
+    pub(crate) fixed_tokens: u64,
+}
+
+impl Compactor<'_> {
+    fn emit(&self, writer: &mut EventWriter, event: &TurnEvent<'_>) {
+        if self.emitter.listens() {
+            self.emitter.send(writer, event);
+        }
+    }
+
+    /// A full (or minimal) compaction of `messages`: the new history on success. Emits
+    /// `compaction_started`, `compaction_settled`, then on success `context_compressed` and,
+    /// when the store took the summary, `session_summary_written`.
+    pub(crate) async fn full(
+        &self,
+        writer: &mut EventWriter,
+        messages: &[Message],
+        req: Request<'_>,
+    ) -> (CompactionReport, Option<Vec<Message>>) {
+        let started = Instant::now();
+        let pre_msgs = messages.len();
+        let pre_tokens = messages_tokens(messages);
+        let window = self.state.window();
+        let keep = match req.kind {
+            Kind::Minimal => Keep::Minimal,
+            _ => Keep::Recent {
+                max_tokens: window * TAIL_PERCENT / 100,
+            },
+        };
+        let Some(cut) = split::cut(messages, keep) else {
+            return (
+                CompactionReport::skipped(pre_msgs, pre_tokens, "too few messages to compact"),
+                None,
+            );
+        };
+        self.emit(
+            writer,
+            &TurnEvent::CompactionStarted(CompactionStarted {
+                trigger: req.trigger.as_str(),
+                kind: req.kind.as_str(),
+                reason: req.reason,
+            }),
+        );
+        let input_chars = (window * SUMMARIZER_INPUT_PERCENT / 100 * 4) as usize;
+        let rendered = summary::render(&messages[..cut], input_chars);
+        let outcome = summary::summarize(self.llm, rendered, &self.cancel).await;
+        let (status, detail, new) = match outcome {
+            Err(summary::SummaryError::Cancelled) => (
+                CompactionStatus::Cancelled,
+                Some("cancelled".to_owned()),
+                None,
+            ),
+            Err(summary::SummaryError::Failed(d)) => (CompactionStatus::Failed, Some(d), None),
+            Ok(text) => {
+                let mut new = Vec::with_capacity(1 + pre_msgs - cut);
+                new.push(summary::summary_message(&text));
+                new.extend_from_slice(&messages[cut..]);
+                if messages_tokens(&new) >= pre_tokens {
+                    (
+                        CompactionStatus::Failed,
+                        Some("the summary did not shrink the history".to_owned()),
+                        None,
+                    )
+                } else {
+                    (CompactionStatus::Success, None, Some((new, text)))
+                }
+            }
+        };
+        self.state.record(status);
+        let (post_msgs, post_tokens) = match &new {
+            Some((n, _)) => (n.len(), messages_tokens(n)),
+            None => (pre_msgs, pre_tokens),
+        };
+        let report = CompactionReport {
+            status,
+            pre_msgs,
+            post_msgs,
+            pre_tokens,
+            post_tokens,
+            duration_ms: started.elapsed().as_millis() as u64,
+            detail,
+        };
+        self.settled(writer, req, &report);
+        let Some((new, text)) = new else {
+            return (report, None);
+        };
+        self.compressed(writer, req, &report);
+        if let Some(id) = self.store_summary(&text).await {
+            self.emit(
+                writer,
+                &TurnEvent::SessionSummaryWritten(SessionSummaryWritten {
+                    summary_id: &id,
+                    session_id: self.session_id,
+                    tokens_before: pre_tokens,
+                    messages_summarized: cut,
+                    summary_size: text.len(),
+                }),
+            );
+        }
+        (report, Some(new))
+    }
+
+    /// The events of a microcompaction that clipped something.
+    pub(crate) fn micro_done(
+        &self,
+        writer: &mut EventWriter,
+        req: Request<'_>,
+        report: &CompactionReport,
+    ) {
+        self.state.record(report.status);
+        self.settled(writer, req, report);
+        self.compressed(writer, req, report);
+    }
+
+    fn settled(&self, writer: &mut EventWriter, req: Request<'_>, r: &CompactionReport) {
+        self.emit(
+            writer,
+            &TurnEvent::CompactionSettled(CompactionSettled {
+                trigger: req.trigger.as_str(),
+                kind: req.kind.as_str(),
+                reason: req.reason,
+                status: r.status.as_str(),
+                pre_msgs: r.pre_msgs,
+                post_msgs: r.post_msgs,
+                pre_tokens_history: r.pre_tokens,
+                post_tokens_history: r.post_tokens,
+                duration_ms: r.duration_ms,
+                detail: r.detail.as_deref(),
+            }),
+        );
+    }
+
+    fn compressed(&self, writer: &mut EventWriter, req: Request<'_>, r: &CompactionReport) {
+        self.emit(
+            writer,
+            &TurnEvent::ContextCompressed(ContextCompressed {
+                kind: req.kind.as_str(),
+                reason: req.reason,
+                pre_msgs: r.pre_msgs,
+                post_msgs: r.post_msgs,
+                pre_est_tokens: r.pre_tokens + self.fixed_tokens,
+                post_est_tokens: r.post_tokens + self.fixed_tokens,
+                duration_ms: r.duration_ms,
+            }),
+        );
+    }
+
+    /// Writes the summary to the memory store as the session's latest summary (one record per
+    /// session, replaced by each compaction); its id, or `None` when the store refused it.
+    async fn store_summary(&self, text: &str) -> Option<String> {
+        let now = crate::events::host::now_rfc3339();
+        let id = format!("{:08x}", fastrand::u32(..));
+        let record = MemoryRecord {
+            id: id.clone(),
+            scope: MemoryScope::Project,
+            kind: SESSION_SUMMARY_KIND.to_owned(),
+            key_normalized: format!("session_summary_{}", self.session_id),
+            title: "Session summary".to_owned(),
+            content: text.to_owned(),
+            tags: vec![SESSION_SUMMARY_KIND.to_owned()],
+            keywords: Vec::new(),
+            source: "auto".to_owned(),
+            confidence: 1.0,
+            sensitivity: "normal".to_owned(),
+            created_at: now.clone(),
+            updated_at: now,
+            deleted_at: None,
+        };
+        let store = self.memory.clone();
+        let written = if store.may_block() {
+            tokio::task::spawn_blocking(move || store.upsert(&record).is_ok())
+                .await
+                .unwrap_or(false)
+        } else {
+            store.upsert(&record).is_ok()
+        };
+        written.then_some(id)
+    }
+}

@@ -1,0 +1,194 @@
+//! A session's context bookkeeping, kept across turns: the window, the provider's last count
+//! (the estimate's anchor), and the circuit breaker of automatic compaction.
+
+use std::sync::Mutex;
+
+use super::estimate::messages_tokens;
+use super::{CompactionStatus, FULL_PERCENT, MICRO_PERCENT};
+use crate::llm::Message;
+
+/// Consecutive failed compactions after which automatic ones stop (until one succeeds on
+/// another trigger, or the history is replaced).
+pub(crate) const BREAKER_FAILURES: u32 = 3;
+
+#[derive(Debug, Default)]
+struct Inner {
+    learned: Option<u64>,
+    reported: Option<u64>,
+    anchor: Option<Anchor>,
+    failures: u32,
+    compactions: u64,
+    last_estimate: Option<u64>,
+}
+
+/// The provider's `prompt_tokens` for a request, and how many history messages it held.
+#[derive(Debug, Clone, Copy)]
+struct Anchor {
+    prompt_tokens: u64,
+    messages: usize,
+}
+
+pub(crate) struct ContextState {
+    configured: u64,
+    inner: Mutex<Inner>,
+}
+
+/// What `agentao_agent_context_usage` reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct ContextUsage {
+    pub(crate) estimated_tokens: u64,
+    pub(crate) window: u64,
+    pub(crate) configured_window: u64,
+    pub(crate) learned_window: Option<u64>,
+    pub(crate) microcompact_above: u64,
+    pub(crate) compact_above: u64,
+    pub(crate) compactions: u64,
+    pub(crate) consecutive_failures: u32,
+    pub(crate) breaker_open: bool,
+}
+
+impl ContextState {
+    pub(crate) fn new(configured: u64) -> Self {
+        ContextState {
+            configured,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `W`: the least of the configured window, the one an overflow error stated, and the one
+    /// the provider reported.
+    pub(crate) fn window(&self) -> u64 {
+        let i = self.lock();
+        [Some(self.configured), i.learned, i.reported]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(self.configured)
+    }
+
+    /// An overflow error stated the window.
+    pub(crate) fn learn(&self, window: u64) {
+        let mut i = self.lock();
+        i.learned = Some(i.learned.map_or(window, |w| w.min(window)));
+    }
+
+    /// The provider counted `prompt_tokens` for a request holding `messages` history messages.
+    pub(crate) fn anchor(&self, prompt_tokens: u64, messages: usize) {
+        self.lock().anchor = Some(Anchor {
+            prompt_tokens,
+            messages,
+        });
+    }
+
+    /// The history changed other than by appending: the last count no longer describes a
+    /// prefix of it.
+    pub(crate) fn forget_anchor(&self) {
+        self.lock().anchor = None;
+    }
+
+    /// The estimate of a request with `messages` (history then transcript): the provider's
+    /// last count plus the messages added since, or, without a usable count, `fixed` (system
+    /// prompt, tools, volatile tail) plus all the messages.
+    pub(crate) fn estimate<'m>(
+        &self,
+        history: &'m [Message],
+        transcript: &'m [Message],
+        fixed: u64,
+    ) -> u64 {
+        let anchor = self.lock().anchor;
+        let total = history.len() + transcript.len();
+        let all = history.iter().chain(transcript);
+        let est = match anchor {
+            Some(a) if a.messages <= total && a.prompt_tokens > 0 => {
+                a.prompt_tokens + messages_tokens(all.skip(a.messages))
+            }
+            _ => fixed + messages_tokens(all),
+        };
+        self.lock().last_estimate = Some(est);
+        est
+    }
+
+    /// Whether automatic compaction has stopped after repeated failures.
+    pub(crate) fn breaker_open(&self) -> bool {
+        self.lock().failures >= BREAKER_FAILURES
+    }
+
+    pub(crate) fn record(&self, status: CompactionStatus) {
+        let mut i = self.lock();
+        match status {
+            CompactionStatus::Success => {
+                i.failures = 0;
+                i.compactions += 1;
+                // The provider counted the history before it shrank.
+                i.anchor = None;
+            }
+            CompactionStatus::Failed => i.failures += 1,
+            CompactionStatus::Cancelled | CompactionStatus::Skipped => {}
+        }
+    }
+
+    /// A new history (set by the host, or cleared): no anchor, the breaker closed.
+    pub(crate) fn reset(&self) {
+        let mut i = self.lock();
+        i.anchor = None;
+        i.failures = 0;
+        i.last_estimate = None;
+    }
+
+    /// The figures for the host; `estimated_tokens` is the estimate of `history` now.
+    pub(crate) fn usage(&self, history: &[Message], fixed: u64) -> ContextUsage {
+        let estimated_tokens = self.estimate(history, &[], fixed);
+        let window = self.window();
+        let i = self.lock();
+        ContextUsage {
+            estimated_tokens,
+            window,
+            configured_window: self.configured,
+            learned_window: i.learned,
+            microcompact_above: window * MICRO_PERCENT / 100,
+            compact_above: window * FULL_PERCENT / 100,
+            compactions: i.compactions,
+            consecutive_failures: i.failures,
+            breaker_open: i.failures >= BREAKER_FAILURES,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_is_the_least_known_and_the_anchor_counts_only_newer_messages() {
+        let s = ContextState::new(200_000);
+        assert_eq!(s.window(), 200_000);
+        s.learn(32_768);
+        s.learn(100_000);
+        assert_eq!(s.window(), 32_768);
+        let h = vec![Message::User("abcd".repeat(100)); 3];
+        let local = s.estimate(&h, &[], 50);
+        assert_eq!(local, 50 + 3 * 104);
+        s.anchor(1_000, 2);
+        assert_eq!(s.estimate(&h, &[], 50), 1_000 + 104);
+        // A shorter history than the anchor saw: the local estimate again.
+        assert_eq!(s.estimate(&h[..1], &[], 50), 50 + 104);
+    }
+
+    #[test]
+    fn the_breaker_opens_after_three_failures_and_a_success_closes_it() {
+        let s = ContextState::new(10_000);
+        for _ in 0..2 {
+            s.record(CompactionStatus::Failed);
+        }
+        assert!(!s.breaker_open());
+        s.record(CompactionStatus::Cancelled);
+        s.record(CompactionStatus::Failed);
+        assert!(s.breaker_open());
+        s.record(CompactionStatus::Success);
+        assert!(!s.breaker_open());
+    }
+}

@@ -1,0 +1,491 @@
+//! Context compaction and the overflow recovery ladder, against `mock-openai`: a long session
+//! against a small window (session mode), and each rung of the ladder (scripted mode).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use agentao::agent::{Agent, TurnOptions};
+use agentao::tools::{Tool, ToolContext, ToolError};
+use agentao::turn::{IncompleteReason, TurnStatus};
+use mock_openai::{MockServer, SessionModel};
+use serde_json::{json, Map, Value};
+
+/// Records the compaction events and `turn_end`s (the rest, large, is skipped unparsed).
+#[derive(Default)]
+struct Recorder {
+    events: Mutex<Vec<Value>>,
+}
+
+const KEPT: &[&str] = &[
+    "compaction_started",
+    "compaction_settled",
+    "context_compressed",
+    "session_summary_written",
+    "llm_call_started",
+    "llm_call_completed",
+    "turn_end",
+];
+
+impl agentao::events::transport::Transport for Recorder {
+    fn emit(&self, event: &str) {
+        let head = &event[..event.len().min(48)];
+        if KEPT.iter().any(|k| head.contains(&format!("\"{k}\""))) {
+            self.events
+                .lock()
+                .unwrap()
+                .push(serde_json::from_str(event).unwrap());
+        }
+    }
+}
+
+impl Recorder {
+    fn of(&self, ty: &str) -> Vec<Value> {
+        let e = self.events.lock().unwrap();
+        e.iter().filter(|e| e["type"] == ty).cloned().collect()
+    }
+    fn types(&self) -> Vec<String> {
+        let e = self.events.lock().unwrap();
+        e.iter()
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+/// `fetch_blob`: answers `{"request": "turn T size=S …"}` with S bytes that start `blob T:`.
+struct Blob;
+
+fn blob(turn: u64, size: usize) -> String {
+    let mut s = format!("blob {turn}: ");
+    let filler = "lorem ipsum dolor sit amet ";
+    while s.len() < size {
+        s.push_str(filler);
+    }
+    s.truncate(size);
+    s
+}
+
+fn field(text: &str, key: &str) -> u64 {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix(key))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Tool for Blob {
+    fn name(&self) -> &str {
+        "fetch_blob"
+    }
+    fn description(&self) -> &str {
+        "returns a blob"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"request": {"type": "string"}}})
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn execute(&self, args: &Map<String, Value>, _: &ToolContext<'_>) -> Result<String, ToolError> {
+        let r = args["request"].as_str().unwrap_or("");
+        Ok(blob(field(r, "turn="), field(r, "size=") as usize))
+    }
+}
+
+fn agent_at(base_url: &str, window: u64, dir: &std::path::Path) -> (Agent, Arc<Recorder>) {
+    let config = json!({
+        "working_directory": dir,
+        "max_context_tokens": window,
+        "llm": {"provider": "openai", "base_url": base_url, "api_key": "test", "model": "m",
+                "retry_backoff_base_ms": 1, "retry_backoff_cap_ms": 5},
+    });
+    let rec = Arc::new(Recorder::default());
+    let agent = Agent::new(&config.to_string(), Some(rec.clone())).unwrap();
+    agent.add_tool(Arc::new(Blob), false).unwrap();
+    (agent, rec)
+}
+
+const FACT: &str = "FACT: the staging database is db-staging-7731";
+
+fn size_of_turn(t: u64) -> usize {
+    2_000 + ((t * 7_919) % 18_001) as usize
+}
+
+/// Checks the history after a turn: at most one summary (first), then messages that are a
+/// verbatim run of the session (user messages as sent, tool results whole or microcompacted
+/// from the original), with every tool call answered right after its assistant message.
+fn check_history(agent: &Agent, last_turn: u64) -> bool {
+    let h: Vec<Value> = serde_json::from_str(&agent.history_json()).unwrap();
+    let mut rest = &h[..];
+    let summarized = rest
+        .first()
+        .and_then(|m| m["content"].as_str())
+        .is_some_and(|c| c.starts_with("<context-summary>"));
+    if summarized {
+        let c = rest[0]["content"].as_str().unwrap();
+        assert!(c.contains("--- END OF CONTEXT SUMMARY ---"));
+        rest = &rest[1..];
+    }
+    assert_ne!(rest.first().map(|m| &m["role"]), Some(&json!("tool")));
+    let mut turns = Vec::new();
+    let mut open_calls: Vec<String> = Vec::new();
+    for m in rest {
+        let content = m["content"].as_str().unwrap_or("");
+        match m["role"].as_str().unwrap() {
+            "user" => {
+                assert!(
+                    open_calls.is_empty(),
+                    "a user message inside a tool exchange"
+                );
+                let t = field(content, "turn=");
+                let msg = format!("turn={t} size={}", size_of_turn(t));
+                assert!(content.contains(&msg), "{content}");
+                turns.push(t);
+            }
+            "assistant" => {
+                assert!(open_calls.is_empty(), "unanswered calls");
+                for c in m["tool_calls"].as_array().into_iter().flatten() {
+                    open_calls.push(c["id"].as_str().unwrap().to_owned());
+                }
+            }
+            "tool" => {
+                let id = m["tool_call_id"].as_str().unwrap();
+                assert_eq!(
+                    open_calls.first().map(String::as_str),
+                    Some(id),
+                    "split pair"
+                );
+                open_calls.remove(0);
+                let n: u64 = content
+                    .strip_prefix("blob ")
+                    .and_then(|s| s.split(':').next())
+                    .and_then(|s| s.parse().ok())
+                    .expect("a blob");
+                let original = blob(n, size_of_turn(n));
+                if content != original {
+                    let (head, tail) = content.split_once("\n\n[…").expect("clipped");
+                    let tail = tail.split_once("…]\n\n").unwrap().1;
+                    assert!(original.starts_with(head) && original.ends_with(tail));
+                    assert!(content.chars().count() <= 3_000);
+                }
+            }
+            r => panic!("role {r}"),
+        }
+    }
+    assert!(open_calls.is_empty());
+    // A contiguous run of the session's turns, up to the last.
+    for w in turns.windows(2) {
+        assert_eq!(w[1], w[0] + 1, "{turns:?}");
+    }
+    assert_eq!(turns.last(), Some(&last_turn));
+    summarized
+}
+
+fn session_turns() -> u64 {
+    std::env::var("AGENTAO_COMPACTION_TURNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500)
+}
+
+#[test]
+fn a_long_session_against_a_32k_window_completes_every_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockServer::builder()
+        .start_session(SessionModel {
+            window: 32_000,
+            ..SessionModel::default()
+        })
+        .unwrap();
+    let (agent, rec) = agent_at(&mock.base_url(), 32_000, dir.path());
+    let turns = session_turns();
+    let mut summaries_before_400 = None;
+    for t in 1..=turns {
+        if t == 400 {
+            summaries_before_400 = Some(mock.session_stats().summaries.lock().unwrap().len());
+        }
+        let mut msg = format!("turn={t} size={}", size_of_turn(t));
+        if t == 3 {
+            msg.push_str(&format!(" {FACT}"));
+        }
+        let o = agent.run_blocking(&msg, TurnOptions::default()).unwrap();
+        assert_eq!(o.status, TurnStatus::Ok, "turn {t}: {}", o.text);
+        assert_eq!(o.incomplete_reason, None, "turn {t}: {}", o.text);
+        assert!(o.text.starts_with("Noted: blob"), "turn {t}: {}", o.text);
+        if t % 10 == 0 || t == turns {
+            check_history(&agent, t);
+        }
+    }
+    let stats = mock.session_stats();
+    let started = rec.of("compaction_started");
+    let settled = rec.of("compaction_settled");
+    assert!(started.len() >= 10, "{}", started.len());
+    assert!(settled
+        .iter()
+        .any(|s| s["data"]["kind"] == "microcompact" && s["data"]["status"] == "success"));
+    // Canonical order: started, settled, compressed, summary written.
+    let all = rec.events.lock().unwrap().clone();
+    let types = rec.types();
+    for (i, ty) in types.iter().enumerate() {
+        if ty == "compaction_started" {
+            assert_eq!(types[i + 1], "compaction_settled");
+            if all[i + 1]["data"]["status"] == "success" {
+                assert_eq!(types[i + 2], "context_compressed");
+                assert_eq!(types[i + 3], "session_summary_written");
+                assert_eq!(types[i + 4], "llm_call_started");
+            }
+        }
+    }
+    for s in &settled {
+        let d = &s["data"];
+        assert_eq!(d["status"], "success", "{d}");
+        assert!(d["post_tokens_history"].as_u64() < d["pre_tokens_history"].as_u64());
+    }
+    // Each request fit, or was recovered.
+    assert_eq!(stats.overflow_errors.load(Ordering::SeqCst), 0);
+    let summaries = stats.summaries.lock().unwrap();
+    // Once the fact's turn was summarised, every later summary keeps it.
+    let first = summaries
+        .iter()
+        .position(|s| s.contains(FACT))
+        .expect("the fact was summarised");
+    assert!(summaries[first..].iter().all(|s| s.contains(FACT)));
+    if let Some(before) = summaries_before_400 {
+        assert!(summaries.len() > before, "no compaction after turn 400");
+        assert!(summaries[before].contains(FACT));
+    }
+    eprintln!(
+        "{turns} turns: {} requests, {} full compactions, {} microcompactions, largest prompt {} tokens",
+        mock.request_count(),
+        started.len(),
+        settled.iter().filter(|s| s["data"]["kind"] == "microcompact").count(),
+        stats.largest_prompt.load(Ordering::SeqCst)
+    );
+}
+
+/// A scripted server: each entry answers one request, in order.
+fn scripted(responses: Value) -> MockServer {
+    MockServer::start(json!({ "responses": responses })).unwrap()
+}
+
+fn overflow(window: u64) -> Value {
+    json!({"fault": {"type": "http_error", "status": 400, "code": "context_length_exceeded",
+        "message": format!("This model's maximum context length is {window} tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.")}})
+}
+
+fn too_large() -> Value {
+    json!({"fault": {"type": "http_error", "status": 413, "message": "Request Entity Too Large"}})
+}
+
+/// Ten earlier exchanges (a user message, a call, its result, an answer each).
+fn earlier_history() -> String {
+    let mut h = Vec::new();
+    for t in 0..10 {
+        h.push(json!({"role": "user", "content": format!("request {t}")}));
+        h.push(
+            json!({"role": "assistant", "content": "", "tool_calls": [{"id": format!("c{t}"),
+            "type": "function", "function": {"name": "fetch_blob", "arguments": "{}"}}]}),
+        );
+        h.push(
+            json!({"role": "tool", "tool_call_id": format!("c{t}"), "name": "fetch_blob",
+            "content": format!("result {t}")}),
+        );
+        h.push(json!({"role": "assistant", "content": format!("answer {t}")}));
+    }
+    Value::Array(h).to_string()
+}
+
+fn ladder(responses: Value) -> (Agent, Arc<Recorder>, MockServer, agentao::turn::TurnOutcome) {
+    let mock = scripted(responses);
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, rec) = agent_at(&mock.base_url(), 200_000, dir.path());
+    agent.set_history_json(&earlier_history()).unwrap();
+    let o = agent.run_blocking("go on", TurnOptions::default()).unwrap();
+    (agent, rec, mock, o)
+}
+
+/// The compaction events' `(type, reason, status)` in order.
+fn transcript(rec: &Recorder) -> Vec<String> {
+    let e = rec.events.lock().unwrap();
+    e.iter()
+        .filter(|e| e["type"] != "turn_end")
+        .map(|e| {
+            let d = &e["data"];
+            match e["type"].as_str().unwrap() {
+                "llm_call_completed" => {
+                    format!("llm_call_completed {}", d["status"].as_str().unwrap())
+                }
+                "llm_call_started" => "llm_call_started".into(),
+                "compaction_settled" => format!(
+                    "compaction_settled {} {} {}",
+                    d["kind"].as_str().unwrap(),
+                    d["reason"].as_str().unwrap(),
+                    d["status"].as_str().unwrap()
+                ),
+                "compaction_started" => format!(
+                    "compaction_started {} {}",
+                    d["kind"].as_str().unwrap(),
+                    d["reason"].as_str().unwrap()
+                ),
+                t => t.to_owned(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn an_overflow_learns_the_window_compacts_and_retries() {
+    let (agent, rec, mock, o) =
+        ladder(json!([overflow(8192), {"text": "S1 summary"}, {"text": "done"}]));
+    assert_eq!(o.text, "done");
+    assert_eq!(
+        transcript(&rec),
+        [
+            "llm_call_started",
+            "llm_call_completed error",
+            "compaction_started full api_overflow",
+            "compaction_settled full api_overflow success",
+            "context_compressed",
+            "session_summary_written",
+            "llm_call_started",
+            "llm_call_completed ok",
+        ]
+    );
+    assert_eq!(mock.request_count(), 3);
+    let usage: Value = serde_json::from_str(&agent.context_usage_json()).unwrap();
+    assert_eq!(usage["window"], 8192);
+    assert_eq!(usage["learned_window"], 8192);
+    let h: Vec<Value> = serde_json::from_str(&agent.history_json()).unwrap();
+    let first = h[0]["content"].as_str().unwrap();
+    assert!(first.contains("S1 summary") && first.contains("--- END OF CONTEXT SUMMARY ---"));
+    // The summarizer saw the earlier exchanges, not the tools.
+    let summary_req = &mock.requests()[1];
+    assert!(summary_req.get("tools").is_none());
+    let input = summary_req["messages"][1]["content"].as_str().unwrap();
+    assert!(input.contains("[user]: request 0"), "{input}");
+}
+
+#[test]
+fn still_too_long_after_compaction_compacts_to_the_last_exchange() {
+    let (_agent, rec, mock, o) = ladder(json!([
+        overflow(8192), {"text": "S1"}, overflow(8192), {"text": "S2"}, {"text": "done"}
+    ]));
+    assert_eq!(o.text, "done");
+    let t = transcript(&rec);
+    assert!(
+        t.contains(&"compaction_started minimal api_overflow_after_compression".to_owned()),
+        "{t:?}"
+    );
+    assert_eq!(mock.request_count(), 5);
+}
+
+#[test]
+fn a_third_overflow_ends_the_turn_with_an_llm_error() {
+    let (_agent, rec, mock, o) = ladder(json!([
+        overflow(8192), {"text": "S1"}, overflow(8192), {"text": "S2"}, overflow(8192), {"text": "never"}
+    ]));
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::LlmError));
+    assert!(
+        o.text
+            .starts_with("[LLM API error: Error code: 400 - This model's maximum context length"),
+        "{}",
+        o.text
+    );
+    assert_eq!(mock.request_count(), 5);
+    assert_eq!(rec.of("compaction_started").len(), 2);
+}
+
+#[test]
+fn a_bare_413_compacts_once_and_retries_once() {
+    let (_agent, rec, _mock, o) = ladder(json!([too_large(), {"text": "S"}, {"text": "done"}]));
+    assert_eq!(o.text, "done");
+    assert!(
+        transcript(&rec).contains(&"compaction_settled full payload_too_large success".to_owned())
+    );
+
+    let (_agent, rec, mock, o) =
+        ladder(json!([too_large(), {"text": "S"}, too_large(), {"text": "never"}]));
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::LlmError));
+    assert!(
+        o.text.starts_with("[LLM API error: Error code: 413"),
+        "{}",
+        o.text
+    );
+    assert_eq!(mock.request_count(), 3);
+    assert_eq!(rec.of("compaction_started").len(), 1);
+}
+
+#[test]
+fn a_failed_summary_returns_the_provider_error() {
+    let fail = json!({"fault": {"type": "http_error", "status": 400, "message": "no"}});
+    let (_agent, rec, mock, o) = ladder(json!([overflow(8192), fail, {"text": "never"}]));
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::LlmError));
+    assert_eq!(mock.request_count(), 2);
+    let s = rec.of("compaction_settled");
+    assert_eq!(s[0]["data"]["status"], "failed");
+    assert!(rec.of("context_compressed").is_empty());
+}
+
+#[test]
+fn the_breaker_stops_automatic_compaction_after_three_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockServer::builder()
+        .start_session(SessionModel {
+            window: 1_000_000,
+            failing_summaries: 1_000,
+            ..SessionModel::default()
+        })
+        .unwrap();
+    let (agent, rec) = agent_at(&mock.base_url(), 4_000, dir.path());
+    for t in 1..=8 {
+        let o = agent
+            .run_blocking(&format!("turn={t} size=6000"), TurnOptions::default())
+            .unwrap();
+        assert_eq!(o.status, TurnStatus::Ok);
+    }
+    let started = rec.of("compaction_started");
+    assert_eq!(started.len(), 3, "{started:?}");
+    assert!(rec
+        .of("compaction_settled")
+        .iter()
+        .all(|s| s["data"]["status"] == "failed"));
+    let usage: Value = serde_json::from_str(&agent.context_usage_json()).unwrap();
+    assert_eq!(usage["breaker_open"], true);
+    assert_eq!(usage["consecutive_failures"], 3);
+    // A new history closes it.
+    agent.set_history_json("[]").unwrap();
+    let usage: Value = serde_json::from_str(&agent.context_usage_json()).unwrap();
+    assert_eq!(usage["breaker_open"], false);
+}
+
+#[test]
+fn compaction_on_demand_between_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockServer::builder()
+        .start_session(SessionModel::default())
+        .unwrap();
+    let (agent, rec) = agent_at(&mock.base_url(), 200_000, dir.path());
+    for t in 1..=4 {
+        agent
+            .run_blocking(&format!("turn={t} size=2000"), TurnOptions::default())
+            .unwrap();
+    }
+    let r = agent.compact("host_asked", None).unwrap();
+    assert_eq!(r.status.as_str(), "success");
+    assert_eq!(r.pre_msgs, 16);
+    assert!(r.post_msgs < 16);
+    let s = rec.of("compaction_started");
+    assert_eq!(s[0]["data"]["trigger"], "manual");
+    assert_eq!(s[0]["data"]["reason"], "host_asked");
+    let written = rec.of("session_summary_written");
+    assert_eq!(written[0]["data"]["session_id"], agent.session_id());
+    assert!(written[0]["data"]["summary_size"].as_u64().unwrap() > 0);
+    // Too short a history is skipped, without events.
+    agent.set_history_json("[]").unwrap();
+    let r = agent.compact("again", None).unwrap();
+    assert_eq!(r.status.as_str(), "skipped");
+    assert_eq!(rec.of("compaction_started").len(), 1);
+    // The session goes on from the summary.
+    let o = agent
+        .run_blocking("turn=5 size=2000", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.status, TurnStatus::Ok);
+}
