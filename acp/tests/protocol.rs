@@ -538,13 +538,14 @@ fn help_and_bad_flags() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown argument"));
-    // A config the library refuses is reported at start.
+    // A config the library refuses is reported at start (no API key for a server that is not
+    // on loopback: a loopback one needs none).
     let out = std::process::Command::new(common::bin())
         .args([
             "--provider",
             "openai",
             "--base-url",
-            "http://127.0.0.1:9/v1",
+            "http://192.0.2.1:9/v1",
             "--model",
             "m",
         ])
