@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 REPO=$PWD
 ROOT_DIR=$REPO/build/swift-root
 # The stamp names what the root was made with; changing the list rebuilds the root.
-PACKAGES="swiftlang libc6-dev pkg-config ca-certificates"
+PACKAGES="swiftlang libc6-dev pkg-config ca-certificates git"
 STAMP=$REPO/build/swift-root.stamp
 STAMP_TEXT="trixie minbase + $PACKAGES"
 PKG_DIR=/src/agentao-swift
@@ -67,6 +67,19 @@ setup_root() {
   if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STAMP_TEXT" ] && { [ -L "$ROOT_DIR/usr/bin/swift" ] || [ -x "$ROOT_DIR/usr/bin/swift" ]; }; then
     echo "swift root: cached ($ROOT_DIR)"
     return 0
+  fi
+  # A root of the same base with fewer packages only needs the new ones.
+  if [ -f "$STAMP" ] && case "$(cat "$STAMP")" in "trixie minbase + "*) true ;; *) false ;; esac &&
+    { [ -L "$ROOT_DIR/usr/bin/swift" ] || [ -x "$ROOT_DIR/usr/bin/swift" ]; }; then
+    echo "swift root: adding packages ($PACKAGES)"
+    mount_fs
+    if in_root apt-get update -qq && in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends $PACKAGES > "$REPO/build/swift-root.apt.log" 2>&1; then
+      in_root apt-get clean
+      echo "$STAMP_TEXT" > "$STAMP"
+      return 0
+    fi
+    echo "swift root: adding packages failed; rebuilding the root"
   fi
   if ! command -v debootstrap >/dev/null; then
     command -v apt-get >/dev/null || cannot "no debootstrap and no apt-get to install it"
@@ -142,31 +155,33 @@ EOF
     { echo "the README Swift quickstart did not print the answer"; exit 1; }
 }
 
-# The repository's root manifest (Package.swift), which SwiftPM reads for a git URL
-# dependency: a copy of the repository's manifest and Swift sources becomes a path dependency
-# (the root has no git, so the URL and the tag are the one part not exercised) of a package
-# that builds the README's quickstart against it.
-root_manifest() {
-  local src=$ROOT_DIR/src/libagentao dst=$ROOT_DIR/src/root-manifest
-  rm -rf "$src" && mkdir -p "$src" "$dst/Sources/App"
+# The docs' Swift recipe (docs/new-project.md), as a SwiftPM user takes it: a git repository
+# of the repository's root manifest and Swift sources, tagged with the library's version, is
+# the git URL of the recipe's `dependencies:` line (the placeholder URL replaced by its
+# file:// path, as the Go recipe's proxy replaces the module host); the recipe's manifest
+# lines are used as written, and the package builds and runs the README's quickstart.
+git_url_recipe() {
+  local src=$ROOT_DIR/src/libagentao dst=$ROOT_DIR/src/git-url-recipe version lines
+  version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+  rm -rf "$src" "$dst" && mkdir -p "$src" "$dst/Sources/App"
   tar -cf - Package.swift bindings/swift/Sources | (cd "$src" && tar -xf -)
+  git -C "$src" init -q
+  git -C "$src" add -A
+  git -C "$src" -c user.name=recipe -c user.email=recipe@localhost commit -qm "libagentao $version"
+  git -C "$src" tag "$version"
+  lines=$(awk '/^## Swift/{q=1} q&&/^```text$/{c=1;next} c&&/^```$/{exit} c' docs/new-project.md)
+  printf '%s\n' "$lines" | grep -q "from: \"$version\"" ||
+    { echo "the Swift recipe in docs/new-project.md does not ask for version $version"; exit 1; }
   cp "$ROOT_DIR/src/readme-quickstart/Sources/Quickstart/main.swift" "$dst/Sources/App/main.swift"
-  cat > "$dst/Package.swift" <<'EOF'
-// swift-tools-version:6.0
-import PackageDescription
-
-let package = Package(
-    name: "App",
-    dependencies: [.package(path: "/src/libagentao")],
-    targets: [
-        .executableTarget(name: "App", dependencies: [.product(name: "Agentao", package: "libagentao")]),
-    ]
-)
-EOF
-  in_root sh -c "cd /src/root-manifest && swift build -Xswiftc -warnings-as-errors 2>&1" | grep -v '^\['
-  in_root sh -c "cd /src/root-manifest && exec timeout -k 10 60 .build/debug/App" | tee "$REPO/build/swift-root-manifest.out"
-  grep -qx 'Hello from the agent.' "$REPO/build/swift-root-manifest.out" ||
-    { echo "the package of the root manifest did not build the quickstart"; exit 1; }
+  {
+    printf '// swift-tools-version:6.0\nimport PackageDescription\n\nlet package = Package(\n    name: "App",\n'
+    printf '%s\n' "$lines" | sed 's|https://github.com/agentao/libagentao.git|file:///src/libagentao|; s/^/    /'
+    printf ')\n'
+  } > "$dst/Package.swift"
+  in_root sh -c "cd /src/git-url-recipe && swift build -Xswiftc -warnings-as-errors 2>&1" | grep -v '^\['
+  in_root sh -c "cd /src/git-url-recipe && exec timeout -k 10 60 .build/debug/App" | tee "$REPO/build/swift-git-url.out"
+  grep -qx 'Hello from the agent.' "$REPO/build/swift-git-url.out" ||
+    { echo "the Swift recipe (git URL and tag) did not build and run the quickstart"; exit 1; }
 }
 
 run_tests() {
@@ -178,8 +193,8 @@ run_tests() {
   in_root timeout -k 10 600 sh -c "cd $PKG_DIR && swift test --skip-build 2>&1"
   echo "README Swift quickstart"
   readme_quickstart
-  echo "the root manifest (what a git URL dependency reads)"
-  root_manifest
+  echo "the Swift recipe: a git URL and a version tag"
+  git_url_recipe
 }
 
 [ "$(id -u)" = 0 ] || cannot "not root (debootstrap, mount and chroot need root)"

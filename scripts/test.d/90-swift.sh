@@ -9,5 +9,5 @@ elif [ "$swift_rc" != 0 ]; then
   echo "the Swift step failed (log: build/swift.log)"; exit 1
 else
   record "Swift tests (XCTest)" "$(grep -A1 "^Test Suite 'All tests' passed" build/swift.log | grep -oE 'Executed [0-9]+ tests?, with 0 failures' | awk '{print $2}' | tail -n1)"
-  record "README quickstart, root manifest" 2
+  record "README quickstart, Swift recipe (git URL + tag)" 2
 fi
