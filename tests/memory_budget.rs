@@ -36,6 +36,9 @@ fn run(ws: &Path, memory: Value, mut responses: Vec<Value>) -> Vec<String> {
         "llm": {"provider": "scripted", "script": {"responses": responses}},
         "permissions": {"mode": "workspace-write"},
         "max_iterations": 1000,
+        // The saves are counted from the history's tool results: a window far above this
+        // turn's transcript keeps compaction from summarising them away.
+        "max_context_tokens": 100_000_000u64,
         "memory": memory,
     });
     let agent = Agent::new(&config.to_string(), None).unwrap();

@@ -194,6 +194,31 @@ pub(crate) async fn write_json(
     stream.write_all(format!("{head}{body}").as_bytes()).await
 }
 
+/// A scripted HTTP error: `body` (JSON) under `status`, with the fault's own headers
+/// (`retry-after`, …), the connection closed after it when `close`.
+pub(crate) async fn write_error(
+    stream: &mut TcpStream,
+    status: u16,
+    headers: &std::collections::BTreeMap<String, String>,
+    body: &str,
+    close: bool,
+) -> io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        reason_phrase(status),
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if close {
+        head.push_str("connection: close\r\n");
+    }
+    head.push_str("\r\n");
+    head.push_str(body);
+    stream.write_all(head.as_bytes()).await
+}
+
 /// Writes `payload` as one HTTP/1.1 chunk.
 pub(crate) async fn write_chunk(stream: &mut TcpStream, payload: &[u8]) -> io::Result<()> {
     if payload.is_empty() {

@@ -15,7 +15,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::faults::{serve_hostile, stall, write_in_stream_error, Hostile};
-use crate::http::{read_request, reason_phrase, write_chunk, write_json, write_simple, Request};
+use crate::http::{
+    read_request, reason_phrase, write_chunk, write_error, write_json, write_simple, Request,
+};
 use crate::render::{split_wire, unix_now, Ctx, WireOptions};
 use crate::session::{self, Answer, SessionModel, SessionStats};
 
@@ -589,20 +591,7 @@ async fn stream_response(
         let body =
             json!({"error": {"message": message, "type": error_type, "param": null, "code": code}})
                 .to_string();
-        let mut head = format!(
-            "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-            reason_phrase(*status),
-            body.len()
-        );
-        for (k, v) in headers {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        if client_close {
-            head.push_str("connection: close\r\n");
-        }
-        head.push_str("\r\n");
-        head.push_str(&body);
-        stream.write_all(head.as_bytes()).await?;
+        write_error(stream, *status, headers, &body, client_close).await?;
         return Ok(!client_close);
     }
     // Faults that end the exchange early also end the connection.

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::http::{reason_phrase, write_chunk};
+use crate::http::{write_chunk, write_error};
 
 /// The wire a request came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,20 +337,7 @@ pub(crate) async fn serve(
             }
         }
         .to_string();
-        let mut head = format!(
-            "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-            reason_phrase(*status),
-            body.len()
-        );
-        for (k, v) in headers {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-        if client_close {
-            head.push_str("connection: close\r\n");
-        }
-        head.push_str("\r\n");
-        head.push_str(&body);
-        stream.write_all(head.as_bytes()).await?;
+        write_error(stream, *status, headers, &body, client_close).await?;
         return Ok(!client_close);
     }
     let events = match wire {

@@ -543,34 +543,22 @@ impl LlmCall<'_> {
             let step = match &mut self.stream {
                 None => {
                     self.attempt += 1;
+                    // Opening races the cancel and the deadline, the same way on every wire.
+                    macro_rules! open_racing {
+                        ($call:ident, $backend:expr, $variant:path) => {{
+                            let body = $call.body.clone().unwrap_or_default();
+                            tokio::select! {
+                                biased;
+                                _ = $call.cancel.cancelled() => None,
+                                _ = until(deadline) => return Err($call.deadline_error()),
+                                r = $backend.open(body) => Some(r.map($variant)),
+                            }
+                        }};
+                    }
                     let opened = match &self.client.backend {
-                        Backend::OpenAi(b) => {
-                            let body = self.body.clone().unwrap_or_default();
-                            tokio::select! {
-                                biased;
-                                _ = self.cancel.cancelled() => None,
-                                _ = until(deadline) => return Err(self.deadline_error()),
-                                r = b.open(body) => Some(r.map(AttemptStream::OpenAi)),
-                            }
-                        }
-                        Backend::Anthropic(b) => {
-                            let body = self.body.clone().unwrap_or_default();
-                            tokio::select! {
-                                biased;
-                                _ = self.cancel.cancelled() => None,
-                                _ = until(deadline) => return Err(self.deadline_error()),
-                                r = b.open(body) => Some(r.map(AttemptStream::Anthropic)),
-                            }
-                        }
-                        Backend::Responses(b) => {
-                            let body = self.body.clone().unwrap_or_default();
-                            tokio::select! {
-                                biased;
-                                _ = self.cancel.cancelled() => None,
-                                _ = until(deadline) => return Err(self.deadline_error()),
-                                r = b.open(body) => Some(r.map(AttemptStream::Responses)),
-                            }
-                        }
+                        Backend::OpenAi(b) => open_racing!(self, b, AttemptStream::OpenAi),
+                        Backend::Anthropic(b) => open_racing!(self, b, AttemptStream::Anthropic),
+                        Backend::Responses(b) => open_racing!(self, b, AttemptStream::Responses),
                         Backend::Scripted(b) => Some(b.open().map(AttemptStream::Scripted)),
                     };
                     match opened {

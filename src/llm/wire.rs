@@ -19,7 +19,9 @@ use tokio::time::Instant;
 use super::assembly::Assembler;
 use super::config::OpenAiConfig;
 use super::http_lane::{Lane, LaneError, Response};
-use super::openai::http::{connection_message, parse_error_body, read_limited, redirect_refused};
+use super::openai::http::{
+    connection_message, next_body_chunk, parse_error_body, read_limited, redirect_refused,
+};
 use super::request_body::RequestBody;
 use super::sse::SseParser;
 use super::{retry, ChatRequest, LlmError};
@@ -349,19 +351,12 @@ impl<W: Wire> WireStream<W> {
                 W::at_eof(&mut self.dec, asm)?;
                 return Ok(false);
             }
-            match tokio::time::timeout_at(self.deadline, self.resp.chunk()).await {
-                Err(_) => return Err(LlmError::timeout()),
-                Ok(Ok(Some(b))) => {
+            match next_body_chunk(&mut self.resp, self.deadline).await? {
+                Some(b) => {
                     self.buf = b;
                     self.pos = 0;
                 }
-                Ok(Ok(None)) => self.eof = true,
-                Ok(Err(e)) => {
-                    return Err(LlmError::connection(format!(
-                        "Connection dropped while reading the response body: {}",
-                        connection_message(&e)
-                    )))
-                }
+                None => self.eof = true,
             }
         }
     }

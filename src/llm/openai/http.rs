@@ -126,6 +126,21 @@ pub(crate) fn redirect_refused(resp: &Response) -> LlmError {
 }
 
 /// "Connection error: " and the deepest source of `e` (`e` itself is the client's wrapper).
+/// The next piece of a reqwest response's body before `deadline` (`None` at its end).
+pub(crate) async fn next_body_chunk(
+    resp: &mut reqwest::Response,
+    deadline: Instant,
+) -> Result<Option<Bytes>, LlmError> {
+    match tokio::time::timeout_at(deadline, resp.chunk()).await {
+        Err(_) => Err(LlmError::timeout()),
+        Ok(Ok(chunk)) => Ok(chunk),
+        Ok(Err(e)) => Err(LlmError::connection(format!(
+            "Connection dropped while reading the response body: {}",
+            connection_message(&e)
+        ))),
+    }
+}
+
 pub(crate) fn connection_message(e: &(dyn std::error::Error + 'static)) -> String {
     let mut msg = String::from("Connection error.");
     let mut src = std::error::Error::source(e);
@@ -314,19 +329,12 @@ impl OpenAiStream {
                 }
                 return Ok(false);
             }
-            match tokio::time::timeout_at(self.deadline, self.resp.chunk()).await {
-                Err(_) => return Err(LlmError::timeout()),
-                Ok(Ok(Some(b))) => {
+            match next_body_chunk(&mut self.resp, self.deadline).await? {
+                Some(b) => {
                     self.buf = b;
                     self.pos = 0;
                 }
-                Ok(Ok(None)) => self.eof = true,
-                Ok(Err(e)) => {
-                    return Err(LlmError::connection(format!(
-                        "Connection dropped while reading the response body: {}",
-                        connection_message(&e)
-                    )))
-                }
+                None => self.eof = true,
             }
         }
     }
