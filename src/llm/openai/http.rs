@@ -125,10 +125,9 @@ pub(crate) fn redirect_refused(resp: &Response) -> LlmError {
     e
 }
 
-/// "Connection error: " and the deepest source of `e` (`e` itself is the client's wrapper).
-/// The next piece of a reqwest response's body before `deadline` (`None` at its end).
+/// The next piece of a response's body before `deadline` (`None` at its end).
 pub(crate) async fn next_body_chunk(
-    resp: &mut reqwest::Response,
+    resp: &mut Response,
     deadline: Instant,
 ) -> Result<Option<Bytes>, LlmError> {
     match tokio::time::timeout_at(deadline, resp.chunk()).await {
@@ -141,6 +140,7 @@ pub(crate) async fn next_body_chunk(
     }
 }
 
+/// "Connection error: " and the deepest source of `e` (`e` itself is the client's wrapper).
 pub(crate) fn connection_message(e: &(dyn std::error::Error + 'static)) -> String {
     let mut msg = String::from("Connection error.");
     let mut src = std::error::Error::source(e);
