@@ -7,7 +7,8 @@
  * store, serves the workspace's files from memory (nothing the agent writes reaches the disk)
  * and routes shell commands to an audited executor that records them and answers with canned
  * output instead of running /bin/sh. The "model" looks a ticket up, saves what it learned,
- * writes and reads back a note, runs `git status`, tries `rm -rf /` (refused by the library
+ * writes and reads back a note, runs `git status` (the permission decision first asks the same
+ * executor where the repository lies: `git rev-parse`), tries `rm -rf /` (refused by the library
  * before the executor sees it), and answers.
  *
  * Build: cc -std=c11 -Iinclude examples/sandboxed_host.c -Ltarget/release -lagentao -lpthread

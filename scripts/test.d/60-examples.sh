@@ -19,10 +19,12 @@ grep -q '^\[policy\] run_shell_command: .*"outcome":"deny"' build/examples/sandb
 grep -qx '\[fs\] wrote 12 byte(s) to T-42.md in memory' build/examples/sandboxed_host.out
 grep -qx '\[fs\] read T-42.md from memory: owner: Dana' build/examples/sandboxed_host.out
 grep -qx '\[disk\] workspace/notes never reached the disk' build/examples/sandboxed_host.out
+# Deciding `git status` asks the host's executor where the repository lies, then it runs there.
+grep -q '^\[audit\] git rev-parse --absolute-git-dir --git-common-dir --show-toplevel (in ' build/examples/sandboxed_host.out
 grep -q '^\[audit\] git status (in ' build/examples/sandboxed_host.out
 grep -qx '\[output\] On branch main' build/examples/sandboxed_host.out
 grep -q '^\[refused\] .*"call_id":"call_6","status":"cancelled".*"error":"denied by permission engine"' build/examples/sandboxed_host.out
-grep -qx '\[audit\] executor released; commands run: 1' build/examples/sandboxed_host.out
+grep -qx '\[audit\] executor released; commands run: 2' build/examples/sandboxed_host.out
 grep -qx '\[answer\] OK: T-42 is owned by Dana; I saved that for later.' build/examples/sandboxed_host.out
 record "C examples" 3
 
