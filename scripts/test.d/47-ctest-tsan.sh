@@ -1,4 +1,4 @@
-step "C tests under ThreadSanitizer"
+step "C concurrency tests under ThreadSanitizer"
 # A data race between the library's threads and the host's (callbacks on library threads, tokens
 # fired from any thread, deferred answers from a host thread) is what the C tests exercise.
 # TSan sees it only when everything that touches the memory is instrumented: the C tests, the
@@ -22,5 +22,9 @@ RUSTFLAGS="-Zsanitizer=thread" cargo +nightly build --quiet -Zbuild-std --target
 cmake -S tests/c -B build/c-tsan -DCMAKE_BUILD_TYPE=Debug -DAGENTAO_TSAN=ON \
   -DAGENTAO_LIB_DIR="$ROOT/build/tsan-target/$tsan_triple/debug" >/dev/null
 cmake --build build/c-tsan --parallel 2 >/dev/null
-ctest --test-dir build/c-tsan --output-on-failure --timeout 300 -R '^(test_|tsan_)' | tee build/ctest-tsan.log
-record "C tests (TSan)" "$(grep -ohE 'tests passed, 0 tests failed out of [0-9]+' build/ctest-tsan.log | awk '{print $NF}')"
+# The tests whose threads meet: callbacks on library threads, answers and cancels from host
+# threads, background work, MCP and HTTP I/O. The single-threaded checks (bad input, preflight,
+# permissions, panics, the virtual FS) run under ASan and valgrind; under TSan they only cost time.
+TSAN_TESTS='^(test_(async|background|background_processes|cancel|deferred|host_faults|host_tools|http|lifecycle|mcp|memory_store|registration|shell_executor|stream|subagents|transport)|tsan_.*)$'
+ctest --test-dir build/c-tsan --output-on-failure --timeout 300 -j2 -R "$TSAN_TESTS" | tee build/ctest-tsan.log
+record "C concurrency tests (TSan)" "$(grep -ohE 'tests passed, 0 tests failed out of [0-9]+' build/ctest-tsan.log | awk '{print $NF}')"
