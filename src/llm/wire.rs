@@ -21,10 +21,11 @@ use super::config::OpenAiConfig;
 use super::http_lane::{Lane, LaneError, Response};
 use super::openai::http::{
     connection_message, next_body_chunk, parse_error_body, read_limited, redirect_refused,
+    retry_after,
 };
 use super::request_body::RequestBody;
 use super::sse::SseParser;
-use super::{retry, ChatRequest, LlmError};
+use super::{ChatRequest, LlmError};
 
 /// What a decoded event means for the attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,10 +215,7 @@ impl<W: Wire> WireBackend<W> {
             return Err(redirect_refused(&resp));
         }
         if !status.is_success() {
-            let retry_after = resp
-                .header("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(retry::parse_retry_after);
+            let retry_after = retry_after(&resp);
             let body = read_limited(resp, self.read_timeout).await;
             let mut e = W::classify(status.as_u16(), &body);
             e.retry_after = retry_after;

@@ -33,10 +33,7 @@ impl OpenAiBackend {
             return Err(redirect_refused(&resp));
         }
         if !status.is_success() {
-            let retry_after = resp
-                .header("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(retry::parse_retry_after);
+            let retry_after = retry_after(&resp);
             let body = read_limited(resp, self.read_timeout).await;
             let (message, code, error_type) = parse_error_body(&body);
             let mut e = LlmError::status(
@@ -100,6 +97,13 @@ impl OpenAiBackend {
 
 /// Locations longer than this are cut in the error: the text reaches the host and the history.
 pub(super) const LOCATION_LIMIT: usize = 512;
+
+/// The server's `retry-after` on a refused request, as the retry policy reads it.
+pub(crate) fn retry_after(resp: &Response) -> Option<Duration> {
+    resp.header("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(retry::parse_retry_after)
+}
 
 /// The error for a 3xx answer: not followed (see [`agent_client`]) and not retried (the server
 /// would answer the same). It names the status and the `Location`, so the fix is one edit.
