@@ -9,6 +9,7 @@
 //! | [`subagents`] | sub-agent definitions, spawn tools, the child run and its events |
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
 //! | [`config`] | the agent config: composes the sections each layer owns |
+//! | [`session_store`] | where session documents are committed (optimistic versions) and loaded: the trait, SQLite, PostgreSQL |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
 //! | [`tools`] | the tool trait, registry and built-in tools |
@@ -52,6 +53,7 @@ pub mod subagents;
 pub mod turn;
 
 pub mod config;
+pub mod session_store;
 
 pub mod mcp;
 
