@@ -347,3 +347,22 @@ fn hardline_can_be_disabled() {
     );
     assert_eq!(d.verdict, Verdict::Allow);
 }
+
+/// Neighbours of the review's gaps (their refusals are in `tests/vectors/hardline-ours.jsonl`:
+/// a shell fed through an output process substitution, `find -exec shred`, `xargs rm -r`, `rm`
+/// operands hiding `/` behind `..` or naming a kernel file system) that stay allowed.
+#[test]
+fn review_gap_neighbours_are_allowed() {
+    for cmd in [
+        "rm -rf /opt",
+        "echo hi | tee >(cat) out.txt",
+        "echo hi | tee >(wc -c)",
+        "find . -name '*.tmp' -exec shred {} +",
+        "rm -rf /tmp/build",
+        "rm -rf ./dev",
+        "rm -rf build/..",
+        "xargs echo rm -r",
+    ] {
+        assert!(!denied(cmd), "{cmd:?} should be allowed");
+    }
+}

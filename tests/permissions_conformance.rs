@@ -40,6 +40,11 @@ const HARDLINE_DEVIATIONS: &[(usize, &str, &str)] = &[
         "find -exec rm on root/system path",
         "find runs rm on every file: without -f it deletes as much",
     ),
+    (
+        772,
+        "find -exec rm on root/system path",
+        "find runs shred on every file: overwriting destroys as much as deleting",
+    ),
     (852, RM_ROW, "doas is a privilege wrapper"),
     (904, RM_ROW, "a shell fed by printf through a pipe"),
     (919, "reboot", "a shell fed by printf through a pipe"),

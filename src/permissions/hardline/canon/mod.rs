@@ -26,6 +26,14 @@
 //!   with `--force`: nothing prompts in a directory the user owns;
 //! - `find … -exec rm` / `-ok rm` / `-exec unlink` is respelled `-exec rm --force`, so the
 //!   table's row judges it on its paths;
+//! - what a command writes into a shell's output process substitution is judged as that
+//!   shell's script (`echo … | tee >(sh)`, `printf … > >(bash)`);
+//! - `xargs … rm` recursive without force is respelled with `--force` (what it deletes comes
+//!   from standard input, and nothing prompts there), and `find … -exec shred` as
+//!   `-exec rm --force` (overwriting every file destroys it as surely as deleting it);
+//! - an absolute `rm` operand is read with its `.`, `..` and doubled `/` resolved
+//!   (`/proc/..` is `/`), and a top-level kernel or mount directory (`/dev`, `/proc`, `/sys`,
+//!   `/run`, `/mnt`, `/media`, `/lib64`, …) counts as `/`;
 //! - an output redirection onto a raw block device is found whatever its operator
 //!   (`>|`, `1>`, `&>`, `<>`) or spelling of the path (`/dev//sda`).
 //!
@@ -38,8 +46,8 @@ mod tokens;
 
 use fork_bomb::fork_bomb;
 use rewrite::{
-    passes_stdin_on, rewrite_command, runs_script_operand, shell_reads_stdin, visible_output,
-    writer_texts,
+    copies_stdin, passes_stdin_on, rewrite_command, runs_script_operand, shell_reads_stdin,
+    visible_output, writer_texts,
 };
 use tokens::{tokenize, Attached, Feed, Lexed, Tok};
 
@@ -128,6 +136,25 @@ impl<'a> Respelling<'a> {
                 }
             }
         }
+        // `echo … | tee >(sh)`, `echo … > >(sh)`: what the command writes into a shell's
+        // process substitution is that shell's script.
+        let feeds_a_shell = feeds.iter().any(|a| {
+            a.feed == Feed::OutputProcessSub && shell_reads_stdin(&first_command(self.lx.body(a)))
+        });
+        if feeds_a_shell {
+            writer_texts(&self.words, &mut self.texts);
+            if copies_stdin(&self.words) {
+                if let Some(h) = here {
+                    self.texts.push(self.lx.body(h).to_vec());
+                }
+                if self.piped {
+                    writer_texts(&self.prev_words, &mut self.texts);
+                    if let Some(h) = self.prev_here.filter(|_| passes_stdin_on(&self.prev_words)) {
+                        self.texts.push(self.lx.body(h).to_vec());
+                    }
+                }
+            }
+        }
         let rewritten = rewrite_command(&self.words, &mut self.texts, &mut self.changed);
         if runs_script_operand(&self.words, rewritten.command) {
             for a in feeds.iter().filter(|a| a.feed == Feed::ProcessSub) {
@@ -152,6 +179,18 @@ impl<'a> Respelling<'a> {
         self.word_tokens.clear();
         self.prev_here = here;
     }
+}
+
+/// The words of the first simple command of `body`.
+fn first_command(body: &[char]) -> Vec<String> {
+    tokenize(body)
+        .toks
+        .into_iter()
+        .map_while(|t| match t {
+            Tok::Word(w) => Some(w),
+            Tok::Op(_) => None,
+        })
+        .collect()
 }
 
 /// Rewrites one text (see the module doc).

@@ -124,9 +124,15 @@ fn is_home(word: &str) -> bool {
     }
 }
 
-/// `rm` arguments that delete a home directory recursively without `-f`: in a directory its
-/// owner runs in, nothing prompts, so `-f` changes nothing.
-fn recursive_without_force_on_home(args: &[String]) -> bool {
+/// What `rm`'s arguments ask for.
+struct RmFlags {
+    recursive: bool,
+    force: bool,
+    /// An operand is a home directory as a whole.
+    home: bool,
+}
+
+fn rm_flags(args: &[String]) -> RmFlags {
     let (mut recursive, mut force, mut home) = (false, false, false);
     let mut options = true;
     for a in args {
@@ -145,7 +151,43 @@ fn recursive_without_force_on_home(args: &[String]) -> bool {
             home |= is_home(a);
         }
     }
-    recursive && !force && home
+    RmFlags {
+        recursive,
+        force,
+        home,
+    }
+}
+
+/// Top-level directories whose recursive delete takes the system with it, beyond the
+/// reference's list: the kernel's file systems and where disks are mounted.
+const KERNEL_AND_MOUNT_DIRS: &[&str] = &[
+    "dev", "proc", "sys", "run", "mnt", "media", "lib32", "lib64", "libx32",
+];
+
+/// An absolute `rm` operand respelled as the table reads it, when its `.`, `..` and doubled
+/// `/` hide `/` or a top-level directory (`/proc/..`, `/usr/../etc`), or when it is a kernel
+/// or mount directory (read as `/`).
+fn rm_operand_respelled(word: &str) -> Option<String> {
+    if !word.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in word.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let respelled = match parts.as_slice() {
+        [] => "/".to_owned(),
+        [top] if KERNEL_AND_MOUNT_DIRS.contains(top) => "/".to_owned(),
+        [top] => format!("/{top}"),
+        _ => return None,
+    };
+    (respelled != word).then_some(respelled)
 }
 
 /// `find`'s actions that run a command on each file, spelled as the table knows them (`-ok`
@@ -175,6 +217,7 @@ pub(super) fn rewrite_command(
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     let mut k = 0;
     let mut eval_seen = false;
+    let mut via_xargs = false;
     // Command position: reserved words, assignments, wrappers, then the command.
     while k < words.len() {
         let w = words[k].as_str();
@@ -196,6 +239,7 @@ pub(super) fn rewrite_command(
         }
         if WRAPPERS.contains(&name) {
             *changed |= name != w;
+            via_xargs |= name == "xargs";
             out.push(name.to_owned());
             let next = skip_options(words, k + 1);
             // Only the first `eval`: the text holds the ones after it, and each would copy the
@@ -236,7 +280,10 @@ pub(super) fn rewrite_command(
         }
     }
     let mut after_rm = name == "rm";
-    if after_rm && recursive_without_force_on_home(args) {
+    // In a home directory its owner runs in, and on names read from standard input, nothing
+    // prompts: `-f` changes nothing.
+    let flags = rm_flags(args);
+    if after_rm && flags.recursive && !flags.force && (flags.home || via_xargs) {
         *changed = true;
         out.push("--force".to_owned());
     }
@@ -249,8 +296,11 @@ pub(super) fn rewrite_command(
                 find_exec = true;
                 continue;
             }
-            // The command `find` runs on every file: a delete, forced or not, deletes all.
-            if std::mem::take(&mut find_exec) && matches!(command_name(a), "rm" | "unlink") {
+            // The command `find` runs on every file: a delete, forced or not, deletes all, and
+            // an overwrite destroys all.
+            if std::mem::take(&mut find_exec)
+                && matches!(command_name(a), "rm" | "unlink" | "shred")
+            {
                 *changed = true;
                 after_rm = true;
                 out.extend(["rm".to_owned(), "--force".to_owned()]);
@@ -261,6 +311,11 @@ pub(super) fn rewrite_command(
             if let Some(full) = rm_option(a) {
                 *changed |= full != a;
                 out.push(full.to_owned());
+                continue;
+            }
+            if let Some(path) = rm_operand_respelled(a) {
+                *changed = true;
+                out.push(path);
                 continue;
             }
         }
@@ -404,6 +459,11 @@ pub(super) fn visible_output(body: &[char], texts: &mut Vec<Vec<char>>) {
             }
         }
     }
+}
+
+/// `tee`, or `cat` with no file operand: what it writes is its standard input.
+pub(super) fn copies_stdin(words: &[String]) -> bool {
+    words.first().is_some_and(|w| command_name(w) == "tee") || passes_stdin_on(words)
 }
 
 /// `cat` with no file operand: it prints its standard input.

@@ -19,6 +19,8 @@ pub(super) enum Feed {
     CommandSub,
     /// `<(…)`: its output is a file the command reads.
     ProcessSub,
+    /// `>(…)`: a file the command writes is the standard input of the body.
+    OutputProcessSub,
     /// `<<< word`: the word is the command's standard input.
     HereString,
 }
@@ -94,7 +96,7 @@ impl Lexed {
     pub(super) fn body(&self, a: &Attached) -> &[char] {
         match a.feed {
             Feed::HereString => &self.here_strings[a.index],
-            Feed::CommandSub | Feed::ProcessSub => &self.subs[a.index],
+            Feed::CommandSub | Feed::ProcessSub | Feed::OutputProcessSub => &self.subs[a.index],
         }
     }
 }
@@ -210,11 +212,12 @@ pub(super) fn tokenize(text: &[char]) -> Lexed {
                 if i + 1 < n && text[i + 1] == '(' {
                     let end = balanced(text, i + 2);
                     let body = &text[i + 2..end.min(n)];
-                    if c == '<' {
-                        lx.substitution(body, Feed::ProcessSub);
+                    let feed = if c == '<' {
+                        Feed::ProcessSub
                     } else {
-                        lx.subs.push(body.to_vec());
-                    }
+                        Feed::OutputProcessSub
+                    };
+                    lx.substitution(body, feed);
                     // `bash < <(…)`: the substitution was the redirection's target.
                     next_word = NextWord::Word;
                     i = end + 1;
