@@ -306,8 +306,7 @@ public:
         agentao_status st = agentao_cancel_token_watch(own, &detail::cancel_box::cancelled_cb, box,
                                                        &detail::cancel_box::free_cb, &id, &err);
         if (st != AGENTAO_STATUS_OK) {
-            // The library took ownership only on success.
-            delete box;
+            // The library owns the box from the call on: its free_cb already deleted it.
             agentao_cancel_token_free(own);
             return detail::take_error(st, err);
         }

@@ -107,8 +107,9 @@ pub unsafe extern "C" fn agentao_cancel_token_free(token: *mut agentao_cancel_to
 ///
 /// Ownership: `userdata_free` (may be NULL) runs exactly once: right after the callback, when
 /// the watch is removed, or when the token is gone uncancelled (its last handle freed and no
-/// turn using it). Release what the watch uses there, not after `unwatch`. On failure nothing
-/// is registered and `userdata` stays the host's (`userdata_free` is not called).
+/// turn using it), and also when this call fails (before it returns: nothing is registered).
+/// Release what the watch uses there, not after `unwatch` or a failed call. (A failed call
+/// used to leave `userdata` the host's; the rule is now the one of every registration.)
 ///
 /// Threads: any thread, including inside callbacks. The callback must return quickly and must
 /// not block: it runs inside someone's cancel, possibly on a library thread; a blocking entry
@@ -126,11 +127,14 @@ pub unsafe extern "C" fn agentao_cancel_token_watch(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
+        // The userdata is the library's from this call on, as at every registration: a refused
+        // watch drops it here, which runs its finalizer.
+        let host = HostData::new(userdata, userdata_free);
         // A clone: on a cancelled token the callback runs now, and may free this handle.
         let token = agentao_cancel_token::try_ref(token)?.token.clone();
         let callback = required(callback, "callback")?;
         let id_out = out_arg(watch_id_out, "watch_id_out")?;
-        let host = HostData::new(userdata, userdata_free).with(callback);
+        let host = host.with(callback);
         *id_out = token.on_cancel(move |reason| host.call_json(reason));
         Ok(())
     })

@@ -24,10 +24,8 @@ func watchToken(token *C.agentao_cancel_token) (context.Context, func()) {
 	child := C.agentao_cancel_token_child(token)
 	h := newHandle(func() { cancel(ErrTurnCancelled) })
 	var id C.uint64_t
-	if C.agentao_go_watch(child, h, &id, nil) != C.AGENTAO_STATUS_OK {
-		// Not registered (no token): the handle is still ours.
-		goAgentaoFreeHandle(h)
-	}
+	// Refused only without a token; the library's userdata_free then already deleted h.
+	C.agentao_go_watch(child, h, &id, nil)
 	stopped := false
 	return ctx, func() {
 		if !stopped {

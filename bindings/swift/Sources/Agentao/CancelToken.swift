@@ -30,7 +30,8 @@ final class TokenWatch: @unchecked Sendable {
 
     init(_ token: OpaquePointer) {
         self.token = token
-        // The library holds a reference until the watch's userdata_free; on failure it is ours.
+        // The library holds a reference until the watch's userdata_free, which also runs when
+        // the call fails.
         let ud = Unmanaged.passRetained(self).toOpaque()
         var id: UInt64 = 0
         let status = agentao_cancel_token_watch(
@@ -39,7 +40,7 @@ final class TokenWatch: @unchecked Sendable {
             ud,
             { ud in Unmanaged<TokenWatch>.fromOpaque(ud!).release() },
             &id, nil)
-        if status != Status.ok.rawValue { Unmanaged<TokenWatch>.fromOpaque(ud).release() }
+        _ = status
         lock.run { self.id = id }
     }
 
