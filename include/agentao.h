@@ -102,6 +102,20 @@ enum agentao_status
    cancelled turn found the stream full (the message says how many). The stream goes on.
    */
   AGENTAO_STATUS_EVENTS_DROPPED = 17,
+  /*
+   A session commit continued a version the store no longer holds: another agent
+   committed first. Nothing was written; the in-memory session is unchanged.
+   */
+  AGENTAO_STATUS_CONFLICT = 18,
+  /*
+   The session store failed or cannot be reached (the message says why).
+   */
+  AGENTAO_STATUS_STORE_UNAVAILABLE = 19,
+  /*
+   A session document or a stored session cannot be read: not JSON, truncated, not a
+   session, or a `format_version` this library does not read (the message says which).
+   */
+  AGENTAO_STATUS_CORRUPT_SESSION = 20,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
