@@ -23,7 +23,7 @@ use super::durable::{block_on_store, StoreLink};
 use super::session::AgentCore;
 use super::session_document::SessionDocument;
 use super::{lock, runtime, AgentError};
-use crate::session_store::StoreError;
+use crate::session_store::{SessionStore, StoreError};
 
 pub(super) struct ComposedTools {
     from: Arc<ToolRegistry>,
@@ -38,7 +38,7 @@ impl Agent {
         config_json: &str,
         transport: Option<Arc<dyn Transport>>,
     ) -> Result<Agent, AgentError> {
-        Self::open(config_json, transport, None)
+        Self::open(config_json, transport, None, None)
     }
 
     /// Builds an agent that continues the session `document` holds (its id, history,
@@ -50,20 +50,35 @@ impl Agent {
         transport: Option<Arc<dyn Transport>>,
         document: &str,
     ) -> Result<Agent, AgentError> {
-        let doc = SessionDocument::parse(document).map_err(AgentError::Document)?;
-        Self::open(config_json, transport, Some(doc))
+        Self::open_session(config_json, transport, Some(document), None)
+    }
+
+    /// [`Agent::new`] or [`Agent::resume`] (with `document`), committing to `store` when given
+    /// (a host's store; it replaces the config's `session.store`).
+    pub fn open_session(
+        config_json: &str,
+        transport: Option<Arc<dyn Transport>>,
+        document: Option<&str>,
+        store: Option<Arc<dyn SessionStore>>,
+    ) -> Result<Agent, AgentError> {
+        let document = document
+            .map(SessionDocument::parse)
+            .transpose()
+            .map_err(AgentError::Document)?;
+        Self::open(config_json, transport, document, store)
     }
 
     fn open(
         config_json: &str,
         transport: Option<Arc<dyn Transport>>,
         document: Option<SessionDocument>,
+        store: Option<Arc<dyn SessionStore>>,
     ) -> Result<Agent, AgentError> {
         let config = AgentConfig::from_json(config_json).map_err(|e| match e.1 {
             ConfigErrorKind::Json => AgentError::InvalidJson(format!("config_json: {}", e.0)),
             ConfigErrorKind::Invalid => AgentError::InvalidConfig(e.0),
         })?;
-        let (store, document) = open_store(&config.session, document)?;
+        let (store, document) = open_store(&config.session, document, store)?;
         let llm = LlmClient::new(&config.llm).map_err(AgentError::InvalidConfig)?;
         if let crate::config::LlmConfig::OpenAi(c) = &config.llm {
             // Shell children never see the key, under whatever variable name.
@@ -307,11 +322,13 @@ impl AgentCore {
 fn open_store(
     session: &SessionConfig,
     given: Option<SessionDocument>,
+    store: Option<Arc<dyn SessionStore>>,
 ) -> Result<(Option<StoreLink>, Option<SessionDocument>), AgentError> {
-    let Some(url) = &session.store else {
-        return Ok((None, given));
+    let store = match (store, &session.store) {
+        (Some(store), _) => store,
+        (None, Some(url)) => crate::session_store::open(url).map_err(AgentError::Store)?,
+        (None, None) => return Ok((None, given)),
     };
-    let store = crate::session_store::open(url).map_err(AgentError::Store)?;
     let timeout = session.timeout();
     let id = given
         .as_ref()

@@ -41,6 +41,9 @@ pub mod mcp_registry;
 pub mod memory_store;
 pub mod preflight;
 pub mod reply;
+pub mod session;
+#[path = "host/session_store.rs"]
+pub mod session_store;
 pub mod stream;
 mod strings;
 pub mod subagents;
@@ -264,7 +267,11 @@ mod tests {
             agentao_status::EventsDropped.name().to_bytes(),
             b"EVENTS_DROPPED"
         );
-        assert_eq!(agentao_status::from_repr(18), None);
+        assert_eq!(
+            agentao_status::CorruptSession.name().to_bytes(),
+            b"CORRUPT_SESSION"
+        );
+        assert_eq!(agentao_status::from_repr(21), None);
         assert_eq!(agentao_status::from_repr(-1), None);
     }
 }
