@@ -182,7 +182,9 @@ static void test_bad_documents(void) {
     char *junk_url = tu_printf("sqlite:%s", junk);
     CHECK_STATUS(agentao_session_store_open(junk_url, &store, NULL),
                  AGENTAO_STATUS_CORRUPT_SESSION);
-    CHECK_STATUS(agentao_agent_export_session(NULL, &doc, NULL), AGENTAO_STATUS_NULL_ARGUMENT);
+    char *no_doc = (char *)1;
+    CHECK_STATUS(agentao_agent_export_session(NULL, &no_doc, NULL), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK(no_doc == NULL);
     agentao_commit_report r = {.struct_size = 4};
     CHECK_STATUS(agentao_agent_last_commit(agent, &r, NULL, NULL), AGENTAO_STATUS_INVALID_ARGUMENT);
     CHECK_STATUS(agentao_agent_last_commit(agent, NULL, NULL, NULL), AGENTAO_STATUS_NULL_ARGUMENT);
