@@ -270,14 +270,20 @@ static char *config_scripted(const char *script) {
     return b.p;
 }
 
-static char *config_openai(const char *base_url) {
+/* `wire` is an `llm.provider` of docs/wires.md; `base_url` the mock's `.../v1` (the anthropic
+ * wire adds `/v1/messages` itself, so it gets the URL without `/v1`). */
+static char *config_wire(const char *wire, const char *base_url) {
     sbuf b = {0};
+    size_t n = strlen(base_url);
+    int strip = strcmp(wire, "anthropic") == 0 && n >= 3 && strcmp(base_url + n - 3, "/v1") == 0;
     sb_add(&b,
-           "{\"working_directory\":\"%s\",\"llm\":{\"provider\":\"openai\",\"base_url\":\"%s\","
+           "{\"working_directory\":\"%s\",\"llm\":{\"provider\":\"%s\",\"base_url\":\"%.*s\","
            "\"api_key\":\"sk-bench\",\"model\":\"bench-model\",\"max_attempts\":1}}",
-           g_ws, base_url);
+           g_ws, wire, (int)(strip ? n - 3 : n), base_url);
     return b.p;
 }
+
+static char *config_openai(const char *base_url) { return config_wire("openai", base_url); }
 
 /* ------------------------------------------------------------------ the mock server */
 
@@ -290,14 +296,17 @@ typedef struct {
 static int mock_seq = 0;
 
 /* Starts `mock-openai --script <script> --prerender`: every response rendered once. With
- * `raw_out`, the received request bodies go to that file (one a line) when the mock stops. */
-static mock_t mock_start_rec(const char *script, const char *raw_out) {
+ * `raw_out`, the received request bodies go to that file (one a line) when the mock stops.
+ * With `session_window` > 0 the mock is instead the session model of that window (`--session`):
+ * a session of any length, compactions included. */
+static mock_t mock_start_any(const char *script, const char *raw_out, long session_window) {
     mock_t m = {0};
-    char sp[512], pf[512];
+    char sp[512], pf[512], win[32];
     int id = ++mock_seq;
     snprintf(sp, sizeof sp, "%s/mock%d.json", g_tmp, id);
     snprintf(pf, sizeof pf, "%s/mock%d.port", g_tmp, id);
-    write_file(sp, script);
+    snprintf(win, sizeof win, "%ld", session_window);
+    if (!session_window) write_file(sp, script);
     pid_t pid = fork();
     if (pid < 0) die("fork");
     if (pid == 0) {
@@ -305,7 +314,9 @@ static mock_t mock_start_rec(const char *script, const char *raw_out) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0) dup2(null, 1);
-        if (raw_out)
+        if (session_window)
+            execl(g_mock, g_mock, "--session", win, "--port-file", pf, "--no-stdin", (char *)NULL);
+        else if (raw_out)
             execl(g_mock, g_mock, "--script", sp, "--prerender", "--port-file", pf, "--no-stdin",
                   "--raw-requests-out", raw_out, (char *)NULL);
         else
@@ -330,6 +341,10 @@ static mock_t mock_start_rec(const char *script, const char *raw_out) {
     return m;
 }
 
+static mock_t mock_start_rec(const char *script, const char *raw_out) {
+    return mock_start_any(script, raw_out, 0);
+}
+
 static mock_t mock_start(const char *script) { return mock_start_rec(script, NULL); }
 
 static void mock_stop(mock_t *m) {
@@ -340,8 +355,13 @@ static void mock_stop(mock_t *m) {
     }
 }
 
-/* The server's busy nanoseconds so far (GET /v1/_stats). */
-static double mock_busy_ns(const mock_t *m) {
+/* A figure of the server's `GET /v1/_stats` answer: "busy_nanos" or "requests". */
+static double mock_stat(const mock_t *m, const char *key);
+
+/* The server's busy nanoseconds so far. */
+static double mock_busy_ns(const mock_t *m) { return mock_stat(m, "busy_nanos"); }
+
+static double mock_stat(const mock_t *m, const char *key) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
@@ -357,9 +377,11 @@ static double mock_busy_ns(const mock_t *m) {
         len += (size_t)n;
     buf[len] = 0;
     close(fd);
-    const char *p = strstr(buf, "\"busy_nanos\":");
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"%s\":", key);
+    const char *p = strstr(buf, needle);
     if (!p) die("stats: bad answer");
-    return strtod(p + 13, NULL);
+    return strtod(p + strlen(needle), NULL);
 }
 
 
@@ -1857,11 +1879,11 @@ static void bench_scale(void) {
 
 /* ------------------------------------------------------------------ 7. instruction counts */
 
-/* child: cg <turn|loop> <reps> <base_url>, run under `valgrind --tool=callgrind`: one warm-up
- * turn, then the counters are zeroed, `reps` turns run, and the counts are dumped. */
-static int child_callgrind(const char *kind, int reps, const char *base_url) {
+/* child: cg <turn|loop|stream> <reps> <base_url> <wire>, run under `valgrind --tool=callgrind`:
+ * one warm-up turn, then the counters are zeroed, `reps` turns run, and the counts are dumped. */
+static int child_callgrind(const char *kind, int reps, const char *base_url, const char *wire) {
     int loop = strcmp(kind, "loop") == 0, stream = strcmp(kind, "stream") == 0;
-    char *cfg = config_openai(base_url);
+    char *cfg = config_wire(wire, base_url);
     /* The stream case has the stream bench's host: a no-op emit and on_delta. The turn and
      * loop cases have no transport (every event written for nobody was skipped from Part 10 of
      * bench/HISTORY.md on), or, with BENCH_CALLGRIND_EMIT=1, that host too (a host that hears
@@ -2004,27 +2026,47 @@ static void bench_callgrind(void) {
     const char *scripts[3] = {text_script, loop_script, stream_script};
     int hyper = g_hyper[0] && access(g_hyper, X_OK) == 0;
     if (!hyper) printf("hyper floor: no binary: its instruction counts are skipped\n");
+    /* Every wire against the same mock, script and host; the floors replay the chat wire's
+     * requests only. BENCH_CALLGRIND_WIRES=openai leaves the typed wires out (a library from
+     * before them, loaded for a before/after comparison). */
+    static const char *const wires[3] = {"openai", "anthropic", "openai-responses"};
+    const char *wires_env = getenv("BENCH_CALLGRIND_WIRES");
+    int n_wires = wires_env && strcmp(wires_env, "openai") == 0 ? 1 : 3;
+    double per_wire[3][3] = {{0}};
     static void (*const captures[3])(agentao_agent *) = {capture_hi, capture_loop, capture_go};
     for (int c = 0; c < 3; c++) {
         /* Every case's requests, for the raw client; the hyper floor replays the first two. */
         bodies_t req = capture_requests(scripts[c], captures[c]);
         mock_t m = mock_start(scripts[c]);
         char out[600], reps[16], cmd[4096];
-        /* BENCH_CALLGRIND_DIR keeps the profiles (callgrind_annotate DIR/callgrind.loop.1). */
+        /* BENCH_CALLGRIND_DIR keeps the profiles (callgrind_annotate DIR/callgrind.loop.1; the
+         * typed wires' are callgrind.loop.anthropic.1 and callgrind.loop.openai-responses.1). */
         const char *keep = getenv("BENCH_CALLGRIND_DIR");
-        snprintf(out, sizeof out, "%s/callgrind.%s", keep ? keep : g_tmp, cases[c].kind);
         snprintf(reps, sizeof reps, "%d", cases[c].reps);
-        snprintf(cmd, sizeof cmd,
-                 "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --child cg %s %s %s "
-                 ">/dev/null 2>'%s.log'",
-                 out, g_self, cases[c].kind, reps, m.base_url, out);
-        if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
+        for (int w = 0; w < n_wires; w++) {
+            snprintf(out, sizeof out, "%s/callgrind.%s%s%s", keep ? keep : g_tmp, cases[c].kind,
+                     w ? "." : "", w ? wires[w] : "");
+            snprintf(cmd, sizeof cmd,
+                     "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --child cg %s %s %s "
+                     "%s >/dev/null 2>'%s.log'",
+                     out, g_self, cases[c].kind, reps, m.base_url, wires[w], out);
+            if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
+            per_wire[c][w] = callgrind_ir(out) / (cases[c].reps * cases[c].per);
+            if (w) {
+                char label[160];
+                snprintf(label, sizeof label, "%s, %s", c == 2 ? stream_label : cases[c].label,
+                         wires[w]);
+                stat_t st = {per_wire[c][w], per_wire[c][w], 1};
+                row(label, "instr", st, "");
+            }
+        }
+        snprintf(out, sizeof out, "%s/callgrind.%s", keep ? keep : g_tmp, cases[c].kind);
         double hyper_ir =
             hyper && c < 2 ? callgrind_hyper_per_replay(&m, &req, cases[c].reps, out) : 0;
         double raw_ir = callgrind_raw_per_replay(&m, &req, cases[c].reps, 0, out);
         double raw_text_ir = c == 2 ? callgrind_raw_per_replay(&m, &req, cases[c].reps, 1, out) : 0;
         mock_stop(&m);
-        double ir = callgrind_ir(out) / (cases[c].reps * cases[c].per);
+        double ir = per_wire[c][0];
         stat_t st = {ir, ir, 1};
         row(c == 2 ? stream_label : cases[c].label, "instr", st, c == 1 ? "<= 150k" : "");
         if (hyper_ir > 0) {
@@ -2047,6 +2089,24 @@ static void bench_callgrind(void) {
             row("  ratio library/raw text floor, instructions (user space)", "x", tq, "");
         }
         bodies_free(&req);
+    }
+    if (n_wires == 3) {
+        /* The wires side by side, and each typed wire over the chat wire. */
+        static const char *const what[3] = {"one-request turn", "tool-loop iteration",
+                                             "streamed delta"};
+        char head[200];
+        snprintf(head, sizeof head, "\ninstructions per wire (mock)  %14s %14s %18s\n", wires[0],
+                 wires[1], wires[2]);
+        printf("%s", head);
+        sb_add(&g_table, "%s", head);
+        for (int c = 0; c < 3; c++) {
+            char line[300];
+            snprintf(line, sizeof line, "  %-27s %14.1f %14.1f %18.1f   (%.2fx, %.2fx)\n", what[c],
+                     per_wire[c][0], per_wire[c][1], per_wire[c][2],
+                     per_wire[c][1] / per_wire[c][0], per_wire[c][2] / per_wire[c][0]);
+            printf("%s", line);
+            sb_add(&g_table, "%s", line);
+        }
     }
     free(loop_script);
     free(stream_script);
@@ -2343,8 +2403,8 @@ int main(int argc, char **argv) {
         if (!ws) die("child without AGENTAO_BENCH_WS");
         snprintf(g_ws, sizeof g_ws, "%s", ws);
         if (strcmp(argv[2], "mem") == 0 && argc == 5) return child_mem(argv[3], argv[4]);
-        if (strcmp(argv[2], "cg") == 0 && argc == 6)
-            return child_callgrind(argv[3], atoi(argv[4]), argv[5]);
+        if (strcmp(argv[2], "cg") == 0 && argc == 7)
+            return child_callgrind(argv[3], atoi(argv[4]), argv[5], argv[6]);
         if (strcmp(argv[2], "cgraw") == 0 && argc == 7)
             return child_callgrind_raw(argv[3], atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
         if (strcmp(argv[2], "cgmcp") == 0 && argc == 6) {

@@ -8,7 +8,8 @@
 //!
 //! For benchmarks the server can answer from bytes rendered in advance, doing next to no work
 //! per request: `--prerendered FILE` (repeatable) serves complete SSE bodies, and
-//! `--script FILE --prerender` renders each response of the script once. With several bodies a
+//! `--script FILE --prerender` renders each response of the script once, on each of the three
+//! wires (`/chat/completions`, `/messages`, `/responses`). With several bodies a
 //! request carrying `k` tool results gets body `k` (see `MockBuilder::start_prerendered_many`).
 //! `GET /v1/_stats` answers `{"busy_nanos": N, "requests": N}`.
 
@@ -105,11 +106,14 @@ fn run(args: Args) -> Result<(), String> {
             let script: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
             if args.prerender {
-                let bodies = mock_openai::render_sse_all(script)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let at = |e: String| format!("{}: {e}", path.display());
+                let typed = |wire| mock_openai::render_wire_sse_all(wire, script.clone());
+                let anthropic = typed(mock_openai::Wire::Anthropic).map_err(at)?;
+                let responses = typed(mock_openai::Wire::Responses).map_err(at)?;
+                let chat = mock_openai::render_sse_all(script).map_err(at)?;
                 MockServer::builder()
                     .record_bodies(record)
-                    .start_prerendered_many(bodies)
+                    .start_prerendered_wires(chat, anthropic, responses)
             } else {
                 MockServer::start(script)
             }
