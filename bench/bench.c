@@ -10,6 +10,9 @@
  *   bench --mock PATH/mock-openai --callgrind     (instructions per turn and per iteration)
  *   bench --mock PATH/mock-openai --only mcp      (an MCP call against its stdio floor;
  *                                                  mcpcallgrind: per turn with one MCP server)
+ *   bench --mock PATH/mock-openai --only session  (500 turns against a 32k window: CPU and
+ *                                                  instructions per request early and late,
+ *                                                  RSS, a microcompaction pass)
  *
  * Every HTTP-path figure is printed next to its floor: a raw blocking-socket client in this
  * file replays the library's own request bodies (captured from the mock with
@@ -57,6 +60,8 @@
 #endif
 #endif
 #ifndef HAVE_CALLGRIND
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
 #define CALLGRIND_ZERO_STATS
 #define CALLGRIND_DUMP_STATS
 #endif
@@ -270,14 +275,20 @@ static char *config_scripted(const char *script) {
     return b.p;
 }
 
-static char *config_openai(const char *base_url) {
+/* `wire` is an `llm.provider` of docs/wires.md; `base_url` the mock's `.../v1` (the anthropic
+ * wire adds `/v1/messages` itself, so it gets the URL without `/v1`). */
+static char *config_wire(const char *wire, const char *base_url) {
     sbuf b = {0};
+    size_t n = strlen(base_url);
+    int strip = strcmp(wire, "anthropic") == 0 && n >= 3 && strcmp(base_url + n - 3, "/v1") == 0;
     sb_add(&b,
-           "{\"working_directory\":\"%s\",\"llm\":{\"provider\":\"openai\",\"base_url\":\"%s\","
+           "{\"working_directory\":\"%s\",\"llm\":{\"provider\":\"%s\",\"base_url\":\"%.*s\","
            "\"api_key\":\"sk-bench\",\"model\":\"bench-model\",\"max_attempts\":1}}",
-           g_ws, base_url);
+           g_ws, wire, (int)(strip ? n - 3 : n), base_url);
     return b.p;
 }
+
+static char *config_openai(const char *base_url) { return config_wire("openai", base_url); }
 
 /* ------------------------------------------------------------------ the mock server */
 
@@ -290,14 +301,17 @@ typedef struct {
 static int mock_seq = 0;
 
 /* Starts `mock-openai --script <script> --prerender`: every response rendered once. With
- * `raw_out`, the received request bodies go to that file (one a line) when the mock stops. */
-static mock_t mock_start_rec(const char *script, const char *raw_out) {
+ * `raw_out`, the received request bodies go to that file (one a line) when the mock stops.
+ * With `session_window` > 0 the mock is instead the session model of that window (`--session`):
+ * a session of any length, compactions included. */
+static mock_t mock_start_any(const char *script, const char *raw_out, long session_window) {
     mock_t m = {0};
-    char sp[512], pf[512];
+    char sp[512], pf[512], win[32];
     int id = ++mock_seq;
     snprintf(sp, sizeof sp, "%s/mock%d.json", g_tmp, id);
     snprintf(pf, sizeof pf, "%s/mock%d.port", g_tmp, id);
-    write_file(sp, script);
+    snprintf(win, sizeof win, "%ld", session_window);
+    if (!session_window) write_file(sp, script);
     pid_t pid = fork();
     if (pid < 0) die("fork");
     if (pid == 0) {
@@ -305,7 +319,9 @@ static mock_t mock_start_rec(const char *script, const char *raw_out) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0) dup2(null, 1);
-        if (raw_out)
+        if (session_window)
+            execl(g_mock, g_mock, "--session", win, "--port-file", pf, "--no-stdin", (char *)NULL);
+        else if (raw_out)
             execl(g_mock, g_mock, "--script", sp, "--prerender", "--port-file", pf, "--no-stdin",
                   "--raw-requests-out", raw_out, (char *)NULL);
         else
@@ -330,6 +346,10 @@ static mock_t mock_start_rec(const char *script, const char *raw_out) {
     return m;
 }
 
+static mock_t mock_start_rec(const char *script, const char *raw_out) {
+    return mock_start_any(script, raw_out, 0);
+}
+
 static mock_t mock_start(const char *script) { return mock_start_rec(script, NULL); }
 
 static void mock_stop(mock_t *m) {
@@ -340,8 +360,13 @@ static void mock_stop(mock_t *m) {
     }
 }
 
-/* The server's busy nanoseconds so far (GET /v1/_stats). */
-static double mock_busy_ns(const mock_t *m) {
+/* A figure of the server's `GET /v1/_stats` answer: "busy_nanos" or "requests". */
+static double mock_stat(const mock_t *m, const char *key);
+
+/* The server's busy nanoseconds so far. */
+static double mock_busy_ns(const mock_t *m) { return mock_stat(m, "busy_nanos"); }
+
+static double mock_stat(const mock_t *m, const char *key) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
@@ -357,9 +382,11 @@ static double mock_busy_ns(const mock_t *m) {
         len += (size_t)n;
     buf[len] = 0;
     close(fd);
-    const char *p = strstr(buf, "\"busy_nanos\":");
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"%s\":", key);
+    const char *p = strstr(buf, needle);
     if (!p) die("stats: bad answer");
-    return strtod(p + 13, NULL);
+    return strtod(p + strlen(needle), NULL);
 }
 
 
@@ -1857,11 +1884,11 @@ static void bench_scale(void) {
 
 /* ------------------------------------------------------------------ 7. instruction counts */
 
-/* child: cg <turn|loop> <reps> <base_url>, run under `valgrind --tool=callgrind`: one warm-up
- * turn, then the counters are zeroed, `reps` turns run, and the counts are dumped. */
-static int child_callgrind(const char *kind, int reps, const char *base_url) {
+/* child: cg <turn|loop|stream> <reps> <base_url> <wire>, run under `valgrind --tool=callgrind`:
+ * one warm-up turn, then the counters are zeroed, `reps` turns run, and the counts are dumped. */
+static int child_callgrind(const char *kind, int reps, const char *base_url, const char *wire) {
     int loop = strcmp(kind, "loop") == 0, stream = strcmp(kind, "stream") == 0;
-    char *cfg = config_openai(base_url);
+    char *cfg = config_wire(wire, base_url);
     /* The stream case has the stream bench's host: a no-op emit and on_delta. The turn and
      * loop cases have no transport (every event written for nobody was skipped from Part 10 of
      * bench/HISTORY.md on), or, with BENCH_CALLGRIND_EMIT=1, that host too (a host that hears
@@ -2004,27 +2031,47 @@ static void bench_callgrind(void) {
     const char *scripts[3] = {text_script, loop_script, stream_script};
     int hyper = g_hyper[0] && access(g_hyper, X_OK) == 0;
     if (!hyper) printf("hyper floor: no binary: its instruction counts are skipped\n");
+    /* Every wire against the same mock, script and host; the floors replay the chat wire's
+     * requests only. BENCH_CALLGRIND_WIRES=openai leaves the typed wires out (a library from
+     * before them, loaded for a before/after comparison). */
+    static const char *const wires[3] = {"openai", "anthropic", "openai-responses"};
+    const char *wires_env = getenv("BENCH_CALLGRIND_WIRES");
+    int n_wires = wires_env && strcmp(wires_env, "openai") == 0 ? 1 : 3;
+    double per_wire[3][3] = {{0}};
     static void (*const captures[3])(agentao_agent *) = {capture_hi, capture_loop, capture_go};
     for (int c = 0; c < 3; c++) {
         /* Every case's requests, for the raw client; the hyper floor replays the first two. */
         bodies_t req = capture_requests(scripts[c], captures[c]);
         mock_t m = mock_start(scripts[c]);
         char out[600], reps[16], cmd[4096];
-        /* BENCH_CALLGRIND_DIR keeps the profiles (callgrind_annotate DIR/callgrind.loop.1). */
+        /* BENCH_CALLGRIND_DIR keeps the profiles (callgrind_annotate DIR/callgrind.loop.1; the
+         * typed wires' are callgrind.loop.anthropic.1 and callgrind.loop.openai-responses.1). */
         const char *keep = getenv("BENCH_CALLGRIND_DIR");
-        snprintf(out, sizeof out, "%s/callgrind.%s", keep ? keep : g_tmp, cases[c].kind);
         snprintf(reps, sizeof reps, "%d", cases[c].reps);
-        snprintf(cmd, sizeof cmd,
-                 "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --child cg %s %s %s "
-                 ">/dev/null 2>'%s.log'",
-                 out, g_self, cases[c].kind, reps, m.base_url, out);
-        if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
+        for (int w = 0; w < n_wires; w++) {
+            snprintf(out, sizeof out, "%s/callgrind.%s%s%s", keep ? keep : g_tmp, cases[c].kind,
+                     w ? "." : "", w ? wires[w] : "");
+            snprintf(cmd, sizeof cmd,
+                     "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --child cg %s %s %s "
+                     "%s >/dev/null 2>'%s.log'",
+                     out, g_self, cases[c].kind, reps, m.base_url, wires[w], out);
+            if (system(cmd) != 0) die("callgrind run failed: see %s.log", out);
+            per_wire[c][w] = callgrind_ir(out) / (cases[c].reps * cases[c].per);
+            if (w) {
+                char label[160];
+                snprintf(label, sizeof label, "%s, %s", c == 2 ? stream_label : cases[c].label,
+                         wires[w]);
+                stat_t st = {per_wire[c][w], per_wire[c][w], 1};
+                row(label, "instr", st, "");
+            }
+        }
+        snprintf(out, sizeof out, "%s/callgrind.%s", keep ? keep : g_tmp, cases[c].kind);
         double hyper_ir =
             hyper && c < 2 ? callgrind_hyper_per_replay(&m, &req, cases[c].reps, out) : 0;
         double raw_ir = callgrind_raw_per_replay(&m, &req, cases[c].reps, 0, out);
         double raw_text_ir = c == 2 ? callgrind_raw_per_replay(&m, &req, cases[c].reps, 1, out) : 0;
         mock_stop(&m);
-        double ir = callgrind_ir(out) / (cases[c].reps * cases[c].per);
+        double ir = per_wire[c][0];
         stat_t st = {ir, ir, 1};
         row(c == 2 ? stream_label : cases[c].label, "instr", st, c == 1 ? "<= 150k" : "");
         if (hyper_ir > 0) {
@@ -2047,6 +2094,24 @@ static void bench_callgrind(void) {
             row("  ratio library/raw text floor, instructions (user space)", "x", tq, "");
         }
         bodies_free(&req);
+    }
+    if (n_wires == 3) {
+        /* The wires side by side, and each typed wire over the chat wire. */
+        static const char *const what[3] = {"one-request turn", "tool-loop iteration",
+                                             "streamed delta"};
+        char head[200];
+        snprintf(head, sizeof head, "\ninstructions per wire (mock)  %14s %14s %18s\n", wires[0],
+                 wires[1], wires[2]);
+        printf("%s", head);
+        sb_add(&g_table, "%s", head);
+        for (int c = 0; c < 3; c++) {
+            char line[300];
+            snprintf(line, sizeof line, "  %-27s %14.1f %14.1f %18.1f   (%.2fx, %.2fx)\n", what[c],
+                     per_wire[c][0], per_wire[c][1], per_wire[c][2],
+                     per_wire[c][1] / per_wire[c][0], per_wire[c][2] / per_wire[c][0]);
+            printf("%s", line);
+            sb_add(&g_table, "%s", line);
+        }
     }
     free(loop_script);
     free(stream_script);
@@ -2297,6 +2362,258 @@ static void bench_mcp_callgrind(void) {
     row("instructions per MCP call (echo), scripted", "instr", st, "");
 }
 
+/* ------------------------------------------------------------------ 9. a long session */
+
+/* The session of tests/compaction.rs (a_long_session_against_a_32k_window_completes_every_turn)
+ * through the C ABI: the mock's session model with a 32k window (`mock-openai --session`), a
+ * host tool `fetch_blob` answering each turn's request with a 2-20 KB blob, 500 turns (each a
+ * tool call and an answer, plus the compactions' summary requests). No host transport, as in
+ * the turn rows. */
+#define SESSION_WINDOW 32000
+#define SESSION_SPAN 5 /* turns per measured window: 3..7 and the last five */
+
+static long session_turns(void) {
+    const char *e = getenv("BENCH_SESSION_TURNS");
+    return e && atol(e) >= 2 * SESSION_SPAN + 4 ? atol(e) : 500;
+}
+
+static size_t session_size(long t) { return 2000 + (size_t)((t * 7919) % 18001); }
+
+static long arg_field(const char *args, const char *key) {
+    const char *p = strstr(args, key);
+    return p ? atol(p + strlen(key)) : 0;
+}
+
+/* `blob T: ` then filler, `size=` bytes, as the test's tool. */
+static void blob_execute(void *ud, const char *args, const agentao_tool_call *call,
+                         agentao_reply *reply) {
+    (void)ud, (void)call;
+    long turn = arg_field(args, "turn="), size = arg_field(args, "size=");
+    if (size < 0 || size > 1 << 20) size = 0;
+    char *text = malloc((size_t)size + 64);
+    int n = snprintf(text, 64, "blob %ld: ", turn);
+    static const char filler[] = "lorem ipsum dolor sit amet ";
+    for (long i = n; i < size; i++) text[i] = filler[(i - n) % (sizeof filler - 1)];
+    text[size > n ? size : n] = 0;
+    agentao_reply_tool_result(reply, text, NULL);
+    free(text);
+}
+
+static agentao_agent *session_agent(const char *base_url) {
+    sbuf b = {0};
+    sb_add(&b,
+           "{\"working_directory\":\"%s\",\"max_context_tokens\":%d,\"llm\":{\"provider\":\"openai\","
+           "\"base_url\":\"%s\",\"api_key\":\"sk-bench\",\"model\":\"bench-model\","
+           "\"retry_backoff_base_ms\":1,\"retry_backoff_cap_ms\":5}}",
+           g_ws, SESSION_WINDOW, base_url);
+    agentao_agent *a = agent_new(b.p, NULL);
+    free(b.p);
+    agentao_tool_desc d = {
+        .struct_size = sizeof d,
+        .name = "fetch_blob",
+        .description = "returns a blob",
+        .parameters_json = "{\"type\":\"object\",\"properties\":{\"request\":{\"type\":\"string\"}}}",
+        .is_read_only = true,
+        .execute = blob_execute,
+    };
+    agentao_error *err = NULL;
+    check(agentao_agent_add_tool(a, &d, false, &err), err, "add fetch_blob");
+    return a;
+}
+
+static void session_turn(agentao_agent *a, long t) {
+    char msg[64], *text = NULL;
+    snprintf(msg, sizeof msg, "turn=%ld size=%zu", t, session_size(t));
+    agentao_error *err = NULL;
+    check(agentao_agent_chat(a, msg, -1, NULL, &text, &err), err, "session turn");
+    if (!text || strncmp(text, "Noted: blob", 11) != 0)
+        die("session turn %ld: unexpected answer %s", t, text ? text : "(null)");
+    agentao_string_free(text);
+}
+
+/* Full compactions so far (agentao_agent_context_usage). */
+static long session_compactions(agentao_agent *a) {
+    char *json = NULL;
+    agentao_error *err = NULL;
+    check(agentao_agent_context_usage(a, &json, &err), err, "context_usage");
+    const char *p = strstr(json, "\"compactions\":");
+    long n = p ? atol(p + 14) : -1;
+    agentao_string_free(json);
+    return n;
+}
+
+/* child: session <port>. The whole session in a fresh process: CPU time (process, all the
+ * library's threads) and requests in turns 3..7 and in the last five; RSS after every turn,
+ * its peak before the first compaction (full or micro), from it to the middle turn, and over
+ * the second half. */
+static int child_session(int port) {
+    mock_t m = {0};
+    m.port = port;
+    snprintf(m.base_url, sizeof m.base_url, "http://127.0.0.1:%d/v1", port);
+    long turns = session_turns(), last = turns - SESSION_SPAN + 1;
+    agentao_agent *a = session_agent(m.base_url);
+    double cpu[2] = {0}, req[2] = {0}, wall[2] = {0};
+    long peak_before = 0, peak_first = 0, peak_second = 0, first_compaction = 0;
+    for (long t = 1; t <= turns; t++) {
+        int w = t >= 3 && t < 3 + SESSION_SPAN ? 0 : t >= last ? 1 : -1;
+        double r0 = w >= 0 ? mock_stat(&m, "requests") : 0;
+        double c0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), t0 = now_s();
+        session_turn(a, t);
+        double c1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), t1 = now_s();
+        if (w >= 0) {
+            cpu[w] += c1 - c0;
+            wall[w] += t1 - t0;
+            req[w] += mock_stat(&m, "requests") - r0;
+        }
+        long rss = rss_kib();
+        if (!first_compaction && session_compactions(a) > 0) first_compaction = t;
+        long *peak = !first_compaction ? &peak_before : t <= turns / 2 ? &peak_first : &peak_second;
+        if (rss > *peak) *peak = rss;
+    }
+    printf("ok requests=%.0f compactions=%ld first_compaction=%ld req_a=%.0f req_b=%.0f "
+           "cpu_a=%.3f cpu_b=%.3f wall_a=%.3f wall_b=%.3f rss_before=%ld rss_first=%ld "
+           "rss_second=%ld hwm=%ld\n",
+           mock_stat(&m, "requests"), session_compactions(a), first_compaction, req[0], req[1],
+           cpu[0] * 1e6 / req[0], cpu[1] * 1e6 / req[1], wall[0] * 1e6 / req[0],
+           wall[1] * 1e6 / req[1], peak_before, peak_first, peak_second, hwm_kib());
+    agentao_agent_free(a);
+    return 0;
+}
+
+/* child: cgsession <port>, under `callgrind --instr-atstart=no`: only turns 3..7 (dump 1) and
+ * the last five (dump 2) are instrumented, the rest runs uncounted (and faster). Prints the
+ * requests of each window. */
+static int child_callgrind_session(int port) {
+    mock_t m = {0};
+    m.port = port;
+    snprintf(m.base_url, sizeof m.base_url, "http://127.0.0.1:%d/v1", port);
+    long turns = session_turns(), last = turns - SESSION_SPAN + 1;
+    agentao_agent *a = session_agent(m.base_url);
+    double r[4] = {0};
+    for (long t = 1; t <= turns; t++) {
+        int k = t == 3 ? 0 : t == last ? 2 : -1;
+        if (k >= 0) {
+            r[k] = mock_stat(&m, "requests");
+            CALLGRIND_START_INSTRUMENTATION;
+            CALLGRIND_ZERO_STATS;
+        }
+        session_turn(a, t);
+        if (t == 2 + SESSION_SPAN || t == turns) {
+            CALLGRIND_DUMP_STATS;
+            CALLGRIND_STOP_INSTRUMENTATION;
+            r[t == turns ? 3 : 1] = mock_stat(&m, "requests");
+        }
+    }
+    printf("ok req_a=%.0f req_b=%.0f\n", r[1] - r[0], r[3] - r[2]);
+    agentao_agent_free(a);
+    return 0;
+}
+
+/* The calls of the function whose name ends `suffix` in a callgrind dump, and their inclusive
+ * instructions: the `calls=` lines under each `cfn=` of it, and the cost line after each. */
+static void callgrind_calls(const char *path, const char *suffix, double *calls, double *ir) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "awk -v suf='%s' '"
+             "/^c?fn=\\(/ { s = $0; sub(/^c?fn=\\(/, \"\", s); id = s; sub(/\\).*/, \"\", id);"
+             " sub(/^[0-9]+\\) ?/, \"\", s); if (s != \"\") name[id] = s;"
+             " if ($0 ~ /^cfn=/) cur = id; next }"
+             "/^calls=/ { n = $0; sub(/^calls=/, \"\", n); split(n, f, \" \");"
+             " hit = length(name[cur]) >= length(suf) &&"
+             " substr(name[cur], length(name[cur]) - length(suf) + 1) == suf;"
+             " if (hit) c += f[1]; grab = hit; next }"
+             "grab { i += $2; grab = 0 }"
+             "END { printf \"%%.0f %%.0f\\n\", c, i }' '%s'",
+             suffix, path);
+    FILE *p = popen(cmd, "r");
+    if (!p || fscanf(p, "%lf %lf", calls, ir) != 2) die("callgrind: cannot read calls in %s", path);
+    pclose(p);
+}
+
+static void bench_session(void) {
+    long turns = session_turns();
+    char port[16], turns_s[16];
+    snprintf(turns_s, sizeof turns_s, "%ld", turns);
+    printf("long session: %ld turns against a %d-token window (mock session model)\n", turns,
+           SESSION_WINDOW);
+
+    mock_t m = mock_start_any(NULL, NULL, SESSION_WINDOW);
+    snprintf(port, sizeof port, "%d", m.port);
+    char *argv[] = {g_self, "--child", "session", port, NULL};
+    char *line = run_child(argv);
+    mock_stop(&m);
+    double a = kv(line, "cpu_a"), b = kv(line, "cpu_b");
+    char label[120];
+    stat_t s;
+#define SESSION_ROW(name, unit, v, target)                                                          \
+    do {                                                                                           \
+        s = (stat_t){(v), (v), 1};                                                                 \
+        row(name, unit, s, target);                                                                \
+    } while (0)
+    /* Two requests a turn (the call, the answer); the rest are the summaries of full
+     * compactions. `compactions` of agentao_agent_context_usage counts both kinds. */
+    SESSION_ROW("session: requests", "n", kv(line, "requests"), "");
+    SESSION_ROW("session: summary requests (full compactions)", "n",
+                kv(line, "requests") - 2.0 * (double)turns, "");
+    SESSION_ROW("session: compactions, full and micro", "n", kv(line, "compactions"), "");
+    SESSION_ROW("session: first compaction at turn", "n", kv(line, "first_compaction"), "");
+    snprintf(label, sizeof label, "session: CPU/request, turns 3-%d", 2 + SESSION_SPAN);
+    SESSION_ROW(label, "us", a, "");
+    snprintf(label, sizeof label, "session: CPU/request, turns %ld-%ld", turns - SESSION_SPAN + 1,
+             turns);
+    SESSION_ROW(label, "us", b, "");
+    SESSION_ROW("session: ratio CPU/request, last/early", "x", b / a, "<= 1.5x");
+    SESSION_ROW("session: wall/request, turns 3-7 (incl. mock)", "us", kv(line, "wall_a"), "");
+    SESSION_ROW("session: wall/request, last five (incl. mock)", "us", kv(line, "wall_b"), "");
+    SESSION_ROW("session: peak RSS before the first compaction", "KiB", kv(line, "rss_before"), "");
+    SESSION_ROW("session: peak RSS, first compaction to middle", "KiB", kv(line, "rss_first"), "");
+    SESSION_ROW("session: peak RSS, second half", "KiB", kv(line, "rss_second"), "flat");
+    SESSION_ROW("session: VmHWM at the end", "KiB", kv(line, "hwm"), "");
+    free(line);
+
+#ifdef HAVE_CALLGRIND
+    if (system("valgrind --version >/dev/null 2>&1") != 0) {
+        printf("session: valgrind not found: its instruction counts are skipped\n");
+        return;
+    }
+    m = mock_start_any(NULL, NULL, SESSION_WINDOW);
+    char out[600], cmd[4096], res[700];
+    const char *keep = getenv("BENCH_CALLGRIND_DIR");
+    snprintf(out, sizeof out, "%s/callgrind.session", keep ? keep : g_tmp);
+    snprintf(res, sizeof res, "%s.answer", out);
+    snprintf(cmd, sizeof cmd,
+             "valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file='%s' '%s' "
+             "--child cgsession %d "
+             ">'%s' 2>'%s.log'",
+             out, g_self, m.port, res, out);
+    if (system(cmd) != 0) die("callgrind session run failed: see %s.log", out);
+    mock_stop(&m);
+    FILE *f = fopen(res, "r");
+    char ans[256] = " ";
+    if (!f || !fgets(ans + 1, sizeof ans - 1, f)) die("callgrind session: no answer");
+    fclose(f);
+    double ra = kv(ans, "req_a"), rb = kv(ans, "req_b");
+    char d1[700], d2[700];
+    snprintf(d1, sizeof d1, "%s.1", out);
+    snprintf(d2, sizeof d2, "%s.2", out);
+    double ia = callgrind_totals(d1) / ra, ib = callgrind_totals(d2) / rb;
+    SESSION_ROW("session: instructions/request, turns 3-7", "instr", ia, "");
+    SESSION_ROW("session: instructions/request, last five", "instr", ib, "");
+    SESSION_ROW("session: ratio instructions/request, last/early", "x", ib / ia, "<= 1.5x");
+    double calls = 0, ir = 0;
+    const char *dumps[2] = {d1, d2};
+    for (int k = 0; k < 2; k++) {
+        double c, i;
+        callgrind_calls(dumps[k], "::microcompact", &c, &i);
+        calls += c;
+        ir += i;
+    }
+    SESSION_ROW("session: microcompaction passes (both windows)", "n", calls, "");
+    if (calls > 0) SESSION_ROW("session: instructions per microcompaction pass", "instr", ir / calls, "");
+#undef SESSION_ROW
+#endif
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void machine(sbuf *b) {
@@ -2343,8 +2660,11 @@ int main(int argc, char **argv) {
         if (!ws) die("child without AGENTAO_BENCH_WS");
         snprintf(g_ws, sizeof g_ws, "%s", ws);
         if (strcmp(argv[2], "mem") == 0 && argc == 5) return child_mem(argv[3], argv[4]);
-        if (strcmp(argv[2], "cg") == 0 && argc == 6)
-            return child_callgrind(argv[3], atoi(argv[4]), argv[5]);
+        if (strcmp(argv[2], "cg") == 0 && argc == 7)
+            return child_callgrind(argv[3], atoi(argv[4]), argv[5], argv[6]);
+        if (strcmp(argv[2], "session") == 0 && argc == 4) return child_session(atoi(argv[3]));
+        if (strcmp(argv[2], "cgsession") == 0 && argc == 4)
+            return child_callgrind_session(atoi(argv[3]));
         if (strcmp(argv[2], "cgraw") == 0 && argc == 7)
             return child_callgrind_raw(argv[3], atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
         if (strcmp(argv[2], "cgmcp") == 0 && argc == 6) {
@@ -2419,6 +2739,8 @@ int main(int argc, char **argv) {
     }
     if (want("scale")) bench_scale();
     if (want("mcp")) bench_mcp();
+    /* Minutes long (500 turns, one of them under valgrind): only when asked. */
+    if (g_only && strcmp(g_only, "session") == 0) bench_session();
     if (g_only && strcmp(g_only, "mcpcallgrind") == 0) bench_mcp_callgrind();
     /* valgrind runs only when asked: it takes a while and is not always installed */
     if (g_only && strcmp(g_only, "callgrind") == 0) bench_callgrind();

@@ -1027,3 +1027,57 @@ fn a_host_tool_with_a_spawn_tools_name_wins() {
     );
     assert!(lifecycle(&run).is_empty());
 }
+
+/// A child's usage and its cost by the `llm.prices` table roll up into the parent's totals (the
+/// figures `agentao_agent_usage` reports) on each HTTP wire, the child priced by its own model:
+/// the parent's two calls at `m`'s prices, the child's two at `small`'s.
+#[test]
+fn a_childs_usage_and_cost_roll_up_into_the_parents_on_every_wire() {
+    let script = json!({"responses": [
+        {"tool_calls": [{"id": "call_1", "name": "agent_n", "arguments": {"task": "count"}}],
+         "usage": {"prompt_tokens": 1000, "completion_tokens": 10}},
+        {"tool_calls": [{"id": "k1", "name": "read_file", "arguments": {"file_path": "a.txt"}}],
+         "usage": {"prompt_tokens": 2000, "completion_tokens": 20,
+                   "prompt_tokens_details": {"cached_tokens": 500}}},
+        {"text": "child done", "usage": {"prompt_tokens": 3000, "completion_tokens": 30}},
+        {"text": "parent done", "usage": {"prompt_tokens": 4000, "completion_tokens": 40}},
+    ]});
+    for wire in ["openai", "anthropic", "openai-responses"] {
+        let server = mock_openai::MockServer::start(script.clone()).unwrap();
+        let base = match wire {
+            "anthropic" => server.base_url().trim_end_matches("/v1").to_owned(),
+            _ => server.base_url(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+        let config = json!({"working_directory": dir.path(),
+            "llm": {"provider": wire, "base_url": base, "api_key": "k", "model": "m",
+                    "max_attempts": 1,
+                    "prices": {"m": {"input": 3.0, "output": 15.0},
+                               "small": {"input": 0.5, "output": 2.0, "cache_read": 0.05}}},
+            "subagents": {"definitions": [{"name": "n", "description": "d",
+                                            "model": "small", "tools": ["read_file"]}]}});
+        let agent = Agent::new(&config.to_string(), None).unwrap();
+        let o = agent.run_blocking("count", TurnOptions::default()).unwrap();
+        assert_eq!(o.text, "parent done", "{wire}");
+        assert_eq!(server.request_count(), 4, "{wire}");
+        let results = common::tool_results(&agent);
+        assert_eq!(footer(&results[0], "n").0, "child done", "{wire}");
+
+        let u = agent.usage();
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.cache_read_tokens),
+            (1000 + 2000 + 3000 + 4000, 10 + 20 + 30 + 40, 500),
+            "{wire}"
+        );
+        // Parent (m): 5000 × $3 + 50 × $15; child (small): 4500 × $0.50 + 500 × $0.05 +
+        // 50 × $2; per million.
+        let expected =
+            (5000.0 * 3.0 + 50.0 * 15.0 + 4500.0 * 0.5 + 500.0 * 0.05 + 50.0 * 2.0) / 1e6;
+        let cost = agent.cost_usd().expect("priced");
+        assert!(
+            (cost - expected).abs() < 1e-12,
+            "{wire}: {cost} != {expected}"
+        );
+    }
+}

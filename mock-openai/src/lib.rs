@@ -40,4 +40,4 @@ pub use faults::Hostile;
 pub use render::{render_sse, render_sse_all, UsageChoices, WireOptions};
 pub use server::{MockBuilder, MockServer};
 pub use session::{OverflowStyle, SessionModel, SessionStats};
-pub use wires::{render_wire_sse, Wire};
+pub use wires::{render_wire_sse, render_wire_sse_all, Wire};

@@ -1,5 +1,5 @@
-//! `mock-openai (--script FILE [--prerender] | --prerendered FILE...) [--port-file FILE]
-//!  [--requests-out FILE] [--raw-requests-out FILE] [--no-stdin]`
+//! `mock-openai (--script FILE [--prerender] | --prerendered FILE... | --session WINDOW)
+//!  [--port-file FILE] [--requests-out FILE] [--raw-requests-out FILE] [--no-stdin]`
 //!
 //! Serves the script on `127.0.0.1:0`, prints `listening on http://127.0.0.1:PORT/v1` on stdout,
 //! and runs until stdin closes (unless `--no-stdin`), SIGTERM or SIGINT. On exit the received
@@ -8,9 +8,12 @@
 //!
 //! For benchmarks the server can answer from bytes rendered in advance, doing next to no work
 //! per request: `--prerendered FILE` (repeatable) serves complete SSE bodies, and
-//! `--script FILE --prerender` renders each response of the script once. With several bodies a
+//! `--script FILE --prerender` renders each response of the script once, on each of the three
+//! wires (`/chat/completions`, `/messages`, `/responses`). With several bodies a
 //! request carrying `k` tool results gets body `k` (see `MockBuilder::start_prerendered_many`).
-//! `GET /v1/_stats` answers `{"busy_nanos": N, "requests": N}`.
+//! `--session WINDOW` serves the session model (`SessionModel`, its defaults but the window in
+//! tokens) on the chat wire: a session of any length against a small window, for the
+//! long-session benchmark. `GET /v1/_stats` answers `{"busy_nanos": N, "requests": N}`.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -18,13 +21,14 @@ use std::process::ExitCode;
 
 use mock_openai::MockServer;
 
-const USAGE: &str = "usage: mock-openai (--script FILE [--prerender] | --prerendered FILE...) \
-     [--port-file FILE] [--requests-out FILE] [--raw-requests-out FILE] [--no-stdin]";
+const USAGE: &str = "usage: mock-openai (--script FILE [--prerender] | --prerendered FILE... \
+     | --session WINDOW) [--port-file FILE] [--requests-out FILE] [--raw-requests-out FILE] [--no-stdin]";
 
 struct Args {
     script: Option<PathBuf>,
     prerender: bool,
     prerendered: Vec<PathBuf>,
+    session: Option<u64>,
     port_file: Option<PathBuf>,
     requests_out: Option<PathBuf>,
     raw_requests_out: Option<PathBuf>,
@@ -35,6 +39,7 @@ fn parse_args() -> Result<Args, String> {
     let mut script = None;
     let mut prerender = false;
     let mut prerendered = Vec::new();
+    let mut session = None;
     let mut port_file = None;
     let mut requests_out = None;
     let mut raw_requests_out = None;
@@ -54,13 +59,26 @@ fn parse_args() -> Result<Args, String> {
             "--raw-requests-out" => raw_requests_out = Some(value("--raw-requests-out")?),
             "--prerender" => prerender = true,
             "--prerendered" => prerendered.push(value("--prerendered")?),
+            "--session" => {
+                let w = value("--session")?;
+                let w = w.to_string_lossy();
+                session = Some(
+                    w.parse::<u64>()
+                        .ok()
+                        .filter(|&w| w > 0)
+                        .ok_or_else(|| format!("--session: `{w}` is not a window in tokens"))?,
+                );
+            }
             "--no-stdin" => watch_stdin = false,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    if script.is_some() != prerendered.is_empty() {
-        return Err("give either --script or --prerendered".into());
+    let sources = usize::from(script.is_some())
+        + usize::from(!prerendered.is_empty())
+        + usize::from(session.is_some());
+    if sources != 1 {
+        return Err("give one of --script, --prerendered or --session".into());
     }
     if prerender && script.is_none() {
         return Err("--prerender needs --script".into());
@@ -69,6 +87,7 @@ fn parse_args() -> Result<Args, String> {
         script,
         prerender,
         prerendered,
+        session,
         port_file,
         requests_out,
         raw_requests_out,
@@ -98,38 +117,48 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), String> {
     let record = args.requests_out.is_some() || args.raw_requests_out.is_some();
-    let server = match &args.script {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let script: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-            if args.prerender {
-                let bodies = mock_openai::render_sse_all(script)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+    let server =
+        match (&args.script, args.session) {
+            (None, Some(window)) => MockServer::builder().record_bodies(record).start_session(
+                mock_openai::SessionModel {
+                    window,
+                    ..mock_openai::SessionModel::default()
+                },
+            ),
+            (Some(path), _) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                let script: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+                if args.prerender {
+                    let at = |e: String| format!("{}: {e}", path.display());
+                    let typed = |wire| mock_openai::render_wire_sse_all(wire, script.clone());
+                    let anthropic = typed(mock_openai::Wire::Anthropic).map_err(at)?;
+                    let responses = typed(mock_openai::Wire::Responses).map_err(at)?;
+                    let chat = mock_openai::render_sse_all(script).map_err(at)?;
+                    MockServer::builder()
+                        .record_bodies(record)
+                        .start_prerendered_wires(chat, anthropic, responses)
+                } else {
+                    MockServer::start(script)
+                }
+            }
+            (None, None) => {
+                let bodies = args
+                    .prerendered
+                    .iter()
+                    .map(|p| {
+                        std::fs::read(p)
+                            .map(bytes::Bytes::from)
+                            .map_err(|e| format!("cannot read {}: {e}", p.display()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
                 MockServer::builder()
                     .record_bodies(record)
                     .start_prerendered_many(bodies)
-            } else {
-                MockServer::start(script)
             }
         }
-        None => {
-            let bodies = args
-                .prerendered
-                .iter()
-                .map(|p| {
-                    std::fs::read(p)
-                        .map(bytes::Bytes::from)
-                        .map_err(|e| format!("cannot read {}: {e}", p.display()))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            MockServer::builder()
-                .record_bodies(record)
-                .start_prerendered_many(bodies)
-        }
-    }
-    .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?;
     if let Some(p) = &args.port_file {
         // Before the listen line: a caller that has read the line may read the file at once.
         // Write then rename, so a reader never sees a half-written port.

@@ -80,12 +80,47 @@ impl MockBuilder {
     /// when `k` is past the end). So a stateless server still plays a multi-request turn (tool
     /// call, tool call, final answer) for any number of concurrent clients.
     pub fn start_prerendered_many(self, bodies: Vec<Bytes>) -> io::Result<MockServer> {
-        if bodies.is_empty() {
+        self.start_prerendered_wires(bodies, Vec::new(), Vec::new())
+    }
+
+    /// [`start_prerendered_many`](Self::start_prerendered_many) on every wire: `chat` for
+    /// `/chat/completions`, and, when not empty, `anthropic` for `/messages` and `responses`
+    /// for `/responses` (from [`render_wire_sse_all`](crate::render_wire_sse_all)), each picked
+    /// by the request's count of its wire's tool results (`tool_result` blocks,
+    /// `function_call_output` items).
+    pub fn start_prerendered_wires(
+        self,
+        chat: Vec<Bytes>,
+        anthropic: Vec<Bytes>,
+        responses: Vec<Bytes>,
+    ) -> io::Result<MockServer> {
+        if chat.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "at least one pre-rendered body is needed",
             ));
         }
+        let typed = |bodies: Vec<Bytes>| (!bodies.is_empty()).then(|| Prerendered::new(&bodies));
+        MockServer::spawn(
+            Mode::Prerendered(Box::new(PrerenderedWires {
+                chat: Prerendered::new(&chat),
+                anthropic: typed(anthropic),
+                responses: typed(responses),
+            })),
+            self.record_bodies.unwrap_or(false),
+        )
+    }
+}
+
+/// One wire's pre-rendered answers as whole HTTP responses, with and without
+/// `connection: close`.
+struct Prerendered {
+    keep_alive: Vec<Bytes>,
+    close: Vec<Bytes>,
+}
+
+impl Prerendered {
+    fn new(bodies: &[Bytes]) -> Prerendered {
         let full = |body: &Bytes, close: bool| {
             let mut v = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
@@ -97,14 +132,28 @@ impl MockBuilder {
             v.extend_from_slice(body);
             Bytes::from(v)
         };
-        MockServer::spawn(
-            Mode::Prerendered {
-                keep_alive: bodies.iter().map(|b| full(b, false)).collect(),
-                close: bodies.iter().map(|b| full(b, true)).collect(),
-            },
-            self.record_bodies.unwrap_or(false),
-        )
+        Prerendered {
+            keep_alive: bodies.iter().map(|b| full(b, false)).collect(),
+            close: bodies.iter().map(|b| full(b, true)).collect(),
+        }
     }
+
+    /// The answer to a request whose body carries `needle` (its wire's tool-result marker)
+    /// `k` times: body `k`, or the last.
+    fn pick(&self, close: bool, body: &[u8], needle: &[u8]) -> &Bytes {
+        let all = if close { &self.close } else { &self.keep_alive };
+        if all.len() == 1 {
+            &all[0]
+        } else {
+            &all[occurrences(body, needle).min(all.len() - 1)]
+        }
+    }
+}
+
+struct PrerenderedWires {
+    chat: Prerendered,
+    anthropic: Option<Prerendered>,
+    responses: Option<Prerendered>,
 }
 
 enum Mode {
@@ -112,18 +161,15 @@ enum Mode {
         script: Box<Script>,
         wire: WireOptions,
     },
-    Prerendered {
-        keep_alive: Vec<Bytes>,
-        close: Vec<Bytes>,
-    },
+    Prerendered(Box<PrerenderedWires>),
     Hostile(Hostile),
     Session(Box<SessionModel>),
 }
 
-/// How many tool-result messages a request body carries (serde_json's compact form).
-fn tool_results(body: &[u8]) -> usize {
-    const NEEDLE: &[u8] = b"\"role\":\"tool\"";
-    body.windows(NEEDLE.len()).filter(|w| *w == NEEDLE).count()
+/// How many times `needle` occurs in a request body: with a wire's tool-result marker in
+/// serde_json's compact form, how many tool results the request carries.
+fn occurrences(body: &[u8], needle: &[u8]) -> usize {
+    body.windows(needle.len()).filter(|w| *w == needle).count()
 }
 
 struct State {
@@ -425,6 +471,26 @@ async fn handle(
         return crate::wires::serve(stream, wire, &script.response(n), &model, n + 1, req.close)
             .await;
     }
+    if let (Some(wire), "POST", Mode::Prerendered(p)) = (
+        crate::wires::Wire::of_path(path),
+        req.method.as_str(),
+        &state.mode,
+    ) {
+        let (bodies, needle): (_, &[u8]) = match wire {
+            crate::wires::Wire::Anthropic => (&p.anthropic, b"\"type\":\"tool_result\""),
+            crate::wires::Wire::Responses => (&p.responses, b"\"type\":\"function_call_output\""),
+        };
+        if let Some(bodies) = bodies {
+            state.next.fetch_add(1, Ordering::SeqCst);
+            if state.record_bodies {
+                lock(&state.bodies).push(req.body.clone());
+            }
+            stream
+                .write_all(bodies.pick(req.close, &req.body, needle))
+                .await?;
+            return Ok(!req.close);
+        }
+    }
     if is_chat && req.method == "POST" {
         let n = state.next.fetch_add(1, Ordering::SeqCst);
         if state.record_bodies {
@@ -454,13 +520,8 @@ async fn handle(
                 let _ = serve_hostile(stream, *h, busy).await;
                 Ok(false)
             }
-            Mode::Prerendered { keep_alive, close } => {
-                let all = if req.close { close } else { keep_alive };
-                let out = if all.len() == 1 {
-                    &all[0]
-                } else {
-                    &all[tool_results(&req.body).min(all.len() - 1)]
-                };
+            Mode::Prerendered(p) => {
+                let out = p.chat.pick(req.close, &req.body, b"\"role\":\"tool\"");
                 stream.write_all(out).await?;
                 Ok(!req.close)
             }
@@ -509,7 +570,7 @@ async fn handle(
     if req.method == "GET" && path.ends_with("/models") {
         let model = match &state.mode {
             Mode::Scripted { script, .. } => script.model.clone(),
-            Mode::Prerendered { .. } | Mode::Hostile(_) | Mode::Session(_) => None,
+            Mode::Prerendered(_) | Mode::Hostile(_) | Mode::Session(_) => None,
         }
         .unwrap_or_else(|| "mock-model".to_owned());
         let body = json!({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "mock"}]})

@@ -408,3 +408,17 @@ pub fn render_wire_sse(wire: Wire, resp: &ScriptResponse, model: &str) -> Vec<u8
     }
     out
 }
+
+/// Every listed response of a script (at least one) as [`render_wire_sse`] renders it: the
+/// typed wires' input of [`MockBuilder::start_prerendered_wires`]. The script's `wire` key
+/// (the chat wire's framing quirks) does not apply.
+///
+/// [`MockBuilder::start_prerendered_wires`]: crate::MockBuilder::start_prerendered_wires
+pub fn render_wire_sse_all(wire: Wire, script: Value) -> Result<Vec<bytes::Bytes>, String> {
+    let (v, _) = crate::render::split_wire(script)?;
+    let script = agentao::llm::script::Script::from_value(v)?;
+    let model = script.model.as_deref().unwrap_or("mock-model");
+    Ok((0..script.responses.len().max(1))
+        .map(|i| bytes::Bytes::from(render_wire_sse(wire, &script.response(i), model)))
+        .collect())
+}

@@ -765,3 +765,62 @@ fn serves_every_conformance_transcript_script() {
     }
     assert_eq!(n, 10);
 }
+
+/// Each typed wire gets its own pre-rendered body, picked by its own tool-result marker; a
+/// server without typed bodies does not answer those paths.
+#[test]
+fn prerendered_typed_wires_follow_their_own_tool_results() {
+    use mock_openai::{render_wire_sse_all, Wire};
+    let script = json!({"responses": [
+        {"tool_calls": [{"id": "a", "name": "read_file", "arguments": {"file_path": "x"}}]},
+        {"text": "final"}]});
+    let anthropic = render_wire_sse_all(Wire::Anthropic, script.clone()).unwrap();
+    let responses = render_wire_sse_all(Wire::Responses, script.clone()).unwrap();
+    assert_eq!((anthropic.len(), responses.len()), (2, 2));
+    assert!(String::from_utf8_lossy(&anthropic[1]).contains("\"text\":\"final\""));
+    let s = MockServer::builder()
+        .start_prerendered_wires(
+            render_sse_all(script.clone()).unwrap(),
+            anthropic.clone(),
+            responses.clone(),
+        )
+        .unwrap();
+    let ask = |path: &str, body: &str| {
+        let mut c = connect(&s);
+        send(&mut c, "POST", path, body, "connection: close\r\n");
+        read_response(&mut c)
+    };
+    let r = ask(
+        "/v1/messages",
+        r#"{"messages":[{"role":"user","content":"q"}]}"#,
+    );
+    assert_eq!(r.body, anthropic[0].as_ref());
+    let r = ask(
+        "/v1/messages",
+        r#"{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]}]}"#,
+    );
+    assert_eq!(r.body, anthropic[1].as_ref());
+    // A chat wire's tool message is not a Responses tool result.
+    let r = ask(
+        "/v1/responses",
+        r#"{"input":[{"role":"tool","content":"x"}]}"#,
+    );
+    assert_eq!(r.body, responses[0].as_ref());
+    let r = ask(
+        "/v1/responses",
+        r#"{"input":[{"type":"function_call_output","call_id":"a","output":"x"}]}"#,
+    );
+    assert_eq!(r.body, responses[1].as_ref());
+    let chat_only = MockServer::builder()
+        .start_prerendered_many(render_sse_all(script).unwrap())
+        .unwrap();
+    let mut c = connect(&chat_only);
+    send(
+        &mut c,
+        "POST",
+        "/v1/messages",
+        "{}",
+        "connection: close\r\n",
+    );
+    assert_eq!(read_response(&mut c).status, 404);
+}

@@ -38,3 +38,70 @@ readme_line 'cc -I"$REPO/include" quickstart.c' build/examples/readme_quickstart
   | tee build/examples/readme_line.out
 grep -qx 'Hello from the agent.' build/examples/readme_line.out
 record "README quickstarts" 2
+
+step "The demos on each wire, against mock-openai"
+# The C and Go demos choose the wire from the environment as a user's run would (OPENAI_* and
+# AGENTAO_WIRE, or ANTHROPIC_*); mock-openai serves their script on all three wires, and the
+# request bodies it received must be the chosen wire's.
+cargo build --release --quiet -p mock-openai
+mkdir -p build/examples/wires
+cat > build/examples/wires/script.json <<'JSON'
+{"responses": [
+ {"text": "Let me look at the notes first.",
+  "tool_calls": [{"id": "call_1", "name": "read_file", "arguments": {"file_path": "notes.txt"}}]},
+ {"tool_calls": [{"id": "call_2", "name": "write_file",
+   "arguments": {"file_path": "summary.txt", "content": "The build uses make.\n"}}]},
+ {"text": "I read notes.txt and wrote a one-line summary to summary.txt."}
+]}
+JSON
+# demo_on_wire WIRE OUT COMMAND...: runs the demo against a fresh mock on WIRE, output to OUT.
+demo_on_wire() {
+  local wire=$1 out=$2 d=build/examples/wires mock_pid port=
+  shift 2
+  rm -f "$d/port" "$d/requests.jsonl"
+  target/release/mock-openai --script "$d/script.json" --port-file "$d/port" \
+    --requests-out "$d/requests.jsonl" --no-stdin >/dev/null &
+  mock_pid=$!
+  for _ in $(seq 200); do [ -s "$d/port" ] && break; sleep 0.05; done
+  port=$(cat "$d/port")
+  case "$wire" in
+    anthropic) env -u OPENAI_API_KEY ANTHROPIC_API_KEY=sk-mock ANTHROPIC_BASE_URL="http://127.0.0.1:$port" \
+                 ANTHROPIC_MODEL=mock-model "$@" ;;
+    *) env -u ANTHROPIC_API_KEY OPENAI_API_KEY=sk-mock OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
+         OPENAI_MODEL=mock-model AGENTAO_WIRE="$wire" "$@" ;;
+  esac > "$out" 2>&1 || { cat "$out"; kill "$mock_pid"; return 1; }
+  kill "$mock_pid"; wait "$mock_pid" 2>/dev/null || true
+  # Each wire's tool shape is its own: Chat Completions nests `function`, Anthropic has
+  # `input_schema`, Responses flat functions with `strict`.
+  case "$wire" in
+    openai) grep -q '"function":{' "$d/requests.jsonl" ;;
+    anthropic) grep -q '"input_schema":' "$d/requests.jsonl" ;;
+    openai-responses) grep -q '"strict":false' "$d/requests.jsonl" ;;
+  esac || { echo "$out: the mock did not receive $wire requests"; return 1; }
+  [ "$(wc -l < "$d/requests.jsonl")" -eq 3 ] || { echo "$out: expected 3 requests"; return 1; }
+}
+for wire in openai anthropic openai-responses; do
+  demo_on_wire "$wire" "build/examples/wires/c-$wire.out" build/examples/quickstart
+  grep -q '"is_answer":true' "build/examples/wires/c-$wire.out"
+done
+record "C demo on each wire" 3
+if ! command -v go >/dev/null || ! go version | grep -qE 'go1\.(2[3-9]|[3-9][0-9])'; then
+  skipped "Go demo on each wire: Go 1.23 or newer is not installed"
+else
+  mkdir -p build/go-pkgconfig
+  cat > build/go-pkgconfig/agentao.pc <<PC
+Name: agentao
+Description: libagentao (development copy in the repository)
+Version: $(awk -F'"' '/^version/ {print $2; exit}' Cargo.toml)
+Cflags: -I$ROOT/include
+Libs: -L$ROOT/target/release -Wl,-rpath,$ROOT/target/release -lagentao
+PC
+  (cd examples/go && PKG_CONFIG_PATH="$ROOT/build/go-pkgconfig" GOCACHE="$ROOT/build/go-cache" \
+     GOFLAGS=-modcacherw GOTOOLCHAIN=local go build -o "$ROOT/build/examples/go-demo" .)
+  for wire in openai anthropic openai-responses; do
+    demo_on_wire "$wire" "build/examples/wires/go-$wire.out" build/examples/go-demo
+    grep -q 'status=ok is_answer=true tools=2' "build/examples/wires/go-$wire.out"
+    grep -q 'summary.txt: The build uses make.' "build/examples/wires/go-$wire.out"
+  done
+  record "Go demo on each wire" 3
+fi

@@ -15,6 +15,7 @@ use crate::tools::TodoItem;
 pub(crate) struct SystemPrompt {
     text: String,
     digest: OnceLock<Arc<str>>,
+    tokens: OnceLock<u64>,
 }
 
 impl SystemPrompt {
@@ -22,7 +23,15 @@ impl SystemPrompt {
         SystemPrompt {
             text,
             digest: OnceLock::new(),
+            tokens: OnceLock::new(),
         }
+    }
+
+    /// The text's estimated tokens, counted once.
+    pub(crate) fn tokens(&self) -> u64 {
+        *self
+            .tokens
+            .get_or_init(|| crate::turn::compaction::estimate::text_tokens(&self.text))
     }
 
     pub(crate) fn text(&self) -> &str {

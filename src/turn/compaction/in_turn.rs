@@ -43,13 +43,13 @@ impl<'e, 'a> Turn<'e, 'a> {
     }
 
     /// The tokens of what a request sends besides the history: the system prompt and the
-    /// tools (measured once per turn) and the volatile tail (each time).
+    /// tools (measured once for the session, again when they change) and the volatile tail
+    /// (each time).
     fn fixed_tokens(&mut self, schemas: &Arc<Vec<Value>>) -> u64 {
         let env = self.env;
-        let stable = *self.fixed_tokens.get_or_insert_with(|| {
-            let tools = serde_json::to_string(&**schemas).map_or(0, |j| text_tokens(&j));
-            text_tokens(env.system_prompt.text()) + tools
-        });
+        let stable = *self
+            .fixed_tokens
+            .get_or_insert_with(|| env.system_prompt.tokens() + env.context.tools_tokens(schemas));
         let tail = prompt::volatile_tail(&env.tool_services.todos(), env.recall)
             .map_or(0, |t| text_tokens(&t) + 4);
         stable + tail
@@ -107,7 +107,9 @@ impl<'e, 'a> Turn<'e, 'a> {
         report.status
     }
 
-    /// Clips old tool results in place; events only when something was clipped.
+    /// Clips old tool results in place; events only when something was clipped. Out of line
+    /// so that a profile counts its passes (`bench/run.sh --only session`).
+    #[inline(never)]
     fn microcompact(&mut self) {
         let env = self.env;
         let started = Instant::now();

@@ -1,9 +1,11 @@
 //! A session's context bookkeeping, kept across turns: the window, the provider's last count
 //! (the estimate's anchor), and the circuit breaker of automatic compaction.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::estimate::messages_tokens;
+use serde_json::Value;
+
+use super::estimate::{messages_tokens, text_tokens};
 use super::{CompactionStatus, FULL_PERCENT, MICRO_PERCENT};
 use crate::llm::Message;
 
@@ -19,6 +21,9 @@ struct Inner {
     failures: u32,
     compactions: u64,
     last_estimate: Option<u64>,
+    /// The tokens of the last tool list measured. The list is held so that a new list can
+    /// never be taken for it by its address.
+    tools: Option<(Arc<Vec<Value>>, u64)>,
 }
 
 /// The provider's `prompt_tokens` for a request, and how many history messages it held.
@@ -57,6 +62,21 @@ impl ContextState {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tokens of the tools' schemas as a request sends them. The registry hands out one
+    /// list until its tools change, so they are measured once a change, not once a turn
+    /// (serialising and counting ~10 KB of schemas was two thirds of a short turn's cost).
+    pub(crate) fn tools_tokens(&self, schemas: &Arc<Vec<Value>>) -> u64 {
+        let mut i = self.lock();
+        if let Some((seen, n)) = &i.tools {
+            if Arc::ptr_eq(seen, schemas) {
+                return *n;
+            }
+        }
+        let n = serde_json::to_string(&**schemas).map_or(0, |j| text_tokens(&j));
+        i.tools = Some((schemas.clone(), n));
+        n
     }
 
     /// `W`: the least of the configured window, the one an overflow error stated, and the one
