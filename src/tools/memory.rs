@@ -357,13 +357,21 @@ pub(crate) fn keywords_of(text: &str) -> Vec<String> {
 /// The records that share a word with `query`.
 pub(crate) fn matching(records: Vec<MemoryRecord>, query: &str) -> Vec<MemoryRecord> {
     let words = keywords_of(query);
+    let words: HashSet<&str> = words.iter().map(String::as_str).collect();
     records
         .into_iter()
         .filter(|r| matches_any(r, &words))
         .collect()
 }
 
-fn matches_any(r: &MemoryRecord, words: &[String]) -> bool {
+/// Whether a record holds one of `words` (keywords of a query: lower-case, three or more
+/// characters, no stop words) among its own words, read as [`keywords_of`] reads them. Runs
+/// once per record per turn, over records as long as a compaction summary: it borrows the
+/// words instead of collecting them.
+fn matches_any(r: &MemoryRecord, words: &HashSet<&str>) -> bool {
+    if words.is_empty() {
+        return false;
+    }
     let hay = format!(
         "{} {} {} {}",
         r.key_normalized,
@@ -372,8 +380,15 @@ fn matches_any(r: &MemoryRecord, words: &[String]) -> bool {
         r.keywords.join(" ")
     )
     .to_lowercase();
-    let have: HashSet<String> = keywords_of(&hay.replace('_', " ")).into_iter().collect();
-    words.iter().any(|w| have.contains(w))
+    hay.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .any(|w| {
+            if w.chars().any(char::is_uppercase) {
+                words.contains(w.to_lowercase().as_str())
+            } else {
+                words.contains(w)
+            }
+        })
 }
 
 fn entry(r: &MemoryRecord) -> String {
