@@ -401,7 +401,9 @@ impl HostEventHub {
     /// or its agent freed) nothing waits: an event that finds its stream full is dropped for
     /// that stream and counted, and the reader is told how many, where they were dropped (the
     /// reference drops blocked writes of a cancelled turn the same way).
-    pub(crate) async fn publish(&self, session_id: &str, event: &HostEvent, cancel: &CancelToken) {
+    ///
+    /// Only the projection publishes ([`HostEventHub::project`]): nobody else builds an event.
+    pub(super) async fn publish(&self, session_id: &str, event: &HostEvent, cancel: &CancelToken) {
         if !self.has_listeners() {
             return;
         }

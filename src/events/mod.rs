@@ -98,7 +98,7 @@ impl Emitter {
     pub(crate) fn send_notice(&self, event: &TurnEvent<'_>) {
         debug_assert!(
             !host_projection::has_host_event(event),
-            "{} is sent with its host event",
+            "{} has a host event to publish",
             event.kind()
         );
         if self.listens() {

@@ -1,6 +1,7 @@
-//! Permission decisions and host confirmations: the `permission_decision` host events, the
-//! `confirm_tool` request of every call that asks (in call order, before anything runs), and
-//! the other blocking host request of the loop, `on_max_iterations`.
+//! Permission decisions and host confirmations: the decisions' events (the `permission_decision`
+//! host events are projected from them), the `confirm_tool` request of every call that asks (in
+//! call order, before anything runs), and the other blocking host request of the loop,
+//! `on_max_iterations`.
 
 use std::sync::Arc;
 
