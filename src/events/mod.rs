@@ -6,6 +6,7 @@
 //! requests (`confirm_tool`, `ask_user`, `on_max_iterations`) through [`transport::Transport`];
 //! host events through [`host::HostEventHub::project`].
 
+mod event_data;
 pub mod host;
 pub(crate) mod host_projection;
 mod json_text;
@@ -17,6 +18,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub(crate) use event_data::event_data;
 pub(crate) use json_text::plain_len;
 use json_text::push_json_string;
 pub use json_text::JsonText;
@@ -420,50 +422,6 @@ fn is_plain_key(quoted_key: &str) -> bool {
         .and_then(|k| k.strip_suffix("\":"))
         .is_some_and(|k| k.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'))
 }
-
-/// Declares an event's data struct and its [`EventData`]: the fields in order, each written as
-/// `"name":value`; a field marked `#[skip_if(f)]` is left out when `f(&value)` holds. The
-/// fields of an optional `host_only { … }` block after the struct are the event's too, but only
-/// the host-event projection reads them (`host_projection.rs`): they are never on the transport.
-macro_rules! event_data {
-    (
-        $(#[$meta:meta])*
-        $vis:vis struct $name:ident $(<$lt:lifetime>)? {
-            $(
-                $(#[doc = $doc:literal])*
-                $(#[skip_if($skip:path)])?
-                $fvis:vis $field:ident : $ty:ty,
-            )*
-        }
-        $(
-            host_only {
-                $(
-                    $(#[doc = $hdoc:literal])*
-                    $hvis:vis $hfield:ident : $hty:ty,
-                )*
-            }
-        )?
-    ) => {
-        $(#[$meta])*
-        $vis struct $name $(<$lt>)? {
-            $( $(#[doc = $doc])* $fvis $field: $ty, )*
-            $($( $(#[doc = $hdoc])* $hvis $hfield: $hty, )*)?
-        }
-
-        impl $(<$lt>)? $crate::events::EventData for $name $(<$lt>)? {
-            fn write_fields(&self, fields: &mut $crate::events::Fields<'_>) {
-                $(
-                    if !$crate::events::event_data!(@skip &self.$field $(, $skip)?) {
-                        fields.field(concat!("\"", stringify!($field), "\":"), &self.$field);
-                    }
-                )*
-            }
-        }
-    };
-    (@skip $value:expr) => { false };
-    (@skip $value:expr, $skip:path) => { $skip($value) };
-}
-pub(crate) use event_data;
 
 const TEXT_DELTA_HEAD: &str = "{\"type\":\"text_delta\",\"text\":";
 
