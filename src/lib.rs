@@ -14,7 +14,7 @@
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
 //! | [`tools`] | the tool trait, registry and built-in tools |
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot; pure decisions (a verdict needing a process returns a probe), git launch hardening |
-//! | [`events`] | the turn's typed events and their JSON, the transport, host-event projection and streams |
+//! | [`events`] | the agent's typed events (a turn's and its own notices) and their projections (transport JSON, host events v3), the transport, host-event streams |
 //! | [`cancel`] | cancellation tokens |
 //! | `config_field` | how a config section is read: closed objects, errors in the section's words |
 //! | [`pycompat`] | the reference's Python spellings (`json.dumps`, `str`, `repr`, `splitlines`) |

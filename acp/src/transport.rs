@@ -163,6 +163,13 @@ impl AcpTransport {
             }
             // Not part of the ACP stream.
             TurnEvent::TurnStart(_)
+            | TurnEvent::PermissionDecision(_)
+            | TurnEvent::SubagentSpawned(_)
+            | TurnEvent::SubagentEnded(_)
+            | TurnEvent::ReadonlyModeChanged(_)
+            | TurnEvent::PermissionModeChanged(_)
+            | TurnEvent::McpServerStatus(_)
+            | TurnEvent::SessionCommitted(_)
             | TurnEvent::LlmCallStarted(_)
             | TurnEvent::LlmCallDelta(_)
             | TurnEvent::LlmCallCompleted(_)
@@ -208,8 +215,7 @@ impl AcpTransport {
 }
 
 impl Transport for AcpTransport {
-    /// The agent's own JSON events (mode changes, MCP status) are not part of the ACP stream;
-    /// the turn's are observed typed.
+    /// Every event is observed typed (`observe`); none is wanted as JSON.
     fn emit(&self, _event: &str) {}
 
     fn listens(&self) -> bool {

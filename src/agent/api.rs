@@ -4,10 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::events::host::HostEventHub;
-use crate::events::EventWriter;
+use crate::events::turn_event::{PermissionModeChanged, ReadonlyModeChanged};
+use crate::events::TurnEvent;
 use crate::mcp::McpRegistry;
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
@@ -148,18 +149,22 @@ impl Agent {
         };
         let now_ro = mode == Mode::ReadOnly;
         let was_ro = self.core.read_only.swap(now_ro, Ordering::AcqRel);
-        let mut w = EventWriter::default();
         if was_ro != now_ro {
-            self.core.emitter.emit(w.event(
-                "readonly_mode_changed",
-                &json!({"previous": was_ro, "current": now_ro}),
-            ));
+            self.core
+                .emitter
+                .send_notice(&TurnEvent::ReadonlyModeChanged(ReadonlyModeChanged {
+                    previous: was_ro,
+                    current: now_ro,
+                }));
         }
         if previous != mode {
-            self.core.emitter.emit(w.event(
-                "permission_mode_changed",
-                &json!({"previous": previous.as_str(), "current": mode.as_str(), "cause": "host"}),
-            ));
+            self.core
+                .emitter
+                .send_notice(&TurnEvent::PermissionModeChanged(PermissionModeChanged {
+                    previous: previous.as_str(),
+                    current: mode.as_str(),
+                    cause: "host",
+                }));
         }
         Ok(previous)
     }

@@ -9,9 +9,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-
-use crate::events::EventWriter;
+use crate::events::turn_event::SessionCommitted;
+use crate::events::TurnEvent;
 use crate::permissions::Mode;
 use crate::session_store::{SessionCommit, SessionStore, StoreError};
 use crate::subagents::background::record::TaskRecord;
@@ -234,17 +233,14 @@ impl AgentCore {
             *lock(&link.version) = *v;
         }
         let report = CommitReport::of(continues, &r);
-        let mut w = EventWriter::default();
-        self.emitter.emit(w.event(
-            "session_committed",
-            &json!({
-                "session_id": self.session_id,
-                "status": report.status.as_str(),
-                "version": report.version,
-                "stored_version": report.stored_version,
-                "message": report.message,
-            }),
-        ));
+        self.emitter
+            .send_notice(&TurnEvent::SessionCommitted(SessionCommitted {
+                session_id: &self.session_id,
+                status: report.status.as_str(),
+                version: report.version,
+                stored_version: report.stored_version,
+                message: &report.message,
+            }));
         *lock(&self.last_commit) = Some(report);
     }
 }

@@ -5,12 +5,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
 
-use serde_json::json;
-
 use crate::cancel::CancelToken;
 use crate::config::AgentConfig;
 use crate::events::host::HostEventHub;
-use crate::events::{Emitter, EventWriter};
+use crate::events::turn_event::McpServerStatus;
+use crate::events::{Emitter, TurnEvent};
 use crate::llm::{LlmClient, Message, MessagesVersionCell};
 use crate::mcp::{McpManager, StatusChange};
 use crate::permissions::PermissionEngine;
@@ -111,11 +110,13 @@ impl AgentCore {
     }
 
     pub(super) fn report_mcp(&self, c: &StatusChange) {
-        let mut w = EventWriter::default();
-        self.emitter.emit(w.event(
-            "mcp_server_status",
-            &json!({"server": c.server, "status": c.state.as_str(), "tools": c.tools, "error": c.error}),
-        ));
+        self.emitter
+            .send_notice(&TurnEvent::McpServerStatus(McpServerStatus {
+                server: &c.server,
+                status: c.state.as_str(),
+                tools: c.tools,
+                error: c.error.as_deref(),
+            }));
     }
 
     pub(super) fn env<'a>(&'a self, tools: &'a ToolRegistry) -> TurnEnv<'a> {

@@ -1,8 +1,10 @@
 //! Host events (spec §3): the stable, schema-checked projection of what a turn did.
 //!
 //! The wire form is the reference's v3 `model_dump_json()`: compact JSON, keys in model field
-//! order, optional fields present as `null`, millisecond UTC timestamps ending in `Z`. The turn
-//! loop never assembles these by hand: it calls the constructors here.
+//! order, optional fields present as `null`, millisecond UTC timestamps ending in `Z`. Nobody
+//! assembles these by hand: they are projected from the typed events
+//! (`host_projection::host_event`), with the field rules (redaction, rule projection,
+//! timestamps) defined here.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -178,100 +180,6 @@ pub(crate) struct SubagentUsage {
     pub(crate) cache_read_tokens: u64,
     pub(crate) cache_creation_tokens: u64,
     pub(crate) reasoning_tokens: u64,
-}
-
-/// Identity shared by the events of one tool call.
-pub(crate) struct CallIds<'a> {
-    pub(crate) session_id: &'a str,
-    pub(crate) turn_id: &'a str,
-    pub(crate) tool_call_id: &'a str,
-    pub(crate) tool_name: &'a str,
-}
-
-impl ToolLifecycleEvent {
-    pub(crate) fn started(ids: &CallIds<'_>, started_at: &str) -> HostEvent {
-        HostEvent::ToolLifecycle(Self::new(
-            ids,
-            ToolPhase::Started,
-            started_at,
-            None,
-            None,
-            None,
-            None,
-        ))
-    }
-
-    /// A terminal event: `completed` for ok, `failed` for error and cancelled.
-    pub(crate) fn finished(
-        ids: &CallIds<'_>,
-        started_at: &str,
-        outcome: ToolOutcome,
-        summary: &str,
-        error_type: Option<String>,
-    ) -> HostEvent {
-        let phase = if outcome == ToolOutcome::Ok {
-            ToolPhase::Completed
-        } else {
-            ToolPhase::Failed
-        };
-        HostEvent::ToolLifecycle(Self::new(
-            ids,
-            phase,
-            started_at,
-            Some(now_rfc3339()),
-            Some(outcome),
-            redact_summary(summary),
-            error_type,
-        ))
-    }
-
-    fn new(
-        ids: &CallIds<'_>,
-        phase: ToolPhase,
-        started_at: &str,
-        completed_at: Option<String>,
-        outcome: Option<ToolOutcome>,
-        summary: Option<String>,
-        error_type: Option<String>,
-    ) -> Self {
-        ToolLifecycleEvent {
-            session_id: ids.session_id.to_owned(),
-            turn_id: Some(ids.turn_id.to_owned()),
-            tool_call_id: ids.tool_call_id.to_owned(),
-            tool_name: ids.tool_name.to_owned(),
-            phase,
-            started_at: started_at.to_owned(),
-            completed_at,
-            outcome,
-            summary,
-            error_type,
-        }
-    }
-}
-
-impl PermissionDecisionEvent {
-    pub(crate) fn decided(
-        ids: &CallIds<'_>,
-        outcome: PermissionOutcome,
-        mode: &str,
-        loaded_sources: &[String],
-        matched_rule: Option<&Value>,
-        reason: &str,
-    ) -> HostEvent {
-        HostEvent::PermissionDecision(PermissionDecisionEvent {
-            session_id: ids.session_id.to_owned(),
-            turn_id: Some(ids.turn_id.to_owned()),
-            tool_call_id: Some(ids.tool_call_id.to_owned()),
-            tool_name: ids.tool_name.to_owned(),
-            decision_id: uuid::Uuid::new_v4().to_string(),
-            outcome,
-            mode: mode.to_owned(),
-            matched_rule: matched_rule.and_then(project_rule),
-            reason: redact_summary(reason),
-            loaded_sources: loaded_sources.to_vec(),
-            decided_at: now_rfc3339(),
-        })
-    }
 }
 
 /// A host-event observer: called inline, in order, for every event of the agent.
@@ -493,7 +401,9 @@ impl HostEventHub {
     /// or its agent freed) nothing waits: an event that finds its stream full is dropped for
     /// that stream and counted, and the reader is told how many, where they were dropped (the
     /// reference drops blocked writes of a cancelled turn the same way).
-    pub(crate) async fn publish(&self, session_id: &str, event: &HostEvent, cancel: &CancelToken) {
+    ///
+    /// Only the projection publishes ([`HostEventHub::project`]): nobody else builds an event.
+    pub(super) async fn publish(&self, session_id: &str, event: &HostEvent, cancel: &CancelToken) {
         if !self.has_listeners() {
             return;
         }

@@ -1,12 +1,16 @@
-//! Events: the internal `AgentEvent` stream sent to the transport's `emit`, the transport itself,
-//! and the host-event projection with its observers and pull streams.
+//! Events: the agent's typed [`TurnEvent`]s and their projections (the transport JSON sent to
+//! the transport's `emit`, host events v3), the transport itself, and the host events'
+//! observers and pull streams.
 //!
-//! Where a callback is made: `emit` goes through [`Emitter::emit`]; the blocking requests
-//! (`confirm_tool`, `ask_user`, `on_max_iterations`) through [`transport::Transport`]; host
-//! events through [`host::HostEventHub::publish`].
+//! Where a callback is made: `emit` and `observe` go through [`Emitter::send`]; the blocking
+//! requests (`confirm_tool`, `ask_user`, `on_max_iterations`) through [`transport::Transport`];
+//! host events through [`host::HostEventHub::project`].
 
+mod event_data;
 pub mod host;
+pub(crate) mod host_projection;
 mod json_text;
+pub(crate) mod subagent_event;
 pub mod transport;
 pub mod turn_event;
 
@@ -14,8 +18,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
-
+pub(crate) use event_data::event_data;
 pub(crate) use json_text::plain_len;
 use json_text::push_json_string;
 pub use json_text::JsonText;
@@ -86,7 +89,22 @@ impl Emitter {
             self.transport.observe(event);
         }
         if json {
-            self.emit(event.write_json(writer));
+            if let Some(text) = event.write_json(writer) {
+                self.emit(text);
+            }
+        }
+    }
+
+    /// An event of the agent's own, outside a turn (a mode change, an MCP server's status),
+    /// which has no host event: sent as [`Emitter::send`] sends, when anyone listens.
+    pub(crate) fn send_notice(&self, event: &TurnEvent<'_>) {
+        debug_assert!(
+            !host_projection::has_host_event(event),
+            "{} has a host event to publish",
+            event.kind()
+        );
+        if self.listens() {
+            self.send(&mut EventWriter::default(), event);
         }
     }
 
@@ -186,8 +204,14 @@ impl EventWriter {
         }
     }
 
-    /// `{"type":…,"schema_version":1,"data":<data>}`.
-    pub(crate) fn event<T: Serialize + ?Sized>(&mut self, ty: &str, data: &T) -> JsonText<'_> {
+    /// `{"type":…,"schema_version":1,"data":<data>}` through serde: how events were written
+    /// before they were typed, kept as the reference the byte tests compare the typed events to.
+    #[cfg(test)]
+    pub(crate) fn event<T: serde::Serialize + ?Sized>(
+        &mut self,
+        ty: &str,
+        data: &T,
+    ) -> JsonText<'_> {
         self.event_head(ty);
         self.serialized(|buf| {
             serde_json::to_writer(&mut *buf, data).expect("event data serializes");
@@ -398,39 +422,6 @@ fn is_plain_key(quoted_key: &str) -> bool {
         .and_then(|k| k.strip_suffix("\":"))
         .is_some_and(|k| k.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'))
 }
-
-/// Declares an event's data struct and its [`EventData`]: the fields in order, each written as
-/// `"name":value`; a field marked `#[skip_if(f)]` is left out when `f(&value)` holds.
-macro_rules! event_data {
-    (
-        $(#[$meta:meta])*
-        $vis:vis struct $name:ident $(<$lt:lifetime>)? {
-            $(
-                $(#[doc = $doc:literal])*
-                $(#[skip_if($skip:path)])?
-                $fvis:vis $field:ident : $ty:ty,
-            )*
-        }
-    ) => {
-        $(#[$meta])*
-        $vis struct $name $(<$lt>)? {
-            $( $(#[doc = $doc])* $fvis $field: $ty, )*
-        }
-
-        impl $(<$lt>)? $crate::events::EventData for $name $(<$lt>)? {
-            fn write_fields(&self, fields: &mut $crate::events::Fields<'_>) {
-                $(
-                    if !$crate::events::event_data!(@skip &self.$field $(, $skip)?) {
-                        fields.field(concat!("\"", stringify!($field), "\":"), &self.$field);
-                    }
-                )*
-            }
-        }
-    };
-    (@skip $value:expr) => { false };
-    (@skip $value:expr, $skip:path) => { $skip($value) };
-}
-pub(crate) use event_data;
 
 const TEXT_DELTA_HEAD: &str = "{\"type\":\"text_delta\",\"text\":";
 

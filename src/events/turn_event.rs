@@ -1,18 +1,25 @@
-//! The turn's events, typed: one [`TurnEvent`] per thing a turn reports, each variant holding
-//! its payload as a borrowed struct. Every surface is a projection of it:
+//! The agent's events, typed: one [`TurnEvent`] per thing a turn reports (and per notice the
+//! agent sends between turns: mode changes, MCP status, a sub-agent's start and end), each
+//! variant holding its payload as a borrowed struct. Every surface is a projection of it:
 //!
 //! - transport JSON (`{"type","schema_version","data"}`): [`TurnEvent::write_json`], the
 //!   bytes the host's `emit` receives;
 //! - in-process observers ([`super::transport::Transport::observe`]), e.g. `agentao-acp`'s
 //!   `session/update` notifications, which match on the variants and read the fields: a
-//!   renamed or retyped field is a compile error there, not an update silently dropped.
+//!   renamed or retyped field is a compile error there, not an update silently dropped;
+//! - host events v3: `host_projection::host_event`, from the same payloads (a payload's
+//!   `host_only` fields are the facts only the host event carries: timestamps, error types,
+//!   usage).
 //!
 //! Adding an event is one variant, its payload struct (`event_data!` writes its JSON from the
 //! field list) and one arm in [`TurnEvent::kind`] and [`TurnEvent::write_json`]; the compiler
-//! names every `match` that must decide what to do with it.
+//! names every `match` that must decide what to do with it (the host projection's among them).
 
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
+use super::host::PermissionOutcome;
+use super::subagent_event::{SubagentEnded, SubagentSpawned};
 use super::{event_data, EventData, EventWriter, Fields, JsonText, TextEventHead};
 
 fn is_false(b: &bool) -> bool {
@@ -89,7 +96,7 @@ impl<'a> Text<'a> {
 
 /// Messages already rendered as JSON objects (the model request's own bytes), written as an
 /// array without being rendered again.
-pub trait RenderedMessages {
+pub trait RenderedMessages: Sync {
     fn count(&self) -> usize;
     /// Appends the JSON array of the messages.
     fn write_array(&self, out: &mut Vec<u8>);
@@ -268,6 +275,23 @@ event_data! {
 }
 
 event_data! {
+    /// `tool_start`: a planned call begins, or is refused (it then completes at once).
+    pub struct ToolStart<'a> {
+        pub tool: &'a str,
+        pub args: &'a Map<String, Value>,
+        pub call_id: &'a str,
+        /// Set on a foreground sub-agent's event forwarded to its parent.
+        #[skip_if(Option::is_none)]
+        pub child_task_id: Option<&'a str>,
+    }
+    host_only {
+        /// When the call began running; `None` for a refused call, which never runs: its
+        /// `tool_lifecycle` is a `failed` alone.
+        pub(crate) started_at: Option<DateTime<Utc>>,
+    }
+}
+
+event_data! {
     pub struct ToolOutput<'a> {
         pub tool: &'a str,
         pub chunk: &'a str,
@@ -288,6 +312,12 @@ event_data! {
         /// Set on a foreground sub-agent's event forwarded to its parent.
         #[skip_if(Option::is_none)]
         pub child_task_id: Option<&'a str>,
+    }
+    host_only {
+        /// When the call began (a refused call's: when it was refused).
+        pub(crate) started_at: DateTime<Utc>,
+        /// The failed tool's error kind (the host event's `error_type`).
+        pub(crate) error_type: Option<&'a str>,
     }
 }
 
@@ -313,7 +343,63 @@ event_data! {
     }
 }
 
-/// One event of a turn (or of a foreground sub-agent's turn, forwarded to its parent).
+/// The permission decision of one planned call. Not on the transport: the host reads it as
+/// the `permission_decision` host event (and a call that asks, as `tool_confirmation`).
+pub struct PermissionDecision<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) call_id: &'a str,
+    /// Names this decision in the host event.
+    pub(crate) decision_id: uuid::Uuid,
+    pub(crate) outcome: PermissionOutcome,
+    /// The permission mode the decision was made in, and where its rules came from.
+    pub(crate) mode: &'a str,
+    pub(crate) loaded_sources: &'a [String],
+    /// The rule that decided, as configured (the host event carries its projection).
+    pub(crate) matched_rule: Option<&'a Value>,
+    pub(crate) reason: &'a str,
+}
+
+event_data! {
+    /// `readonly_mode_changed`: the host switched the permission mode into or out of read-only.
+    pub struct ReadonlyModeChanged {
+        pub previous: bool,
+        pub current: bool,
+    }
+}
+
+event_data! {
+    /// `permission_mode_changed`: the host switched the permission mode.
+    pub struct PermissionModeChanged {
+        pub previous: &'static str,
+        pub current: &'static str,
+        pub cause: &'static str,
+    }
+}
+
+event_data! {
+    /// `mcp_server_status`: an MCP server connected, failed or was retried.
+    pub struct McpServerStatus<'a> {
+        pub server: &'a str,
+        pub status: &'static str,
+        pub tools: usize,
+        pub error: Option<&'a str>,
+    }
+}
+
+event_data! {
+    /// `session_committed`: the session's commit to its store after a turn, and how it went.
+    pub struct SessionCommitted<'a> {
+        pub session_id: &'a str,
+        pub status: &'static str,
+        pub version: u64,
+        pub stored_version: Option<u64>,
+        pub message: &'a str,
+    }
+}
+
+/// One event of the agent: of a turn (or of a foreground sub-agent's turn, forwarded to its
+/// parent), or a notice the agent sends outside one.
+#[cfg_attr(test, derive(strum::EnumCount))]
 pub enum TurnEvent<'a> {
     /// `turn_begin`: the user's message that starts the turn.
     TurnBegin {
@@ -336,7 +422,9 @@ pub enum TurnEvent<'a> {
     LlmRetry(LlmRetry<'a>),
     /// `tool_confirmation`: the host is about to be asked to confirm a call.
     ToolConfirmation(ToolCall<'a>),
-    ToolStart(ToolCall<'a>),
+    /// A planned call's permission decision: host event only, never on the transport.
+    PermissionDecision(PermissionDecision<'a>),
+    ToolStart(ToolStart<'a>),
     ToolOutput(ToolOutput<'a>),
     ToolComplete(ToolComplete<'a>),
     ToolResult(ToolResult<'a>),
@@ -347,10 +435,20 @@ pub enum TurnEvent<'a> {
     SessionSummaryWritten(SessionSummaryWritten<'a>),
     ImagesRemoved(ImagesRemoved<'a>),
     TurnEnd(TurnEnd<'a>),
+    /// A sub-agent was spawned: `agent_start` on the transport in the foreground (a
+    /// background child's is the host event alone).
+    SubagentSpawned(SubagentSpawned<'a>),
+    /// A sub-agent's run ended: `agent_end` on the transport in the foreground.
+    SubagentEnded(SubagentEnded<'a>),
+    ReadonlyModeChanged(ReadonlyModeChanged),
+    PermissionModeChanged(PermissionModeChanged),
+    McpServerStatus(McpServerStatus<'a>),
+    SessionCommitted(SessionCommitted<'a>),
 }
 
 impl<'a> TurnEvent<'a> {
-    /// The event's `type` on the transport.
+    /// The event's name: its `type` on the transport, when it is written there
+    /// ([`TurnEvent::write_json`]).
     pub fn kind(&self) -> &'static str {
         match self {
             TurnEvent::TurnBegin { .. } => "turn_begin",
@@ -362,6 +460,7 @@ impl<'a> TurnEvent<'a> {
             TurnEvent::LlmCallCompleted(_) => "llm_call_completed",
             TurnEvent::LlmRetry(_) => "llm_retry",
             TurnEvent::ToolConfirmation(_) => "tool_confirmation",
+            TurnEvent::PermissionDecision(_) => "permission_decision",
             TurnEvent::ToolStart(_) => "tool_start",
             TurnEvent::ToolOutput(_) => "tool_output",
             TurnEvent::ToolComplete(_) => "tool_complete",
@@ -373,15 +472,22 @@ impl<'a> TurnEvent<'a> {
             TurnEvent::SessionSummaryWritten(_) => "session_summary_written",
             TurnEvent::ImagesRemoved(_) => "images_removed",
             TurnEvent::TurnEnd(_) => "turn_end",
+            TurnEvent::SubagentSpawned(_) => "agent_start",
+            TurnEvent::SubagentEnded(_) => "agent_end",
+            TurnEvent::ReadonlyModeChanged(_) => "readonly_mode_changed",
+            TurnEvent::PermissionModeChanged(_) => "permission_mode_changed",
+            TurnEvent::McpServerStatus(_) => "mcp_server_status",
+            TurnEvent::SessionCommitted(_) => "session_committed",
         }
     }
 
-    /// The transport JSON of the event, written into `w`'s buffer. Inlined: where the variant
-    /// is known (a streamed delta) the `match` folds away.
+    /// The transport JSON of the event, written into `w`'s buffer; `None` for an event that is
+    /// not on the transport (a permission decision, a background sub-agent's start and end).
+    /// Inlined: where the variant is known (a streamed delta) the `match` folds away.
     #[inline]
-    pub(crate) fn write_json<'w>(&self, w: &'w mut EventWriter) -> JsonText<'w> {
+    pub(crate) fn write_json<'w>(&self, w: &'w mut EventWriter) -> Option<JsonText<'w>> {
         let ty = self.kind();
-        match self {
+        Some(match self {
             TurnEvent::TurnBegin { user_message } => w.text_event_at(
                 super::text_event_head!("turn_begin", "user_message"),
                 user_message,
@@ -397,7 +503,9 @@ impl<'a> TurnEvent<'a> {
             TurnEvent::LlmCallDelta(d) => w.data_event(ty, d),
             TurnEvent::LlmCallCompleted(d) => w.data_event(ty, d),
             TurnEvent::LlmRetry(d) => w.data_event(ty, d),
-            TurnEvent::ToolConfirmation(d) | TurnEvent::ToolStart(d) => w.data_event(ty, d),
+            TurnEvent::ToolConfirmation(d) => w.data_event(ty, d),
+            TurnEvent::PermissionDecision(_) => return None,
+            TurnEvent::ToolStart(d) => w.data_event(ty, d),
             TurnEvent::ToolOutput(d) => w.data_event(ty, d),
             TurnEvent::ToolComplete(d) => w.data_event(ty, d),
             TurnEvent::ToolResult(d) => w.data_event(ty, d),
@@ -408,13 +516,20 @@ impl<'a> TurnEvent<'a> {
             TurnEvent::SessionSummaryWritten(d) => w.data_event(ty, d),
             TurnEvent::ImagesRemoved(d) => w.data_event(ty, d),
             TurnEvent::TurnEnd(d) => w.data_event(ty, d),
-        }
+            TurnEvent::SubagentSpawned(d) if d.lineage.foreground() => w.data_event(ty, d),
+            TurnEvent::SubagentEnded(d) if d.lineage.foreground() => w.data_event(ty, d),
+            TurnEvent::SubagentSpawned(_) | TurnEvent::SubagentEnded(_) => return None,
+            TurnEvent::ReadonlyModeChanged(d) => w.data_event(ty, d),
+            TurnEvent::PermissionModeChanged(d) => w.data_event(ty, d),
+            TurnEvent::McpServerStatus(d) => w.data_event(ty, d),
+            TurnEvent::SessionCommitted(d) => w.data_event(ty, d),
+        })
     }
 
-    /// The transport JSON as an owned string (tests, and observers that want the JSON).
-    pub fn to_json(&self) -> String {
+    /// The transport JSON as an owned string (tests, and observers that want the JSON); `None`
+    /// for an event that is not on the transport.
+    pub fn to_json(&self) -> Option<String> {
         self.write_json(&mut EventWriter::default())
-            .as_str()
-            .to_owned()
+            .map(|j| j.as_str().to_owned())
     }
 }

@@ -11,7 +11,7 @@ use super::parent::ParentAgent;
 use crate::events::transport::{
     Answer, ConfirmRequest, Confirmation, Reply, Transport, NON_INTERACTIVE_ANSWER,
 };
-use crate::events::turn_event::{ToolCall, ToolComplete, ToolOutput, TurnStart};
+use crate::events::turn_event::{ToolCall, ToolComplete, ToolOutput, ToolStart, TurnStart};
 use crate::events::{EventWriter, TurnEvent};
 
 /// How a child runs: in the foreground its host is the parent's; in the background nobody is
@@ -98,11 +98,11 @@ impl Forwarder {
             TurnEvent::ToolStart(d) if parent.listens() => {
                 let tool = self.label(d.tool);
                 let call_id = call_id(d.call_id, &tool);
-                let ev = TurnEvent::ToolStart(ToolCall {
+                let ev = TurnEvent::ToolStart(ToolStart {
                     tool: &tool,
-                    args: d.args,
                     call_id: &call_id,
                     child_task_id,
+                    ..*d
                 });
                 parent.send(&mut w, &ev);
             }

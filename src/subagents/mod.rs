@@ -10,7 +10,7 @@
 //! | the child's tool set, `complete_task` | `narrow.rs`, `complete.rs` |
 //! | the child's transport | `forward.rs` |
 //! | one run, start to end | `run.rs` |
-//! | classification, result text, lifecycle events | `outcome.rs` |
+//! | classification, result text (the start and end events: `events::subagent_event`) | `outcome.rs` |
 //! | background agents: store, notices, check/cancel tools | `background/` |
 //!
 //! This layer builds child turns, so it sits above `turn` and `tools` and below `agent`, which

@@ -1,38 +1,14 @@
-//! How a finished sub-agent run is classified (spec §6.4, the reference's `_outcome.py`), the
-//! tool result the parent model reads, and the `subagent_lifecycle` host events.
+//! How a finished sub-agent run is classified (spec §6.4, the reference's `_outcome.py`) and
+//! the tool result the parent model reads. Its start and end are typed events
+//! (`events::subagent_event`), from which `agent_start` / `agent_end` and the
+//! `subagent_lifecycle` host events are projected.
 
 use serde_json::Value;
 
-use crate::events::host::{now_rfc3339, SubagentLifecycleEvent, SubagentPhase, SubagentUsage};
+use crate::events::host::SubagentUsage;
+pub(crate) use crate::events::subagent_event::{ChildState, Lineage, RunStats};
 use crate::llm::{Message, Usage};
 use crate::turn::{IncompleteReason, TurnOutcome, TurnStatus};
-
-/// How the run ended, in the vocabulary the lifecycle phase, `agent_end.state` and the
-/// background store share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChildState {
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl ChildState {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ChildState::Completed => "completed",
-            ChildState::Failed => "failed",
-            ChildState::Cancelled => "cancelled",
-        }
-    }
-
-    fn phase(self) -> SubagentPhase {
-        match self {
-            ChildState::Completed => SubagentPhase::Completed,
-            ChildState::Failed => SubagentPhase::Failed,
-            ChildState::Cancelled => SubagentPhase::Cancelled,
-        }
-    }
-}
 
 /// Why a run stopped short of an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,18 +122,6 @@ pub(crate) fn complete_task_payload(messages: &[Message]) -> Option<String> {
     })
 }
 
-/// What the footer reports: counted from the child's messages, timed by the run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct RunStats {
-    /// Assistant messages.
-    pub(crate) turns: u64,
-    /// Tool messages.
-    pub(crate) tool_calls: u64,
-    /// The estimated size of the child's history (not what it was billed).
-    pub(crate) tokens: u64,
-    pub(crate) duration_ms: u64,
-}
-
 /// The reference's fallback estimate: ASCII 0.25, anything else 1.3 tokens per character.
 fn text_tokens(text: &str) -> u64 {
     let n = text.chars().count() as u64;
@@ -229,62 +193,6 @@ pub(crate) fn usage_of(u: &Usage) -> SubagentUsage {
         cache_read_tokens: u.cache_read_tokens,
         cache_creation_tokens: u.cache_creation_tokens,
         reasoning_tokens: u.reasoning_tokens,
-    }
-}
-
-/// The ids one run's lifecycle events share (spec §3.4).
-#[derive(Debug, Clone)]
-pub(crate) struct Lineage {
-    pub(crate) parent_session_id: String,
-    /// The background task's id; `None` in the foreground.
-    pub(crate) parent_task_id: Option<String>,
-    pub(crate) parent_tool_call_id: Option<String>,
-    pub(crate) child_session_id: String,
-    pub(crate) child_task_id: String,
-    pub(crate) name: String,
-    pub(crate) started_at: String,
-}
-
-impl Lineage {
-    fn event(
-        &self,
-        phase: SubagentPhase,
-        completed_at: Option<String>,
-        error_type: Option<String>,
-        usage: Option<SubagentUsage>,
-    ) -> SubagentLifecycleEvent {
-        SubagentLifecycleEvent {
-            session_id: self.parent_session_id.clone(),
-            parent_session_id: Some(self.parent_session_id.clone()),
-            parent_task_id: self.parent_task_id.clone(),
-            parent_tool_call_id: self.parent_tool_call_id.clone(),
-            child_session_id: Some(self.child_session_id.clone()),
-            child_task_id: self.child_task_id.clone(),
-            phase,
-            task_summary: crate::events::host::redact_summary(&format!("sub-agent: {}", self.name)),
-            started_at: self.started_at.clone(),
-            completed_at,
-            error_type,
-            usage,
-        }
-    }
-
-    pub(crate) fn spawned(&self) -> SubagentLifecycleEvent {
-        self.event(SubagentPhase::Spawned, None, None, None)
-    }
-
-    /// `completed`, `failed` (with its `error_type`) or `cancelled`, with the child's usage.
-    pub(crate) fn terminal(
-        &self,
-        state: ChildState,
-        error_type: Option<String>,
-        usage: Option<SubagentUsage>,
-    ) -> SubagentLifecycleEvent {
-        let error_type = match state {
-            ChildState::Failed => error_type,
-            _ => None,
-        };
-        self.event(state.phase(), Some(now_rfc3339()), error_type, usage)
     }
 }
 

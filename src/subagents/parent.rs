@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::cancel::CancelToken;
 use crate::config::{LlmConfig, ToolsConfig};
 use crate::events::host::HostEventHub;
-use crate::events::Emitter;
+use crate::events::{Emitter, TurnEvent};
 use crate::llm::Usage;
 use crate::permissions::PermissionEngine;
 use crate::tools::{ToolRegistry, ToolServices};
@@ -64,4 +65,18 @@ pub(crate) struct ParentView {
     pub(crate) recent_messages: Vec<Value>,
     /// The id of the `agent_*` call that spawned the child.
     pub(crate) tool_call_id: Option<String>,
+}
+
+/// A child's start or end, reported through its parent: to the parent's transport (typed, and
+/// `agent_start` / `agent_end` in the foreground) and, projected, to the parent's host-event
+/// streams (`subagent_lifecycle`).
+pub(crate) async fn report(parent: &dyn ParentAgent, event: &TurnEvent<'_>, cancel: &CancelToken) {
+    let emitter = parent.emitter();
+    if emitter.listens() {
+        emitter.send(&mut crate::events::EventWriter::default(), event);
+    }
+    parent
+        .hub()
+        .project(event, parent.session_id(), None, cancel)
+        .await;
 }

@@ -4,8 +4,6 @@
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use serde_json::json;
-
 use super::context::{child_message, parent_context};
 use super::definition::SubagentDefinition;
 use super::forward::{ChildMode, Forwarder};
@@ -14,11 +12,12 @@ use super::outcome::{
     classify, complete_task_payload, is_harness_notice, result_text, usage_of, ChildState, Lineage,
     RunStats,
 };
-use super::parent::ParentView;
+use super::parent::{report, ParentView};
 use crate::cancel::CancelToken;
 use crate::config::LlmConfig;
-use crate::events::host::{now_rfc3339, HostEvent, HostEventHub};
-use crate::events::{Emitter, EventWriter};
+use crate::events::host::{now_rfc3339, HostEventHub};
+use crate::events::subagent_event::{SubagentEnded, SubagentSpawned};
+use crate::events::{Emitter, TurnEvent};
 use crate::llm::{LlmClient, MessagesVersionCell};
 use crate::turn::{self, DeltaSink, TurnEnv};
 
@@ -95,25 +94,25 @@ pub(crate) async fn run_child(
     cancel: CancelToken,
 ) -> ChildReport {
     let lineage = new_lineage(parent, def, &mode);
-    if mode == ChildMode::Foreground {
-        let head: String = task.chars().take(80).collect();
-        let mut w = EventWriter::default();
-        parent.agent.emitter().emit(w.event(
-            "agent_start",
-            &json!({"agent": def.name, "task": head, "max_turns": def.max_turns,
-                   "child_task_id": lineage.child_task_id}),
-        ));
-    }
-    parent
-        .agent
-        .hub()
-        .publish(
-            parent.agent.session_id(),
-            &HostEvent::SubagentLifecycle(lineage.spawned()),
-            &cancel,
-        )
-        .await;
+    report_spawned(&*parent.agent, &lineage, def, task, &cancel).await;
     run_spawned(parent, def, task, mode, cancel, lineage).await
+}
+
+/// The child's [`SubagentSpawned`]: `agent_start` in the foreground, and `spawned`.
+pub(crate) async fn report_spawned(
+    parent: &dyn super::ParentAgent,
+    lineage: &Lineage,
+    def: &SubagentDefinition,
+    task: &str,
+    cancel: &CancelToken,
+) {
+    let head: String = task.chars().take(80).collect();
+    let event = TurnEvent::SubagentSpawned(SubagentSpawned {
+        lineage,
+        task: &head,
+        max_turns: def.max_turns,
+    });
+    report(parent, &event, cancel).await;
 }
 
 /// [`run_child`] once its `spawned` is out. Background agents
@@ -129,20 +128,16 @@ pub(crate) async fn run_spawned(
     lineage: Lineage,
 ) -> ChildReport {
     let agent = &parent.agent;
-    let foreground = mode == ChildMode::Foreground;
-    let emit = |ty: &str, data: serde_json::Value| {
-        let mut w = EventWriter::default();
-        agent.emitter().emit(w.event(ty, &data));
-    };
-    let cancel_ref = &cancel;
-    let publish = |ev: HostEvent| async move {
-        agent
-            .hub()
-            .publish(agent.session_id(), &ev, cancel_ref)
-            .await;
+    let end_event = |state, stats, error, error_type, usage| SubagentEnded {
+        lineage: &lineage,
+        state,
+        stats,
+        error,
+        error_type,
+        usage,
     };
 
-    let report = |state, text, setup_error, error_type, stats| ChildReport {
+    let child_report = |state, text, setup_error, error_type, stats| ChildReport {
         state,
         text,
         detail: None,
@@ -154,16 +149,7 @@ pub(crate) async fn run_spawned(
     let llm = match LlmClient::new(&child_llm(&parent.snapshot.llm, def)) {
         Ok(l) => l,
         Err(e) => {
-            // Nothing ran: the counters are not known and left out, as the reference does.
-            if foreground {
-                emit(
-                    "agent_end",
-                    json!({"agent": def.name, "state": "failed", "error": "ValueError",
-                           "child_task_id": lineage.child_task_id}),
-                );
-            }
-            let ev = lineage.terminal(ChildState::Failed, Some("ValueError".into()), None);
-            let r = report(
+            let r = child_report(
                 ChildState::Failed,
                 e,
                 Some("ValueError".into()),
@@ -171,7 +157,15 @@ pub(crate) async fn run_spawned(
                 RunStats::default(),
             );
             record_background(parent, &mode, &r);
-            publish(HostEvent::SubagentLifecycle(ev)).await;
+            // Nothing ran: the counters are not known and left out, as the reference does.
+            let end = end_event(
+                ChildState::Failed,
+                None,
+                Some("ValueError"),
+                Some("ValueError"),
+                None,
+            );
+            report(&**agent, &TurnEvent::SubagentEnded(end), &cancel).await;
             return r;
         }
     };
@@ -256,25 +250,22 @@ pub(crate) async fn run_spawned(
     agent.add_usage(&raw_usage);
     let usage = usage_of(&raw_usage);
 
-    if foreground {
-        let error = match (state, incomplete) {
-            (ChildState::Failed, Some(i)) => Some(i.detail()),
-            _ => None,
-        };
-        emit(
-            "agent_end",
-            json!({"agent": def.name, "state": state.as_str(), "turns": stats.turns,
-                   "tool_calls": stats.tool_calls, "tokens": stats.tokens,
-                   "duration_ms": stats.duration_ms, "error": error,
-                   "child_task_id": lineage.child_task_id}),
-        );
-    }
-    let ev = lineage.terminal(state, error_type.clone(), Some(usage));
     let text = result_text(&def.name, &result, &stats, incomplete);
-    let mut r = report(state, text, None, error_type, stats);
+    let mut r = child_report(state, text, None, error_type, stats);
     r.detail = incomplete.map(|i| i.detail());
     record_background(parent, &mode, &r);
-    publish(HostEvent::SubagentLifecycle(ev)).await;
+    let error = match state {
+        ChildState::Failed => r.detail.as_deref(),
+        _ => None,
+    };
+    let end = end_event(
+        state,
+        Some(stats),
+        error,
+        r.error_type.as_deref(),
+        Some(usage),
+    );
+    report(&**agent, &TurnEvent::SubagentEnded(end), &cancel).await;
     r
 }
 

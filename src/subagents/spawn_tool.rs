@@ -10,10 +10,11 @@ use super::config::BackgroundConfig;
 use super::definition::SubagentDefinition;
 use super::forward::ChildMode;
 use super::outcome::{ChildState, Lineage};
-use super::parent::{ParentAgent, ParentView};
-use super::run::{new_lineage, run_child, run_spawned};
+use super::parent::{report, ParentAgent, ParentView};
+use super::run::{new_lineage, report_spawned, run_child, run_spawned};
 use crate::cancel::CancelToken;
-use crate::events::host::HostEvent;
+use crate::events::subagent_event::SubagentEnded;
+use crate::events::TurnEvent;
 use crate::tools::{
     arg_bool, required_str, Tool, ToolContext, ToolError, ToolOrigin, ToolRegistry,
 };
@@ -82,9 +83,11 @@ impl SpawnTool {
                     parent_task_id: id.to_owned(),
                 };
                 let lineage = new_lineage(&view, &def, &mode);
-                handle.block_on(view.agent.hub().publish(
-                    view.agent.session_id(),
-                    &HostEvent::SubagentLifecycle(lineage.spawned()),
+                handle.block_on(report_spawned(
+                    &*view.agent,
+                    &lineage,
+                    &def,
+                    &owned,
                     ctx.cancel,
                 ));
                 let unsettled = Unsettled {
@@ -127,14 +130,18 @@ impl Drop for Unsettled {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let event =
-            HostEvent::SubagentLifecycle(self.lineage.terminal(ChildState::Cancelled, None, None));
+        let lineage = self.lineage.clone();
         let token = self.token.clone();
         handle.spawn(async move {
-            agent
-                .hub()
-                .publish(agent.session_id(), &event, &token)
-                .await;
+            let end = SubagentEnded {
+                lineage: &lineage,
+                state: ChildState::Cancelled,
+                stats: None,
+                error: None,
+                error_type: None,
+                usage: None,
+            };
+            report(&*agent, &TurnEvent::SubagentEnded(end), &token).await;
         });
     }
 }
@@ -218,10 +225,19 @@ mod tests {
     use crate::events::Emitter;
     use crate::llm::Usage;
 
-    /// A parent that only publishes: all a dropped [`Unsettled`] reaches.
-    #[derive(Default)]
+    /// A parent that only reports events: all a dropped [`Unsettled`] reaches.
     struct Publisher {
         hub: HostEventHub,
+        emitter: Emitter,
+    }
+
+    impl Default for Publisher {
+        fn default() -> Self {
+            Publisher {
+                hub: HostEventHub::default(),
+                emitter: Emitter::new(Arc::new(crate::events::transport::NullTransport::default())),
+            }
+        }
     }
 
     impl ParentAgent for Publisher {
@@ -232,7 +248,7 @@ mod tests {
             unreachable!()
         }
         fn emitter(&self) -> &Emitter {
-            unreachable!()
+            &self.emitter
         }
         fn hub(&self) -> &HostEventHub {
             &self.hub

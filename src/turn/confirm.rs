@@ -1,6 +1,7 @@
-//! Permission decisions and host confirmations: the `permission_decision` host events, the
-//! `confirm_tool` request of every call that asks (in call order, before anything runs), and
-//! the other blocking host request of the loop, `on_max_iterations`.
+//! Permission decisions and host confirmations: the decisions' events (the `permission_decision`
+//! host events are projected from them), the `confirm_tool` request of every call that asks (in
+//! call order, before anything runs), and the other blocking host request of the loop,
+//! `on_max_iterations`.
 
 use std::sync::Arc;
 
@@ -10,8 +11,9 @@ use super::outcome::IncompleteReason;
 use super::plan::Batch;
 use super::tool_outcome::Refusal;
 use super::{events, LoopEnd, LoopError, Turn, TurnFailure};
-use crate::events::host::{PermissionDecisionEvent, PermissionOutcome};
+use crate::events::host::PermissionOutcome;
 use crate::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, ReplyKind, Transport};
+use crate::events::turn_event::PermissionDecision;
 use crate::events::TurnEvent;
 use crate::permissions::Verdict;
 
@@ -89,25 +91,28 @@ impl Turn<'_, '_> {
         }
     }
 
-    /// One `permission_decision` host event per planned call, when anyone listens.
-    pub(super) async fn publish_decisions(&self, batch: &Batch) {
+    /// One [`PermissionDecision`] per planned call (the `permission_decision` host event),
+    /// when anyone listens for host events or observes typed events.
+    pub(super) async fn report_decisions(&mut self, batch: &Batch) {
         let Some(snapshot) = &batch.snapshot else {
             return;
         };
         for p in &batch.plans {
-            let ev = PermissionDecisionEvent::decided(
-                &self.ids(p),
-                match p.decision.verdict {
+            self.report(&TurnEvent::PermissionDecision(PermissionDecision {
+                tool: &p.name,
+                call_id: &p.call_id,
+                decision_id: uuid::Uuid::new_v4(),
+                outcome: match p.decision.verdict {
                     Verdict::Allow => PermissionOutcome::Allow,
                     Verdict::Deny => PermissionOutcome::Deny,
                     Verdict::Ask => PermissionOutcome::Prompt,
                 },
-                &snapshot.mode,
-                &snapshot.loaded_sources,
-                p.decision.matched_rule.as_ref(),
-                &p.decision.reason,
-            );
-            self.publish(&ev).await;
+                mode: &snapshot.mode,
+                loaded_sources: &snapshot.loaded_sources,
+                matched_rule: p.decision.matched_rule.as_ref(),
+                reason: &p.decision.reason,
+            }))
+            .await;
         }
     }
 

@@ -4,7 +4,7 @@
 
 pub(crate) use crate::events::turn_event::{
     LlmCallCompleted, LlmCallDelta, LlmCallStarted, LlmRetry, ToolCall, ToolComplete, ToolOutput,
-    ToolResult, TurnEnd, TurnStart,
+    ToolResult, ToolStart, TurnEnd, TurnStart,
 };
 
 #[cfg(test)]
@@ -82,6 +82,8 @@ mod tests {
             pub(crate) args: &'a Map<String, Value>,
             pub(crate) call_id: &'a str,
         }
+
+        pub(crate) use ToolCall as ToolStart;
 
         #[derive(Serialize)]
         pub(crate) struct ToolOutput<'a> {
@@ -219,13 +221,24 @@ mod tests {
                 args,
                 call_id: "c1",
             });
+            // The host-only facts are not on the transport.
+            let started_at = [None, Some(chrono::Utc::now())][i % 2];
+            same!(ToolStart + { child_task_id: None, started_at, } {
+                tool: text,
+                args,
+                call_id: "c1",
+            });
             same!(ToolOutput + { child_task_id: None, } {
                 tool: "t",
                 chunk: text,
                 call_id: text,
             });
             let status = [ToolStatus::Ok, ToolStatus::Error, ToolStatus::Cancelled][i % 3];
-            same!(ToolComplete + { child_task_id: None, } {
+            same!(ToolComplete + {
+                child_task_id: None,
+                started_at: chrono::Utc::now(),
+                error_type: opt,
+            } {
                 tool: "t",
                 call_id: text,
                 status,
@@ -337,12 +350,64 @@ mod tests {
                         duration_ms: delay_s * 1000.0,
                         error,
                         child_task_id: child,
+                        started_at: chrono::DateTime::default(),
+                        error_type: Some("IoError"),
                     };
                     w.data_event("e", &d).as_str().to_owned()
                 },
                 json!({"tool": "t", "call_id": "c", "status": "error",
                        "duration_ms": delay_s * 1000.0, "error": error,
                        "child_task_id": "ab12cd34"}),
+            );
+        }
+    }
+
+    /// The agent's notices outside a turn, `json!` maps before, are the bytes those maps wrote.
+    #[test]
+    fn agent_notices_are_the_old_rendering() {
+        use crate::events::turn_event::{
+            McpServerStatus, PermissionModeChanged, ReadonlyModeChanged,
+        };
+        use crate::events::TurnEvent;
+        let old = |ty: &str, data: serde_json::Value| {
+            EventWriter::default().event(ty, &data).as_str().to_owned()
+        };
+        for (previous, current) in [(false, true), (true, false)] {
+            let ev = TurnEvent::ReadonlyModeChanged(ReadonlyModeChanged { previous, current });
+            assert_eq!(
+                ev.to_json().unwrap(),
+                old(
+                    "readonly_mode_changed",
+                    json!({"previous": previous, "current": current})
+                )
+            );
+        }
+        let ev = TurnEvent::PermissionModeChanged(PermissionModeChanged {
+            previous: "workspace-write",
+            current: "read-only",
+            cause: "host",
+        });
+        assert_eq!(
+            ev.to_json().unwrap(),
+            old(
+                "permission_mode_changed",
+                json!({"previous": "workspace-write", "current": "read-only", "cause": "host"})
+            )
+        );
+        for (i, text) in TEXTS.into_iter().enumerate() {
+            let error = (i % 2 == 1).then_some(text);
+            let ev = TurnEvent::McpServerStatus(McpServerStatus {
+                server: text,
+                status: "failed",
+                tools: i,
+                error,
+            });
+            assert_eq!(
+                ev.to_json().unwrap(),
+                old(
+                    "mcp_server_status",
+                    json!({"server": text, "status": "failed", "tools": i, "error": error})
+                )
             );
         }
     }

@@ -21,7 +21,6 @@ use super::plan::Plan;
 use super::tool_outcome::{Refusal, ToolOutcome};
 use super::{cancel_reason, events, Turn};
 use crate::cancel::CancelToken;
-use crate::events::host::{rfc3339_millis, ToolLifecycleEvent};
 use crate::events::transport::{Answer, Reply, ReplyKind, Transport};
 use crate::events::TurnEvent;
 use crate::llm::message::ToolAnswer;
@@ -331,7 +330,7 @@ impl Turn<'_, '_> {
     /// A call that does not run: denied or declined.
     async fn refuse(&mut self, p: &Plan, refusal: Refusal) -> ToolOutcome {
         let outcome = ToolOutcome::Refused(refusal);
-        self.emit_tool_start(p);
+        self.tool_start(p, None).await;
         self.call_finished(p, Utc::now(), &outcome).await;
         outcome
     }
@@ -408,28 +407,24 @@ impl Turn<'_, '_> {
         }));
     }
 
-    /// The transport's `tool_start` for a planned call (run or refused).
-    fn emit_tool_start(&mut self, p: &Plan) {
-        self.emit_event(&TurnEvent::ToolStart(events::ToolCall {
+    /// `tool_start` of a planned call: `started_at` when it runs, `None` when it is refused.
+    async fn tool_start(&mut self, p: &Plan, started_at: Option<DateTime<Utc>>) {
+        self.report(&TurnEvent::ToolStart(events::ToolStart {
             tool: &p.name,
             args: &p.args,
             call_id: &p.call_id,
             child_task_id: None,
-        }));
+            started_at,
+        }))
+        .await;
     }
 
     async fn call_started(&mut self, plans: &[Plan], i: usize, started_at: &mut [DateTime<Utc>]) {
-        let p = &plans[i];
-        self.emit_tool_start(p);
-        // The time is kept and written only for a listener: the event (five owned strings,
-        // the timestamp's text) was a tenth of an iteration's allocations, and `publish`
-        // drops it unseen when nobody listens.
+        // Kept as a time: written as text only by the host event's projection, which is not
+        // made when nobody listens (that event's strings were a tenth of an iteration's
+        // allocations).
         started_at[i] = Utc::now();
-        if self.env.hub.has_listeners() {
-            let at = rfc3339_millis(started_at[i]);
-            let ev = ToolLifecycleEvent::started(&self.ids(p), &at);
-            self.publish(&ev).await;
-        }
+        self.tool_start(&plans[i], Some(started_at[i])).await;
     }
 
     /// Turns execution reports into events, in the order they happen. Streamed output is
@@ -550,29 +545,20 @@ impl Turn<'_, '_> {
         }
     }
 
-    /// `tool_complete` and the host's `finished` event of a call that ran or was refused.
+    /// `tool_complete` (and so the host's terminal `tool_lifecycle`) of a call that ran or
+    /// was refused.
     async fn call_finished(&mut self, p: &Plan, started_at: DateTime<Utc>, res: &ToolOutcome) {
-        self.emit_event(&TurnEvent::ToolComplete(events::ToolComplete {
+        self.report(&TurnEvent::ToolComplete(events::ToolComplete {
             tool: &p.name,
             call_id: &p.call_id,
             status: res.status(),
             duration_ms: res.duration_ms(),
             error: res.error(),
             child_task_id: None,
-        }));
-        // Built only for a listener, as in `call_started`.
-        if !self.env.hub.has_listeners() {
-            return;
-        }
-        let finish = res.host_finish(&p.name);
-        let ev = ToolLifecycleEvent::finished(
-            &self.ids(p),
-            &rfc3339_millis(started_at),
-            finish.outcome,
-            &finish.summary,
-            finish.error_type,
-        );
-        self.publish(&ev).await;
+            started_at,
+            error_type: res.error_type(),
+        }))
+        .await;
     }
 }
 

@@ -36,7 +36,8 @@ use tokio::sync::mpsc;
 
 use crate::cancel::CancelToken;
 use crate::config::ToolsConfig;
-use crate::events::host::{CallIds, HostEvent, HostEventHub};
+use crate::events::host::HostEventHub;
+use crate::events::host_projection::has_host_event;
 use crate::events::transport::Transport;
 use crate::events::{Emitter, EventWriter, JsonText, TurnEvent};
 use crate::llm::message::RunningCounts;
@@ -45,7 +46,7 @@ use crate::permissions::PermissionEngine;
 use crate::tools::{ToolRegistry, ToolServices};
 pub(crate) use notices::BackgroundNotices;
 pub use outcome::{IncompleteReason, TurnOutcome, TurnStatus};
-use plan::{Guards, Plan};
+use plan::Guards;
 
 /// Where the streaming entry point wants text deltas.
 #[derive(Clone, Default)]
@@ -222,32 +223,41 @@ struct Turn<'e, 'a> {
 }
 
 impl Turn<'_, '_> {
-    /// Sends an event to the transport (typed, JSON or both: [`Emitter::send`]), unless
-    /// nobody listens ([`Emitter::listens`]).
+    /// Sends an event that has no host event to the transport (typed, JSON or both:
+    /// [`Emitter::send`]), unless nobody listens ([`Emitter::listens`]).
     fn emit_event(&mut self, event: &TurnEvent<'_>) {
+        debug_assert!(
+            !has_host_event(event),
+            "{} goes through Turn::report",
+            event.kind()
+        );
+        self.send(event);
+    }
+
+    fn send(&mut self, event: &TurnEvent<'_>) {
         if self.env.emitter.listens() {
             self.env.emitter.send(&mut self.writer, event);
         }
     }
 
-    fn transport(&self) -> Arc<dyn Transport> {
-        self.env.emitter.transport().clone()
-    }
-
-    async fn publish(&self, event: &HostEvent) {
+    /// Sends an event to the transport as [`Turn::emit_event`] does, then publishes the host
+    /// event projected from it, when anyone listens for host events (the projection is not
+    /// made otherwise).
+    async fn report(&mut self, event: &TurnEvent<'_>) {
+        self.send(event);
         self.env
             .hub
-            .publish(self.env.session_id, event, &self.cancel)
+            .project(
+                event,
+                self.env.session_id,
+                Some(&self.turn_id),
+                &self.cancel,
+            )
             .await;
     }
 
-    fn ids<'p>(&'p self, p: &'p Plan) -> CallIds<'p> {
-        CallIds {
-            session_id: self.env.session_id,
-            turn_id: &self.turn_id,
-            tool_call_id: &p.call_id,
-            tool_name: &p.name,
-        }
+    fn transport(&self) -> Arc<dyn Transport> {
+        self.env.emitter.transport().clone()
     }
 
     /// The loop (spec §5.2): call the model; no calls is the answer; calls are planned,
@@ -340,7 +350,7 @@ impl Turn<'_, '_> {
             self.record_answers(&batch.early);
             return Ok(Some(self.doom_end(r.content.trim())));
         }
-        self.publish_decisions(&batch).await;
+        self.report_decisions(&batch).await;
         if let Err(e) = self.confirm(&mut batch).await {
             self.record_answers(&batch.early);
             return Err(e);

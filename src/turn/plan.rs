@@ -275,7 +275,8 @@ pub(super) struct Batch {
     pub(crate) plans: Vec<Plan>,
     /// A guard tripped: the turn ends.
     pub(crate) doom: bool,
-    /// The permission snapshot, when anyone listens for host events.
+    /// The permission snapshot, when anyone listens for host events or observes typed events
+    /// (the decisions' events read it).
     pub(crate) snapshot: Option<ActivePermissions>,
 }
 
@@ -532,7 +533,7 @@ impl Turn<'_, '_> {
                 refusal,
             });
         }
-        let snapshot = if !doom && self.env.hub.has_listeners() {
+        let snapshot = if !doom && (self.env.hub.has_listeners() || self.env.emitter.observes()) {
             Some(engine.map_or_else(
                 ActivePermissions::no_engine,
                 PermissionEngine::active_permissions,

@@ -1,8 +1,7 @@
-//! `ToolOutcome`: how one tool call ended, from planning to history. The statuses of the
-//! `tool_complete` / `tool_result` events and the host event's outcome are derived here, and
-//! nowhere else.
+//! `ToolOutcome`: how one tool call ended, from planning to history. The statuses, errors and
+//! error types of the `tool_complete` / `tool_result` events are derived here, and nowhere else
+//! (the host event's outcome and summary are projected from `tool_complete`).
 
-use crate::events::host::ToolOutcome as HostOutcome;
 use crate::permissions::DenyKind;
 
 const DNR: &str = "Do not retry this call, rephrase its arguments, or use a different tool to achieve the same outcome.";
@@ -70,13 +69,6 @@ pub(crate) enum ToolOutcome {
 
 pub(crate) use crate::events::turn_event::ToolStatus;
 
-/// What the host's `tool_lifecycle` `finished` event says.
-pub(crate) struct HostFinish {
-    pub(crate) outcome: HostOutcome,
-    pub(crate) summary: String,
-    pub(crate) error_type: Option<String>,
-}
-
 impl ToolOutcome {
     /// The result text before it is formatted for history (a refusal's is built for `name`).
     pub(crate) fn text(&self, name: &str) -> std::borrow::Cow<'_, str> {
@@ -115,23 +107,11 @@ impl ToolOutcome {
         }
     }
 
-    pub(crate) fn host_finish(&self, name: &str) -> HostFinish {
-        let (outcome, summary, error_type) = match self {
-            ToolOutcome::Success { .. } => (HostOutcome::Ok, format!("{name} succeeded"), None),
-            ToolOutcome::Failed { error_type, .. } => (
-                HostOutcome::Error,
-                format!("{name} failed"),
-                error_type.clone(),
-            ),
-            ToolOutcome::Refused(r) => (HostOutcome::Cancelled, r.reason().to_owned(), None),
-            ToolOutcome::Cancelled { .. } => {
-                (HostOutcome::Cancelled, "cancelled by user".to_owned(), None)
-            }
-        };
-        HostFinish {
-            outcome,
-            summary,
-            error_type,
+    /// The failed tool's error kind (the host event's `error_type`).
+    pub(crate) fn error_type(&self) -> Option<&str> {
+        match self {
+            ToolOutcome::Failed { error_type, .. } => error_type.as_deref(),
+            _ => None,
         }
     }
 }
@@ -157,11 +137,8 @@ mod tests {
             error_type: Some("IoError".into()),
             duration_ms: 2.0,
         };
-        let host = failed.host_finish("x");
-        assert_eq!(
-            (host.outcome, host.summary.as_str()),
-            (HostOutcome::Error, "x failed")
-        );
-        assert_eq!(host.error_type.as_deref(), Some("IoError"));
+        assert_eq!(failed.status().as_str(), "error");
+        assert_eq!(failed.error_type(), Some("IoError"));
+        assert_eq!(refused.error_type(), None);
     }
 }

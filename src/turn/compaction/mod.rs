@@ -170,7 +170,9 @@ pub(crate) struct Compactor<'a> {
 }
 
 impl Compactor<'_> {
+    /// A compaction's events have no host event.
     fn emit(&self, writer: &mut EventWriter, event: &TurnEvent<'_>) {
+        debug_assert!(!crate::events::host_projection::has_host_event(event));
         if self.emitter.listens() {
             self.emitter.send(writer, event);
         }
