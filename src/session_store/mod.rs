@@ -7,6 +7,9 @@
 //! embedded default) and PostgreSQL (the `postgres` feature); a host may plug its own through
 //! the session-store capability.
 
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

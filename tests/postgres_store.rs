@@ -1,0 +1,255 @@
+//! The PostgreSQL session store against a real server (`scripts/postgres.sh`; each test is
+//! skipped, saying why, where PostgreSQL cannot run).
+#![cfg(feature = "postgres")]
+
+mod pg_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentao::session_store::postgres::PostgresStore;
+use agentao::session_store::{ListQuery, SessionCommit, SessionStore, StoreError};
+
+fn commit(id: &str, tenant: &str, owner: &str, continues: u64, doc: &str) -> SessionCommit {
+    SessionCommit {
+        session_id: id.to_owned(),
+        tenant: tenant.to_owned(),
+        owner: owner.to_owned(),
+        continues,
+        document: doc.to_owned(),
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trip_keeps_the_document_byte_for_byte() {
+    let Some(url) = pg_support::server("pg") else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).unwrap();
+    let id = unique("rt");
+    // Key order, spacing and escapes survive: the store never parses the document.
+    let doc1 = r#"{"z":1, "a":"\u00e9\n", "dup":1, "dup":2}"#;
+    assert_eq!(store.load(&id).await.unwrap(), None);
+    assert_eq!(
+        store.commit(&commit(&id, "t", "o", 0, doc1)).await.unwrap(),
+        1
+    );
+    let got = store.load(&id).await.unwrap().unwrap();
+    assert_eq!((got.version, got.document.as_str()), (1, doc1));
+    assert_eq!((got.tenant.as_str(), got.owner.as_str()), ("t", "o"));
+    let now = chrono::Utc::now().timestamp_millis();
+    assert!(
+        (now - got.updated_at_ms).abs() < 60_000,
+        "{}",
+        got.updated_at_ms
+    );
+    assert_eq!(
+        store
+            .commit(&commit(&id, "t", "o", 1, "{\"v\":2}"))
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store.load(&id).await.unwrap().unwrap().document,
+        "{\"v\":2}"
+    );
+    // A commit that continues a version never stored is a conflict naming the stored one.
+    assert_eq!(
+        store.commit(&commit(&id, "t", "o", 7, "{}")).await,
+        Err(StoreError::Conflict {
+            session_id: id.clone(),
+            continues: 7,
+            stored: 2
+        })
+    );
+    assert!(store.delete(&id).await.unwrap());
+    assert!(!store.delete(&id).await.unwrap());
+    assert_eq!(store.load(&id).await.unwrap(), None);
+    assert!(matches!(store.load("").await, Err(StoreError::Invalid(_))));
+    assert!(matches!(
+        store.commit(&commit(&id, "t", "o", 0, "a\0b")).await,
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_continuing_one_version_one_wins_one_conflicts() {
+    let Some(url) = pg_support::server("pg") else {
+        return;
+    };
+    // Two stores, two connections: as two processes would.
+    let a = Arc::new(PostgresStore::connect(&url).unwrap());
+    let b = Arc::new(PostgresStore::connect(&url).unwrap());
+    let id = unique("race");
+    for continues in 0..20u64 {
+        let (ca, cb) = (
+            commit(&id, "t", "o", continues, &format!("a{continues}")),
+            commit(&id, "t", "o", continues, &format!("b{continues}")),
+        );
+        let (sa, sb) = (a.clone(), b.clone());
+        let ta = tokio::spawn(async move { sa.commit(&ca).await });
+        let tb = tokio::spawn(async move { sb.commit(&cb).await });
+        let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+        let (won, lost, winner) = match (&ra, &rb) {
+            (Ok(_), Err(_)) => (ra.clone(), rb.clone(), 'a'),
+            (Err(_), Ok(_)) => (rb.clone(), ra.clone(), 'b'),
+            other => panic!("version {continues}: exactly one commit must win: {other:?}"),
+        };
+        assert_eq!(won, Ok(continues + 1));
+        assert_eq!(
+            lost,
+            Err(StoreError::Conflict {
+                session_id: id.clone(),
+                continues,
+                stored: continues + 1
+            })
+        );
+        // The winner's document is the one stored: the loser overwrote nothing.
+        let stored = a.load(&id).await.unwrap().unwrap();
+        assert_eq!(stored.document, format!("{winner}{continues}"));
+        assert_eq!(stored.version, continues + 1);
+    }
+    a.delete(&id).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_pages_newest_first_by_tenant_and_owner() {
+    let Some(url) = pg_support::server("pg") else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).unwrap();
+    let tenant = unique("tenant");
+    let mut ids = Vec::new();
+    for i in 0..25 {
+        let id = format!("{tenant}-s{i:02}");
+        let owner = if i % 5 == 0 { "alice" } else { "bob" };
+        store
+            .commit(&commit(&id, &tenant, owner, 0, "{}"))
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    // Touching the oldest makes it the newest.
+    store
+        .commit(&commit(&ids[0], &tenant, "alice", 1, "{}"))
+        .await
+        .unwrap();
+    let mut expected: Vec<String> = ids[1..].iter().rev().cloned().collect();
+    expected.insert(0, ids[0].clone());
+
+    let mut seen = Vec::new();
+    let mut query = ListQuery {
+        tenant: Some(tenant.clone()),
+        limit: 10,
+        ..Default::default()
+    };
+    let mut pages = 0;
+    loop {
+        let page = store.list(&query).await.unwrap();
+        pages += 1;
+        assert!(page.sessions.len() <= 10);
+        seen.extend(page.sessions.iter().map(|s| s.session_id.clone()));
+        match page.next_cursor {
+            Some(c) => query.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen, expected);
+
+    let alice = store
+        .list(&ListQuery {
+            tenant: Some(tenant.clone()),
+            owner: Some("alice".into()),
+            limit: 100,
+            cursor: None,
+        })
+        .await
+        .unwrap();
+    let alice: Vec<_> = alice
+        .sessions
+        .iter()
+        .map(|s| (s.session_id.as_str(), s.version))
+        .collect();
+    assert_eq!(
+        alice,
+        [
+            (ids[0].as_str(), 2),
+            (ids[20].as_str(), 1),
+            (ids[15].as_str(), 1),
+            (ids[10].as_str(), 1),
+            (ids[5].as_str(), 1)
+        ]
+    );
+    let bad = ListQuery {
+        cursor: Some("yesterday".into()),
+        limit: 5,
+        ..Default::default()
+    };
+    assert!(matches!(
+        store.list(&bad).await,
+        Err(StoreError::Invalid(_))
+    ));
+    for id in &ids {
+        store.delete(id).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_goes_away_is_unavailable_then_works_again() {
+    // Its own server: stopping the shared one would fail the tests running beside this one.
+    let dir = "pg-restart";
+    let Some(url) = pg_support::server(dir) else {
+        return;
+    };
+    let store = PostgresStore::connect(&url)
+        .unwrap()
+        .with_timeout(Duration::from_secs(5));
+    let id = unique("gone");
+    assert_eq!(
+        store
+            .commit(&commit(&id, "t", "o", 0, "one"))
+            .await
+            .unwrap(),
+        1
+    );
+    pg_support::stop(dir);
+    let err = store
+        .commit(&commit(&id, "t", "o", 1, "two"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
+    let err = store.load(&id).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
+    assert!(pg_support::server(dir).is_some());
+    // Reconnected; the commit that failed landed nowhere, so version 1 is still the one to continue.
+    assert_eq!(store.load(&id).await.unwrap().unwrap().document, "one");
+    assert_eq!(
+        store
+            .commit(&commit(&id, "t", "o", 1, "two"))
+            .await
+            .unwrap(),
+        2
+    );
+    store.delete(&id).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_is_unavailable_not_a_hang() {
+    // A port nothing listens on (the discard port needs root to bind).
+    let store = PostgresStore::connect("postgres://agentao@127.0.0.1:9/agentao")
+        .unwrap()
+        .with_timeout(Duration::from_secs(3));
+    let t = std::time::Instant::now();
+    let err = store.load("x").await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::Unavailable(_) | StoreError::Timeout { .. }),
+        "{err:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
