@@ -102,12 +102,70 @@ enum agentao_status
    cancelled turn found the stream full (the message says how many). The stream goes on.
    */
   AGENTAO_STATUS_EVENTS_DROPPED = 17,
+  /*
+   A session commit continued a version the store no longer holds: another agent
+   committed first. Nothing was written; the in-memory session is unchanged.
+   */
+  AGENTAO_STATUS_CONFLICT = 18,
+  /*
+   The session store failed or cannot be reached (the message says why).
+   */
+  AGENTAO_STATUS_STORE_UNAVAILABLE = 19,
+  /*
+   A session document or a stored session cannot be read: not JSON, truncated, not a
+   session, or a `format_version` this library does not read (the message says which).
+   */
+  AGENTAO_STATUS_CORRUPT_SESSION = 20,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
 typedef enum agentao_status agentao_status;
 #else
 typedef int32_t agentao_status;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
+ How the last commit of a session went.
+ */
+enum agentao_commit_status
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   No commit yet, or the agent has no store.
+   */
+  AGENTAO_COMMIT_STATUS_NONE = 0,
+  AGENTAO_COMMIT_STATUS_COMMITTED = 1,
+  /*
+   Another agent committed the version this one continued; nothing was written. The
+   in-memory session goes on; every later commit conflicts too until the host resumes the
+   stored session (or deletes it).
+   */
+  AGENTAO_COMMIT_STATUS_CONFLICT = 2,
+  /*
+   The store did not answer in time; whether the commit landed is unknown until a load.
+   */
+  AGENTAO_COMMIT_STATUS_TIMEOUT = 3,
+  /*
+   The store failed (unreachable, read-only, gone); the next turn's commit tries again.
+   */
+  AGENTAO_COMMIT_STATUS_UNAVAILABLE = 4,
+  /*
+   The store holds something unreadable where the session should be.
+   */
+  AGENTAO_COMMIT_STATUS_CORRUPT = 5,
+  /*
+   The store refused the commit as malformed.
+   */
+  AGENTAO_COMMIT_STATUS_INVALID = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentao_commit_status agentao_commit_status;
+#else
+typedef int32_t agentao_commit_status;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -265,6 +323,19 @@ typedef struct agentao_memory_answer agentao_memory_answer;
  answered means `userdata_free` never runs.
  */
 typedef struct agentao_reply agentao_reply;
+
+/*
+ Where a session-store callback puts its answer: borrowed for the callback, answered at most
+ once, before the callback returns, with one of the `agentao_session_answer_*` functions.
+ */
+typedef struct agentao_session_answer agentao_session_answer;
+
+/*
+ A session store: where session documents are committed, loaded, listed and deleted. From
+ `agentao_session_store_open` or `agentao_session_store_from_host`; release it with
+ `agentao_session_store_free`. Thread-safe; agents given it keep their own reference.
+ */
+typedef struct agentao_session_store agentao_session_store;
 
 /*
  One run handed to a shell executor. Owned by the host from the callback until one of
@@ -710,6 +781,75 @@ typedef struct agentao_memory_store {
    */
   void (*search)(void *userdata, const char *query, const char *scope, struct agentao_memory_answer *answer);
 } agentao_memory_store;
+
+/*
+ The last commit of a session, as `agentao_agent_last_commit` writes it.
+ */
+typedef struct agentao_commit_report {
+  /*
+   Set by the caller to `sizeof(agentao_commit_report)`.
+   */
+  uint32_t struct_size;
+  agentao_commit_status status;
+  /*
+   The version the store holds from this agent (committed), or the one the failed commit
+   continued; 0 before the first commit.
+   */
+  uint64_t version;
+  /*
+   On `AGENTAO_COMMIT_STATUS_CONFLICT`, the version the store holds; otherwise 0.
+   */
+  uint64_t stored_version;
+} agentao_commit_report;
+
+/*
+ A session store the host implements (a database of its own, a service). Copied by
+ `agentao_session_store_from_host`.
+
+ Threads: callbacks run on library threads where blocking is fine, possibly several at once
+ (several agents commit to one store); strings passed in are borrowed for the callback. Each
+ callback answers through `answer` before it returns; one that answers nothing or fails
+ (`agentao_session_answer_fail`) makes the operation `unavailable` (a commit's report says
+ so; the agent's in-memory session is unaffected).
+
+ The host keeps the store's promise: `commit` writes only if the stored version of the
+ session is still `continues` (0: the session must not exist), atomically, and otherwise
+ answers `agentao_session_answer_conflict` with the stored version.
+ */
+typedef struct agentao_host_session_store {
+  /*
+   `sizeof(agentao_host_session_store)`; a smaller value means the slots past it are NULL.
+   */
+  uint32_t struct_size;
+  void *userdata;
+  /*
+   Optional; called exactly once with `userdata` when the last agent and handle let the
+   store go, or before `agentao_session_store_from_host` returns when it fails.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   Required. The newest version of `session_id`: answer
+   `agentao_session_answer_document`, or nothing when there is none.
+   */
+  void (*load)(void *userdata, const char *session_id, struct agentao_session_answer *answer);
+  /*
+   Required. Commit `document` as version `continues + 1` if the stored version is
+   `continues`: answer `agentao_session_answer_version` with the new version, or
+   `agentao_session_answer_conflict`.
+   */
+  void (*commit)(void *userdata, const char *session_id, const char *tenant, const char *owner, uint64_t continues, const char *document, struct agentao_session_answer *answer);
+  /*
+   Optional. A page of sessions newest first: `query_json` is `{"tenant", "owner"
+   (null: any), "limit", "cursor" (null: the first page)}`; answer
+   `agentao_session_answer_page`. NULL: listing is refused.
+   */
+  void (*list)(void *userdata, const char *query_json, struct agentao_session_answer *answer);
+  /*
+   Optional. Delete every version of `session_id`: answer `agentao_session_answer_deleted`.
+   NULL: deleting is refused.
+   */
+  void (*remove)(void *userdata, const char *session_id, struct agentao_session_answer *answer);
+} agentao_host_session_store;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1326,6 +1466,134 @@ agentao_status agentao_reply_json(struct agentao_reply *reply, const char *json,
  request is failed all the same, with a generic message).
  */
 agentao_status agentao_reply_fail(struct agentao_reply *reply, const char *message, struct agentao_error **err_out);
+
+/*
+ Writes the agent's session as a session document (JSON, `docs/sessions.md`) to
+ `*document_json_out`; release it with `agentao_string_free`. During a turn it holds the
+ session as of the last finished turn. Any thread.
+ */
+agentao_status agentao_agent_export_session(const struct agentao_agent *agent, char **document_json_out, struct agentao_error **err_out);
+
+/*
+ Creates an agent, as `agentao_agent_new`, that continues a session: `document_json` (a
+ session document, borrowed; NULL: the one `store` or the config's `session.store` holds
+ under `session.id`, if any), committing after every turn to `store` (borrowed; the agent
+ keeps its own reference; NULL: the config's `session.store`, or none).
+
+ On success `*agent_out` owns a new agent (release with `agentao_agent_free`). Errors: a
+ document that is not JSON, truncated, not a session or of a `format_version` this library
+ does not read is `AGENTAO_STATUS_CORRUPT_SESSION` naming the reason; a document with
+ permission state under a config without `permissions` `_INVALID_CONFIG`; a store that
+ fails `_STORE_UNAVAILABLE` or `_TIMEOUT`; the other errors of `agentao_agent_new`. The
+ transport's `userdata_free` has run on failure. Blocks while the store loads: from a
+ library callback or thread it is `_REENTRANT`.
+ */
+agentao_status agentao_agent_open_session(const char *config_json, const char *document_json, const struct agentao_session_store *store, const struct agentao_transport *transport, struct agentao_agent **agent_out, struct agentao_error **err_out);
+
+/*
+ Writes to `*document_json_out` a copy of the session document `document_json` (borrowed)
+ as a new session: `new_session_id` (borrowed; NULL: a fresh UUID), its lineage naming the
+ session it came from (`{"origin": "fork", "parent_session_id": …}`). Resume it with
+ `agentao_agent_open_session`. Release the string with `agentao_string_free`. A document
+ that cannot be read is `AGENTAO_STATUS_CORRUPT_SESSION`. Any thread.
+ */
+agentao_status agentao_session_fork(const char *document_json, const char *new_session_id, char **document_json_out, struct agentao_error **err_out);
+
+/*
+ Writes how the agent's last commit went to `*report` (the caller sets its `struct_size`)
+ and, when `message_out` is not NULL, the failure's message to `*message_out` (NULL when it
+ committed or nothing was committed; release with `agentao_string_free`). A commit runs at
+ the end of every turn, before the turn's result is handed out, so after a turn's
+ completion this is that turn's commit. Any thread.
+ */
+agentao_status agentao_agent_last_commit(const struct agentao_agent *agent, struct agentao_commit_report *report, char **message_out, struct agentao_error **err_out);
+
+/*
+ Opens the session store `url` names (borrowed): `sqlite:PATH`, `memory:NAME`,
+ `postgres://…` (the `postgres` build feature). The same URL opened twice while the first
+ handle (or an agent using it) lives is the same store. On success `*store_out` owns a
+ handle (release with `agentao_session_store_free`). Errors: an unknown scheme or a build
+ without its store `_INVALID_ARGUMENT`; a file that is not a database
+ `_CORRUPT_SESSION`; a store that cannot be opened `_STORE_UNAVAILABLE`.
+ */
+agentao_status agentao_session_store_open(const char *url, struct agentao_session_store **store_out, struct agentao_error **err_out);
+
+/*
+ Releases a store handle. Agents that commit to it keep it open. NULL is a no-op.
+ */
+void agentao_session_store_free(struct agentao_session_store *store);
+
+/*
+ Loads the newest version of `session_id` (borrowed): `*document_json_out` receives its
+ session document (release with `agentao_string_free`) and `*version_out` its version; a
+ session the store does not hold is `AGENTAO_STATUS_OK` with NULL and 0. Blocks (at most
+ 30 s, then `_TIMEOUT`); from a library callback or thread `_REENTRANT`. A row that cannot
+ be read is `_CORRUPT_SESSION`; a failing store `_STORE_UNAVAILABLE`.
+ */
+agentao_status agentao_session_store_load(const struct agentao_session_store *store, const char *session_id, char **document_json_out, uint64_t *version_out, struct agentao_error **err_out);
+
+/*
+ Lists sessions, newest first. `query_json` (borrowed; NULL: everything) is
+ `{"tenant"?: str, "owner"?: str, "limit"?: int (default 50, at most 1000), "cursor"?: str}`;
+ `*page_json_out` receives `{"sessions": [{"session_id", "tenant", "owner", "version",
+ "updated_at_ms"}], "next_cursor": str|null}` (release with `agentao_string_free`); pass
+ `next_cursor` back for the next page. Blocks as `agentao_session_store_load`. A query that
+ is not JSON is `_INVALID_JSON`; a bad field or cursor `_INVALID_ARGUMENT`.
+ */
+agentao_status agentao_session_store_list(const struct agentao_session_store *store, const char *query_json, char **page_json_out, struct agentao_error **err_out);
+
+/*
+ Deletes every version of `session_id` (borrowed); `*deleted_out` says whether there was
+ one. An agent still running that session commits it again from version 1 only if it never
+ committed (otherwise its commits conflict). Blocks as `agentao_session_store_load`.
+ */
+agentao_status agentao_session_store_delete(const struct agentao_session_store *store, const char *session_id, bool *deleted_out, struct agentao_error **err_out);
+
+/*
+ Makes a session store of the host's vtable (`store`, borrowed and copied). On success
+ `*store_out` owns a handle (release with `agentao_session_store_free`); pass it to
+ `agentao_agent_open_session` and to the `agentao_session_store_*` operations.
+
+ Ownership: the library owns `store->userdata` from the call on: `userdata_free` runs once,
+ when the handle and every agent using the store are gone, or before this returns when it
+ fails. Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL `store` or `store_out`, or a NULL `load`
+ or `commit`), `_INVALID_ARGUMENT` (`struct_size` too small). Any thread.
+ */
+agentao_status agentao_session_store_from_host(const struct agentao_host_session_store *store, struct agentao_session_store **store_out, struct agentao_error **err_out);
+
+/*
+ Answers `load` with the stored `document` (borrowed, copied) and its `version` (≥ 1). Only
+ inside the callback that received `answer`; a second answer is `_INVALID_ARGUMENT`; a NULL
+ or non-UTF-8 document fails the callback and returns its status.
+ */
+agentao_status agentao_session_answer_document(struct agentao_session_answer *answer, const char *document, uint64_t version, struct agentao_error **err_out);
+
+/*
+ Answers `commit`: the new version (`continues + 1`).
+ */
+agentao_status agentao_session_answer_version(struct agentao_session_answer *answer, uint64_t version, struct agentao_error **err_out);
+
+/*
+ Answers `commit`: refused, the store holds `stored_version`, not the one continued.
+ */
+agentao_status agentao_session_answer_conflict(struct agentao_session_answer *answer, uint64_t stored_version, struct agentao_error **err_out);
+
+/*
+ Answers `list` with a page (borrowed, copied): `{"sessions": [{"session_id", "tenant",
+ "owner", "version", "updated_at_ms"}], "next_cursor": str|null}`.
+ */
+agentao_status agentao_session_answer_page(struct agentao_session_answer *answer, const char *page_json, struct agentao_error **err_out);
+
+/*
+ Answers `remove`: whether there was a session to delete.
+ */
+agentao_status agentao_session_answer_deleted(struct agentao_session_answer *answer, bool deleted, struct agentao_error **err_out);
+
+/*
+ Fails a store callback with `message` (borrowed, copied; NULL: a generic text): the
+ operation is `unavailable`.
+ */
+agentao_status agentao_session_answer_fail(struct agentao_session_answer *answer, const char *message, struct agentao_error **err_out);
 
 /*
  Starts a turn whose text deltas are read with `agentao_stream_next`. Arguments as

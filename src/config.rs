@@ -58,6 +58,33 @@ pub struct AgentConfig {
     pub(crate) mcp: McpSources,
     /// The raw `subagents` section, typed by the subagents layer (above this one).
     pub(crate) subagents: Option<Value>,
+    /// `session`: where the session is committed and who it is.
+    pub(crate) session: SessionConfig,
+}
+
+/// The `session` section: the store the session is committed to after every turn, and the
+/// session's identity in it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionConfig {
+    /// A store URL (`sqlite:PATH`, `memory:NAME`, `postgres://…`); none: nothing is committed.
+    pub(crate) store: Option<String>,
+    /// The session id; when the store holds it, the agent resumes it.
+    pub(crate) id: Option<String>,
+    #[serde(default)]
+    pub(crate) tenant: String,
+    #[serde(default)]
+    pub(crate) owner: String,
+    /// How long one store operation may take (default 10 s).
+    pub(crate) timeout_ms: Option<u64>,
+}
+
+impl Section for SessionConfig {}
+
+impl SessionConfig {
+    pub(crate) fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.unwrap_or(10_000))
+    }
 }
 
 /// The MCP keys of the config, as given (typed by `crate::mcp::config`).
@@ -88,6 +115,8 @@ struct RawConfig {
     mcp_limits: Option<Value>,
     memory: Option<Value>,
     subagents: Option<Value>,
+    #[serde(default, deserialize_with = "optional_object")]
+    session: Option<SessionConfig>,
 }
 
 impl Section for RawConfig {}
@@ -173,8 +202,23 @@ impl AgentConfig {
             },
             memory: raw.memory,
             subagents: raw.subagents,
+            session: check_session(raw.session.unwrap_or_default())?,
         })
     }
+}
+
+fn check_session(s: SessionConfig) -> Result<SessionConfig, ConfigError> {
+    if let Some(id) = &s.id {
+        crate::session_store::check_session_id(id)
+            .map_err(|e| err(format!("config field `session.id`: {e}")))?;
+    }
+    if s.store.as_deref() == Some("") {
+        return Err(err("config field `session.store`: must not be empty"));
+    }
+    if s.timeout_ms == Some(0) {
+        return Err(err("config field `session.timeout_ms`: must be positive"));
+    }
+    Ok(s)
 }
 
 #[cfg(test)]

@@ -134,7 +134,9 @@ async fn listing_pages_newest_first_by_tenant_and_owner() {
             .unwrap();
         ids.push(id);
     }
-    // Touching the oldest makes it the newest.
+    // Touching the oldest makes it the newest (a millisecond on: the order's precision; within
+    // one millisecond the order is by session id, descending, which is the creation order here).
+    tokio::time::sleep(Duration::from_millis(3)).await;
     store
         .commit(&commit(&ids[0], &tenant, "alice", 1, "{}"))
         .await
@@ -252,4 +254,34 @@ async fn an_unreachable_database_is_unavailable_not_a_hang() {
         "{err:?}"
     );
     assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_never_answers_is_a_timeout() {
+    // Accepts the connection, then says nothing: a hung server, not a refused port.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut sockets = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            sockets.push(s);
+        }
+    });
+    let store = PostgresStore::connect(&format!("postgres://agentao@127.0.0.1:{port}/agentao"))
+        .unwrap()
+        .with_timeout(Duration::from_millis(500));
+    let t = std::time::Instant::now();
+    let c = commit("hung", "t", "o", 0, "{}");
+    let err = store.commit(&c).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Timeout {
+                operation: "commit"
+            } | StoreError::Unavailable(_)
+        ),
+        "{err:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    held.abort();
 }

@@ -64,6 +64,9 @@ enum class status : int32_t {
     closed = AGENTAO_STATUS_CLOSED,
     no_engine = AGENTAO_STATUS_NO_ENGINE,
     events_dropped = AGENTAO_STATUS_EVENTS_DROPPED,
+    conflict = AGENTAO_STATUS_CONFLICT,
+    store_unavailable = AGENTAO_STATUS_STORE_UNAVAILABLE,
+    corrupt_session = AGENTAO_STATUS_CORRUPT_SESSION,
 };
 
 /// A short static name of a status ("AGENTAO_STATUS_CANCELLED"), for logs.

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 
 use crate::events::host::HostEventHub;
 use crate::events::EventWriter;
-use crate::llm::Message;
 use crate::mcp::McpRegistry;
 use crate::permissions::preflight::Preflight;
 use crate::permissions::{ActivePermissions, Mode, PermissionEngine, ToolFacts};
@@ -111,24 +110,15 @@ impl Agent {
                 "history must be a JSON array".into(),
             ));
         };
-        let mut typed = Vec::with_capacity(messages.len());
-        for (i, m) in messages.into_iter().enumerate() {
-            match m {
-                Value::Object(m)
-                    if matches!(
-                        m.get("role").and_then(Value::as_str),
-                        Some("system" | "user" | "assistant" | "tool")
-                    ) =>
-                {
-                    typed.push(Message::from_host(m))
-                }
-                _ => {
-                    return Err(AgentError::InvalidArgument(format!(
-                        "history[{i}]: needs a role of system, user, assistant or tool"
-                    )))
-                }
-            }
-        }
+        let objects = messages
+            .into_iter()
+            .map(|m| match m {
+                Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            })
+            .collect();
+        let typed =
+            super::session_document::typed_history(objects).map_err(AgentError::InvalidArgument)?;
         if self.is_busy() {
             return Err(AgentError::TurnInProgress);
         }

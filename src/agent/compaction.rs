@@ -48,9 +48,10 @@ impl Agent {
             let mut writer = EventWriter::default();
             let (report, new) = compactor.full(&mut writer, &messages, req).await;
             if let Some(new) = new {
-                let mut h = core.history.write().unwrap_or_else(|e| e.into_inner());
-                *h = new;
+                *core.history.write().unwrap_or_else(|e| e.into_inner()) = new;
                 core.history_version.renew();
+                // A compaction rewrites the history: committed like a turn.
+                core.commit_session().await;
             }
             report
         });

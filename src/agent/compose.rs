@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 
 use crate::cancel::CancelToken;
-use crate::config::{AgentConfig, ConfigErrorKind};
+use crate::config::{AgentConfig, ConfigErrorKind, SessionConfig};
 use crate::events::host::HostEventHub;
 use crate::events::transport::{NullTransport, Transport};
 use crate::events::Emitter;
@@ -19,8 +19,11 @@ use crate::tools::{memory, Tool, ToolRegistry, ToolSelection, ToolServices};
 use crate::turn;
 
 use super::api::Agent;
+use super::durable::{block_on_store, StoreLink};
 use super::session::AgentCore;
+use super::session_document::SessionDocument;
 use super::{lock, runtime, AgentError};
+use crate::session_store::{SessionStore, StoreError};
 
 pub(super) struct ComposedTools {
     from: Arc<ToolRegistry>,
@@ -30,14 +33,52 @@ pub(super) struct ComposedTools {
 
 impl Agent {
     /// Builds an agent from a config JSON document. `transport`: `None` is the NullTransport.
+    /// With a `session.store` that holds `session.id`, the agent resumes that session.
     pub fn new(
         config_json: &str,
         transport: Option<Arc<dyn Transport>>,
+    ) -> Result<Agent, AgentError> {
+        Self::open(config_json, transport, None, None)
+    }
+
+    /// Builds an agent that continues the session `document` holds (its id, history,
+    /// permissions, todo list, background records, usage). With a `session.store`, the next
+    /// commit continues the version the store holds for that id, if any: the host chose this
+    /// document as the session's continuation.
+    pub fn resume(
+        config_json: &str,
+        transport: Option<Arc<dyn Transport>>,
+        document: &str,
+    ) -> Result<Agent, AgentError> {
+        Self::open_session(config_json, transport, Some(document), None)
+    }
+
+    /// [`Agent::new`] or [`Agent::resume`] (with `document`), committing to `store` when given
+    /// (a host's store; it replaces the config's `session.store`).
+    pub fn open_session(
+        config_json: &str,
+        transport: Option<Arc<dyn Transport>>,
+        document: Option<&str>,
+        store: Option<Arc<dyn SessionStore>>,
+    ) -> Result<Agent, AgentError> {
+        let document = document
+            .map(SessionDocument::parse)
+            .transpose()
+            .map_err(AgentError::Document)?;
+        Self::open(config_json, transport, document, store)
+    }
+
+    fn open(
+        config_json: &str,
+        transport: Option<Arc<dyn Transport>>,
+        document: Option<SessionDocument>,
+        store: Option<Arc<dyn SessionStore>>,
     ) -> Result<Agent, AgentError> {
         let config = AgentConfig::from_json(config_json).map_err(|e| match e.1 {
             ConfigErrorKind::Json => AgentError::InvalidJson(format!("config_json: {}", e.0)),
             ConfigErrorKind::Invalid => AgentError::InvalidConfig(e.0),
         })?;
+        let (store, document) = open_store(&config.session, document, store)?;
         let llm = LlmClient::new(&config.llm).map_err(AgentError::InvalidConfig)?;
         if let crate::config::LlmConfig::OpenAi(c) = &config.llm {
             // Shell children never see the key, under whatever variable name.
@@ -91,7 +132,15 @@ impl Agent {
                 .then(|| config.working_directory.clone()),
         );
         let transport = transport.unwrap_or_else(|| Arc::new(NullTransport::default()));
-        let session_id = uuid::Uuid::new_v4().to_string();
+        let session_id = document
+            .as_ref()
+            .map(|d| d.session_id.clone())
+            .or_else(|| config.session.id.clone())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let lineage = document
+            .as_ref()
+            .map(|d| d.lineage.clone())
+            .unwrap_or_default();
         let agent = Agent {
             core: Arc::new(AgentCore {
                 session_id,
@@ -114,9 +163,15 @@ impl Agent {
                 composed: Mutex::new(None),
                 subagents_version: AtomicU64::new(0),
                 context: turn::compaction::ContextState::new(config.max_context_tokens),
+                lineage,
+                store,
+                last_commit: Mutex::new(None),
                 config,
             }),
         };
+        if let Some(doc) = document {
+            agent.core.apply(doc)?;
+        }
         let core = Arc::downgrade(&agent.core);
         agent
             .core
@@ -260,6 +315,52 @@ impl AgentCore {
         reg.extend(spawn);
         Arc::new(reg)
     }
+}
+
+/// The session's store and the document to continue: the one given, or the one the store
+/// holds under `session.id`. Loads block this (host) thread.
+fn open_store(
+    session: &SessionConfig,
+    given: Option<SessionDocument>,
+    store: Option<Arc<dyn SessionStore>>,
+) -> Result<(Option<StoreLink>, Option<SessionDocument>), AgentError> {
+    let store = match (store, &session.store) {
+        (Some(store), _) => store,
+        (None, Some(url)) => crate::session_store::open(url).map_err(AgentError::Store)?,
+        (None, None) => return Ok((None, given)),
+    };
+    let timeout = session.timeout();
+    let id = given
+        .as_ref()
+        .map(|d| d.session_id.clone())
+        .or_else(|| session.id.clone());
+    let stored = match &id {
+        Some(id) => block_on_store(timeout, "load", store.load(id))?,
+        None => None,
+    };
+    let version = stored.as_ref().map_or(0, |s| s.version);
+    let document = match (given, stored) {
+        (Some(doc), _) => Some(doc),
+        (None, Some(s)) => {
+            let doc = SessionDocument::parse(&s.document).map_err(AgentError::Document)?;
+            if doc.session_id != s.session_id {
+                return Err(AgentError::Store(StoreError::Corrupt(format!(
+                    "session {:?} holds the document of session {:?}",
+                    s.session_id, doc.session_id
+                ))));
+            }
+            Some(doc)
+        }
+        (None, None) => None,
+    };
+    let link = StoreLink {
+        store,
+        tenant: session.tenant.clone(),
+        owner: session.owner.clone(),
+        timeout,
+        version: Mutex::new(version),
+    };
+    Ok((Some(link), document))
 }
 
 /// The built-in registry for a tool selection, built once per distinct selection and shared:

@@ -6,7 +6,9 @@
 //! | `api.rs` | the [`Agent`] handle, [`WeakAgent`], what a host asks of an agent between turns |
 //! | `turns.rs` | the turn entry points: the turn lock, [`TurnOptions`], [`TurnResult`], completions |
 //! | `session.rs` | one session's state (`AgentCore`) and what a turn or a sub-agent borrows from it |
-//! | `compose.rs` | an agent built from its config, and each turn's tools |
+//! | `compose.rs` | an agent built from its config (or resumed from a session document), and each turn's tools |
+//! | `session_document.rs` | the session document: what a session needs to continue, versioned |
+//! | `durable.rs` | the session's store: resume, the commit after every turn, its report |
 //! | `runtime.rs` | the process-wide runtime |
 
 use std::sync::Mutex;
@@ -14,11 +16,14 @@ use std::sync::Mutex;
 mod api;
 mod compaction;
 mod compose;
+mod durable;
 mod runtime;
 mod session;
+pub mod session_document;
 mod turns;
 
 pub use api::{Agent, WeakAgent};
+pub use durable::{block_on_store, CommitReport, CommitStatus};
 pub(crate) use runtime::{on_runtime_thread, runtime, set_worker_threads};
 pub(crate) use turns::Completion;
 pub use turns::{TurnOptions, TurnResult};
@@ -50,6 +55,12 @@ pub enum AgentError {
     Internal(String),
     #[error("{0}")]
     NoEngine(String),
+    /// A session store operation failed (the in-memory session is untouched).
+    #[error("{0}")]
+    Store(crate::session_store::StoreError),
+    /// A session document cannot be read.
+    #[error("{0}")]
+    Document(session_document::DocumentError),
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -56,6 +56,11 @@ pub(crate) struct AgentCore {
     pub(super) subagents_version: AtomicU64,
     /// The context window, the estimate's anchor and the compaction breaker.
     pub(super) context: turn::compaction::ContextState,
+    /// Where the session came from (a fork's or sub-agent's parent).
+    pub(super) lineage: super::session_document::Lineage,
+    /// The session store the session commits to after every turn (config `session.store`).
+    pub(super) store: Option<super::durable::StoreLink>,
+    pub(super) last_commit: Mutex<Option<super::durable::CommitReport>>,
 }
 
 impl Drop for AgentCore {

@@ -190,6 +190,7 @@ impl Agent {
             let mut ended =
                 turn::run_turn(&env, &message, max_iterations, &turn_token, deltas).await;
             core.commit(ended.take_transcript(), &ended.outcome);
+            core.commit_session().await;
             ended.finish()
         }));
         Ok(Turn { run, token })

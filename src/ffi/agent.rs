@@ -48,6 +48,13 @@ pub(crate) type agentao_delta_fn =
 pub(crate) type agentao_event_fn =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
+impl agentao_agent {
+    pub(crate) fn from_agent(agent: Agent) -> Self {
+        let session_id = to_cstring(agent.session_id());
+        agentao_agent { agent, session_id }
+    }
+}
+
 pub(crate) unsafe fn agent_ref<'a>(a: *const agentao_agent) -> FfiResult<&'a Agent> {
     Ok(&agentao_agent::try_ref(a)?.agent)
 }

@@ -41,6 +41,9 @@ pub mod mcp_registry;
 pub mod memory_store;
 pub mod preflight;
 pub mod reply;
+pub mod session;
+#[path = "host/session_store.rs"]
+pub mod session_store;
 pub mod stream;
 mod strings;
 pub mod subagents;
@@ -100,6 +103,14 @@ pub enum agentao_status {
     /// A host-event stream reports a gap: events were dropped at this point because a
     /// cancelled turn found the stream full (the message says how many). The stream goes on.
     EventsDropped = 17,
+    /// A session commit continued a version the store no longer holds: another agent
+    /// committed first. Nothing was written; the in-memory session is unchanged.
+    Conflict = 18,
+    /// The session store failed or cannot be reached (the message says why).
+    StoreUnavailable = 19,
+    /// A session document or a stored session cannot be read: not JSON, truncated, not a
+    /// session, or a `format_version` this library does not read (the message says which).
+    CorruptSession = 20,
 }
 
 impl agentao_status {
@@ -148,6 +159,20 @@ pub(crate) fn status_of(e: &AgentError) -> agentao_status {
         AgentError::Panic(_) => agentao_status::Panic,
         AgentError::Internal(_) => agentao_status::Internal,
         AgentError::NoEngine(_) => agentao_status::NoEngine,
+        AgentError::Store(e) => store_status(e),
+        AgentError::Document(_) => agentao_status::CorruptSession,
+    }
+}
+
+/// The status of a session store failure.
+pub(crate) fn store_status(e: &crate::session_store::StoreError) -> agentao_status {
+    use crate::session_store::StoreError;
+    match e {
+        StoreError::Conflict { .. } => agentao_status::Conflict,
+        StoreError::Timeout { .. } => agentao_status::Timeout,
+        StoreError::Unavailable(_) => agentao_status::StoreUnavailable,
+        StoreError::Corrupt(_) => agentao_status::CorruptSession,
+        StoreError::Invalid(_) => agentao_status::InvalidArgument,
     }
 }
 
@@ -242,7 +267,11 @@ mod tests {
             agentao_status::EventsDropped.name().to_bytes(),
             b"EVENTS_DROPPED"
         );
-        assert_eq!(agentao_status::from_repr(18), None);
+        assert_eq!(
+            agentao_status::CorruptSession.name().to_bytes(),
+            b"CORRUPT_SESSION"
+        );
+        assert_eq!(agentao_status::from_repr(21), None);
         assert_eq!(agentao_status::from_repr(-1), None);
     }
 }

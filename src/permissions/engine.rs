@@ -67,6 +67,26 @@ pub struct PermissionEngine {
     /// command with an operand outside the workspace is asked instead.
     outside_reads: bool,
     cache: Mutex<Option<ActivePermissions>>,
+    /// What hosts added after construction, in order: a resumed session replays it onto the
+    /// engine its config builds.
+    added: Vec<AddedRules>,
+}
+
+/// Rules or a source label added to an engine after its config built it (host-injected rules,
+/// run-scope rules, remembered approvals), as a session document keeps them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AddedRules {
+    /// [`PermissionEngine::add_rules`].
+    Rules { rules: Value, source: String },
+    /// [`PermissionEngine::add_run_rules`].
+    Run {
+        allow: Value,
+        deny: Value,
+        source: String,
+    },
+    /// [`PermissionEngine::add_loaded_source`] on its own.
+    Source { label: String },
 }
 
 impl Clone for PermissionEngine {
@@ -82,6 +102,7 @@ impl Clone for PermissionEngine {
             web_domains: self.web_domains.clone(),
             outside_reads: self.outside_reads,
             cache: Mutex::new(None),
+            added: self.added.clone(),
         }
     }
 }
@@ -113,6 +134,7 @@ impl PermissionEngine {
             web_domains: Vec::new(),
             outside_reads: false,
             cache: Mutex::new(None),
+            added: Vec::new(),
         }
     }
 
@@ -135,7 +157,7 @@ impl PermissionEngine {
         }
         if let Some(rules) = &p.rules {
             engine.user_rules.extend(rules.iter().cloned());
-            engine.add_loaded_source("injected:config");
+            engine.note_source("injected:config");
         }
         if let Some(hosts) = &p.web_fetch_domains {
             engine.set_web_fetch_domains(hosts)?;
@@ -189,7 +211,7 @@ impl PermissionEngine {
                 .map(|d| d.join(path))
                 .unwrap_or_else(|_| path.to_path_buf())
         };
-        self.add_loaded_source(&format!("user:{}", abs.display()));
+        self.note_source(&format!("user:{}", abs.display()));
         Ok(())
     }
 
@@ -204,7 +226,7 @@ impl PermissionEngine {
         }))?;
         let ask = Rule::parse(&serde_json::json!({"tool": "web_fetch", "action": "ask"}))?;
         self.web_domains = vec![allow, ask];
-        self.add_loaded_source(&format!("injected:{WEB_DOMAINS_SOURCE}"));
+        self.note_source(&format!("injected:{WEB_DOMAINS_SOURCE}"));
         self.invalidate();
         Ok(())
     }
@@ -241,6 +263,16 @@ impl PermissionEngine {
     /// duplicate labels are ignored (returns false); a new label invalidates the snapshot
     /// cache. It does not add rules.
     pub fn add_loaded_source(&mut self, label: &str) -> bool {
+        let added = self.note_source(label);
+        if added {
+            self.added.push(AddedRules::Source {
+                label: label.to_owned(),
+            });
+        }
+        added
+    }
+
+    fn note_source(&mut self, label: &str) -> bool {
         if label.is_empty() || self.sources.iter().any(|s| s == label) {
             return false;
         }
@@ -261,7 +293,11 @@ impl PermissionEngine {
         } else {
             format!("injected:{source_label}")
         };
-        self.add_loaded_source(&label);
+        self.note_source(&label);
+        self.added.push(AddedRules::Rules {
+            rules: rules.clone(),
+            source: source_label.to_owned(),
+        });
         self.invalidate();
         Ok(())
     }
@@ -284,6 +320,11 @@ impl PermissionEngine {
                 parse_rule_list(v, what)
             }
         };
+        let record = AddedRules::Run {
+            allow: allow.clone(),
+            deny: deny.clone(),
+            source: source.to_owned(),
+        };
         let allow = list(allow, "allow")?;
         let deny = list(deny, "deny")?;
         let source = if source.is_empty() {
@@ -294,9 +335,31 @@ impl PermissionEngine {
         self.run_deny
             .extend(deny.into_iter().map(|r| (r, source.to_owned())));
         self.user_rules.extend(allow);
-        self.add_loaded_source(&format!("injected:{source}"));
+        self.note_source(&format!("injected:{source}"));
+        self.added.push(record);
         self.invalidate();
         Ok(())
+    }
+
+    /// What hosts added since the config built the engine, in order.
+    pub fn added(&self) -> &[AddedRules] {
+        &self.added
+    }
+
+    /// Adds again what [`PermissionEngine::added`] gave (a resumed session's rules).
+    pub fn replay(&mut self, added: &AddedRules) -> Result<(), String> {
+        match added {
+            AddedRules::Rules { rules, source } => self.add_rules(rules, source),
+            AddedRules::Run {
+                allow,
+                deny,
+                source,
+            } => self.add_run_rules(allow, deny, source),
+            AddedRules::Source { label } => {
+                self.add_loaded_source(label);
+                Ok(())
+            }
+        }
     }
 
     fn invalidate(&self) {

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use config::PermissionsConfig;
-pub use engine::{EngineAction, EngineMatch, PermissionEngine};
+pub use engine::{AddedRules, EngineAction, EngineMatch, PermissionEngine};
 pub use probe::{Probe, ProbeAnswer, Probed, Probing};
 
 /// The four modes; the strings are wire values.

@@ -19,23 +19,20 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::{
-    ListQuery, SessionCommit, SessionListing, SessionPage, SessionStore, StoreError, StoreFuture,
-    StoredSession,
+    check_commit, check_session_id, Cursor, ListQuery, SessionCommit, SessionListing, SessionPage,
+    SessionStore, StoreError, StoreFuture, StoredSession,
 };
 
 /// How long one operation (connecting included) may take unless the host says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The most sessions one listing page returns, whatever the query asks.
-const MAX_PAGE: u32 = 1000;
-
 /// Created on every new connection; the advisory lock keeps processes starting together from
 /// racing on `CREATE ... IF NOT EXISTS` (which is not atomic in PostgreSQL's catalogue).
-const SCHEMA: &str = "
+const SCHEMA: &str = r#"
 BEGIN;
 SELECT pg_advisory_xact_lock(7161012393456275712);
 CREATE TABLE IF NOT EXISTS agent_sessions (
-    session_id text PRIMARY KEY CHECK (session_id <> ''),
+    session_id text COLLATE "C" PRIMARY KEY CHECK (session_id <> ''),
     tenant     text NOT NULL,
     owner      text NOT NULL,
     version    bigint NOT NULL CHECK (version > 0),
@@ -47,10 +44,13 @@ CREATE INDEX IF NOT EXISTS agent_sessions_newest
 CREATE INDEX IF NOT EXISTS agent_sessions_by_owner
     ON agent_sessions (tenant, owner, updated_at DESC, session_id DESC);
 COMMIT;
-";
+"#;
 
-/// Microseconds since the epoch: the precision of `timestamptz`, so a cursor is exact.
-const MICROS: &str = "(extract(epoch FROM updated_at) * 1000000)::bigint";
+/// Milliseconds since the epoch. Commits store their time truncated to the millisecond, the
+/// precision of every store's cursor, so a page ends exactly where its cursor says; session ids
+/// compare bytewise (`COLLATE "C"`), as the other stores compare them.
+const MILLIS: &str = "(extract(epoch FROM updated_at) * 1000)::bigint";
+const NOW: &str = "date_trunc('milliseconds', clock_timestamp())";
 
 struct Statements {
     insert: Statement,
@@ -125,15 +125,18 @@ impl PostgresStore {
         let st = Statements {
             insert: prepare(
                 &client,
-                "INSERT INTO agent_sessions (session_id, tenant, owner, version, updated_at, document) \
-                 VALUES ($1, $2, $3, 1, clock_timestamp(), $4) ON CONFLICT (session_id) DO NOTHING",
+                &format!(
+                    "INSERT INTO agent_sessions (session_id, tenant, owner, version, updated_at, document) \
+                     VALUES ($1, $2, $3, 1, {NOW}, $4) ON CONFLICT (session_id) DO NOTHING"
+                ),
             )
             .await?,
             update: prepare(
                 &client,
-                "UPDATE agent_sessions SET version = version + 1, tenant = $3, owner = $4, \
-                 document = $5, updated_at = clock_timestamp() \
-                 WHERE session_id = $1 AND version = $2",
+                &format!(
+                    "UPDATE agent_sessions SET version = version + 1, tenant = $3, owner = $4, \
+                     document = $5, updated_at = {NOW} WHERE session_id = $1 AND version = $2"
+                ),
             )
             .await?,
             version: prepare(
@@ -144,7 +147,7 @@ impl PostgresStore {
             load: prepare(
                 &client,
                 &format!(
-                    "SELECT tenant, owner, version, {MICROS}, document FROM agent_sessions \
+                    "SELECT tenant, owner, version, {MILLIS}, document FROM agent_sessions \
                      WHERE session_id = $1"
                 ),
             )
@@ -154,10 +157,10 @@ impl PostgresStore {
             list: prepare(
                 &client,
                 &format!(
-                    "SELECT session_id, tenant, owner, version, {MICROS} FROM agent_sessions \
+                    "SELECT session_id, tenant, owner, version, {MILLIS} FROM agent_sessions \
                      WHERE ($1::text IS NULL OR tenant = $1) AND ($2::text IS NULL OR owner = $2) \
                      AND ($3::bigint IS NULL OR (updated_at, session_id) < \
-                          (timestamptz 'epoch' + $3::bigint * interval '1 microsecond', $4::text)) \
+                          (timestamptz 'epoch' + $3::bigint * interval '1 millisecond', $4::text)) \
                      ORDER BY updated_at DESC, session_id DESC LIMIT $5"
                 ),
             )
@@ -230,16 +233,6 @@ fn signed(v: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(v).map_err(|_| StoreError::Invalid(format!("{what} {v} is out of range")))
 }
 
-fn check_id(session_id: &str) -> Result<(), StoreError> {
-    if session_id.is_empty() {
-        return Err(StoreError::Invalid("empty session id".to_owned()));
-    }
-    if session_id.contains('\0') {
-        return Err(StoreError::Invalid("session id holds a NUL".to_owned()));
-    }
-    Ok(())
-}
-
 /// PostgreSQL text cannot hold NUL; JSON escapes it, so only a foreign document has one.
 fn check_text(what: &str, s: &str) -> Result<(), StoreError> {
     if s.contains('\0') {
@@ -248,23 +241,10 @@ fn check_text(what: &str, s: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// `<micros>:<session id>`: the last row of a page, exactly.
-fn cursor_of(micros: i64, session_id: &str) -> String {
-    format!("{micros}:{session_id}")
-}
-
-fn parse_cursor(cursor: &str) -> Result<(i64, &str), StoreError> {
-    let bad = || StoreError::Invalid(format!("bad listing cursor {cursor:?}"));
-    let (micros, id) = cursor.split_once(':').ok_or_else(bad)?;
-    let micros = micros.parse::<i64>().map_err(|_| bad())?;
-    check_id(id).map_err(|_| bad())?;
-    Ok((micros, id))
-}
-
 impl SessionStore for PostgresStore {
     fn load<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, Option<StoredSession>> {
         Box::pin(async move {
-            check_id(session_id)?;
+            check_session_id(session_id)?;
             self.run("load", |c| async move {
                 let row = c
                     .client
@@ -272,13 +252,12 @@ impl SessionStore for PostgresStore {
                     .await
                     .map_err(db_error)?;
                 let Some(row) = row else { return Ok(None) };
-                let micros: i64 = row.try_get(3).map_err(corrupt)?;
                 Ok(Some(StoredSession {
                     session_id: session_id.to_owned(),
                     tenant: row.try_get(0).map_err(corrupt)?,
                     owner: row.try_get(1).map_err(corrupt)?,
                     version: version_of(row.try_get(2).map_err(corrupt)?)?,
-                    updated_at_ms: micros.div_euclid(1000),
+                    updated_at_ms: row.try_get(3).map_err(corrupt)?,
                     document: row.try_get(4).map_err(corrupt)?,
                 }))
             })
@@ -288,7 +267,7 @@ impl SessionStore for PostgresStore {
 
     fn commit<'a>(&'a self, commit: &'a SessionCommit) -> StoreFuture<'a, u64> {
         Box::pin(async move {
-            check_id(&commit.session_id)?;
+            check_commit(commit)?;
             check_text("tenant", &commit.tenant)?;
             check_text("owner", &commit.owner)?;
             check_text("document", &commit.document)?;
@@ -343,14 +322,12 @@ impl SessionStore for PostgresStore {
 
     fn list<'a>(&'a self, query: &'a ListQuery) -> StoreFuture<'a, SessionPage> {
         Box::pin(async move {
-            let (after_micros, after_id) = match query.cursor.as_deref() {
-                Some(c) => {
-                    let (m, id) = parse_cursor(c)?;
-                    (Some(m), Some(id))
-                }
+            let after = query.cursor.as_deref().map(Cursor::decode).transpose()?;
+            let (after_ms, after_id) = match &after {
+                Some(c) => (Some(c.updated_at_ms), Some(c.session_id.as_str())),
                 None => (None, None),
             };
-            let limit = query.limit.clamp(1, MAX_PAGE);
+            let limit = query.page_size();
             self.run("list", |c| async move {
                 // One more than the page: whether another page follows, without a count.
                 let fetch = i64::from(limit) + 1;
@@ -358,33 +335,23 @@ impl SessionStore for PostgresStore {
                     .client
                     .query(
                         &c.st.list,
-                        &[
-                            &query.tenant,
-                            &query.owner,
-                            &after_micros,
-                            &after_id,
-                            &fetch,
-                        ],
+                        &[&query.tenant, &query.owner, &after_ms, &after_id, &fetch],
                     )
                     .await
                     .map_err(db_error)?;
                 let more = rows.len() > limit as usize;
                 let mut page = SessionPage::default();
-                let mut last = None;
                 for row in rows.iter().take(limit as usize) {
-                    let micros: i64 = row.try_get(4).map_err(corrupt)?;
-                    let listing = SessionListing {
+                    page.sessions.push(SessionListing {
                         session_id: row.try_get(0).map_err(corrupt)?,
                         tenant: row.try_get(1).map_err(corrupt)?,
                         owner: row.try_get(2).map_err(corrupt)?,
                         version: version_of(row.try_get(3).map_err(corrupt)?)?,
-                        updated_at_ms: micros.div_euclid(1000),
-                    };
-                    last = Some((micros, listing.session_id.clone()));
-                    page.sessions.push(listing);
+                        updated_at_ms: row.try_get(4).map_err(corrupt)?,
+                    });
                 }
                 if more {
-                    page.next_cursor = last.map(|(m, id)| cursor_of(m, &id));
+                    page.next_cursor = page.sessions.last().map(|l| Cursor::after(l).encode());
                 }
                 Ok(page)
             })
@@ -394,7 +361,7 @@ impl SessionStore for PostgresStore {
 
     fn delete<'a>(&'a self, session_id: &'a str) -> StoreFuture<'a, bool> {
         Box::pin(async move {
-            check_id(session_id)?;
+            check_session_id(session_id)?;
             self.run("delete", |c| async move {
                 let n = c
                     .client

@@ -35,6 +35,12 @@ const (
 	// StatusEventsDropped: a host-event stream skipped events a cancelled turn could not
 	// queue; the stream goes on after it.
 	StatusEventsDropped Status = 17
+	// StatusConflict: a session commit continued a version another agent had replaced.
+	StatusConflict Status = 18
+	// StatusStoreUnavailable: the session store failed or cannot be reached.
+	StatusStoreUnavailable Status = 19
+	// StatusCorruptSession: a session document or stored session cannot be read.
+	StatusCorruptSession Status = 20
 )
 
 // String is the status's short name, e.g. "CANCELLED".

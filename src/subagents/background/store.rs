@@ -27,6 +27,9 @@ pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// cannot grow the store without bound.
 const MAX_FINISHED: usize = 256;
 
+/// The error of a task a resumed session found in flight.
+const RESUMED_ERROR: &str = "the session was resumed after the process running the task ended";
+
 /// Why a launch was refused. The text is what the model reads after `Error executing agent_x: `.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum LaunchError {
@@ -194,6 +197,43 @@ impl BackgroundStore {
                 (tasks, dropped)
             });
         }
+    }
+
+    /// This session's records in launch order, for its session document.
+    pub(crate) fn records(&self) -> Vec<(String, TaskRecord)> {
+        self.lock()
+            .tasks
+            .iter()
+            .filter(|t| !t.recovered)
+            .map(|t| (t.id.clone(), t.rec.clone()))
+            .collect()
+    }
+
+    /// A resumed session's records become this session's. An in-flight one failed: the
+    /// process that ran it is gone, and nothing here runs it. An id already present is kept.
+    pub(crate) fn adopt(&self, records: Vec<(String, TaskRecord)>) {
+        {
+            let mut s = self.lock();
+            for (id, mut rec) in records {
+                if s.tasks.iter().any(|t| t.id == id) {
+                    continue;
+                }
+                if rec.status.in_flight() {
+                    rec.status = TaskStatus::Failed;
+                    rec.error = Some(RESUMED_ERROR.to_owned());
+                    rec.finished_at.get_or_insert_with(now);
+                }
+                s.tasks.push(Task {
+                    id,
+                    rec,
+                    token: None,
+                    abort: None,
+                    recovered: false,
+                });
+            }
+            s.prune();
+        }
+        self.flush();
     }
 
     /// Registers a pending task named `name` and starts `run(id, token)` (the task's id and its
