@@ -9,6 +9,7 @@
 //! | [`subagents`] | sub-agent definitions, spawn tools, the child run and its events |
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
 //! | [`config`] | the agent config: composes the sections each layer owns |
+//! | [`audit`] | the audit sink: host events from a bounded queue into PostgreSQL, in batches, drops counted |
 //! | [`session_store`] | where session documents are committed (optimistic versions) and loaded: the trait, SQLite, PostgreSQL |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
@@ -52,6 +53,7 @@ pub mod agent;
 pub mod subagents;
 pub mod turn;
 
+pub mod audit;
 pub mod config;
 pub mod session_store;
 

@@ -35,6 +35,7 @@ pub fn server(dir: &str) -> Option<String> {
 }
 
 /// Stops the server in `build/<dir>` (fast shutdown: clients are disconnected).
+#[allow(dead_code)] // not every test binary that includes this module stops a server
 pub fn stop(dir: &str) {
     let out = script(dir, "stop");
     assert!(out.status.success(), "scripts/postgres.sh stop");
