@@ -171,6 +171,13 @@ fn every_turn_commits_and_a_new_agent_resumes_the_last() {
         let c = agent.last_commit().unwrap();
         assert_eq!((c.status, c.version), (CommitStatus::Committed, turn));
     }
+    // Documents hold whole conversations: the file is the owner's only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir.path().join("s.db"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
     let events = host.events_of("session_committed");
     assert_eq!(events.len(), 2);
     assert_eq!(events[1]["data"]["version"], 2);
@@ -466,4 +473,58 @@ fn listing_pages_newest_first_and_delete_removes() {
             Err(StoreError::Conflict { stored: 1, .. })
         ));
     }
+}
+
+/// A store that never answers in time, then one that fails: each turn still ends, the host
+/// reads why, and nothing in memory is lost.
+#[test]
+fn a_store_that_times_out_or_fails_leaves_the_session_usable() {
+    use agentao::session_store::{SessionPage, SessionStore, StoreFuture, StoredSession};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Default)]
+    struct Flaky {
+        failing: AtomicBool,
+    }
+    impl SessionStore for Flaky {
+        fn load<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<StoredSession>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn commit<'a>(&'a self, _: &'a SessionCommit) -> StoreFuture<'a, u64> {
+            let failing = self.failing.load(Ordering::SeqCst);
+            Box::pin(async move {
+                if failing {
+                    return Err(StoreError::Unavailable("the database went away".into()));
+                }
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok(1)
+            })
+        }
+        fn list<'a>(&'a self, _: &'a ListQuery) -> StoreFuture<'a, SessionPage> {
+            Box::pin(async { Ok(SessionPage::default()) })
+        }
+        fn delete<'a>(&'a self, _: &'a str) -> StoreFuture<'a, bool> {
+            Box::pin(async { Ok(false) })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        json!({"id": "flaky", "timeout_ms": 200}),
+        json!([{"repeat": 2, "text": "r{i}"}]),
+    );
+    let store = Arc::new(Flaky::default());
+    let agent = Agent::open_session(&cfg, None, None, Some(store.clone())).unwrap();
+    let started = Instant::now();
+    assert_eq!(run(&agent, "one"), "r1");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let c = agent.last_commit().unwrap();
+    assert_eq!((c.status, c.version), (CommitStatus::Timeout, 0));
+    assert!(c.message.contains("timed out"), "{}", c.message);
+    store.failing.store(true, Ordering::SeqCst);
+    assert_eq!(run(&agent, "two"), "r2");
+    let c = agent.last_commit().unwrap();
+    assert_eq!(c.status, CommitStatus::Unavailable);
+    assert!(c.message.contains("went away"), "{}", c.message);
+    assert_eq!(history(&agent).len(), 4);
 }

@@ -32,6 +32,10 @@ Options:
                        (default: $XDG_STATE_HOME/agentao-acp/sessions or
                        ~/.local/state/agentao-acp/sessions)
   --no-persist         Keep no history files (session/load is then not offered)
+  --store URL          Keep sessions in a session store instead of history files:
+                       sqlite:PATH (one database file) or postgres://... (a build with the
+                       `postgres` feature). Every turn is committed; session/load and
+                       session/list read the store, so several server processes share sessions
   --max-sessions N     Live sessions at once (default 256); past it session/new and
                        session/load are refused until the client frees one with session/close
   --max-prompt-bytes N A prompt's text at most (default 1048576); a longer one is refused
@@ -64,7 +68,12 @@ pub struct Options {
     pub max_history_bytes: usize,
     /// Whether a root, the home directory or one above it may be a session's cwd.
     pub allow_broad_cwd: bool,
+    /// `--store`: the session store every session commits to (then `sessions_dir` is `None`).
+    pub store: Option<String>,
 }
+
+/// The tenant the server's sessions are recorded under in a store, unless the config names one.
+pub const STORE_TENANT: &str = "agentao-acp";
 
 /// The default of `--max-sessions`.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
@@ -118,6 +127,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
     let mut max_prompt_bytes = DEFAULT_MAX_PROMPT_BYTES;
     let mut max_history_bytes = DEFAULT_MAX_HISTORY_BYTES;
     let mut allow_broad_cwd = false;
+    let mut store: Option<String> = None;
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
@@ -164,6 +174,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
             "--allow-broad-cwd" => allow_broad_cwd = true,
             "--sessions-dir" => sessions_dir = Some(PathBuf::from(value()?)),
             "--no-persist" => sessions_dir = None,
+            "--store" => store = Some(value()?),
             other => return Err(format!("unknown argument '{other}' (see --help)")),
         }
     }
@@ -171,6 +182,18 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
     let Some(obj) = template.as_object_mut() else {
         return Err("config file: must be a JSON object".into());
     };
+    if let Some(url) = &store {
+        // The store replaces the history files.
+        sessions_dir = None;
+        let section = obj.entry("session").or_insert_with(|| json!({}));
+        let Some(section) = section.as_object_mut() else {
+            return Err("config field `session`: must be an object".into());
+        };
+        section.insert("store".into(), json!(url));
+        section
+            .entry("tenant")
+            .or_insert_with(|| json!(STORE_TENANT));
+    }
     if obj.remove("working_directory").is_some() {
         eprintln!("agentao-acp: config `working_directory` ignored: each session uses its cwd");
     }
@@ -238,5 +261,6 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> 
         max_prompt_bytes,
         max_history_bytes,
         allow_broad_cwd,
+        store,
     }))
 }

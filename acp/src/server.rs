@@ -27,6 +27,9 @@ use crate::rpc::{
 };
 use crate::session::{valid_session_id, Session};
 
+#[path = "stored.rs"]
+mod stored;
+
 /// The longest message accepted; a longer line is skipped and answered with a parse error.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -196,7 +199,7 @@ impl Server {
         to_value(&InitializeResponse {
             protocol_version: PROTOCOL_VERSION,
             agent_capabilities: AgentCapabilities {
-                load_session: self.opts.sessions_dir.is_some(),
+                load_session: self.opts.sessions_dir.is_some() || self.opts.store.is_some(),
                 prompt_capabilities: bools(&[
                     ("image", true),
                     ("audio", false),
@@ -330,6 +333,9 @@ impl Server {
 
     fn load_session(&self, params: Value) -> Result<Value, RpcError> {
         let req: SessionLoadRequest = parse(params)?;
+        if self.opts.store.is_some() {
+            return self.load_stored(req);
+        }
         let Some(dir) = &self.opts.sessions_dir else {
             return Err(RpcError::invalid_params(
                 "session/load: this server keeps no session histories (--no-persist)",
@@ -414,6 +420,9 @@ impl Server {
             for saved in saved_sessions(dir) {
                 known.entry(saved.session_id).or_insert(saved.cwd);
             }
+        }
+        for stored in self.stored_sessions()? {
+            known.entry(stored.session_id).or_insert(stored.cwd);
         }
         let mut sessions = Vec::new();
         let mut next_cursor = None;

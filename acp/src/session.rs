@@ -72,6 +72,12 @@ impl Session {
     ) -> Result<Arc<Session>, RpcError> {
         let mut config = template.clone();
         config["working_directory"] = json!(cwd.display().to_string());
+        // With a store, the session is committed under its id, its cwd recorded as its owner
+        // (what session/list reports); an id the store holds is resumed.
+        if let Some(section) = config.get_mut("session").and_then(Value::as_object_mut) {
+            section.insert("id".into(), json!(id));
+            section.insert("owner".into(), json!(cwd.display().to_string()));
+        }
         let transport = Arc::new(AcpTransport::new(id.clone(), cwd.clone(), out, pending));
         let agent = build_agent(&config, &transport)?;
         if mode == Mode::Plan {
@@ -118,6 +124,12 @@ impl Session {
                 })
                 .collect(),
         }
+    }
+
+    /// Takes the agent's permission mode as the session's (a session resumed from a store
+    /// brings its own).
+    pub fn adopt_agent_mode(&self) {
+        *lock(&self.mode_id) = self.agent().active_permissions().mode;
     }
 
     /// Applies a mode: one of the four presets switches the permission engine; any other id is

@@ -57,6 +57,16 @@ impl SqliteStore {
                 StoreError::Unavailable(format!("sessions database {}: {e}", path.display()))
             })?;
         }
+        // Documents hold whole conversations: a new file is the owner's only (SQLite gives its
+        // journal files the database file's mode).
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path);
+        }
         let db = Connection::open(path).map_err(store_error)?;
         db.busy_timeout(BUSY_TIMEOUT).map_err(store_error)?;
         // WAL needs a writable directory; a read-only one keeps the rollback journal and
