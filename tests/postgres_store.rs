@@ -285,3 +285,46 @@ async fn a_database_that_never_answers_is_a_timeout() {
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     held.abort();
 }
+
+/// Not a pass/fail bound (the machine is shared): prints what a commit costs with four
+/// committers on four connections, for docs/scale-out.md, and checks every commit landed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_latency_with_four_committers() {
+    let Some(url) = pg_support::server("pg") else {
+        return;
+    };
+    let run = unique("lat");
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let store = PostgresStore::connect(&url).unwrap();
+        let run = run.clone();
+        tasks.push(tokio::spawn(async move {
+            let doc = "x".repeat(8 * 1024);
+            let mut times = Vec::new();
+            for s in 0..10 {
+                let id = format!("{run}-{w}-{s}");
+                for v in 0..10u64 {
+                    let t = std::time::Instant::now();
+                    let c = commit(&id, "lat", "o", v, &doc);
+                    assert_eq!(store.commit(&c).await.unwrap(), v + 1);
+                    times.push(t.elapsed());
+                }
+                store.delete(&id).await.unwrap();
+            }
+            times
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort();
+    assert_eq!(all.len(), 400);
+    let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)];
+    eprintln!(
+        "PostgreSQL commit latency, 4 committers, 8 KiB documents: p50 {:?}, p99 {:?}, max {:?}",
+        pct(0.5),
+        pct(0.99),
+        all[all.len() - 1]
+    );
+}
