@@ -328,3 +328,61 @@ async fn commit_latency_with_four_committers() {
         all[all.len() - 1]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_stopped_mid_commit_loses_no_acknowledged_commit() {
+    let dir = "pg-midcommit";
+    let Some(url) = pg_support::server(dir) else {
+        return;
+    };
+    let store = Arc::new(
+        PostgresStore::connect(&url)
+            .unwrap()
+            .with_timeout(Duration::from_secs(5)),
+    );
+    let id = unique("mid");
+    let committer = {
+        let (store, id) = (store.clone(), id.clone());
+        tokio::spawn(async move {
+            // Commits as fast as they go until the database is gone; the in-memory version
+            // moves only on an acknowledged commit, as the agent's does.
+            let (mut version, mut failures) = (0u64, Vec::new());
+            let doc = "y".repeat(64 * 1024);
+            while failures.len() < 3 {
+                match store.commit(&commit(&id, "t", "o", version, &doc)).await {
+                    Ok(v) => version = v,
+                    Err(e) => failures.push(e),
+                }
+            }
+            (version, failures)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::task::spawn_blocking(move || pg_support::stop(dir))
+        .await
+        .unwrap();
+    let (acknowledged, failures) = committer.await.unwrap();
+    assert!(acknowledged > 0, "no commit landed before the stop");
+    for e in &failures {
+        assert!(
+            matches!(e, StoreError::Unavailable(_) | StoreError::Timeout { .. }),
+            "{e:?}"
+        );
+    }
+    assert!(pg_support::server(dir).is_some());
+    // Every acknowledged commit is there; at most the one in flight landed unacknowledged.
+    let stored = store.load(&id).await.unwrap().unwrap().version;
+    assert!(
+        stored == acknowledged || stored == acknowledged + 1,
+        "acknowledged {acknowledged}, stored {stored}"
+    );
+    // The session goes on from what the store says.
+    assert_eq!(
+        store
+            .commit(&commit(&id, "t", "o", stored, "{}"))
+            .await
+            .unwrap(),
+        stored + 1
+    );
+    store.delete(&id).await.unwrap();
+}
