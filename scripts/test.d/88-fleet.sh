@@ -31,7 +31,7 @@ q <<SQL
 CREATE TABLE fleet_work (session_id text PRIMARY KEY, turns_done int NOT NULL DEFAULT 0,
   turns_total int NOT NULL, claimed_by text, claimed_at timestamptz);
 CREATE TABLE fleet_commits (session_id text NOT NULL, version bigint NOT NULL, worker text NOT NULL,
-  turn_us bigint NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
+  turn_us bigint NOT NULL, commit_us bigint NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
 INSERT INTO fleet_work (session_id, turns_total)
   SELECT 'fleet-' || lpad(i::text, 3, '0'), $FLEET_TURNS FROM generate_series(1, $FLEET_SESSIONS) i;
 SQL
@@ -85,11 +85,13 @@ missing=$(q -c "SELECT count(*) FROM agent_sessions s, generate_series(1, s.vers
 
 turns=$(q -c "SELECT count(*) FROM fleet_commits")
 rows=$(q -c "SELECT count(*) FROM agent_audit WHERE tenant_id = 'fleet'")
-read -r p50 p99 <<< "$(q -F' ' -c "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY turn_us) / 1000.0)::numeric, 1),
-  round((percentile_cont(0.99) WITHIN GROUP (ORDER BY turn_us) / 1000.0)::numeric, 1) FROM fleet_commits")"
+pct() { q -c "SELECT round((percentile_cont($1) WITHIN GROUP (ORDER BY $2) / 1000.0)::numeric, 1) FROM fleet_commits"; }
+# Every turn saw its session_committed event (a negative time: it did not).
+q -c "SELECT count(*) FROM fleet_commits WHERE commit_us < 0" | grep -qx 0 || { echo "fleet: a turn had no session_committed event"; exit 1; }
 secs=$(echo "$t1 - $t0" | bc)
-printf 'fleet: %s turns (%s sessions x %s) in %.1f s: %.1f turns/s; turn latency (resume + 2 model calls of %s ms + tool + commit) p50 %s ms, p99 %s ms; %s audit rows, %s session rows\n' \
-  "$turns" "$FLEET_SESSIONS" "$FLEET_TURNS" "$secs" "$(echo "$turns / $secs" | bc -l)" "$FLEET_DELAY_MS" "$p50" "$p99" "$rows" \
+printf 'fleet: %s turns (%s sessions x %s) in %.1f s: %.1f turns/s; commit latency p50 %s ms, p99 %s ms; turn latency (resume + 2 model calls of %s ms + tool + commit) p50 %s ms, p99 %s ms; %s audit rows, %s session rows\n' \
+  "$turns" "$FLEET_SESSIONS" "$FLEET_TURNS" "$secs" "$(echo "$turns / $secs" | bc -l)" "$(pct 0.5 commit_us)" "$(pct 0.99 commit_us)" \
+  "$FLEET_DELAY_MS" "$(pct 0.5 turn_us)" "$(pct 0.99 turn_us)" "$rows" \
   "$(q -c "SELECT count(*) FROM agent_sessions WHERE session_id LIKE 'fleet-%'")"
 grep -h "conflicts" "$out"/worker*.err || true
 record "fleet (4 workers, SIGKILL)" 1

@@ -40,6 +40,19 @@ static PGresult *sql(const char *q, int n, const char *const *params, ExecStatus
     return r;
 }
 
+/* Commit latency as the worker can see it: from the turn's last event before the commit to its
+ * `session_committed` event (the document's serialisation and the store's round trips). */
+struct timing {
+    double last_us, commit_us;
+};
+
+static void on_event(void *ud, const char *json) {
+    struct timing *t = ud;
+    double now = now_us();
+    if (strstr(json, "\"session_committed\"")) t->commit_us = now - t->last_us;
+    else t->last_us = now;
+}
+
 static void allow(void *ud, const char *tool, const char *desc, const char *args, const char *call_id,
                   agentao_reply *reply) {
     (void)ud; (void)tool; (void)desc; (void)args; (void)call_id;
@@ -48,7 +61,8 @@ static void allow(void *ud, const char *tool, const char *desc, const char *args
 
 /* The agent for turn `turn` of `sid`: resumes the stored session; the scripted model calls one
  * tool (call id call_<turn>, in the audit rows) and answers. */
-static agentao_agent *make_agent(const char *url, const char *workdir, const char *sid, long turn, int delay) {
+static agentao_agent *make_agent(const char *url, const char *workdir, const char *sid, long turn, int delay,
+                                 struct timing *timing) {
     char config[4096];
     snprintf(config, sizeof config,
              "{\"working_directory\": \"%s\","
@@ -61,6 +75,8 @@ static agentao_agent *make_agent(const char *url, const char *workdir, const cha
     agentao_transport t = {0};
     t.struct_size = sizeof t;
     t.confirm_tool = allow;
+    t.emit = on_event;
+    t.userdata = timing;
     agentao_agent *agent = NULL;
     agentao_error *err = NULL;
     if (agentao_agent_new(config, &t, &agent, &err) != AGENTAO_STATUS_OK) {
@@ -116,13 +132,14 @@ int main(int argc, char **argv) {
         PQclear(r);
 
         double t0 = now_us();
-        agentao_agent *agent = make_agent(url, workdir, sid, turn, delay);
+        struct timing timing = {0, -1};
+        agentao_agent *agent = make_agent(url, workdir, sid, turn, delay, &timing);
         uint64_t resumed = stored_version(agent);
         if ((long)resumed + 1 != turn) {
             /* A worker died after its commit and before it recorded it: the store knows better. */
             agentao_agent_free(agent);
             turn = (long)resumed + 1;
-            agent = make_agent(url, workdir, sid, turn, delay);
+            agent = make_agent(url, workdir, sid, turn, delay, &timing);
         }
         uint64_t audit_id = 0;
         if (agentao_agent_add_audit_sink(agent, sink, "fleet", &audit_id, &err) != AGENTAO_STATUS_OK) {
@@ -149,13 +166,14 @@ int main(int argc, char **argv) {
             fprintf(stderr, "fleet_worker: audit flush: %s\n", agentao_error_message(err));
             return 2;
         }
-        char version[32], micros[32];
+        char version[32], micros[32], commit_micros[32];
         snprintf(version, sizeof version, "%llu", (unsigned long long)rep.version);
         snprintf(micros, sizeof micros, "%.0f", us);
+        snprintf(commit_micros, sizeof commit_micros, "%.0f", timing.commit_us);
         if (rep.status == AGENTAO_COMMIT_STATUS_COMMITTED) {
-            const char *p[] = {sid, version, worker, micros};
-            PQclear(sql("INSERT INTO fleet_commits (session_id, version, worker, turn_us) VALUES ($1, $2, $3, $4)",
-                        4, p, PGRES_COMMAND_OK));
+            const char *p[] = {sid, version, worker, micros, commit_micros};
+            PQclear(sql("INSERT INTO fleet_commits (session_id, version, worker, turn_us, commit_us)"
+                        " VALUES ($1, $2, $3, $4, $5)", 5, p, PGRES_COMMAND_OK));
             PQclear(sql("UPDATE fleet_work SET turns_done = $2, claimed_by = NULL WHERE session_id = $1"
                         " AND claimed_by = $3", 3, p, PGRES_COMMAND_OK));
             printf("turn %s %s %s\n", sid, version, micros);
