@@ -9,7 +9,6 @@ use super::handle::BoxCastable;
 use super::{
     agentao_error, agentao_status, guard, guard_required_out, out_arg, out_string, str_arg, Fail,
 };
-use crate::agent::runtime;
 use crate::audit::{AuditSink, SinkState};
 
 /// An audit sink: a bounded queue and the writer that drains it into the database.
@@ -72,7 +71,8 @@ pub unsafe extern "C" fn agentao_audit_sink_open_postgres(
         {
             let writer = crate::audit::postgres::PostgresAuditWriter::new(url)
                 .map_err(|m| Fail(agentao_status::InvalidArgument, m))?;
-            let rt = runtime().map_err(|e| Fail(super::status_of(&e), e.to_string()))?;
+            let rt =
+                crate::agent::runtime().map_err(|e| Fail(super::status_of(&e), e.to_string()))?;
             let sink = AuditSink::start(writer, capacity as usize, rt.handle());
             out.write(|| agentao_audit_sink { sink }.into_raw());
             Ok(())
