@@ -103,14 +103,14 @@ static void test_errors_and_status_names(const char *dir) {
         "OK", "NULL_ARGUMENT", "INVALID_ARGUMENT", "INVALID_UTF8", "INVALID_JSON",
         "INVALID_CONFIG", "TURN_IN_PROGRESS", "NO_SUBSCRIBE", "STREAM_SUBSCRIBE", "CANCELLED",
         "TIMEOUT", "REENTRANT", "PANIC", "INTERNAL", "HOST_ERROR", "CLOSED", "NO_ENGINE",
-        "EVENTS_DROPPED",
+        "EVENTS_DROPPED", "CONFLICT", "STORE_UNAVAILABLE", "CORRUPT_SESSION",
     };
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         CHECK_STR_EQ(agentao_status_name(i), names[i]);
     CHECK(AGENTAO_STATUS_NO_ENGINE == 16 && AGENTAO_STATUS_CLOSED == 15 && AGENTAO_STATUS_PANIC == 12);
-    CHECK(AGENTAO_STATUS_EVENTS_DROPPED == 17);
+    CHECK(AGENTAO_STATUS_EVENTS_DROPPED == 17 && AGENTAO_STATUS_CORRUPT_SESSION == 20);
     CHECK_STR_EQ(agentao_status_name(-1), "UNKNOWN");
-    CHECK_STR_EQ(agentao_status_name(18), "UNKNOWN");
+    CHECK_STR_EQ(agentao_status_name(21), "UNKNOWN");
     CHECK_STR_EQ(agentao_status_name(INT32_MAX), "UNKNOWN");
 }
 
