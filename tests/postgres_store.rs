@@ -239,6 +239,10 @@ async fn a_database_that_goes_away_is_unavailable_then_works_again() {
         2
     );
     store.delete(&id).await.unwrap();
+    // Its own server: nobody else needs it running.
+    tokio::task::spawn_blocking(move || pg_support::stop(dir))
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -385,4 +389,8 @@ async fn a_database_stopped_mid_commit_loses_no_acknowledged_commit() {
         stored + 1
     );
     store.delete(&id).await.unwrap();
+    // Its own server: nobody else needs it running.
+    tokio::task::spawn_blocking(move || pg_support::stop(dir))
+        .await
+        .unwrap();
 }

@@ -24,6 +24,7 @@ if [ $pg_rc = 0 ] && apt_need libpq-dev; then
   grep -qE '^subagent_lifecycle +call_check +sub-agent: ledger-checker +completed$' build/examples/audit_pg.out
   grep -qE '^tool_lifecycle +call_wipe +write_file +failed/cancelled$' build/examples/audit_pg.out
   [ "$(grep -c '^rows: 16$' build/examples/audit_pg.out)" = 1 ]
+  scripts/postgres.sh stop
 else
   skipped "examples: audit_pipeline's PostgreSQL mode (${pg_url:-no libpq-dev})"
 fi

@@ -38,6 +38,8 @@ SQL
 
 total=$((FLEET_SESSIONS * FLEET_TURNS))
 pids=()
+# Started by this step, stopped by it, whatever happens (workers first).
+trap 'kill -KILL "${pids[@]}" 2>/dev/null || true; scripts/postgres.sh stop || true' EXIT
 t0=$(date +%s.%N)
 for w in $(seq 1 $FLEET_WORKERS); do
   "$out/fleet_worker" "$w" "$url" "$PWD/$out/work" "$FLEET_DELAY_MS" > "$out/worker$w.out" 2> "$out/worker$w.err" &
