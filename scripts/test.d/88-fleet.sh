@@ -90,9 +90,9 @@ rows=$(q -c "SELECT count(*) FROM agent_audit WHERE tenant_id = 'fleet'")
 pct() { q -c "SELECT round((percentile_cont($1) WITHIN GROUP (ORDER BY $2) / 1000.0)::numeric, 1) FROM fleet_commits"; }
 # Every turn saw its session_committed event (a negative time: it did not).
 q -c "SELECT count(*) FROM fleet_commits WHERE commit_us < 0" | grep -qx 0 || { echo "fleet: a turn had no session_committed event"; exit 1; }
-secs=$(echo "$t1 - $t0" | bc)
+secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
 printf 'fleet: %s turns (%s sessions x %s) in %.1f s: %.1f turns/s; commit latency p50 %s ms, p99 %s ms; turn latency (resume + 2 model calls of %s ms + tool + commit) p50 %s ms, p99 %s ms; %s audit rows, %s session rows\n' \
-  "$turns" "$FLEET_SESSIONS" "$FLEET_TURNS" "$secs" "$(echo "$turns / $secs" | bc -l)" "$(pct 0.5 commit_us)" "$(pct 0.99 commit_us)" \
+  "$turns" "$FLEET_SESSIONS" "$FLEET_TURNS" "$secs" "$(awk -v n="$turns" -v s="$secs" 'BEGIN { print n / s }')" "$(pct 0.5 commit_us)" "$(pct 0.99 commit_us)" \
   "$FLEET_DELAY_MS" "$(pct 0.5 turn_us)" "$(pct 0.99 turn_us)" "$rows" \
   "$(q -c "SELECT count(*) FROM agent_sessions WHERE session_id LIKE 'fleet-%'")"
 grep -h "conflicts" "$out"/worker*.err || true
