@@ -9,6 +9,12 @@
  * the audit log is safe to keep. Runs offline on the scripted provider.
  *
  * Usage: audit_pipeline [DATABASE]   (default: audit.db in a temporary directory)
+ *
+ * PostgreSQL mode (built with -DAUDIT_POSTGRES and -lpq): audit_pipeline --postgres URL. The
+ * library's own audit sink writes the rows instead of the consumer thread: batches from a
+ * bounded queue into `agent_audit(tenant_id, session_id, ts, event_type, payload jsonb)`, never
+ * slowing the turn (a full queue drops and counts, see agentao_audit_sink_status); the example
+ * flushes it after the turn and reads the session's rows back with libpq.
  */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include <pthread.h>
@@ -19,6 +25,10 @@
 #include <string.h>
 
 #include "agentao.h"
+
+#ifdef AUDIT_POSTGRES
+#include <libpq-fe.h>
+#endif
 
 static const char *SCRIPT =
     "{\"responses\": ["
@@ -139,6 +149,55 @@ static void confirm(void *ud, const char *tool, const char *desc, const char *ar
     agentao_reply_confirm(reply, touches_ledger ? AGENTAO_CONFIRMATION_DENY : AGENTAO_CONFIRMATION_ALLOW, NULL);
 }
 
+#ifdef AUDIT_POSTGRES
+static int postgres_mode(agentao_agent *agent, const char *url) {
+    agentao_error *err = NULL;
+    agentao_audit_sink *sink = NULL;
+    if (agentao_audit_sink_open_postgres(url, 0, &sink, &err) != AGENTAO_STATUS_OK) {
+        fprintf(stderr, "audit sink: %s\n", agentao_error_message(err));
+        return 1;
+    }
+    uint64_t id = 0;
+    agentao_agent_add_audit_sink(agent, sink, "example-tenant", &id, NULL);
+    char *text = NULL;
+    agentao_status st = agentao_agent_chat(agent, "Summarise the ledger into report.txt.", -1, NULL, &text, &err);
+    printf("turn: %s: %s\n", agentao_status_name(st), st == AGENTAO_STATUS_OK ? text : agentao_error_message(err));
+    agentao_string_free(text);
+    if (agentao_audit_sink_flush(sink, 10000, &err) != AGENTAO_STATUS_OK) {
+        fprintf(stderr, "audit flush: %s\n", agentao_error_message(err));
+        return 1;
+    }
+    agentao_audit_status status = {0};
+    status.struct_size = sizeof status;
+    agentao_audit_sink_status(sink, &status, NULL, NULL);
+    printf("audit sink: %llu written, %llu dropped\n", (unsigned long long)status.written,
+           (unsigned long long)status.dropped);
+    agentao_audit_sink_free(sink);
+
+    PGconn *db = PQconnectdb(url);
+    if (PQstatus(db) != CONNECTION_OK) { fprintf(stderr, "%s", PQerrorMessage(db)); return 1; }
+    const char *sid = agentao_agent_session_id(agent);
+    const char *params[] = {sid};
+    PGresult *r = PQexecParams(db,
+        "SELECT event_type, coalesce(payload->>'tool_call_id', payload->>'parent_tool_call_id'),"
+        " coalesce(payload->>'tool_name', payload->>'task_summary'),"
+        " coalesce(payload->>'phase', '') || coalesce('/' || (payload->>'outcome'), '')"
+        " FROM agent_audit WHERE tenant_id = 'example-tenant' AND session_id = $1 ORDER BY id",
+        1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) { fprintf(stderr, "%s", PQerrorMessage(db)); return 1; }
+    printf("\nsession %s\n%-20s %-11s %-25s %s\n", sid, "event_type", "call", "tool", "phase/outcome");
+    for (int i = 0; i < PQntuples(r); i++)
+        printf("%-20s %-11s %-25s %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+               PQgetvalue(r, i, 3));
+    int rows = PQntuples(r);
+    printf("rows: %d\n", rows);
+    PQclear(r);
+    PQfinish(db);
+    agentao_agent_free(agent);
+    return rows > 0 ? 0 : 1;
+}
+#endif
+
 int main(int argc, char **argv) {
     char dir[] = "/tmp/agentao-audit-XXXXXX";
     if (!mkdtemp(dir)) return 1;
@@ -147,7 +206,7 @@ int main(int argc, char **argv) {
     FILE *f = fopen(path, "w");
     fputs("id,amount\n1,40\n2,2\n", f);
     fclose(f);
-    if (argc > 1) snprintf(dbpath, sizeof dbpath, "%s", argv[1]);
+    if (argc > 1 && strcmp(argv[1], "--postgres") != 0) snprintf(dbpath, sizeof dbpath, "%s", argv[1]);
     else snprintf(dbpath, sizeof dbpath, "%s/audit.db", dir);
     remove(dbpath);
 
@@ -170,6 +229,12 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+#ifdef AUDIT_POSTGRES
+    if (argc > 2 && strcmp(argv[1], "--postgres") == 0) {
+        sqlite3_close(db);
+        return postgres_mode(agent, argv[2]);
+    }
+#endif
     struct consumer c = {0};
     c.db = db;
     if (agentao_agent_host_events_open(agent, NULL, &c.stream, &err) != AGENTAO_STATUS_OK) {

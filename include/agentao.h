@@ -170,6 +170,36 @@ typedef int32_t agentao_commit_status;
 #endif // __cplusplus
 
 /*
+ How an audit sink's writer is doing.
+ */
+enum agentao_audit_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   The last write succeeded (or nothing was written yet).
+   */
+  AGENTAO_AUDIT_STATE_HEALTHY = 0,
+  /*
+   The last write failed (the database is away or slow): the batch is retried with
+   backoff, new events queue, and what no longer fits is dropped and counted.
+   */
+  AGENTAO_AUDIT_STATE_RETRYING = 1,
+  /*
+   The writer has ended.
+   */
+  AGENTAO_AUDIT_STATE_CLOSED = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentao_audit_state agentao_audit_state;
+#else
+typedef int32_t agentao_audit_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
  The answers to `confirm_tool` (passed to `agentao_reply_confirm` as an `int32_t`).
  */
 enum agentao_confirmation
@@ -272,6 +302,11 @@ typedef int32_t agentao_shell_stream;
  An agent: one session with its history, tools, permissions and transport. Thread-safe.
  */
 typedef struct agentao_agent agentao_agent;
+
+/*
+ An audit sink: a bounded queue and the writer that drains it into the database.
+ */
+typedef struct agentao_audit_sink agentao_audit_sink;
 
 /*
  A ready-made fan-out for hosts that write their own transport: keep one in your userdata,
@@ -850,6 +885,33 @@ typedef struct agentao_host_session_store {
    */
   void (*remove)(void *userdata, const char *session_id, struct agentao_session_answer *answer);
 } agentao_host_session_store;
+
+/*
+ An audit sink's counters (`agentao_audit_sink_status`).
+ */
+typedef struct agentao_audit_status {
+  /*
+   Set by the caller to `sizeof(agentao_audit_status)`.
+   */
+  uint32_t struct_size;
+  agentao_audit_state state;
+  /*
+   Events taken into the queue.
+   */
+  uint64_t accepted;
+  /*
+   Events written to the table.
+   */
+  uint64_t written;
+  /*
+   Events lost: the queue was full, or the database refused their batch as bad data.
+   */
+  uint64_t dropped;
+  /*
+   Writes that failed and were retried.
+   */
+  uint64_t failed_writes;
+} agentao_audit_status;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1731,6 +1793,52 @@ void agentao_broadcaster_unsubscribe(void *b, uint64_t subscription);
  agent's last callback.
  */
 void agentao_broadcaster_free(struct agentao_broadcaster *b);
+
+/*
+ Opens an audit sink writing to the PostgreSQL database `url` (borrowed;
+ `postgres://user[:password]@host[:port]/database`), into the table `agent_audit`
+ (`tenant_id`, `session_id`, `ts`, `event_type`, `payload jsonb`; created if missing).
+ `capacity` bounds the queue (0: 4096 events). Connects on the first batch, so a database
+ that is down now is a `AGENTAO_AUDIT_STATE_RETRYING` later, not an error here. The writer
+ runs on the library's runtime. On success `*sink_out` owns the sink (release with
+ `agentao_audit_sink_free`). Errors: a malformed URL `_INVALID_ARGUMENT`; NULL arguments
+ `_NULL_ARGUMENT`. Any thread.
+ */
+agentao_status agentao_audit_sink_open_postgres(const char *url, uint32_t capacity, struct agentao_audit_sink **sink_out, struct agentao_error **err_out);
+
+/*
+ Sends every host event of `agent` to `sink` (borrowed; the agent keeps its own reference,
+ so the sink may be freed before the agent) as the tenant `tenant_id` (borrowed, copied).
+ The observer only queues: a turn never waits for the database; a full queue drops the
+ event and counts it. Writes the registration id to `*id_out`; remove it with
+ `agentao_agent_remove_host_event_observer`. Errors: NULL arguments `_NULL_ARGUMENT`, bad
+ UTF-8 `_INVALID_UTF8`. Any thread.
+ */
+agentao_status agentao_agent_add_audit_sink(const struct agentao_agent *agent, const struct agentao_audit_sink *sink, const char *tenant_id, uint64_t *id_out, struct agentao_error **err_out);
+
+/*
+ Writes the sink's counters to `*status` (the caller sets its `struct_size`; a smaller one
+ is `_INVALID_ARGUMENT`) and, when `last_error_out` is not NULL, the last write error to
+ `*last_error_out` (NULL when no write failed; release with `agentao_string_free`). Any
+ thread; never blocks.
+ */
+agentao_status agentao_audit_sink_status(const struct agentao_audit_sink *sink, struct agentao_audit_status *status, char **last_error_out, struct agentao_error **err_out);
+
+/*
+ Blocks the calling thread until every event queued before the call is written (or dropped
+ as refused data), at most `timeout_ms`: `AGENTAO_STATUS_TIMEOUT` when the database did not
+ take them in time (they stay queued). A host calls it after a turn whose audit rows must
+ exist before it goes on, and before it exits. From a library callback or thread:
+ `_REENTRANT`.
+ */
+agentao_status agentao_audit_sink_flush(const struct agentao_audit_sink *sink, uint32_t timeout_ms, struct agentao_error **err_out);
+
+/*
+ Releases the host's handle. Agents the sink was added to keep sending to it; the writer
+ ends once they are gone and the queue is written. Events still queued when the process
+ exits are lost: flush first. NULL is a no-op.
+ */
+void agentao_audit_sink_free(struct agentao_audit_sink *sink);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -9,6 +9,7 @@
 //! | [`subagents`] | sub-agent definitions, spawn tools, the child run and its events |
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
 //! | [`config`] | the agent config: composes the sections each layer owns |
+//! | [`audit`] | the audit sink: host events from a bounded queue into PostgreSQL, in batches, drops counted |
 //! | [`session_store`] | where session documents are committed (optimistic versions) and loaded: the trait, SQLite, PostgreSQL |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
@@ -34,7 +35,7 @@
 //! | `acp/` | `agent` (the entry points, `TurnOptions`, `AgentError`), `config::DEFAULT_MAX_TOKENS`, `turn::{DeltaSink, TurnOutcome, TurnStatus, IncompleteReason}`, `events::{transport, host, JsonText}` (the JSON the event writer lends, NUL after it), `events::{TurnEvent, turn_event}` with `Transport::{observes, observe}` (the turn's typed events, observed in-process: ACP's `session/update` mapping reads their fields), `cancel::CancelToken`, `permissions::Mode`, `agent::block_on_store` with `session_store::{open, ListQuery}` (`--store`) |
 //! | `mock-openai/` | the scripted `llm::script` types |
 //! | `fuzz/` | `turn::plan::repair_name`, `permissions::hardline::{check, MAX_TEXTS, TOO_COMPLEX}`, `permissions::{rules, path_policy, url_policy}`, the engine and its probes (`permissions::probe`), `llm::{sse, openai::decode_events_for_fuzzing, tool_call}`, `config::AgentConfig`, `pycompat::python_str` |
-//! | `tests/` | the above, and what the Rust tests drive directly: `llm::{LlmClient, ChatRequest, Message, Piece}`, `tools::{Tool, ToolContext, ToolServices, ToolRegistry, FileSystem}` (`ToolServices::answer_probe` answers a decision's probe), `permissions::decide_probing`, the tools config, `mcp::{client, config, render}`, `events::host` streams, `ffi::library::acp_schema`, `subagents::SubagentDefinition`, `Agent::{add_tool, usage}`, the session store trait and `agent::session_document::fork_document` |
+//! | `tests/` | the above, and what the Rust tests drive directly: `llm::{LlmClient, ChatRequest, Message, Piece}`, `tools::{Tool, ToolContext, ToolServices, ToolRegistry, FileSystem}` (`ToolServices::answer_probe` answers a decision's probe), `permissions::decide_probing`, the tools config, `mcp::{client, config, render}`, `events::host` streams, `ffi::library::acp_schema`, `subagents::SubagentDefinition`, `Agent::{add_tool, usage}`, the session store trait and `agent::session_document::fork_document`, `session_store::postgres::PostgresStore`, `audit::{AuditSink, SinkState, postgres::PostgresAuditWriter}` |
 //!
 //! Everything else is `pub(crate)`: the turn's stages, the built-in tools' internals, the
 //! hardline floor's internals, the MCP manager, naming and tools, retry, fingerprints, the
@@ -52,6 +53,7 @@ pub mod agent;
 pub mod subagents;
 pub mod turn;
 
+pub mod audit;
 pub mod config;
 pub mod session_store;
 

@@ -11,6 +11,23 @@ grep -q 'rows: [1-9]' build/examples/audit.out
 grep -qE '^[0-9]+ +subagent_lifecycle +call_check +sub-agent: ledger-checker +spawned +child [0-9a-f-]{36}$' build/examples/audit.out
 grep -qE '^[0-9]+ +subagent_lifecycle +call_check +sub-agent: ledger-checker +completed +usage 730\+30 tokens$' build/examples/audit.out
 grep -q '^session usage (sub-agent included): {"prompt_tokens":730,"completion_tokens":30,' build/examples/audit.out
+# The same pipeline through the library's PostgreSQL audit sink, where a server can run.
+set +e
+pg_url=$(scripts/postgres.sh start)
+pg_rc=$?
+set -e
+if [ $pg_rc = 0 ] && apt_need libpq-dev; then
+  cc "${CFLAGS[@]}" -I"$(pg_config --includedir)" -DAUDIT_POSTGRES examples/audit_pipeline.c -lagentao -lsqlite3 -lpq \
+    -lpthread -o build/examples/audit_pipeline_pg
+  build/examples/audit_pipeline_pg --postgres "$pg_url" | tee build/examples/audit_pg.out
+  grep -qE '^audit sink: [1-9][0-9]* written, 0 dropped$' build/examples/audit_pg.out
+  grep -qE '^subagent_lifecycle +call_check +sub-agent: ledger-checker +completed$' build/examples/audit_pg.out
+  grep -qE '^tool_lifecycle +call_wipe +write_file +failed/cancelled$' build/examples/audit_pg.out
+  [ "$(grep -c '^rows: 16$' build/examples/audit_pg.out)" = 1 ]
+  scripts/postgres.sh stop
+else
+  skipped "examples: audit_pipeline's PostgreSQL mode (${pg_url:-no libpq-dev})"
+fi
 cc "${CFLAGS[@]}" examples/sandboxed_host.c -lagentao -lpthread -o build/examples/sandboxed_host
 build/examples/sandboxed_host | tee build/examples/sandboxed_host.out
 grep -q '^\[output\] querying the ticket database' build/examples/sandboxed_host.out

@@ -49,6 +49,8 @@ mod strings;
 pub mod subagents;
 #[path = "host/transport.rs"]
 pub mod transport;
+// Last: the header lists its items after everything it had before (additions only).
+pub mod audit_sink;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
 use handle::BoxCastable;

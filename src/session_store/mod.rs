@@ -14,6 +14,8 @@ use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 pub(crate) mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite-memory")]
 pub(crate) mod sqlite;
 
