@@ -114,6 +114,7 @@ impl Agent {
                 composed: Mutex::new(None),
                 subagents_version: AtomicU64::new(0),
                 context: turn::compaction::ContextState::new(config.max_context_tokens),
+                compaction_controller: Mutex::new(None),
                 config,
             }),
         };
