@@ -256,7 +256,7 @@ pub unsafe extern "C" fn agentao_reply_compaction_summary(
                 Answer::Compaction(CompactionDecision::Summary(s.to_owned())),
             ),
             Err(f) => {
-                let _ = reply.answer(Answer::Fail(format!("the summary: {}", f.1)));
+                let _ = reply.answer(Answer::Fail(format!("the answer was refused: {}", f.1)));
                 Err(f)
             }
         }
