@@ -24,6 +24,8 @@ const KEPT: &[&str] = &[
     "llm_call_started",
     "llm_call_completed",
     "turn_end",
+    "agent_start",
+    "agent_end",
 ];
 
 impl agentao::events::transport::Transport for Recorder {
@@ -809,4 +811,103 @@ fn compaction_on_demand_asks_the_controller() {
         mock.session_stats().summary_requests.load(Ordering::SeqCst),
         0
     );
+}
+
+// ---- sub-agents ---------------------------------------------------------------------------
+
+#[test]
+fn a_sub_agent_compacts_like_its_parent_and_its_events_reach_the_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    // The parent calls `agent_worker`; the child calls `fetch_blob` six times in its one turn,
+    // 12,000 bytes each, against the parent's 16,000-token window.
+    let mock = MockServer::builder()
+        .start_session(SessionModel {
+            window: 1_000_000,
+            spawn: Some("agent_worker".into()),
+            calls_per_turn: 6,
+            ..SessionModel::default()
+        })
+        .unwrap();
+    let config = json!({
+        "working_directory": dir.path(),
+        "max_context_tokens": 16_000,
+        "llm": {"provider": "openai", "base_url": mock.base_url(), "api_key": "test", "model": "m",
+                "retry_backoff_base_ms": 1, "retry_backoff_cap_ms": 5},
+        "subagents": {"definitions": [{"name": "worker", "description": "Works.", "max_turns": 20}]},
+    });
+    let rec = Arc::new(Recorder::default());
+    let agent = Agent::new(&config.to_string(), Some(rec.clone())).unwrap();
+    agent.add_tool(Arc::new(Blob), false).unwrap();
+    let c = Controller::new(Decide::Allow);
+    agent
+        .set_compaction_controller(Some(c.clone() as Arc<dyn CompactionController>))
+        .unwrap();
+    let o = agent
+        .run_blocking("turn=1 size=12000", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.status, TurnStatus::Ok, "{}", o.text);
+
+    let all = rec.events.lock().unwrap().clone();
+    let types = rec.types();
+    let start = types.iter().position(|t| t == "agent_start").unwrap();
+    let end = types.iter().position(|t| t == "agent_end").unwrap();
+    let child = all[start]["data"]["child_task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(all[end]["data"]["state"], "completed", "{}", all[end]);
+    let compaction: Vec<usize> = (0..types.len())
+        .filter(|&i| {
+            types[i].starts_with("compaction_")
+                || types[i] == "context_compressed"
+                || types[i] == "session_summary_written"
+        })
+        .collect();
+    assert!(!compaction.is_empty(), "{types:?}");
+    // Every one is the child's, forwarded while it ran, stamped with its id.
+    for &i in &compaction {
+        assert!(start < i && i < end, "{types:?}");
+        assert_eq!(
+            all[i]["data"]["child_task_id"],
+            child.as_str(),
+            "{}",
+            all[i]
+        );
+    }
+    // The child's full compactions, in canonical order, each one a success.
+    let mut full = 0;
+    for (k, &i) in compaction.iter().enumerate() {
+        if types[i] == "compaction_started" {
+            full += 1;
+            let next: Vec<&str> = compaction[k + 1..k + 4]
+                .iter()
+                .map(|&j| types[j].as_str())
+                .collect();
+            assert_eq!(
+                next,
+                [
+                    "compaction_settled",
+                    "context_compressed",
+                    "session_summary_written"
+                ]
+            );
+            assert_eq!(all[compaction[k + 1]]["data"]["status"], "success");
+            assert_eq!(all[i]["data"]["trigger"], "auto");
+        }
+    }
+    assert!(full >= 1);
+    assert_eq!(
+        mock.session_stats().summary_requests.load(Ordering::SeqCst),
+        full
+    );
+    // The parent's controller was asked for each, told which child asks.
+    let seen = c.seen();
+    assert_eq!(seen.len() as u64, full);
+    assert!(seen
+        .iter()
+        .all(|f| f.child_task_id.as_deref() == Some(child.as_str()) && f.window == 16_000));
+    // The parent's own history was never compacted.
+    let usage: Value = serde_json::from_str(&agent.context_usage_json()).unwrap();
+    assert_eq!(usage["compactions"], 0);
+    assert!(!agent.history_json().contains("<context-summary>"));
 }
