@@ -1345,6 +1345,13 @@ agentao_status agentao_agent_chat_images(struct agentao_agent *agent, const char
 agentao_status agentao_agent_run_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
 
 /*
+ `agentao_agent_stream_open` with images (as `agentao_agent_chat_images`): the pull stream of
+ a turn whose message carries them. On success `*stream_out` owns the stream (release with
+ `agentao_stream_free`).
+ */
+agentao_status agentao_agent_stream_open_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, struct agentao_stream **stream_out, struct agentao_error **err_out);
+
+/*
  `agentao_agent_stream` with images (as `agentao_agent_chat_images`).
  */
 agentao_status agentao_agent_stream_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_delta_fn on_delta, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
