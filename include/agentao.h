@@ -229,6 +229,60 @@ typedef int32_t agentao_confirmation;
 #endif // __cplusplus
 
 /*
+ What started a compaction (`agentao_compaction_request.trigger`, an `int32_t`).
+ */
+enum agentao_compaction_trigger
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   The estimate passed 80 % of the window before an LLM call.
+   */
+  AGENTAO_COMPACTION_TRIGGER_AUTO = 0,
+  /*
+   The provider refused the request as too long (the recovery ladder).
+   */
+  AGENTAO_COMPACTION_TRIGGER_OVERFLOW = 1,
+  /*
+   The host asked: `agentao_agent_compact`.
+   */
+  AGENTAO_COMPACTION_TRIGGER_MANUAL = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentao_compaction_trigger agentao_compaction_trigger;
+#else
+typedef int32_t agentao_compaction_trigger;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
+ What a compaction does (`agentao_compaction_request.kind`, an `int32_t`).
+ */
+enum agentao_compaction_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   A summary replaces the older history; the recent messages are kept.
+   */
+  AGENTAO_COMPACTION_KIND_FULL = 0,
+  /*
+   A summary replaces all but the last exchange (the ladder's second rung).
+   */
+  AGENTAO_COMPACTION_KIND_MINIMAL = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentao_compaction_kind agentao_compaction_kind;
+#else
+typedef int32_t agentao_compaction_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
  What a path is, in a file-system answer (passed as `int32_t`).
  */
 enum agentao_fs_kind
@@ -489,6 +543,91 @@ typedef void (*agentao_event_fn)(void *userdata, const char *event_json);
  call).
  */
 typedef void (*agentao_cancel_fn)(void *userdata, const char *reason);
+
+/*
+ One full compaction the controller is asked about. Borrowed for the `decide` call: copy
+ what an answer given later needs.
+ */
+typedef struct agentao_compaction_request {
+  /*
+   `sizeof(agentao_compaction_request)` of this library: members are only appended.
+   */
+  uint32_t struct_size;
+  /*
+   An `agentao_compaction_trigger`.
+   */
+  int32_t trigger;
+  /*
+   An `agentao_compaction_kind`.
+   */
+  int32_t kind;
+  /*
+   The events' `reason`: `threshold`, `api_overflow`, `api_overflow_after_compression`,
+   `payload_too_large`, or the host's reason given to `agentao_agent_compact`.
+   */
+  const char *reason;
+  /*
+   The request's estimate now (system prompt, tools and history), in tokens.
+   */
+  uint64_t estimated_tokens;
+  /*
+   The context window it is measured against.
+   */
+  uint64_t window;
+  /*
+   How many messages the summary replaces.
+   */
+  uint64_t messages_to_summarize;
+  /*
+   How many recent messages are kept verbatim after the summary.
+   */
+  uint64_t messages_kept;
+  /*
+   The messages the summary replaces, as a JSON array in the format of
+   `agentao_agent_history`: what a summary the host writes itself must cover.
+   */
+  const char *messages_json;
+  /*
+   NULL for the agent's own history; a foreground sub-agent's `child_task_id` when the
+   sub-agent compacts its own (its events reach the parent stamped with the same id).
+   */
+  const char *child_task_id;
+} agentao_compaction_request;
+
+/*
+ The controller's callback: decide about `request` (borrowed for the call) and answer
+ `reply` exactly once, before returning or later from any thread:
+ `agentao_reply_compaction_allow`, `_cancel`, `_summary`, or `agentao_reply_fail`.
+ */
+typedef void (*agentao_compaction_decide_fn)(void *userdata, const struct agentao_compaction_request *request, struct agentao_reply *reply);
+
+/*
+ A host compaction policy, passed to `agentao_agent_set_compaction_controller` (copied).
+ Asked before every full compaction: automatic (above 80 % of the window), on the overflow
+ recovery ladder, on demand (`agentao_agent_compact`), and a foreground sub-agent's.
+ Microcompaction (no model call) is not asked.
+
+ Threads: `decide` runs on a library thread where blocking is fine; the turn (or
+ `agentao_agent_compact`) waits for the answer, until the turn is cancelled or the config's
+ `reply_timeout_ms` passes.
+ */
+typedef struct agentao_compaction_controller {
+  /*
+   `sizeof(agentao_compaction_controller)`; members may be appended in later versions.
+   */
+  uint32_t struct_size;
+  void *userdata;
+  /*
+   Called exactly once with `userdata`: when another controller (or NULL) replaces this
+   one, or the agent is freed, and no turn uses it and every reply handed to `decide` is
+   answered; or before `agentao_agent_set_compaction_controller` returns when it fails.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   Required.
+   */
+  agentao_compaction_decide_fn decide;
+} agentao_compaction_controller;
 
 /*
  A host file system (spec §5.1). Installed with `agentao_agent_set_file_system`, which
@@ -1161,6 +1300,52 @@ agentao_status agentao_cancel_token_watch(const struct agentao_cancel_token *tok
 bool agentao_cancel_token_unwatch(const struct agentao_cancel_token *token, uint64_t watch_id);
 
 /*
+ Sets the agent's compaction controller (`controller` is copied), or removes it when
+ `controller` is NULL (the library then compacts without asking). Between turns: it applies
+ from the next turn on, and to `agentao_agent_compact`.
+
+ Ownership: the library owns `controller->userdata` from the call on; on failure
+ `userdata_free` has run before this returns. A previous controller's `userdata_free` runs
+ once no turn uses it and every reply handed to it is answered.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent; NULL `decide`), `_INVALID_ARGUMENT` (a
+ `struct_size` that ends before `decide`), `_TURN_IN_PROGRESS`.
+
+ Threads: any thread; not inside a callback of this agent's running turn.
+ */
+agentao_status agentao_agent_set_compaction_controller(struct agentao_agent *agent, const struct agentao_compaction_controller *controller, struct agentao_error **err_out);
+
+/*
+ Answers a controller's `decide`: compact as the library would (the model writes the
+ summary). Consumes `reply`; a reply of another kind fails that request and returns
+ `AGENTAO_STATUS_INVALID_ARGUMENT`. An answer after the turn was cancelled is ignored. Any
+ thread.
+ */
+agentao_status agentao_reply_compaction_allow(struct agentao_reply *reply, struct agentao_error **err_out);
+
+/*
+ Answers a controller's `decide`: no compaction. `compaction_settled` reports status
+ `cancelled` with detail `cancelled by the compaction controller[: <reason>]` (`reason`
+ borrowed, may be NULL); no other compaction is tried in that turn, which goes on with its
+ history as it is (on the recovery ladder: the provider's error ends the turn). Consumes
+ `reply`. A `reason` that is not UTF-8 still cancels (without the reason) and returns
+ `AGENTAO_STATUS_INVALID_UTF8`; a reply of another kind: `_INVALID_ARGUMENT`. Any thread.
+ */
+agentao_status agentao_reply_compaction_cancel(struct agentao_reply *reply, const char *reason, struct agentao_error **err_out);
+
+/*
+ Answers a controller's `decide` with the summary itself (`summary` borrowed, copied): it
+ replaces the summarised messages instead of the model's summary, closed by the same end
+ marker, with the same events; no model is called. A summary that does not make the history
+ smaller fails the compaction (status `failed`), as the model's would. Consumes `reply`.
+
+ Errors (the request is then failed, which cancels the compaction):
+ `AGENTAO_STATUS_NULL_ARGUMENT` (`summary` NULL), `_INVALID_UTF8`, `_INVALID_ARGUMENT` (an
+ empty or blank summary; a reply of another kind). Any thread.
+ */
+agentao_status agentao_reply_compaction_summary(struct agentao_reply *reply, const char *summary, struct agentao_error **err_out);
+
+/*
  Answers `read` with `len` bytes at `data` (borrowed, copied; NULL allowed when `len` is
  0). More than the `max_bytes` asked for is `AGENTAO_STATUS_INVALID_ARGUMENT`. Call it
  once; on the callback's thread, before it returns.
@@ -1360,6 +1545,13 @@ agentao_status agentao_agent_chat_images(struct agentao_agent *agent, const char
  `agentao_agent_run` with images (as `agentao_agent_chat_images`).
  */
 agentao_status agentao_agent_run_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
+
+/*
+ `agentao_agent_stream_open` with images (as `agentao_agent_chat_images`): the pull stream of
+ a turn whose message carries them. On success `*stream_out` owns the stream (release with
+ `agentao_stream_free`).
+ */
+agentao_status agentao_agent_stream_open_images(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, struct agentao_stream **stream_out, struct agentao_error **err_out);
 
 /*
  `agentao_agent_stream` with images (as `agentao_agent_chat_images`).

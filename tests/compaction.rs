@@ -24,6 +24,8 @@ const KEPT: &[&str] = &[
     "llm_call_started",
     "llm_call_completed",
     "turn_end",
+    "agent_start",
+    "agent_end",
 ];
 
 impl agentao::events::transport::Transport for Recorder {
@@ -488,4 +490,424 @@ fn compaction_on_demand_between_turns() {
         .run_blocking("turn=5 size=2000", TurnOptions::default())
         .unwrap();
     assert_eq!(o.status, TurnStatus::Ok);
+}
+
+// ---- the compaction controller ------------------------------------------------------------
+
+use agentao::events::transport::{Answer, CompactionDecision, Reply};
+use agentao::turn::compaction::controller::{CompactionController, CompactionFacts};
+use agentao::turn::compaction::{Kind, Trigger};
+
+/// How the test controller answers.
+#[derive(Clone)]
+enum Decide {
+    Allow,
+    Cancel(&'static str),
+    Summary(&'static str),
+    Fail(&'static str),
+    /// Drops the reply unanswered.
+    Drop,
+    /// Keeps the reply and never answers.
+    Hold,
+    /// Answers as the inner one from another thread, after a pause.
+    Later(Box<Decide>),
+}
+
+#[derive(Default)]
+struct Controller {
+    decide: Mutex<Option<Decide>>,
+    seen: Mutex<Vec<CompactionFacts>>,
+    held: Mutex<Vec<Reply>>,
+    threads: Mutex<Vec<std::thread::ThreadId>>,
+}
+
+impl Controller {
+    fn new(d: Decide) -> Arc<Self> {
+        let c = Controller::default();
+        *c.decide.lock().unwrap() = Some(d);
+        Arc::new(c)
+    }
+    fn seen(&self) -> Vec<CompactionFacts> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn answer(d: Decide, reply: Reply, held: &Mutex<Vec<Reply>>) {
+    let answer = match d {
+        Decide::Allow => Answer::Compaction(CompactionDecision::Allow),
+        Decide::Cancel(why) => Answer::Compaction(CompactionDecision::Cancel(Some(why.to_owned()))),
+        Decide::Summary(s) => Answer::Compaction(CompactionDecision::Summary(s.to_owned())),
+        Decide::Fail(m) => Answer::Fail(m.to_owned()),
+        Decide::Drop => return drop(reply),
+        Decide::Hold => return held.lock().unwrap().push(reply),
+        Decide::Later(_) => unreachable!(),
+    };
+    reply.answer(answer).unwrap();
+}
+
+impl CompactionController for Controller {
+    fn decide(&self, facts: CompactionFacts, reply: Reply) {
+        self.seen.lock().unwrap().push(facts);
+        self.threads
+            .lock()
+            .unwrap()
+            .push(std::thread::current().id());
+        match self.decide.lock().unwrap().clone().unwrap() {
+            Decide::Later(inner) => {
+                let t = std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    answer(*inner, reply, &Mutex::new(Vec::new()));
+                });
+                self.threads.lock().unwrap().push(t.thread().id());
+            }
+            d => answer(d, reply, &self.held),
+        }
+    }
+}
+
+fn controlled(
+    responses: Value,
+    c: &Arc<Controller>,
+    extra: Value,
+) -> (Agent, Arc<Recorder>, MockServer, agentao::turn::TurnOutcome) {
+    let mock = scripted(responses);
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = json!({
+        "working_directory": dir.path(),
+        "llm": {"provider": "openai", "base_url": mock.base_url(), "api_key": "test", "model": "m",
+                "retry_backoff_base_ms": 1, "retry_backoff_cap_ms": 5},
+    });
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            config[k] = v;
+        }
+    }
+    let rec = Arc::new(Recorder::default());
+    let agent = Agent::new(&config.to_string(), Some(rec.clone())).unwrap();
+    agent.add_tool(Arc::new(Blob), false).unwrap();
+    agent
+        .set_compaction_controller(Some(c.clone() as Arc<dyn CompactionController>))
+        .unwrap();
+    agent.set_history_json(&earlier_history()).unwrap();
+    let o = agent.run_blocking("go on", TurnOptions::default()).unwrap();
+    (agent, rec, mock, o)
+}
+
+const SUCCESS: [&str; 8] = [
+    "llm_call_started",
+    "llm_call_completed error",
+    "compaction_started full api_overflow",
+    "compaction_settled full api_overflow success",
+    "context_compressed",
+    "session_summary_written",
+    "llm_call_started",
+    "llm_call_completed ok",
+];
+
+#[test]
+fn an_allowing_controller_is_told_the_facts_and_the_library_summarises() {
+    let c = Controller::new(Decide::Allow);
+    let (_agent, rec, mock, o) = controlled(
+        json!([overflow(8192), {"text": "S1 summary"}, {"text": "done"}]),
+        &c,
+        Value::Null,
+    );
+    assert_eq!(o.text, "done");
+    assert_eq!(transcript(&rec), SUCCESS);
+    assert_eq!(mock.request_count(), 3);
+    let seen = c.seen();
+    assert_eq!(seen.len(), 1);
+    let f = &seen[0];
+    assert_eq!(
+        (f.trigger, f.kind, f.reason.as_str()),
+        (Trigger::Overflow, Kind::Full, "api_overflow")
+    );
+    assert_eq!(f.window, 8192);
+    // The earlier 40 messages and the turn's own.
+    assert_eq!(f.to_summarize + f.kept, 41);
+    assert!(f.to_summarize >= 5 && f.kept >= 1);
+    let summarized: Vec<Value> = serde_json::from_str(&f.messages_json).unwrap();
+    assert_eq!(summarized.len(), f.to_summarize);
+    assert_eq!(summarized[0]["content"], "request 0");
+    assert!(f.estimated_tokens > 0);
+    assert_eq!(f.child_task_id, None);
+}
+
+#[test]
+fn a_controller_may_write_the_summary_itself() {
+    let c = Controller::new(Decide::Summary("HOST SUMMARY: keep db-7731"));
+    let (agent, rec, mock, o) =
+        controlled(json!([overflow(8192), {"text": "done"}]), &c, Value::Null);
+    assert_eq!(o.text, "done");
+    // No summarizer call; the same events.
+    assert_eq!(mock.request_count(), 2);
+    assert_eq!(transcript(&rec), SUCCESS);
+    let h: Vec<Value> = serde_json::from_str(&agent.history_json()).unwrap();
+    let first = h[0]["content"].as_str().unwrap();
+    assert!(first.starts_with("<context-summary>"), "{first}");
+    assert!(first.contains("HOST SUMMARY: keep db-7731\n--- END OF CONTEXT SUMMARY ---"));
+    let written = rec.of("session_summary_written");
+    assert_eq!(
+        written[0]["data"]["summary_size"],
+        "HOST SUMMARY: keep db-7731".len()
+    );
+}
+
+#[test]
+fn a_cancelling_controller_ends_the_ladder_with_the_providers_error() {
+    let c = Controller::new(Decide::Cancel("not now"));
+    let (agent, rec, mock, o) =
+        controlled(json!([overflow(8192), {"text": "never"}]), &c, Value::Null);
+    assert_eq!(o.incomplete_reason, Some(IncompleteReason::LlmError));
+    assert_eq!(mock.request_count(), 1);
+    let s = rec.of("compaction_settled");
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["data"]["status"], "cancelled");
+    assert_eq!(
+        s[0]["data"]["detail"],
+        "cancelled by the compaction controller: not now"
+    );
+    assert!(rec.of("context_compressed").is_empty());
+    // The history is as it was, with the turn appended.
+    let h: Vec<Value> = serde_json::from_str(&agent.history_json()).unwrap();
+    assert_eq!(h[0]["content"], "request 0");
+}
+
+#[test]
+fn a_cancel_is_latched_for_the_turn_which_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockServer::builder()
+        .start_session(SessionModel {
+            window: 1_000_000,
+            ..SessionModel::default()
+        })
+        .unwrap();
+    let (agent, rec) = agent_at(&mock.base_url(), 4_000, dir.path());
+    let c = Controller::new(Decide::Cancel("keep everything"));
+    agent
+        .set_compaction_controller(Some(c.clone() as Arc<dyn CompactionController>))
+        .unwrap();
+    for t in 1..=4 {
+        let o = agent
+            .run_blocking(&format!("turn={t} size=6000"), TurnOptions::default())
+            .unwrap();
+        assert_eq!(o.status, TurnStatus::Ok);
+        assert!(o.text.starts_with("Noted: blob"), "{}", o.text);
+    }
+    // Asked once per turn over the threshold (turns 2 to 4: the first starts small, and its
+    // second call is over it too), never twice in a turn: each cancel latched.
+    let seen = c.seen();
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|f| f.trigger == Trigger::Auto));
+    let started = rec.of("compaction_started").len();
+    assert_eq!(started, seen.len());
+    assert!(seen.len() <= 4, "{}", seen.len());
+    assert_eq!(
+        mock.session_stats().summary_requests.load(Ordering::SeqCst),
+        0
+    );
+    let usage: Value = serde_json::from_str(&agent.context_usage_json()).unwrap();
+    assert_eq!(usage["compactions"], 0);
+    // Microcompaction is never asked; removing the controller lets compaction happen again.
+    agent.set_compaction_controller(None).unwrap();
+    agent
+        .run_blocking("turn=5 size=6000", TurnOptions::default())
+        .unwrap();
+    assert_eq!(c.seen().len(), seen.len());
+    assert!(mock.session_stats().summary_requests.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn a_controller_answers_from_another_thread() {
+    let c = Controller::new(Decide::Later(Box::new(Decide::Summary("LATE SUMMARY"))));
+    let (agent, rec, mock, o) =
+        controlled(json!([overflow(8192), {"text": "done"}]), &c, Value::Null);
+    assert_eq!(o.text, "done");
+    assert_eq!(mock.request_count(), 2);
+    assert_eq!(transcript(&rec), SUCCESS);
+    let threads = c.threads.lock().unwrap().clone();
+    assert_eq!(threads.len(), 2);
+    assert_ne!(threads[0], threads[1]);
+    assert!(agent.history_json().contains("LATE SUMMARY"));
+}
+
+#[test]
+fn a_failing_controller_cancels_the_compaction() {
+    for (decide, detail, extra) in [
+        (
+            Decide::Fail("boom"),
+            "the compaction controller failed: boom",
+            Value::Null,
+        ),
+        (
+            Decide::Drop,
+            "the compaction controller failed: the host released the request without answering",
+            Value::Null,
+        ),
+        (
+            Decide::Summary("   "),
+            "the compaction controller failed: its summary is empty",
+            Value::Null,
+        ),
+        (
+            Decide::Hold,
+            "the compaction controller failed: no answer within 200 ms",
+            json!({"reply_timeout_ms": 200}),
+        ),
+    ] {
+        let c = Controller::new(decide);
+        let (_agent, rec, mock, o) =
+            controlled(json!([overflow(8192), {"text": "never"}]), &c, extra);
+        assert_eq!(
+            o.incomplete_reason,
+            Some(IncompleteReason::LlmError),
+            "{detail}"
+        );
+        assert_eq!(mock.request_count(), 1);
+        let s = rec.of("compaction_settled");
+        assert_eq!(s[0]["data"]["status"], "cancelled");
+        assert_eq!(s[0]["data"]["detail"], detail);
+        assert!(rec.of("context_compressed").is_empty());
+    }
+}
+
+#[test]
+fn compaction_on_demand_asks_the_controller() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockServer::builder()
+        .start_session(SessionModel::default())
+        .unwrap();
+    let (agent, rec) = agent_at(&mock.base_url(), 200_000, dir.path());
+    for t in 1..=4 {
+        agent
+            .run_blocking(&format!("turn={t} size=2000"), TurnOptions::default())
+            .unwrap();
+    }
+    let c = Controller::new(Decide::Cancel("no"));
+    agent
+        .set_compaction_controller(Some(c.clone() as Arc<dyn CompactionController>))
+        .unwrap();
+    let r = agent.compact("host_asked", None).unwrap();
+    assert_eq!(r.status.as_str(), "cancelled");
+    assert_eq!(
+        r.detail.as_deref(),
+        Some("cancelled by the compaction controller: no")
+    );
+    assert_eq!(r.post_msgs, 16);
+    assert_eq!(c.seen()[0].trigger, Trigger::Manual);
+    assert_eq!(c.seen()[0].reason, "host_asked");
+    *c.decide.lock().unwrap() = Some(Decide::Summary("ON DEMAND"));
+    let r = agent.compact("host_asked", None).unwrap();
+    assert_eq!(r.status.as_str(), "success");
+    assert!(agent.history_json().contains("ON DEMAND"));
+    assert_eq!(
+        rec.types()
+            .iter()
+            .filter(|t| t.starts_with("compaction_") || *t == "context_compressed")
+            .count(),
+        5
+    );
+    assert_eq!(
+        mock.session_stats().summary_requests.load(Ordering::SeqCst),
+        0
+    );
+}
+
+// ---- sub-agents ---------------------------------------------------------------------------
+
+#[test]
+fn a_sub_agent_compacts_like_its_parent_and_its_events_reach_the_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    // The parent calls `agent_worker`; the child calls `fetch_blob` six times in its one turn,
+    // 12,000 bytes each, against the parent's 16,000-token window.
+    let mock = MockServer::builder()
+        .start_session(SessionModel {
+            window: 1_000_000,
+            spawn: Some("agent_worker".into()),
+            calls_per_turn: 6,
+            ..SessionModel::default()
+        })
+        .unwrap();
+    let config = json!({
+        "working_directory": dir.path(),
+        "max_context_tokens": 16_000,
+        "llm": {"provider": "openai", "base_url": mock.base_url(), "api_key": "test", "model": "m",
+                "retry_backoff_base_ms": 1, "retry_backoff_cap_ms": 5},
+        "subagents": {"definitions": [{"name": "worker", "description": "Works.", "max_turns": 20}]},
+    });
+    let rec = Arc::new(Recorder::default());
+    let agent = Agent::new(&config.to_string(), Some(rec.clone())).unwrap();
+    agent.add_tool(Arc::new(Blob), false).unwrap();
+    let c = Controller::new(Decide::Allow);
+    agent
+        .set_compaction_controller(Some(c.clone() as Arc<dyn CompactionController>))
+        .unwrap();
+    let o = agent
+        .run_blocking("turn=1 size=12000", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.status, TurnStatus::Ok, "{}", o.text);
+
+    let all = rec.events.lock().unwrap().clone();
+    let types = rec.types();
+    let start = types.iter().position(|t| t == "agent_start").unwrap();
+    let end = types.iter().position(|t| t == "agent_end").unwrap();
+    let child = all[start]["data"]["child_task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(all[end]["data"]["state"], "completed", "{}", all[end]);
+    let compaction: Vec<usize> = (0..types.len())
+        .filter(|&i| {
+            types[i].starts_with("compaction_")
+                || types[i] == "context_compressed"
+                || types[i] == "session_summary_written"
+        })
+        .collect();
+    assert!(!compaction.is_empty(), "{types:?}");
+    // Every one is the child's, forwarded while it ran, stamped with its id.
+    for &i in &compaction {
+        assert!(start < i && i < end, "{types:?}");
+        assert_eq!(
+            all[i]["data"]["child_task_id"],
+            child.as_str(),
+            "{}",
+            all[i]
+        );
+    }
+    // The child's full compactions, in canonical order, each one a success.
+    let mut full = 0;
+    for (k, &i) in compaction.iter().enumerate() {
+        if types[i] == "compaction_started" {
+            full += 1;
+            let next: Vec<&str> = compaction[k + 1..k + 4]
+                .iter()
+                .map(|&j| types[j].as_str())
+                .collect();
+            assert_eq!(
+                next,
+                [
+                    "compaction_settled",
+                    "context_compressed",
+                    "session_summary_written"
+                ]
+            );
+            assert_eq!(all[compaction[k + 1]]["data"]["status"], "success");
+            assert_eq!(all[i]["data"]["trigger"], "auto");
+        }
+    }
+    assert!(full >= 1);
+    assert_eq!(
+        mock.session_stats().summary_requests.load(Ordering::SeqCst),
+        full
+    );
+    // The parent's controller was asked for each, told which child asks.
+    let seen = c.seen();
+    assert_eq!(seen.len() as u64, full);
+    assert!(seen
+        .iter()
+        .all(|f| f.child_task_id.as_deref() == Some(child.as_str()) && f.window == 16_000));
+    // The parent's own history was never compacted.
+    let usage: Value = serde_json::from_str(&agent.context_usage_json()).unwrap();
+    assert_eq!(usage["compactions"], 0);
+    assert!(!agent.history_json().contains("<context-summary>"));
 }

@@ -495,12 +495,22 @@ struct transport {
     bool fan_out = false;
 };
 
+/// An image sent with a message (agentao_image): `image/png`, `image/jpeg`, `image/gif` or
+/// `image/webp`, the raw bytes (the library checks type, size and count before the turn).
+struct image {
+    std::string mime_type;
+    std::vector<uint8_t> data;
+};
+
 /// Options of one turn.
 struct turn_options {
     /// The iteration budget; negative uses the config's value.
     int32_t max_iterations = -1;
     /// A token linked one way to the turn (may be null; must outlive the call that takes it).
     const cancel_token* cancel = nullptr;
+    /// Images sent with the message (may be null or empty; must outlive the call that takes
+    /// it; the library copies them). Not taken by stream_open (status::invalid_argument).
+    const std::vector<image>* images = nullptr;
 };
 
 /// How an asynchronous turn ended: status::ok, or the failure and its message. `outcome_json`
@@ -959,6 +969,118 @@ using tool_fn = std::function<std::string(std::string_view args_json, const tool
 /// unanswered and not moved out fails the call with the exception's message.
 using async_tool_fn = std::function<void(std::string_view args_json, tool_call call, tool_reply&& reply)>;
 
+/// What started a compaction.
+enum class compaction_trigger : int32_t {
+    automatic = AGENTAO_COMPACTION_TRIGGER_AUTO,
+    overflow = AGENTAO_COMPACTION_TRIGGER_OVERFLOW,
+    manual = AGENTAO_COMPACTION_TRIGGER_MANUAL,
+};
+
+/// What a compaction does.
+enum class compaction_kind : int32_t {
+    full = AGENTAO_COMPACTION_KIND_FULL,
+    minimal = AGENTAO_COMPACTION_KIND_MINIMAL,
+};
+
+/// One full compaction a controller is asked about; the views are valid during the callback
+/// only (docs/context-compaction.md).
+struct compaction_request {
+    compaction_trigger trigger;
+    compaction_kind kind;
+    std::string_view reason;
+    uint64_t estimated_tokens;
+    uint64_t window;
+    uint64_t messages_to_summarize;
+    uint64_t messages_kept;
+    /// The messages the summary replaces (a JSON array, the history's format).
+    std::string_view messages_json;
+    /// Set when a foreground sub-agent compacts.
+    std::optional<std::string_view> child_task_id;
+};
+
+/// The pending answer of a compaction controller. Answer it exactly once, from any thread,
+/// during the callback or later (move it out to keep it). Destroyed unanswered, it fails the
+/// request, which cancels the compaction.
+class compaction_reply {
+public:
+    explicit compaction_reply(agentao_reply* raw) noexcept : raw_(raw) {}
+    compaction_reply(compaction_reply&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    compaction_reply& operator=(compaction_reply&& o) noexcept {
+        if (this != &o) {
+            drop();
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    compaction_reply(const compaction_reply&) = delete;
+    compaction_reply& operator=(const compaction_reply&) = delete;
+    ~compaction_reply() { drop(); }
+
+    bool pending() const noexcept { return raw_ != nullptr; }
+
+    /// The library summarises, as without a controller.
+    result<void> try_allow() {
+        agentao_reply* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        return detail::call([&](agentao_error** e) { return agentao_reply_compaction_allow(r, e); });
+    }
+    /// No compaction; `reason` goes into compaction_settled's detail.
+    result<void> try_cancel(std::optional<std::string_view> reason = std::nullopt) {
+        agentao_reply* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        std::string why;
+        if (reason) {
+            if (auto bad = detail::check_view(*reason, "the reason")) return refuse(r, std::move(*bad));
+            why.assign(*reason);
+        }
+        return detail::call([&](agentao_error** e) {
+            return agentao_reply_compaction_cancel(r, reason ? why.c_str() : nullptr, e);
+        });
+    }
+    /// `text` is the summary (no model is called).
+    result<void> try_summary(std::string_view text) {
+        agentao_reply* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        if (auto bad = detail::check_view(text, "the summary")) return refuse(r, std::move(*bad));
+        std::string t(text);
+        return detail::call([&](agentao_error** e) { return agentao_reply_compaction_summary(r, t.c_str(), e); });
+    }
+    /// Fails the request: the compaction is cancelled, the detail says why.
+    result<void> try_fail(std::string_view message) {
+        agentao_reply* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        if (auto bad = detail::check_view(message, "the failure message")) return refuse(r, std::move(*bad));
+        std::string m(message);
+        return detail::call([&](agentao_error** e) { return agentao_reply_fail(r, m.c_str(), e); });
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    void allow() { try_allow().value(); }
+    void cancel(std::optional<std::string_view> reason = std::nullopt) { try_cancel(reason).value(); }
+    void summary(std::string_view text) { try_summary(text).value(); }
+    void fail(std::string_view message) { try_fail(message).value(); }
+#endif
+
+private:
+    void drop() noexcept {
+        if (agentao_reply* r = std::exchange(raw_, nullptr))
+            agentao_reply_fail(r, "the host dropped the reply without answering", nullptr);
+    }
+    static result<void> refuse(agentao_reply* r, agentao::error e) {
+        agentao_reply_fail(r, e.what(), nullptr);
+        return e;
+    }
+    static agentao::error answered() {
+        return agentao::error(status::null_argument, "the reply was already answered or moved");
+    }
+    agentao_reply* raw_;
+};
+
+/// A compaction controller: asked before every full compaction, on a library thread; answer
+/// `reply` now or later. An exception thrown while the reply is still unanswered and not moved
+/// out fails it (the compaction is cancelled).
+using compaction_controller =
+    std::function<void(const compaction_request& request, compaction_reply&& reply)>;
+
 // ---- capabilities ----------------------------------------------------------------------------
 
 /// What a path is, in a file-system answer.
@@ -1294,6 +1416,38 @@ struct memory_box : host_box<memory_box> {
     }
 };
 
+struct compaction_box : host_box<compaction_box> {
+    compaction_controller fn;
+    static void decide_cb(void* ud, const agentao_compaction_request* req, agentao_reply* raw) noexcept {
+        compaction_reply r(raw);
+        guarded(
+            [&] {
+                compaction_request q{static_cast<compaction_trigger>(req->trigger),
+                                     static_cast<compaction_kind>(req->kind),
+                                     view(req->reason),
+                                     req->estimated_tokens,
+                                     req->window,
+                                     req->messages_to_summarize,
+                                     req->messages_kept,
+                                     view(req->messages_json),
+                                     req->child_task_id ? std::optional<std::string_view>(req->child_task_id)
+                                                        : std::nullopt};
+                of(ud)->fn(q, std::move(r));
+            },
+            [&](const char* what) {
+                if (r.pending()) (void)r.try_fail(std::string("the compaction controller threw: ") + what);
+            });
+    }
+    agentao_compaction_controller vtable() noexcept {
+        agentao_compaction_controller v{};
+        v.struct_size = sizeof v;
+        v.userdata = this;
+        v.userdata_free = &free_cb;
+        v.decide = &decide_cb;
+        return v;
+    }
+};
+
 struct registry_box : host_box<registry_box> {
     mcp_registry_fn fn;
     // The string goes back to release_cb once the library copied it.
@@ -1406,7 +1560,12 @@ public:
     result<std::string> try_chat(std::string_view message, const turn_options& opts = {}) {
         if (auto bad = detail::check_view(message, "the message")) return *bad;
         std::string m(message);
+        std::vector<agentao_image> imgs;
+        if (auto bad = images(opts, imgs)) return *bad;
         return detail::call_string([&](char** out, agentao_error** e) {
+            if (!imgs.empty())
+                return agentao_agent_chat_images(h_.get(), m.c_str(), imgs.data(), imgs.size(),
+                                                 opts.max_iterations, token(opts), out, e);
             return agentao_agent_chat(h_.get(), m.c_str(), opts.max_iterations, token(opts), out, e);
         });
     }
@@ -1440,6 +1599,8 @@ public:
     /// Starts a turn read by pulling (see stream).
     result<agentao::stream> try_stream_open(std::string_view message, const turn_options& opts = {}) {
         if (auto bad = detail::check_view(message, "the message")) return *bad;
+        if (opts.images && !opts.images->empty())
+            return agentao::error(status::invalid_argument, "stream_open takes no images");
         std::string m(message);
         agentao_stream* raw = nullptr;
         result<void> r = detail::call([&](agentao_error** e) {
@@ -1556,6 +1717,39 @@ public:
     result<std::string> try_usage() const {
         return detail::call_string(
             [&](char** out, agentao_error** e) { return agentao_agent_usage(h_.get(), out, e); });
+    }
+    /// The context estimate of the next request and its window (JSON, any thread).
+    result<std::string> try_context_usage() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_agent_context_usage(h_.get(), out, e); });
+    }
+    /// Compacts the history now (between turns; blocks): the result JSON's `status` says
+    /// `success`, `cancelled`, `failed` or `skipped`. `reason` (nullopt: `manual`) goes into
+    /// the events; `cancel` (may be null) cancels the summarizer's call.
+    result<std::string> try_compact(std::optional<std::string_view> reason = std::nullopt,
+                                    const cancel_token* cancel = nullptr) {
+        std::string r;
+        if (reason) {
+            if (auto bad = detail::check_view(*reason, "the reason")) return *bad;
+            r.assign(*reason);
+        }
+        return detail::call_string([&](char** out, agentao_error** e) {
+            return agentao_agent_compact(h_.get(), reason ? r.c_str() : nullptr,
+                                         cancel ? cancel->get() : nullptr, out, e);
+        });
+    }
+    /// Asks `fn` before every full compaction (between turns; docs/context-compaction.md).
+    result<void> try_set_compaction_controller(compaction_controller fn) {
+        if (!fn) return agentao::error(status::null_argument, "the compaction controller is empty");
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        agentao_compaction_controller v = (new detail::compaction_box{{}, std::move(fn)})->vtable();
+        return detail::call(
+            [&](agentao_error** e) { return agentao_agent_set_compaction_controller(h_.get(), &v, e); });
+    }
+    /// Removes the compaction controller.
+    result<void> try_set_compaction_controller(std::nullopt_t) {
+        return detail::call(
+            [&](agentao_error** e) { return agentao_agent_set_compaction_controller(h_.get(), nullptr, e); });
     }
 
 
@@ -1695,6 +1889,14 @@ public:
     }
     void add_permission_source(std::string_view label) { try_add_permission_source(label).value(); }
     std::string usage() const { return try_usage().value(); }
+    std::string context_usage() const { return try_context_usage().value(); }
+    std::string compact(std::optional<std::string_view> reason = std::nullopt,
+                        const cancel_token* cancel = nullptr) {
+        return try_compact(reason, cancel).value();
+    }
+    void set_compaction_controller(compaction_controller fn) {
+        try_set_compaction_controller(std::move(fn)).value();
+    }
     void add_tool(const tool_spec& spec, tool_fn fn, bool replace = false) {
         try_add_tool(spec, std::move(fn), replace).value();
     }
@@ -1718,6 +1920,16 @@ private:
 
     static const agentao_cancel_token* token(const turn_options& opts) noexcept {
         return opts.cancel ? opts.cancel->get() : nullptr;
+    }
+
+    // The C view of opts.images (borrowing them); an error for a MIME type with a NUL byte.
+    static std::optional<agentao::error> images(const turn_options& opts, std::vector<agentao_image>& out) {
+        if (!opts.images) return std::nullopt;
+        for (const image& i : *opts.images) {
+            if (auto bad = detail::check_view(i.mime_type, "the image's MIME type")) return bad;
+            out.push_back(agentao_image{i.mime_type.c_str(), i.data.data(), i.data.size()});
+        }
+        return std::nullopt;
     }
 
     result<void> add_tool_box(const tool_spec& spec, async_tool_fn fn, bool replace) {
@@ -1762,14 +1974,25 @@ private:
                        bool delta_json = false) {
         if (auto bad = detail::check_view(message, "the message")) return *bad;
         std::string m(message);
+        std::vector<agentao_image> imgs;
+        if (auto bad = images(opts, imgs)) return *bad;
         auto* box = new detail::turn_box{std::move(on_delta), std::move(on_done), delta_json};
         agentao_error* err = nullptr;
-        agentao_status st =
-            streaming ? agentao_agent_stream(h_.get(), m.c_str(), opts.max_iterations, token(opts),
-                                             &detail::turn_box::delta_cb,
-                                             &detail::turn_box::done_cb, box, &err)
-                      : agentao_agent_run(h_.get(), m.c_str(), opts.max_iterations, token(opts),
-                                          &detail::turn_box::done_cb, box, &err);
+        agentao_status st;
+        if (imgs.empty())
+            st = streaming ? agentao_agent_stream(h_.get(), m.c_str(), opts.max_iterations, token(opts),
+                                                  &detail::turn_box::delta_cb,
+                                                  &detail::turn_box::done_cb, box, &err)
+                           : agentao_agent_run(h_.get(), m.c_str(), opts.max_iterations, token(opts),
+                                               &detail::turn_box::done_cb, box, &err);
+        else
+            st = streaming ? agentao_agent_stream_images(h_.get(), m.c_str(), imgs.data(), imgs.size(),
+                                                         opts.max_iterations, token(opts),
+                                                         &detail::turn_box::delta_cb,
+                                                         &detail::turn_box::done_cb, box, &err)
+                           : agentao_agent_run_images(h_.get(), m.c_str(), imgs.data(), imgs.size(),
+                                                      opts.max_iterations, token(opts),
+                                                      &detail::turn_box::done_cb, box, &err);
         if (st != AGENTAO_STATUS_OK) {
             // A refused call never fires on_done, so the box is still ours.
             delete box;

@@ -10,8 +10,11 @@
 //!   by an echo: the previous summary, then every `[user]:` line of the conversation, capped
 //!   at `summary_chars` from the start, so an early fact survives every compaction.
 //! * Otherwise the last message decides: a user message gets a call of `tool` with
-//!   `{"request": <the message without its date reminder>}`; a tool result gets a short
-//!   answer.
+//!   `{"request": <the message without its date reminder>}` (or, when the request offers the
+//!   `spawn` tool, a call of it with `{"task": …}`: the parent of a sub-agent, whose own
+//!   requests do not offer it); a tool result gets another call of `tool` with the same
+//!   request (numbered ` call=N` when there are several) until the turn has `calls_per_turn`
+//!   results, then a short answer.
 //!
 //! Every success reports `prompt_tokens` = the estimate.
 
@@ -43,6 +46,11 @@ pub struct SessionModel {
     pub summary_chars: usize,
     /// Summary requests refused (HTTP 400) before the summarizer works.
     pub failing_summaries: u64,
+    /// A sub-agent's tool (`agent_<name>`): a user message of a request that offers it gets a
+    /// call of it instead of `tool`.
+    pub spawn: Option<String>,
+    /// Tool results after the last user message before the model answers (at least 1).
+    pub calls_per_turn: usize,
 }
 
 impl Default for SessionModel {
@@ -54,6 +62,8 @@ impl Default for SessionModel {
             tool: "fetch_blob".to_owned(),
             summary_chars: 6_000,
             failing_summaries: 0,
+            spawn: None,
+            calls_per_turn: 1,
         }
     }
 }
@@ -136,14 +146,36 @@ pub(crate) fn answer(model: &SessionModel, stats: &SessionStats, body: &[u8], n:
         return Answer::Stream(text_stream(&id, &summary, est));
     }
     let last = messages.last().cloned().unwrap_or(Value::Null);
-    if last["role"] == "tool" {
+    let spawn = model.spawn.as_deref().filter(|s| offers(&req, s));
+    let turn_start = messages.iter().rposition(|m| m["role"] == "user");
+    let results = messages[turn_start.map_or(0, |i| i + 1)..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .count();
+    if last["role"] == "tool" && (spawn.is_some() || results >= model.calls_per_turn.max(1)) {
         let content = last["content"].as_str().unwrap_or("");
         let head: String = content.chars().take(40).collect();
         return Answer::Stream(text_stream(&id, &format!("Noted: {head}"), est));
     }
-    let text = last["content"].as_str().map(without_reminder).unwrap_or("");
-    let args = json!({"request": text}).to_string();
-    Answer::Stream(call_stream(&id, &model.tool, &args, est))
+    let user = turn_start.map_or(&Value::Null, |i| &messages[i]);
+    let text = user["content"].as_str().map(without_reminder).unwrap_or("");
+    let (tool, args) = match spawn {
+        Some(s) => (s, json!({"task": text})),
+        // Numbered, so the loop guard does not take the calls of one turn for a repetition.
+        None if model.calls_per_turn > 1 => (
+            model.tool.as_str(),
+            json!({"request": format!("{text} call={}", results + 1)}),
+        ),
+        None => (model.tool.as_str(), json!({"request": text})),
+    };
+    Answer::Stream(call_stream(&id, tool, &args.to_string(), est))
+}
+
+/// Whether the request offers a tool of this name.
+fn offers(req: &Value, name: &str) -> bool {
+    req["tools"]
+        .as_array()
+        .is_some_and(|ts| ts.iter().any(|t| t["function"]["name"] == name))
 }
 
 fn without_reminder(text: &str) -> &str {

@@ -1,13 +1,30 @@
-//! The agent's side of context compaction: on demand between turns, and the figures the host
-//! reads (the estimate and the window).
+//! The agent's side of context compaction: on demand between turns, the host's controller, and
+//! the figures the host reads (the estimate and the window).
 
-use super::{runtime, Agent, AgentError, TurnOptions};
+use std::sync::Arc;
+
+use super::{lock, runtime, Agent, AgentError, TurnOptions};
 use crate::cancel::CancelToken;
 use crate::events::EventWriter;
+use crate::turn::compaction::controller::CompactionController;
 use crate::turn::compaction::estimate::text_tokens;
 use crate::turn::compaction::{CompactionReport, Compactor, ContextUsage, Kind, Request, Trigger};
 
 impl Agent {
+    /// Installs the host's compaction controller (`None` removes it), between turns: asked
+    /// before every full compaction from the next turn on (and by `compact`).
+    pub fn set_compaction_controller(
+        &self,
+        controller: Option<Arc<dyn CompactionController>>,
+    ) -> Result<(), AgentError> {
+        let (slot, _token) = self.begin(&TurnOptions::default())?;
+        let old = std::mem::replace(&mut *lock(&self.core.compaction_controller), controller);
+        drop(slot);
+        // The old controller may run its host finalizer: never under the lock.
+        drop(old);
+        Ok(())
+    }
+
     /// Compacts the history now (a full compaction, whatever the estimate; the breaker does not
     /// apply), with `reason` in its events. Blocks until it ends; refused while a turn runs
     /// and on a runtime thread. `cancel` (linked one way) cancels the summarizer's call.
@@ -39,6 +56,8 @@ impl Agent {
                 session_id: &core.session_id,
                 cancel: token.clone(),
                 fixed_tokens: text_tokens(core.system_prompt.text()),
+                controller: core.compaction_controller(),
+                reply_timeout: core.config.reply_timeout,
             };
             let req = Request {
                 trigger: Trigger::Manual,

@@ -16,6 +16,7 @@ use crate::permissions::PermissionEngine;
 use crate::subagents::background::BackgroundStore;
 use crate::subagents::{ParentAgent, ParentSnapshot, SubagentsConfig};
 use crate::tools::{ToolRegistry, ToolServices};
+use crate::turn::compaction::controller::CompactionController;
 use crate::turn::{self, TurnEnv, TurnOutcome};
 
 use super::compose::ComposedTools;
@@ -60,6 +61,9 @@ pub(crate) struct AgentCore {
     /// The session store the session commits to after every turn (config `session.store`).
     pub(super) store: Option<super::durable::StoreLink>,
     pub(super) last_commit: Mutex<Option<super::durable::CommitReport>>,
+    /// The host's compaction controller; a turn (and its sub-agents) keeps the one it started
+    /// with.
+    pub(super) compaction_controller: Mutex<Option<Arc<dyn CompactionController>>>,
 }
 
 impl Drop for AgentCore {
@@ -138,8 +142,13 @@ impl AgentCore {
             reply_timeout: self.config.reply_timeout,
             background: Some(&*self.background),
             context: &self.context,
+            compaction_controller: self.compaction_controller(),
             images: &[],
         }
+    }
+
+    pub(super) fn compaction_controller(&self) -> Option<Arc<dyn CompactionController>> {
+        lock(&self.compaction_controller).clone()
     }
 }
 
@@ -162,6 +171,7 @@ impl ParentAgent for AgentCore {
             reply_timeout: self.config.reply_timeout,
             relay_events,
             context_window: self.context.window(),
+            compaction_controller: self.compaction_controller(),
         }
     }
 

@@ -51,6 +51,19 @@ pub enum Answer {
         error_type: String,
         message: String,
     },
+    /// A compaction controller's decision.
+    Compaction(CompactionDecision),
+}
+
+/// What a compaction controller decides about one full compaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompactionDecision {
+    /// The library summarises, as it would without a controller.
+    Allow,
+    /// No compaction; the host's reason, if it gave one, goes into `compaction_settled`.
+    Cancel(Option<String>),
+    /// This text is the summary, instead of the model's.
+    Summary(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +73,8 @@ pub(crate) enum ReplyKind {
     MaxIterations,
     /// A host tool's execution.
     HostTool,
+    /// A compaction controller's decision.
+    Compaction,
 }
 
 /// The one-shot answer slot of a request. Answering consumes it; dropping it unanswered fails
@@ -95,12 +110,14 @@ impl Reply {
                     ReplyKind::HostTool,
                     Answer::ToolResult(_) | Answer::ToolError { .. }
                 )
+                | (ReplyKind::Compaction, Answer::Compaction(_))
         );
         let expected = match self.kind {
             ReplyKind::Confirm => "confirmation",
             ReplyKind::AskUser => "text",
             ReplyKind::MaxIterations => "JSON",
             ReplyKind::HostTool => "tool result",
+            ReplyKind::Compaction => "compaction decision",
         };
         let tx = self.tx.take().expect("a reply is answered once");
         if fits {

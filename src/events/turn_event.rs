@@ -118,6 +118,9 @@ event_data! {
         pub trigger: &'static str,
         pub kind: &'static str,
         pub reason: &'a str,
+        /// Set on a foreground sub-agent's event forwarded to its parent.
+        #[skip_if(Option::is_none)]
+        pub child_task_id: Option<&'a str>,
     }
 }
 
@@ -134,6 +137,9 @@ event_data! {
         pub post_tokens_history: u64,
         pub duration_ms: u64,
         pub detail: Option<&'a str>,
+        /// Set on a foreground sub-agent's event forwarded to its parent.
+        #[skip_if(Option::is_none)]
+        pub child_task_id: Option<&'a str>,
     }
 }
 
@@ -147,6 +153,8 @@ pub struct ContextCompressed<'a> {
     pub pre_est_tokens: u64,
     pub post_est_tokens: u64,
     pub duration_ms: u64,
+    /// Set on a foreground sub-agent's event forwarded to its parent.
+    pub child_task_id: Option<&'a str>,
 }
 
 impl EventData for ContextCompressed<'_> {
@@ -158,6 +166,9 @@ impl EventData for ContextCompressed<'_> {
         fields.field("\"pre_est_tokens\":", &self.pre_est_tokens);
         fields.field("\"post_est_tokens\":", &self.post_est_tokens);
         fields.field("\"duration_ms\":", &self.duration_ms);
+        if let Some(id) = &self.child_task_id {
+            fields.field("\"child_task_id\":", id);
+        }
     }
 }
 
@@ -169,6 +180,9 @@ event_data! {
         pub tokens_before: u64,
         pub messages_summarized: usize,
         pub summary_size: usize,
+        /// Set on a foreground sub-agent's event forwarded to its parent.
+        #[skip_if(Option::is_none)]
+        pub child_task_id: Option<&'a str>,
     }
 }
 

@@ -7,6 +7,7 @@ use super::agent::{
     with_agent_out,
 };
 use super::cancel::agentao_cancel_token;
+use super::stream::{agentao_stream, open_turn_stream};
 use super::{agentao_error, agentao_status, guard, out_string, reentrant, required, str_arg};
 use super::{Fail, FfiResult};
 use crate::agent::{AgentError, TurnOptions};
@@ -137,6 +138,31 @@ pub unsafe extern "C" fn agentao_agent_run_images(
             images,
         )
     })
+}
+
+/// `agentao_agent_stream_open` with images (as `agentao_agent_chat_images`): the pull stream of
+/// a turn whose message carries them. On success `*stream_out` owns the stream (release with
+/// `agentao_stream_free`).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_agent_stream_open_images(
+    agent: *mut agentao_agent,
+    message: *const c_char,
+    images: *const agentao_image,
+    n_images: usize,
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+    stream_out: *mut *mut agentao_stream,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    open_turn_stream(
+        agent,
+        message,
+        max_iterations,
+        cancel,
+        || images_arg(images, n_images),
+        stream_out,
+        err_out,
+    )
 }
 
 /// `agentao_agent_stream` with images (as `agentao_agent_chat_images`).

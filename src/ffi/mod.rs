@@ -21,6 +21,8 @@
 pub mod agent;
 mod boundary;
 pub mod cancel;
+#[path = "host/compaction_controller.rs"]
+pub mod compaction_controller;
 #[path = "host/file_system.rs"]
 pub mod file_system;
 // Kept after the file system (the header's order), out of rustfmt's alphabetical group.

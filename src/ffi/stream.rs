@@ -13,11 +13,12 @@ use super::cancel::agentao_cancel_token;
 use super::handle::BoxCastable;
 use super::{
     agentao_error, agentao_status, guard_required_out, opt_str_arg, out_string, reentrant, str_arg,
-    Fail,
+    Fail, FfiResult,
 };
-use crate::agent::{runtime, AgentError, Completion, WeakAgent};
+use crate::agent::{runtime, AgentError, Completion, TurnOptions, WeakAgent};
 use crate::cancel::CancelToken;
 use crate::events::host::{HostEventReceiver, StreamNext};
+use crate::llm::image::ImageInput;
 use crate::turn::DeltaSink;
 
 /// Queue capacity of a streaming turn (the producer waits when it is full).
@@ -51,14 +52,40 @@ pub unsafe extern "C" fn agentao_agent_stream_open(
     stream_out: *mut *mut agentao_stream,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
+    open_turn_stream(
+        agent,
+        message,
+        max_iterations,
+        cancel,
+        || Ok(Vec::new()),
+        stream_out,
+        err_out,
+    )
+}
+
+/// [`agentao_agent_stream_open`] with the images `images` gives (read after the agent and
+/// the message are checked, as the other entry points do).
+pub(super) unsafe fn open_turn_stream(
+    agent: *mut agentao_agent,
+    message: *const c_char,
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+    images: impl FnOnce() -> FfiResult<Vec<ImageInput>>,
+    stream_out: *mut *mut agentao_stream,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
     open_on_agent(agent, stream_out, "stream_out", err_out, |agent| {
         let message = str_arg(message, "message")?.to_owned();
+        let images = images()?;
         let (tx, rx) = mpsc::channel(TURN_STREAM_CAPACITY);
         let (end_tx, end_rx) = oneshot::channel();
         // The completion only sends on a oneshot: it runs on the worker (no extra hop).
         let token = agent.spawn_turn(
             message,
-            turn_options(max_iterations, cancel),
+            TurnOptions {
+                images,
+                ..turn_options(max_iterations, cancel)
+            },
             DeltaSink::Queue(tx),
             Completion::Handoff,
             move |result| {

@@ -1,6 +1,8 @@
 //! The child's transport (spec §6.2): a foreground child forwards a whitelist of its events to
 //! the parent (`turn_start`, `tool_start`, `tool_confirmation`, `tool_output`, `tool_complete`),
-//! relabelled and stamped with `child_task_id`, and asks the parent's host its confirmations
+//! relabelled and stamped with `child_task_id`, and its compaction events stamped the same way
+//! (`compaction_started`, `compaction_settled`, `context_compressed`,
+//! `session_summary_written`: beyond the reference's whitelist, docs/deviations.md), and asks the parent's host its confirmations
 //! (as `"[<name>] <tool>"`) and questions; its text, reasoning, turn and LLM-call events stay
 //! private. A background child forwards nothing and refuses every confirmation.
 
@@ -11,7 +13,10 @@ use super::parent::ParentAgent;
 use crate::events::transport::{
     Answer, ConfirmRequest, Confirmation, Reply, Transport, NON_INTERACTIVE_ANSWER,
 };
-use crate::events::turn_event::{ToolCall, ToolComplete, ToolOutput, ToolStart, TurnStart};
+use crate::events::turn_event::{
+    CompactionSettled, CompactionStarted, ContextCompressed, SessionSummaryWritten, ToolCall,
+    ToolComplete, ToolOutput, ToolStart, TurnStart,
+};
 use crate::events::{EventWriter, TurnEvent};
 
 /// How a child runs: in the foreground its host is the parent's; in the background nobody is
@@ -128,6 +133,34 @@ impl Forwarder {
                 let call_id = call_id(d.call_id, d.tool);
                 let ev = TurnEvent::ToolComplete(ToolComplete {
                     call_id: &call_id,
+                    child_task_id,
+                    ..*d
+                });
+                parent.send(&mut w, &ev);
+            }
+            TurnEvent::CompactionStarted(d) if parent.listens() => {
+                let ev = TurnEvent::CompactionStarted(CompactionStarted {
+                    child_task_id,
+                    ..*d
+                });
+                parent.send(&mut w, &ev);
+            }
+            TurnEvent::CompactionSettled(d) if parent.listens() => {
+                let ev = TurnEvent::CompactionSettled(CompactionSettled {
+                    child_task_id,
+                    ..*d
+                });
+                parent.send(&mut w, &ev);
+            }
+            TurnEvent::ContextCompressed(d) if parent.listens() => {
+                let ev = TurnEvent::ContextCompressed(ContextCompressed {
+                    child_task_id,
+                    ..*d
+                });
+                parent.send(&mut w, &ev);
+            }
+            TurnEvent::SessionSummaryWritten(d) if parent.listens() => {
+                let ev = TurnEvent::SessionSummaryWritten(SessionSummaryWritten {
                     child_task_id,
                     ..*d
                 });

@@ -53,6 +53,9 @@ pub(crate) struct ParentSnapshot {
     /// The parent's context window (configured, or learned from an overflow): a child
     /// compacts against the same one.
     pub(crate) context_window: u64,
+    /// The parent's compaction controller: a child asks it too.
+    pub(crate) compaction_controller:
+        Option<Arc<dyn crate::turn::compaction::controller::CompactionController>>,
 }
 
 /// Everything one child run reads from its parent.

@@ -19,6 +19,7 @@ use crate::events::host::{now_rfc3339, HostEventHub};
 use crate::events::subagent_event::{SubagentEnded, SubagentSpawned};
 use crate::events::{Emitter, TurnEvent};
 use crate::llm::{LlmClient, MessagesVersionCell};
+use crate::turn::compaction::controller::{ChildController, CompactionController};
 use crate::turn::{self, DeltaSink, TurnEnv};
 
 /// How one run ended, for the spawn tool (or the background store).
@@ -215,8 +216,15 @@ pub(crate) async fn run_spawned(
         reply_timeout: snap.reply_timeout,
         // Sub-agents never drain the parent's background notices.
         background: None,
-        // The child compacts its own history against the parent's window.
+        // The child compacts its own history against the parent's window, under the parent's
+        // controller.
         context: &context,
+        compaction_controller: snap.compaction_controller.clone().map(|parent| {
+            Arc::new(ChildController {
+                parent,
+                child_task_id: lineage.child_task_id.clone(),
+            }) as Arc<dyn CompactionController>
+        }),
         images: &[],
     };
     let message = child_message(&parent_context(&parent.recent_messages), task);

@@ -84,6 +84,8 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) background: Option<&'a dyn BackgroundNotices>,
     /// The session's window, estimate anchor and compaction breaker.
     pub(crate) context: &'a compaction::ContextState,
+    /// The host's compaction controller, asked before each full compaction.
+    pub(crate) compaction_controller: Option<Arc<dyn compaction::controller::CompactionController>>,
     /// The images sent with the turn's message (validated).
     pub(crate) images: &'a [crate::llm::image::ImageInput],
 }

@@ -26,7 +26,7 @@ static const uint8_t PNG[] = {0x89, 'P', 'N', 'G', 1, 2, 3};
 
 static void test_bad_images(const char *dir) {
     tu_section("bad images");
-    char *config = tu_config(dir, "{\"text\":\"first answer\"}", NULL);
+    char *config = tu_config(dir, "{\"text\":\"first answer\"},{\"text\":\"streamed answer\"}", NULL);
     agentao_agent *agent = tu_agent(config, NULL);
     char *text = JUNK;
 
@@ -58,6 +58,10 @@ static void test_bad_images(const char *dir) {
                 AGENTAO_STATUS_NULL_ARGUMENT, "images");
     EXPECT_FAIL(agentao_agent_run_images(agent, "look", &empty, 1, -1, NULL, tu_on_done, NULL, &err),
                 AGENTAO_STATUS_INVALID_ARGUMENT, "the image is empty");
+    agentao_stream *stream = JUNK;
+    EXPECT_FAIL(agentao_agent_stream_open_images(agent, "look", &svg, 1, -1, NULL, &stream, &err),
+                AGENTAO_STATUS_INVALID_ARGUMENT, "'image/svg+xml' is not accepted");
+    CHECK(stream == NULL);
 
     /* Nothing was sent: the history is empty and the first scripted answer is still there. */
     char *history = tu_history(agent);
@@ -72,6 +76,31 @@ static void test_bad_images(const char *dir) {
     agentao_string_free(text);
     history = tu_history(agent);
     CHECK_CONTAINS(history, "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,iVBORwECAw==\"}}");
+    free(history);
+
+    /* The pull stream with an image: the deltas, then the outcome; the image is kept. */
+    agentao_image jpeg = {"image/jpeg", PNG, sizeof PNG};
+    agentao_stream *s = NULL;
+    CHECK_STATUS(agentao_agent_stream_open_images(agent, "and this", &jpeg, 1, -1, NULL, &s, &err),
+                 AGENTAO_STATUS_OK);
+    char *items = strdup("");
+    for (int i = 0; s && i < 100; i++) {
+        char *item = NULL;
+        agentao_status st = agentao_stream_next(s, 10000, &item, NULL);
+        if (st != AGENTAO_STATUS_OK) {
+            CHECK_STATUS(st, AGENTAO_STATUS_CLOSED);
+            break;
+        }
+        char *joined = tu_printf("%s%s\n", items, item);
+        free(items);
+        items = joined;
+        agentao_string_free(item);
+    }
+    CHECK_CONTAINS(items, "streamed answer");
+    free(items);
+    agentao_stream_free(s);
+    history = tu_history(agent);
+    CHECK_CONTAINS(history, "data:image/jpeg;base64,");
     free(history);
 
     /* The context figures. */

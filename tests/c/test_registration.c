@@ -215,6 +215,60 @@ static void test_mcp_registry(void) {
               "userdata_free ran %d times", atomic_load(&freed));
 }
 
+/* ---- agentao_agent_set_compaction_controller --------------------------------------------- */
+
+static void never_decide(void *ud, const agentao_compaction_request *req, agentao_reply *reply) {
+    (void)ud, (void)req;
+    agentao_reply_compaction_allow(reply, NULL);
+}
+
+/* A new capability: every version has `decide`, so the smallest struct is the whole one; a
+ * newer, larger struct is read up to this library's members. */
+static void test_compaction_controller(void) {
+    tu_section("agentao_agent_set_compaction_controller");
+    atomic_int freed = 0;
+    agentao_compaction_controller c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.userdata = &freed;
+    c.userdata_free = count_free;
+    c.decide = never_decide;
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_agent_set_compaction_controller(NULL, &c, NULL), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK(atomic_load(&freed) == 1);
+    agentao_agent *a = fresh_agent();
+    if (!a) return;
+    c.struct_size = (uint32_t)offsetof(agentao_compaction_controller, decide);
+    EXPECT_INVALID(agentao_agent_set_compaction_controller(a, &c, &err),
+                   "agentao_compaction_controller.struct_size");
+    CHECK(atomic_load(&freed) == 2);
+    c.struct_size = sizeof c;
+    c.decide = NULL;
+    CHECK_STATUS(agentao_agent_set_compaction_controller(a, &c, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_CONTAINS(agentao_error_message(err), "decide");
+    agentao_error_free(err);
+    err = NULL;
+    CHECK(atomic_load(&freed) == 3);
+    c.decide = never_decide;
+    /* A newer header's struct: two more pointers, zeroed. */
+    size_t newer_size = sizeof c + 2 * sizeof(void *);
+    unsigned char *newer = calloc(1, newer_size);
+    memcpy(newer, &c, sizeof c);
+    uint32_t ns = (uint32_t)newer_size;
+    memcpy(newer, &ns, sizeof ns);
+    CHECK_STATUS(agentao_agent_set_compaction_controller(a, (void *)newer, NULL), AGENTAO_STATUS_OK);
+    free(newer);
+    /* The exact struct in a block of its own size replaces it: the first is released. */
+    void *exact = older(&c, sizeof c);
+    CHECK_STATUS(agentao_agent_set_compaction_controller(a, exact, NULL), AGENTAO_STATUS_OK);
+    free(exact);
+    CHECK(atomic_load(&freed) == 4);
+    one_turn(a);
+    CHECK(atomic_load(&freed) == 4);
+    agentao_agent_free(a);
+    CHECK_MSG(atomic_load(&freed) == 5, "userdata_free ran %d times", atomic_load(&freed));
+}
+
 /* ---- agentao_agent_add_tool -------------------------------------------------------------- */
 
 static void tool_execute(void *ud, const char *args, const agentao_tool_call *call, agentao_reply *reply) {
@@ -319,6 +373,7 @@ int main(void) {
     test_shell_executor();
     test_memory_store();
     test_mcp_registry();
+    test_compaction_controller();
     test_add_tool();
     test_observer();
     test_broadcaster();

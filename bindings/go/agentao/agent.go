@@ -155,7 +155,10 @@ func (a *Agent) SessionID() string { return a.sessionID }
 // TurnOption configures one turn.
 type TurnOption func(*turnOptions)
 
-type turnOptions struct{ maxIterations int32 }
+type turnOptions struct {
+	maxIterations int32
+	images        []Image
+}
 
 // WithMaxIterations sets the turn's iteration budget (default: the config's max_iterations).
 func WithMaxIterations(n int) TurnOption {
@@ -171,6 +174,7 @@ type turn struct {
 	a     *Agent
 	ptr   *C.agentao_agent
 	msg   *C.char
+	imgs  cImages
 	max   C.int32_t
 	tok   *C.agentao_cancel_token
 	ctx   context.Context
@@ -193,8 +197,8 @@ func (a *Agent) beginTurn(ctx context.Context, message string, opts []TurnOption
 		freeC(msg)
 		return nil, err
 	}
-	t := &turn{a: a, ptr: ptr, msg: msg, max: C.int32_t(o.maxIterations), ctx: ctx,
-		tok: C.agentao_cancel_token_new()}
+	t := &turn{a: a, ptr: ptr, msg: msg, imgs: newCImages(o.images), max: C.int32_t(o.maxIterations),
+		ctx: ctx, tok: C.agentao_cancel_token_new()}
 	a.mu.Lock()
 	a.turns[t.tok] = struct{}{}
 	if a.closed { // Close ran since acquire: this turn starts cancelled
@@ -231,6 +235,7 @@ func (t *turn) end() {
 	t.a.mu.Unlock()
 	C.agentao_cancel_token_free(t.tok)
 	freeC(t.msg)
+	t.imgs.free()
 	t.a.release()
 }
 
@@ -253,7 +258,13 @@ func (a *Agent) Chat(ctx context.Context, message string, opts ...TurnOption) (s
 	defer t.end()
 	var text *C.char
 	var cerr *C.agentao_error
-	if err := statusErr(C.agentao_agent_chat(t.ptr, t.msg, t.max, t.tok, &text, &cerr), cerr); err != nil {
+	var st C.agentao_status
+	if t.imgs.n > 0 {
+		st = C.agentao_agent_chat_images(t.ptr, t.msg, t.imgs.p, t.imgs.n, t.max, t.tok, &text, &cerr)
+	} else {
+		st = C.agentao_agent_chat(t.ptr, t.msg, t.max, t.tok, &text, &cerr)
+	}
+	if err := statusErr(st, cerr); err != nil {
 		return "", t.wrap(err)
 	}
 	return takeString(text), nil
@@ -295,7 +306,7 @@ func (a *Agent) Run(ctx context.Context, message string, opts ...TurnOption) (*O
 	done := make(chan doneResult, 1)
 	h := newHandle(done)
 	var cerr *C.agentao_error
-	if err := statusErr(C.agentao_go_run(t.ptr, t.msg, t.max, t.tok, h, &cerr), cerr); err != nil {
+	if err := statusErr(C.agentao_go_run(t.ptr, t.msg, t.imgs.p, t.imgs.n, t.max, t.tok, h, &cerr), cerr); err != nil {
 		goAgentaoFreeHandle(h) // not accepted: on_done will not fire
 		return nil, err
 	}
@@ -328,7 +339,7 @@ func (a *Agent) Stream(ctx context.Context, message string, opts ...TurnOption) 
 		defer t.end()
 		var s *C.agentao_stream
 		var cerr *C.agentao_error
-		if err := statusErr(C.agentao_agent_stream_open(t.ptr, t.msg, t.max, t.tok, &s, &cerr), cerr); err != nil {
+		if err := statusErr(C.agentao_agent_stream_open_images(t.ptr, t.msg, t.imgs.p, t.imgs.n, t.max, t.tok, &s, &cerr), cerr); err != nil {
 			yield(Chunk{}, t.wrap(err))
 			return
 		}

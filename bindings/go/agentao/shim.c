@@ -58,10 +58,12 @@ static void tr_done(void *ud, agentao_status status, const char *outcome_json,
                   (char *)(err ? agentao_error_message(err) : NULL));
 }
 
-agentao_status agentao_go_run(agentao_agent *agent, const char *message, int32_t max_iterations,
+agentao_status agentao_go_run(agentao_agent *agent, const char *message, const agentao_image *images,
+                              size_t n_images, int32_t max_iterations,
                               const agentao_cancel_token *cancel, uintptr_t handle,
                               agentao_error **err_out) {
-    return agentao_agent_run(agent, message, max_iterations, cancel, tr_done, (void *)handle, err_out);
+    return agentao_agent_run_images(agent, message, images, n_images, max_iterations, cancel, tr_done,
+                                    (void *)handle, err_out);
 }
 
 static void tr_observe(void *ud, const char *event_json) {
@@ -239,4 +241,19 @@ agentao_status agentao_go_set_mcp_registry(agentao_agent *agent, uintptr_t handl
     r.list_servers = tr_reg_list;
     r.release_servers = tr_reg_release;
     return agentao_agent_set_mcp_registry(agent, &r, err_out);
+}
+
+static void tr_compaction_decide(void *ud, const agentao_compaction_request *req, agentao_reply *reply) {
+    goAgentaoCompactionDecide((uintptr_t)ud, (agentao_compaction_request *)req, reply);
+}
+
+agentao_status agentao_go_set_compaction_controller(agentao_agent *agent, uintptr_t handle,
+                                                    agentao_error **err_out) {
+    agentao_compaction_controller c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.userdata = (void *)handle;
+    c.userdata_free = tr_free;
+    c.decide = tr_compaction_decide;
+    return agentao_agent_set_compaction_controller(agent, &c, err_out);
 }

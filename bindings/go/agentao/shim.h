@@ -13,8 +13,9 @@
  * `with_subscribe` fills subscribe/unsubscribe (the Go transport implements Subscriber). */
 agentao_transport agentao_go_transport(uintptr_t handle, int with_subscribe);
 
-/* agentao_agent_run with the binding's completion trampoline. */
-agentao_status agentao_go_run(agentao_agent *agent, const char *message, int32_t max_iterations,
+/* agentao_agent_run_images (no images: n_images 0) with the binding's completion trampoline. */
+agentao_status agentao_go_run(agentao_agent *agent, const char *message, const agentao_image *images,
+                              size_t n_images, int32_t max_iterations,
                               const agentao_cancel_token *cancel, uintptr_t handle,
                               agentao_error **err_out);
 
@@ -62,4 +63,8 @@ agentao_status agentao_go_set_memory_store(agentao_agent *agent, uintptr_t handl
 /* agentao_agent_set_mcp_registry; list_servers returns a malloc'd string (or NULL), which
  * release_servers frees. */
 agentao_status agentao_go_set_mcp_registry(agentao_agent *agent, uintptr_t handle, agentao_error **err_out);
+
+/* agentao_agent_set_compaction_controller with the binding's decide trampoline. */
+agentao_status agentao_go_set_compaction_controller(agentao_agent *agent, uintptr_t handle,
+                                                    agentao_error **err_out);
 #endif

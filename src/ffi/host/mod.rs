@@ -1,7 +1,8 @@
 //! Host capabilities: the C vtables a host plugs into the agent, one file each, the C side and
 //! its adapter to the layer's Rust trait together (`tools::FileSystem`, `tools::ShellExecutor`,
 //! `tools::MemoryStore`, `tools::host::HostExecutor`, `mcp::McpRegistry`,
-//! `events::transport::Transport`, the host-event observers).
+//! `events::transport::Transport`, `turn::compaction::controller::CompactionController`, the
+//! host-event observers).
 //!
 //! Every capability is declared once with [`host_capability!`], and every registration takes
 //! its vtable through [`adopt`], so the rules are the same for all of them (docs/c-api.md,
@@ -21,9 +22,9 @@
 //! become the header's), a `host_capability!` line for it, a registration function that calls
 //! [`adopt`], and its adapter; docs/c-api.md lists the files a new slot touches.
 
-// The capability files beside this one (`file_system.rs`, `shell_executor.rs`,
-// `host_tool.rs`, `mcp_registry.rs`, `memory_store.rs`, `transport.rs`) are declared in
-// `ffi/mod.rs`, where their place keeps the header's order.
+// The capability files beside this one (`compaction_controller.rs`, `file_system.rs`,
+// `shell_executor.rs`, `host_tool.rs`, `mcp_registry.rs`, `memory_store.rs`, `transport.rs`)
+// are declared in `ffi/mod.rs`, where their place keeps the header's order.
 pub(crate) mod observer;
 
 use super::host_data::HostData;

@@ -39,6 +39,8 @@ impl<'e, 'a> Turn<'e, 'a> {
             session_id: env.session_id,
             cancel: self.cancel.clone(),
             fixed_tokens: self.fixed_tokens.unwrap_or(0),
+            controller: env.compaction_controller.clone(),
+            reply_timeout: env.reply_timeout,
         }
     }
 

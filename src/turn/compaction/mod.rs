@@ -9,9 +9,11 @@
 //! | where a full compaction cuts the history | `split.rs` |
 //! | the summarizer's prompt, input and call | `summary.rs` |
 //! | the session's window, anchor and breaker | `state.rs` |
+//! | the host's say before a full compaction | `controller.rs` |
 //! | the turn's use of all of it, and the recovery ladder | `in_turn.rs` |
 
 pub(crate) mod clip;
+pub mod controller;
 pub(crate) mod estimate;
 mod in_turn;
 pub(crate) mod split;
@@ -19,7 +21,7 @@ mod state;
 pub(crate) mod summary;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -32,6 +34,7 @@ use crate::events::turn_event::{
 use crate::events::{Emitter, EventWriter, TurnEvent};
 use crate::llm::{LlmClient, Message};
 use crate::tools::memory::{MemoryRecord, MemoryScope, MemoryStore, SESSION_SUMMARY_KIND};
+use controller::{CompactionController, CompactionFacts, Verdict};
 use estimate::messages_tokens;
 use split::Keep;
 
@@ -47,7 +50,7 @@ const SUMMARIZER_INPUT_PERCENT: u64 = 50;
 
 /// What started a compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trigger {
+pub enum Trigger {
     /// The estimate passed a threshold before an LLM call.
     Auto,
     /// The provider refused the request (the recovery ladder).
@@ -57,7 +60,7 @@ pub(crate) enum Trigger {
 }
 
 impl Trigger {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Trigger::Auto => "auto",
             Trigger::Overflow => "overflow",
@@ -68,7 +71,7 @@ impl Trigger {
 
 /// What a compaction does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// Old tool results clipped; no LLM.
     Micro,
     /// An LLM summary replaces the older history; the recent messages are kept.
@@ -78,7 +81,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Kind::Micro => "microcompact",
             Kind::Full => "full",
@@ -167,6 +170,10 @@ pub(crate) struct Compactor<'a> {
     pub(crate) cancel: CancelToken,
     /// The system prompt's (and tools') tokens, for the system-inclusive figures.
     pub(crate) fixed_tokens: u64,
+    /// The host's say before a full compaction, if it has one.
+    pub(crate) controller: Option<Arc<dyn CompactionController>>,
+    /// How long the controller may take to answer (the config's `reply_timeout_ms`).
+    pub(crate) reply_timeout: Option<Duration>,
 }
 
 impl Compactor<'_> {
@@ -209,17 +216,40 @@ impl Compactor<'_> {
                 trigger: req.trigger.as_str(),
                 kind: req.kind.as_str(),
                 reason: req.reason,
+                child_task_id: None,
             }),
         );
-        let input_chars = (window * SUMMARIZER_INPUT_PERCENT / 100 * 4) as usize;
-        let rendered = summary::render(&messages[..cut], input_chars);
-        let outcome = summary::summarize(self.llm, rendered, &self.cancel).await;
+        let verdict = match &self.controller {
+            Some(c) => {
+                let facts = CompactionFacts {
+                    trigger: req.trigger,
+                    kind: req.kind,
+                    reason: req.reason.to_owned(),
+                    estimated_tokens: pre_tokens + self.fixed_tokens,
+                    window,
+                    messages_json: serde_json::to_string(&messages[..cut])
+                        .unwrap_or_else(|_| "[]".into()),
+                    to_summarize: cut,
+                    kept: pre_msgs - cut,
+                    child_task_id: None,
+                };
+                controller::ask(c, facts, &self.cancel, self.reply_timeout).await
+            }
+            None => Verdict::Allow,
+        };
+        let outcome = match verdict {
+            Verdict::Allow => {
+                let input_chars = (window * SUMMARIZER_INPUT_PERCENT / 100 * 4) as usize;
+                let rendered = summary::render(&messages[..cut], input_chars);
+                summary::summarize(self.llm, rendered, &self.cancel).await
+            }
+            Verdict::Summary(text) => Ok(text),
+            Verdict::Cancel(why) => Err(summary::SummaryError::Cancelled(why)),
+        };
         let (status, detail, new) = match outcome {
-            Err(summary::SummaryError::Cancelled) => (
-                CompactionStatus::Cancelled,
-                Some("cancelled".to_owned()),
-                None,
-            ),
+            Err(summary::SummaryError::Cancelled(why)) => {
+                (CompactionStatus::Cancelled, Some(why), None)
+            }
             Err(summary::SummaryError::Failed(d)) => (CompactionStatus::Failed, Some(d), None),
             Ok(text) => {
                 let mut new = Vec::with_capacity(1 + pre_msgs - cut);
@@ -264,6 +294,7 @@ impl Compactor<'_> {
                     tokens_before: pre_tokens,
                     messages_summarized: cut,
                     summary_size: text.len(),
+                    child_task_id: None,
                 }),
             );
         }
@@ -296,6 +327,7 @@ impl Compactor<'_> {
                 post_tokens_history: r.post_tokens,
                 duration_ms: r.duration_ms,
                 detail: r.detail.as_deref(),
+                child_task_id: None,
             }),
         );
     }
@@ -311,6 +343,7 @@ impl Compactor<'_> {
                 pre_est_tokens: r.pre_tokens + self.fixed_tokens,
                 post_est_tokens: r.post_tokens + self.fixed_tokens,
                 duration_ms: r.duration_ms,
+                child_task_id: None,
             }),
         );
     }

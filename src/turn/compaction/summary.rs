@@ -172,7 +172,8 @@ fn shorten(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
 
 /// Why a summary was not produced.
 pub(crate) enum SummaryError {
-    Cancelled,
+    /// Why: the turn's cancel, or the compaction controller's.
+    Cancelled(String),
     Failed(String),
 }
 
@@ -201,7 +202,7 @@ pub(crate) async fn summarize(
     }
     .await;
     if cancel.is_cancelled() {
-        return Err(SummaryError::Cancelled);
+        return Err(SummaryError::Cancelled("cancelled".into()));
     }
     if let Err(e) = drained {
         return Err(SummaryError::Failed(format!("summarizer call failed: {e}")));

@@ -32,24 +32,28 @@ public final class Agent: @unchecked Sendable {
 
     deinit { agentao_agent_free(handle) }
 
-    /// Runs one turn and returns its outcome. `maxIterations` overrides the config's budget.
+    /// Runs one turn and returns its outcome. `images` are sent with the message (checked
+    /// before the turn: a bad one throws `.invalidArgument` and nothing is sent);
+    /// `maxIterations` overrides the config's budget.
     ///
     /// Cancelling the calling task cancels the turn at once (reason `"task-cancelled"`); it then
     /// throws `AgentaoError` with status `.cancelled` and the partial outcome. Other failures
     /// throw `AgentaoError` too (`.turnInProgress`, `.hostError`, `.timeout`, ...).
-    public func run(_ message: String, maxIterations: Int? = nil) async throws -> TurnOutcome {
+    public func run(_ message: String, images: [Image] = [], maxIterations: Int? = nil) async throws -> TurnOutcome {
         let token = CancelToken()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (cont: CheckedContinuation<TurnOutcome, any Error>) in
                 let box = Unmanaged.passRetained(RunBox(cont))
                 var err: OpaquePointer?
-                let status = agentao_agent_run(
-                    handle, message, budget(maxIterations), token.raw,
-                    { ud, status, outcome, err in
-                        let box = Unmanaged<RunBox>.fromOpaque(ud!).takeRetainedValue()
-                        box.cont.resume(with: turnResult(status, outcome, err))
-                    },
-                    box.toOpaque(), &err)
+                let status = withCImages(images) { list, count in
+                    agentao_agent_run_images(
+                        handle, message, list, count, budget(maxIterations), token.raw,
+                        { ud, status, outcome, err in
+                            let box = Unmanaged<RunBox>.fromOpaque(ud!).takeRetainedValue()
+                            box.cont.resume(with: turnResult(status, outcome, err))
+                        },
+                        box.toOpaque(), &err)
+                }
                 if status != Status.ok.rawValue {
                     // `on_done` does not fire for a call that was not accepted.
                     box.release()
@@ -64,8 +68,10 @@ public final class Agent: @unchecked Sendable {
     /// Runs one turn as a stream: `.text` deltas, then `.outcome` as the last item. A turn that
     /// ends cancelled or in error throws `AgentaoError` after its deltas. Ending the iteration
     /// early (or cancelling the consuming task) cancels the turn (reason `"stream-ended"`).
-    /// The stream keeps the agent alive until the turn ends.
-    public func stream(_ message: String, maxIterations: Int? = nil) -> AsyncThrowingStream<StreamItem, any Error> {
+    /// The stream keeps the agent alive until the turn ends. `images` as for `run`.
+    public func stream(_ message: String, images: [Image] = [], maxIterations: Int? = nil)
+        -> AsyncThrowingStream<StreamItem, any Error>
+    {
         AsyncThrowingStream { cont in
             let token = CancelToken()
             // Set before the turn starts, so that no early end can be missed.
@@ -74,25 +80,27 @@ public final class Agent: @unchecked Sendable {
             }
             let box = Unmanaged.passRetained(StreamBox(cont, agent: self))
             var err: OpaquePointer?
-            let status = agentao_agent_stream(
-                handle, message, budget(maxIterations), token.raw,
-                { ud, delta in
-                    let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeUnretainedValue()
-                    if let d = try? decodeJSON(TextDelta.self, String(cString: delta!)) {
-                        box.cont.yield(.text(d.text))
-                    }
-                },
-                { ud, status, outcome, err in
-                    let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeRetainedValue()
-                    switch turnResult(status, outcome, err) {
-                    case .success(let o):
-                        box.cont.yield(.outcome(o))
-                        box.cont.finish()
-                    case .failure(let e):
-                        box.cont.finish(throwing: e)
-                    }
-                },
-                box.toOpaque(), &err)
+            let status = withCImages(images) { list, count in
+                agentao_agent_stream_images(
+                    handle, message, list, count, budget(maxIterations), token.raw,
+                    { ud, delta in
+                        let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeUnretainedValue()
+                        if let d = try? decodeJSON(TextDelta.self, String(cString: delta!)) {
+                            box.cont.yield(.text(d.text))
+                        }
+                    },
+                    { ud, status, outcome, err in
+                        let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeRetainedValue()
+                        switch turnResult(status, outcome, err) {
+                        case .success(let o):
+                            box.cont.yield(.outcome(o))
+                            box.cont.finish()
+                        case .failure(let e):
+                            box.cont.finish(throwing: e)
+                        }
+                    },
+                    box.toOpaque(), &err)
+            }
             guard status == Status.ok.rawValue else {
                 box.release()
                 cont.finish(throwing: AgentaoError(status: status, owned: err))
@@ -144,6 +152,11 @@ public final class Agent: @unchecked Sendable {
         var out: UnsafeMutablePointer<CChar>?
         try check { agentao_agent_history(handle, &out, $0) }
         return takeString(out) ?? "[]"
+    }
+
+    /// Replaces the history (a JSON array of chat messages), between turns only.
+    public func setHistoryJSON(_ json: String) throws(AgentaoError) {
+        try check { agentao_agent_set_history(handle, json, $0) }
     }
 }
 
