@@ -85,9 +85,24 @@ stop() {
   as_owner "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
 }
 
+# As root the server runs as `postgres`, which must reach its data folder: a checkout below a
+# folder closed to others (a 0700 home) gets a folder of its own under /var/tmp instead.
+others_can_reach() {
+  local p
+  p=$(cd "$1" && pwd -P)
+  while [ "$p" != / ]; do
+    [ -n "$(find "$p" -maxdepth 0 -perm -o+x)" ] || return 1
+    p=$(dirname "$p")
+  done
+}
+mkdir -p "$(dirname "$dir")"
+if [ "$(id -u)" = 0 ] && [ -z "${AGENTAO_PG_DIR:-}" ] && ! others_can_reach "$(dirname "$dir")"; then
+  dir=/var/tmp/agentao-pg-$(printf %s "$PWD" | sha1sum | cut -c1-12)
+  data=$dir/data
+fi
+
 # Tests start the same server from parallel threads and binaries: one of them at a time. The
 # server must not inherit the lock's descriptor (`9>&-` above), or it would hold it for good.
-mkdir -p "$(dirname "$dir")"
 exec 9>"$dir.lock"
 flock 9
 

@@ -9,6 +9,9 @@ set +e
 cargo test --workspace --quiet 2>&1 | tee target/cargo-test.log | grep -E '^(test result|running|failures|---- )'
 cargo_status=${PIPESTATUS[0]}
 set -e
+# The PostgreSQL tests start build/pg/ and leave it up for the next test binary: stop it here, so
+# no server outlives the step (in a lone clone, its folder is deleted after).
+scripts/postgres.sh stop >/dev/null 2>&1 || true
 if [ "$cargo_status" -ne 0 ] || grep -q "FAILED\|error\[" target/cargo-test.log; then
   cat target/cargo-test.log; echo "cargo test exited with status $cargo_status"; exit 1
 fi

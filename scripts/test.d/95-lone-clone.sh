@@ -15,6 +15,8 @@ if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no)" ]; then
   echo "note: uncommitted changes are not in the clone; it tests HEAD $(git -C "$ROOT" rev-parse --short HEAD)"
 fi
 lone_parent=$(mktemp -d)
+# Open like a checkout's parent: the PostgreSQL tests run their server as another user.
+chmod 755 "$lone_parent"
 trap 'rm -rf "$lone_parent"' EXIT
 lone="$lone_parent/libagentao"
 git clone -q --no-local --no-hardlinks "$ROOT" "$lone"
