@@ -66,9 +66,13 @@ impl OpenAiBackend {
     }
 }
 impl OpenAiBackend {
-    /// The request on the agent's model client (the lean lane or reqwest).
-    pub(super) async fn send(&self, body: RequestBody) -> Result<Response, LlmError> {
-        self.http.post(&self.headers, body).await
+    /// The request on the agent's model client (the lean lane or reqwest): its future itself,
+    /// not one more state machine around it.
+    pub(super) fn send(
+        &self,
+        body: RequestBody,
+    ) -> impl std::future::Future<Output = Result<Response, LlmError>> + '_ {
+        self.http.post(&self.headers, body)
     }
 }
 
