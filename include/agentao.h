@@ -420,7 +420,8 @@ typedef void (*agentao_cancel_fn)(void *userdata, const char *reason);
  thread: the setters, then exactly one `agentao_fs_out_finish(out, code)` (the code the slot
  would have returned); its return value is then ignored. `write` and `exists` have no handle
  and always answer by returning. A deferred request waits at most the config's
- `reply_timeout_ms` (then it fails with a timeout, and the late answer is dropped); a pending
+ `reply_timeout_ms`, 300 s when unset (then it fails with a timeout, and the late answer is
+ dropped); a pending
  handle keeps `userdata` alive.
 
  Threads: callbacks run on library threads, possibly several at once (read-only tools of one
@@ -687,7 +688,8 @@ typedef struct agentao_mcp_registry {
  start of a turn), never two of one agent at once; strings passed in are borrowed for the
  callback. A callback answers through `answer` before it returns, or, after
  `agentao_memory_answer_defer(answer)`, later from any thread (waited for at most the
- config's `reply_timeout_ms`; a pending handle keeps `userdata` alive); one that fails
+ config's `reply_timeout_ms`, 300 s when unset; a pending handle keeps `userdata` alive); one
+ that fails
  (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
  and leaves the turn's prompt without memories; an `upsert` answered with
  `agentao_memory_answer_full` makes it report `Error saving memory: the memory store is full:
@@ -1007,7 +1009,8 @@ agentao_status agentao_fs_out_set_stat(struct agentao_fs_out *out, uint64_t size
 /*
  Says, inside a `read`, `list_dir`, `walk` or `stat` callback, that the slot answers after
  it returns: the callback's return value is then ignored, and the request waits for
- `agentao_fs_out_finish` (from any thread), at most the config's `reply_timeout_ms`.
+ `agentao_fs_out_finish` (from any thread), at most the config's `reply_timeout_ms` (300 s
+ when unset).
  Calling it again is harmless. Errors: `_NULL_ARGUMENT`; `_INVALID_ARGUMENT` when `out` is finished
  (after the callback returned without deferring, or after `agentao_fs_out_finish`).
  */
@@ -1316,7 +1319,8 @@ agentao_status agentao_memory_answer_full(struct agentao_memory_answer *answer, 
 /*
  Says, inside a store callback, that it answers after it returns: the request then waits for
  one finishing call (`agentao_memory_answer_json` / `_fail` / `_full` / `_ok`) from any
- thread, at most the config's `reply_timeout_ms` (then the request fails and the late
+ thread, at most the config's `reply_timeout_ms`, 300 s when unset (then the request fails
+ and the late
  answer is dropped). Calling it again is harmless. Errors: `_NULL_ARGUMENT`; `_INVALID_ARGUMENT` when
  `answer` is finished.
  */

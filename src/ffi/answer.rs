@@ -178,6 +178,11 @@ pub(crate) fn returned<T: Request>(handle: *mut T) -> Option<T> {
     Some(t.release(index))
 }
 
+/// How long a deferred file-system or memory-store answer is waited for when the config sets
+/// no `reply_timeout_ms`: such a request blocks a library thread (and, for the memory read at a
+/// turn's start, the turn), so a handle the host dropped must end as a failure, not a hang.
+pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+
 /// The waiting side of a request answered through its handle.
 pub(crate) struct Waiter<A> {
     shared: Arc<Shared<A>>,

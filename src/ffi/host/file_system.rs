@@ -56,7 +56,8 @@ const MAX_ENTRIES: usize = 1_000_000;
 /// thread: the setters, then exactly one `agentao_fs_out_finish(out, code)` (the code the slot
 /// would have returned); its return value is then ignored. `write` and `exists` have no handle
 /// and always answer by returning. A deferred request waits at most the config's
-/// `reply_timeout_ms` (then it fails with a timeout, and the late answer is dropped); a pending
+/// `reply_timeout_ms`, 300 s when unset (then it fails with a timeout, and the late answer is
+/// dropped); a pending
 /// handle keeps `userdata` alive.
 ///
 /// Threads: callbacks run on library threads, possibly several at once (read-only tools of one
@@ -367,7 +368,8 @@ pub unsafe extern "C" fn agentao_fs_out_set_stat(
 
 /// Says, inside a `read`, `list_dir`, `walk` or `stat` callback, that the slot answers after
 /// it returns: the callback's return value is then ignored, and the request waits for
-/// `agentao_fs_out_finish` (from any thread), at most the config's `reply_timeout_ms`.
+/// `agentao_fs_out_finish` (from any thread), at most the config's `reply_timeout_ms` (300 s
+/// when unset).
 /// Calling it again is harmless. Errors: `_NULL_ARGUMENT`; `_INVALID_ARGUMENT` when `out` is finished
 /// (after the callback returned without deferring, or after `agentao_fs_out_finish`).
 #[no_mangle]
@@ -425,7 +427,7 @@ type ExistsFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> bool;
 struct FfiFileSystem {
     data: Arc<HostData>,
     /// How long a deferred answer is waited for (the config's `reply_timeout_ms`).
-    deadline: Option<Duration>,
+    deadline: Duration,
     read: Option<ReadFn>,
     write: Option<WriteFn>,
     list_dir: Option<PathOutFn>,
@@ -469,13 +471,14 @@ impl FfiFileSystem {
         let code = in_callback(|| call(out));
         let (code, filled) = match answer::returned(out) {
             Some(o) => (code, o.filled),
-            None => match waiter.wait(self.deadline) {
+            None => match waiter.wait(Some(self.deadline)) {
                 Ok(a) => (a.code, a.filled),
                 Err(NoAnswer::TimedOut) => {
                     return Err(io::Error::new(
                         io::ErrorKind::TimedOut,
                         format!(
-                            "the host file system did not finish `{slot}` within reply_timeout_ms"
+                            "the host file system did not finish `{slot}` within reply_timeout_ms ({} ms)",
+                            self.deadline.as_millis()
                         ),
                     ))
                 }
@@ -644,7 +647,7 @@ pub unsafe extern "C" fn agentao_agent_set_file_system(
         // Owned from here: every failure below releases the userdata.
         let adopted = adopt_opt(fs)?;
         let agent = agent_ref(agent)?;
-        let deadline = agent.reply_timeout();
+        let deadline = agent.reply_timeout().unwrap_or(answer::DEFAULT_DEADLINE);
         let installed = adopted.map(|(data, v)| {
             Arc::new(FfiFileSystem {
                 data: Arc::new(data),

@@ -54,7 +54,8 @@ enum HostAnswer {
 /// start of a turn), never two of one agent at once; strings passed in are borrowed for the
 /// callback. A callback answers through `answer` before it returns, or, after
 /// `agentao_memory_answer_defer(answer)`, later from any thread (waited for at most the
-/// config's `reply_timeout_ms`; a pending handle keeps `userdata` alive); one that fails
+/// config's `reply_timeout_ms`, 300 s when unset; a pending handle keeps `userdata` alive); one
+/// that fails
 /// (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
 /// and leaves the turn's prompt without memories; an `upsert` answered with
 /// `agentao_memory_answer_full` makes it report `Error saving memory: the memory store is full:
@@ -119,7 +120,7 @@ host_capability!(agentao_memory_store, minimum: list, required: [upsert, list]);
 struct FfiMemoryStore {
     data: Arc<HostData>,
     /// How long a deferred answer is waited for (the config's `reply_timeout_ms`).
-    deadline: Option<Duration>,
+    deadline: Duration,
     upsert: unsafe extern "C" fn(*mut c_void, *const c_char, AnswerPtr),
     list: unsafe extern "C" fn(*mut c_void, *const c_char, AnswerPtr),
     get: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, AnswerPtr)>,
@@ -153,7 +154,7 @@ impl FfiMemoryStore {
         in_callback(|| call(slot));
         let answer = match answer::returned(slot) {
             Some(_) => None,
-            None => match waiter.wait(self.deadline) {
+            None => match waiter.wait(Some(self.deadline)) {
                 Ok(a) => a,
                 Err(NoAnswer::TimedOut) => {
                     return Err(MemoryWriteError::Failed(format!(
@@ -260,7 +261,7 @@ unsafe fn from_vtable(t: *const agentao_memory_store) -> Result<FfiMemoryStore, 
     };
     Ok(FfiMemoryStore {
         data: Arc::new(data),
-        deadline: None,
+        deadline: answer::DEFAULT_DEADLINE,
         upsert,
         list,
         get: v.get,
@@ -297,7 +298,7 @@ pub unsafe extern "C" fn agentao_agent_set_memory_store(
         let store: Arc<dyn MemoryStore> = match host {
             None => Arc::new(InMemoryStore::default()),
             Some(mut host) => {
-                host.deadline = agent.reply_timeout();
+                host.deadline = agent.reply_timeout().unwrap_or(answer::DEFAULT_DEADLINE);
                 Arc::new(host)
             }
         };
@@ -386,7 +387,8 @@ pub unsafe extern "C" fn agentao_memory_answer_full(
 
 /// Says, inside a store callback, that it answers after it returns: the request then waits for
 /// one finishing call (`agentao_memory_answer_json` / `_fail` / `_full` / `_ok`) from any
-/// thread, at most the config's `reply_timeout_ms` (then the request fails and the late
+/// thread, at most the config's `reply_timeout_ms`, 300 s when unset (then the request fails
+/// and the late
 /// answer is dropped). Calling it again is harmless. Errors: `_NULL_ARGUMENT`; `_INVALID_ARGUMENT` when
 /// `answer` is finished.
 #[no_mangle]
