@@ -382,8 +382,10 @@ typedef struct agentao_cancel_token agentao_cancel_token;
 typedef struct agentao_error agentao_error;
 
 /*
- The answer of one file-system callback, filled by the `agentao_fs_out_*` setters. Valid
- only until the callback returns.
+ The answer of one file-system callback, filled by the `agentao_fs_out_*` setters: a request
+ handle, finished by the callback's return or, after `agentao_fs_out_defer`, by
+ `agentao_fs_out_finish` from any thread. A call on a finished handle returns
+ `AGENTAO_STATUS_INVALID_ARGUMENT`.
  */
 typedef struct agentao_fs_out agentao_fs_out;
 
@@ -393,18 +395,23 @@ typedef struct agentao_fs_out agentao_fs_out;
 typedef struct agentao_host_event_stream agentao_host_event_stream;
 
 /*
- Where a store callback puts its answer: borrowed for the callback, answered at most once
- with `agentao_memory_answer_json` or `agentao_memory_answer_fail` before it returns.
+ Where a store callback puts its answer: a request handle (docs/c-api.md, "Answering a
+ request"), finished by exactly one of `agentao_memory_answer_json` / `_fail` / `_full` /
+ `_ok`, or by the callback's return when it answered nothing (success for `upsert`). A
+ callback that calls `agentao_memory_answer_defer` before returning finishes it later, from
+ any thread. A call on a finished handle returns `AGENTAO_STATUS_INVALID_ARGUMENT`.
  */
 typedef struct agentao_memory_answer agentao_memory_answer;
 
 /*
  The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call, or of
- one host tool's `execute` (`agentao_reply_tool_result` / `_tool_error`). Answer it
- exactly once with one of the `agentao_reply_*` functions, which consume it, from any thread,
- before or after the callback returns. An answer that arrives after the turn was cancelled
- is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
- cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
+ one host tool's `execute` (`agentao_reply_tool_result` / `_tool_error`). A request handle
+ (docs/c-api.md, "Answering a request"): valid until exactly one finishing call, one of the
+ `agentao_reply_*` functions, from any thread, before or after the callback returns. An
+ answer that arrives after the turn was cancelled is ignored safely; a second finishing call
+ returns `AGENTAO_STATUS_INVALID_ARGUMENT` and does nothing. A reply that is never answered keeps its
+ turn waiting until the turn is cancelled or the config's `reply_timeout_ms` passes (then the
+ request fails).
 
  A pending reply keeps the transport's (or the host tool's) userdata alive: `userdata_free` runs only once every
  reply handed to the host has been answered, even after `agentao_agent_free`. It may then
@@ -414,8 +421,10 @@ typedef struct agentao_memory_answer agentao_memory_answer;
 typedef struct agentao_reply agentao_reply;
 
 /*
- Where a session-store callback puts its answer: borrowed for the callback, answered at most
- once, before the callback returns, with one of the `agentao_session_answer_*` functions.
+ Where a session-store callback puts its answer: a handle of the one request table
+ (docs/c-api.md, "Answering a request"), answered at most once, before the callback returns,
+ with one of the `agentao_session_answer_*` functions; after the callback returned, a call on
+ it is `_INVALID_ARGUMENT` (the handle is a token the library looks up, never freed memory).
  */
 typedef struct agentao_session_answer agentao_session_answer;
 
@@ -427,9 +436,11 @@ typedef struct agentao_session_answer agentao_session_answer;
 typedef struct agentao_session_store agentao_session_store;
 
 /*
- One run handed to a shell executor. Owned by the host from the callback until one of
- `agentao_shell_run_finish` / `_started` / `_fail` consumes it. Thread-safe: output may
- come from any thread.
+ One run handed to a shell executor: a request handle (docs/c-api.md, "Answering a
+ request"), valid from the callback until exactly one finishing call, `agentao_shell_run_finish`
+ / `_started` / `_fail`, from any thread, inside `run` or after it. A call on a finished run
+ returns `AGENTAO_STATUS_INVALID_ARGUMENT` and does nothing. Thread-safe: output may come from any
+ thread.
  */
 typedef struct agentao_shell_run agentao_shell_run;
 
@@ -647,9 +658,18 @@ typedef struct agentao_compaction_controller {
 
  Ownership of answers: the library never frees host memory. A slot that produces data
  answers through the `agentao_fs_out` it receives, with the `agentao_fs_out_*` setter that
- fits the slot (each copies what it is given); the handle is valid only until the callback
- returns, on the callback's thread. A wrong setter or a bad value fails that one operation
- with a message naming the problem.
+ fits the slot (each copies what it is given). A wrong setter or a bad value fails that one
+ operation with a message naming the problem.
+
+ Deferred answers: the `out` handle is a request handle (docs/c-api.md, "Answering a
+ request"). By default the slot's return value finishes it when the callback returns. A slot
+ that calls `agentao_fs_out_defer(out)` before returning answers later instead, from any
+ thread: the setters, then exactly one `agentao_fs_out_finish(out, code)` (the code the slot
+ would have returned); its return value is then ignored. `write` and `exists` have no handle
+ and always answer by returning. A deferred request waits at most the config's
+ `reply_timeout_ms`, 300 s when unset (then it fails with a timeout, and the late answer is
+ dropped); a pending
+ handle keeps `userdata` alive.
 
  Threads: callbacks run on library threads, possibly several at once (read-only tools of one
  batch run in parallel), and never while the library holds a lock. Blocking is fine; a
@@ -913,7 +933,10 @@ typedef struct agentao_mcp_registry {
 
  Threads: callbacks run on library threads where blocking is fine (a `save_memory` call, the
  start of a turn), never two of one agent at once; strings passed in are borrowed for the
- callback. A callback answers through `answer` before it returns; one that fails
+ callback. A callback answers through `answer` before it returns, or, after
+ `agentao_memory_answer_defer(answer)`, later from any thread (waited for at most the
+ config's `reply_timeout_ms`, 300 s when unset; a pending handle keeps `userdata` alive); one
+ that fails
  (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
  and leaves the turn's prompt without memories; an `upsert` answered with
  `agentao_memory_answer_full` makes it report `Error saving memory: the memory store is full:
@@ -1279,8 +1302,9 @@ void agentao_cancel_token_free(struct agentao_cancel_token *token);
 
  Ownership: `userdata_free` (may be NULL) runs exactly once: right after the callback, when
  the watch is removed, or when the token is gone uncancelled (its last handle freed and no
- turn using it). Release what the watch uses there, not after `unwatch`. On failure nothing
- is registered and `userdata` stays the host's (`userdata_free` is not called).
+ turn using it), and also when this call fails (before it returns: nothing is registered).
+ Release what the watch uses there, not after `unwatch` or a failed call. (A failed call
+ used to leave `userdata` the host's; the rule is now the one of every registration.)
 
  Threads: any thread, including inside callbacks. The callback must return quickly and must
  not block: it runs inside someone's cancel, possibly on a library thread; a blocking entry
@@ -1348,7 +1372,8 @@ agentao_status agentao_reply_compaction_summary(struct agentao_reply *reply, con
 /*
  Answers `read` with `len` bytes at `data` (borrowed, copied; NULL allowed when `len` is
  0). More than the `max_bytes` asked for is `AGENTAO_STATUS_INVALID_ARGUMENT`. Call it
- once; on the callback's thread, before it returns.
+ once, before `out` is finished (any thread; see `agentao_fs_out_defer`). A setter on a
+ finished `out` returns `_INVALID_ARGUMENT` and does nothing.
  */
 agentao_status agentao_fs_out_set_data(struct agentao_fs_out *out, const uint8_t *data, size_t len, struct agentao_error **err_out);
 
@@ -1370,6 +1395,27 @@ agentao_status agentao_fs_out_add_path(struct agentao_fs_out *out, const char *p
  `agentao_fs_kind`.
  */
 agentao_status agentao_fs_out_set_stat(struct agentao_fs_out *out, uint64_t size, double mtime, int32_t kind, struct agentao_error **err_out);
+
+/*
+ Says, inside a `read`, `list_dir`, `walk` or `stat` callback, that the slot answers after
+ it returns: the callback's return value is then ignored, and the request waits for
+ `agentao_fs_out_finish` (from any thread), at most the config's `reply_timeout_ms` (300 s
+ when unset).
+ Calling it again is harmless. Errors: `_NULL_ARGUMENT`; `_INVALID_ARGUMENT` when `out` is finished
+ (after the callback returned without deferring, or after `agentao_fs_out_finish`).
+ */
+agentao_status agentao_fs_out_defer(struct agentao_fs_out *out, struct agentao_error **err_out);
+
+/*
+ Finishes `out` with `code`, what the slot would have returned: 0 (the setters called so far
+ are the answer) or a positive `errno` value. Any thread, inside the callback or after it;
+ exactly once. Consumes `out`: a second call (or a call after the callback returned
+ without `agentao_fs_out_defer`) returns `AGENTAO_STATUS_INVALID_ARGUMENT` and does nothing. An
+ answer after the request gave up (`reply_timeout_ms`) is dropped and returns
+ `AGENTAO_STATUS_OK`. The file system's `userdata_free` may run inside this call, when it is
+ the last thing keeping it.
+ */
+agentao_status agentao_fs_out_finish(struct agentao_fs_out *out, int32_t code, struct agentao_error **err_out);
 
 /*
  Installs a host file system on `agent` (see `agentao_file_system`); the vtable is copied.
@@ -1644,15 +1690,16 @@ agentao_status agentao_agent_set_memory_store(struct agentao_agent *agent, const
 
 /*
  Answers a store callback with `json` (borrowed, copied): a record list for `list` and
- `search`, a record or `null` for `get`. Only inside the callback that received `answer`.
- Text that is not JSON fails the callback and returns `AGENTAO_STATUS_INVALID_JSON`;
- a second answer `_INVALID_ARGUMENT`.
+ `search`, a record or `null` for `get`. A finishing call: inside the callback, or later
+ from any thread after `agentao_memory_answer_defer`. Text that is not JSON fails the
+ callback and returns `AGENTAO_STATUS_INVALID_JSON`; a second answer returns `_INVALID_ARGUMENT` and
+ does nothing.
  */
 agentao_status agentao_memory_answer_json(struct agentao_memory_answer *answer, const char *json, struct agentao_error **err_out);
 
 /*
- Fails a store callback with `message` (borrowed, copied; NULL: a generic text). Only inside
- the callback that received `answer`; a second answer returns `_INVALID_ARGUMENT`.
+ Fails a store callback with `message` (borrowed, copied; NULL: a generic text). A finishing
+ call (see `agentao_memory_answer_json`); a second answer returns `_INVALID_ARGUMENT`.
  */
 agentao_status agentao_memory_answer_fail(struct agentao_memory_answer *answer, const char *message, struct agentao_error **err_out);
 
@@ -1660,11 +1707,30 @@ agentao_status agentao_memory_answer_fail(struct agentao_memory_answer *answer, 
  Answers an `upsert` callback with "the store is full" and `message` (borrowed, copied; NULL:
  a generic text), e.g. a quota reached. `save_memory` then tells the model
  `Error saving memory: the memory store is full: <message>`, and nothing is retried. Only
- inside the `upsert` callback that received `answer`: from another callback it fails that
- callback as `agentao_memory_answer_fail` would; a second answer returns
- `AGENTAO_STATUS_INVALID_ARGUMENT`.
+ for the `upsert` callback that received `answer`: for another callback it fails that
+ callback as `agentao_memory_answer_fail` would. A finishing call (see
+ `agentao_memory_answer_json`); a second answer returns `AGENTAO_STATUS_INVALID_ARGUMENT`.
  */
 agentao_status agentao_memory_answer_full(struct agentao_memory_answer *answer, const char *message, struct agentao_error **err_out);
+
+/*
+ Says, inside a store callback, that it answers after it returns: the request then waits for
+ one finishing call (`agentao_memory_answer_json` / `_fail` / `_full` / `_ok`) from any
+ thread, at most the config's `reply_timeout_ms`, 300 s when unset (then the request fails
+ and the late
+ answer is dropped). Calling it again is harmless. Errors: `_NULL_ARGUMENT`; `_INVALID_ARGUMENT` when
+ `answer` is finished.
+ */
+agentao_status agentao_memory_answer_defer(struct agentao_memory_answer *answer, struct agentao_error **err_out);
+
+/*
+ Finishes `answer` with nothing: a successful `upsert` (a read answered so reports that the
+ store gave no answer). What returning without an answer means, for a deferred callback.
+ Any thread; a second answer returns `AGENTAO_STATUS_INVALID_ARGUMENT`. The store's `userdata_free`
+ may run inside this call (and inside every finishing call) when it is the last thing
+ keeping it.
+ */
+agentao_status agentao_memory_answer_ok(struct agentao_memory_answer *answer, struct agentao_error **err_out);
 
 /*
  Answers "what would happen if the model called `tool_name` with `args_json` now?" from the

@@ -1,6 +1,9 @@
 //! Our real HTTP path (`LlmClient` → reqwest → SSE parser → assembler → retry policy) against the
 //! loopback mock of the OpenAI wire. Each test scripts one exchange and checks the pieces the turn
 //! loop would see, the assembled response, the error, and what the server received.
+//! The cases that must hold on both HTTP clients (retry-after, a close mid-stream, a slow first
+//! byte, chunk boundaries, cancel, keep-alive, large bodies) are in `tests/model_http.rs`, which
+//! runs each on the lean lane and on reqwest.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -571,35 +574,6 @@ async fn retried_500_then_success() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn retry_after_on_429_is_honoured() {
-    let server = MockServer::start(json!({"responses": [
-        {"fault": {"type": "http_error", "status": 429, "message": "Rate limit reached for requests",
-                   "error_type": "requests", "code": "rate_limit_exceeded", "headers": {"Retry-After": "0.2"}}},
-        {"fault": {"type": "http_error", "status": 500, "message": "oops", "headers": {"Retry-After": "0"}}},
-        {"text": "Hello after two retries.", "chunk_size": 6}
-    ]}))
-    .unwrap();
-    let c = client(&server, json!({}));
-    let t = Instant::now();
-    let out = run(&c).await;
-    let elapsed = t.elapsed();
-    ok(&out);
-    let r = out.retries();
-    assert_eq!(r.len(), 2, "{:?}", out.pieces);
-    assert_eq!(
-        (r[0].0, r[0].1, r[0].2.as_str()),
-        (1, Duration::from_millis(200), "status=429")
-    );
-    assert_eq!(
-        (r[1].0, r[1].1, r[1].2.as_str()),
-        (2, Duration::ZERO, "status=500")
-    );
-    assert!(elapsed >= Duration::from_millis(200), "slept {elapsed:?}");
-    assert_eq!(out.texts(), ["Hello ", "after ", "two re", "tries."]);
-    assert_eq!(server.request_count(), 3);
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn quota_429_is_not_retried() {
     let (server, out) = serve(
         json!({"responses": [
@@ -670,45 +644,6 @@ async fn drop_before_any_text_is_retried() {
     assert_eq!(out.texts(), ["second try"]);
     assert_eq!(out.response.content, "second try");
     assert_eq!(server.request_count(), 2);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn drop_after_text_is_not_retried() {
-    let (server, out) = serve(
-        json!({"responses": [
-            {"text": "half an answer", "chunk_size": 5, "fault": {"type": "drop", "after_events": 2}},
-            {"text": "unused"}
-        ]}),
-        json!({}),
-    )
-    .await;
-    assert_eq!(out.texts(), ["half ", "an an"]);
-    let e = out.error.clone().expect("error");
-    assert!(e.streamed);
-    assert_eq!(e.class, "APIConnectionError");
-    assert!(out.retries().is_empty());
-    assert_eq!(out.response.content, "half an an");
-    assert_eq!(server.request_count(), 1);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stall_beyond_read_timeout_is_a_retryable_timeout() {
-    let server = MockServer::start(json!({"responses": [
-        {"text": "late", "fault": {"type": "stall", "ms": 3000}}
-    ]}))
-    .unwrap();
-    let c = client(&server, json!({"read_timeout_ms": 200, "max_attempts": 1}));
-    let t = Instant::now();
-    let out = run(&c).await;
-    let e = out.error.clone().expect("timeout error");
-    assert_eq!(e.class, "APITimeoutError");
-    assert!(e.retryable);
-    assert!(!e.streamed);
-    assert!(
-        t.elapsed() < Duration::from_millis(1500),
-        "{:?}",
-        t.elapsed()
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -35,6 +35,10 @@ pub struct WireOptions {
     /// Milliseconds between `data: [DONE]` and the chunked body's end (`0\r\n\r\n`), which
     /// some servers write a moment later in a write of their own.
     pub end_after_done_ms: u64,
+    /// Write each event of a scripted stream in HTTP chunks of at most this many bytes, each
+    /// flushed on its own (0: one chunk per event): the client meets chunk boundaries inside
+    /// lines, inside `data:` and inside multibyte characters.
+    pub split_bytes: usize,
 }
 
 impl Default for WireOptions {
@@ -48,6 +52,7 @@ impl Default for WireOptions {
             stall_before_headers: false,
             usage_choices: UsageChoices::Empty,
             end_after_done_ms: 0,
+            split_bytes: 0,
         }
     }
 }
@@ -55,7 +60,7 @@ impl Default for WireOptions {
 impl WireOptions {
     /// Reads `{"crlf": bool, "keepalive_comments": bool, "keepalive_interval_ms": n,
     /// "omit_done": bool, "no_space": bool, "stall_before_headers": bool,
-    /// "usage_choices": "empty"|"null"|"absent", "end_after_done_ms": n}`.
+    /// "usage_choices": "empty"|"null"|"absent", "end_after_done_ms": n, "split_bytes": n}`.
     pub fn from_value(v: &Value) -> Result<WireOptions, String> {
         let o = v.as_object().ok_or("`wire` must be an object")?;
         let mut w = WireOptions::default();
@@ -75,6 +80,12 @@ impl WireOptions {
                         .as_u64()
                         .filter(|n| *n > 0)
                         .ok_or("wire.keepalive_interval_ms must be a positive integer")?
+                }
+                "split_bytes" => {
+                    w.split_bytes = val
+                        .as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or("wire.split_bytes must be a non-negative integer")?
                 }
                 "end_after_done_ms" => {
                     w.end_after_done_ms = val

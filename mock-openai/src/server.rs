@@ -711,7 +711,7 @@ async fn stream_response(
             ctx.comment(&mut out);
         }
         ctx.event(&mut out, ev, i == 0);
-        write_chunk(stream, &out).await?;
+        write_split(stream, &out, ctx.wire.split_bytes).await?;
     }
     // A drop or an error placed past the last event.
     if drop_after.is_some() {
@@ -726,11 +726,24 @@ async fn stream_response(
     if !ctx.wire.omit_done {
         ctx.data(&mut out, b"[DONE]");
     }
-    write_chunk(stream, &out).await?;
+    write_split(stream, &out, ctx.wire.split_bytes).await?;
     if ctx.wire.end_after_done_ms > 0 {
         busy.sleep(Duration::from_millis(ctx.wire.end_after_done_ms))
             .await;
     }
     stream.write_all(b"0\r\n\r\n").await?;
     Ok(!close)
+}
+
+/// `payload` as HTTP chunks of at most `split` bytes, each flushed alone (0: one chunk).
+async fn write_split(stream: &mut TcpStream, payload: &[u8], split: usize) -> io::Result<()> {
+    if split == 0 {
+        return write_chunk(stream, payload).await;
+    }
+    for piece in payload.chunks(split) {
+        write_chunk(stream, piece).await?;
+        stream.flush().await?;
+        tokio::task::yield_now().await;
+    }
+    Ok(())
 }

@@ -284,6 +284,11 @@ impl Agent {
         ))
     }
 
+    /// How long a host request waits for its answer (the config's `reply_timeout_ms`).
+    pub(crate) fn reply_timeout(&self) -> Option<std::time::Duration> {
+        self.core.config.reply_timeout
+    }
+
     /// Installs a host file system for the tools (`None`: the local one). Between turns only.
     pub(crate) fn set_file_system(
         &self,

@@ -24,18 +24,6 @@ pub(crate) trait BoxCastable: Sized {
         p.as_ref().ok_or_else(|| Fail::null(Self::NAME))
     }
 
-    /// Takes a handle back from the caller (the `agentao_reply_*` shape, which consumes it);
-    /// NULL is `NULL_ARGUMENT`.
-    ///
-    /// # Safety
-    /// `p` is NULL or a live handle of this type, not used again.
-    unsafe fn try_take(p: *mut Self) -> FfiResult<Self> {
-        if p.is_null() {
-            return Err(Fail::null(Self::NAME));
-        }
-        Ok(*Box::from_raw(p))
-    }
-
     /// The no-status shape on a handle: `f` on the handle behind the panic boundary; NULL (or
     /// a contained panic) gives `fallback`.
     ///
@@ -75,6 +63,4 @@ box_castable! {
     super::stream::agentao_host_event_stream => "stream",
     super::transport::agentao_broadcaster => "broadcaster",
     super::agentao_error => "err",
-    super::reply::agentao_reply => "reply",
-    super::shell_executor::agentao_shell_run => "run",
 }

@@ -19,6 +19,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod agent;
+mod answer;
 mod boundary;
 pub mod cancel;
 #[path = "host/compaction_controller.rs"]

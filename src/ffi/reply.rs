@@ -2,16 +2,18 @@
 
 use std::ffi::c_char;
 
-use super::handle::BoxCastable;
+use super::answer::{self, Request};
 use super::{agentao_error, agentao_status, guard, opt_str_arg, str_arg, Fail};
 use crate::events::transport::{Answer, Confirmation, Reply};
 
 /// The pending answer of one `confirm_tool`, `ask_user` or `on_max_iterations` call, or of
-/// one host tool's `execute` (`agentao_reply_tool_result` / `_tool_error`). Answer it
-/// exactly once with one of the `agentao_reply_*` functions, which consume it, from any thread,
-/// before or after the callback returns. An answer that arrives after the turn was cancelled
-/// is ignored safely. A reply that is never answered keeps its turn waiting (until the turn is
-/// cancelled or the config's `reply_timeout_ms` passes) and leaks its handle.
+/// one host tool's `execute` (`agentao_reply_tool_result` / `_tool_error`). A request handle
+/// (docs/c-api.md, "Answering a request"): valid until exactly one finishing call, one of the
+/// `agentao_reply_*` functions, from any thread, before or after the callback returns. An
+/// answer that arrives after the turn was cancelled is ignored safely; a second finishing call
+/// returns `AGENTAO_STATUS_INVALID_ARGUMENT` and does nothing. A reply that is never answered keeps its
+/// turn waiting until the turn is cancelled or the config's `reply_timeout_ms` passes (then the
+/// request fails).
 ///
 /// A pending reply keeps the transport's (or the host tool's) userdata alive: `userdata_free` runs only once every
 /// reply handed to the host has been answered, even after `agentao_agent_free`. It may then
@@ -39,10 +41,20 @@ const ALLOW: i32 = agentao_confirmation::Allow as i32;
 const DENY: i32 = agentao_confirmation::Deny as i32;
 const DENY_UNAVAILABLE: i32 = agentao_confirmation::DenyUnavailable as i32;
 
+impl Request for agentao_reply {
+    const NAME: &'static str = "reply";
+}
+
+/// Hands `reply` to the host as a handle; `None` (the request failed) when no handle can be
+/// had.
+pub(crate) fn issue(reply: agentao_reply) -> Option<*mut agentao_reply> {
+    answer::issue(reply).ok()
+}
+
 pub(crate) unsafe fn take(reply: *mut agentao_reply) -> Result<Reply, Fail> {
     // The keep-alive drops here. Order does not matter: it can only be the last reference
     // once the agent and its turns are gone, and then nobody waits for the answer.
-    Ok(agentao_reply::try_take(reply)?.reply)
+    Ok(answer::finish(reply)?.reply)
 }
 
 /// Delivers `text` as `answer(text)`; text that is not UTF-8 fails the request instead (with

@@ -76,6 +76,8 @@ pub struct OpenAiConfig {
     /// The optional price table, by model (sub-agents may use other models).
     pub(crate) prices: BTreeMap<String, Price>,
     pub(crate) budgets: Budgets,
+    /// Which HTTP client reaches the model; not a config field (the default picks by URL).
+    pub http_client: crate::llm::HttpClientChoice,
 }
 
 /// Limits a host sets on one turn and on the session (`llm.budgets`); a turn past one ends as
@@ -365,6 +367,7 @@ impl LlmSection {
                         .unwrap_or(defaults.backoff_cap),
                 };
                 Ok(LlmConfig::OpenAi(OpenAiConfig {
+                    http_client: crate::llm::HttpClientChoice::Auto,
                     wire,
                     base_url,
                     api_key,

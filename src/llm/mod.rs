@@ -16,6 +16,7 @@ mod http_lane;
 pub mod image;
 mod lane_pool;
 pub(crate) mod message;
+mod model_http;
 pub mod openai;
 pub(crate) mod request_body;
 mod request_deadline;
@@ -48,6 +49,7 @@ pub use error_kind::ErrorKind;
 use fingerprint::{PerList, SharedMemo};
 pub use message::Message;
 use message::WireJson;
+pub use model_http::HttpClientChoice;
 pub(crate) use tool_call::{ArgumentsError, ToolCall};
 use wire::{Wire, WireBackend, WireStream};
 

@@ -18,10 +18,10 @@ use tokio::time::Instant;
 
 use super::assembly::Assembler;
 use super::config::OpenAiConfig;
-use super::http_lane::{Lane, LaneError, Response};
+use super::http_lane::Response;
+use super::model_http::ModelHttp;
 use super::openai::http::{
-    connection_message, next_body_chunk, parse_error_body, read_limited, redirect_refused,
-    retry_after,
+    next_body_chunk, parse_error_body, read_limited, redirect_refused, retry_after,
 };
 use super::request_body::RequestBody;
 use super::sse::SseParser;
@@ -108,17 +108,12 @@ pub(crate) fn number_after(s: &str, marker: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-enum Transport {
-    Lane(Lane),
-    Reqwest(reqwest::Client, String),
-}
-
 /// A model client on wire `W`.
 pub(crate) struct WireBackend<W: Wire> {
     wire: W,
     settings: WireSettings,
     headers: HeaderMap,
-    transport: Transport,
+    http: ModelHttp,
     read_timeout: Duration,
     max_event_bytes: usize,
     max_response_bytes: usize,
@@ -136,14 +131,11 @@ impl<W: Wire> WireBackend<W> {
             headers.insert(name, value);
         }
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let url = format!("{}{}", c.base_url, W::PATH);
-        let lane = reqwest::Url::parse(&url)
-            .ok()
-            .and_then(|u| Lane::for_url(&u, c.connect_timeout));
-        let transport = match lane {
-            Some(l) => Transport::Lane(l),
-            None => Transport::Reqwest(super::openai::agent_client(c.connect_timeout)?, url),
-        };
+        let http = ModelHttp::new(
+            format!("{}{}", c.base_url, W::PATH),
+            c.connect_timeout,
+            c.http_client,
+        )?;
         Ok(WireBackend {
             wire: W::new(c),
             settings: WireSettings {
@@ -153,7 +145,7 @@ impl<W: Wire> WireBackend<W> {
                 extra_body: c.extra_body.clone(),
             },
             headers,
-            transport,
+            http,
             read_timeout: c.read_timeout,
             max_event_bytes: c.max_event_bytes,
             max_response_bytes: c.max_response_bytes,
@@ -184,24 +176,7 @@ impl<W: Wire> WireBackend<W> {
     }
 
     async fn send(&self, body: RequestBody) -> Result<Response, LlmError> {
-        match &self.transport {
-            Transport::Lane(lane) => match lane.post(&self.headers, body).await {
-                Err(LaneError::ConnectTimeout) => Err(LlmError::timeout()),
-                Err(e) => Err(LlmError::connection(connection_message(&e))),
-                Ok(r) => Ok(Response::Lane(r)),
-            },
-            Transport::Reqwest(http, url) => match http
-                .post(url)
-                .headers(self.headers.clone())
-                .body(body.to_bytes())
-                .send()
-                .await
-            {
-                Ok(r) => Ok(Response::Reqwest(r)),
-                Err(e) if e.is_timeout() => Err(LlmError::timeout()),
-                Err(e) => Err(LlmError::connection(connection_message(&e))),
-            },
-        }
+        self.http.post(&self.headers, body).await
     }
 
     /// Sends the request; a non-2xx status becomes the wire's [`LlmError`].

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use crate::events::transport::{Answer, CompactionDecision, Reply};
 use crate::ffi::agent::{agent_ref, agentao_agent};
-use crate::ffi::handle::BoxCastable;
 use crate::ffi::host::{adopt_opt, host_capability};
 use crate::ffi::host_data::HostData;
 use crate::ffi::reply::{agentao_reply, deliver, take};
@@ -133,11 +132,14 @@ impl CompactionController for FfiController {
             messages_json: messages.as_ptr(),
             child_task_id: child.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         };
-        let reply = agentao_reply {
+        // No handle to be had: the reply drops unanswered, which the waiting side reads as a
+        // failed controller.
+        let Some(reply) = crate::ffi::reply::issue(agentao_reply {
             reply,
             _keep_alive: self.data.clone(),
-        }
-        .into_raw();
+        }) else {
+            return;
+        };
         // SAFETY: the host's callback with its own userdata; `request` and its strings live
         // for the call; the reply is the host's until it answers.
         in_callback(|| unsafe { (self.decide)(self.data.ptr(), &request, reply) });

@@ -5,8 +5,10 @@ use std::ffi::{c_char, c_void, CString};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::ffi::agent::{agent_ref, agentao_agent};
+use crate::ffi::answer::{self, Answerer, NoAnswer, Request};
 use crate::ffi::host::{adopt_opt, host_capability};
 use crate::ffi::host_data::HostData;
 use crate::ffi::{agentao_error, agentao_status, guard, in_callback, str_arg, Fail};
@@ -45,9 +47,18 @@ const MAX_ENTRIES: usize = 1_000_000;
 ///
 /// Ownership of answers: the library never frees host memory. A slot that produces data
 /// answers through the `agentao_fs_out` it receives, with the `agentao_fs_out_*` setter that
-/// fits the slot (each copies what it is given); the handle is valid only until the callback
-/// returns, on the callback's thread. A wrong setter or a bad value fails that one operation
-/// with a message naming the problem.
+/// fits the slot (each copies what it is given). A wrong setter or a bad value fails that one
+/// operation with a message naming the problem.
+///
+/// Deferred answers: the `out` handle is a request handle (docs/c-api.md, "Answering a
+/// request"). By default the slot's return value finishes it when the callback returns. A slot
+/// that calls `agentao_fs_out_defer(out)` before returning answers later instead, from any
+/// thread: the setters, then exactly one `agentao_fs_out_finish(out, code)` (the code the slot
+/// would have returned); its return value is then ignored. `write` and `exists` have no handle
+/// and always answer by returning. A deferred request waits at most the config's
+/// `reply_timeout_ms`, 300 s when unset (then it fails with a timeout, and the late answer is
+/// dropped); a pending
+/// handle keeps `userdata` alive.
 ///
 /// Threads: callbacks run on library threads, possibly several at once (read-only tools of one
 /// batch run in parallel), and never while the library holds a lock. Blocking is fine; a
@@ -141,11 +152,23 @@ impl FsOp {
     }
 }
 
-/// The answer of one file-system callback, filled by the `agentao_fs_out_*` setters. Valid
-/// only until the callback returns.
+/// The answer of one file-system callback, filled by the `agentao_fs_out_*` setters: a request
+/// handle, finished by the callback's return or, after `agentao_fs_out_defer`, by
+/// `agentao_fs_out_finish` from any thread. A call on a finished handle returns
+/// `AGENTAO_STATUS_INVALID_ARGUMENT`.
 pub struct agentao_fs_out {
     op: FsOp,
     max_bytes: u64,
+    filled: Filled,
+    deferred: bool,
+    answerer: Answerer<FsAnswer>,
+    /// The file system's userdata stays alive while the host holds the handle.
+    _keep_alive: Arc<HostData>,
+}
+
+/// What the setters put in an answer.
+#[derive(Default)]
+struct Filled {
     data: Option<Vec<u8>>,
     entries: Vec<FileEntry>,
     paths: Vec<WalkEntry>,
@@ -154,17 +177,17 @@ pub struct agentao_fs_out {
     error: Option<String>,
 }
 
-impl agentao_fs_out {
-    fn new(op: FsOp, max_bytes: u64) -> Self {
-        agentao_fs_out {
-            op,
-            max_bytes,
-            data: None,
-            entries: Vec::new(),
-            paths: Vec::new(),
-            stat: None,
-            error: None,
-        }
+/// A deferred answer: the slot's code and what the setters filled in.
+struct FsAnswer {
+    code: i32,
+    filled: Filled,
+}
+
+impl Request for agentao_fs_out {
+    const NAME: &'static str = "out";
+
+    fn deferred(&self) -> bool {
+        self.deferred
     }
 }
 
@@ -187,31 +210,31 @@ unsafe fn with_out(
     body: impl FnOnce(&mut agentao_fs_out) -> Result<(), Fail>,
 ) -> agentao_status {
     guard(err_out, || {
-        let Some(out) = out.as_mut() else {
-            return Err(Fail(agentao_status::NullArgument, "`out` is NULL".into()));
-        };
-        let result = if out.op != answers {
-            Err(Fail(
-                agentao_status::InvalidArgument,
-                format!(
-                    "{setter} answers `{}`, but this is the answer of `{}`",
-                    answers.slot(),
-                    out.op.slot()
-                ),
-            ))
-        } else {
-            body(out)
-        };
-        if let Err(f) = &result {
-            out.error.get_or_insert_with(|| f.1.clone());
-        }
-        result
+        answer::with(out, |out| {
+            let result = if out.op != answers {
+                Err(Fail(
+                    agentao_status::InvalidArgument,
+                    format!(
+                        "{setter} answers `{}`, but this is the answer of `{}`",
+                        answers.slot(),
+                        out.op.slot()
+                    ),
+                ))
+            } else {
+                body(out)
+            };
+            if let Err(f) = &result {
+                out.filled.error.get_or_insert_with(|| f.1.clone());
+            }
+            result
+        })?
     })
 }
 
 /// Answers `read` with `len` bytes at `data` (borrowed, copied; NULL allowed when `len` is
 /// 0). More than the `max_bytes` asked for is `AGENTAO_STATUS_INVALID_ARGUMENT`. Call it
-/// once; on the callback's thread, before it returns.
+/// once, before `out` is finished (any thread; see `agentao_fs_out_defer`). A setter on a
+/// finished `out` returns `_INVALID_ARGUMENT` and does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_fs_out_set_data(
     out: *mut agentao_fs_out,
@@ -234,7 +257,7 @@ pub unsafe extern "C" fn agentao_fs_out_set_data(
         } else {
             std::slice::from_raw_parts(data, len).to_vec()
         };
-        o.data = Some(bytes);
+        o.filled.data = Some(bytes);
         Ok(())
     })
 }
@@ -263,10 +286,10 @@ pub unsafe extern "C" fn agentao_fs_out_add_entry(
                 ));
             }
             let (is_dir, is_file) = kind_of(kind).ok_or_else(|| bad_kind(kind))?;
-            if o.entries.len() >= MAX_ENTRIES {
+            if o.filled.entries.len() >= MAX_ENTRIES {
                 return Err(too_many());
             }
-            o.entries.push(FileEntry {
+            o.filled.entries.push(FileEntry {
                 name: name.to_owned(),
                 is_dir,
                 is_file,
@@ -303,10 +326,10 @@ pub unsafe extern "C" fn agentao_fs_out_add_path(
             ));
         }
         let (is_dir, is_file) = kind_of(kind).ok_or_else(|| bad_kind(kind))?;
-        if o.paths.len() >= MAX_ENTRIES {
+        if o.filled.paths.len() >= MAX_ENTRIES {
             return Err(too_many());
         }
-        o.paths.push(WalkEntry {
+        o.filled.paths.push(WalkEntry {
             path: PathBuf::from(path),
             is_dir,
             is_file,
@@ -333,11 +356,48 @@ pub unsafe extern "C" fn agentao_fs_out_set_stat(
                 "`mtime` is not a finite number".into(),
             ));
         }
-        o.stat = Some(FileStat {
+        o.filled.stat = Some(FileStat {
             size,
             mtime,
             is_dir,
             is_file,
+        });
+        Ok(())
+    })
+}
+
+/// Says, inside a `read`, `list_dir`, `walk` or `stat` callback, that the slot answers after
+/// it returns: the callback's return value is then ignored, and the request waits for
+/// `agentao_fs_out_finish` (from any thread), at most the config's `reply_timeout_ms` (300 s
+/// when unset).
+/// Calling it again is harmless. Errors: `_NULL_ARGUMENT`; `_INVALID_ARGUMENT` when `out` is finished
+/// (after the callback returned without deferring, or after `agentao_fs_out_finish`).
+#[no_mangle]
+pub unsafe extern "C" fn agentao_fs_out_defer(
+    out: *mut agentao_fs_out,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || answer::with(out, |o| o.deferred = true))
+}
+
+/// Finishes `out` with `code`, what the slot would have returned: 0 (the setters called so far
+/// are the answer) or a positive `errno` value. Any thread, inside the callback or after it;
+/// exactly once. Consumes `out`: a second call (or a call after the callback returned
+/// without `agentao_fs_out_defer`) returns `AGENTAO_STATUS_INVALID_ARGUMENT` and does nothing. An
+/// answer after the request gave up (`reply_timeout_ms`) is dropped and returns
+/// `AGENTAO_STATUS_OK`. The file system's `userdata_free` may run inside this call, when it is
+/// the last thing keeping it.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_fs_out_finish(
+    out: *mut agentao_fs_out,
+    code: i32,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || {
+        let o = answer::finish(out)?;
+        o.answerer.answer(FsAnswer {
+            code,
+            filled: o.filled,
         });
         Ok(())
     })
@@ -365,7 +425,9 @@ type ExistsFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> bool;
 
 /// The copied vtable, as the tools see it.
 struct FfiFileSystem {
-    data: HostData,
+    data: Arc<HostData>,
+    /// How long a deferred answer is waited for (the config's `reply_timeout_ms`).
+    deadline: Duration,
     read: Option<ReadFn>,
     write: Option<WriteFn>,
     list_dir: Option<PathOutFn>,
@@ -387,8 +449,52 @@ fn c_path(path: &Path) -> io::Result<CString> {
 }
 
 impl FfiFileSystem {
-    /// Calls one slot and turns its status into an `io::Result`.
-    fn call(&self, slot: &str, out: Option<&agentao_fs_out>, code: i32) -> io::Result<()> {
+    /// Calls a slot that answers through a handle: the answer is its return and what it
+    /// filled in, or, when it deferred, what `agentao_fs_out_finish` brings.
+    fn ask(
+        &self,
+        op: FsOp,
+        max_bytes: u64,
+        call: impl FnOnce(*mut agentao_fs_out) -> i32,
+    ) -> io::Result<Filled> {
+        let slot = op.slot();
+        let (answerer, waiter) = answer::channel();
+        let out = answer::issue(agentao_fs_out {
+            op,
+            max_bytes,
+            filled: Filled::default(),
+            deferred: false,
+            answerer,
+            _keep_alive: self.data.clone(),
+        })
+        .map_err(|_| io::Error::other("too many host requests are waiting for an answer"))?;
+        let code = in_callback(|| call(out));
+        let (code, filled) = match answer::returned(out) {
+            Some(o) => (code, o.filled),
+            None => match waiter.wait(Some(self.deadline)) {
+                Ok(a) => (a.code, a.filled),
+                Err(NoAnswer::TimedOut) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "the host file system did not finish `{slot}` within reply_timeout_ms ({} ms)",
+                            self.deadline.as_millis()
+                        ),
+                    ))
+                }
+                Err(NoAnswer::Dropped) => {
+                    return Err(io::Error::other(format!(
+                        "the host file system's `{slot}` request was dropped"
+                    )))
+                }
+            },
+        };
+        self.call(slot, Some(&filled), code)?;
+        Ok(filled)
+    }
+
+    /// Turns a slot's status into an `io::Result`.
+    fn call(&self, slot: &str, out: Option<&Filled>, code: i32) -> io::Result<()> {
         if let Some(e) = out.and_then(|o| o.error.as_ref()) {
             return Err(io::Error::other(format!(
                 "the host file system's `{slot}` answer was refused: {e}"
@@ -405,10 +511,11 @@ impl FfiFileSystem {
 
     fn read_with(&self, f: ReadFn, path: &Path, max: u64) -> io::Result<Vec<u8>> {
         let p = c_path(path)?;
-        let mut out = agentao_fs_out::new(FsOp::Read, max);
-        // SAFETY: the host's callback with its userdata; `p` and `out` outlive the call.
-        let code = in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr(), max, &mut out) });
-        self.call("read", Some(&out), code)?;
+        // SAFETY: the host's callback with its userdata; `p` outlives the call, and `out` is a
+        // handle the host answers through.
+        let out = self.ask(FsOp::Read, max, |out| unsafe {
+            f(self.data.ptr(), p.as_ptr(), max, out)
+        })?;
         out.data.ok_or_else(|| {
             io::Error::other("the host file system's `read` succeeded without an answer")
         })
@@ -453,10 +560,10 @@ impl FileSystem for FfiFileSystem {
             return LocalFileSystem.list_dir(path);
         };
         let p = c_path(path)?;
-        let mut out = agentao_fs_out::new(FsOp::ListDir, 0);
         // SAFETY: as above.
-        let code = in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr(), &mut out) });
-        self.call("list_dir", Some(&out), code)?;
+        let out = self.ask(FsOp::ListDir, 0, |out| unsafe {
+            f(self.data.ptr(), p.as_ptr(), out)
+        })?;
         Ok(out.entries)
     }
 
@@ -471,10 +578,10 @@ impl FileSystem for FfiFileSystem {
         };
         let p = c_path(base)?;
         let depth = max_depth.map_or(-1, |d| i32::try_from(d).unwrap_or(i32::MAX));
-        let mut out = agentao_fs_out::new(FsOp::Walk, 0);
         // SAFETY: as above.
-        let code = in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr(), depth, &mut out) });
-        self.call("walk", Some(&out), code)?;
+        let out = self.ask(FsOp::Walk, 0, |out| unsafe {
+            f(self.data.ptr(), p.as_ptr(), depth, out)
+        })?;
         // The host's list is trusted for kinds, not for where it points: only descendants of
         // the walked directory, re-rooted at the caller's spelling of it.
         let host_base = normalize(base);
@@ -499,10 +606,10 @@ impl FileSystem for FfiFileSystem {
             return LocalFileSystem.stat(path);
         };
         let p = c_path(path)?;
-        let mut out = agentao_fs_out::new(FsOp::Stat, 0);
         // SAFETY: as above.
-        let code = in_callback(|| unsafe { f(self.data.ptr(), p.as_ptr(), &mut out) });
-        self.call("stat", Some(&out), code)?;
+        let out = self.ask(FsOp::Stat, 0, |out| unsafe {
+            f(self.data.ptr(), p.as_ptr(), out)
+        })?;
         out.stat.ok_or_else(|| {
             io::Error::other("the host file system's `stat` succeeded without an answer")
         })
@@ -538,9 +645,13 @@ pub unsafe extern "C" fn agentao_agent_set_file_system(
 ) -> agentao_status {
     guard(err_out, || {
         // Owned from here: every failure below releases the userdata.
-        let installed = adopt_opt(fs)?.map(|(data, v)| {
+        let adopted = adopt_opt(fs)?;
+        let agent = agent_ref(agent)?;
+        let deadline = agent.reply_timeout().unwrap_or(answer::DEFAULT_DEADLINE);
+        let installed = adopted.map(|(data, v)| {
             Arc::new(FfiFileSystem {
-                data,
+                data: Arc::new(data),
+                deadline,
                 read: v.read,
                 write: v.write,
                 list_dir: v.list_dir,
@@ -549,7 +660,7 @@ pub unsafe extern "C" fn agentao_agent_set_file_system(
                 exists: v.exists,
             }) as Arc<dyn FileSystem>
         });
-        agent_ref(agent)?.set_file_system(installed)?;
+        agent.set_file_system(installed)?;
         Ok(())
     })
 }

@@ -109,13 +109,15 @@ impl HostExecutor for FfiExecutor {
             call,
         });
         let args = to_cstring(args_json);
-        let reply = Box::into_raw(Box::new(agentao_reply {
+        let Some(reply) = crate::ffi::reply::issue(agentao_reply {
             reply,
             _keep_alive: Arc::new(CallKeepAlive {
                 _data: self.data.clone(),
                 _call: ctx.clone(),
             }),
-        }));
+        }) else {
+            return;
+        };
         // SAFETY: the host's callback with its own userdata; `args` lives for the call, `ctx`
         // as long as the reply (which holds it) is unanswered, and the reply is the host's.
         in_callback(|| unsafe {

@@ -3,8 +3,10 @@
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::ffi::agent::{agent_ref, agentao_agent};
+use crate::ffi::answer::{self, Answerer, NoAnswer, Request};
 use crate::ffi::host::{adopt, host_capability};
 use crate::ffi::host_data::HostData;
 use crate::ffi::{
@@ -13,10 +15,24 @@ use crate::ffi::{
 use crate::tools::memory::{matching, sort_recent_first, InMemoryStore, MemoryWriteError};
 use crate::tools::{MemoryRecord, MemoryScope, MemoryStore};
 
-/// Where a store callback puts its answer: borrowed for the callback, answered at most once
-/// with `agentao_memory_answer_json` or `agentao_memory_answer_fail` before it returns.
+/// Where a store callback puts its answer: a request handle (docs/c-api.md, "Answering a
+/// request"), finished by exactly one of `agentao_memory_answer_json` / `_fail` / `_full` /
+/// `_ok`, or by the callback's return when it answered nothing (success for `upsert`). A
+/// callback that calls `agentao_memory_answer_defer` before returning finishes it later, from
+/// any thread. A call on a finished handle returns `AGENTAO_STATUS_INVALID_ARGUMENT`.
 pub struct agentao_memory_answer {
-    answer: Option<HostAnswer>,
+    deferred: bool,
+    answerer: Answerer<Option<HostAnswer>>,
+    /// The store's userdata stays alive while the host holds the handle.
+    _keep_alive: Arc<HostData>,
+}
+
+impl Request for agentao_memory_answer {
+    const NAME: &'static str = "answer";
+
+    fn deferred(&self) -> bool {
+        self.deferred
+    }
 }
 
 /// What a store callback answered.
@@ -36,7 +52,10 @@ enum HostAnswer {
 ///
 /// Threads: callbacks run on library threads where blocking is fine (a `save_memory` call, the
 /// start of a turn), never two of one agent at once; strings passed in are borrowed for the
-/// callback. A callback answers through `answer` before it returns; one that fails
+/// callback. A callback answers through `answer` before it returns, or, after
+/// `agentao_memory_answer_defer(answer)`, later from any thread (waited for at most the
+/// config's `reply_timeout_ms`, 300 s when unset; a pending handle keeps `userdata` alive); one
+/// that fails
 /// (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
 /// and leaves the turn's prompt without memories; an `upsert` answered with
 /// `agentao_memory_answer_full` makes it report `Error saving memory: the memory store is full:
@@ -99,7 +118,9 @@ type AnswerPtr = *mut agentao_memory_answer;
 host_capability!(agentao_memory_store, minimum: list, required: [upsert, list]);
 
 struct FfiMemoryStore {
-    data: HostData,
+    data: Arc<HostData>,
+    /// How long a deferred answer is waited for (the config's `reply_timeout_ms`).
+    deadline: Duration,
     upsert: unsafe extern "C" fn(*mut c_void, *const c_char, AnswerPtr),
     list: unsafe extern "C" fn(*mut c_void, *const c_char, AnswerPtr),
     get: Option<unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char, AnswerPtr)>,
@@ -121,9 +142,33 @@ impl FfiMemoryStore {
         what: &str,
         call: impl FnOnce(AnswerPtr),
     ) -> Result<Option<String>, MemoryWriteError> {
-        let mut slot = agentao_memory_answer { answer: None };
-        in_callback(|| call(&mut slot));
-        match slot.answer {
+        let (answerer, waiter) = answer::channel();
+        let slot = answer::issue(agentao_memory_answer {
+            deferred: false,
+            answerer,
+            _keep_alive: self.data.clone(),
+        })
+        .map_err(|_| {
+            MemoryWriteError::Failed("too many host requests are waiting for an answer".into())
+        })?;
+        in_callback(|| call(slot));
+        let answer = match answer::returned(slot) {
+            Some(_) => None,
+            None => match waiter.wait(Some(self.deadline)) {
+                Ok(a) => a,
+                Err(NoAnswer::TimedOut) => {
+                    return Err(MemoryWriteError::Failed(format!(
+                        "the memory store did not finish `{what}` within reply_timeout_ms"
+                    )))
+                }
+                Err(NoAnswer::Dropped) => {
+                    return Err(MemoryWriteError::Failed(format!(
+                        "the memory store's `{what}` request was dropped"
+                    )))
+                }
+            },
+        };
+        match answer {
             None => Ok(None),
             Some(HostAnswer::Json(json)) => Ok(Some(json)),
             Some(HostAnswer::Failed(m)) => Err(MemoryWriteError::Failed(format!(
@@ -215,7 +260,8 @@ unsafe fn from_vtable(t: *const agentao_memory_store) -> Result<FfiMemoryStore, 
         return Err(Fail::null("upsert"));
     };
     Ok(FfiMemoryStore {
-        data,
+        data: Arc::new(data),
+        deadline: answer::DEFAULT_DEADLINE,
         upsert,
         list,
         get: v.get,
@@ -244,35 +290,39 @@ pub unsafe extern "C" fn agentao_agent_set_memory_store(
 ) -> agentao_status {
     guard(err_out, || {
         // Owned from here, so a NULL agent releases the userdata too.
-        let store: Arc<dyn MemoryStore> = if store.is_null() {
-            Arc::new(InMemoryStore::default())
-        } else {
-            Arc::new(from_vtable(store)?)
+        let host = match store.is_null() {
+            true => None,
+            false => Some(from_vtable(store)?),
         };
-        agent_ref(agent)?.set_memory_store(store)?;
+        let agent = agent_ref(agent)?;
+        let store: Arc<dyn MemoryStore> = match host {
+            None => Arc::new(InMemoryStore::default()),
+            Some(mut host) => {
+                host.deadline = agent.reply_timeout().unwrap_or(answer::DEFAULT_DEADLINE);
+                Arc::new(host)
+            }
+        };
+        agent.set_memory_store(store)?;
         Ok(())
     })
 }
 
-unsafe fn answer_slot<'a>(
+/// Finishes `answer` with `what` (`None`: answered with nothing).
+unsafe fn finish_with(
     answer: *mut agentao_memory_answer,
-) -> Result<&'a mut agentao_memory_answer, Fail> {
-    let a = answer
-        .as_mut()
-        .ok_or_else(|| Fail(agentao_status::NullArgument, "`answer` is NULL".into()))?;
-    if a.answer.is_some() {
-        return Err(Fail(
-            agentao_status::InvalidArgument,
-            "this answer was already given".into(),
-        ));
-    }
-    Ok(a)
+    what: impl FnOnce() -> (Option<HostAnswer>, Result<(), Fail>),
+) -> Result<(), Fail> {
+    let a = answer::finish(answer)?;
+    let (given, result) = what();
+    a.answerer.answer(given);
+    result
 }
 
 /// Answers a store callback with `json` (borrowed, copied): a record list for `list` and
-/// `search`, a record or `null` for `get`. Only inside the callback that received `answer`.
-/// Text that is not JSON fails the callback and returns `AGENTAO_STATUS_INVALID_JSON`;
-/// a second answer `_INVALID_ARGUMENT`.
+/// `search`, a record or `null` for `get`. A finishing call: inside the callback, or later
+/// from any thread after `agentao_memory_answer_defer`. Text that is not JSON fails the
+/// callback and returns `AGENTAO_STATUS_INVALID_JSON`; a second answer returns `_INVALID_ARGUMENT` and
+/// does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_memory_answer_json(
     answer: *mut agentao_memory_answer,
@@ -280,26 +330,25 @@ pub unsafe extern "C" fn agentao_memory_answer_json(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let a = answer_slot(answer)?;
-        let text = match str_arg(json, "json") {
-            Ok(t) => t,
-            Err(f) => {
-                a.answer = Some(HostAnswer::Failed(f.1.clone()));
-                return Err(f);
+        finish_with(answer, || {
+            let text = match str_arg(json, "json") {
+                Ok(t) => t,
+                Err(f) => return (Some(HostAnswer::Failed(f.1.clone())), Err(f)),
+            };
+            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                let msg = format!("the answer is not JSON: {e}");
+                return (
+                    Some(HostAnswer::Failed(msg.clone())),
+                    Err(Fail(agentao_status::InvalidJson, msg)),
+                );
             }
-        };
-        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            let msg = format!("the answer is not JSON: {e}");
-            a.answer = Some(HostAnswer::Failed(msg.clone()));
-            return Err(Fail(agentao_status::InvalidJson, msg));
-        }
-        a.answer = Some(HostAnswer::Json(text.to_owned()));
-        Ok(())
+            (Some(HostAnswer::Json(text.to_owned())), Ok(()))
+        })
     })
 }
 
-/// Fails a store callback with `message` (borrowed, copied; NULL: a generic text). Only inside
-/// the callback that received `answer`; a second answer returns `_INVALID_ARGUMENT`.
+/// Fails a store callback with `message` (borrowed, copied; NULL: a generic text). A finishing
+/// call (see `agentao_memory_answer_json`); a second answer returns `_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_memory_answer_fail(
     answer: *mut agentao_memory_answer,
@@ -318,9 +367,9 @@ pub unsafe extern "C" fn agentao_memory_answer_fail(
 /// Answers an `upsert` callback with "the store is full" and `message` (borrowed, copied; NULL:
 /// a generic text), e.g. a quota reached. `save_memory` then tells the model
 /// `Error saving memory: the memory store is full: <message>`, and nothing is retried. Only
-/// inside the `upsert` callback that received `answer`: from another callback it fails that
-/// callback as `agentao_memory_answer_fail` would; a second answer returns
-/// `AGENTAO_STATUS_INVALID_ARGUMENT`.
+/// for the `upsert` callback that received `answer`: for another callback it fails that
+/// callback as `agentao_memory_answer_fail` would. A finishing call (see
+/// `agentao_memory_answer_json`); a second answer returns `AGENTAO_STATUS_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn agentao_memory_answer_full(
     answer: *mut agentao_memory_answer,
@@ -336,7 +385,35 @@ pub unsafe extern "C" fn agentao_memory_answer_full(
     )
 }
 
+/// Says, inside a store callback, that it answers after it returns: the request then waits for
+/// one finishing call (`agentao_memory_answer_json` / `_fail` / `_full` / `_ok`) from any
+/// thread, at most the config's `reply_timeout_ms`, 300 s when unset (then the request fails
+/// and the late
+/// answer is dropped). Calling it again is harmless. Errors: `_NULL_ARGUMENT`; `_INVALID_ARGUMENT` when
+/// `answer` is finished.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_memory_answer_defer(
+    answer: *mut agentao_memory_answer,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || answer::with(answer, |a| a.deferred = true))
+}
+
+/// Finishes `answer` with nothing: a successful `upsert` (a read answered so reports that the
+/// store gave no answer). What returning without an answer means, for a deferred callback.
+/// Any thread; a second answer returns `AGENTAO_STATUS_INVALID_ARGUMENT`. The store's `userdata_free`
+/// may run inside this call (and inside every finishing call) when it is the last thing
+/// keeping it.
+#[no_mangle]
+pub unsafe extern "C" fn agentao_memory_answer_ok(
+    answer: *mut agentao_memory_answer,
+    err_out: *mut *mut agentao_error,
+) -> agentao_status {
+    guard(err_out, || finish_with(answer, || (None, Ok(()))))
+}
+
 /// Gives `answer` the answer `kind` makes of `message` (borrowed, copied; NULL: `default`).
+/// Invalid UTF-8 still fails the request (with `default`).
 unsafe fn answer_with_message(
     answer: *mut agentao_memory_answer,
     message: *const c_char,
@@ -345,10 +422,10 @@ unsafe fn answer_with_message(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let a = answer_slot(answer)?;
-        let msg = opt_str_arg(message, "message")?.unwrap_or(default);
-        a.answer = Some(kind(msg.to_owned()));
-        Ok(())
+        finish_with(answer, || match opt_str_arg(message, "message") {
+            Ok(m) => (Some(kind(m.unwrap_or(default).to_owned())), Ok(())),
+            Err(f) => (Some(kind(default.to_owned())), Err(f)),
+        })
     })
 }
 

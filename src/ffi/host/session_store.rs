@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
+use crate::ffi::answer::{self, Request};
 use crate::ffi::handle::BoxCastable;
 use crate::ffi::host::{adopt, host_capability};
 use crate::ffi::host_data::HostData;
@@ -17,10 +18,21 @@ use crate::session_store::{
     SessionStore, StoreError, StoreFuture, StoredSession,
 };
 
-/// Where a session-store callback puts its answer: borrowed for the callback, answered at most
-/// once, before the callback returns, with one of the `agentao_session_answer_*` functions.
+/// Where a session-store callback puts its answer: a handle of the one request table
+/// (docs/c-api.md, "Answering a request"), answered at most once, before the callback returns,
+/// with one of the `agentao_session_answer_*` functions; after the callback returned, a call on
+/// it is `_INVALID_ARGUMENT` (the handle is a token the library looks up, never freed memory).
 pub struct agentao_session_answer {
     answer: Option<HostAnswer>,
+}
+
+impl Request for agentao_session_answer {
+    const NAME: &'static str = "answer";
+
+    /// Answered inside the callback only: the store's callers wait on the callback's return.
+    fn deferred(&self) -> bool {
+        false
+    }
 }
 
 enum HostAnswer {
@@ -118,10 +130,11 @@ struct HostStore {
 }
 
 impl HostStore {
+    /// `None`: the host answered nothing (or no handle could be had: the table is full).
     fn ask(&self, call: impl FnOnce(AnswerPtr)) -> Option<HostAnswer> {
-        let mut slot = agentao_session_answer { answer: None };
-        in_callback(|| call(&mut slot));
-        slot.answer
+        let handle = answer::issue(agentao_session_answer { answer: None }).ok()?;
+        in_callback(|| call(handle));
+        answer::returned(handle)?.answer
     }
 
     fn load_now(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
@@ -355,17 +368,33 @@ pub unsafe extern "C" fn agentao_session_store_from_host(
     })
 }
 
-unsafe fn answer_slot<'a>(answer: AnswerPtr) -> Result<&'a mut agentao_session_answer, Fail> {
-    let a = answer
-        .as_mut()
-        .ok_or_else(|| Fail(agentao_status::NullArgument, "`answer` is NULL".into()))?;
-    if a.answer.is_some() {
-        return Err(Fail(
+/// Puts the callback's one answer into its handle.
+fn put(answer: AnswerPtr, value: HostAnswer) -> Result<(), Fail> {
+    answer::with(answer, |a| match a.answer {
+        Some(_) => Err(Fail(
             agentao_status::InvalidArgument,
             "this callback has already answered".into(),
-        ));
+        )),
+        None => {
+            a.answer = Some(value);
+            Ok(())
+        }
+    })?
+}
+
+/// Answers with `value`, or, when the host's text is bad, fails the callback and returns why.
+fn put_text(
+    answer: AnswerPtr,
+    text: Result<&str, Fail>,
+    value: impl FnOnce(&str) -> HostAnswer,
+) -> Result<(), Fail> {
+    match text {
+        Ok(t) => put(answer, value(t)),
+        Err(f) => {
+            put(answer, HostAnswer::Failed(f.1.clone()))?;
+            Err(f)
+        }
     }
-    Ok(a)
 }
 
 unsafe fn give(
@@ -373,10 +402,7 @@ unsafe fn give(
     err_out: *mut *mut agentao_error,
     value: HostAnswer,
 ) -> agentao_status {
-    guard(err_out, || {
-        answer_slot(answer)?.answer = Some(value);
-        Ok(())
-    })
+    guard(err_out, || put(answer, value))
 }
 
 /// Answers `load` with the stored `document` (borrowed, copied) and its `version` (≥ 1). Only
@@ -390,20 +416,12 @@ pub unsafe extern "C" fn agentao_session_answer_document(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let a = answer_slot(answer)?;
-        match str_arg(document, "document") {
-            Ok(d) => {
-                a.answer = Some(HostAnswer::Document {
-                    document: d.to_owned(),
-                    version,
-                });
-                Ok(())
+        put_text(answer, str_arg(document, "document"), |d| {
+            HostAnswer::Document {
+                document: d.to_owned(),
+                version,
             }
-            Err(f) => {
-                a.answer = Some(HostAnswer::Failed(f.1.clone()));
-                Err(f)
-            }
-        }
+        })
     })
 }
 
@@ -436,17 +454,9 @@ pub unsafe extern "C" fn agentao_session_answer_page(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let a = answer_slot(answer)?;
-        match str_arg(page_json, "page_json") {
-            Ok(p) => {
-                a.answer = Some(HostAnswer::Page(p.to_owned()));
-                Ok(())
-            }
-            Err(f) => {
-                a.answer = Some(HostAnswer::Failed(f.1.clone()));
-                Err(f)
-            }
-        }
+        put_text(answer, str_arg(page_json, "page_json"), |p| {
+            HostAnswer::Page(p.to_owned())
+        })
     })
 }
 
@@ -469,9 +479,7 @@ pub unsafe extern "C" fn agentao_session_answer_fail(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let a = answer_slot(answer)?;
         let m = opt_str_arg(message, "message")?.unwrap_or("the store failed");
-        a.answer = Some(HostAnswer::Failed(m.to_owned()));
-        Ok(())
+        put(answer, HostAnswer::Failed(m.to_owned()))
     })
 }

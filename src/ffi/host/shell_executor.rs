@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::ffi::agent::{agent_ref, agentao_agent};
+use crate::ffi::answer::{self, Request};
 use crate::ffi::cancel::agentao_cancel_token;
-use crate::ffi::handle::BoxCastable;
 use crate::ffi::host::{adopt_opt, host_capability};
 use crate::ffi::host_data::HostData;
 use crate::ffi::{agentao_error, agentao_status, guard, in_callback, opt_str_arg, Fail};
@@ -103,15 +103,21 @@ pub struct agentao_shell_executor {
     >,
 }
 
-/// One run handed to a shell executor. Owned by the host from the callback until one of
-/// `agentao_shell_run_finish` / `_started` / `_fail` consumes it. Thread-safe: output may
-/// come from any thread.
+/// One run handed to a shell executor: a request handle (docs/c-api.md, "Answering a
+/// request"), valid from the callback until exactly one finishing call, `agentao_shell_run_finish`
+/// / `_started` / `_fail`, from any thread, inside `run` or after it. A call on a finished run
+/// returns `AGENTAO_STATUS_INVALID_ARGUMENT` and does nothing. Thread-safe: output may come from any
+/// thread.
 pub struct agentao_shell_run {
     sink: RunSink,
     /// The token `request->cancel` points to.
     _token: Box<agentao_cancel_token>,
     /// Keeps the executor's userdata alive while the host holds the run.
     _vtable: Arc<FfiShell>,
+}
+
+impl Request for agentao_shell_run {
+    const NAME: &'static str = "run";
 }
 
 type RunFn =
@@ -162,12 +168,12 @@ impl FfiShellExecutor {
             timeout_ms: u64::try_from(request.timeout.as_millis()).unwrap_or(u64::MAX),
             cancel: &*token,
         };
-        let run = agentao_shell_run {
+        let run = answer::issue(agentao_shell_run {
             sink,
             _token: token,
             _vtable: self.0.clone(),
-        }
-        .into_raw();
+        })
+        .map_err(|_| "too many host requests are waiting for an answer")?;
         // SAFETY: the host's callback; `req` and what it points to outlive the call, and the
         // run handle is the host's until it answers.
         in_callback(|| unsafe { f(self.0.data.ptr(), &req, run) });
@@ -264,7 +270,9 @@ pub unsafe extern "C" fn agentao_shell_run_output(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let run = agentao_shell_run::try_ref(run)?;
+        if run.is_null() {
+            return Err(Fail::null("run"));
+        }
         let stream = match stream {
             s if s == agentao_shell_stream::Stdout as i32 => OutputStream::Stdout,
             s if s == agentao_shell_stream::Stderr as i32 => OutputStream::Stderr,
@@ -276,14 +284,13 @@ pub unsafe extern "C" fn agentao_shell_run_output(
             }
         };
         if len == 0 {
-            return Ok(());
+            return answer::with(run, |_| ());
         }
         if data.is_null() {
             return Err(Fail(agentao_status::NullArgument, "`data` is NULL".into()));
         }
-        run.sink
-            .output(stream, std::slice::from_raw_parts(data, len));
-        Ok(())
+        let bytes = std::slice::from_raw_parts(data, len);
+        answer::with(run, |run| run.sink.output(stream, bytes))
     })
 }
 
@@ -301,7 +308,7 @@ pub unsafe extern "C" fn agentao_shell_run_finish(
 ) -> agentao_status {
     guard(err_out, || {
         answer(
-            agentao_shell_run::try_take(run)?,
+            answer::finish(run)?,
             RunAnswer::Finished {
                 returncode,
                 timed_out,
@@ -322,7 +329,7 @@ pub unsafe extern "C" fn agentao_shell_run_started(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let run = agentao_shell_run::try_take(run)?;
+        let run = answer::finish(run)?;
         let Ok(pid @ 1..) = u32::try_from(pid) else {
             let msg = format!("pid {pid} is not a process id");
             let _ = run
@@ -345,7 +352,7 @@ pub unsafe extern "C" fn agentao_shell_run_fail(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let run = agentao_shell_run::try_take(run)?;
+        let run = answer::finish(run)?;
         let (msg, result) = match opt_str_arg(message, "message") {
             Ok(m) => (
                 m.unwrap_or("the shell executor could not start the command")

@@ -134,13 +134,13 @@ impl FfiTransport {
         self.host.callbacks()
     }
 
-    /// A reply handle for the host; it keeps the userdata alive until it is answered.
-    fn reply_ptr(&self, reply: Reply) -> *mut agentao_reply {
-        agentao_reply {
+    /// A reply handle for the host; it keeps the userdata alive until it is answered. `None`
+    /// (the request has failed) when no handle can be had.
+    fn reply_ptr(&self, reply: Reply) -> Option<*mut agentao_reply> {
+        crate::ffi::reply::issue(agentao_reply {
             reply,
             _keep_alive: self.host.clone(),
-        }
-        .into_raw()
+        })
     }
 }
 
@@ -175,6 +175,9 @@ impl Transport for FfiTransport {
             let _ = reply.answer(Answer::Confirm(Confirmation::Allow));
             return;
         };
+        let Some(reply) = self.reply_ptr(reply) else {
+            return;
+        };
         let (name, desc, args, id) = (
             to_cstring(&req.tool_name),
             to_cstring(&req.description),
@@ -189,7 +192,7 @@ impl Transport for FfiTransport {
                 desc.as_ptr(),
                 args.as_ptr(),
                 id.as_ptr(),
-                self.reply_ptr(reply),
+                reply,
             )
         });
     }
@@ -199,16 +202,12 @@ impl Transport for FfiTransport {
             let _ = reply.answer(Answer::Text(NON_INTERACTIVE_ANSWER.to_owned()));
             return;
         };
+        let Some(reply) = self.reply_ptr(reply) else {
+            return;
+        };
         let (q, h) = (to_cstring(question), to_cstring(hints_json));
         // SAFETY: as above.
-        in_callback(|| unsafe {
-            f(
-                self.host.ptr(),
-                q.as_ptr(),
-                h.as_ptr(),
-                self.reply_ptr(reply),
-            )
-        });
+        in_callback(|| unsafe { f(self.host.ptr(), q.as_ptr(), h.as_ptr(), reply) });
     }
 
     fn on_max_iterations(&self, count: u32, pending_json: &str, reply: Reply) {
@@ -216,9 +215,12 @@ impl Transport for FfiTransport {
             let _ = reply.answer(Answer::Json(r#"{"action":"stop"}"#.into()));
             return;
         };
+        let Some(reply) = self.reply_ptr(reply) else {
+            return;
+        };
         let p = to_cstring(pending_json);
         // SAFETY: as above.
-        in_callback(|| unsafe { f(self.host.ptr(), count, p.as_ptr(), self.reply_ptr(reply)) });
+        in_callback(|| unsafe { f(self.host.ptr(), count, p.as_ptr(), reply) });
     }
 
     fn supports_subscribe(&self) -> bool {

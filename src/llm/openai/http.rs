@@ -8,9 +8,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::decode::{decode_event, decode_event_by, DecodePath, Decoded};
-use super::{Endpoint, OpenAiBackend, Transport};
+use super::OpenAiBackend;
 use crate::llm::assembly::Assembler;
-use crate::llm::http_lane::{LaneError, Response};
+use crate::llm::http_lane::Response;
 use crate::llm::request_body::RequestBody;
 use crate::llm::sse::SseParser;
 use crate::llm::text_chunk::{read_framed, LastTextChunk};
@@ -66,32 +66,13 @@ impl OpenAiBackend {
     }
 }
 impl OpenAiBackend {
-    /// The request on the lane when it applies, else through reqwest.
-    pub(super) async fn send(&self, body: RequestBody) -> Result<Response, LlmError> {
-        let http = match &self.transport {
-            Transport::Lane(lane) => {
-                return match lane.post(&self.headers, body).await {
-                    Err(LaneError::ConnectTimeout) => Err(LlmError::timeout()),
-                    Err(e) => Err(LlmError::connection(connection_message(&e))),
-                    Ok(r) => Ok(Response::Lane(r)),
-                }
-            }
-            Transport::Reqwest(http) => http,
-        };
-        let post = match &self.url {
-            Endpoint::Parsed(u) => http.post(u.clone()),
-            Endpoint::Unparsed(u) => http.post(u),
-        };
-        match post
-            .headers(self.headers.clone())
-            .body(body.to_bytes())
-            .send()
-            .await
-        {
-            Ok(r) => Ok(Response::Reqwest(r)),
-            Err(e) if e.is_timeout() => Err(LlmError::timeout()),
-            Err(e) => Err(LlmError::connection(connection_message(&e))),
-        }
+    /// The request on the agent's model client (the lean lane or reqwest): its future itself,
+    /// not one more state machine around it.
+    pub(super) fn send(
+        &self,
+        body: RequestBody,
+    ) -> impl std::future::Future<Output = Result<Response, LlmError>> + '_ {
+        self.http.post(&self.headers, body)
     }
 }
 
@@ -105,7 +86,7 @@ pub(crate) fn retry_after(resp: &Response) -> Option<Duration> {
         .and_then(retry::parse_retry_after)
 }
 
-/// The error for a 3xx answer: not followed (see [`agent_client`]) and not retried (the server
+/// The error for a 3xx answer: not followed (see [`crate::llm::model_http::agent_client`]) and not retried (the server
 /// would answer the same). It names the status and the `Location`, so the fix is one edit.
 pub(crate) fn redirect_refused(resp: &Response) -> LlmError {
     let status = resp.status().as_u16();

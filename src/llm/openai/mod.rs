@@ -25,7 +25,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT
 use serde_json::{Map, Value};
 
 use crate::llm::config::OpenAiConfig;
-use crate::llm::http_lane::Lane;
+use crate::llm::model_http::ModelHttp;
 use crate::llm::request_deadline::RequestDeadline;
 use crate::llm::wire_cache::RenderedMessages;
 
@@ -36,24 +36,9 @@ pub use decode::{
 pub(crate) use http::OpenAiStream;
 use request::{RenderedSystem, RenderedTools};
 
-/// The agent's own HTTP client: its connection pool closes with the agent (a shared pool kept
-/// an idle connection to the server open after `agentao_agent_free`). Building one costs a few
-/// microseconds (the webpki roots are static; about 6 µs in a release build on these machines).
-/// It follows no redirect: the request carries the conversation and `llm.headers`, which
-/// reqwest would have sent to any origin a server named (it strips only `Authorization`),
-/// over plain `http` or to a loopback or metadata address as well ([`redirect_refused`]).
-pub(crate) fn agent_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .connect_timeout(connect_timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
-}
-
 pub(crate) struct OpenAiBackend {
-    transport: Transport,
+    http: ModelHttp,
     headers: HeaderMap,
-    url: Endpoint,
     model: String,
     temperature: Option<f64>,
     max_tokens: u32,
@@ -80,32 +65,6 @@ pub(crate) struct OpenAiBackend {
     body_size_hint: AtomicUsize,
 }
 
-/// How the request goes out. Each answer, a redirect included, is the answer: nothing goes to
-/// reqwest after the lane (it used to take every 3xx and follow it).
-enum Transport {
-    /// The lean lane, when the endpoint allows it (plain `http://`, no proxy): an agent on it
-    /// does not pay for a reqwest client (~6 µs and its memory per agent).
-    Lane(Lane),
-    /// Built with the backend, so a client that cannot be built fails the agent's creation.
-    Reqwest(reqwest::Client),
-}
-
-/// The chat-completions URL, parsed once. One that does not parse keeps its error where it
-/// always was: each request fails with a connection error.
-enum Endpoint {
-    Parsed(reqwest::Url),
-    Unparsed(String),
-}
-
-impl Endpoint {
-    fn new(url: String) -> Endpoint {
-        match reqwest::Url::parse(&url) {
-            Ok(u) => Endpoint::Parsed(u),
-            Err(_) => Endpoint::Unparsed(url),
-        }
-    }
-}
-
 impl OpenAiBackend {
     pub(crate) fn new(c: &OpenAiConfig) -> Result<Self, String> {
         let mut headers = HeaderMap::new();
@@ -128,19 +87,14 @@ impl OpenAiBackend {
             reqwest::header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        let url = Endpoint::new(format!("{}/chat/completions", c.base_url));
-        let lane = match &url {
-            Endpoint::Parsed(u) => Lane::for_url(u, c.connect_timeout),
-            Endpoint::Unparsed(_) => None,
-        };
-        let transport = match lane {
-            Some(lane) => Transport::Lane(lane),
-            None => Transport::Reqwest(agent_client(c.connect_timeout)?),
-        };
+        let http = ModelHttp::new(
+            format!("{}/chat/completions", c.base_url),
+            c.connect_timeout,
+            c.http_client,
+        )?;
         Ok(OpenAiBackend {
-            transport,
+            http,
             headers,
-            url,
             model: c.model.clone(),
             temperature: c.temperature,
             max_tokens: c.max_tokens,
