@@ -81,8 +81,10 @@ fn a_stuck_database_drops_and_counts_but_never_blocks_the_offer() {
         .filter(|i| sink.offer(&tenant, &format!("{i}")))
         .count();
     assert!(started.elapsed() < Duration::from_secs(1), "offers waited");
-    // The queue (8) and the one batch the writer holds (up to 8) at most.
-    assert!((8..=16).contains(&accepted), "{accepted}");
+    // The queue (8) and the one batch the writer holds at most. The batch takes what it finds
+    // queued while it fills, which under load can be offers made meanwhile (39 of them once):
+    // up to MAX_BATCH, still far from the thousand.
+    assert!((8..=8 + MAX_BATCH).contains(&accepted), "{accepted}");
     let st = sink.status();
     assert_eq!(st.dropped, 1000 - accepted as u64);
     assert_eq!(

@@ -112,6 +112,20 @@ struct Respelling<'a> {
 }
 
 impl<'a> Respelling<'a> {
+    /// Judges what the command being read gets on its standard input: its here-string, and in
+    /// a pipe what the writer before it prints or passes on.
+    fn judge_stdin(&mut self, here: Option<&'a Attached>) {
+        if let Some(h) = here {
+            self.texts.push(self.lx.body(h).to_vec());
+        }
+        if self.piped {
+            writer_texts(&self.prev_words, &mut self.texts);
+            if let Some(h) = self.prev_here.filter(|_| passes_stdin_on(&self.prev_words)) {
+                self.texts.push(self.lx.body(h).to_vec());
+            }
+        }
+    }
+
     /// Rewrites the command read so far (its tokens end before `end_token`) into `out`. A shell
     /// or `source` also has what it would run judged: the writer before it in a pipe, its
     /// here-string, what its process substitution prints; and a command word that is a
@@ -126,15 +140,7 @@ impl<'a> Respelling<'a> {
         }
         let here = feeds.iter().copied().find(|a| a.feed == Feed::HereString);
         if shell_reads_stdin(&self.words) {
-            if let Some(h) = here {
-                self.texts.push(self.lx.body(h).to_vec());
-            }
-            if self.piped {
-                writer_texts(&self.prev_words, &mut self.texts);
-                if let Some(h) = self.prev_here.filter(|_| passes_stdin_on(&self.prev_words)) {
-                    self.texts.push(self.lx.body(h).to_vec());
-                }
-            }
+            self.judge_stdin(here);
         }
         // `echo … | tee >(sh)`, `echo … > >(sh)`: what the command writes into a shell's
         // process substitution is that shell's script.
@@ -144,15 +150,7 @@ impl<'a> Respelling<'a> {
         if feeds_a_shell {
             writer_texts(&self.words, &mut self.texts);
             if copies_stdin(&self.words) {
-                if let Some(h) = here {
-                    self.texts.push(self.lx.body(h).to_vec());
-                }
-                if self.piped {
-                    writer_texts(&self.prev_words, &mut self.texts);
-                    if let Some(h) = self.prev_here.filter(|_| passes_stdin_on(&self.prev_words)) {
-                        self.texts.push(self.lx.body(h).to_vec());
-                    }
-                }
+                self.judge_stdin(here);
             }
         }
         let rewritten = rewrite_command(&self.words, &mut self.texts, &mut self.changed);
