@@ -23,7 +23,10 @@ typedef struct ctl {
     int child_null;
     pthread_t thread;
     int threaded;
-    agentao_status answer_status;
+    /* Written after the answer, which may already have woken the compaction: atomics, read
+       once `returned` caught up with `calls`. */
+    atomic_int answer_status;
+    atomic_int returned;
 } ctl;
 
 static void ctl_free(void *ud) { atomic_fetch_add(&((ctl *)ud)->freed, 1); }
@@ -75,6 +78,13 @@ static void decide(void *ud, const agentao_compaction_request *req, agentao_repl
         break;
     }
     agentao_error_free(err);
+    atomic_fetch_add(&c->returned, 1);
+}
+
+/* The status the last decide's answering call returned, once that decide has returned. */
+static agentao_status answered(ctl *c) {
+    CHECK(tu_wait_count(&c->returned, atomic_load(&c->calls), 5000));
+    return (agentao_status)atomic_load(&c->answer_status);
 }
 
 /* Twelve messages of about 400 characters each: long enough for a short summary to shrink. */
@@ -131,7 +141,7 @@ int main(void) {
     CHECK_CONTAINS(r, TU_KV("detail", "cancelled by the compaction controller: not now"));
     agentao_string_free(r);
     CHECK(atomic_load(&c.calls) == 1);
-    CHECK_STATUS(c.answer_status, AGENTAO_STATUS_OK);
+    CHECK_STATUS(answered(&c), AGENTAO_STATUS_OK);
     CHECK(c.trigger == AGENTAO_COMPACTION_TRIGGER_MANUAL);
     CHECK(c.kind == AGENTAO_COMPACTION_KIND_FULL);
     CHECK_STR_EQ(c.reason, "host");
@@ -159,13 +169,13 @@ int main(void) {
     tu_section("refused answers cancel");
     c.mode = EMPTY;
     r = compact(a);
-    CHECK_STATUS(c.answer_status, AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(answered(&c), AGENTAO_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(r, TU_KV("status", "cancelled"));
     CHECK_CONTAINS(r, "the summary is empty");
     agentao_string_free(r);
     c.mode = WRONG_KIND;
     r = compact(a);
-    CHECK_STATUS(c.answer_status, AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(answered(&c), AGENTAO_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(r, TU_KV("status", "cancelled"));
     CHECK_CONTAINS(r, "the compaction controller failed: the host answered with the wrong kind");
     agentao_string_free(r);
@@ -177,6 +187,7 @@ int main(void) {
     tu_recorder_clear(&rec);
     c.mode = SUMMARY_LATER;
     r = compact(a);
+    CHECK_STATUS(answered(&c), AGENTAO_STATUS_OK);
     if (c.threaded) pthread_join(c.thread, NULL);
     CHECK_CONTAINS(r, TU_KV("status", "success"));
     agentao_string_free(r);
