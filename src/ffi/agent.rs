@@ -10,10 +10,9 @@ use super::host_data::HostData;
 use super::transport::{agentao_transport, FfiTransport};
 use super::{
     agentao_error, agentao_status, guard, guard_out, guard_required_out, in_callback, opt_str_arg,
-    out_string, reentrant, required, status_of, str_arg, to_cstring, Fail, FfiResult,
+    out_string, required, status_of, str_arg, to_cstring, Fail, FfiResult,
 };
-use crate::agent::{Agent, AgentError, TurnOptions, TurnResult};
-use crate::events::transport::Transport;
+use crate::agent::{Agent, TurnOptions, TurnResult};
 use crate::events::JsonText;
 use crate::permissions::{Mode, PermissionEngine};
 use crate::turn::{DeltaSink, TurnOutcome, TurnStatus};
@@ -177,18 +176,11 @@ pub unsafe extern "C" fn agentao_agent_new(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard_out(agent_out, err_out, |agent_out| {
-        // Take the transport first so its finalizer runs exactly once whatever happens next.
-        // NULL is the built-in null transport, not an error.
-        let transport: Option<Arc<dyn Transport>> = if transport.is_null() {
-            None
-        } else {
-            Some(Arc::new(FfiTransport::copy(transport)?))
-        };
+        let transport = FfiTransport::adopt_arg(transport)?;
         agent_out.require("`agent_out` is NULL")?;
         let json = str_arg(config_json, "config_json")?;
         let agent = Agent::new(json, transport)?;
-        let session_id = to_cstring(agent.session_id());
-        agent_out.write(|| agentao_agent { agent, session_id }.into_raw());
+        agent_out.write(|| agentao_agent::from_agent(agent).into_raw());
         Ok(())
     })
 }
@@ -239,16 +231,17 @@ pub unsafe extern "C" fn agentao_agent_chat(
     text_out: *mut *mut c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_agent_out(agent, text_out, "text_out", err_out, |agent, text_out| {
-        let message = str_arg(message, "message")?;
-        if reentrant() {
-            return Err(AgentError::Reentrant.into());
-        }
-        let outcome =
-            turn_ended_ok(&agent.run_blocking(message, turn_options(max_iterations, cancel)))?;
-        text_out.write(|| out_string(&outcome.text));
-        Ok(())
-    })
+    // The same turn with no images: one body for both entry points.
+    super::images::agentao_agent_chat_images(
+        agent,
+        message,
+        std::ptr::null(),
+        0,
+        max_iterations,
+        cancel,
+        text_out,
+        err_out,
+    )
 }
 
 /// Starts one turn and returns at once; `on_done(userdata, ...)` fires exactly once when it

@@ -17,7 +17,6 @@ use super::{
 };
 use crate::agent::session_document::fork_document;
 use crate::agent::{block_on_store, Agent, AgentError, CommitStatus};
-use crate::events::transport::Transport;
 use crate::session_store::{ListQuery, SessionStore};
 
 /// How long one operation on a store handle may take.
@@ -69,10 +68,6 @@ pub struct agentao_commit_report {
     pub stored_version: u64,
 }
 
-fn agent_handle(agent: Agent) -> *mut agentao_agent {
-    agentao_agent::from_agent(agent).into_raw()
-}
-
 /// Writes the agent's session as a session document (JSON, `docs/sessions.md`) to
 /// `*document_json_out`; release it with `agentao_string_free`. During a turn it holds the
 /// session as of the last finished turn. Any thread.
@@ -116,17 +111,13 @@ pub unsafe extern "C" fn agentao_agent_open_session(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard_out(agent_out, err_out, |agent_out| {
-        let transport: Option<Arc<dyn Transport>> = if transport.is_null() {
-            None
-        } else {
-            Some(Arc::new(FfiTransport::copy(transport)?))
-        };
+        let transport = FfiTransport::adopt_arg(transport)?;
         agent_out.require("`agent_out` is NULL")?;
         let config = str_arg(config_json, "config_json")?;
         let document = opt_str_arg(document_json, "document_json")?;
         let store = store.as_ref().map(|s| s.store.clone());
         let agent = Agent::open_session(config, transport, document, store)?;
-        agent_out.write(|| agent_handle(agent));
+        agent_out.write(|| agentao_agent::from_agent(agent).into_raw());
         Ok(())
     })
 }

@@ -8,27 +8,6 @@
 
 #include "test_util.h"
 
-static char *chat(agentao_agent *a, const char *msg) {
-    char *text = NULL;
-    agentao_error *err = NULL;
-    agentao_status st = agentao_agent_chat(a, msg, -1, NULL, &text, &err);
-    CHECK_MSG(st == AGENTAO_STATUS_OK, "chat: %s: %s", agentao_status_name(st), agentao_error_message(err));
-    agentao_error_free(err);
-    char *copy = strdup(text ? text : "");
-    agentao_string_free(text);
-    return copy;
-}
-
-/* The content of the last tool message in the history. */
-static char *last_tool_result(agentao_agent *a) {
-    char *hist = tu_history(a);
-    char *at = NULL;
-    for (char *p = hist; (p = strstr(p, "\"role\":\"tool\"")); p++) at = p;
-    char *content = at ? tu_json_str(at, "content") : NULL;
-    free(hist);
-    return content ? content : strdup("");
-}
-
 /* A host thread that answers once the callback has returned. */
 typedef struct later {
     atomic_int returned;    /* set by the callback as its last act */
@@ -131,8 +110,8 @@ static void test_fs_read_later(void) {
     agentao_agent *a = tu_agent(cfg, NULL);
     agentao_file_system fs = host_fs();
     CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
-    free(chat(a, "read a.txt"));
-    char *result = last_tool_result(a);
+    free(tu_chat(a, "read a.txt"));
+    char *result = tu_last_tool_result(a);
     CHECK_CONTAINS(result, "served from the host thread");
     CHECK_NOT_CONTAINS(result, "on the disk");
     free(result);
@@ -156,10 +135,10 @@ static void test_fs_never_answered(void) {
     agentao_file_system fs = host_fs();
     CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
     uint64_t t0 = tu_now_ms();
-    free(chat(a, "read a.txt"));
+    free(tu_chat(a, "read a.txt"));
     CHECK_MSG(tu_now_ms() - t0 < TU_BOUND_MS(5000), "the turn waited %llu ms for an unanswered read",
               (unsigned long long)(tu_now_ms() - t0));
-    char *result = last_tool_result(a);
+    char *result = tu_last_tool_result(a);
     CHECK_CONTAINS(result, "did not finish `read` within reply_timeout_ms");
     free(result);
     /* A late answer is harmless: accepted, dropped; then the handle is finished. */
@@ -222,8 +201,8 @@ static void test_memory(bool never) {
         .list = mem_list,
     };
     CHECK_STATUS(agentao_agent_set_memory_store(a, &store, NULL), AGENTAO_STATUS_OK);
-    free(chat(a, "remember"));
-    char *result = last_tool_result(a);
+    free(tu_chat(a, "remember"));
+    char *result = tu_last_tool_result(a);
     if (never) {
         CHECK_CONTAINS(result, "Error saving memory");
         CHECK_CONTAINS(result, "did not finish `upsert` within reply_timeout_ms");
@@ -280,8 +259,8 @@ static void test_shell(void) {
         .run = sh_run,
     };
     CHECK_STATUS(agentao_agent_set_shell_executor(a, &exec, NULL), AGENTAO_STATUS_OK);
-    free(chat(a, "run"));
-    char *result = last_tool_result(a);
+    free(tu_chat(a, "run"));
+    char *result = tu_last_tool_result(a);
     CHECK_CONTAINS(result, "late output");
     free(result);
     later_join(&sh_later);

@@ -155,27 +155,6 @@ static agentao_shell_executor executor(recorder *r, bool background) {
 
 #define SHELL(id, args) "{\"tool_calls\":[{\"id\":\"" id "\",\"name\":\"run_shell_command\",\"arguments\":" args "}]},{\"text\":\"turn " id "\"}"
 
-static char *chat(agentao_agent *a, const char *msg) {
-    char *text = NULL;
-    agentao_error *err = NULL;
-    agentao_status st = agentao_agent_chat(a, msg, -1, NULL, &text, &err);
-    CHECK_MSG(st == AGENTAO_STATUS_OK, "chat: %s: %s", agentao_status_name(st), agentao_error_message(err));
-    agentao_error_free(err);
-    char *copy = strdup(text ? text : "");
-    agentao_string_free(text);
-    return copy;
-}
-
-/* The content of the last tool message in the history. */
-static char *last_tool_result(agentao_agent *a) {
-    char *hist = tu_history(a);
-    char *at = NULL;
-    for (char *p = hist; (p = strstr(p, "\"role\":\"tool\"")); p++) at = p;
-    char *content = at ? tu_json_str(at, "content") : NULL;
-    free(hist);
-    return content ? content : strdup("");
-}
-
 /* The first tool_output event of call `id` (malloc'd) or NULL. */
 static char *find_output(tu_recorder *rec, const char *id) {
     char *kv = tu_printf("\"call_id\":\"%s\"", id);
@@ -222,7 +201,7 @@ int main(void) {
 
     tu_section("the command goes to the executor, never to /bin/sh");
     r.mode = M_SYNC;
-    free(chat(a, "run it"));
+    free(tu_chat(a, "run it"));
     CHECK(atomic_load(&r.runs) == 1);
     char *want = tu_printf("touch %s", marker);
     CHECK_STR_EQ(r.last_command, want);
@@ -231,7 +210,7 @@ int main(void) {
     CHECK(r.last_timeout_ms == 7000);
     CHECK(r.saw_path_env);
     CHECK_MSG(!tu_file_exists(marker), "the command ran on the local shell");
-    char *res = last_tool_result(a);
+    char *res = tu_last_tool_result(a);
     CHECK_CONTAINS(res, "STDOUT:\ncontainer says: touch ");
     CHECK_CONTAINS(res, "STDERR:\nwarn\n");
     CHECK_CONTAINS(res, "Exit code: 3");
@@ -242,37 +221,37 @@ int main(void) {
     free(ev);
 
     tu_section("a hardline command is refused before the executor sees it");
-    free(chat(a, "wipe"));
+    free(tu_chat(a, "wipe"));
     CHECK(atomic_load(&r.runs) == 1);
-    res = last_tool_result(a);
+    res = tu_last_tool_result(a);
     CHECK_CONTAINS(res, "Error: hardline:recursive delete of root");
     free(res);
 
     tu_section("failing to start is an error, not a result");
     r.mode = M_FAIL;
-    free(chat(a, "build"));
-    res = last_tool_result(a);
+    free(tu_chat(a, "build"));
+    res = tu_last_tool_result(a);
     CHECK_STR_EQ(res, "Error starting command: container agentao-1 is not running");
     free(res);
 
     tu_section("background run");
-    free(chat(a, "serve"));
+    free(tu_chat(a, "serve"));
     CHECK(atomic_load(&r.backgrounds) == 1);
-    res = last_tool_result(a);
+    res = tu_last_tool_result(a);
     CHECK_CONTAINS(res, "Background process started.\nPID: 4242\nPGID: 4242\nCommand: serve");
     free(res);
 
     tu_section("a wrong answer and a bad message fail the run, and the turn goes on");
     r.mode = M_WRONG;
-    char *text = chat(a, "ls");
+    char *text = tu_chat(a, "ls");
     CHECK_STR_EQ(text, "turn w1");
     free(text);
-    res = last_tool_result(a);
+    res = tu_last_tool_result(a);
     CHECK_CONTAINS(res, "Error starting command: the shell executor answered wrongly");
     free(res);
     r.mode = M_BAD_UTF8;
-    free(chat(a, "ls"));
-    res = last_tool_result(a);
+    free(tu_chat(a, "ls"));
+    res = tu_last_tool_result(a);
     CHECK_STR_EQ(res, "Error starting command: the shell executor could not start the command");
     free(res);
 
@@ -309,13 +288,13 @@ int main(void) {
     free(r.cancel_reason);
     r.cancel_reason = NULL;
     /* The turn's history still ends well-formed; the next response of the script is unused. */
-    free(chat(a, "again")); /* consumes "turn c1" */
+    free(tu_chat(a, "again")); /* consumes "turn c1" */
 
     tu_section("a silent executor is stopped by the inactivity backstop");
     r.mode = M_SILENT;
     atomic_store(&r.thread_started, 0);
     t0 = tu_now_ms();
-    text = chat(a, "sleep");
+    text = tu_chat(a, "sleep");
     took = tu_now_ms() - t0;
     printf("silent executor with timeout 0.2 s: turn took %llu ms\n", (unsigned long long)took);
     CHECK_STR_EQ(text, "turn t1");
@@ -325,7 +304,7 @@ int main(void) {
     CHECK_STR_EQ(r.cancel_reason, "timeout");
     free(r.cancel_reason);
     r.cancel_reason = NULL;
-    res = last_tool_result(a);
+    res = tu_last_tool_result(a);
     CHECK_CONTAINS(res, "Command timed out after 0s of inactivity.\nCommand: sleep 100");
     CHECK_CONTAINS(res, "started");
     free(res);
@@ -339,7 +318,7 @@ int main(void) {
     r.mode = M_WATCH;
     atomic_store(&r.saw_cancel, 0);
     atomic_store(&r.answer_status, -1);
-    text = chat(a, "sleep");
+    text = tu_chat(a, "sleep");
     CHECK_STR_EQ(text, "turn t2");
     free(text);
     CHECK(atomic_load(&r.saw_cancel) == 1);
@@ -347,7 +326,7 @@ int main(void) {
     CHECK_STATUS(atomic_load(&r.answer_status), AGENTAO_STATUS_OK);
     free(r.cancel_reason);
     r.cancel_reason = NULL;
-    res = last_tool_result(a);
+    res = tu_last_tool_result(a);
     CHECK_CONTAINS(res, "Command timed out after 0s of inactivity.\nCommand: sleep 100");
     free(res);
 
@@ -356,8 +335,8 @@ int main(void) {
     e3.userdata_free = NULL;
     CHECK_STATUS(agentao_agent_set_shell_executor(a, &e3, NULL), AGENTAO_STATUS_OK);
     CHECK(atomic_load(&r.freed) == 1); /* the first vtable was replaced */
-    free(chat(a, "serve"));
-    res = last_tool_result(a);
+    free(tu_chat(a, "serve"));
+    res = tu_last_tool_result(a);
     CHECK_CONTAINS(res, "does not support background execution");
     free(res);
     CHECK(atomic_load(&r.backgrounds) == 1);
@@ -406,10 +385,10 @@ int main(void) {
     pthread_mutex_init(&r5.mu, NULL);
     agentao_shell_executor e5 = executor(&r5, false);
     CHECK_STATUS(agentao_agent_set_shell_executor(a, &e5, NULL), AGENTAO_STATUS_OK);
-    free(chat(a, "wipe"));
+    free(tu_chat(a, "wipe"));
     CHECK(atomic_load(&r5.runs) == 0);
     /* Full access allows everything but the floor. */
-    res = last_tool_result(a);
+    res = tu_last_tool_result(a);
     CHECK_CONTAINS(res, "Tool execution denied");
     free(res);
     agentao_agent_free(a);

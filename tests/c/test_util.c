@@ -185,6 +185,26 @@ char *tu_history(agentao_agent *agent) {
     return take_string(st, s, err, "agentao_agent_history");
 }
 
+char *tu_chat(agentao_agent *agent, const char *message) {
+    char *text = NULL;
+    agentao_error *err = NULL;
+    agentao_status st = agentao_agent_chat(agent, message, -1, NULL, &text, &err);
+    CHECK_MSG(st == AGENTAO_STATUS_OK, "chat: %s: %s", agentao_status_name(st), agentao_error_message(err));
+    agentao_error_free(err);
+    char *copy = strdup(text ? text : "");
+    agentao_string_free(text);
+    return copy;
+}
+
+char *tu_last_tool_result(agentao_agent *agent) {
+    char *hist = tu_history(agent);
+    char *at = NULL;
+    for (char *p = hist; (p = strstr(p, "\"role\":\"tool\"")); p++) at = p;
+    char *content = at ? tu_json_str(at, "content") : NULL;
+    free(hist);
+    return content ? content : strdup("");
+}
+
 char *tu_json_str(const char *json, const char *key) {
     if (!json) return NULL;
     char *pat = tu_printf("\"%s\":", key);

@@ -102,6 +102,10 @@ agentao_agent *tu_agent(const char *config, const agentao_transport *transport);
 /* The last turn / history JSON as malloc'd copies (never NULL; "" on failure). */
 char *tu_last_turn(agentao_agent *agent);
 char *tu_history(agentao_agent *agent);
+/* One blocking chat that must succeed (checked); its text as a malloc'd copy (never NULL). */
+char *tu_chat(agentao_agent *agent, const char *message);
+/* The content of the last tool message in the history, malloc'd (never NULL). */
+char *tu_last_tool_result(agentao_agent *agent);
 
 /* The string value of the first `"key":"..."` in `json`, unescaped (only \" \\ \n handled),
  * malloc'd; NULL when absent or not a string. */

@@ -123,6 +123,21 @@ impl FfiTransport {
     /// # Safety
     /// `t` is non-NULL and points to an `agentao_transport` at least `struct_size` bytes long
     /// (and at least up to `userdata_free` whatever `struct_size` says).
+    /// The transport argument of an entry point that makes an agent: NULL is the built-in
+    /// null transport (no error); otherwise adopted first, so its finalizer runs exactly once
+    /// whatever fails after.
+    ///
+    /// # Safety
+    /// As for [`FfiTransport::copy`] when `t` is non-NULL.
+    pub(crate) unsafe fn adopt_arg(
+        t: *const agentao_transport,
+    ) -> FfiResult<Option<Arc<dyn Transport>>> {
+        if t.is_null() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(FfiTransport::copy(t)?)))
+    }
+
     pub(crate) unsafe fn copy(t: *const agentao_transport) -> FfiResult<FfiTransport> {
         let (data, copy) = adopt(t)?;
         Ok(FfiTransport {
