@@ -216,8 +216,13 @@ static int find(host_store *s, const char *id) {
     return -1;
 }
 
+/* The last load's answer handle, kept past its callback (a host's mistake the library must
+   survive). */
+static agentao_session_answer *kept_answer;
+
 static void hs_load(void *ud, const char *id, agentao_session_answer *answer) {
     host_store *s = ud;
+    kept_answer = answer;
     pthread_mutex_lock(&s->mu);
     int i = find(s, id);
     if (i >= 0)
@@ -322,6 +327,13 @@ static void test_host_store(void) {
     CHECK(version == 2);
     CHECK_CONTAINS(doc, "other\"},{\"role\":\"assistant\"");
     agentao_string_free(doc);
+    /* An answer after its callback returned is refused, not written into a finished request
+       (it was the callback's stack slot before the handles became tokens). */
+    CHECK(kept_answer != NULL);
+    err = NULL;
+    CHECK_STATUS(agentao_session_answer_version(kept_answer, 3, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(agentao_error_message(err), "already finished");
+    agentao_error_free(err);
 
     /* The agent holds the store: the finalizer waits for both. */
     agentao_session_store_free(store);
