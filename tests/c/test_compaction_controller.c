@@ -75,6 +75,9 @@ static void decide(void *ud, const agentao_compaction_request *req, agentao_repl
         break;
     case ALLOW:
         c->answer_status = agentao_reply_compaction_allow(reply, &err);
+        /* A callback that lingers after answering: the compaction it woke must still not end
+           (and let the controller be removed) before the callback has returned. */
+        tu_sleep_ms(100);
         break;
     }
     agentao_error_free(err);

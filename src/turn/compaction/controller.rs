@@ -73,34 +73,43 @@ pub(crate) async fn ask(
     }
     let (reply, rx) = Reply::new(ReplyKind::Compaction);
     let c = controller.clone();
-    // Not awaited: a deferred host answers later, from any thread.
-    drop(tokio::task::spawn_blocking(move || c.decide(facts, reply)));
+    // A deferred host answers later, from any thread: the answer is awaited, not the callback.
+    let callback = tokio::task::spawn_blocking(move || c.decide(facts, reply));
     let failed = |why: &str| Verdict::Cancel(format!("the compaction controller failed: {why}"));
-    tokio::select! {
+    let timed_out = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    let answer = tokio::select! {
         biased;
-        _ = cancel.cancelled() => Verdict::Cancel("cancelled".into()),
-        r = rx => match r {
-            Ok(Answer::Compaction(CompactionDecision::Allow)) => Verdict::Allow,
-            Ok(Answer::Compaction(CompactionDecision::Summary(s))) if s.trim().is_empty() => {
-                failed("its summary is empty")
-            }
-            Ok(Answer::Compaction(CompactionDecision::Summary(s))) => Verdict::Summary(s),
-            Ok(Answer::Compaction(CompactionDecision::Cancel(why))) => Verdict::Cancel(match why {
-                Some(w) if !w.is_empty() => format!("cancelled by the compaction controller: {w}"),
-                _ => "cancelled by the compaction controller".into(),
-            }),
-            Ok(Answer::Fail(m)) => failed(&m),
-            Ok(_) => failed("it answered with something other than a decision"),
-            Err(_) => failed("it dropped the request"),
-        },
-        _ = async {
-            match timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        } => failed(&format!(
+        _ = cancel.cancelled() => return Verdict::Cancel("cancelled".into()),
+        r = rx => r,
+        _ = timed_out => return failed(&format!(
             "no answer within {} ms",
             timeout.map_or(0, |t| t.as_millis())
         )),
+    };
+    // Answered, perhaps from inside the callback: the compaction ends only once the callback
+    // has returned, so its hold on the controller (and the host's userdata) is gone when the
+    // host may replace it and expect its finalizer. A cancel still ends the wait.
+    tokio::select! {
+        _ = callback => {}
+        _ = cancel.cancelled() => {}
+    }
+    match answer {
+        Ok(Answer::Compaction(CompactionDecision::Allow)) => Verdict::Allow,
+        Ok(Answer::Compaction(CompactionDecision::Summary(s))) if s.trim().is_empty() => {
+            failed("its summary is empty")
+        }
+        Ok(Answer::Compaction(CompactionDecision::Summary(s))) => Verdict::Summary(s),
+        Ok(Answer::Compaction(CompactionDecision::Cancel(why))) => Verdict::Cancel(match why {
+            Some(w) if !w.is_empty() => format!("cancelled by the compaction controller: {w}"),
+            _ => "cancelled by the compaction controller".into(),
+        }),
+        Ok(Answer::Fail(m)) => failed(&m),
+        Ok(_) => failed("it answered with something other than a decision"),
+        Err(_) => failed("it dropped the request"),
     }
 }
