@@ -73,22 +73,32 @@ impl Turn<'_, '_> {
         if self.cancel.is_cancelled() {
             return Err(LoopError::Cancelled);
         }
-        // Not awaited: a deferred host answers later, from any thread.
-        drop(tokio::task::spawn_blocking(move || f(transport, reply)));
+        // A deferred host answers later, from any thread: the answer is awaited, not the
+        // callback.
+        let callback = tokio::task::spawn_blocking(move || f(transport, reply));
         let timeout = self.env.reply_timeout;
-        tokio::select! {
+        let timed_out = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let answer = tokio::select! {
             biased;
-            _ = self.cancel.cancelled() => Err(LoopError::Cancelled),
-            r = rx => Ok(r.unwrap_or_else(|_| Answer::Fail("the host dropped the request".into()))),
-            _ = async {
-                match timeout {
-                    Some(t) => tokio::time::sleep(t).await,
-                    None => std::future::pending().await,
-                }
-            } => Err(LoopError::Failed(TurnFailure::Timeout(format!(
+            _ = self.cancel.cancelled() => return Err(LoopError::Cancelled),
+            r = rx => r.unwrap_or_else(|_| Answer::Fail("the host dropped the request".into())),
+            _ = timed_out => return Err(LoopError::Failed(TurnFailure::Timeout(format!(
                 "the host did not answer within {} ms", timeout.map_or(0, |t| t.as_millis())
             )))),
+        };
+        // Answered, perhaps from inside the callback: the turn goes on only once the callback
+        // has returned, so a turn never ends holding the transport (whose finalizer the host
+        // may be waiting for). A cancel still ends the wait.
+        tokio::select! {
+            _ = callback => {}
+            _ = self.cancel.cancelled() => {}
         }
+        Ok(answer)
     }
 
     /// One [`PermissionDecision`] per planned call (the `permission_decision` host event),
