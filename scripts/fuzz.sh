@@ -11,8 +11,10 @@
 # nightly toolchain is used only if the stable build fails and nightly is installed.
 #
 # Corpora: fuzz/corpus/<target> are the committed seeds (read only here); what a run finds goes
-# to build/fuzz/corpus/<target>. A crash leaves its input in build/fuzz/artifacts/ and fails the
-# script; turn it into a test in tests/fuzz_regressions.rs.
+# to build/fuzz/corpus/<target>, or with FUZZ_FRESH=1 to an emptied build/fuzz/fresh/<target>
+# (a smoke run then starts from the seeds alone, however long earlier runs grew the corpus).
+# A crash leaves its input in build/fuzz/artifacts/ and fails the script; turn it into a test
+# in tests/fuzz_regressions.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -51,11 +53,13 @@ max_len() { case $1 in hardline) echo 65536 ;; rules | config) echo 16384 ;; *) 
 
 run_one() {
   local t=$1 log=$ROOT/build/fuzz/logs/$1.log
-  mkdir -p "$ROOT/build/fuzz/corpus/$t" "$ROOT/build/fuzz/artifacts"
+  local corpus=$ROOT/build/fuzz/corpus/$t
+  if [ "${FUZZ_FRESH:-0}" = 1 ]; then corpus=$ROOT/build/fuzz/fresh/$t; rm -rf "$corpus"; fi
+  mkdir -p "$corpus" "$ROOT/build/fuzz/artifacts"
   local dict=()
   [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
   local rc=0 t0=$SECONDS
-  "$bin/$t" "$ROOT/build/fuzz/corpus/$t" "fuzz/corpus/$t" "${dict[@]}" \
+  "$bin/$t" "$corpus" "fuzz/corpus/$t" "${dict[@]}" \
     -max_total_time="$secs" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$ROOT/build/fuzz/artifacts/$t-" -print_final_stats=1 </dev/null >"$log" 2>&1 || rc=$?
   local execs rate took=$((SECONDS - t0))
