@@ -60,6 +60,8 @@ pub struct AgentConfig {
     pub(crate) subagents: Option<Value>,
     /// `session`: where the session is committed and who it is.
     pub(crate) session: SessionConfig,
+    /// Lifecycle hooks in Claude Code's shape (docs/hooks.md).
+    pub(crate) hooks: crate::hooks::HooksConfig,
 }
 
 /// The `session` section: the store the session is committed to after every turn, and the
@@ -117,6 +119,7 @@ struct RawConfig {
     subagents: Option<Value>,
     #[serde(default, deserialize_with = "optional_object")]
     session: Option<SessionConfig>,
+    hooks: Option<Value>,
 }
 
 impl Section for RawConfig {}
@@ -203,6 +206,10 @@ impl AgentConfig {
             memory: raw.memory,
             subagents: raw.subagents,
             session: check_session(raw.session.unwrap_or_default())?,
+            hooks: match &raw.hooks {
+                None | Some(Value::Null) => crate::hooks::HooksConfig::default(),
+                Some(section) => crate::hooks::HooksConfig::parse(section).map_err(err)?,
+            },
         })
     }
 }

@@ -9,6 +9,7 @@
 //! | [`subagents`] | sub-agent definitions, spawn tools, the child run and its events |
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
 //! | [`config`] | the agent config: composes the sections each layer owns |
+//! | [`hooks`] | lifecycle hooks: Claude Code's hook format and protocol, command runs, matching and precedence |
 //! | [`audit`] | the audit sink: host events from a bounded queue into PostgreSQL, in batches, drops counted |
 //! | [`session_store`] | where session documents are committed (optimistic versions) and loaded: the trait, SQLite, PostgreSQL |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
@@ -55,6 +56,7 @@ pub mod turn;
 
 pub mod audit;
 pub mod config;
+pub mod hooks;
 pub mod session_store;
 
 pub mod mcp;

@@ -180,6 +180,7 @@ impl AcpTransport {
             | TurnEvent::ContextCompressed(_)
             | TurnEvent::SessionSummaryWritten(_)
             | TurnEvent::ImagesRemoved(_)
+            | TurnEvent::PluginHookFired(_)
             | TurnEvent::TurnEnd(_) => {}
         }
     }

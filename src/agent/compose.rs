@@ -167,6 +167,9 @@ impl Agent {
                 store,
                 last_commit: Mutex::new(None),
                 compaction_controller: Mutex::new(None),
+                hooks: crate::hooks::Hooks::new(config.hooks.clone(), &config.working_directory)
+                    .map(Arc::new),
+                session_started: AtomicBool::new(false),
                 config,
             }),
         };

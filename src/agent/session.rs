@@ -64,6 +64,10 @@ pub(crate) struct AgentCore {
     /// The host's compaction controller; a turn (and its sub-agents) keeps the one it started
     /// with.
     pub(super) compaction_controller: Mutex<Option<Arc<dyn CompactionController>>>,
+    /// The user's lifecycle hooks (config `hooks`); `None` when none are configured.
+    pub(super) hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// Set by the first turn (its `SessionStart` hooks).
+    pub(super) session_started: AtomicBool,
 }
 
 impl Drop for AgentCore {
@@ -144,6 +148,12 @@ impl AgentCore {
             context: &self.context,
             compaction_controller: self.compaction_controller(),
             images: &[],
+            hooks: self.hooks.clone(),
+            session_start: self.hooks.is_some()
+                && !self
+                    .session_started
+                    .swap(true, std::sync::atomic::Ordering::AcqRel),
+            tool_hooks_only: false,
         }
     }
 
@@ -172,6 +182,7 @@ impl ParentAgent for AgentCore {
             relay_events,
             context_window: self.context.window(),
             compaction_controller: self.compaction_controller(),
+            hooks: self.hooks.clone(),
         }
     }
 

@@ -53,6 +53,7 @@ pub(crate) fn has_host_event(event: &TurnEvent<'_>) -> bool {
         | TurnEvent::ContextCompressed(_)
         | TurnEvent::SessionSummaryWritten(_)
         | TurnEvent::ImagesRemoved(_)
+        | TurnEvent::PluginHookFired(_)
         | TurnEvent::TurnEnd(_)
         | TurnEvent::ReadonlyModeChanged(_)
         | TurnEvent::PermissionModeChanged(_)
@@ -86,6 +87,7 @@ pub(crate) fn host_event(event: &TurnEvent<'_>, ctx: &HostContext<'_>) -> Option
         | TurnEvent::ContextCompressed(_)
         | TurnEvent::SessionSummaryWritten(_)
         | TurnEvent::ImagesRemoved(_)
+        | TurnEvent::PluginHookFired(_)
         | TurnEvent::TurnEnd(_)
         | TurnEvent::ReadonlyModeChanged(_)
         | TurnEvent::PermissionModeChanged(_)
@@ -549,6 +551,18 @@ mod tests {
                     reason: "r",
                     images_removed: 1,
                     message_indices: &[0],
+                }),
+                None,
+            ),
+            (
+                TurnEvent::PluginHookFired(PluginHookFired {
+                    hook_name: "PreToolUse",
+                    tool_name: Some("t"),
+                    call_id: Some("c"),
+                    hooks: 1,
+                    failed: 0,
+                    outcome: "allow",
+                    reason: None,
                 }),
                 None,
             ),

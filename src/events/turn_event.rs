@@ -196,6 +196,22 @@ event_data! {
 }
 
 event_data! {
+    /// `plugin_hook_fired`: hooks ran at one point of the loop (docs/hooks.md). `outcome` is
+    /// what they decided together: `allow`, `ask`, `deny`, `block`, `halt`, `context` or `none`.
+    pub struct PluginHookFired<'a> {
+        pub hook_name: &'static str,
+        #[skip_if(Option::is_none)]
+        pub tool_name: Option<&'a str>,
+        #[skip_if(Option::is_none)]
+        pub call_id: Option<&'a str>,
+        pub hooks: usize,
+        pub failed: usize,
+        pub outcome: &'static str,
+        pub reason: Option<&'a str>,
+    }
+}
+
+event_data! {
     /// `turn_end`: the keys in the order of the `json!` map it was written from before.
     pub struct TurnEnd<'a> {
         pub final_text: &'a str,
@@ -448,6 +464,7 @@ pub enum TurnEvent<'a> {
     ContextCompressed(ContextCompressed<'a>),
     SessionSummaryWritten(SessionSummaryWritten<'a>),
     ImagesRemoved(ImagesRemoved<'a>),
+    PluginHookFired(PluginHookFired<'a>),
     TurnEnd(TurnEnd<'a>),
     /// A sub-agent was spawned: `agent_start` on the transport in the foreground (a
     /// background child's is the host event alone).
@@ -485,6 +502,7 @@ impl<'a> TurnEvent<'a> {
             TurnEvent::ContextCompressed(_) => "context_compressed",
             TurnEvent::SessionSummaryWritten(_) => "session_summary_written",
             TurnEvent::ImagesRemoved(_) => "images_removed",
+            TurnEvent::PluginHookFired(_) => "plugin_hook_fired",
             TurnEvent::TurnEnd(_) => "turn_end",
             TurnEvent::SubagentSpawned(_) => "agent_start",
             TurnEvent::SubagentEnded(_) => "agent_end",
@@ -529,6 +547,7 @@ impl<'a> TurnEvent<'a> {
             TurnEvent::ContextCompressed(d) => w.data_event(ty, d),
             TurnEvent::SessionSummaryWritten(d) => w.data_event(ty, d),
             TurnEvent::ImagesRemoved(d) => w.data_event(ty, d),
+            TurnEvent::PluginHookFired(d) => w.data_event(ty, d),
             TurnEvent::TurnEnd(d) => w.data_event(ty, d),
             TurnEvent::SubagentSpawned(d) if d.lineage.foreground() => w.data_event(ty, d),
             TurnEvent::SubagentEnded(d) if d.lineage.foreground() => w.data_event(ty, d),

@@ -56,6 +56,8 @@ pub(crate) struct ParentSnapshot {
     /// The parent's compaction controller: a child asks it too.
     pub(crate) compaction_controller:
         Option<Arc<dyn crate::turn::compaction::controller::CompactionController>>,
+    /// The parent's hooks: a child's tool calls pass the same `PreToolUse` guards.
+    pub(crate) hooks: Option<Arc<crate::hooks::Hooks>>,
 }
 
 /// Everything one child run reads from its parent.

@@ -226,6 +226,9 @@ pub(crate) async fn run_spawned(
             }) as Arc<dyn CompactionController>
         }),
         images: &[],
+        hooks: snap.hooks.clone(),
+        session_start: false,
+        tool_hooks_only: true,
     };
     let message = child_message(&parent_context(&parent.recent_messages), task);
     let t0 = Instant::now();

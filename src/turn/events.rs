@@ -411,4 +411,41 @@ mod tests {
             );
         }
     }
+
+    /// `plugin_hook_fired` is the bytes of the map its fields name (the call's keys only on a
+    /// tool point).
+    #[test]
+    fn plugin_hook_fired_is_its_fields() {
+        use crate::events::turn_event::PluginHookFired;
+        use crate::events::TurnEvent;
+        let old = |data: serde_json::Value| {
+            EventWriter::default()
+                .event("plugin_hook_fired", &data)
+                .as_str()
+                .to_owned()
+        };
+        for (i, text) in TEXTS.into_iter().enumerate() {
+            let call = (i % 2 == 0).then_some(text);
+            let reason = (i % 3 == 0).then_some(text);
+            let ev = TurnEvent::PluginHookFired(PluginHookFired {
+                hook_name: "PreToolUse",
+                tool_name: call,
+                call_id: call,
+                hooks: i,
+                failed: 1,
+                outcome: "deny",
+                reason,
+            });
+            let mut expected = json!({"hook_name": "PreToolUse"});
+            if let Some(c) = call {
+                expected["tool_name"] = json!(c);
+                expected["call_id"] = json!(c);
+            }
+            expected["hooks"] = json!(i);
+            expected["failed"] = json!(1);
+            expected["outcome"] = json!("deny");
+            expected["reason"] = json!(reason);
+            assert_eq!(ev.to_json().unwrap(), old(expected));
+        }
+    }
 }

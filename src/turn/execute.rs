@@ -197,7 +197,12 @@ impl Turn<'_, '_> {
                     error: res.error(),
                 }));
             }
-            answers.push(ToolAnswer::new(&p.call_id, &p.name, f.model_text));
+            let model_text = if p.hook_context.is_empty() {
+                f.model_text
+            } else {
+                Arc::from(format!("{}{}", f.model_text, p.hook_context))
+            };
+            answers.push(ToolAnswer::new(&p.call_id, &p.name, model_text));
         }
         answers
     }
@@ -261,7 +266,7 @@ impl Turn<'_, '_> {
         let mailbox = Arc::new(OutputMailbox::new(plans.len()));
         if parallel {
             for i in 0..plans.len() {
-                if let Some(refusal) = plans[i].refusal {
+                if let Some(refusal) = plans[i].refusal.clone() {
                     results[i] = Some(self.refuse(&plans[i], refusal).await);
                 }
             }
@@ -296,7 +301,7 @@ impl Turn<'_, '_> {
                 .await;
         } else {
             for i in 0..plans.len() {
-                if let Some(refusal) = plans[i].refusal {
+                if let Some(refusal) = plans[i].refusal.clone() {
                     results[i] = Some(self.refuse(&plans[i], refusal).await);
                     continue;
                 }

@@ -20,6 +20,7 @@ mod confirm;
 pub(crate) mod events;
 mod execute;
 pub(crate) mod history;
+mod hooks;
 mod llm_call;
 mod notices;
 pub mod outcome;
@@ -88,6 +89,12 @@ pub(crate) struct TurnEnv<'a> {
     pub(crate) compaction_controller: Option<Arc<dyn compaction::controller::CompactionController>>,
     /// The images sent with the turn's message (validated).
     pub(crate) images: &'a [crate::llm::image::ImageInput],
+    /// The user's lifecycle hooks; `None` (no hooks configured) costs the turn nothing.
+    pub(crate) hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// The agent's first turn: `SessionStart` hooks run before it.
+    pub(crate) session_start: bool,
+    /// A sub-agent's turn: only the tool hooks run (the prompt and the stop are its parent's).
+    pub(crate) tool_hooks_only: bool,
 }
 
 /// A turn that ended in error: the host failed a request, or a reply timed out.
@@ -172,6 +179,8 @@ pub(crate) async fn run_turn<'e, 'a>(
         compaction_latched: false,
         fixed_tokens: None,
         images_removed: false,
+        hook_halt: None,
+        stop_reentries: 0,
     };
     turn.emit_event(&TurnEvent::TurnBegin { user_message });
     let result = turn.run(user_message, max_iterations).await;
@@ -222,6 +231,10 @@ struct Turn<'e, 'a> {
     fixed_tokens: Option<u64>,
     /// The image rung of the recovery ladder was taken.
     images_removed: bool,
+    /// A hook answered `continue: false`: the turn ends after the batch, with this text.
+    hook_halt: Option<String>,
+    /// How many times `Stop` hooks sent the agent back to work this turn.
+    stop_reentries: u32,
 }
 
 impl Turn<'_, '_> {
@@ -265,7 +278,13 @@ impl Turn<'_, '_> {
     /// The loop (spec §5.2): call the model; no calls is the answer; calls are planned,
     /// confirmed, executed and answered, and the model is called again.
     async fn run(&mut self, user_message: &str, max_iterations: u32) -> Result<LoopEnd, LoopError> {
-        let text = prompt::user_message(user_message);
+        let mut text = prompt::user_message(user_message);
+        if self.env.hooks.is_some() && !self.env.tool_hooks_only {
+            match self.prompt_hooks(user_message).await {
+                Ok(context) => text.push_str(&context),
+                Err(blocked) => return Ok(blocked),
+            }
+        }
         if self.env.images.is_empty() {
             self.record_user(text);
         } else {
@@ -317,7 +336,16 @@ impl Turn<'_, '_> {
             }
             let truncated = llm_call::is_truncated(&response);
             if response.tool_calls.is_empty() {
-                return Ok(self.final_response(response, truncated));
+                let end = self.final_response(response, truncated);
+                if self.env.hooks.is_some() && !self.env.tool_hooks_only {
+                    if let Some(why) = self.stop_hooks(&end).await {
+                        // Sent back to work: the budget starts again (spec §5.7).
+                        self.record_user(why);
+                        iteration = 0;
+                        continue;
+                    }
+                }
+                return Ok(end);
             }
             self.tool_count += response.tool_calls.len() as u64;
             if truncated {
@@ -352,16 +380,32 @@ impl Turn<'_, '_> {
             self.record_answers(&batch.early);
             return Ok(Some(self.doom_end(r.content.trim())));
         }
+        if self.env.hooks.is_some() {
+            if let Err(e) = self.pre_tool_hooks(&mut batch).await {
+                self.record_answers(&batch.early);
+                return Err(e);
+            }
+        }
         self.report_decisions(&batch).await;
         if let Err(e) = self.confirm(&mut batch).await {
             self.record_answers(&batch.early);
             return Err(e);
         }
         let results = self.execute(&batch.plans).await;
+        if self.env.hooks.is_some() {
+            self.post_tool_hooks(&mut batch.plans, &results).await;
+        }
         let answers = self.report_results(&batch.plans, results).await;
         // Early rejections first, then the planned calls, each in call order.
         self.record_answers(&batch.early);
         self.record_answers(&answers);
+        if let Some(text) = self.hook_halt.take() {
+            self.record_text(&text);
+            return Ok(Some(LoopEnd {
+                text,
+                reason: Some(IncompleteReason::HookStop),
+            }));
+        }
         Ok(None)
     }
 }

@@ -189,7 +189,7 @@ enum Staged {
     NeedsProbe(Arc<dyn Tool>, Arc<Map<String, Value>>),
 }
 
-fn facts(tool: &dyn Tool) -> ToolFacts<'_> {
+pub(super) fn facts(tool: &dyn Tool) -> ToolFacts<'_> {
     ToolFacts {
         name: tool.name(),
         is_read_only: tool.is_read_only(),
@@ -266,6 +266,8 @@ pub(super) struct Plan {
     pub(crate) decision: Decision,
     /// `None`: the call runs.
     pub(crate) refusal: Option<Refusal>,
+    /// What hooks added for the model, appended to the call's result (empty without hooks).
+    pub(crate) hook_context: String,
 }
 
 /// One batch after planning.
@@ -401,7 +403,7 @@ impl Turn<'_, '_> {
     }
 
     /// The permission engine as it is now, for a blocking thread.
-    fn engine_copy(&self) -> Option<PermissionEngine> {
+    pub(super) fn engine_copy(&self) -> Option<PermissionEngine> {
         self.env
             .engine
             .read()
@@ -410,7 +412,7 @@ impl Turn<'_, '_> {
     }
 
     /// Runs `job` on a blocking thread; a cancel of the turn stops the wait.
-    async fn off_workers<T: Send + 'static>(
+    pub(super) async fn off_workers<T: Send + 'static>(
         &self,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, LoopError> {
@@ -531,6 +533,7 @@ impl Turn<'_, '_> {
                 args,
                 decision,
                 refusal,
+                hook_context: String::new(),
             });
         }
         let snapshot = if !doom && (self.env.hub.has_listeners() || self.env.emitter.observes()) {

@@ -7,7 +7,7 @@ use crate::permissions::DenyKind;
 const DNR: &str = "Do not retry this call, rephrase its arguments, or use a different tool to achieve the same outcome.";
 
 /// Why a planned call was not run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Refusal {
     /// Denied by the permission engine in read-only mode.
     ReadOnly,
@@ -17,6 +17,8 @@ pub(crate) enum Refusal {
     NotApproved,
     /// The host cannot ask anyone (non-interactive).
     ApprovalUnavailable,
+    /// A `PreToolUse` hook denied it (failed, timed out or exited 2), with the hook's reason.
+    Hook(std::sync::Arc<str>),
 }
 
 impl Refusal {
@@ -28,8 +30,9 @@ impl Refusal {
     }
 
     /// The `error` of the call's events.
-    pub(crate) fn reason(self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
+            Refusal::Hook(_) => "denied by pre-tool-use hook",
             Refusal::ReadOnly | Refusal::Rules => "denied by permission engine",
             Refusal::ApprovalUnavailable => "approval unavailable",
             Refusal::NotApproved => "not approved",
@@ -37,8 +40,17 @@ impl Refusal {
     }
 
     /// What the model is told.
-    pub(crate) fn text(self, name: &str) -> String {
+    pub(crate) fn text(&self, name: &str) -> String {
         match self {
+            Refusal::Hook(reason) => {
+                let mut text = format!("Tool execution blocked by a PreToolUse hook: '{name}'. Do not re-issue this call unchanged.");
+                let reason = reason.trim();
+                if !reason.is_empty() {
+                    let clipped: String = reason.chars().take(500).collect();
+                    text.push_str(&format!(" Hook reason: {clipped}"));
+                }
+                text
+            }
             Refusal::ReadOnly => format!("[Readonly mode] Tool '{name}' is blocked — only read-only tools are permitted in readonly mode. {DNR}"),
             Refusal::Rules => format!("Tool execution denied: '{name}' is not permitted by the current permission rules. {DNR}"),
             Refusal::ApprovalUnavailable => format!("Tool execution declined: '{name}' needed approval, and approval is unavailable in non-interactive mode, so this call was not executed. Do not retry this call. You may use an alternative permitted by the current permission rules."),
