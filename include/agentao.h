@@ -353,6 +353,48 @@ typedef int32_t agentao_shell_stream;
 #endif // __cplusplus
 
 /*
+ A point of the agent loop where hooks run (`agentao_hook_request.event`, an `int32_t`).
+ The names are Claude Code's hook events.
+ */
+enum agentao_hook_event
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /*
+   Before a planned tool call runs: may deny, ask, allow or rewrite its input.
+   */
+  AGENTAO_HOOK_EVENT_PRE_TOOL_USE = 0,
+  /*
+   After a tool call succeeded: may add context for the model.
+   */
+  AGENTAO_HOOK_EVENT_POST_TOOL_USE = 1,
+  /*
+   After a tool call failed: may add context for the model.
+   */
+  AGENTAO_HOOK_EVENT_POST_TOOL_USE_FAILURE = 2,
+  /*
+   Before the user's message reaches the model: may add context or block it.
+   */
+  AGENTAO_HOOK_EVENT_USER_PROMPT_SUBMIT = 3,
+  /*
+   On the model's final answer: may send the agent back to work.
+   */
+  AGENTAO_HOOK_EVENT_STOP = 4,
+  /*
+   Before the agent's first turn: may add context.
+   */
+  AGENTAO_HOOK_EVENT_SESSION_START = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentao_hook_event agentao_hook_event;
+#else
+typedef int32_t agentao_hook_event;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/*
  An agent: one session with its history, tools, permissions and transport. Thread-safe.
  */
 typedef struct agentao_agent agentao_agent;
@@ -1074,6 +1116,69 @@ typedef struct agentao_audit_status {
    */
   uint64_t failed_writes;
 } agentao_audit_status;
+
+/*
+ One hook point the host is asked about. Borrowed for the `on_hook` call: copy what an
+ answer given later needs.
+ */
+typedef struct agentao_hook_request {
+  /*
+   `sizeof(agentao_hook_request)` of this library: members are only appended.
+   */
+  uint32_t struct_size;
+  /*
+   An `agentao_hook_event`.
+   */
+  int32_t event;
+  /*
+   The tool at `PreToolUse`, `PostToolUse` and `PostToolUseFailure`; NULL elsewhere.
+   */
+  const char *tool_name;
+  /*
+   The call's id at the tool points; NULL elsewhere.
+   */
+  const char *call_id;
+  /*
+   The hook input as a JSON object: exactly what a command hook reads on stdin
+   (Claude Code's format: `session_id`, `cwd`, `hook_event_name`, `tool_input`, …).
+   */
+  const char *input_json;
+} agentao_hook_request;
+
+/*
+ The hooks' callback: decide about `request` (borrowed for the call) and answer `reply`
+ exactly once, before returning or later from any thread: `agentao_reply_hook` or
+ `agentao_reply_fail`.
+ */
+typedef void (*agentao_hook_fn)(void *userdata, const struct agentao_hook_request *request, struct agentao_reply *reply);
+
+/*
+ A host's lifecycle hooks, passed to `agentao_agent_set_hooks` (copied). Asked at every hook
+ point of every turn (a sub-agent's tool calls too), after the command hooks of the config's
+ `hooks` section, and combined with them by the same rules (docs/hooks.md): deny > ask >
+ allow; a `PreToolUse` answer that fails (`agentao_reply_fail`, output that is not the
+ protocol, no answer within `reply_timeout_ms`) denies the call.
+
+ Threads: `on_hook` runs on a library thread where blocking is fine; the turn waits for the
+ answer, until it is cancelled or the config's `reply_timeout_ms` passes.
+ */
+typedef struct agentao_hooks {
+  /*
+   `sizeof(agentao_hooks)`; members may be appended in later versions.
+   */
+  uint32_t struct_size;
+  void *userdata;
+  /*
+   Called exactly once with `userdata`: when other hooks (or NULL) replace these, or the
+   agent is freed, and no turn uses them and every reply handed to `on_hook` is answered;
+   or before `agentao_agent_set_hooks` returns when it fails.
+   */
+  void (*userdata_free)(void *userdata);
+  /*
+   Required.
+   */
+  agentao_hook_fn on_hook;
+} agentao_hooks;
 
 #ifdef __cplusplus
 extern "C" {
@@ -2097,6 +2202,35 @@ agentao_status agentao_audit_sink_flush(const struct agentao_audit_sink *sink, u
  exits are lost: flush first. NULL is a no-op.
  */
 void agentao_audit_sink_free(struct agentao_audit_sink *sink);
+
+/*
+ Sets the agent's host hooks (`hooks` is copied), or removes them when `hooks` is NULL (the
+ config's command hooks, if any, still run). Between turns: they apply from the next turn on.
+
+ Ownership: the library owns `hooks->userdata` from the call on; on failure `userdata_free`
+ has run before this returns. Previous hooks' `userdata_free` runs once no turn uses them and
+ every reply handed to them is answered.
+
+ Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (NULL agent; NULL `on_hook`), `_INVALID_ARGUMENT` (a
+ `struct_size` that ends before `on_hook`), `_TURN_IN_PROGRESS`.
+
+ Threads: any thread; not inside a callback of this agent's running turn.
+ */
+agentao_status agentao_agent_set_hooks(struct agentao_agent *agent, const struct agentao_hooks *hooks, struct agentao_error **err_out);
+
+/*
+ Answers `on_hook` with `output_json` (borrowed, copied): a JSON object in Claude Code's hook
+ output format, the one a command hook prints (`{"hookSpecificOutput": {"permissionDecision":
+ "deny", "permissionDecisionReason": "…"}}`, `{"decision": "block", "reason": "…"}`,
+ `{"hookSpecificOutput": {"additionalContext": "…"}}`, `{"continue": false, "stopReason":
+ "…"}`; docs/hooks.md). NULL or an empty string: no opinion. Consumes `reply`. An answer
+ after the turn was cancelled is ignored. Any thread.
+
+ Errors (the request is then failed, which at `PreToolUse` denies the call):
+ `AGENTAO_STATUS_INVALID_UTF8`, `_INVALID_ARGUMENT` (output that is not a JSON object of
+ that format, with the reason; a reply of another kind).
+ */
+agentao_status agentao_reply_hook(struct agentao_reply *reply, const char *output_json, struct agentao_error **err_out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -167,8 +167,15 @@ impl Agent {
                 store,
                 last_commit: Mutex::new(None),
                 compaction_controller: Mutex::new(None),
-                hooks: crate::hooks::Hooks::new(config.hooks.clone(), &config.working_directory)
+                hooks: Mutex::new(
+                    crate::hooks::Hooks::new(
+                        config.hooks.clone(),
+                        &config.working_directory,
+                        None,
+                        config.reply_timeout,
+                    )
                     .map(Arc::new),
+                ),
                 session_started: AtomicBool::new(false),
                 config,
             }),

@@ -17,6 +17,7 @@ mod api;
 mod compaction;
 mod compose;
 mod durable;
+mod hooks;
 mod runtime;
 mod session;
 pub mod session_document;

@@ -65,7 +65,9 @@ pub(crate) struct AgentCore {
     /// with.
     pub(super) compaction_controller: Mutex<Option<Arc<dyn CompactionController>>>,
     /// The user's lifecycle hooks (config `hooks`); `None` when none are configured.
-    pub(super) hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// Replaced between turns only (`Agent::set_host_hooks`); a turn keeps the ones it started
+    /// with.
+    pub(super) hooks: Mutex<Option<Arc<crate::hooks::Hooks>>>,
     /// Set by the first turn (its `SessionStart` hooks).
     pub(super) session_started: AtomicBool,
 }
@@ -148,13 +150,17 @@ impl AgentCore {
             context: &self.context,
             compaction_controller: self.compaction_controller(),
             images: &[],
-            hooks: self.hooks.clone(),
-            session_start: self.hooks.is_some()
+            hooks: self.hooks(),
+            session_start: lock(&self.hooks).is_some()
                 && !self
                     .session_started
                     .swap(true, std::sync::atomic::Ordering::AcqRel),
             tool_hooks_only: false,
         }
+    }
+
+    pub(super) fn hooks(&self) -> Option<Arc<crate::hooks::Hooks>> {
+        lock(&self.hooks).clone()
     }
 
     pub(super) fn compaction_controller(&self) -> Option<Arc<dyn CompactionController>> {
@@ -182,7 +188,7 @@ impl ParentAgent for AgentCore {
             relay_events,
             context_window: self.context.window(),
             compaction_controller: self.compaction_controller(),
-            hooks: self.hooks.clone(),
+            hooks: self.hooks(),
         }
     }
 

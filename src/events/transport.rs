@@ -53,6 +53,9 @@ pub enum Answer {
     },
     /// A compaction controller's decision.
     Compaction(CompactionDecision),
+    /// A host hook's output: a JSON object in Claude Code's hook output format, or empty for
+    /// no opinion (docs/hooks.md).
+    Hook(String),
 }
 
 /// What a compaction controller decides about one full compaction.
@@ -75,6 +78,8 @@ pub(crate) enum ReplyKind {
     HostTool,
     /// A compaction controller's decision.
     Compaction,
+    /// A host hook's output.
+    Hook,
 }
 
 /// The one-shot answer slot of a request. Answering consumes it; dropping it unanswered fails
@@ -111,6 +116,7 @@ impl Reply {
                     Answer::ToolResult(_) | Answer::ToolError { .. }
                 )
                 | (ReplyKind::Compaction, Answer::Compaction(_))
+                | (ReplyKind::Hook, Answer::Hook(_))
         );
         let expected = match self.kind {
             ReplyKind::Confirm => "confirmation",
@@ -118,6 +124,7 @@ impl Reply {
             ReplyKind::MaxIterations => "JSON",
             ReplyKind::HostTool => "tool result",
             ReplyKind::Compaction => "compaction decision",
+            ReplyKind::Hook => "hook output",
         };
         let tx = self.tx.take().expect("a reply is answered once");
         if fits {

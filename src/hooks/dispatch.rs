@@ -9,6 +9,8 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::join_all;
 use serde_json::{Map, Value};
@@ -16,16 +18,20 @@ use serde_json::{Map, Value};
 use super::command;
 use super::config::HooksConfig;
 use super::event::{claude_code_alias, HookEvent};
+use super::host::{self, HookRequest, HostHooks};
 use super::protocol::{HookDecision, HookResult};
 use crate::cancel::CancelToken;
 
-/// The configured command hooks of one agent. Built only when the config has some: an agent
-/// without hooks holds `None` and its turns do nothing extra.
-#[derive(Debug)]
+/// The hooks of one agent: the configured command hooks and the host's. Built only when there
+/// are some: an agent without hooks holds `None` and its turns do nothing extra.
 pub struct Hooks {
     config: HooksConfig,
     cwd: PathBuf,
     interpreter: PathBuf,
+    /// Asked at every point, after the command hooks in the results' order.
+    host: Option<Arc<dyn HostHooks>>,
+    /// How long the host's answer is awaited (the config's `reply_timeout_ms`).
+    reply_timeout: Option<Duration>,
 }
 
 /// The facts every hook input carries.
@@ -35,23 +41,32 @@ pub(crate) struct HookScope<'a> {
 }
 
 impl Hooks {
-    /// `None` when `config` configures no hook.
-    pub(crate) fn new(config: HooksConfig, cwd: &Path) -> Option<Hooks> {
-        if config.is_empty() {
+    /// `None` when `config` configures no hook and there is no host.
+    pub(crate) fn new(
+        config: HooksConfig,
+        cwd: &Path,
+        host: Option<Arc<dyn HostHooks>>,
+        reply_timeout: Option<Duration>,
+    ) -> Option<Hooks> {
+        if config.is_empty() && host.is_none() {
             return None;
         }
         Some(Hooks {
             config,
             cwd: cwd.to_path_buf(),
             interpreter: crate::tools::shell_exec::default_interpreter(),
+            host,
+            reply_timeout,
         })
     }
 
     /// Whether any hook would run for `event` on `name` (a tool, a source, a trigger).
     pub(crate) fn wants(&self, event: HookEvent, name: Option<&str>) -> bool {
-        self.config.groups(event).iter().any(|g| {
-            !g.hooks.is_empty() && name.is_none_or(|n| g.matcher.matches(n, claude_code_alias(n)))
-        })
+        self.host.is_some()
+            || self.config.groups(event).iter().any(|g| {
+                !g.hooks.is_empty()
+                    && name.is_none_or(|n| g.matcher.matches(n, claude_code_alias(n)))
+            })
     }
 
     /// Runs every hook of `event` whose matcher takes `name` (every one when `name` is
@@ -71,9 +86,32 @@ impl Hooks {
         input.insert("cwd".into(), self.cwd.display().to_string().into());
         input.insert("permission_mode".into(), scope.permission_mode.into());
         input.insert("hook_event_name".into(), event.as_str().into());
+        let call_id = fields
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         input.extend(fields);
-        let input = serde_json::to_vec(&Value::Object(input)).unwrap_or_default();
-        let env: Vec<(OsString, OsString)> = crate::tools::shell_exec::build_child_env(true);
+        let input = serde_json::to_string(&Value::Object(input)).unwrap_or_default();
+        let asked = async {
+            let Some(h) = &self.host else {
+                return None;
+            };
+            let request = HookRequest {
+                event,
+                tool_name: fields_tool(event, name),
+                call_id,
+                input_json: input.clone(),
+            };
+            Some(host::ask(h, request, cancel, self.reply_timeout).await)
+        };
+        let mut commands = Vec::new();
+        let has_commands = !self.config.groups(event).is_empty();
+        let env: Vec<(OsString, OsString)> = if has_commands {
+            crate::tools::shell_exec::build_child_env(true)
+        } else {
+            Vec::new()
+        };
+        let input_bytes = input.as_bytes();
         let runs = self
             .config
             .groups(event)
@@ -82,10 +120,31 @@ impl Hooks {
             .flat_map(|g| g.hooks.iter())
             .map(|hook| async {
                 HookResult::from_run(
-                    command::run(hook, &self.interpreter, &input, &self.cwd, &env, cancel).await,
+                    command::run(
+                        hook,
+                        &self.interpreter,
+                        input_bytes,
+                        &self.cwd,
+                        &env,
+                        cancel,
+                    )
+                    .await,
                 )
             });
-        join_all(runs).await
+        let (ran, asked) = futures_util::future::join(join_all(runs), asked).await;
+        commands.extend(ran);
+        commands.extend(asked);
+        commands
+    }
+}
+
+/// The tool a request names: only the tool points name one.
+fn fields_tool(event: HookEvent, name: Option<&str>) -> Option<String> {
+    match event {
+        HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure => {
+            name.map(str::to_owned)
+        }
+        _ => None,
     }
 }
 

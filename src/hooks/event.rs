@@ -17,18 +17,15 @@ pub enum HookEvent {
     Stop,
     /// Before the first turn of the agent; may add context.
     SessionStart,
-    /// Before a full compaction of the history.
-    PreCompact,
 }
 
-const ALL: [HookEvent; 7] = [
+const ALL: [HookEvent; 6] = [
     HookEvent::PreToolUse,
     HookEvent::PostToolUse,
     HookEvent::PostToolUseFailure,
     HookEvent::UserPromptSubmit,
     HookEvent::Stop,
     HookEvent::SessionStart,
-    HookEvent::PreCompact,
 ];
 
 impl HookEvent {
@@ -41,7 +38,6 @@ impl HookEvent {
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::Stop => "Stop",
             HookEvent::SessionStart => "SessionStart",
-            HookEvent::PreCompact => "PreCompact",
         }
     }
 

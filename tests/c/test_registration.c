@@ -269,6 +269,59 @@ static void test_compaction_controller(void) {
     CHECK_MSG(atomic_load(&freed) == 5, "userdata_free ran %d times", atomic_load(&freed));
 }
 
+/* ---- agentao_agent_set_hooks ------------------------------------------------------------- */
+
+static void silent_hook(void *ud, const agentao_hook_request *req, agentao_reply *reply) {
+    (void)ud, (void)req;
+    agentao_reply_hook(reply, NULL, NULL);
+}
+
+/* A new capability: every version has `on_hook`, so the smallest struct is the whole one; a
+ * newer, larger struct is read up to this library's members. */
+static void test_hooks(void) {
+    tu_section("agentao_agent_set_hooks");
+    atomic_int freed = 0;
+    agentao_hooks h;
+    memset(&h, 0, sizeof h);
+    h.struct_size = sizeof h;
+    h.userdata = &freed;
+    h.userdata_free = count_free;
+    h.on_hook = silent_hook;
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_agent_set_hooks(NULL, &h, NULL), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK(atomic_load(&freed) == 1);
+    agentao_agent *a = fresh_agent();
+    if (!a) return;
+    h.struct_size = (uint32_t)offsetof(agentao_hooks, on_hook);
+    EXPECT_INVALID(agentao_agent_set_hooks(a, &h, &err), "agentao_hooks.struct_size");
+    CHECK(atomic_load(&freed) == 2);
+    h.struct_size = sizeof h;
+    h.on_hook = NULL;
+    CHECK_STATUS(agentao_agent_set_hooks(a, &h, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_CONTAINS(agentao_error_message(err), "on_hook");
+    agentao_error_free(err);
+    err = NULL;
+    CHECK(atomic_load(&freed) == 3);
+    h.on_hook = silent_hook;
+    /* A newer header's struct: two more pointers, zeroed. */
+    size_t newer_size = sizeof h + 2 * sizeof(void *);
+    unsigned char *newer = calloc(1, newer_size);
+    memcpy(newer, &h, sizeof h);
+    uint32_t ns = (uint32_t)newer_size;
+    memcpy(newer, &ns, sizeof ns);
+    CHECK_STATUS(agentao_agent_set_hooks(a, (void *)newer, NULL), AGENTAO_STATUS_OK);
+    free(newer);
+    /* The exact struct in a block of its own size replaces it: the first is released. */
+    void *exact = older(&h, sizeof h);
+    CHECK_STATUS(agentao_agent_set_hooks(a, exact, NULL), AGENTAO_STATUS_OK);
+    free(exact);
+    CHECK(atomic_load(&freed) == 4);
+    one_turn(a);
+    CHECK(atomic_load(&freed) == 4);
+    agentao_agent_free(a);
+    CHECK_MSG(atomic_load(&freed) == 5, "userdata_free ran %d times", atomic_load(&freed));
+}
+
 /* ---- agentao_agent_add_tool -------------------------------------------------------------- */
 
 static void tool_execute(void *ud, const char *args, const agentao_tool_call *call, agentao_reply *reply) {
@@ -374,6 +427,7 @@ int main(void) {
     test_memory_store();
     test_mcp_registry();
     test_compaction_controller();
+    test_hooks();
     test_add_tool();
     test_observer();
     test_broadcaster();
