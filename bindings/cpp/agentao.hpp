@@ -1081,6 +1081,89 @@ private:
 using compaction_controller =
     std::function<void(const compaction_request& request, compaction_reply&& reply)>;
 
+/// A point of the agent loop where hooks run (Claude Code's hook event names; docs/hooks.md).
+enum class hook_event : int32_t {
+    pre_tool_use = AGENTAO_HOOK_EVENT_PRE_TOOL_USE,
+    post_tool_use = AGENTAO_HOOK_EVENT_POST_TOOL_USE,
+    post_tool_use_failure = AGENTAO_HOOK_EVENT_POST_TOOL_USE_FAILURE,
+    user_prompt_submit = AGENTAO_HOOK_EVENT_USER_PROMPT_SUBMIT,
+    stop = AGENTAO_HOOK_EVENT_STOP,
+    session_start = AGENTAO_HOOK_EVENT_SESSION_START,
+};
+
+/// One hook point the host is asked about; the views are valid during the callback only.
+struct hook_request {
+    hook_event event;
+    /// Set at the tool points.
+    std::optional<std::string_view> tool_name;
+    std::optional<std::string_view> call_id;
+    /// What a command hook reads on stdin (Claude Code's format).
+    std::string_view input_json;
+};
+
+/// The pending answer of a hook. Answer it exactly once, from any thread, during the callback
+/// or later (move it out to keep it), with the JSON a command hook prints. Destroyed
+/// unanswered, it fails the request, which at pre_tool_use denies the call.
+class hook_reply {
+public:
+    explicit hook_reply(agentao_reply* raw) noexcept : raw_(raw) {}
+    hook_reply(hook_reply&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    hook_reply& operator=(hook_reply&& o) noexcept {
+        if (this != &o) {
+            drop();
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    hook_reply(const hook_reply&) = delete;
+    hook_reply& operator=(const hook_reply&) = delete;
+    ~hook_reply() { drop(); }
+
+    bool pending() const noexcept { return raw_ != nullptr; }
+
+    /// `output_json`: a JSON object in Claude Code's hook output format; empty: no opinion.
+    /// Output that is not the protocol is refused (status::invalid_argument) and fails the
+    /// request.
+    result<void> try_output(std::string_view output_json) {
+        agentao_reply* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        if (auto bad = detail::check_view(output_json, "the hook output")) return refuse(r, std::move(*bad));
+        std::string o(output_json);
+        return detail::call([&](agentao_error** e) { return agentao_reply_hook(r, o.c_str(), e); });
+    }
+    /// Fails the request: at pre_tool_use the call is denied; elsewhere it is ignored.
+    result<void> try_fail(std::string_view message) {
+        agentao_reply* r = std::exchange(raw_, nullptr);
+        if (!r) return answered();
+        if (auto bad = detail::check_view(message, "the failure message")) return refuse(r, std::move(*bad));
+        std::string m(message);
+        return detail::call([&](agentao_error** e) { return agentao_reply_fail(r, m.c_str(), e); });
+    }
+#ifndef AGENTAO_NO_EXCEPTIONS
+    void output(std::string_view output_json) { try_output(output_json).value(); }
+    void fail(std::string_view message) { try_fail(message).value(); }
+#endif
+
+private:
+    void drop() noexcept {
+        if (agentao_reply* r = std::exchange(raw_, nullptr))
+            agentao_reply_fail(r, "the host dropped the reply without answering", nullptr);
+    }
+    static result<void> refuse(agentao_reply* r, agentao::error e) {
+        agentao_reply_fail(r, e.what(), nullptr);
+        return e;
+    }
+    static agentao::error answered() {
+        return agentao::error(status::null_argument, "the reply was already answered or moved");
+    }
+    agentao_reply* raw_;
+};
+
+/// The host's hooks: asked at every hook point on a library thread, after the config's command
+/// hooks; answer `reply` now or later. An exception thrown while the reply is still unanswered
+/// and not moved out fails it (at pre_tool_use the call is denied).
+using hooks_fn = std::function<void(const hook_request& request, hook_reply&& reply)>;
+
 // ---- capabilities ----------------------------------------------------------------------------
 
 /// What a path is, in a file-system answer.
@@ -1448,6 +1531,32 @@ struct compaction_box : host_box<compaction_box> {
     }
 };
 
+struct hooks_box : host_box<hooks_box> {
+    hooks_fn fn;
+    static void hook_cb(void* ud, const agentao_hook_request* req, agentao_reply* raw) noexcept {
+        hook_reply r(raw);
+        guarded(
+            [&] {
+                hook_request q{static_cast<hook_event>(req->event),
+                               req->tool_name ? std::optional<std::string_view>(req->tool_name) : std::nullopt,
+                               req->call_id ? std::optional<std::string_view>(req->call_id) : std::nullopt,
+                               view(req->input_json)};
+                of(ud)->fn(q, std::move(r));
+            },
+            [&](const char* what) {
+                if (r.pending()) (void)r.try_fail(std::string("the hooks threw: ") + what);
+            });
+    }
+    agentao_hooks vtable() noexcept {
+        agentao_hooks v{};
+        v.struct_size = sizeof v;
+        v.userdata = this;
+        v.userdata_free = &free_cb;
+        v.on_hook = &hook_cb;
+        return v;
+    }
+};
+
 struct registry_box : host_box<registry_box> {
     mcp_registry_fn fn;
     // The string goes back to release_cb once the library copied it.
@@ -1751,6 +1860,18 @@ public:
         return detail::call(
             [&](agentao_error** e) { return agentao_agent_set_compaction_controller(h_.get(), nullptr, e); });
     }
+    /// Asks `fn` at every hook point, after the config's command hooks (between turns;
+    /// docs/hooks.md).
+    result<void> try_set_hooks(hooks_fn fn) {
+        if (!fn) return agentao::error(status::null_argument, "the hooks function is empty");
+        // The library owns the box from here: userdata_free deletes it, on failure too.
+        agentao_hooks v = (new detail::hooks_box{{}, std::move(fn)})->vtable();
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_hooks(h_.get(), &v, e); });
+    }
+    /// Removes the host's hooks (the config's command hooks still run).
+    result<void> try_set_hooks(std::nullopt_t) {
+        return detail::call([&](agentao_error** e) { return agentao_agent_set_hooks(h_.get(), nullptr, e); });
+    }
 
 
     /// Registers a host tool whose handler answers synchronously (see tool_fn); from the
@@ -1897,6 +2018,7 @@ public:
     void set_compaction_controller(compaction_controller fn) {
         try_set_compaction_controller(std::move(fn)).value();
     }
+    void set_hooks(hooks_fn fn) { try_set_hooks(std::move(fn)).value(); }
     void add_tool(const tool_spec& spec, tool_fn fn, bool replace = false) {
         try_add_tool(spec, std::move(fn), replace).value();
     }

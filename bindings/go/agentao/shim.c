@@ -257,3 +257,17 @@ agentao_status agentao_go_set_compaction_controller(agentao_agent *agent, uintpt
     c.decide = tr_compaction_decide;
     return agentao_agent_set_compaction_controller(agent, &c, err_out);
 }
+
+static void tr_hook(void *ud, const agentao_hook_request *req, agentao_reply *reply) {
+    goAgentaoHook((uintptr_t)ud, (agentao_hook_request *)req, reply);
+}
+
+agentao_status agentao_go_set_hooks(agentao_agent *agent, uintptr_t handle, agentao_error **err_out) {
+    agentao_hooks h;
+    memset(&h, 0, sizeof h);
+    h.struct_size = sizeof h;
+    h.userdata = (void *)handle;
+    h.userdata_free = tr_free;
+    h.on_hook = tr_hook;
+    return agentao_agent_set_hooks(agent, &h, err_out);
+}

@@ -67,4 +67,7 @@ agentao_status agentao_go_set_mcp_registry(agentao_agent *agent, uintptr_t handl
 /* agentao_agent_set_compaction_controller with the binding's decide trampoline. */
 agentao_status agentao_go_set_compaction_controller(agentao_agent *agent, uintptr_t handle,
                                                     agentao_error **err_out);
+
+/* agentao_agent_set_hooks with the binding's on_hook trampoline. */
+agentao_status agentao_go_set_hooks(agentao_agent *agent, uintptr_t handle, agentao_error **err_out);
 #endif
