@@ -9,6 +9,7 @@
 //! | history: what the turn appends, orphan backfill | `history.rs` |
 //! | background agents' notices, injected before an LLM call | `notices.rs` |
 //! | how the turn ended | `outcome.rs`, and per call `tool_outcome.rs` |
+//! | the user's lifecycle hooks at their points | `hooks.rs` |
 //! | context compaction and the overflow recovery ladder | `compaction/` |
 //!
 //! Every internal event and host event of a turn is emitted from the turn's own task, so they

@@ -38,7 +38,7 @@ pub enum IncompleteReason {
     DoomLoop,
     MaxIterations,
     LlmError,
-    /// Reserved: only plugin hooks (not in this library yet) can end a turn this way.
+    /// A lifecycle hook ended the turn: a blocked prompt, or `continue: false` (docs/hooks.md).
     HookStop,
 }
 

@@ -1,8 +1,8 @@
 //! Host capabilities: the C vtables a host plugs into the agent, one file each, the C side and
 //! its adapter to the layer's Rust trait together (`tools::FileSystem`, `tools::ShellExecutor`,
 //! `tools::MemoryStore`, `tools::host::HostExecutor`, `mcp::McpRegistry`,
-//! `events::transport::Transport`, `turn::compaction::controller::CompactionController`, the
-//! host-event observers).
+//! `events::transport::Transport`, `turn::compaction::controller::CompactionController`,
+//! `hooks::HostHooks`, the host-event observers).
 //!
 //! Every capability is declared once with [`host_capability!`], and every registration takes
 //! its vtable through [`adopt`], so the rules are the same for all of them (docs/c-api.md,
@@ -23,7 +23,8 @@
 //! [`adopt`], and its adapter; docs/c-api.md lists the files a new slot touches.
 
 // The capability files beside this one (`compaction_controller.rs`, `file_system.rs`,
-// `shell_executor.rs`, `host_tool.rs`, `mcp_registry.rs`, `memory_store.rs`, `transport.rs`)
+// `shell_executor.rs`, `host_tool.rs`, `mcp_registry.rs`, `memory_store.rs`, `transport.rs`,
+// `hooks.rs`)
 // are declared in `ffi/mod.rs`, where their place keeps the header's order.
 pub(crate) mod observer;
 
