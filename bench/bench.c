@@ -187,7 +187,7 @@ static char g_self[1024];   /* this program, for --child */
 static char g_hyper[1024];  /* the hyper-floor binary (--hyper-floor), or empty */
 static int g_quick = 0;
 static int g_cpu = -1; /* --cpu N: this process, its threads and children pinned to CPU N */
-static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale|mcp */
+static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale|mcp|hooks */
 
 static int want(const char *section) { return !g_only || strcmp(g_only, section) == 0; }
 
@@ -1882,6 +1882,88 @@ static void bench_scale(void) {
 }
 
 
+/* ------------------------------------------------------------------ hooks */
+
+/* The host's hook (agentao_hooks): no opinion, answered inside the call. */
+static void noop_hook(void *ud, const agentao_hook_request *req, agentao_reply *reply) {
+    (void)ud, (void)req;
+    agentao_reply_hook(reply, NULL, NULL);
+}
+
+/* One tool loop of LOOP_ITERS read_file calls per run on the scripted provider (a fresh agent
+ * per run, creation not timed), with `hooks_json` as the config's `hooks` section ("" for none)
+ * and the host's no-op hook when `c_hook`; the wall time per tool call into `v`. */
+static void hook_loop_runs(const char *script, const char *hooks_json, int c_hook, int warm,
+                           int runs, double *v) {
+    host_t h;
+    host_init(&h);
+    char *cfg = config_scripted(script);
+    if (hooks_json[0]) {
+        sbuf b = {0};
+        sb_add(&b, "{\"working_directory\":\"%s\",\"hooks\":%s,\"llm\":{\"provider\":\"scripted\","
+                   "\"script\":%s}}",
+               g_ws, hooks_json, script);
+        free(cfg);
+        cfg = b.p;
+    }
+    for (int i = 0; i < warm + runs; i++) {
+        agentao_agent *a = agent_new(cfg, &h);
+        if (c_hook) {
+            agentao_hooks hk;
+            memset(&hk, 0, sizeof hk);
+            hk.struct_size = sizeof hk;
+            hk.on_hook = noop_hook;
+            agentao_error *err = NULL;
+            check(agentao_agent_set_hooks(a, &hk, &err), err, "set hooks");
+        }
+        host_reset(&h);
+        char *text = NULL;
+        agentao_error *err = NULL;
+        double t0 = now_s();
+        check(agentao_agent_chat(a, "loop", -1, NULL, &text, &err), err, "hook loop");
+        double t1 = now_s();
+        if (!text || strcmp(text, "loop done") != 0) die("hook loop: unexpected answer");
+        agentao_string_free(text);
+        agentao_agent_free(a);
+        if (i >= warm) v[i - warm] = (t1 - t0) * 1e6 / LOOP_ITERS;
+    }
+    free(cfg);
+}
+
+/* What hooks cost a tool call: the same scripted tool loop without hooks (the floor, measured
+ * in this run), with one no-op command hook on every PreToolUse (a process per call), and with
+ * one C hook (asked at every point: the prompt, each call before and after, the stop). */
+static void bench_hooks(void) {
+    int warm = 2, runs = g_quick ? 5 : 15;
+    double *none = calloc((size_t)runs, sizeof(double));
+    double *cmd = calloc((size_t)runs, sizeof(double));
+    double *chook = calloc((size_t)runs, sizeof(double));
+    double *dcmd = calloc((size_t)runs, sizeof(double));
+    double *dc = calloc((size_t)runs, sizeof(double));
+    char *script = script_tool_loop(LOOP_ITERS, "loop done");
+    const char *noop =
+        "{\"PreToolUse\":[{\"matcher\":\"*\",\"hooks\":[{\"type\":\"command\",\"command\":\"true\"}]}]}";
+    hook_loop_runs(script, "", 0, warm, runs, none);
+    hook_loop_runs(script, noop, 0, warm, runs, cmd);
+    hook_loop_runs(script, "", 1, warm, runs, chook);
+    stat_t floor_ = stats(none, runs);
+    for (int i = 0; i < runs; i++) {
+        dcmd[i] = cmd[i] - floor_.median;
+        dc[i] = chook[i] - floor_.median;
+    }
+    row("tool call, scripted, no hooks (floor)", "us", floor_, "");
+    row("tool call, scripted, one no-op command hook", "us", stats(cmd, runs), "");
+    row("  added by the command hook/call", "us", stats(dcmd, runs), "");
+    row("tool call, scripted, one C hook (every point)", "us", stats(chook, runs), "");
+    row("  added by the C hook/call", "us", stats(dc, runs), "");
+    free(none);
+    free(cmd);
+    free(chook);
+    free(dcmd);
+    free(dc);
+    free(script);
+}
+
 /* ------------------------------------------------------------------ 7. instruction counts */
 
 /* child: cg <turn|loop|stream> <reps> <base_url> <wire>, run under `valgrind --tool=callgrind`:
@@ -2739,6 +2821,7 @@ int main(int argc, char **argv) {
     }
     if (want("scale")) bench_scale();
     if (want("mcp")) bench_mcp();
+    if (want("hooks")) bench_hooks();
     /* Minutes long (500 turns, one of them under valgrind): only when asked. */
     if (g_only && strcmp(g_only, "session") == 0) bench_session();
     if (g_only && strcmp(g_only, "mcpcallgrind") == 0) bench_mcp_callgrind();

@@ -605,3 +605,52 @@ fn a_bad_hooks_section_is_refused_with_the_field() {
         assert!(e.contains(words), "{e}");
     }
 }
+
+#[test]
+fn a_sub_agents_tool_calls_pass_the_same_pre_tool_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let seen = dir.path().join("seen.txt");
+    let hook = format!(
+        "python3 -c 'import json,sys; e=json.load(sys.stdin); open(\"{}\", \"a\").write(e[\"hook_event_name\"] + \" \" + e.get(\"tool_name\", \"-\") + \"\\n\"); print(json.dumps({{\"hookSpecificOutput\": {{\"permissionDecision\": \"deny\", \"permissionDecisionReason\": \"no reads in children\"}}}}) if e.get(\"tool_name\") == \"read_file\" else \"\")'",
+        seen.display()
+    );
+    let child = json!([
+        {"tool_calls": [{"id": "k1", "name": "read_file", "arguments": {"file_path": "a.txt"}}]},
+        {"tool_calls": [{"id": "k2", "name": "complete_task", "arguments": {"result": "gave up"}}]},
+        {"text": ""},
+    ]);
+    let parent = json!([
+        {"tool_calls": [{"id": "p1", "name": "agent_investigator", "arguments": {"task": "find alpha"}}]},
+        {"text": "done"},
+    ]);
+    let config = json!({
+        "working_directory": dir.path(),
+        "llm": {"provider": "scripted", "script": {"responses": parent, "subagents": {"investigator": child}}},
+        "subagents": {"definitions": [{"name": "investigator", "description": "Looks around.",
+                                       "tools": ["read_file"], "max_turns": 5}]},
+        "hooks": {
+            "PreToolUse": [{"hooks": [{"type": "command", "command": hook}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}],
+        },
+    });
+    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let o = agent
+        .run_blocking("where is alpha?", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.text, "done");
+    let log = std::fs::read_to_string(&seen).unwrap();
+    // The parent's prompt and its spawn call, then the child's read (denied); the child's own
+    // prompt fires nothing.
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        [
+            "UserPromptSubmit -",
+            "PreToolUse agent_investigator",
+            "PreToolUse read_file",
+            "PreToolUse complete_task"
+        ]
+    );
+    let results = common::tool_results(&agent);
+    assert!(!results[0].contains("alpha\n"), "{results:?}");
+}

@@ -130,6 +130,12 @@ impl AgentCore {
     }
 
     pub(super) fn env<'a>(&'a self, tools: &'a ToolRegistry) -> TurnEnv<'a> {
+        let hooks = self.hooks();
+        // The agent's first turn with hooks: its `SessionStart` hooks run.
+        let session_start = hooks.is_some()
+            && !self
+                .session_started
+                .swap(true, std::sync::atomic::Ordering::AcqRel);
         TurnEnv {
             session_id: &self.session_id,
             llm: &self.llm,
@@ -150,11 +156,8 @@ impl AgentCore {
             context: &self.context,
             compaction_controller: self.compaction_controller(),
             images: &[],
-            hooks: self.hooks(),
-            session_start: lock(&self.hooks).is_some()
-                && !self
-                    .session_started
-                    .swap(true, std::sync::atomic::Ordering::AcqRel),
+            hooks,
+            session_start,
             tool_hooks_only: false,
         }
     }
