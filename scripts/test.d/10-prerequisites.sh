@@ -1,5 +1,6 @@
 step "prerequisites"
-apt_need build-essential cmake pkg-config libsqlite3-dev
+# python3: tests/hooks.rs runs Python hook scripts, as users write them.
+apt_need build-essential cmake pkg-config libsqlite3-dev python3
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)"; exit 1; }
 rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
