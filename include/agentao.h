@@ -385,6 +385,11 @@ enum agentao_hook_event
    Before the agent's first turn: may add context.
    */
   AGENTAO_HOOK_EVENT_SESSION_START = 5,
+  /*
+   Before a full compaction summarises the older history (`trigger` `manual` or `auto`
+   in the input): observes only, as in Claude Code.
+   */
+  AGENTAO_HOOK_EVENT_PRE_COMPACT = 6,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

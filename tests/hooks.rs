@@ -654,3 +654,64 @@ fn a_sub_agents_tool_calls_pass_the_same_pre_tool_hooks() {
     let results = common::tool_results(&agent);
     assert!(!results[0].contains("alpha\n"), "{results:?}");
 }
+
+/// Twelve long messages: enough for a full compaction to summarise some and keep the rest.
+fn long_history() -> String {
+    let filler = "x".repeat(400);
+    let mut h = Vec::new();
+    for i in 0..6 {
+        h.push(json!({"role": "user", "content": format!("request {i} {filler}")}));
+        h.push(json!({"role": "assistant", "content": format!("answer {i} {filler}")}));
+    }
+    Value::Array(h).to_string()
+}
+
+#[test]
+fn pre_compact_hooks_run_before_a_full_compaction_with_its_trigger() {
+    // Claude Code's PreCompact: matcher `manual` or `auto`, the trigger and the custom
+    // instructions on stdin; it observes (a snapshot before the history is summarised).
+    let run = setup(json!([{"text": "S1 summary of the older messages"}]), |d| {
+        let manual = script(d, "manual.sh", "cat > manual-input.json\n");
+        let auto = script(d, "auto.sh", "cat > auto-input.json\n");
+        json!({"PreCompact": [
+            {"matcher": "manual", "hooks": [{"type": "command", "command": manual}]},
+            {"matcher": "auto", "hooks": [{"type": "command", "command": auto}]},
+        ]})
+    });
+    run.agent.set_history_json(&long_history()).unwrap();
+    let report = run.agent.compact("keep the port numbers", None).unwrap();
+    assert_eq!(report.status.as_str(), "success", "{report:?}");
+    let input: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.dir.path().join("manual-input.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(input["hook_event_name"], "PreCompact");
+    assert_eq!(input["trigger"], "manual");
+    assert_eq!(input["custom_instructions"], "keep the port numbers");
+    assert!(input["session_id"].is_string());
+    assert!(!run.dir.path().join("auto-input.json").exists());
+    let fired = run.host.fired();
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    assert_eq!(fired[0]["hook_name"], "PreCompact");
+    assert!(history(&run).iter().any(|m| m["content"]
+        .as_str()
+        .is_some_and(|c| c.contains("S1 summary"))));
+}
+
+#[test]
+fn a_failing_pre_compact_hook_does_not_stop_the_compaction() {
+    let run = setup(json!([{"text": "S1 summary of the older messages"}]), |d| {
+        one(
+            "PreCompact",
+            "",
+            script(d, "fail.sh", "echo broken >&2\nexit 1\n"),
+            5.0,
+        )
+    });
+    run.agent.set_history_json(&long_history()).unwrap();
+    let report = run.agent.compact("host", None).unwrap();
+    assert_eq!(report.status.as_str(), "success", "{report:?}");
+    let fired = run.host.fired();
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    assert_eq!(fired[0]["failed"], 1);
+}

@@ -1089,6 +1089,7 @@ enum class hook_event : int32_t {
     user_prompt_submit = AGENTAO_HOOK_EVENT_USER_PROMPT_SUBMIT,
     stop = AGENTAO_HOOK_EVENT_STOP,
     session_start = AGENTAO_HOOK_EVENT_SESSION_START,
+    pre_compact = AGENTAO_HOOK_EVENT_PRE_COMPACT,
 };
 
 /// One hook point the host is asked about; the views are valid during the callback only.

@@ -42,6 +42,7 @@ impl Agent {
             ..TurnOptions::default()
         })?;
         let core = &self.core;
+        let hooks = core.hooks();
         let report = rt.block_on(async {
             let messages = core
                 .history
@@ -58,6 +59,8 @@ impl Agent {
                 fixed_tokens: text_tokens(core.system_prompt.text()),
                 controller: core.compaction_controller(),
                 reply_timeout: core.config.reply_timeout,
+                hooks: hooks.as_deref(),
+                permission_mode: crate::turn::hook_permission_mode(&core.engine),
             };
             let req = Request {
                 trigger: Trigger::Manual,

@@ -29,7 +29,6 @@ pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// configure them; they are accepted and never run (docs/hooks.md), rather than refusing the
 /// whole configuration.
 const NOT_FIRED: &[&str] = &[
-    "PreCompact",
     "Notification",
     "SubagentStart",
     "SubagentStop",

@@ -17,15 +17,18 @@ pub enum HookEvent {
     Stop,
     /// Before the first turn of the agent; may add context.
     SessionStart,
+    /// Before a full compaction summarises the older history; observes only.
+    PreCompact,
 }
 
-const ALL: [HookEvent; 6] = [
+const ALL: [HookEvent; 7] = [
     HookEvent::PreToolUse,
     HookEvent::PostToolUse,
     HookEvent::PostToolUseFailure,
     HookEvent::UserPromptSubmit,
     HookEvent::Stop,
     HookEvent::SessionStart,
+    HookEvent::PreCompact,
 ];
 
 impl HookEvent {
@@ -38,6 +41,7 @@ impl HookEvent {
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::Stop => "Stop",
             HookEvent::SessionStart => "SessionStart",
+            HookEvent::PreCompact => "PreCompact",
         }
     }
 

@@ -63,14 +63,20 @@ fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
     pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
+/// The permission mode a hook's input names (`permission_mode`).
+pub(crate) fn permission_mode(
+    engine: &std::sync::RwLock<Option<permissions::PermissionEngine>>,
+) -> &'static str {
+    engine
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or("workspace-write", |e| e.mode().as_str())
+}
+
 impl Turn<'_, '_> {
-    fn permission_mode(&self) -> &'static str {
-        self.env
-            .engine
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or("workspace-write", |e| e.mode().as_str())
+    pub(in crate::turn) fn permission_mode(&self) -> &'static str {
+        permission_mode(self.env.engine)
     }
 
     fn hooks_want(&self, event: HookEvent, name: Option<&str>) -> bool {

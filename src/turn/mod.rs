@@ -22,6 +22,7 @@ pub(crate) mod events;
 mod execute;
 pub(crate) mod history;
 mod hooks;
+pub(crate) use hooks::permission_mode as hook_permission_mode;
 mod llm_call;
 mod notices;
 pub mod outcome;

@@ -21,6 +21,7 @@ const (
 	HookUserPromptSubmit   HookEvent = C.AGENTAO_HOOK_EVENT_USER_PROMPT_SUBMIT
 	HookStop               HookEvent = C.AGENTAO_HOOK_EVENT_STOP
 	HookSessionStart       HookEvent = C.AGENTAO_HOOK_EVENT_SESSION_START
+	HookPreCompact         HookEvent = C.AGENTAO_HOOK_EVENT_PRE_COMPACT
 )
 
 // HookRequest is one hook point the host is asked about.

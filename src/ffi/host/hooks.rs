@@ -31,6 +31,9 @@ pub(crate) enum agentao_hook_event {
     Stop = 4,
     /// Before the agent's first turn: may add context.
     SessionStart = 5,
+    /// Before a full compaction summarises the older history (`trigger` `manual` or `auto`
+    /// in the input): observes only, as in Claude Code.
+    PreCompact = 6,
 }
 
 fn event_code(event: HookEvent) -> i32 {
@@ -41,6 +44,7 @@ fn event_code(event: HookEvent) -> i32 {
         HookEvent::UserPromptSubmit => agentao_hook_event::UserPromptSubmit,
         HookEvent::Stop => agentao_hook_event::Stop,
         HookEvent::SessionStart => agentao_hook_event::SessionStart,
+        HookEvent::PreCompact => agentao_hook_event::PreCompact,
     }) as i32
 }
 

@@ -41,6 +41,8 @@ impl<'e, 'a> Turn<'e, 'a> {
             fixed_tokens: self.fixed_tokens.unwrap_or(0),
             controller: env.compaction_controller.clone(),
             reply_timeout: env.reply_timeout,
+            hooks: env.hooks.as_deref().filter(|_| !env.tool_hooks_only),
+            permission_mode: self.permission_mode(),
         }
     }
 

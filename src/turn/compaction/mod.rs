@@ -29,9 +29,11 @@ pub(crate) use state::{ContextState, ContextUsage};
 
 use crate::cancel::CancelToken;
 use crate::events::turn_event::{
-    CompactionSettled, CompactionStarted, ContextCompressed, SessionSummaryWritten,
+    CompactionSettled, CompactionStarted, ContextCompressed, PluginHookFired, SessionSummaryWritten,
 };
 use crate::events::{Emitter, EventWriter, TurnEvent};
+use crate::hooks::dispatch::{self, HookScope};
+use crate::hooks::{HookEvent, Hooks};
 use crate::llm::{LlmClient, Message};
 use crate::tools::memory::{MemoryRecord, MemoryScope, MemoryStore, SESSION_SUMMARY_KIND};
 use controller::{CompactionController, CompactionFacts, Verdict};
@@ -174,6 +176,11 @@ pub(crate) struct Compactor<'a> {
     pub(crate) controller: Option<Arc<dyn CompactionController>>,
     /// How long the controller may take to answer (the config's `reply_timeout_ms`).
     pub(crate) reply_timeout: Option<Duration>,
+    /// The user's hooks, for `PreCompact` (`None` in a sub-agent: its hooks are the parent's
+    /// tool hooks only).
+    pub(crate) hooks: Option<&'a Hooks>,
+    /// The permission mode a hook's input names.
+    pub(crate) permission_mode: &'static str,
 }
 
 impl Compactor<'_> {
@@ -210,6 +217,7 @@ impl Compactor<'_> {
                 None,
             );
         };
+        self.pre_compact_hooks(writer, req).await;
         self.emit(
             writer,
             &TurnEvent::CompactionStarted(CompactionStarted {
@@ -299,6 +307,61 @@ impl Compactor<'_> {
             );
         }
         (report, Some(new))
+    }
+
+    /// Claude Code's `PreCompact` before a full compaction: matched by its trigger (`manual`,
+    /// or `auto` for the estimate's and the overflow ladder's), with the host's reason as the
+    /// custom instructions of a manual one. It observes: as in Claude Code, nothing it says
+    /// stops the compaction, and a failure is only reported.
+    async fn pre_compact_hooks(&self, writer: &mut EventWriter, req: Request<'_>) {
+        let trigger = match req.trigger {
+            Trigger::Manual => "manual",
+            Trigger::Auto | Trigger::Overflow => "auto",
+        };
+        let Some(hooks) = self
+            .hooks
+            .filter(|h| h.wants(HookEvent::PreCompact, Some(trigger)))
+        else {
+            return;
+        };
+        let mut fields = serde_json::Map::new();
+        fields.insert("trigger".into(), trigger.into());
+        let instructions = if req.trigger == Trigger::Manual {
+            req.reason
+        } else {
+            ""
+        };
+        fields.insert("custom_instructions".into(), instructions.into());
+        let scope = HookScope {
+            session_id: self.session_id,
+            permission_mode: self.permission_mode,
+        };
+        let results = hooks
+            .fire(
+                HookEvent::PreCompact,
+                Some(trigger),
+                &scope,
+                fields,
+                &self.cancel,
+            )
+            .await;
+        let v = dispatch::at_point(HookEvent::PreCompact, &results);
+        self.emit(
+            writer,
+            &TurnEvent::PluginHookFired(PluginHookFired {
+                hook_name: HookEvent::PreCompact.as_str(),
+                tool_name: None,
+                call_id: None,
+                hooks: results.len(),
+                failed: v.failed,
+                outcome: if v.context.is_some() {
+                    "context"
+                } else {
+                    "none"
+                },
+                reason: v.halt.as_deref().or(v.block.as_deref()),
+            }),
+        );
     }
 
     /// The events of a microcompaction that clipped something.

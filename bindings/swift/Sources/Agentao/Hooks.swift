@@ -9,6 +9,7 @@ public enum HookEvent: Int32, Sendable {
     case userPromptSubmit = 3
     case stop = 4
     case sessionStart = 5
+    case preCompact = 6
 }
 
 /// One hook point the host is asked about.
