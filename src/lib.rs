@@ -12,6 +12,7 @@
 //! | [`audit`] | the audit sink: host events from a bounded queue into PostgreSQL, in batches, drops counted |
 //! | [`session_store`] | where session documents are committed (optimistic versions) and loaded: the trait, SQLite, PostgreSQL |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
+//! | `skills` | `SKILL.md` discovery, the catalogue in the system prompt, `activate_skill` |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
 //! | [`tools`] | the tool trait, registry and built-in tools |
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot; pure decisions (a verdict needing a process returns a probe), git launch hardening |
@@ -58,6 +59,7 @@ pub mod config;
 pub mod session_store;
 
 pub mod mcp;
+pub(crate) mod skills;
 
 pub mod llm;
 pub mod tools;

@@ -20,6 +20,7 @@ mod durable;
 mod runtime;
 mod session;
 pub mod session_document;
+mod skills;
 mod turns;
 
 pub use api::{Agent, WeakAgent};

@@ -64,6 +64,10 @@ pub(crate) struct AgentCore {
     /// The host's compaction controller; a turn (and its sub-agents) keeps the one it started
     /// with.
     pub(super) compaction_controller: Mutex<Option<Arc<dyn CompactionController>>>,
+    /// The `skills` section and the catalogue found for it.
+    pub(super) skills: Arc<crate::skills::AgentSkills>,
+    /// What turns built from the catalogue: kept while it is the same.
+    pub(super) skills_in_turns: super::skills::SkillsInTurns,
 }
 
 impl Drop for AgentCore {
@@ -172,6 +176,7 @@ impl ParentAgent for AgentCore {
             relay_events,
             context_window: self.context.window(),
             compaction_controller: self.compaction_controller(),
+            skills_block: self.skills_block(),
         }
     }
 

@@ -54,6 +54,7 @@ pub mod subagents;
 pub mod transport;
 // Last: the header lists its items after everything it had before (additions only).
 pub mod audit_sink;
+pub mod skills;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
 use handle::BoxCastable;

@@ -56,6 +56,8 @@ pub(crate) struct ParentSnapshot {
     /// The parent's compaction controller: a child asks it too.
     pub(crate) compaction_controller:
         Option<Arc<dyn crate::turn::compaction::controller::CompactionController>>,
+    /// The parent's skills catalogue block: a child offered `activate_skill` is shown it too.
+    pub(crate) skills_block: Option<Arc<str>>,
 }
 
 /// Everything one child run reads from its parent.
