@@ -238,3 +238,135 @@ fn bounded(text: String) -> String {
         None => text.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::tools::{FileEntry, FileStat, WalkEntry};
+
+    /// A host's file system that exists only in memory: discovery must find skills in it and
+    /// read nothing from the real disk.
+    #[derive(Default)]
+    struct MemFs {
+        files: BTreeMap<PathBuf, Vec<u8>>,
+    }
+
+    impl MemFs {
+        fn is_dir_path(&self, p: &Path) -> bool {
+            self.files.keys().any(|f| f != p && f.starts_with(p))
+        }
+    }
+
+    impl FileSystem for MemFs {
+        fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+            self.files
+                .get(path)
+                .cloned()
+                .ok_or_else(|| io::ErrorKind::NotFound.into())
+        }
+        fn read_partial(&self, path: &Path, n: usize) -> io::Result<Vec<u8>> {
+            let mut b = self.read_bytes(path)?;
+            b.truncate(n);
+            Ok(b)
+        }
+        fn write_bytes(&self, _: &Path, _: &[u8], _: bool) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn list_dir(&self, path: &Path) -> io::Result<Vec<FileEntry>> {
+            let mut names: Vec<String> = self
+                .files
+                .keys()
+                .filter_map(|f| f.strip_prefix(path).ok())
+                .filter_map(|rel| rel.components().next())
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            names.dedup();
+            Ok(names
+                .into_iter()
+                .map(|name| {
+                    let is_dir = self.is_dir_path(&path.join(&name));
+                    FileEntry {
+                        name,
+                        is_dir,
+                        is_file: !is_dir,
+                        size: 0,
+                    }
+                })
+                .collect())
+        }
+        fn walk(
+            &self,
+            _: &Path,
+            _: Option<usize>,
+            _: &dyn Fn() -> bool,
+        ) -> io::Result<Vec<WalkEntry>> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn stat(&self, path: &Path) -> io::Result<FileStat> {
+            if let Some(b) = self.files.get(path) {
+                return Ok(FileStat {
+                    size: b.len() as u64,
+                    mtime: 0.0,
+                    is_dir: false,
+                    is_file: true,
+                });
+            }
+            if self.is_dir_path(path) {
+                return Ok(FileStat {
+                    size: 0,
+                    mtime: 0.0,
+                    is_dir: true,
+                    is_file: false,
+                });
+            }
+            Err(io::ErrorKind::NotFound.into())
+        }
+    }
+
+    #[test]
+    fn discovery_goes_through_the_hosts_file_system() {
+        let mut fs = MemFs::default();
+        let mut add = |path: &str, text: &str| {
+            fs.files
+                .insert(PathBuf::from(path), text.as_bytes().to_vec());
+        };
+        add(
+            "/virtual-home/skills/mine/SKILL.md",
+            "---\ndescription: Mine.\n---\n# Mine\nx",
+        );
+        add(
+            "/virtual-ws/.agentao/skills/proj/SKILL.md",
+            "---\nname: proj\ndescription: Project.\n---\nx",
+        );
+        add(
+            "/virtual-ws/skills/big/SKILL.md",
+            &"x".repeat(MAX_SKILL_BYTES + 1),
+        );
+        let config = SkillsConfig::from_value(
+            Some(&serde_json::json!({"user_directory": "/virtual-home/skills"})),
+            Path::new("/virtual-ws"),
+        )
+        .unwrap();
+        let found = discover(&config, &fs);
+        let names: Vec<&str> = found.skills.keys().map(String::as_str).collect();
+        assert_eq!(names, ["mine", "proj"]);
+        assert_eq!(found.skills["mine"].title, "Mine");
+        assert_eq!(found.skills["mine"].origin, SkillOrigin::User);
+        // Paths are the host's, unresolved by the local disk.
+        assert_eq!(
+            found.skills["proj"].path.as_deref(),
+            Some(Path::new("/virtual-ws/.agentao/skills/proj/SKILL.md"))
+        );
+        assert_eq!(found.skipped.len(), 1);
+        assert_eq!(
+            found.skipped[0].reason,
+            SkipReason::TooLarge {
+                bytes: MAX_SKILL_BYTES as u64 + 1
+            }
+        );
+    }
+}
