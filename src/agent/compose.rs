@@ -241,7 +241,11 @@ impl AgentCore {
         } else {
             base
         };
-        let skills = self.skills.cached(&self.tool_services.fs());
+        let skills = self
+            .skills
+            .enabled()
+            .then(|| self.skills.cached(&self.tool_services.fs()))
+            .flatten();
         let tools = self.with_skill_tool(tools, skills.as_ref());
         self.with_spawn_tools(self.with_background_tools(tools))
     }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::cancel::CancelToken;
 use crate::skills::{self, Catalogue};
 use crate::tools::{Tool, ToolRegistry};
 use crate::turn::prompt::SystemPrompt;
@@ -23,6 +24,14 @@ pub(super) struct SkillsInTurns {
     prompt: Mutex<Option<PromptWithCatalogue>>,
 }
 
+impl SkillsInTurns {
+    /// Lets go of the last turn's tools (a host removed one: its finalizer runs once nothing
+    /// holds it); returned, to be dropped outside the caller's locks.
+    pub(super) fn forget_tools(&self) -> impl Sized {
+        lock(&self.tools).take()
+    }
+}
+
 /// `made`: the registry `from` with the tool of `catalogue` added.
 struct ToolsWithSkill {
     from: Arc<ToolRegistry>,
@@ -38,8 +47,9 @@ struct PromptWithCatalogue {
 
 impl AgentCore {
     /// The catalogue for this turn. Found on a blocking thread the first time (or after the
-    /// host installed another file system): files are read, maybe through host code.
-    pub(super) async fn turn_skills(&self) -> Option<skills::Loaded> {
+    /// host installed another file system): files are read, maybe through host code, so a
+    /// cancelled turn stops waiting (and goes on without skills, to its end).
+    pub(super) async fn turn_skills(&self, cancel: &CancelToken) -> Option<skills::Loaded> {
         if !self.skills.enabled() {
             return None;
         }
@@ -48,10 +58,11 @@ impl AgentCore {
             return Some(l);
         }
         let core_skills = self.skills.clone();
-        tokio::task::spawn_blocking(move || core_skills.load(&fs))
-            .await
-            .ok()
-            .flatten()
+        let found = tokio::task::spawn_blocking(move || core_skills.load(&fs));
+        tokio::select! {
+            found = found => found.ok().flatten(),
+            _ = cancel.cancelled() => None,
+        }
     }
 
     /// `tools` with `activate_skill` when the catalogue has a skill and the config selects the
@@ -116,6 +127,9 @@ impl AgentCore {
 
     /// The catalogue's block for a child's prompt, if this agent's turns have one.
     pub(super) fn skills_block(&self) -> Option<Arc<str>> {
+        if !self.skills.enabled() {
+            return None;
+        }
         let loaded = self.skills.cached(&self.tool_services.fs())?;
         loaded.catalogue.prompt_block().map(Arc::from)
     }

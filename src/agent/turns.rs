@@ -163,7 +163,7 @@ impl Agent {
         // stage) copied all of it, on every turn.
         let run = PanicCaught::new(Box::pin(async move {
             let _slot = slot;
-            let skills = core.turn_skills().await;
+            let skills = core.turn_skills(&turn_token).await;
             let tools = core.turn_tools(&turn_token, skills.as_ref()).await;
             // The catalogue tells the model to call `activate_skill`: shown only with the tool.
             let skills_prompt = skills

@@ -221,4 +221,51 @@ mod tests {
         let deep = format!("---\nk: {}{}\n---\n", "[".repeat(40), "]".repeat(40));
         assert!(parse(&deep).unwrap_err().contains("deeper"));
     }
+
+    /// Hostile text made of YAML's own punctuation: never a panic, and the body is always the
+    /// end of the text.
+    #[test]
+    fn random_yaml_punctuation_never_panics() {
+        const PIECES: &[&str] = &[
+            "---\n",
+            "...\n",
+            "name",
+            "description",
+            ": ",
+            "\n",
+            "  ",
+            "- ",
+            "[",
+            "]",
+            "{",
+            "}",
+            ",",
+            "&a ",
+            "*a",
+            "!!str ",
+            "|",
+            ">",
+            "\"",
+            "'",
+            "#",
+            "? ",
+            "\t",
+            "\r\n",
+            "é",
+            "%YAML 1.2\n",
+            "\u{feff}",
+            "\\",
+            "x",
+        ];
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..5000 {
+            let mut text = String::from("---\n");
+            for _ in 0..rng.usize(0..60) {
+                text.push_str(PIECES[rng.usize(0..PIECES.len())]);
+            }
+            if let Ok(f) = parse(&text) {
+                assert!(text.ends_with(f.body), "{text:?}");
+            }
+        }
+    }
 }

@@ -69,6 +69,9 @@ impl AgentSkills {
 
     /// The catalogue already found through `fs`, if any (no file is read).
     pub(crate) fn cached(&self, fs: &Arc<dyn FileSystem>) -> Option<Loaded> {
+        if !self.config.enabled {
+            return None;
+        }
         let loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         loaded
             .as_ref()
