@@ -25,6 +25,7 @@ fn skill_md(name: &str, description: &str, body: &str) -> String {
 
 struct Run {
     agent: Agent,
+    host: std::sync::Arc<common::RecordingHost>,
     server: MockServer,
     dir: tempfile::TempDir,
     _home: tempfile::TempDir,
@@ -52,9 +53,14 @@ fn setup_with(
     for (k, v) in extra.as_object().unwrap() {
         config[k] = v.clone();
     }
-    let agent = Agent::new(&config.to_string(), None).unwrap();
+    let host = std::sync::Arc::new(common::RecordingHost {
+        deny: true,
+        ..Default::default()
+    });
+    let agent = Agent::new(&config.to_string(), Some(host.clone())).unwrap();
     Run {
         agent,
+        host,
         server,
         dir,
         _home: home,
@@ -672,4 +678,24 @@ fn a_sub_agent_sees_the_parents_skills_when_its_tools_allow() {
     let reader = &requests[4];
     assert!(!tool_names(reader).iter().any(|n| n == "activate_skill"));
     assert!(!system_prompt(reader).contains("Available Skills"));
+}
+
+#[test]
+fn activation_is_read_only_and_never_asks() {
+    for mode in ["read-only", "workspace-write"] {
+        let run = setup_with(
+            json!([activate("c1", "pdf", "t"), {"text": "ok"}]),
+            json!({}),
+            json!({"permissions": {"mode": mode}}),
+            |ws, _| write_skill(&ws.join("skills"), "pdf", skill_md("pdf", "P.", "body")),
+        );
+        chat(&run, "Go.");
+        let result = &common::tool_results(&run.agent)[0];
+        assert!(
+            result.starts_with("\nSkill Activated: pdf\n"),
+            "{mode}: {result}"
+        );
+        // The host denies every confirmation: none was asked.
+        assert!(run.host.confirms.lock().unwrap().is_empty(), "{mode}");
+    }
 }
