@@ -368,17 +368,23 @@ static void skills_through_the_virtual_file_system(void) {
     agentao_agent *a = tu_agent(cfg, NULL);
     free(cfg);
     if (!a) return;
+    /* Found on the local disk first: nothing there. */
+    char *json = NULL;
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_agent_skills(a, &json, &err), AGENTAO_STATUS_OK);
+    CHECK_CONTAINS(json, "\"skills\":[]");
+    agentao_string_free(json);
+    json = NULL;
     vfs v;
     vfs_init(&v, root);
     agentao_file_system fs = vfs_vtable(&v);
-    agentao_error *err = NULL;
     CHECK_STATUS(agentao_agent_set_file_system(a, &fs, &err), AGENTAO_STATUS_OK);
     CHECK(rmdir(root) == 0);
+    /* Another file system: the skills are found again, through it. */
     const char *skill = "---\nname: memo\ndescription: Write a memo.\n---\n# Memo\nOnly in memory.\n";
     char *path = tu_printf("%s/skills/memo/SKILL.md", root);
     CHECK(vfs_write(&v, path, (const uint8_t *)skill, strlen(skill), false) == 0);
 
-    char *json = NULL;
     CHECK_STATUS(agentao_agent_skills(a, &json, &err), AGENTAO_STATUS_OK);
     CHECK_CONTAINS(json, TU_KV("name", "memo"));
     CHECK_CONTAINS(json, path);
