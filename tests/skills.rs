@@ -699,3 +699,23 @@ fn activation_is_read_only_and_never_asks() {
         assert!(run.host.confirms.lock().unwrap().is_empty(), "{mode}");
     }
 }
+
+#[test]
+fn the_context_estimate_counts_the_catalogue() {
+    let estimate = |extra: Value| {
+        let run = setup_with(json!([{"text": "ok"}]), json!({}), extra, |ws, _| {
+            write_skill(
+                &ws.join("skills"),
+                "big",
+                skill_md("big", &"word ".repeat(200), "x"),
+            )
+        });
+        chat(&run, "Hi.");
+        let usage: Value = serde_json::from_str(&run.agent.context_usage_json()).unwrap();
+        usage["estimated_tokens"].as_u64().unwrap()
+    };
+    let with = estimate(json!({}));
+    let without = estimate(json!({"tools": {"disabled": ["activate_skill"]}}));
+    // 200 words of description (~1,000 characters, ~250 tokens) and the catalogue's framing.
+    assert!(with > without + 250, "{with} vs {without}");
+}

@@ -125,6 +125,17 @@ impl AgentCore {
         Some(prompt)
     }
 
+    /// The estimated tokens of the system prompt the last turn sent: the agent's own, with the
+    /// skills catalogue when a turn showed it (the estimate outside a turn counts it too).
+    pub(super) fn prompt_tokens_now(&self) -> u64 {
+        if self.skills.enabled() {
+            if let Some(p) = lock(&self.skills_in_turns.prompt).as_ref() {
+                return p.prompt.tokens();
+            }
+        }
+        crate::turn::compaction::estimate::text_tokens(self.system_prompt.text())
+    }
+
     /// The catalogue's block for a child's prompt, if this agent's turns have one.
     pub(super) fn skills_block(&self) -> Option<Arc<str>> {
         if !self.skills.enabled() {
