@@ -15,9 +15,8 @@ struct RawSection {
     enabled: bool,
     #[serde(default = "yes")]
     discover: bool,
-    /// `null`: no user directory; absent: `$HOME/.agentao/skills`.
-    #[serde(default = "home_default")]
-    user_directory: Option<String>,
+    #[serde(default, deserialize_with = "user_directory")]
+    user_directory: UserDirectory,
     #[serde(default)]
     directories: Vec<String>,
     #[serde(default)]
@@ -31,7 +30,7 @@ struct RawInline {
     #[serde(default)]
     description: String,
     instructions: String,
-    #[serde(default, rename = "when_to_use")]
+    #[serde(default)]
     when_to_use: String,
 }
 
@@ -48,11 +47,23 @@ fn yes() -> bool {
     true
 }
 
-/// A sentinel for "absent" (serde cannot tell an absent key from `null` in an `Option`).
-const HOME_DEFAULT: &str = "\0home";
+/// `skills.user_directory`: absent, `null` (or `""`), or a path.
+#[derive(Default)]
+enum UserDirectory {
+    /// `$HOME/.agentao/skills`, as the reference.
+    #[default]
+    Home,
+    None,
+    At(String),
+}
 
-fn home_default() -> Option<String> {
-    Some(HOME_DEFAULT.to_owned())
+/// A present key: `null` and `""` mean no user directory (an absent key is the default).
+fn user_directory<'de, D: serde::Deserializer<'de>>(d: D) -> Result<UserDirectory, D::Error> {
+    Ok(match Option::<String>::deserialize(d)? {
+        None => UserDirectory::None,
+        Some(s) if s.is_empty() => UserDirectory::None,
+        Some(s) => UserDirectory::At(s),
+    })
 }
 
 /// Where discovery looks, in precedence order (a later skill replaces an earlier one of the
@@ -91,12 +102,12 @@ impl SkillsConfig {
         }
         let mut locations = Vec::new();
         if raw.discover {
-            let user = match raw.user_directory.as_deref() {
-                Some(HOME_DEFAULT) => std::env::var_os("HOME")
+            let user = match &raw.user_directory {
+                UserDirectory::Home => std::env::var_os("HOME")
                     .filter(|h| !h.is_empty())
                     .map(|h| PathBuf::from(h).join(".agentao").join("skills")),
-                Some("") | None => None,
-                Some(d) => Some(crate::tools::resolve_path(workspace, d)),
+                UserDirectory::None => None,
+                UserDirectory::At(d) => Some(crate::tools::resolve_path(workspace, d)),
             };
             if let Some(dir) = user {
                 locations.push(Location {
@@ -160,5 +171,58 @@ impl SkillsConfig {
             locations,
             inline,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user_location(section: Value) -> Option<PathBuf> {
+        let c = SkillsConfig::from_value(Some(&section), Path::new("/ws")).unwrap();
+        c.locations
+            .iter()
+            .find(|l| l.origin == SkillOrigin::User)
+            .map(|l| l.dir.clone())
+    }
+
+    #[test]
+    fn the_user_directory_is_home_by_default_and_none_when_null() {
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+        assert_eq!(
+            user_location(serde_json::json!({})),
+            home.map(|h| PathBuf::from(h).join(".agentao/skills"))
+        );
+        assert_eq!(
+            user_location(serde_json::json!({"user_directory": null})),
+            None
+        );
+        assert_eq!(
+            user_location(serde_json::json!({"user_directory": ""})),
+            None
+        );
+        assert_eq!(
+            user_location(serde_json::json!({"user_directory": "mine"})),
+            Some(PathBuf::from("/ws/mine"))
+        );
+        // Without discovery no location of the reference's is read.
+        let c = SkillsConfig::from_value(
+            Some(&serde_json::json!({"discover": false})),
+            Path::new("/ws"),
+        )
+        .unwrap();
+        assert!(c.enabled && c.locations.is_empty());
+        let off = SkillsConfig::from_value(
+            Some(&serde_json::json!({"enabled": false})),
+            Path::new("/ws"),
+        )
+        .unwrap();
+        assert!(!off.enabled);
+        assert!(SkillsConfig::from_value(
+            Some(&serde_json::json!({"user_directory": 3})),
+            Path::new("/ws")
+        )
+        .unwrap_err()
+        .contains("skills.user_directory"));
     }
 }
