@@ -2237,6 +2237,26 @@ agentao_status agentao_agent_set_hooks(struct agentao_agent *agent, const struct
  */
 agentao_status agentao_reply_hook(struct agentao_reply *reply, const char *output_json, struct agentao_error **err_out);
 
+/*
+ Writes the agent's skills report to `*json_out` (release with `agentao_string_free`):
+ `{"enabled": bool, "skills": [{"name", "description", "origin": "user"|"workspace"|
+ "repository"|"configured"|"inline", "path": str|null}], "skipped": [{"path": str|null,
+ "name": str|null, "kind": "too_large"|"not_utf8"|"front_matter"|"name"|"outside_location"|
+ "unreadable"|"over_limit"|"shadowed", "reason": str}], "prompt_chars"?: int}`. `skipped`
+ lists every `SKILL.md` (or location) discovery left out and why; `prompt_chars` is the size
+ of the catalogue's block in the system prompt. Without a `skills` section (or with
+ `"enabled": false`) it is `{"enabled": false, "skills": [], "skipped": []}` and nothing is
+ read.
+
+ The first call (or turn) finds the skills, reading the skill directories through the
+ agent's file system (a host's, when one is installed); later calls report what was found
+ until another file system is installed.
+
+ Ownership: `*json_out` is the caller's. Threads: any thread; the first call blocks for the
+ reads. Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (agent or `json_out`).
+ */
+agentao_status agentao_agent_skills(const struct agentao_agent *agent, char **json_out, struct agentao_error **err_out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -58,6 +58,8 @@ pub struct AgentConfig {
     pub(crate) mcp: McpSources,
     /// The raw `subagents` section, typed by the subagents layer (above this one).
     pub(crate) subagents: Option<Value>,
+    /// `skills`, raw (typed by `crate::skills::config`).
+    pub(crate) skills: Option<Value>,
     /// `session`: where the session is committed and who it is.
     pub(crate) session: SessionConfig,
     /// Lifecycle hooks in Claude Code's shape (docs/hooks.md).
@@ -117,6 +119,7 @@ struct RawConfig {
     mcp_limits: Option<Value>,
     memory: Option<Value>,
     subagents: Option<Value>,
+    skills: Option<Value>,
     #[serde(default, deserialize_with = "optional_object")]
     session: Option<SessionConfig>,
     hooks: Option<Value>,
@@ -205,6 +208,7 @@ impl AgentConfig {
             },
             memory: raw.memory,
             subagents: raw.subagents,
+            skills: raw.skills,
             session: check_session(raw.session.unwrap_or_default())?,
             hooks: match &raw.hooks {
                 None | Some(Value::Null) => crate::hooks::HooksConfig::default(),

@@ -13,6 +13,7 @@
 //! | [`audit`] | the audit sink: host events from a bounded queue into PostgreSQL, in batches, drops counted |
 //! | [`session_store`] | where session documents are committed (optimistic versions) and loaded: the trait, SQLite, PostgreSQL |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
+//! | `skills` | `SKILL.md` discovery, the catalogue in the system prompt, `activate_skill` |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
 //! | [`tools`] | the tool trait, registry and built-in tools |
 //! | [`permissions`] | modes, rules, the hardline floor, path and URL policy, snapshot; pure decisions (a verdict needing a process returns a probe), git launch hardening |
@@ -36,7 +37,7 @@
 //! | `acp/` | `agent` (the entry points, `TurnOptions`, `AgentError`), `config::DEFAULT_MAX_TOKENS`, `turn::{DeltaSink, TurnOutcome, TurnStatus, IncompleteReason}`, `events::{transport, host, JsonText}` (the JSON the event writer lends, NUL after it), `events::{TurnEvent, turn_event}` with `Transport::{observes, observe}` (the turn's typed events, observed in-process: ACP's `session/update` mapping reads their fields), `cancel::CancelToken`, `permissions::Mode`, `agent::block_on_store` with `session_store::{open, ListQuery}` (`--store`) |
 //! | `mock-openai/` | the scripted `llm::script` types |
 //! | `fuzz/` | `turn::plan::repair_name`, `permissions::hardline::{check, MAX_TEXTS, TOO_COMPLEX}`, `permissions::{rules, path_policy, url_policy}`, the engine and its probes (`permissions::probe`), `llm::{sse, openai::decode_events_for_fuzzing, tool_call}`, `config::AgentConfig`, `pycompat::python_str` |
-//! | `tests/` | the above, and what the Rust tests drive directly: `llm::{LlmClient, ChatRequest, Message, Piece, HttpClientChoice}` (with `OpenAiConfig::http_client`, which forces reqwest for the HTTP conformance suite), `tools::{Tool, ToolContext, ToolServices, ToolRegistry, FileSystem}` (`ToolServices::answer_probe` answers a decision's probe), `permissions::decide_probing`, the tools config, `mcp::{client, config, render}`, `events::host` streams, `ffi::library::acp_schema`, `subagents::SubagentDefinition`, `Agent::{add_tool, usage, set_compaction_controller}` with `turn::compaction::{controller::{CompactionController, CompactionFacts}, Trigger, Kind}` and `events::transport::CompactionDecision`, the session store trait and `agent::session_document::fork_document`, `session_store::postgres::PostgresStore`, `audit::{AuditSink, SinkState, postgres::PostgresAuditWriter}` |
+//! | `tests/` | the above, and what the Rust tests drive directly: `llm::{LlmClient, ChatRequest, Message, Piece, HttpClientChoice}` (with `OpenAiConfig::http_client`, which forces reqwest for the HTTP conformance suite), `tools::{Tool, ToolContext, ToolServices, ToolRegistry, FileSystem}` (`ToolServices::answer_probe` answers a decision's probe), `permissions::decide_probing`, the tools config, `mcp::{client, config, render}`, `events::host` streams, `ffi::library::acp_schema`, `subagents::SubagentDefinition`, `Agent::{add_tool, usage, set_compaction_controller, skills_json}` with `turn::compaction::{controller::{CompactionController, CompactionFacts}, Trigger, Kind}` and `events::transport::CompactionDecision`, the session store trait and `agent::session_document::fork_document`, `session_store::postgres::PostgresStore`, `audit::{AuditSink, SinkState, postgres::PostgresAuditWriter}` |
 //!
 //! Everything else is `pub(crate)`: the turn's stages, the built-in tools' internals, the
 //! hardline floor's internals, the MCP manager, naming and tools, retry, fingerprints, the
@@ -60,6 +61,7 @@ pub mod hooks;
 pub mod session_store;
 
 pub mod mcp;
+pub(crate) mod skills;
 
 pub mod llm;
 pub mod tools;

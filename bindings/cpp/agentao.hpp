@@ -1944,6 +1944,13 @@ public:
         return detail::call_string(
             [&](char** out, agentao_error** e) { return agentao_agent_mcp_status(h_.get(), out, e); });
     }
+    /// The skills report JSON (`{"enabled", "skills": [...], "skipped": [{"path", "name", "kind",
+    /// "reason"}], "prompt_chars"?}`; docs/skills.md). The first call finds the skills if no
+    /// turn has yet, blocking for the file reads.
+    result<std::string> try_skills() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_agent_skills(h_.get(), out, e); });
+    }
     /// What the permission pipeline would decide for this call now, as JSON
     /// (`{"outcome": "allow"|"deny"|"prompt", "reason", "source", ...}`); runs nothing.
     result<std::string> try_preflight(std::string_view tool_name, std::string_view args_json) const {
@@ -2032,6 +2039,7 @@ public:
     void set_memory_store(memory_store store) { try_set_memory_store(std::move(store)).value(); }
     void set_mcp_registry(mcp_registry_fn fn) { try_set_mcp_registry(std::move(fn)).value(); }
     std::string mcp_status() const { return try_mcp_status().value(); }
+    std::string skills() const { return try_skills().value(); }
     std::string preflight(std::string_view tool_name, std::string_view args_json) const {
         return try_preflight(tool_name, args_json).value();
     }

@@ -227,10 +227,12 @@ impl Agent {
             let old = std::mem::replace(&mut *tools, Arc::new(reg));
             // The last turn's composed and MCP tools hold the old registry's tools too.
             let composed = lock(&self.core.composed).take();
+            let with_skill = self.core.skills_in_turns.forget_tools();
             // A tool dropped with the old registry runs its host finalizer: never under a lock.
             drop(tools);
             drop(old);
             drop(composed);
+            drop(with_skill);
             self.core.mcp.forget_tools();
         }
         Ok(changed)

@@ -7,7 +7,6 @@ use super::{lock, runtime, Agent, AgentError, TurnOptions};
 use crate::cancel::CancelToken;
 use crate::events::EventWriter;
 use crate::turn::compaction::controller::CompactionController;
-use crate::turn::compaction::estimate::text_tokens;
 use crate::turn::compaction::{CompactionReport, Compactor, ContextUsage, Kind, Request, Trigger};
 
 impl Agent {
@@ -56,7 +55,7 @@ impl Agent {
                 memory: core.tool_services.memory(),
                 session_id: &core.session_id,
                 cancel: token.clone(),
-                fixed_tokens: text_tokens(core.system_prompt.text()),
+                fixed_tokens: core.prompt_tokens_now(),
                 controller: core.compaction_controller(),
                 reply_timeout: core.config.reply_timeout,
                 hooks: hooks.as_deref(),
@@ -91,7 +90,6 @@ impl Agent {
     pub(crate) fn context_usage(&self) -> ContextUsage {
         let core = &self.core;
         let history = core.history.read().unwrap_or_else(|e| e.into_inner());
-        core.context
-            .usage(&history, text_tokens(core.system_prompt.text()))
+        core.context.usage(&history, core.prompt_tokens_now())
     }
 }

@@ -106,6 +106,11 @@ impl Agent {
         let subagents =
             SubagentsConfig::from_value(config.subagents.as_ref(), &config.working_directory)
                 .map_err(AgentError::InvalidConfig)?;
+        let skills = crate::skills::SkillsConfig::from_value(
+            config.skills.as_ref(),
+            &config.working_directory,
+        )
+        .map_err(AgentError::InvalidConfig)?;
         let read_only = engine.as_ref().is_some_and(|e| e.mode() == Mode::ReadOnly);
         let system_prompt = turn::prompt::SystemPrompt::new(turn::prompt::system_prompt(
             &config.working_directory,
@@ -177,6 +182,8 @@ impl Agent {
                     .map(Arc::new),
                 ),
                 session_started: AtomicBool::new(false),
+                skills: Arc::new(crate::skills::AgentSkills::new(skills)),
+                skills_in_turns: Default::default(),
                 config,
             }),
         };
@@ -215,8 +222,13 @@ impl Agent {
 
 impl AgentCore {
     /// The turn's tools: the built-ins plus the MCP servers' (synced first; a cancelled turn
-    /// stops waiting for servers), plus a spawn tool per sub-agent definition.
-    pub(super) async fn turn_tools(self: &Arc<Self>, cancel: &CancelToken) -> Arc<ToolRegistry> {
+    /// stops waiting for servers), `activate_skill` for the turn's skills, plus a spawn tool
+    /// per sub-agent definition.
+    pub(super) async fn turn_tools(
+        self: &Arc<Self>,
+        cancel: &CancelToken,
+        skills: Option<&crate::skills::Loaded>,
+    ) -> Arc<ToolRegistry> {
         let base = self.tools_now();
         let tools = if !self.mcp.has_sources() {
             base
@@ -226,7 +238,7 @@ impl AgentCore {
                 _ = cancel.cancelled() => base,
             }
         };
-        self.composed(tools)
+        self.composed(self.with_skill_tool(tools, skills))
     }
 
     /// What the next turn would offer, as far as is known without a turn: the built-in and host
@@ -239,6 +251,12 @@ impl AgentCore {
         } else {
             base
         };
+        let skills = self
+            .skills
+            .enabled()
+            .then(|| self.skills.cached(&self.tool_services.fs()))
+            .flatten();
+        let tools = self.with_skill_tool(tools, skills.as_ref());
         self.with_spawn_tools(self.with_background_tools(tools))
     }
 
@@ -397,7 +415,9 @@ mod tests {
 
     fn tools_of(agent: &Agent) -> Arc<ToolRegistry> {
         let token = CancelToken::new();
-        runtime().unwrap().block_on(agent.core.turn_tools(&token))
+        runtime()
+            .unwrap()
+            .block_on(agent.core.turn_tools(&token, None))
     }
 
     /// An agent with sub-agents (and background agents) gets the same registry every turn, so

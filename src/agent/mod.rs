@@ -21,6 +21,7 @@ mod hooks;
 mod runtime;
 mod session;
 pub mod session_document;
+mod skills;
 mod turns;
 
 pub use api::{Agent, WeakAgent};

@@ -70,6 +70,10 @@ pub(crate) struct AgentCore {
     pub(super) hooks: Mutex<Option<Arc<crate::hooks::Hooks>>>,
     /// Set by the first turn (its `SessionStart` hooks).
     pub(super) session_started: AtomicBool,
+    /// The `skills` section and the catalogue found for it.
+    pub(super) skills: Arc<crate::skills::AgentSkills>,
+    /// What turns built from the catalogue: kept while it is the same.
+    pub(super) skills_in_turns: super::skills::SkillsInTurns,
 }
 
 impl Drop for AgentCore {
@@ -192,6 +196,7 @@ impl ParentAgent for AgentCore {
             context_window: self.context.window(),
             compaction_controller: self.compaction_controller(),
             hooks: self.hooks(),
+            skills_block: self.skills_block(),
         }
     }
 

@@ -163,7 +163,13 @@ impl Agent {
         // stage) copied all of it, on every turn.
         let run = PanicCaught::new(Box::pin(async move {
             let _slot = slot;
-            let tools = core.turn_tools(&turn_token).await;
+            let skills = core.turn_skills(&turn_token).await;
+            let tools = core.turn_tools(&turn_token, skills.as_ref()).await;
+            // The catalogue tells the model to call `activate_skill`: shown only with the tool.
+            let skills_prompt = skills
+                .as_ref()
+                .filter(|_| tools.get(crate::skills::activate::NAME).is_some())
+                .and_then(|l| core.skills_prompt(l));
             // The store is host code: asked off the async workers.
             let store = core.tool_services.memory();
             let memory = if store.may_block() {
@@ -177,10 +183,13 @@ impl Agent {
             // The agent's own prompt is borrowed, with the digest it keeps across turns.
             let with_memory;
             let mut env = core.env(&tools);
+            if let Some(prompt) = &skills_prompt {
+                env.system_prompt = prompt;
+            }
             if let Some(block) = &memory.stable_block {
                 with_memory = turn::prompt::SystemPrompt::new(format!(
                     "{}\n\n{block}",
-                    core.system_prompt.text()
+                    env.system_prompt.text()
                 ));
                 env.system_prompt = &with_memory;
             }

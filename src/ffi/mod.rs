@@ -57,6 +57,7 @@ pub mod audit_sink;
 // After the audit sink, for the same reason.
 #[path = "host/hooks.rs"]
 pub mod hooks;
+pub mod skills;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
 use handle::BoxCastable;

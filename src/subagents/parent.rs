@@ -58,6 +58,8 @@ pub(crate) struct ParentSnapshot {
         Option<Arc<dyn crate::turn::compaction::controller::CompactionController>>,
     /// The parent's hooks: a child's tool calls pass the same `PreToolUse` guards.
     pub(crate) hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// The parent's skills catalogue block: a child offered `activate_skill` is shown it too.
+    pub(crate) skills_block: Option<Arc<str>>,
 }
 
 /// Everything one child run reads from its parent.

@@ -193,10 +193,18 @@ pub(crate) async fn run_spawned(
     let context = crate::turn::compaction::ContextState::new(snap.context_window);
     // Empty for the child's one turn: there is nothing to spare the cache.
     let history_version = MessagesVersionCell::unknown();
-    let system_prompt = turn::prompt::SystemPrompt::new(turn::prompt::system_prompt(
-        &snap.workspace,
-        def.instructions.as_deref(),
-    ));
+    let mut prompt = turn::prompt::system_prompt(&snap.workspace, def.instructions.as_deref());
+    // The reference's child sees the parent's skills (a `child_view`): its catalogue when the
+    // definition's tools include `activate_skill`.
+    if let Some(block) = snap
+        .skills_block
+        .as_deref()
+        .filter(|_| tools.get(crate::skills::activate::NAME).is_some())
+    {
+        prompt.push_str("\n\n");
+        prompt.push_str(block);
+    }
+    let system_prompt = turn::prompt::SystemPrompt::new(prompt);
     let env = TurnEnv {
         session_id: &lineage.child_session_id,
         llm: &llm,

@@ -446,6 +446,10 @@ pub const MCP_RESOURCE_TOOL_NAMES: &[&str] = &[
     "read_mcp_resource",
 ];
 
+/// The skill tools (registered by `skills` when the agent has a skill), which a config may
+/// enable or disable as the reference's `disable_tools` accepts skill names.
+pub const SKILL_TOOL_NAMES: &[&str] = &["activate_skill"];
+
 /// The tools of one agent, by name, with their schemas sorted by name.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
@@ -463,7 +467,10 @@ impl ToolRegistry {
     pub(crate) fn for_selection(sel: &ToolSelection) -> Result<Self, String> {
         for name in sel.enabled.iter().flatten().chain(&sel.disabled) {
             let name = name.as_str();
-            if BUILTIN_TOOL_NAMES.contains(&name) || MCP_RESOURCE_TOOL_NAMES.contains(&name) {
+            if BUILTIN_TOOL_NAMES.contains(&name)
+                || MCP_RESOURCE_TOOL_NAMES.contains(&name)
+                || SKILL_TOOL_NAMES.contains(&name)
+            {
                 continue;
             }
             // MCP tools are never pruned, so `enabled` may name them (the reference checks
@@ -479,9 +486,10 @@ impl ToolRegistry {
                 ));
             }
             return Err(format!(
-                "config field `tools`: unknown tool '{name}' (known: {}, {})",
+                "config field `tools`: unknown tool '{name}' (known: {}, {}, {})",
                 BUILTIN_TOOL_NAMES.join(", "),
-                MCP_RESOURCE_TOOL_NAMES.join(", ")
+                MCP_RESOURCE_TOOL_NAMES.join(", "),
+                SKILL_TOOL_NAMES.join(", ")
             ));
         }
         let web = WebSettings {

@@ -354,7 +354,60 @@ static int32_t climbing_walk(void *ud, const char *base, int32_t max_depth, agen
     return 0;
 }
 
+/* Skills are found and activated through the host's file system: the skill exists only in
+ * memory, and `agentao_agent_skills` and `activate_skill` both see it (docs/skills.md). */
+static void skills_through_the_virtual_file_system(void) {
+    tu_section("skills through a virtual file system");
+    const char *parent = tu_workspace();
+    char *root = tu_printf("%s/ws", parent);
+    CHECK(mkdir(root, 0700) == 0);
+    char *cfg = tu_config(root,
+                          CALL("k1", "activate_skill", "{\"skill_name\":\"memo\",\"task_description\":\"t\"}") ","
+                          "{\"text\":\"done\"}",
+                          "\"skills\":{\"user_directory\":null}");
+    agentao_agent *a = tu_agent(cfg, NULL);
+    free(cfg);
+    if (!a) return;
+    /* Found on the local disk first: nothing there. */
+    char *json = NULL;
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_agent_skills(a, &json, &err), AGENTAO_STATUS_OK);
+    CHECK_CONTAINS(json, "\"skills\":[]");
+    agentao_string_free(json);
+    json = NULL;
+    vfs v;
+    vfs_init(&v, root);
+    agentao_file_system fs = vfs_vtable(&v);
+    CHECK_STATUS(agentao_agent_set_file_system(a, &fs, &err), AGENTAO_STATUS_OK);
+    CHECK(rmdir(root) == 0);
+    /* Another file system: the skills are found again, through it. */
+    const char *skill = "---\nname: memo\ndescription: Write a memo.\n---\n# Memo\nOnly in memory.\n";
+    char *path = tu_printf("%s/skills/memo/SKILL.md", root);
+    CHECK(vfs_write(&v, path, (const uint8_t *)skill, strlen(skill), false) == 0);
+
+    CHECK_STATUS(agentao_agent_skills(a, &json, &err), AGENTAO_STATUS_OK);
+    CHECK_CONTAINS(json, TU_KV("name", "memo"));
+    CHECK_CONTAINS(json, path);
+    agentao_string_free(json);
+    char *text = tu_chat(a, "memo");
+    CHECK_STR_EQ(text, "done");
+    agentao_string_free(text);
+    char *hist = tu_history(a);
+    CHECK_CONTAINS(hist, "Skill Activated: memo");
+    CHECK_CONTAINS(hist, "# Memo\\nOnly in memory.");
+    free(hist);
+    CHECK_MSG(!tu_file_exists(root), "the workspace reappeared on disk");
+    CHECK_MSG(atomic_load(&v.outside) == 0, "the file system saw %d paths outside the workspace",
+              atomic_load(&v.outside));
+    agentao_agent_free(a);
+    CHECK(atomic_load(&v.freed) == 1);
+    vfs_destroy(&v);
+    free(path);
+    free(root);
+}
+
 int main(void) {
+    skills_through_the_virtual_file_system();
     tu_section("every file tool through a virtual file system");
     const char *parent = tu_workspace();
     char *root = tu_printf("%s/ws", parent);

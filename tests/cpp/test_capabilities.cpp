@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -224,6 +225,28 @@ TEST(Mcp, StatusWithNoServersAndAFailingServer) {
     EXPECT_TRUE(contains(st, R"({"name":"gone","status":"error")")) << st;
     agentao::agent empty;
     EXPECT_EQ(empty.try_mcp_status().code(), agentao::status::null_argument);
+}
+
+TEST(Skills, ReportAndActivation) {
+    workspace ws;
+    fs::create_directories(ws.path() / "skills" / "pdf");
+    {
+        std::ofstream f(ws.path() / "skills" / "pdf" / "SKILL.md");
+        f << "---\nname: pdf\ndescription: Fill PDF forms.\n---\n# PDF\nUse fill.py.\n";
+    }
+    auto a = agentao::agent::create(config(
+        ws,
+        R"({"tool_calls":[{"id":"a1","name":"activate_skill","arguments":{"skill_name":"pdf","task_description":"fill"}}]},)"
+        R"({"text":"done"})",
+        R"("skills":{"user_directory":null})"));
+    auto report = a.skills();
+    EXPECT_TRUE(contains(report, R"("name":"pdf")")) << report;
+    EXPECT_TRUE(contains(report, R"("origin":"repository")")) << report;
+    EXPECT_EQ(a.chat("fill it"), "done");
+    EXPECT_TRUE(contains(a.history(), "Skill Activated: pdf")) << a.history();
+    EXPECT_TRUE(contains(a.history(), "Use fill.py.")) << a.history();
+    agentao::agent empty;
+    EXPECT_EQ(empty.try_skills().code(), agentao::status::null_argument);
 }
 
 TEST(Mcp, RegistryServersAppearInTheStatus) {

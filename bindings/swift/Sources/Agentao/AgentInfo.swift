@@ -9,6 +9,16 @@ extension Agent {
         return takeString(out) ?? "{}"
     }
 
+    /// The skills report as JSON: `{"enabled", "skills": [{"name", "description", "origin",
+    /// "path"}], "skipped": [{"path", "name", "kind", "reason"}], "prompt_chars"?}`
+    /// (`agentao_agent_skills`; docs/skills.md). The first call finds the skills if no turn has
+    /// yet, blocking for the file reads.
+    public func skillsJSON() throws(AgentaoError) -> String {
+        var out: UnsafeMutablePointer<CChar>?
+        try check { agentao_agent_skills(handle, &out, $0) }
+        return takeString(out) ?? "{}"
+    }
+
     /// What the permission pipeline would decide for `tool` called with `argumentsJSON` now, as
     /// JSON (`{"outcome": "allow"|"deny"|"prompt", "reason", "source", "mode", ...}`), without
     /// running anything (`agentao_agent_preflight`).
