@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::clip::{clip_old_tool_results, CLIP_CHARS, KEEP_RECENT_TOOL_RESULTS};
-use super::estimate::{messages_tokens, text_tokens};
+use super::estimate::{text_tokens, RequestMessages, VersionedMessages};
 use super::{
     CompactionReport, CompactionStatus, Compactor, Kind, Request, Trigger, FULL_PERCENT,
     MICRO_PERCENT,
@@ -44,6 +44,20 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
     }
 
+    /// The history (read under its lock) and the transcript, each with its version.
+    fn request_messages<'h>(&'h self, history: &'h [Message]) -> RequestMessages<'h> {
+        RequestMessages {
+            history: VersionedMessages {
+                messages: history,
+                version: self.env.history_version.get(),
+            },
+            transcript: VersionedMessages {
+                messages: &self.transcript,
+                version: self.transcript_version,
+            },
+        }
+    }
+
     /// The tokens of what a request sends besides the history: the system prompt and the
     /// tools (measured once for the session, again when they change) and the volatile tail
     /// (each time).
@@ -64,7 +78,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         let env = self.env;
         let estimate = {
             let h = read(env.history);
-            env.context.estimate(&h, &self.transcript, fixed)
+            env.context.estimate(self.request_messages(&h), fixed)
         };
         let window = env.context.window();
         if estimate > window * FULL_PERCENT / 100 {
@@ -129,10 +143,11 @@ impl<'e, 'a> Turn<'e, 'a> {
             if !candidates {
                 return;
             }
-            let pre_tokens = messages_tokens(h.iter().chain(&self.transcript));
+            // Counted before this request's estimate: only what was added since is counted.
+            let pre_tokens = env.context.history_tokens(self.request_messages(&h));
             let clipped =
                 clip_old_tool_results(self.transcript.iter_mut().rev().chain(h.iter_mut().rev()));
-            if clipped == 0 {
+            if clipped.results == 0 {
                 return;
             }
             env.history_version.renew();
@@ -142,9 +157,9 @@ impl<'e, 'a> Turn<'e, 'a> {
                 pre_msgs: n,
                 post_msgs: n,
                 pre_tokens,
-                post_tokens: messages_tokens(h.iter().chain(&self.transcript)),
+                post_tokens: pre_tokens - clipped.tokens_saved,
                 duration_ms: started.elapsed().as_millis() as u64,
-                detail: Some(format!("{clipped} tool results clipped")),
+                detail: Some(format!("{} tool results clipped", clipped.results)),
             }
         };
         self.transcript_version = MessagesVersion::fresh();

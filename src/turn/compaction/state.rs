@@ -5,9 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::estimate::{messages_tokens, text_tokens};
+use super::estimate::{
+    messages_tokens, text_tokens, GrowingCount, RequestMessages, VersionedMessages,
+};
 use super::{CompactionStatus, FULL_PERCENT, MICRO_PERCENT};
-use crate::llm::Message;
 
 /// Consecutive failed compactions after which automatic ones stop (until one succeeds on
 /// another trigger, or the history is replaced).
@@ -24,6 +25,10 @@ struct Inner {
     /// The tokens of the last tool list measured. The list is held so that a new list can
     /// never be taken for it by its address.
     tools: Option<(Arc<Vec<Value>>, u64)>,
+    /// The local counts of the history and of the running turn's transcript, kept between
+    /// estimates so each request counts only the messages added since the last.
+    history_count: GrowingCount,
+    transcript_count: GrowingCount,
 }
 
 /// The provider's `prompt_tokens` for a request, and how many history messages it held.
@@ -50,6 +55,13 @@ pub(crate) struct ContextUsage {
     pub(crate) compactions: u64,
     pub(crate) consecutive_failures: u32,
     pub(crate) breaker_open: bool,
+}
+
+impl Inner {
+    fn local_tokens(&mut self, messages: RequestMessages<'_>) -> u64 {
+        self.history_count.tokens(messages.history)
+            + self.transcript_count.tokens(messages.transcript)
+    }
 }
 
 impl ContextState {
@@ -110,26 +122,27 @@ impl ContextState {
         self.lock().anchor = None;
     }
 
-    /// The estimate of a request with `messages` (history then transcript): the provider's
-    /// last count plus the messages added since, or, without a usable count, `fixed` (system
-    /// prompt, tools, volatile tail) plus all the messages.
-    pub(crate) fn estimate<'m>(
-        &self,
-        history: &'m [Message],
-        transcript: &'m [Message],
-        fixed: u64,
-    ) -> u64 {
-        let anchor = self.lock().anchor;
-        let total = history.len() + transcript.len();
-        let all = history.iter().chain(transcript);
-        let est = match anchor {
-            Some(a) if a.messages <= total && a.prompt_tokens > 0 => {
+    /// The estimate of a request with `messages`: the provider's last count plus the messages
+    /// added since, or, without a usable count, `fixed` (system prompt, tools, volatile tail)
+    /// plus all the messages. One lock for the whole estimate.
+    pub(crate) fn estimate(&self, messages: RequestMessages<'_>, fixed: u64) -> u64 {
+        let mut i = self.lock();
+        let (history, transcript) = (messages.history.messages, messages.transcript.messages);
+        let est = match i.anchor {
+            Some(a) if a.messages <= history.len() + transcript.len() && a.prompt_tokens > 0 => {
+                let all = history.iter().chain(transcript);
                 a.prompt_tokens + messages_tokens(all.skip(a.messages))
             }
-            _ => fixed + messages_tokens(all),
+            _ => fixed + i.local_tokens(messages),
         };
-        self.lock().last_estimate = Some(est);
+        i.last_estimate = Some(est);
         est
+    }
+
+    /// The local count of `messages`, without the fixed part: what a compaction reports as
+    /// the history's tokens.
+    pub(crate) fn history_tokens(&self, messages: RequestMessages<'_>) -> u64 {
+        self.lock().local_tokens(messages)
     }
 
     /// Whether automatic compaction has stopped after repeated failures.
@@ -160,8 +173,12 @@ impl ContextState {
     }
 
     /// The figures for the host; `estimated_tokens` is the estimate of `history` now.
-    pub(crate) fn usage(&self, history: &[Message], fixed: u64) -> ContextUsage {
-        let estimated_tokens = self.estimate(history, &[], fixed);
+    pub(crate) fn usage(&self, history: VersionedMessages<'_>, fixed: u64) -> ContextUsage {
+        let messages = RequestMessages {
+            history,
+            transcript: VersionedMessages::unversioned(&[]),
+        };
+        let estimated_tokens = self.estimate(messages, fixed);
         let window = self.window();
         let i = self.lock();
         ContextUsage {
@@ -181,6 +198,7 @@ impl ContextState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Message;
 
     #[test]
     fn the_window_is_the_least_known_and_the_anchor_counts_only_newer_messages() {
@@ -190,12 +208,20 @@ mod tests {
         s.learn(100_000);
         assert_eq!(s.window(), 32_768);
         let h = vec![Message::User("abcd".repeat(100)); 3];
-        let local = s.estimate(&h, &[], 50);
+        let v = crate::llm::MessagesVersion::fresh();
+        let at = |messages| RequestMessages {
+            history: VersionedMessages {
+                messages,
+                version: v,
+            },
+            transcript: VersionedMessages::unversioned(&[]),
+        };
+        let local = s.estimate(at(&h), 50);
         assert_eq!(local, 50 + 3 * 104);
         s.anchor(1_000, 2);
-        assert_eq!(s.estimate(&h, &[], 50), 1_000 + 104);
+        assert_eq!(s.estimate(at(&h), 50), 1_000 + 104);
         // A shorter history than the anchor saw: the local estimate again.
-        assert_eq!(s.estimate(&h[..1], &[], 50), 50 + 104);
+        assert_eq!(s.estimate(at(&h[..1]), 50), 50 + 104);
     }
 
     #[test]
