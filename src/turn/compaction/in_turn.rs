@@ -212,6 +212,9 @@ impl<'e, 'a> Turn<'e, 'a> {
             self.transcript_version = MessagesVersion::fresh();
         }
         if count > 0 {
+            // The provider counted the images: its count describes no prefix of this history,
+            // and the versions alone cannot tell once this turn's messages are committed.
+            env.context.forget_anchor();
             self.emit_event(&TurnEvent::ImagesRemoved(ImagesRemoved {
                 reason: "provider_rejected",
                 images_removed: count,
@@ -235,8 +238,10 @@ impl<'e, 'a> Turn<'e, 'a> {
             let e = match self.call_llm(schemas).await {
                 Ok(r) => {
                     if let Some(u) = r.usage {
-                        let n = read(self.env.history).len() + self.transcript.len();
-                        self.env.context.anchor(u.prompt_tokens, n);
+                        let h = read(self.env.history);
+                        self.env
+                            .context
+                            .anchor(u.prompt_tokens, self.request_messages(&h));
                     }
                     return Ok(r);
                 }

@@ -9,6 +9,7 @@ use super::estimate::{
     messages_tokens, text_tokens, GrowingCount, RequestMessages, VersionedMessages,
 };
 use super::{CompactionStatus, FULL_PERCENT, MICRO_PERCENT};
+use crate::llm::MessagesVersion;
 
 /// Consecutive failed compactions after which automatic ones stop (until one succeeds on
 /// another trigger, or the history is replaced).
@@ -31,11 +32,27 @@ struct Inner {
     transcript_count: GrowingCount,
 }
 
-/// The provider's `prompt_tokens` for a request, and how many history messages it held.
+/// The provider's `prompt_tokens` for a request, how many messages (history then transcript)
+/// it held, and which state of each list they were.
 #[derive(Debug, Clone, Copy)]
 struct Anchor {
     prompt_tokens: u64,
     messages: usize,
+    history_version: MessagesVersion,
+    transcript_version: MessagesVersion,
+}
+
+impl Anchor {
+    /// Whether the messages this count covered are still the first messages of `now`: the
+    /// history kept its version (it was only appended to), and the transcript did too, or the
+    /// counted messages lie wholly in the history (the turn was committed, a new one began).
+    fn still_a_prefix_of(&self, now: RequestMessages<'_>) -> bool {
+        let history = now.history.messages.len();
+        self.prompt_tokens > 0
+            && self.messages <= history + now.transcript.messages.len()
+            && self.history_version == now.history.version
+            && (self.transcript_version == now.transcript.version || self.messages <= history)
+    }
 }
 
 pub(crate) struct ContextState {
@@ -109,10 +126,12 @@ impl ContextState {
     }
 
     /// The provider counted `prompt_tokens` for a request holding `messages` history messages.
-    pub(crate) fn anchor(&self, prompt_tokens: u64, messages: usize) {
+    pub(crate) fn anchor(&self, prompt_tokens: u64, request: RequestMessages<'_>) {
         self.lock().anchor = Some(Anchor {
             prompt_tokens,
-            messages,
+            messages: request.history.messages.len() + request.transcript.messages.len(),
+            history_version: request.history.version,
+            transcript_version: request.transcript.version,
         });
     }
 
@@ -129,7 +148,7 @@ impl ContextState {
         let mut i = self.lock();
         let (history, transcript) = (messages.history.messages, messages.transcript.messages);
         let est = match i.anchor {
-            Some(a) if a.messages <= history.len() + transcript.len() && a.prompt_tokens > 0 => {
+            Some(a) if a.still_a_prefix_of(messages) => {
                 let all = history.iter().chain(transcript);
                 a.prompt_tokens + messages_tokens(all.skip(a.messages))
             }
@@ -208,7 +227,7 @@ mod tests {
         s.learn(100_000);
         assert_eq!(s.window(), 32_768);
         let h = vec![Message::User("abcd".repeat(100)); 3];
-        let v = crate::llm::MessagesVersion::fresh();
+        let v = MessagesVersion::fresh();
         let at = |messages| RequestMessages {
             history: VersionedMessages {
                 messages,
@@ -218,10 +237,47 @@ mod tests {
         };
         let local = s.estimate(at(&h), 50);
         assert_eq!(local, 50 + 3 * 104);
-        s.anchor(1_000, 2);
+        s.anchor(1_000, at(&h[..2]));
         assert_eq!(s.estimate(at(&h), 50), 1_000 + 104);
         // A shorter history than the anchor saw: the local estimate again.
         assert_eq!(s.estimate(at(&h[..1]), 50), 50 + 104);
+    }
+
+    #[test]
+    fn an_anchor_is_not_used_once_what_it_counted_changed_other_than_by_appending() {
+        let s = ContextState::new(200_000);
+        let h = vec![Message::User("abcd".repeat(100)); 2];
+        let t = vec![Message::User("abcd".repeat(100)); 2];
+        let (hv, tv) = (MessagesVersion::fresh(), MessagesVersion::fresh());
+        let at = |history, hv, transcript, tv| RequestMessages {
+            history: VersionedMessages {
+                messages: history,
+                version: hv,
+            },
+            transcript: VersionedMessages {
+                messages: transcript,
+                version: tv,
+            },
+        };
+        s.anchor(1_000, at(&h, hv, &t, tv));
+        assert_eq!(s.estimate(at(&h, hv, &t, tv), 50), 1_000);
+        // The turn's messages edited in place (images removed): a new transcript version.
+        assert_eq!(
+            s.estimate(at(&h, hv, &t, MessagesVersion::fresh()), 50),
+            50 + 4 * 104
+        );
+        // Committed (appended to the history) and a new turn begun: still the anchor's prefix.
+        let all: Vec<Message> = h.iter().chain(&t).cloned().collect();
+        let next = [Message::User("abcd".repeat(100))];
+        assert_eq!(
+            s.estimate(at(&all, hv, &next, MessagesVersion::fresh()), 50),
+            1_000 + 104
+        );
+        // The history edited in place (microcompaction): a new history version.
+        assert_eq!(
+            s.estimate(at(&all, MessagesVersion::fresh(), &next, tv), 50),
+            50 + 5 * 104
+        );
     }
 
     #[test]
