@@ -166,6 +166,7 @@ impl Agent {
                 lineage,
                 store,
                 last_commit: Mutex::new(None),
+                repaired: Mutex::new(None),
                 compaction_controller: Mutex::new(None),
                 config,
             }),
