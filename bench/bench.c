@@ -13,6 +13,8 @@
  *   bench --mock PATH/mock-openai --only session  (500 turns against a 32k window: CPU and
  *                                                  instructions per request early and late,
  *                                                  RSS, a microcompaction pass)
+ *   bench --mock PATH/mock-openai --only growth   (instructions per request at message 20 and
+ *                                                  at message 2,000 of a session, per wire)
  *
  * Every HTTP-path figure is printed next to its floor: a raw blocking-socket client in this
  * file replays the library's own request bodies (captured from the mock with
@@ -2696,6 +2698,92 @@ static void bench_session(void) {
 #endif
 }
 
+/* ------------------------------------------------------------------ a growing history */
+
+/* A session that only grows (one-request turns, no compaction in the default 200k window):
+ * instructions per request when the request holds ~20 messages and when it holds ~2,000
+ * (BENCH_GROWTH_MESSAGES), on each wire. What is left to grow is what walks the history per
+ * request (the wire cache keeps the rendering itself flat on the chat wire). */
+#define GROWTH_SPAN 5 /* requests per measured window */
+
+static long growth_messages(void) {
+    const char *e = getenv("BENCH_GROWTH_MESSAGES");
+    return e && atol(e) >= 40 ? atol(e) : 2000;
+}
+
+/* The turn whose request holds about `messages` messages (2t - 1: the history's two a turn
+ * and the new one), centred in its window. */
+static long growth_first_turn(long messages) { return (messages + 1) / 2 - GROWTH_SPAN / 2; }
+
+/* child: cggrowth <wire> <base_url>, under `callgrind --instr-atstart=no`: only the window
+ * around message 20 (dump 1) and the one around message N (dump 2) are counted. */
+static int child_callgrind_growth(const char *wire, const char *base_url) {
+    char *cfg = config_wire(wire, base_url);
+    agentao_agent *a = agent_new(cfg, NULL);
+    long first[2] = {growth_first_turn(20), growth_first_turn(growth_messages())};
+    long last = first[1] + GROWTH_SPAN - 1;
+    for (long t = 1; t <= last; t++) {
+        if (t == first[0] || t == first[1]) {
+            CALLGRIND_START_INSTRUMENTATION;
+            CALLGRIND_ZERO_STATS;
+        }
+        agentao_error *err = NULL;
+        char *text = NULL;
+        check(agentao_agent_chat(a, "hi", -1, NULL, &text, &err), err, "growth turn");
+        if (!text || strcmp(text, ONE_TEXT) != 0) die("growth turn: unexpected answer");
+        agentao_string_free(text);
+        if (t == first[0] + GROWTH_SPAN - 1 || t == last) {
+            CALLGRIND_DUMP_STATS;
+            CALLGRIND_STOP_INSTRUMENTATION;
+        }
+    }
+    char *usage = NULL;
+    agentao_error *err = NULL;
+    check(agentao_agent_context_usage(a, &usage, &err), err, "growth usage");
+    /* A compaction would make the late window short: the figure would not be of N messages. */
+    if (!strstr(usage, "\"compactions\":0")) die("growth: the history was compacted: %s", usage);
+    agentao_string_free(usage);
+    agentao_agent_free(a);
+    free(cfg);
+    printf("ok\n");
+    return 0;
+}
+
+static void bench_growth(void) {
+#ifndef HAVE_CALLGRIND
+    die("growth needs valgrind (valgrind/callgrind.h was not found at build time)");
+#else
+    static const char *const wires[3] = {"openai", "anthropic", "openai-responses"};
+    long n = growth_messages();
+    char script[256];
+    /* The mock answers every request without a tool result with the first response. */
+    snprintf(script, sizeof script, "{\"responses\":[{\"text\":\"%s\"}]}", ONE_TEXT);
+    mock_t m = mock_start(script);
+    const char *keep = getenv("BENCH_CALLGRIND_DIR");
+    printf("growing history: one-request turns up to message %ld, instructions per request\n", n);
+    for (int w = 0; w < 3; w++) {
+        char out[600], cmd[4096], d1[700], d2[700], label[160];
+        snprintf(out, sizeof out, "%s/callgrind.growth.%s", keep ? keep : g_tmp, wires[w]);
+        snprintf(cmd, sizeof cmd,
+                 "valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file='%s' '%s' "
+                 "--child cggrowth %s %s >/dev/null 2>'%s.log'",
+                 out, g_self, wires[w], m.base_url, out);
+        if (system(cmd) != 0) die("callgrind growth run failed: see %s.log", out);
+        snprintf(d1, sizeof d1, "%s.1", out);
+        snprintf(d2, sizeof d2, "%s.2", out);
+        double early = callgrind_totals(d1) / GROWTH_SPAN, late = callgrind_totals(d2) / GROWTH_SPAN;
+        stat_t se = {early, early, 1}, sl = {late, late, 1}, q = {late / early, late / early, 1};
+        snprintf(label, sizeof label, "growth, %s: instr/request at message 20", wires[w]);
+        row(label, "instr", se, "");
+        snprintf(label, sizeof label, "growth, %s: instr/request at message %ld", wires[w], n);
+        row(label, "instr", sl, "");
+        snprintf(label, sizeof label, "growth, %s: ratio message %ld / message 20", wires[w], n);
+        row(label, "x", q, "<= 1.3x");
+    }
+    mock_stop(&m);
+#endif
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void machine(sbuf *b) {
@@ -2745,6 +2833,8 @@ int main(int argc, char **argv) {
         if (strcmp(argv[2], "cg") == 0 && argc == 7)
             return child_callgrind(argv[3], atoi(argv[4]), argv[5], argv[6]);
         if (strcmp(argv[2], "session") == 0 && argc == 4) return child_session(atoi(argv[3]));
+        if (strcmp(argv[2], "cggrowth") == 0 && argc == 5)
+            return child_callgrind_growth(argv[3], argv[4]);
         if (strcmp(argv[2], "cgsession") == 0 && argc == 4)
             return child_callgrind_session(atoi(argv[3]));
         if (strcmp(argv[2], "cgraw") == 0 && argc == 7)
@@ -2824,6 +2914,8 @@ int main(int argc, char **argv) {
     if (want("hooks")) bench_hooks();
     /* Minutes long (500 turns, one of them under valgrind): only when asked. */
     if (g_only && strcmp(g_only, "session") == 0) bench_session();
+    /* A thousand turns per wire, two windows of them under valgrind: only when asked. */
+    if (g_only && strcmp(g_only, "growth") == 0) bench_growth();
     if (g_only && strcmp(g_only, "mcpcallgrind") == 0) bench_mcp_callgrind();
     /* valgrind runs only when asked: it takes a while and is not always installed */
     if (g_only && strcmp(g_only, "callgrind") == 0) bench_callgrind();

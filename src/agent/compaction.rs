@@ -7,6 +7,7 @@ use super::{lock, runtime, Agent, AgentError, TurnOptions};
 use crate::cancel::CancelToken;
 use crate::events::EventWriter;
 use crate::turn::compaction::controller::CompactionController;
+use crate::turn::compaction::estimate::VersionedMessages;
 use crate::turn::compaction::{CompactionReport, Compactor, ContextUsage, Kind, Request, Trigger};
 
 impl Agent {
@@ -69,8 +70,13 @@ impl Agent {
             let mut writer = EventWriter::default();
             let (report, new) = compactor.full(&mut writer, &messages, req).await;
             if let Some(new) = new {
-                *core.history.write().unwrap_or_else(|e| e.into_inner()) = new;
-                core.history_version.renew();
+                {
+                    // Renewed under the write lock, as everywhere: a reader holding the read
+                    // lock sees the version of what it reads.
+                    let mut h = core.history.write().unwrap_or_else(|e| e.into_inner());
+                    *h = new;
+                    core.history_version.renew();
+                }
                 // A compaction rewrites the history: committed like a turn.
                 core.commit_session().await;
             }
@@ -90,6 +96,10 @@ impl Agent {
     pub(crate) fn context_usage(&self) -> ContextUsage {
         let core = &self.core;
         let history = core.history.read().unwrap_or_else(|e| e.into_inner());
-        core.context.usage(&history, core.prompt_tokens_now())
+        let history = VersionedMessages {
+            messages: &history,
+            version: core.history_version.get(),
+        };
+        core.context.usage(history, core.prompt_tokens_now())
     }
 }

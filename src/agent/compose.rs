@@ -171,6 +171,7 @@ impl Agent {
                 lineage,
                 store,
                 last_commit: Mutex::new(None),
+                repaired: Mutex::new(None),
                 compaction_controller: Mutex::new(None),
                 hooks: Mutex::new(
                     crate::hooks::Hooks::new(

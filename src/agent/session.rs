@@ -10,7 +10,7 @@ use crate::config::AgentConfig;
 use crate::events::host::HostEventHub;
 use crate::events::turn_event::McpServerStatus;
 use crate::events::{Emitter, TurnEvent};
-use crate::llm::{LlmClient, Message, MessagesVersionCell};
+use crate::llm::{LlmClient, Message, MessagesVersion, MessagesVersionCell};
 use crate::mcp::{McpManager, StatusChange};
 use crate::permissions::PermissionEngine;
 use crate::subagents::background::BackgroundStore;
@@ -61,6 +61,8 @@ pub(crate) struct AgentCore {
     /// The session store the session commits to after every turn (config `session.store`).
     pub(super) store: Option<super::durable::StoreLink>,
     pub(super) last_commit: Mutex<Option<super::durable::CommitReport>>,
+    /// Where the last repair of the history left it ([`AgentCore::repair_history`]).
+    pub(super) repaired: Mutex<Option<RepairedPrefix>>,
     /// The host's compaction controller; a turn (and its sub-agents) keeps the one it started
     /// with.
     pub(super) compaction_controller: Mutex<Option<Arc<dyn CompactionController>>>,
@@ -74,6 +76,13 @@ pub(crate) struct AgentCore {
     pub(super) skills: Arc<crate::skills::AgentSkills>,
     /// What turns built from the catalogue: kept while it is the same.
     pub(super) skills_in_turns: super::skills::SkillsInTurns,
+}
+
+/// A history the last repair left with every call answered: which state, how many messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RepairedPrefix {
+    version: MessagesVersion,
+    messages: usize,
 }
 
 impl Drop for AgentCore {
@@ -102,15 +111,28 @@ impl AgentCore {
     }
 
     /// The repair before a turn ([`turn::history::backfill_orphans`]): a new version only when
-    /// it answered a call (it only inserts, so the length tells).
+    /// it answered a call (it only inserts, so the length tells). A history that only grew
+    /// since the last repair is checked from where that one ended: walking the whole history
+    /// before every turn made each turn of a long session cost more than the one before.
     pub(super) fn repair_history(&self) {
         let mut history = self.history.write().unwrap_or_else(|e| e.into_inner());
+        let version = self.history_version.get();
+        let mut repaired = lock(&self.repaired);
+        let start = match *repaired {
+            Some(r) if r.version == version && r.messages <= history.len() => r.messages,
+            _ => 0,
+        };
         let before = history.len();
-        turn::history::backfill_orphans(&mut history);
+        turn::history::backfill_orphans_from(&mut history, start);
         if history.len() != before {
             self.history_version.renew();
             self.context.forget_anchor();
         }
+        // An unknown version says nothing about the next history: nothing is kept.
+        *repaired = (version != MessagesVersion::unknown()).then(|| RepairedPrefix {
+            version: self.history_version.get(),
+            messages: history.len(),
+        });
     }
 
     /// A finished turn: its messages appended to the history (an append keeps the version),

@@ -515,9 +515,18 @@ impl<'a> TurnEvent<'a> {
 
     /// The transport JSON of the event, written into `w`'s buffer; `None` for an event that is
     /// not on the transport (a permission decision, a background sub-agent's start and end).
-    /// Inlined: where the variant is known (a streamed delta) the `match` folds away.
+    /// A streamed delta's event is written here, small enough to inline where the variant is
+    /// known, so the delta path folds the check away; the whole `match` below is too large to
+    /// inline and cost a delta a call, the kind's lookup and the dispatch.
     #[inline]
     pub(crate) fn write_json<'w>(&self, w: &'w mut EventWriter) -> Option<JsonText<'w>> {
+        if let TurnEvent::LlmText { chunk } = self {
+            return Some(chunk.write(w, super::text_event_head!("llm_text", "chunk")));
+        }
+        self.write_other_json(w)
+    }
+
+    fn write_other_json<'w>(&self, w: &'w mut EventWriter) -> Option<JsonText<'w>> {
         let ty = self.kind();
         Some(match self {
             TurnEvent::TurnBegin { user_message } => w.text_event_at(

@@ -20,7 +20,14 @@ pub(super) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 /// Answers every assistant tool call that has no tool result yet (right after that message's
 /// existing results), so the history is always valid for the next request.
 pub(crate) fn backfill_orphans(history: &mut Vec<Message>) {
-    let mut i = 0;
+    backfill_orphans_from(history, 0);
+}
+
+/// [`backfill_orphans`] of the messages from `start` on, where `history[..start]` has every
+/// call answered already (an earlier repair's history, only appended to since): a call there
+/// has its answers there, so nothing before `start` can gain one.
+pub(crate) fn backfill_orphans_from(history: &mut Vec<Message>, start: usize) {
+    let mut i = start;
     while i < history.len() {
         let Some(calls) = history[i].calls() else {
             i += 1;
@@ -171,5 +178,41 @@ impl Turn<'_, '_> {
         if self.transcript.len() != before {
             self.transcript_version = crate::llm::MessagesVersion::fresh();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::message::{AssistantMessage, HistoryCall};
+
+    fn calling(id: &str) -> Message {
+        Message::Assistant(AssistantMessage {
+            content: String::new(),
+            tool_calls: Some(vec![HistoryCall {
+                id: id.into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            }]),
+            reasoning: None,
+        })
+    }
+
+    #[test]
+    fn a_repair_from_a_whole_prefix_answers_what_the_full_repair_answers() {
+        let mut history = vec![
+            Message::User("a".into()),
+            calling("one"),
+            Message::Tool(ToolAnswer::new("one", "read_file", "done")),
+            Message::User("b".into()),
+            calling("two"),
+            Message::User("c".into()),
+        ];
+        let mut whole = history.clone();
+        backfill_orphans(&mut whole);
+        backfill_orphans_from(&mut history, 3);
+        assert_eq!(history, whole);
+        assert_eq!(history.len(), 7);
+        assert_eq!(history[5].tool_call_id(), Some("two"));
     }
 }

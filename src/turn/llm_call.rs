@@ -37,9 +37,10 @@ impl Turn<'_, '_> {
             let history = read(env.history);
             let turn = &self.transcript;
             let total = history.len() + turn.len();
-            let counts = self.counted.update(&history, turn);
             let listens = env.emitter.listens();
             if listens {
+                // Only the event needs them: a walk of the history nobody reads is skipped.
+                let counts = self.counted.update(&history, turn);
                 let started = events::LlmCallStarted {
                     attempt,
                     model: env.llm.model(),

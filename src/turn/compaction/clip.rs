@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::estimate::text_tokens;
 use crate::llm::Message;
 
 /// The most recent tool results kept whole.
@@ -12,13 +13,13 @@ pub(crate) const CLIP_CHARS: usize = 3_000;
 /// Clips every tool result older than the [`KEEP_RECENT_TOOL_RESULTS`] most recent to
 /// [`CLIP_CHARS`] characters: the first fifth and the last four fifths of what fits around an
 /// omission note (a result's end usually holds its verdict: an exit status, a test summary).
-/// `newest_first` walks the messages from the newest. Returns how many were clipped; a result
-/// clipped before is at most `CLIP_CHARS` long and is left alone.
+/// `newest_first` walks the messages from the newest. A result clipped before is at most
+/// `CLIP_CHARS` long and is left alone.
 pub(crate) fn clip_old_tool_results<'m>(
     newest_first: impl Iterator<Item = &'m mut Message>,
-) -> usize {
+) -> Clipped {
     let mut seen = 0usize;
-    let mut clipped = 0usize;
+    let mut clipped = Clipped::default();
     for m in newest_first {
         let Message::Tool(t) = m else { continue };
         seen += 1;
@@ -26,11 +27,21 @@ pub(crate) fn clip_old_tool_results<'m>(
             continue;
         }
         if let Some(short) = clip(&t.content) {
+            clipped.tokens_saved += text_tokens(&t.content) - text_tokens(&short);
             t.content = Arc::from(short);
-            clipped += 1;
+            clipped.results += 1;
         }
     }
     clipped
+}
+
+/// What a clipping pass did: the report's token figures follow from the count before it, so
+/// the history is not counted again.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Clipped {
+    pub(crate) results: usize,
+    /// The estimate's tokens the clipped results lost.
+    pub(crate) tokens_saved: u64,
 }
 
 /// `text` clipped to [`CLIP_CHARS`], or `None` when it fits.
@@ -104,7 +115,13 @@ mod tests {
             .map(|i| Message::Tool(ToolAnswer::new(format!("c{i}"), "t", big.as_str())))
             .collect();
         ms.push(Message::User(big.clone()));
-        assert_eq!(clip_old_tool_results(ms.iter_mut().rev()), 3);
+        let before = super::super::estimate::messages_tokens(&ms);
+        let clipped = clip_old_tool_results(ms.iter_mut().rev());
+        assert_eq!(clipped.results, 3);
+        assert_eq!(
+            before - clipped.tokens_saved,
+            super::super::estimate::messages_tokens(&ms)
+        );
         for (i, m) in ms.iter().enumerate() {
             let len = m.text().unwrap().chars().count();
             if i < 3 {
@@ -113,6 +130,9 @@ mod tests {
                 assert_eq!(len, 5_000, "{i}");
             }
         }
-        assert_eq!(clip_old_tool_results(ms.iter_mut().rev()), 0);
+        assert_eq!(
+            clip_old_tool_results(ms.iter_mut().rev()),
+            Clipped::default()
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! counts one. Each message adds a few tokens of framing (role, separators).
 
 use crate::llm::message::Role;
-use crate::llm::{image, Message};
+use crate::llm::{image, Message, MessagesVersion};
 
 /// Framing tokens of one message.
 const PER_MESSAGE: u64 = 4;
@@ -75,6 +75,62 @@ pub(crate) fn messages_tokens<'m>(ms: impl IntoIterator<Item = &'m Message>) -> 
     ms.into_iter().map(message_tokens).sum()
 }
 
+/// A list of messages and which state of it that is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct VersionedMessages<'m> {
+    pub(crate) messages: &'m [Message],
+    pub(crate) version: MessagesVersion,
+}
+
+impl<'m> VersionedMessages<'m> {
+    /// A list with no version: counted whole every time.
+    pub(crate) fn unversioned(messages: &'m [Message]) -> Self {
+        VersionedMessages {
+            messages,
+            version: MessagesVersion::unknown(),
+        }
+    }
+}
+
+/// What a request sends of the conversation: the agent's history, then the turn's transcript.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestMessages<'m> {
+    pub(crate) history: VersionedMessages<'m>,
+    pub(crate) transcript: VersionedMessages<'m>,
+}
+
+/// The tokens of a list of messages that only grows while it keeps its [`MessagesVersion`] (an
+/// agent's history, a turn's transcript): counted once, then only from the first message not
+/// counted yet. Recounting the whole list before every request made each request of a long
+/// turn or session cost more than the one before.
+#[derive(Debug, Default)]
+pub(crate) struct GrowingCount {
+    version: Option<MessagesVersion>,
+    messages: usize,
+    tokens: u64,
+}
+
+impl GrowingCount {
+    /// The tokens of `list`, which is in state `version`. An unknown version says nothing
+    /// about what changed: the list is counted whole and nothing is kept.
+    pub(crate) fn tokens(&mut self, of: VersionedMessages<'_>) -> u64 {
+        let (list, version) = (of.messages, of.version);
+        if version == MessagesVersion::unknown() {
+            return messages_tokens(list);
+        }
+        if self.version != Some(version) || list.len() < self.messages {
+            *self = GrowingCount {
+                version: Some(version),
+                messages: 0,
+                tokens: 0,
+            };
+        }
+        self.tokens += messages_tokens(&list[self.messages..]);
+        self.messages = list.len();
+        self.tokens
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +147,28 @@ mod tests {
     #[test]
     fn a_message_counts_its_framing() {
         assert_eq!(message_tokens(&Message::User("abcd".into())), 5);
+    }
+
+    fn at(messages: &[Message], version: MessagesVersion) -> VersionedMessages<'_> {
+        VersionedMessages { messages, version }
+    }
+
+    #[test]
+    fn a_growing_count_counts_appended_messages_and_starts_over_on_a_new_version() {
+        let mut count = GrowingCount::default();
+        let v = MessagesVersion::fresh();
+        let mut list = vec![Message::User("abcd".into())];
+        assert_eq!(count.tokens(at(&list, v)), 5);
+        list.push(Message::User("abcdabcd".into()));
+        assert_eq!(count.tokens(at(&list, v)), 11);
+        // An edit comes with a new version: the list is counted again.
+        list[0] = Message::User("a".repeat(40));
+        let w = MessagesVersion::fresh();
+        assert_eq!(count.tokens(at(&list, w)), 14 + 6);
+        // A shorter list under the same version is counted again too.
+        assert_eq!(count.tokens(at(&list[..1], w)), 14);
+        // An unknown version is always counted whole.
+        assert_eq!(count.tokens(VersionedMessages::unversioned(&list)), 20);
+        assert_eq!(count.tokens(at(&list[..1], w)), 14);
     }
 }

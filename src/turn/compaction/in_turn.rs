@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::clip::{clip_old_tool_results, CLIP_CHARS, KEEP_RECENT_TOOL_RESULTS};
-use super::estimate::{messages_tokens, text_tokens};
+use super::estimate::{text_tokens, RequestMessages, VersionedMessages};
 use super::{
     CompactionReport, CompactionStatus, Compactor, Kind, Request, Trigger, FULL_PERCENT,
     MICRO_PERCENT,
@@ -46,6 +46,20 @@ impl<'e, 'a> Turn<'e, 'a> {
         }
     }
 
+    /// The history (read under its lock) and the transcript, each with its version.
+    fn request_messages<'h>(&'h self, history: &'h [Message]) -> RequestMessages<'h> {
+        RequestMessages {
+            history: VersionedMessages {
+                messages: history,
+                version: self.env.history_version.get(),
+            },
+            transcript: VersionedMessages {
+                messages: &self.transcript,
+                version: self.transcript_version,
+            },
+        }
+    }
+
     /// The tokens of what a request sends besides the history: the system prompt and the
     /// tools (measured once for the session, again when they change) and the volatile tail
     /// (each time).
@@ -66,7 +80,7 @@ impl<'e, 'a> Turn<'e, 'a> {
         let env = self.env;
         let estimate = {
             let h = read(env.history);
-            env.context.estimate(&h, &self.transcript, fixed)
+            env.context.estimate(self.request_messages(&h), fixed)
         };
         let window = env.context.window();
         if estimate > window * FULL_PERCENT / 100 {
@@ -131,10 +145,11 @@ impl<'e, 'a> Turn<'e, 'a> {
             if !candidates {
                 return;
             }
-            let pre_tokens = messages_tokens(h.iter().chain(&self.transcript));
+            // Counted before this request's estimate: only what was added since is counted.
+            let pre_tokens = env.context.history_tokens(self.request_messages(&h));
             let clipped =
                 clip_old_tool_results(self.transcript.iter_mut().rev().chain(h.iter_mut().rev()));
-            if clipped == 0 {
+            if clipped.results == 0 {
                 return;
             }
             env.history_version.renew();
@@ -144,9 +159,9 @@ impl<'e, 'a> Turn<'e, 'a> {
                 pre_msgs: n,
                 post_msgs: n,
                 pre_tokens,
-                post_tokens: messages_tokens(h.iter().chain(&self.transcript)),
+                post_tokens: pre_tokens - clipped.tokens_saved,
                 duration_ms: started.elapsed().as_millis() as u64,
-                detail: Some(format!("{clipped} tool results clipped")),
+                detail: Some(format!("{} tool results clipped", clipped.results)),
             }
         };
         self.transcript_version = MessagesVersion::fresh();
@@ -199,6 +214,9 @@ impl<'e, 'a> Turn<'e, 'a> {
             self.transcript_version = MessagesVersion::fresh();
         }
         if count > 0 {
+            // The provider counted the images: its count describes no prefix of this history,
+            // and the versions alone cannot tell once this turn's messages are committed.
+            env.context.forget_anchor();
             self.emit_event(&TurnEvent::ImagesRemoved(ImagesRemoved {
                 reason: "provider_rejected",
                 images_removed: count,
@@ -222,8 +240,10 @@ impl<'e, 'a> Turn<'e, 'a> {
             let e = match self.call_llm(schemas).await {
                 Ok(r) => {
                     if let Some(u) = r.usage {
-                        let n = read(self.env.history).len() + self.transcript.len();
-                        self.env.context.anchor(u.prompt_tokens, n);
+                        let h = read(self.env.history);
+                        self.env
+                            .context
+                            .anchor(u.prompt_tokens, self.request_messages(&h));
                     }
                     return Ok(r);
                 }

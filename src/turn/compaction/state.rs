@@ -5,9 +5,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::estimate::{messages_tokens, text_tokens};
+use super::estimate::{
+    messages_tokens, text_tokens, GrowingCount, RequestMessages, VersionedMessages,
+};
 use super::{CompactionStatus, FULL_PERCENT, MICRO_PERCENT};
-use crate::llm::Message;
+use crate::llm::MessagesVersion;
 
 /// Consecutive failed compactions after which automatic ones stop (until one succeeds on
 /// another trigger, or the history is replaced).
@@ -24,13 +26,33 @@ struct Inner {
     /// The tokens of the last tool list measured. The list is held so that a new list can
     /// never be taken for it by its address.
     tools: Option<(Arc<Vec<Value>>, u64)>,
+    /// The local counts of the history and of the running turn's transcript, kept between
+    /// estimates so each request counts only the messages added since the last.
+    history_count: GrowingCount,
+    transcript_count: GrowingCount,
 }
 
-/// The provider's `prompt_tokens` for a request, and how many history messages it held.
+/// The provider's `prompt_tokens` for a request, how many messages (history then transcript)
+/// it held, and which state of each list they were.
 #[derive(Debug, Clone, Copy)]
 struct Anchor {
     prompt_tokens: u64,
     messages: usize,
+    history_version: MessagesVersion,
+    transcript_version: MessagesVersion,
+}
+
+impl Anchor {
+    /// Whether the messages this count covered are still the first messages of `now`: the
+    /// history kept its version (it was only appended to), and the transcript did too, or the
+    /// counted messages lie wholly in the history (the turn was committed, a new one began).
+    fn still_a_prefix_of(&self, now: RequestMessages<'_>) -> bool {
+        let history = now.history.messages.len();
+        self.prompt_tokens > 0
+            && self.messages <= history + now.transcript.messages.len()
+            && self.history_version == now.history.version
+            && (self.transcript_version == now.transcript.version || self.messages <= history)
+    }
 }
 
 pub(crate) struct ContextState {
@@ -50,6 +72,13 @@ pub(crate) struct ContextUsage {
     pub(crate) compactions: u64,
     pub(crate) consecutive_failures: u32,
     pub(crate) breaker_open: bool,
+}
+
+impl Inner {
+    fn local_tokens(&mut self, messages: RequestMessages<'_>) -> u64 {
+        self.history_count.tokens(messages.history)
+            + self.transcript_count.tokens(messages.transcript)
+    }
 }
 
 impl ContextState {
@@ -97,10 +126,12 @@ impl ContextState {
     }
 
     /// The provider counted `prompt_tokens` for a request holding `messages` history messages.
-    pub(crate) fn anchor(&self, prompt_tokens: u64, messages: usize) {
+    pub(crate) fn anchor(&self, prompt_tokens: u64, request: RequestMessages<'_>) {
         self.lock().anchor = Some(Anchor {
             prompt_tokens,
-            messages,
+            messages: request.history.messages.len() + request.transcript.messages.len(),
+            history_version: request.history.version,
+            transcript_version: request.transcript.version,
         });
     }
 
@@ -110,26 +141,27 @@ impl ContextState {
         self.lock().anchor = None;
     }
 
-    /// The estimate of a request with `messages` (history then transcript): the provider's
-    /// last count plus the messages added since, or, without a usable count, `fixed` (system
-    /// prompt, tools, volatile tail) plus all the messages.
-    pub(crate) fn estimate<'m>(
-        &self,
-        history: &'m [Message],
-        transcript: &'m [Message],
-        fixed: u64,
-    ) -> u64 {
-        let anchor = self.lock().anchor;
-        let total = history.len() + transcript.len();
-        let all = history.iter().chain(transcript);
-        let est = match anchor {
-            Some(a) if a.messages <= total && a.prompt_tokens > 0 => {
+    /// The estimate of a request with `messages`: the provider's last count plus the messages
+    /// added since, or, without a usable count, `fixed` (system prompt, tools, volatile tail)
+    /// plus all the messages. One lock for the whole estimate.
+    pub(crate) fn estimate(&self, messages: RequestMessages<'_>, fixed: u64) -> u64 {
+        let mut i = self.lock();
+        let (history, transcript) = (messages.history.messages, messages.transcript.messages);
+        let est = match i.anchor {
+            Some(a) if a.still_a_prefix_of(messages) => {
+                let all = history.iter().chain(transcript);
                 a.prompt_tokens + messages_tokens(all.skip(a.messages))
             }
-            _ => fixed + messages_tokens(all),
+            _ => fixed + i.local_tokens(messages),
         };
-        self.lock().last_estimate = Some(est);
+        i.last_estimate = Some(est);
         est
+    }
+
+    /// The local count of `messages`, without the fixed part: what a compaction reports as
+    /// the history's tokens.
+    pub(crate) fn history_tokens(&self, messages: RequestMessages<'_>) -> u64 {
+        self.lock().local_tokens(messages)
     }
 
     /// Whether automatic compaction has stopped after repeated failures.
@@ -160,8 +192,12 @@ impl ContextState {
     }
 
     /// The figures for the host; `estimated_tokens` is the estimate of `history` now.
-    pub(crate) fn usage(&self, history: &[Message], fixed: u64) -> ContextUsage {
-        let estimated_tokens = self.estimate(history, &[], fixed);
+    pub(crate) fn usage(&self, history: VersionedMessages<'_>, fixed: u64) -> ContextUsage {
+        let messages = RequestMessages {
+            history,
+            transcript: VersionedMessages::unversioned(&[]),
+        };
+        let estimated_tokens = self.estimate(messages, fixed);
         let window = self.window();
         let i = self.lock();
         ContextUsage {
@@ -181,6 +217,7 @@ impl ContextState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Message;
 
     #[test]
     fn the_window_is_the_least_known_and_the_anchor_counts_only_newer_messages() {
@@ -190,12 +227,57 @@ mod tests {
         s.learn(100_000);
         assert_eq!(s.window(), 32_768);
         let h = vec![Message::User("abcd".repeat(100)); 3];
-        let local = s.estimate(&h, &[], 50);
+        let v = MessagesVersion::fresh();
+        let at = |messages| RequestMessages {
+            history: VersionedMessages {
+                messages,
+                version: v,
+            },
+            transcript: VersionedMessages::unversioned(&[]),
+        };
+        let local = s.estimate(at(&h), 50);
         assert_eq!(local, 50 + 3 * 104);
-        s.anchor(1_000, 2);
-        assert_eq!(s.estimate(&h, &[], 50), 1_000 + 104);
+        s.anchor(1_000, at(&h[..2]));
+        assert_eq!(s.estimate(at(&h), 50), 1_000 + 104);
         // A shorter history than the anchor saw: the local estimate again.
-        assert_eq!(s.estimate(&h[..1], &[], 50), 50 + 104);
+        assert_eq!(s.estimate(at(&h[..1]), 50), 50 + 104);
+    }
+
+    #[test]
+    fn an_anchor_is_not_used_once_what_it_counted_changed_other_than_by_appending() {
+        let s = ContextState::new(200_000);
+        let h = vec![Message::User("abcd".repeat(100)); 2];
+        let t = vec![Message::User("abcd".repeat(100)); 2];
+        let (hv, tv) = (MessagesVersion::fresh(), MessagesVersion::fresh());
+        let at = |history, hv, transcript, tv| RequestMessages {
+            history: VersionedMessages {
+                messages: history,
+                version: hv,
+            },
+            transcript: VersionedMessages {
+                messages: transcript,
+                version: tv,
+            },
+        };
+        s.anchor(1_000, at(&h, hv, &t, tv));
+        assert_eq!(s.estimate(at(&h, hv, &t, tv), 50), 1_000);
+        // The turn's messages edited in place (images removed): a new transcript version.
+        assert_eq!(
+            s.estimate(at(&h, hv, &t, MessagesVersion::fresh()), 50),
+            50 + 4 * 104
+        );
+        // Committed (appended to the history) and a new turn begun: still the anchor's prefix.
+        let all: Vec<Message> = h.iter().chain(&t).cloned().collect();
+        let next = [Message::User("abcd".repeat(100))];
+        assert_eq!(
+            s.estimate(at(&all, hv, &next, MessagesVersion::fresh()), 50),
+            1_000 + 104
+        );
+        // The history edited in place (microcompaction): a new history version.
+        assert_eq!(
+            s.estimate(at(&all, MessagesVersion::fresh(), &next, tv), 50),
+            50 + 5 * 104
+        );
     }
 
     #[test]
