@@ -135,6 +135,9 @@ pub(crate) struct AnswerReader<R> {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// Bytes from `start` already searched for a newline, so a line that arrives in many small
+    /// reads is scanned once, not once a read.
+    searched: usize,
     position: Position,
     eof: bool,
     decoded: DecodedAnswer,
@@ -147,6 +150,7 @@ impl<R> AnswerReader<R> {
             buf: Vec::new(),
             start: 0,
             end: 0,
+            searched: 0,
             position: Position::LineStart,
             eof: false,
             decoded,
@@ -190,7 +194,6 @@ impl<R: AsyncRead + Unpin> AsyncRead for AnswerReader<R> {
                 return Poll::Pending;
             }
             let pending = &this.buf[this.start..this.end];
-            let newline = memchr::memchr(b'\n', pending);
             match this.position {
                 Position::Passing => {
                     if pending.is_empty() {
@@ -200,17 +203,21 @@ impl<R: AsyncRead + Unpin> AsyncRead for AnswerReader<R> {
                         std::task::ready!(this.poll_fill(cx))?;
                         continue;
                     }
-                    let through = newline.map_or(pending.len(), |p| p + 1);
-                    let n = through.min(out.remaining());
+                    // Only as far as `out` has room: what is searched is handed on.
+                    let room = pending.len().min(out.remaining());
+                    let newline = memchr::memchr(b'\n', &pending[..room]);
+                    let n = newline.map_or(room, |p| p + 1);
                     out.put_slice(&pending[..n]);
                     this.start += n;
-                    if newline.is_some() && n == through {
+                    if newline.is_some() {
                         this.position = Position::LineStart;
                     }
                     return Poll::Ready(Ok(()));
                 }
-                Position::LineStart => match newline {
+                Position::LineStart => match memchr::memchr(b'\n', &pending[this.searched..]) {
                     Some(p) => {
+                        let p = this.searched + p;
+                        this.searched = 0;
                         if let Some(msg) = decode(&pending[..p]) {
                             this.start += p + 1;
                             this.decoded.put(msg);
@@ -219,12 +226,16 @@ impl<R: AsyncRead + Unpin> AsyncRead for AnswerReader<R> {
                         this.position = Position::Passing;
                     }
                     None if this.eof || pending.len() > MAX_FAST_LINE_BYTES => {
+                        this.searched = 0;
                         if pending.is_empty() {
                             return Poll::Ready(Ok(()));
                         }
                         this.position = Position::Passing;
                     }
-                    None => std::task::ready!(this.poll_fill(cx))?,
+                    None => {
+                        this.searched = pending.len();
+                        std::task::ready!(this.poll_fill(cx))?;
+                    }
                 },
             }
         }
