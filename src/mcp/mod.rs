@@ -7,13 +7,14 @@
 //! - [`tool`] and [`resource_tools`]: the `Tool`s a turn sees; [`naming`] and [`render`]: the
 //!   reference's names and result text;
 //! - [`registry`]: the host's `MCPRegistry`; `progress`: progress notifications routed to
-//!   their call as they are read; `stdio`: a stdio server's transport; `limits`: the limits a
+//!   their call as they are read; `stdio`: a stdio server's transport, with `fast_answer` decoding tool answers ahead of rmcp; `limits`: the limits a
 //!   server must keep, and the tripwire that closes its connection when it does not.
 //!
 //! Sits between `agent` (which owns a [`McpManager`]) and `tools` (whose trait it implements).
 
 pub mod client;
 pub mod config;
+mod fast_answer;
 mod limits;
 pub(crate) mod manager;
 pub(crate) mod naming;

@@ -5,7 +5,12 @@
 //! it and reads on: when that line was an answer, its call waits forever (the request timeout
 //! is unbounded by default). Its bound cannot be set and its stdout cannot be wrapped, so the
 //! child is spawned here, and an oversized line ends the connection instead.
+//!
+//! Under rmcp's line reading sits [`AnswerReader`]: tool call answers of the common shape are
+//! decoded there with one typed pass (`fast_answer.rs`) and handed to rmcp's service by
+//! `receive` directly; rmcp reads every other line as before.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::process::Stdio;
@@ -19,6 +24,7 @@ use rmcp::RoleClient;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
+use super::fast_answer::{AnswerReader, DecodedAnswer};
 use super::limits::{Breach, Tripwire, MAX_MESSAGE_BYTES};
 
 /// How long a server whose stdin was closed has to exit before it is killed (the MCP stdio
@@ -106,7 +112,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for LimitedReader<R> {
 
 /// A spawned stdio server and the transport over its pipes.
 pub(crate) struct StdioTransport {
-    io: AsyncRwTransport<RoleClient, LimitedReader<ChildStdout>, ChildStdin>,
+    io: AsyncRwTransport<RoleClient, AnswerReader<LimitedReader<ChildStdout>>, ChildStdin>,
+    decoded: DecodedAnswer,
     child: Child,
 }
 
@@ -126,11 +133,15 @@ impl StdioTransport {
             ));
         };
         let stderr = child.stderr.take();
-        let reader = LimitedReader::new(stdout, MAX_MESSAGE_BYTES, tripwire);
+        let decoded = DecodedAnswer::default();
+        let reader = AnswerReader::new(
+            LimitedReader::new(stdout, MAX_MESSAGE_BYTES, tripwire),
+            decoded.clone(),
+        );
         // The reader fails a longer line first; rmcp's own bound counts the newline too.
         let io =
             AsyncRwTransport::new_client(reader, stdin).with_max_line_length(MAX_MESSAGE_BYTES + 1);
-        Ok((StdioTransport { io, child }, stderr))
+        Ok((StdioTransport { io, decoded, child }, stderr))
     }
 
     pub(crate) fn id(&self) -> Option<u32> {
@@ -151,7 +162,24 @@ impl Transport<RoleClient> for StdioTransport {
     fn receive(
         &mut self,
     ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.io.receive()
+        let decoded = self.decoded.clone();
+        let rest = self.io.receive();
+        async move {
+            let mut rest = std::pin::pin!(rest);
+            // A decoded answer is taken first: the reader reads nothing past it until it is.
+            std::future::poll_fn(|cx| {
+                if let Some(msg) = decoded.take() {
+                    return Poll::Ready(Some(msg));
+                }
+                match rest.as_mut().poll(cx) {
+                    Poll::Ready(msg) => Poll::Ready(msg),
+                    Poll::Pending => decoded
+                        .take()
+                        .map_or(Poll::Pending, |m| Poll::Ready(Some(m))),
+                }
+            })
+            .await
+        }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

@@ -3,7 +3,9 @@
 //! - `run ADDR FILE N TEXT`: replay the bodies of FILE, N times, on one keep-alive connection;
 //! - `fresh ADDR FILE TEXT`: send FILE's first body on a new connection (a fresh agent's first turn);
 //! - `text ADDR FILE N`: as `run … N -`, but decoding every delta's text (`sse_text.rs`) instead of
-//!   only finding line ends.
+//!   only finding line ends;
+//! - `many ADDR FILE N`: N connections at once, each replaying FILE's bodies once (N turns in
+//!   flight together: the floor of the scale rows).
 //!
 //! ADDR is the mock's `127.0.0.1:PORT` (each bench section has its own mock). TEXT, the rest of
 //! the line, must occur in the last response of each replay (`-`: no check; a streamed answer is split across deltas).
@@ -31,6 +33,11 @@ pub enum Command {
         addr: SocketAddr,
         file: PathBuf,
         times: u32,
+    },
+    Many {
+        addr: SocketAddr,
+        file: PathBuf,
+        connections: u32,
     },
 }
 
@@ -123,6 +130,15 @@ impl Command {
                     .filter(|&n| n > 0)
                     .ok_or(format!("count {n:?}"))?,
             }),
+            ["many", a, file, n] => Ok(Command::Many {
+                addr: addr(a)?,
+                file: PathBuf::from(file),
+                connections: n
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or(format!("count {n:?}"))?,
+            }),
             ["fresh", a, file, text] => Ok(Command::Fresh {
                 addr: addr(a)?,
                 file: PathBuf::from(file),
@@ -168,6 +184,20 @@ mod tests {
                 times: 3,
             }
         );
+    }
+
+    #[test]
+    fn parses_many() {
+        assert_eq!(
+            Command::parse("many 127.0.0.1:8080 /tmp/r.raw 10000").unwrap(),
+            Command::Many {
+                addr: "127.0.0.1:8080".parse().unwrap(),
+                file: "/tmp/r.raw".into(),
+                connections: 10000,
+            }
+        );
+        assert!(Command::parse("many 127.0.0.1:1 f 0").is_err());
+        assert!(Command::parse("many 127.0.0.1:1 f").is_err());
     }
 
     #[test]

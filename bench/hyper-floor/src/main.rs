@@ -70,9 +70,55 @@ async fn execute_text(
     })
 }
 
+/// `connections` connections at once, each replaying `file`'s bodies once; every one must end.
+async fn execute_many(
+    addr: std::net::SocketAddr,
+    file: &std::path::Path,
+    connections: u32,
+) -> Result<Measured, String> {
+    let bodies = std::rc::Rc::new(RequestBodies::read(file)?.0);
+    let (cpu0, wall0) = (cpu_now(), Instant::now());
+    let local = tokio::task::LocalSet::new();
+    let lines = local
+        .run_until(async {
+            let tasks: Vec<_> = (0..connections)
+                .map(|_| {
+                    let bodies = bodies.clone();
+                    tokio::task::spawn_local(async move {
+                        let mut counter = DataLineCounter::default();
+                        let mut conn = Connection::open(addr).await?;
+                        for body in bodies.iter() {
+                            conn.exchange(body.clone(), &mut counter, Keep::Nothing)
+                                .await?;
+                        }
+                        Ok::<u64, String>(counter.lines())
+                    })
+                })
+                .collect();
+            let mut lines = 0;
+            for t in tasks {
+                lines += t.await.map_err(|e| format!("task: {e}"))??;
+            }
+            Ok::<u64, String>(lines)
+        })
+        .await?;
+    let (wall, cpu) = (wall0.elapsed(), cpu_now().saturating_sub(cpu0));
+    Ok(Measured {
+        wall_ns: wall.as_nanos() as u64,
+        lines,
+        cpu_ns: cpu.as_nanos() as u64,
+        decoded: None,
+    })
+}
+
 async fn execute(command: Command) -> Result<Measured, String> {
     let (addr, file, times, text, fresh) = match command {
         Command::Text { addr, file, times } => return execute_text(addr, &file, times).await,
+        Command::Many {
+            addr,
+            file,
+            connections,
+        } => return execute_many(addr, &file, connections).await,
         Command::Run {
             addr,
             file,
