@@ -15,6 +15,8 @@ use crate::llm::config::LlmSection;
 pub(crate) use crate::llm::config::ProcessEnv;
 pub use crate::llm::config::{Env, LlmConfig, DEFAULT_MAX_TOKENS};
 pub(crate) use crate::permissions::PermissionsConfig;
+use crate::telemetry::config::TelemetrySection;
+pub use crate::telemetry::TelemetryConfig;
 pub use crate::tools::ToolsConfig;
 
 pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 100;
@@ -60,6 +62,8 @@ pub struct AgentConfig {
     pub(crate) subagents: Option<Value>,
     /// `session`: where the session is committed and who it is.
     pub(crate) session: SessionConfig,
+    /// `telemetry` with the `OTEL_*` environment: where spans and metrics go; `None`: nowhere.
+    pub telemetry: Option<TelemetryConfig>,
 }
 
 /// The `session` section: the store the session is committed to after every turn, and the
@@ -117,6 +121,8 @@ struct RawConfig {
     subagents: Option<Value>,
     #[serde(default, deserialize_with = "optional_object")]
     session: Option<SessionConfig>,
+    #[serde(default, deserialize_with = "optional_object")]
+    telemetry: Option<TelemetrySection>,
 }
 
 impl Section for RawConfig {}
@@ -179,6 +185,12 @@ impl AgentConfig {
             ));
         }
 
+        let telemetry = raw
+            .telemetry
+            .unwrap_or_default()
+            .resolve(env)
+            .map_err(err)?;
+
         let max_context_tokens = raw.max_context_tokens.unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS);
         if max_context_tokens < MIN_CONTEXT_TOKENS {
             return Err(err(format!(
@@ -203,6 +215,7 @@ impl AgentConfig {
             memory: raw.memory,
             subagents: raw.subagents,
             session: check_session(raw.session.unwrap_or_default())?,
+            telemetry,
         })
     }
 }

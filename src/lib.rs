@@ -10,6 +10,7 @@
 //! | [`turn`] | one turn: LLM call, tool-call planning, permission + confirmation, execution, outcome |
 //! | [`config`] | the agent config: composes the sections each layer owns |
 //! | [`audit`] | the audit sink: host events from a bounded queue into PostgreSQL, in batches, drops counted |
+//! | [`telemetry`] | OpenTelemetry: spans from the typed events, metrics, the host's `traceparent`, OTLP/HTTP export from a bounded queue, drops counted |
 //! | [`session_store`] | where session documents are committed (optimistic versions) and loaded: the trait, SQLite, PostgreSQL |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
 //! | [`llm`] | chat completions over SSE, the scripted provider, retries |
@@ -56,6 +57,7 @@ pub mod turn;
 pub mod audit;
 pub mod config;
 pub mod session_store;
+pub mod telemetry;
 
 pub mod mcp;
 

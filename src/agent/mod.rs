@@ -20,6 +20,7 @@ mod durable;
 mod runtime;
 mod session;
 pub mod session_document;
+mod trace_context;
 mod turns;
 
 pub use api::{Agent, WeakAgent};

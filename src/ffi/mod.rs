@@ -54,6 +54,8 @@ pub mod subagents;
 pub mod transport;
 // Last: the header lists its items after everything it had before (additions only).
 pub mod audit_sink;
+// After the audit sink, for the same reason.
+pub mod telemetry;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
 use handle::BoxCastable;
