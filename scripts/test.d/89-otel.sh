@@ -10,9 +10,11 @@ if [ $rc = 3 ]; then skipped "otel: Jaeger cannot run here ($otlp)"; return 0; f
 [ $rc = 0 ] || { echo "$otlp"; exit 1; }
 mkdir -p build/jaeger
 set +e
-AGENTAO_JAEGER_REQUIRED=1 cargo test --quiet --test otel_jaeger -- --ignored 2>&1 | tee build/jaeger/out.txt
+{ AGENTAO_JAEGER_REQUIRED=1 cargo test --quiet --test otel_jaeger -- --ignored \
+  && AGENTAO_JAEGER_REQUIRED=1 cargo test --quiet -p agentao-acp --test otel -- --ignored; } 2>&1 \
+  | tee build/jaeger/out.txt
 status=${PIPESTATUS[0]}
 set -e
 scripts/jaeger.sh stop
 [ "$status" = 0 ] || { echo "the Jaeger test failed"; exit 1; }
-record "otel-jaeger" "$(sed -nE 's/^test result: ok\. ([0-9]+) passed; 0 failed.*/\1/p' build/jaeger/out.txt)"
+record "otel-jaeger" "$(sed -nE 's/^test result: ok\. ([0-9]+) passed; 0 failed.*/\1/p' build/jaeger/out.txt | awk '{s += $1} END {print s + 0}')"
