@@ -9,6 +9,11 @@
 #   scripts/jaeger.sh query    the query API's base URL (`/api/traces?service=…` below it)
 #   scripts/jaeger.sh ui       the same URL: the UI is served there too
 #
+# AGENTAO_JAEGER_UI=DIR serves a built jaeger-ui (its `packages/jaeger-ui/build`) as the UI:
+# the module has no UI assets of its own (they are a separate npm build, embedded only by
+# Jaeger's release builds), so without it the UI is a placeholder; the query API is there
+# either way.
+#
 # Exit status 3 with a line starting "unavailable:" means Jaeger cannot run on this machine
 # (no Go 1.24+, or the module proxy cannot be reached); callers turn that into a skipped step.
 #
@@ -55,7 +60,11 @@ running() { [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; }
 start() {
   ensure_bin
   if running; then cat "$dir/otlp"; return 0; fi
-  local otlp query grpc health
+  local otlp query grpc health ui=""
+  if [ -n "${AGENTAO_JAEGER_UI:-}" ]; then
+    ui="    ui:
+      assets_path: $AGENTAO_JAEGER_UI"
+  fi
   otlp=$(free_port); query=$(free_port); grpc=$(free_port); health=$(free_port)
   # Only what the tests use, on loopback: OTLP/HTTP in, memory storage, the query API and UI.
   # No own metrics endpoint (the default one is a fixed port).
@@ -80,6 +89,7 @@ extensions:
       endpoint: 127.0.0.1:$query
     grpc:
       endpoint: 127.0.0.1:$grpc
+$ui
   jaeger_storage:
     backends:
       memstore:

@@ -185,7 +185,9 @@ fn a_turn_with_a_retry_a_tool_and_a_sub_agent_is_one_trace_under_the_hosts_span(
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "secret-ish contents\n").unwrap();
-    let service = format!("agentao-test-{}", uuid::Uuid::new_v4().simple());
+    // AGENTAO_OTEL_TEST_SERVICE names the service (the docs' screenshot is of such a run).
+    let service = std::env::var("AGENTAO_OTEL_TEST_SERVICE")
+        .unwrap_or_else(|_| format!("agentao-test-{}", uuid::Uuid::new_v4().simple()));
     let config = json!({
         "working_directory": dir.path(),
         "llm": {"provider": "openai", "base_url": server.base_url(), "api_key": "k", "model": "m",
