@@ -45,10 +45,31 @@ pub struct TracerIdentity {
 /// The model call attempt that is open, with what its successor after a retry repeats.
 struct OpenCall {
     span: SpanRecord,
+    facts: CallFacts,
+}
+
+/// What every attempt of one model call shares (a retry's span repeats it).
+#[derive(Clone)]
+struct CallFacts {
     model: String,
     attempt: u32,
     max_tokens: u32,
     temperature: Option<f64>,
+    messages: usize,
+    tools: usize,
+}
+
+impl CallFacts {
+    fn of(d: &LlmCallStarted<'_>) -> Self {
+        CallFacts {
+            model: d.model.to_owned(),
+            attempt: d.attempt,
+            max_tokens: d.max_tokens,
+            temperature: d.temperature,
+            messages: d.n_messages,
+            tools: d.tool_count,
+        }
+    }
 }
 
 /// A tool call's span, with whether the host was asked to confirm it.
@@ -187,32 +208,26 @@ impl AgentTracer {
             .or_else(|| s.agent_parent.clone())
     }
 
-    fn start_call(&self, s: &mut TraceState, d: &LlmCallStarted<'_>, retry: u32) {
+    fn start_call(&self, s: &mut TraceState, facts: CallFacts, retry: u32) {
         let parent = Self::turn_parent(s);
         let mut span = SpanRecord::start(
-            format!("chat {}", d.model),
+            format!("chat {}", facts.model),
             SpanKind::Client,
             parent.as_ref(),
         );
         span.set("gen_ai.operation.name", "chat");
         span.set("gen_ai.provider.name", self.identity.provider);
-        span.set("gen_ai.request.model", d.model);
-        span.set("gen_ai.request.max_tokens", d.max_tokens);
-        if let Some(t) = d.temperature {
+        span.set("gen_ai.request.model", facts.model.as_str());
+        span.set("gen_ai.request.max_tokens", facts.max_tokens);
+        if let Some(t) = facts.temperature {
             span.set("gen_ai.request.temperature", t);
         }
         span.set("gen_ai.conversation.id", self.identity.session_id.as_str());
-        span.set("agentao.llm.attempt", d.attempt);
+        span.set("agentao.llm.attempt", facts.attempt);
         span.set("agentao.llm.retry", retry);
-        span.set("agentao.llm.messages", d.n_messages);
-        span.set("agentao.llm.tools", d.tool_count);
-        s.call = Some(OpenCall {
-            span,
-            model: d.model.to_owned(),
-            attempt: d.attempt,
-            max_tokens: d.max_tokens,
-            temperature: d.temperature,
-        });
+        span.set("agentao.llm.messages", facts.messages);
+        span.set("agentao.llm.tools", facts.tools);
+        s.call = Some(OpenCall { span, facts });
     }
 
     fn tool_span<'s>(&self, s: &'s mut TraceState, tool: &str, call_id: &str) -> &'s mut OpenTool {
@@ -302,30 +317,12 @@ impl AgentTracer {
             TurnEvent::LlmCallStarted(d) => {
                 self.end_call(s, SpanStatus::Error("superseded".into()));
                 self.flush_awaiting(s);
-                self.start_call(s, d, 0);
+                self.start_call(s, CallFacts::of(d), 0);
             }
             TurnEvent::LlmRetry(d) => {
                 if let Some(mut c) = s.call.take() {
                     c.span.set("error.type", "retry");
                     c.span.fail(d.reason);
-                    let started = LlmCallStarted {
-                        attempt: c.attempt,
-                        model: &c.model,
-                        temperature: c.temperature,
-                        max_tokens: c.max_tokens,
-                        n_messages: match c.span.attribute("agentao.llm.messages") {
-                            Some(AttrValue::Int(n)) => usize::try_from(*n).unwrap_or(0),
-                            _ => 0,
-                        },
-                        n_tool_messages: 0,
-                        n_system_reminder_blocks: 0,
-                        system_prompt_hash: "",
-                        tools_hash: "",
-                        tool_count: match c.span.attribute("agentao.llm.tools") {
-                            Some(AttrValue::Int(n)) => usize::try_from(*n).unwrap_or(0),
-                            _ => 0,
-                        },
-                    };
                     let duration = c.span.start.elapsed().unwrap_or_default().as_secs_f64();
                     self.metric(
                         Instrument::OperationDuration,
@@ -333,12 +330,12 @@ impl AgentTracer {
                         vec![
                             ("gen_ai.operation.name", "chat".into()),
                             ("gen_ai.provider.name", self.identity.provider.into()),
-                            ("gen_ai.request.model", c.model.clone()),
+                            ("gen_ai.request.model", c.facts.model.clone()),
                             ("error.type", "retry".into()),
                         ],
                     );
                     self.ship(c.span);
-                    self.start_call(s, &started, d.retry);
+                    self.start_call(s, c.facts, d.retry);
                 }
                 if let Some(turn) = s.turn.as_mut() {
                     turn.event(
@@ -379,7 +376,7 @@ impl AgentTracer {
                     let base = vec![
                         ("gen_ai.operation.name", "chat".to_owned()),
                         ("gen_ai.provider.name", self.identity.provider.to_owned()),
-                        ("gen_ai.request.model", c.model.clone()),
+                        ("gen_ai.request.model", c.facts.model.clone()),
                     ];
                     if d.status == "error" {
                         let class = d.error_class.unwrap_or("error");
