@@ -331,6 +331,18 @@ fn a_turn_with_a_retry_a_tool_and_a_sub_agent_is_one_trace_under_the_hosts_span(
     }
     let stats = agent.telemetry_stats().unwrap();
     assert_eq!(stats.dropped_spans, 0, "{stats:?}");
+    // Jaeger takes no metrics: the first 404 stops them, once.
+    assert!(stats.failed_exports <= 1, "{stats:?}");
+    if stats.failed_exports == 1 {
+        assert!(
+            stats
+                .last_error
+                .as_deref()
+                .unwrap_or_default()
+                .contains("no longer sent"),
+            "{stats:?}"
+        );
+    }
 }
 
 /// A listener that accepts connections and never answers: a collector that hangs.

@@ -100,6 +100,7 @@ impl Pipeline {
         let metrics = Arc::new(Metrics::default());
         let counters = Arc::new(Counters::default());
         let exporter = Exporter {
+            metrics_refused: false,
             config: config.clone(),
             client,
             metrics: metrics.clone(),
@@ -139,6 +140,9 @@ impl Pipeline {
 
 /// The task's side: drains the queue and posts.
 struct Exporter {
+    /// The metrics URL answered 404 (a backend that takes traces only, such as Jaeger): the
+    /// metrics are not posted again.
+    metrics_refused: bool,
     config: TelemetryConfig,
     client: reqwest::Client,
     metrics: Arc<Metrics>,
@@ -146,7 +150,7 @@ struct Exporter {
 }
 
 impl Exporter {
-    async fn run(self, mut rx: mpsc::Receiver<SpanRecord>) {
+    async fn run(mut self, mut rx: mpsc::Receiver<SpanRecord>) {
         let mut tick = tokio::time::interval(self.config.export_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut batch: Vec<SpanRecord> = Vec::new();
@@ -181,19 +185,21 @@ impl Exporter {
             .unwrap_or_else(|e| e.into_inner()) = Some(message);
     }
 
-    async fn post(&self, url: &str, body: Vec<u8>) -> Result<(), String> {
+    async fn post(&self, url: &str, body: Vec<u8>) -> Result<(), PostError> {
         let response = self
             .client
             .post(url)
             .body(body)
             .send()
             .await
-            .map_err(|e| format!("POST {url}: {e}"))?;
+            .map_err(|e| PostError::Failed(format!("POST {url}: {e}")))?;
         let status = response.status();
         if status.is_success() {
             Ok(())
+        } else if status == reqwest::StatusCode::NOT_FOUND {
+            Err(PostError::NotFound(format!("POST {url}: HTTP {status}")))
         } else {
-            Err(format!("POST {url}: HTTP {status}"))
+            Err(PostError::Failed(format!("POST {url}: HTTP {status}")))
         }
     }
 
@@ -208,7 +214,7 @@ impl Exporter {
             Ok(()) => {
                 self.counters.exported.fetch_add(n, Ordering::Relaxed);
             }
-            Err(e) => {
+            Err(PostError::Failed(e) | PostError::NotFound(e)) => {
                 self.counters.dropped.fetch_add(n, Ordering::Relaxed);
                 self.metrics
                     .record(Instrument::SpansDropped, n as f64, vec![]);
@@ -217,17 +223,35 @@ impl Exporter {
         }
     }
 
-    async fn post_metrics(&self) {
+    async fn post_metrics(&mut self) {
         let Some(url) = &self.config.metrics_url else {
             return;
         };
+        if self.metrics_refused {
+            return;
+        }
         let series = self.metrics.snapshot();
         if series.is_empty() {
             return;
         }
         let body = super::otlp::metrics_body(&self.config, self.metrics.start, &series);
-        if let Err(e) = self.post(url, body).await {
-            self.failed(e);
+        match self.post(url, body).await {
+            Ok(()) => {}
+            Err(PostError::NotFound(e)) => {
+                self.metrics_refused = true;
+                self.failed(format!(
+                    "{e}: the collector takes no metrics; they are no longer sent"
+                ));
+            }
+            Err(PostError::Failed(e)) => self.failed(e),
         }
     }
+}
+
+/// Why a post failed.
+enum PostError {
+    /// HTTP 404: nothing takes this signal there.
+    NotFound(String),
+    /// Anything else: the collector is down, slow or refused the body.
+    Failed(String),
 }
