@@ -400,6 +400,11 @@ typedef int32_t agentao_hook_event;
 #endif // __cplusplus
 
 /*
+ One instrument of the agent.
+ */
+typedef struct Instrument Instrument;
+
+/*
  An agent: one session with its history, tools, permissions and transport. Thread-safe.
  */
 typedef struct agentao_agent agentao_agent;
@@ -2256,6 +2261,48 @@ agentao_status agentao_reply_hook(struct agentao_reply *reply, const char *outpu
  reads. Errors: `AGENTAO_STATUS_NULL_ARGUMENT` (agent or `json_out`).
  */
 agentao_status agentao_agent_skills(const struct agentao_agent *agent, char **json_out, struct agentao_error **err_out);
+
+/*
+ Makes every later turn of the agent a child of the host's span: `traceparent` is a W3C
+ `traceparent` header value (`00-<32 hex>-<16 hex>-<2 hex>`), `tracestate` (may be NULL)
+ its `tracestate`, passed on to the agent's spans. NULL `traceparent` clears it (each turn
+ then starts a trace of its own). Both borrowed; effective from the next turn. With no
+ exporter configured (docs/observability.md) the value is checked and otherwise unused.
+
+ Threads: any thread, also from a callback. Errors: NULL `agent` is
+ `AGENTAO_STATUS_NULL_ARGUMENT`; a malformed `traceparent` or `tracestate` (or a `tracestate`
+ without a `traceparent`) is `AGENTAO_STATUS_INVALID_ARGUMENT` with the reason, and changes
+ nothing; bad UTF-8 is `AGENTAO_STATUS_INVALID_UTF8`.
+ */
+agentao_status agentao_agent_set_traceparent(struct agentao_agent *agent, const char *traceparent, const char *tracestate, struct agentao_error **err_out);
+
+/*
+ As `agentao_agent_set_traceparent`, for the next turn only: the next turn's span is a
+ child of this one (it wins over the agent's), and later turns go back to the agent's.
+ NULL `traceparent` withdraws a value set for the next turn. Same threads and errors.
+ */
+agentao_status agentao_agent_set_turn_traceparent(struct agentao_agent *agent, const char *traceparent, const char *tracestate, struct agentao_error **err_out);
+
+/*
+ Writes the trace id (32 lowercase hex digits) of the turn that runs, else of the last
+ turn, to `*trace_id_out`; an empty string before the first turn or when no exporter is
+ configured. Release with `agentao_string_free`.
+
+ Threads: any thread; from inside a callback of a turn (`emit`, `confirm_tool`, a host
+ tool, …) it is that turn's trace. Errors: NULL `agent` or `trace_id_out` is
+ `AGENTAO_STATUS_NULL_ARGUMENT` (`*trace_id_out` is NULL then).
+ */
+agentao_status agentao_agent_trace_id(const struct agentao_agent *agent, char **trace_id_out, struct agentao_error **err_out);
+
+/*
+ Writes the telemetry exporter's status to `*json_out`: `{"enabled": bool,
+ "exported_spans", "dropped_spans", "failed_exports": counts since the exporter started,
+ "last_error": string|null}` (`enabled` false and zeros when no exporter is configured).
+ Agents with the same telemetry settings share one exporter, and so its counts. Release
+ with `agentao_string_free`. Threads: any. Errors: NULL `agent` or `json_out` is
+ `AGENTAO_STATUS_NULL_ARGUMENT`.
+ */
+agentao_status agentao_agent_telemetry_status(const struct agentao_agent *agent, char **json_out, struct agentao_error **err_out);
 
 #ifdef __cplusplus
 }  // extern "C"

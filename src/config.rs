@@ -15,6 +15,8 @@ use crate::llm::config::LlmSection;
 pub(crate) use crate::llm::config::ProcessEnv;
 pub use crate::llm::config::{Env, LlmConfig, DEFAULT_MAX_TOKENS};
 pub(crate) use crate::permissions::PermissionsConfig;
+use crate::telemetry::config::TelemetrySection;
+pub use crate::telemetry::TelemetryConfig;
 pub use crate::tools::ToolsConfig;
 
 pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 100;
@@ -64,6 +66,8 @@ pub struct AgentConfig {
     pub(crate) session: SessionConfig,
     /// Lifecycle hooks in Claude Code's shape (docs/hooks.md).
     pub(crate) hooks: crate::hooks::HooksConfig,
+    /// `telemetry` with the `OTEL_*` environment: where spans and metrics go; `None`: nowhere.
+    pub telemetry: Option<TelemetryConfig>,
 }
 
 /// The `session` section: the store the session is committed to after every turn, and the
@@ -123,6 +127,8 @@ struct RawConfig {
     #[serde(default, deserialize_with = "optional_object")]
     session: Option<SessionConfig>,
     hooks: Option<Value>,
+    #[serde(default, deserialize_with = "optional_object")]
+    telemetry: Option<TelemetrySection>,
 }
 
 impl Section for RawConfig {}
@@ -185,6 +191,12 @@ impl AgentConfig {
             ));
         }
 
+        let telemetry = raw
+            .telemetry
+            .unwrap_or_default()
+            .resolve(env)
+            .map_err(err)?;
+
         let max_context_tokens = raw.max_context_tokens.unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS);
         if max_context_tokens < MIN_CONTEXT_TOKENS {
             return Err(err(format!(
@@ -214,6 +226,7 @@ impl AgentConfig {
                 None | Some(Value::Null) => crate::hooks::HooksConfig::default(),
                 Some(section) => crate::hooks::HooksConfig::parse(section).map_err(err)?,
             },
+            telemetry,
         })
     }
 }

@@ -11,6 +11,7 @@
 //! | [`config`] | the agent config: composes the sections each layer owns |
 //! | [`hooks`] | lifecycle hooks: Claude Code's hook format and protocol, command runs, matching and precedence |
 //! | [`audit`] | the audit sink: host events from a bounded queue into PostgreSQL, in batches, drops counted |
+//! | [`telemetry`] | OpenTelemetry: spans from the typed events, metrics, the host's `traceparent`, OTLP/HTTP export from a bounded queue, drops counted |
 //! | [`session_store`] | where session documents are committed (optimistic versions) and loaded: the trait, SQLite, PostgreSQL |
 //! | [`mcp`] | MCP servers (rmcp): config, connections, their tools, status |
 //! | `skills` | `SKILL.md` discovery, the catalogue in the system prompt, `activate_skill` |
@@ -59,6 +60,7 @@ pub mod audit;
 pub mod config;
 pub mod hooks;
 pub mod session_store;
+pub mod telemetry;
 
 pub mod mcp;
 pub(crate) mod skills;

@@ -15,6 +15,7 @@ use crate::mcp::{ConfigFiles, McpManager, ResourceToolSelection, StatusChange};
 use crate::permissions::{Mode, PermissionEngine};
 use crate::subagents::background::{self, BackgroundStore};
 use crate::subagents::{ParentAgent, SpawnTool, SubagentsConfig};
+use crate::telemetry::AgentTracer;
 use crate::tools::{memory, Tool, ToolRegistry, ToolSelection, ToolServices};
 use crate::turn;
 
@@ -146,6 +147,7 @@ impl Agent {
             .as_ref()
             .map(|d| d.lineage.clone())
             .unwrap_or_default();
+        let tracer = tracer_for(&config, &session_id, rt.handle())?;
         let agent = Agent {
             core: Arc::new(AgentCore {
                 session_id,
@@ -153,7 +155,9 @@ impl Agent {
                 tools: RwLock::new(tools),
                 tool_services,
                 system_prompt,
-                emitter: Emitter::new(transport),
+                emitter: Emitter::new(transport)
+                    .with_observer(crate::telemetry::as_observer(tracer.as_ref())),
+                tracer,
                 hub: HostEventHub::default(),
                 engine: RwLock::new(engine),
                 read_only: AtomicBool::new(read_only),
@@ -408,6 +412,48 @@ fn shared_registry(config: &crate::config::ToolsConfig) -> Result<Arc<ToolRegist
         cache.insert(selection, r.clone());
     }
     Ok(r)
+}
+
+/// The agent's tracer when its config (or the environment) names an exporter.
+#[cfg(feature = "otel")]
+fn tracer_for(
+    config: &AgentConfig,
+    session_id: &str,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Option<Arc<AgentTracer>>, AgentError> {
+    let Some(telemetry) = &config.telemetry else {
+        return Ok(None);
+    };
+    let pipeline = crate::telemetry::Pipeline::for_config(telemetry, runtime)
+        .map_err(AgentError::InvalidConfig)?;
+    let provider = match &config.llm {
+        crate::config::LlmConfig::OpenAi(c) => match c.wire {
+            crate::llm::config::WireKind::Anthropic => "anthropic",
+            crate::llm::config::WireKind::ChatCompletions
+            | crate::llm::config::WireKind::Responses => "openai",
+        },
+        crate::config::LlmConfig::Scripted(_) => "agentao.scripted",
+    };
+    Ok(Some(AgentTracer::new(
+        pipeline,
+        crate::telemetry::TracerIdentity {
+            session_id: session_id.to_owned(),
+            provider,
+            agent_name: "agentao".to_owned(),
+            nested: false,
+        },
+        None,
+    )))
+}
+
+/// Without the `otel` feature a config never names an exporter (it is refused when parsed).
+#[cfg(not(feature = "otel"))]
+fn tracer_for(
+    _config: &AgentConfig,
+    _session_id: &str,
+    _runtime: &tokio::runtime::Handle,
+) -> Result<Option<Arc<AgentTracer>>, AgentError> {
+    Ok(None)
 }
 
 #[cfg(test)]

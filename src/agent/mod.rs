@@ -22,6 +22,7 @@ mod runtime;
 mod session;
 pub mod session_document;
 mod skills;
+mod trace_context;
 mod turns;
 
 pub use api::{Agent, WeakAgent};

@@ -31,6 +31,9 @@ pub(crate) struct AgentCore {
     pub(super) tool_services: Arc<ToolServices>,
     pub(super) system_prompt: turn::prompt::SystemPrompt,
     pub(super) emitter: Emitter,
+    /// The tracer the emitter feeds, when telemetry is exported (the host's trace context
+    /// is set on it).
+    pub(super) tracer: Option<Arc<crate::telemetry::AgentTracer>>,
     pub(super) hub: HostEventHub,
     pub(super) engine: RwLock<Option<PermissionEngine>>,
     pub(super) read_only: AtomicBool,

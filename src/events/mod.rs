@@ -25,6 +25,16 @@ pub use json_text::JsonText;
 use transport::Transport;
 pub use turn_event::TurnEvent;
 
+/// An in-process reader of every typed event an emitter sends, beside its transport: the
+/// telemetry's tracer (a layer above this one, hence a trait).
+pub(crate) trait EventObserver: Send + Sync {
+    /// One event, inline on the sending thread, before the transport gets it. Must return
+    /// quickly and never call back into the agent.
+    fn observe(&self, event: &TurnEvent<'_>);
+    /// The observer of a sub-agent's run spawned as `child_task_id` (its emitter's).
+    fn child(&self, child_task_id: &str) -> Option<Arc<dyn EventObserver>>;
+}
+
 /// Serializes `emit` per agent without holding a lock across the callback.
 ///
 /// One caller at a time owns the gate (one atomic swap) and delivers; anyone who finds it taken
@@ -37,6 +47,8 @@ pub(crate) struct Emitter {
     always_listens: bool,
     /// [`Transport::observes`], asked once.
     observes: bool,
+    /// The tracer, when telemetry is exported; `None` costs one branch per event.
+    observer: Option<Arc<dyn EventObserver>>,
     busy: AtomicBool,
     queued: AtomicUsize,
     pending: Mutex<VecDeque<String>>,
@@ -47,11 +59,23 @@ impl Emitter {
         Emitter {
             always_listens: transport.always_listens(),
             observes: transport.observes(),
+            observer: None,
             transport,
             busy: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
             pending: Mutex::new(VecDeque::new()),
         }
+    }
+
+    /// This emitter with `observer` reading every event it sends.
+    pub(crate) fn with_observer(mut self, observer: Option<Arc<dyn EventObserver>>) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// The observer of a sub-agent's run spawned as `child_task_id`, when this emitter has one.
+    pub(crate) fn child_observer(&self, child_task_id: &str) -> Option<Arc<dyn EventObserver>> {
+        self.observer.as_ref()?.child(child_task_id)
     }
 
     pub(crate) fn transport(&self) -> &Arc<dyn Transport> {
@@ -61,7 +85,7 @@ impl Emitter {
     /// Whether an event emitted now reaches anyone (the transport observes typed events or
     /// [`Transport::listens`]): callers skip building events nobody receives.
     pub(crate) fn listens(&self) -> bool {
-        self.observes || self.writes_json()
+        self.observes() || self.writes_json()
     }
 
     /// Whether an event emitted now is wanted as transport JSON ([`Transport::listens`]).
@@ -69,9 +93,10 @@ impl Emitter {
         self.always_listens || self.transport.listens()
     }
 
-    /// Whether the transport observes the typed events ([`Transport::observes`]).
+    /// Whether the typed events are read in-process: by the transport
+    /// ([`Transport::observes`]) or by an [`EventObserver`].
     pub(crate) fn observes(&self) -> bool {
-        self.observes
+        self.observes || self.observer.is_some()
     }
 
     /// Delivers one typed event: to the transport's [`Transport::observe`] when it observes,
@@ -85,6 +110,9 @@ impl Emitter {
     /// once, for the event and the stream item.
     #[inline]
     pub(crate) fn send_with(&self, writer: &mut EventWriter, event: &TurnEvent<'_>, json: bool) {
+        if let Some(observer) = &self.observer {
+            observer.observe(event);
+        }
         if self.observes {
             self.transport.observe(event);
         }

@@ -469,7 +469,7 @@ pub unsafe extern "C" fn agentao_agent_remove_host_event_observer(
 }
 
 /// The shape of the JSON getters: one required string output.
-unsafe fn json_getter(
+pub(crate) unsafe fn json_getter(
     agent: *const agentao_agent,
     out: *mut *mut c_char,
     out_name: &str,

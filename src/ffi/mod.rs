@@ -58,6 +58,7 @@ pub mod audit_sink;
 #[path = "host/hooks.rs"]
 pub mod hooks;
 pub mod skills;
+pub mod telemetry;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
 use handle::BoxCastable;

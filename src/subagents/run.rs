@@ -179,7 +179,8 @@ pub(crate) async fn run_spawned(
         &lineage.child_task_id,
         &mode,
     ));
-    let emitter = Emitter::new(forwarder.clone());
+    let emitter = Emitter::new(forwarder.clone())
+        .with_observer(agent.emitter().child_observer(&lineage.child_task_id));
     let own_hub = HostEventHub::default();
     // Relayed events are the child's own, unchanged, under the child's session id.
     let hub = if snap.relay_events {
