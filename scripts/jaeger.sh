@@ -2,6 +2,8 @@
 # A throwaway Jaeger (v2, the `jaeger` binary of jaegertracing/jaeger v1.75.0: an OpenTelemetry
 # collector with in-memory storage and the query API) for the telemetry tests, in build/jaeger/:
 #
+#   scripts/jaeger.sh build    builds the binary once (cached as build/go-tools/jaeger); a
+#                              second caller waits for the first through build/jaeger/build.lock
 #   scripts/jaeger.sh start    builds the binary once (cached as build/go-tools/jaeger) and
 #                              starts it on free loopback ports; prints the OTLP/HTTP base URL
 #   scripts/jaeger.sh stop     stops it (the traces are in memory: they go with it)
@@ -32,6 +34,12 @@ mkdir -p "$dir"
 
 ensure_bin() {
   [ -x "$bin" ] && return 0
+  # One build at a time (the test command starts one in the background): a second caller
+  # waits for it, then finds the binary.
+  exec 9>"$dir/build.lock"
+  flock 9
+  # Closed again before returning: a server started after must not hold the lock.
+  if [ -x "$bin" ]; then exec 9>&-; return 0; fi
   if ! command -v go >/dev/null || ! go version | grep -qE 'go1\.(2[4-9]|[3-9][0-9])'; then
     echo "unavailable: Jaeger $version needs Go 1.24 or newer ($(command -v go >/dev/null && go version || echo 'no go'))"
     exit 3
@@ -51,6 +59,7 @@ ensure_bin() {
   (cd "$src" && go build -trimpath -o "$bin.tmp" ./cmd/jaeger) >"$dir/build.log" 2>&1 \
     || { tail -20 "$dir/build.log" >&2; echo "jaeger build failed" >&2; exit 1; }
   mv "$bin.tmp" "$bin"
+  exec 9>&-
 }
 
 free_port() {
@@ -144,9 +153,10 @@ stop() {
 }
 
 case "${1:-}" in
+  build) ensure_bin ;;
   start) start ;;
   stop) stop ;;
   url) running && cat "$dir/otlp" || { echo "no jaeger runs in $dir" >&2; exit 1; } ;;
   query|ui) running && cat "$dir/query" || { echo "no jaeger runs in $dir" >&2; exit 1; } ;;
-  *) sed -n '2,12p' "$0"; exit 2 ;;
+  *) sed -n '2,14p' "$0"; exit 2 ;;
 esac

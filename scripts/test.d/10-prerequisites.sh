@@ -12,3 +12,12 @@ if want_step 90-swift.sh && [ "$(id -u)" = 0 ] && apt_need debootstrap; then
   echo "starting the Swift root setup in the background (log: build/swift-setup.log)"
   nohup scripts/swift-root.sh setup > build/swift-setup.log 2>&1 < /dev/null &
 fi
+
+# Jaeger for the OpenTelemetry step is a Go build of ~1,500 packages the first time on a machine
+# (minutes of CPU): start it now, niced, so it takes the cores the single-threaded steps leave
+# idle. The OpenTelemetry step waits for it through the script's lock.
+if want_step 89-otel.sh && [ ! -x build/go-tools/jaeger ]; then
+  echo "building Jaeger in the background, niced (log: build/jaeger-prebuild.log)"
+  mkdir -p build/jaeger
+  nohup nice -n 19 scripts/jaeger.sh build > build/jaeger-prebuild.log 2>&1 < /dev/null &
+fi
