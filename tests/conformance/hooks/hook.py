@@ -24,6 +24,9 @@ if mode == "pre-allow":
     pre_tool("allow", "allowed by the reference hook")
 elif mode == "pre-deny":
     pre_tool("deny", "use the read tool instead")
+elif mode == "pre-deny-bare":
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                             "permissionDecision": "deny"}}))
 elif mode == "pre-ask":
     pre_tool("ask", "a human should look at this")
 elif mode == "pre-rewrite":

@@ -161,6 +161,7 @@ def pre_compact(adapter, dispatcher, rules, cwd):
 CASES = [
     ("pre_tool_allow", "PreToolUse", "Bash", "pre-allow", pre_tool),
     ("pre_tool_deny", "PreToolUse", "Bash", "pre-deny", pre_tool),
+    ("pre_tool_deny_without_reason", "PreToolUse", "Bash", "pre-deny-bare", pre_tool),
     ("pre_tool_ask", "PreToolUse", "Bash", "pre-ask", pre_tool),
     ("pre_tool_updated_input", "PreToolUse", "Bash", "pre-rewrite", pre_tool),
     ("pre_tool_exit_2", "PreToolUse", "Bash", "exit-2", pre_tool),
