@@ -498,3 +498,37 @@ fn pre_compact_observes_a_manual_compaction() {
         },
     );
 }
+
+#[test]
+fn post_tool_use_failure_context_rides_after_the_error() {
+    let recorded = reference("post_tool_failure_context");
+    let side = Side::new(
+        &recorded,
+        json!([
+            {"tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"file_path": 5}}]},
+            {"text": "done"}
+        ]),
+    );
+    side.go();
+    let results = common::tool_results(&side.agent);
+    let suffix = recorded["result_suffix"].as_str().unwrap();
+    assert!(results[0].ends_with(suffix), "{results:?}");
+    let ours = side.stdin();
+    // A missing file is a result here, not a failure (its text says so), so ours fails on a
+    // bad argument; the error is each side's own message.
+    let values = [
+        ("tool_name", "read_file".into()),
+        ("tool_input", json!({"file_path": 5})),
+        ("error", ours[0]["error"].clone()),
+    ];
+    assert_stdin(
+        "post_tool_failure_context",
+        &ours,
+        &recorded,
+        &StdinDifference {
+            added: &["permission_mode"],
+            missing: &[],
+            values: &values,
+        },
+    );
+}

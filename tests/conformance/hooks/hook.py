@@ -37,6 +37,9 @@ elif mode == "exit-2":
 elif mode == "post-context":
     print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse",
                                              "additionalContext": "lint passed"}}))
+elif mode == "failure-context":
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                                             "additionalContext": "the file name was wrong"}}))
 elif mode == "prompt-context":
     print(json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
                                              "additionalContext": "the build is green"}}))

@@ -110,6 +110,20 @@ def post_tool(adapter, dispatcher, rules, cwd):
     }
 
 
+def post_tool_failure(adapter, dispatcher, rules, cwd):
+    payload = adapter.build_post_tool_use_failure(tool_name="read_file", tool_input={"file_path": "missing.txt"},
+                                                  error="file not found", session_id=SESSION, tool_use_id=CALL,
+                                                  duration_ms=1, cwd=cwd)
+    result = dispatcher.dispatch_post_tool_use_failure(payload=payload, rules=rules)
+    contexts = tool_executor._hook_contexts_of(result)
+    return {
+        "result": result_fields(result),
+        "model_contexts": contexts,
+        "result_suffix": "\n\n" + "\n".join(f"<system-reminder>\n{c}\n</system-reminder>" for c in contexts)
+        if contexts else "",
+    }
+
+
 def prompt(adapter, dispatcher, rules, cwd):
     payload = adapter.build_user_prompt_submit(user_message="go", session_id=SESSION, cwd=cwd)
     result = dispatcher.dispatch_user_prompt_submit(payload=payload, rules=rules)
@@ -166,6 +180,7 @@ CASES = [
     ("pre_tool_updated_input", "PreToolUse", "Bash", "pre-rewrite", pre_tool),
     ("pre_tool_exit_2", "PreToolUse", "Bash", "exit-2", pre_tool),
     ("post_tool_context", "PostToolUse", "Bash", "post-context", post_tool),
+    ("post_tool_failure_context", "PostToolUseFailure", "Read", "failure-context", post_tool_failure),
     ("prompt_context", "UserPromptSubmit", None, "prompt-context", prompt),
     ("prompt_block", "UserPromptSubmit", None, "prompt-block", prompt),
     ("stop_block", "Stop", None, "stop-block", stop),
