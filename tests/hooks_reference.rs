@@ -461,7 +461,7 @@ fn session_start_context_reaches_the_first_message() {
         &recorded,
         &StdinDifference {
             added: &["permission_mode"],
-            missing: &["model"],
+            missing: &[],
             values: &[],
         },
     );

@@ -162,7 +162,11 @@ impl Turn<'_, '_> {
                     HookEvent::SessionStart,
                     Some("startup"),
                     None,
-                    fields([("source", "startup".into())]),
+                    // The model's name too, as the reference and Claude Code send it.
+                    fields([
+                        ("source", "startup".into()),
+                        ("model", self.env.llm.model().into()),
+                    ]),
                 )
                 .await;
             if let Some(c) = v.context {

@@ -159,6 +159,7 @@ def stop(adapter, dispatcher, rules, cwd):
 
 
 def session_start(adapter, dispatcher, rules, cwd):
+    # "scripted" is the model name of our scripted provider, so the value compares as is.
     payload = adapter.build_session_start(session_id=SESSION, cwd=cwd, source="startup", model="scripted")
     result = dispatcher.dispatch_session_start(payload=payload, rules=rules)
     return {"result": result_fields(result)}
