@@ -459,15 +459,31 @@ fn session_start_context_reaches_the_first_message() {
         "session_start_context",
         &side.stdin(),
         &recorded,
+        // `model` is Claude Code's; the reference's entry point passes none.
         &StdinDifference {
-            added: &["permission_mode"],
+            added: &["permission_mode", "model"],
             missing: &[],
             values: &[],
         },
     );
-    let context = recorded["result"]["model_contexts"][0].as_str().unwrap();
-    let user = side.history()[0]["content"].as_str().unwrap().to_owned();
-    assert!(user.contains(context), "{user}");
+    assert_eq!(side.stdin()[0]["model"], "scripted");
+    // Documented deviation: the reference adds the context to the history as a user message
+    // of its own, `[hook_additional_context] context: <text>`; ours appends it to the first
+    // user message in a `<system-reminder>` (no extra user message before the user's own).
+    let context = "the project uses tabs";
+    assert_eq!(
+        recorded["history_added"],
+        json!([{"role": "user", "content": format!("[hook_additional_context] context: {context}")}])
+    );
+    let h = side.history();
+    let user = h[0]["content"].as_str().unwrap();
+    assert!(
+        user.ends_with(&format!(
+            "go\n\n<system-reminder>\n{context}\n</system-reminder>"
+        )),
+        "{user}"
+    );
+    assert_eq!(h.iter().filter(|m| m["role"] == "user").count(), 1);
 }
 
 #[test]

@@ -162,7 +162,8 @@ impl Turn<'_, '_> {
                     HookEvent::SessionStart,
                     Some("startup"),
                     None,
-                    // The model's name too, as the reference and Claude Code send it.
+                    // The model's name too, as Claude Code sends it (the reference has the key
+                    // in its payload but its entry point passes none).
                     fields([
                         ("source", "startup".into()),
                         ("model", self.env.llm.model().into()),

@@ -158,11 +158,26 @@ def stop(adapter, dispatcher, rules, cwd):
     return {"result": result_fields(result)}
 
 
+class LifecycleAgent:
+    """The attributes the reference's `fire_session_start` reads of an agent, and the history
+    it writes context into."""
+
+    def __init__(self, rules, cwd):
+        self._plugin_hook_rules = rules
+        self.working_directory = cwd
+        self.messages = []
+
+    def add_message(self, role, content):
+        self.messages.append({"role": role, "content": content})
+
+
 def session_start(adapter, dispatcher, rules, cwd):
-    # "scripted" is the model name of our scripted provider, so the value compares as is.
-    payload = adapter.build_session_start(session_id=SESSION, cwd=cwd, source="startup", model="scripted")
-    result = dispatcher.dispatch_session_start(payload=payload, rules=rules)
-    return {"result": result_fields(result)}
+    # The reference's own entry point (its CLI, `agentao run` and ACP call it), which builds
+    # the payload itself: it passes no model name.
+    from agentao.plugins.hooks.lifecycle import fire_session_start
+    agent = LifecycleAgent(rules, cwd)
+    notices = fire_session_start(agent, SESSION, source="startup")
+    return {"history_added": agent.messages, "user_notices": notices}
 
 
 def pre_compact(adapter, dispatcher, rules, cwd):
