@@ -162,7 +162,12 @@ impl Turn<'_, '_> {
                     HookEvent::SessionStart,
                     Some("startup"),
                     None,
-                    fields([("source", "startup".into())]),
+                    // The model's name too, as Claude Code sends it (the reference has the key
+                    // in its payload but its entry point passes none).
+                    fields([
+                        ("source", "startup".into()),
+                        ("model", self.env.llm.model().into()),
+                    ]),
                 )
                 .await;
             if let Some(c) = v.context {
@@ -316,11 +321,13 @@ impl Turn<'_, '_> {
     /// call's result.
     pub(super) async fn post_tool_hooks(&mut self, plans: &mut [Plan], results: &[ToolOutcome]) {
         for (p, outcome) in plans.iter_mut().zip(results) {
-            let (event, key, text) = match outcome {
-                ToolOutcome::Success { text, .. } => {
-                    (HookEvent::PostToolUse, "tool_response", text)
+            let (event, key, text, duration_ms) = match outcome {
+                ToolOutcome::Success { text, duration_ms } => {
+                    (HookEvent::PostToolUse, "tool_response", text, duration_ms)
                 }
-                ToolOutcome::Failed { text, .. } => (HookEvent::PostToolUseFailure, "error", text),
+                ToolOutcome::Failed {
+                    text, duration_ms, ..
+                } => (HookEvent::PostToolUseFailure, "error", text, duration_ms),
                 ToolOutcome::Refused(_) | ToolOutcome::Cancelled { .. } => continue,
             };
             if self.cancel.is_cancelled() || !self.hooks_want(event, Some(&p.name)) {
@@ -331,6 +338,8 @@ impl Turn<'_, '_> {
                 ("tool_input", Value::Object((*p.args).clone())),
                 (key, text.as_str().into()),
                 ("tool_use_id", p.call_id.as_str().into()),
+                // Whole milliseconds, as the reference sends them (a timing hook's input).
+                ("duration_ms", (duration_ms.max(0.0).round() as u64).into()),
             ]);
             let (name, call_id) = (p.name.clone(), p.call_id.clone());
             let v = self

@@ -43,13 +43,15 @@ impl Refusal {
     pub(crate) fn text(&self, name: &str) -> String {
         match self {
             Refusal::Hook(reason) => {
-                let mut text = format!("Tool execution blocked by a PreToolUse hook: '{name}'. Do not re-issue this call unchanged.");
+                // The reference's two closes: with a reason the model is pointed at it (a
+                // hook often names the tool to use instead), without one at another way.
                 let reason = reason.trim();
-                if !reason.is_empty() {
+                if reason.is_empty() {
+                    format!("Tool execution blocked by a PreToolUse hook: '{name}'. Do not re-issue this call unchanged; use a different tool or approach to achieve the same outcome.")
+                } else {
                     let clipped: String = reason.chars().take(500).collect();
-                    text.push_str(&format!(" Hook reason: {clipped}"));
+                    format!("Tool execution blocked by a PreToolUse hook: '{name}'. Do not re-issue this call unchanged; if the hook's reason below names an alternative, follow it. Hook reason: {clipped}")
                 }
-                text
             }
             Refusal::ReadOnly => format!("[Readonly mode] Tool '{name}' is blocked — only read-only tools are permitted in readonly mode. {DNR}"),
             Refusal::Rules => format!("Tool execution denied: '{name}' is not permitted by the current permission rules. {DNR}"),
