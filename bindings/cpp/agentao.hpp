@@ -1961,6 +1961,41 @@ public:
             return agentao_agent_preflight(h_.get(), n.c_str(), a.c_str(), out, e);
         });
     }
+    /// Makes every later turn a child of the host's span (a W3C `traceparent`, with its
+    /// `tracestate` or nullopt; docs/observability.md). A malformed value is
+    /// status::invalid_argument and changes nothing. Any thread, also from a callback.
+    result<void> try_set_traceparent(std::string_view traceparent,
+                                     std::optional<std::string_view> tracestate = std::nullopt) {
+        return traceparent_call(agentao_agent_set_traceparent, traceparent, tracestate);
+    }
+    /// Forgets the host's traceparent: each later turn starts a trace of its own.
+    result<void> try_clear_traceparent() {
+        return detail::call(
+            [&](agentao_error** e) { return agentao_agent_set_traceparent(h_.get(), nullptr, nullptr, e); });
+    }
+    /// As try_set_traceparent, for the next turn only (it wins over the agent's once).
+    result<void> try_set_turn_traceparent(std::string_view traceparent,
+                                          std::optional<std::string_view> tracestate = std::nullopt) {
+        return traceparent_call(agentao_agent_set_turn_traceparent, traceparent, tracestate);
+    }
+    /// Withdraws a traceparent set for the next turn.
+    result<void> try_clear_turn_traceparent() {
+        return detail::call([&](agentao_error** e) {
+            return agentao_agent_set_turn_traceparent(h_.get(), nullptr, nullptr, e);
+        });
+    }
+    /// The trace id (32 lowercase hex digits) of the turn that runs (from inside one of its
+    /// callbacks), else of the last turn; empty before the first turn or with no exporter.
+    result<std::string> try_trace_id() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_agent_trace_id(h_.get(), out, e); });
+    }
+    /// The telemetry exporter's status JSON (`{"enabled", "exported_spans", "dropped_spans",
+    /// "failed_exports", "last_error"}`; shared by agents with the same telemetry settings).
+    result<std::string> try_telemetry_status() const {
+        return detail::call_string(
+            [&](char** out, agentao_error** e) { return agentao_agent_telemetry_status(h_.get(), out, e); });
+    }
     /// Adds (or replaces) a sub-agent definition (JSON, docs/subagents.md), between turns.
     result<void> try_add_subagent(std::string_view definition_json) {
         if (auto bad = detail::check_view(definition_json, "the definition")) return *bad;
@@ -2043,11 +2078,37 @@ public:
     std::string preflight(std::string_view tool_name, std::string_view args_json) const {
         return try_preflight(tool_name, args_json).value();
     }
+    void set_traceparent(std::string_view traceparent,
+                         std::optional<std::string_view> tracestate = std::nullopt) {
+        try_set_traceparent(traceparent, tracestate).value();
+    }
+    void clear_traceparent() { try_clear_traceparent().value(); }
+    void set_turn_traceparent(std::string_view traceparent,
+                              std::optional<std::string_view> tracestate = std::nullopt) {
+        try_set_turn_traceparent(traceparent, tracestate).value();
+    }
+    void clear_turn_traceparent() { try_clear_turn_traceparent().value(); }
+    std::string trace_id() const { return try_trace_id().value(); }
+    std::string telemetry_status() const { return try_telemetry_status().value(); }
     void add_subagent(std::string_view definition_json) { try_add_subagent(definition_json).value(); }
 #endif
 
 private:
     explicit agent(agentao_agent* raw) noexcept : h_(raw) {}
+
+    // The two traceparent setters differ only in the C function they call.
+    using traceparent_setter = agentao_status (*)(agentao_agent*, const char*, const char*, agentao_error**);
+    result<void> traceparent_call(traceparent_setter set, std::string_view traceparent,
+                                  std::optional<std::string_view> tracestate) {
+        if (auto bad = detail::check_view(traceparent, "the traceparent")) return *bad;
+        std::string p(traceparent), st;
+        if (tracestate) {
+            if (auto bad = detail::check_view(*tracestate, "the tracestate")) return *bad;
+            st.assign(*tracestate);
+        }
+        return detail::call(
+            [&](agentao_error** e) { return set(h_.get(), p.c_str(), tracestate ? st.c_str() : nullptr, e); });
+    }
 
     static const agentao_cancel_token* token(const turn_options& opts) noexcept {
         return opts.cancel ? opts.cancel->get() : nullptr;
