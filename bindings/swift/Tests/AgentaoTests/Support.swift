@@ -12,7 +12,7 @@ func workspace() -> String {
 /// A config for the offline scripted provider (docs/config.md) in `dir`.
 func scripted(
     _ responses: [[String: Any]], dir: String = workspace(), maxIterations: Int? = nil, replyTimeoutMs: Int? = nil,
-    permissions: [String: Any]? = nil
+    permissions: [String: Any]? = nil, telemetry: [String: Any]? = nil
 ) -> String {
     var config: [String: Any] = [
         "working_directory": dir,
@@ -21,6 +21,7 @@ func scripted(
     if let maxIterations { config["max_iterations"] = maxIterations }
     if let replyTimeoutMs { config["reply_timeout_ms"] = replyTimeoutMs }
     if let permissions { config["permissions"] = permissions }
+    if let telemetry { config["telemetry"] = telemetry }
     let data = try! JSONSerialization.data(withJSONObject: config)
     return String(decoding: data, as: UTF8.self)
 }
