@@ -7,17 +7,17 @@ private let hostParent = "00-\(hostTrace)-00f067aa0ba902b7-01"
 private let turnTrace = "0af7651916cd43dd8448eb211c80319c"
 private let turnParent = "00-\(turnTrace)-b7ad6b7169203331-01"
 /// Port 9 (discard) on loopback: nothing answers; exports fail and the turns must not care.
-private let downExporter: [String: Any] = ["endpoint": "http://127.0.0.1:9", "timeout_ms": 500]
+private func downExporter() -> [String: Any] { ["endpoint": "http://127.0.0.1:9", "timeout_ms": 500] }
 
 /// Records the trace id `traceID()` gives inside `emit` at each turn's end.
 private final class TraceIDsSeen: Transport, @unchecked Sendable {
     private let lock = NSLock()
     private var _last: String?
-    private var _failure: AgentaoError?
+    private var _failure: String?
     weak var agent: Agent?
 
     var last: String? { lock.withLock { _last } }
-    var failure: AgentaoError? { lock.withLock { _failure } }
+    var failure: String? { lock.withLock { _failure } }
 
     func emit(_ event: AgentEvent) {
         guard event.type == "turn_end", let agent else { return }
@@ -25,7 +25,7 @@ private final class TraceIDsSeen: Transport, @unchecked Sendable {
             let id = try agent.traceID()
             lock.withLock { _last = id }
         } catch {
-            lock.withLock { _failure = error }
+            lock.withLock { _failure = "\(error)" }
         }
     }
 }
@@ -86,7 +86,7 @@ final class TelemetryTests: XCTestCase {
         let seen = TraceIDsSeen()
         let agent = try Agent(
             config: scripted([["text": "one"], ["text": "two"], ["text": "three"], ["text": "four"]],
-                             telemetry: downExporter),
+                             telemetry: downExporter()),
             transport: seen)
         seen.agent = agent
         try agent.setTraceparent(hostParent, tracestate: "vendor=abc")
