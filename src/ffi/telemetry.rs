@@ -4,6 +4,29 @@ use std::ffi::c_char;
 
 use super::agent::{agentao_agent, json_getter, with_agent};
 use super::{agentao_error, agentao_status, opt_str_arg};
+use crate::agent::{Agent, AgentError};
+
+/// Which trace parent a setter sets: the agent's or the next turn's.
+type SetParent = fn(&Agent, Option<&str>, Option<&str>) -> Result<(), AgentError>;
+
+/// The two setters' shared checks: the strings read (NULL is none), then `set`.
+///
+/// # Safety
+/// As the setters: `agent` NULL or live; the strings NULL or NUL-terminated.
+unsafe fn set_parent(
+    agent: *mut agentao_agent,
+    traceparent: *const c_char,
+    tracestate: *const c_char,
+    err_out: *mut *mut agentao_error,
+    set: SetParent,
+) -> agentao_status {
+    with_agent(agent, err_out, |agent| {
+        let tp = opt_str_arg(traceparent, "traceparent")?;
+        let ts = opt_str_arg(tracestate, "tracestate")?;
+        set(agent, tp, ts)?;
+        Ok(())
+    })
+}
 
 /// Makes every later turn of the agent a child of the host's span: `traceparent` is a W3C
 /// `traceparent` header value (`00-<32 hex>-<16 hex>-<2 hex>`), `tracestate` (may be NULL)
@@ -22,12 +45,16 @@ pub unsafe extern "C" fn agentao_agent_set_traceparent(
     tracestate: *const c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_agent(agent, err_out, |agent| {
-        let tp = opt_str_arg(traceparent, "traceparent")?;
-        let ts = opt_str_arg(tracestate, "tracestate")?;
-        agent.set_trace_parent(tp, ts)?;
-        Ok(())
-    })
+    // SAFETY: the caller's pointers, as this function's contract states.
+    unsafe {
+        set_parent(
+            agent,
+            traceparent,
+            tracestate,
+            err_out,
+            Agent::set_trace_parent,
+        )
+    }
 }
 
 /// As `agentao_agent_set_traceparent`, for the next turn only: the next turn's span is a
@@ -40,12 +67,16 @@ pub unsafe extern "C" fn agentao_agent_set_turn_traceparent(
     tracestate: *const c_char,
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
-    with_agent(agent, err_out, |agent| {
-        let tp = opt_str_arg(traceparent, "traceparent")?;
-        let ts = opt_str_arg(tracestate, "tracestate")?;
-        agent.set_turn_trace_parent(tp, ts)?;
-        Ok(())
-    })
+    // SAFETY: the caller's pointers, as this function's contract states.
+    unsafe {
+        set_parent(
+            agent,
+            traceparent,
+            tracestate,
+            err_out,
+            Agent::set_turn_trace_parent,
+        )
+    }
 }
 
 /// Writes the trace id (32 lowercase hex digits) of the turn that runs, else of the last
