@@ -4,34 +4,15 @@
 //! matrix (a hook that hangs, floods its output, fails, prints broken JSON, or rewrites a call
 //! into a hardline command).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentao::agent::{Agent, TurnOptions};
-use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
 use agentao::turn::{IncompleteReason, TurnStatus};
 use serde_json::{json, Value};
 
 mod common;
-
-#[derive(Default)]
-struct Host {
-    events: Mutex<Vec<Value>>,
-    confirms: Mutex<Vec<String>>,
-}
-
-impl Transport for Host {
-    fn emit(&self, event: &str) {
-        self.events
-            .lock()
-            .unwrap()
-            .push(serde_json::from_str(event).unwrap());
-    }
-    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
-        self.confirms.lock().unwrap().push(req.tool_name);
-        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap();
-    }
-}
+use common::ApprovingHost as Host;
 
 impl Host {
     fn fired(&self) -> Vec<Value> {

@@ -7,39 +7,20 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agentao::agent::{Agent, TurnOptions};
-use agentao::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, Transport};
 use agentao::turn::{IncompleteReason, TurnOutcome};
 use serde_json::{json, Value};
 
 mod common;
+use common::ApprovingHost as Host;
 
 fn reference(case: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/hooks/reference.json");
     let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert_eq!(all["reference"], "agentao 0.5.17");
     all["cases"][case].clone()
-}
-
-#[derive(Default)]
-struct Host {
-    events: Mutex<Vec<Value>>,
-    confirms: Mutex<Vec<String>>,
-}
-
-impl Transport for Host {
-    fn emit(&self, event: &str) {
-        self.events
-            .lock()
-            .unwrap()
-            .push(serde_json::from_str(event).unwrap());
-    }
-    fn confirm_tool(&self, req: ConfirmRequest, reply: Reply) {
-        self.confirms.lock().unwrap().push(req.tool_name);
-        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap();
-    }
 }
 
 /// Our side of one recorded case: an agent whose only hook is the case's, run on `responses`.
