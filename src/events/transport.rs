@@ -90,6 +90,50 @@ pub struct Reply {
     tx: Option<oneshot::Sender<Answer>>,
 }
 
+/// How asking a host ended without an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unanswered {
+    Cancelled,
+    /// No answer within this long.
+    TimedOut(std::time::Duration),
+}
+
+/// Asks a host on a blocking thread (`ask` gets the request's [`Reply`]) and waits for the
+/// answer, cancellably, at most `timeout`. A deferred host answers later from any thread, so
+/// the answer is awaited, not the callback; but once answered (perhaps from inside the
+/// callback) this returns only after the callback has too, so no request outlives its hold on
+/// the host's userdata, whose finalizer the host may be waiting for. A cancel still ends that
+/// wait. A reply dropped unanswered is `Ok(Err(_))`.
+pub(crate) async fn ask_blocking(
+    kind: ReplyKind,
+    ask: impl FnOnce(Reply) + Send + 'static,
+    cancel: &crate::cancel::CancelToken,
+    timeout: Option<std::time::Duration>,
+) -> Result<Result<Answer, oneshot::error::RecvError>, Unanswered> {
+    if cancel.is_cancelled() {
+        return Err(Unanswered::Cancelled);
+    }
+    let (reply, rx) = Reply::new(kind);
+    let callback = tokio::task::spawn_blocking(move || ask(reply));
+    let timed_out = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    let answer = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(Unanswered::Cancelled),
+        r = rx => r,
+        _ = timed_out => return Err(Unanswered::TimedOut(timeout.unwrap_or_default())),
+    };
+    tokio::select! {
+        _ = callback => {}
+        _ = cancel.cancelled() => {}
+    }
+    Ok(answer)
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("this reply expects a {expected} answer")]
 pub struct WrongAnswer {

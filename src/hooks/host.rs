@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::event::HookEvent;
 use super::protocol::{parse_stdout, HookResult};
 use crate::cancel::CancelToken;
-use crate::events::transport::{Answer, Reply, ReplyKind};
+use crate::events::transport::{ask_blocking, Answer, Reply, ReplyKind, Unanswered};
 
 /// What a host hook is told about one point.
 #[derive(Debug, Clone)]
@@ -41,35 +41,21 @@ pub(crate) async fn ask(
     timeout: Option<Duration>,
 ) -> HookResult {
     let failed = |why: &str| HookResult::Failed(format!("the host's hook failed: {why}"));
-    if cancel.is_cancelled() {
-        return failed("cancelled");
-    }
-    let (reply, rx) = Reply::new(ReplyKind::Hook);
     let h = host.clone();
-    // A deferred host answers later, from any thread: the answer is awaited, not the callback.
-    let callback = tokio::task::spawn_blocking(move || h.on_hook(request, reply));
-    let timed_out = async {
-        match timeout {
-            Some(t) => tokio::time::sleep(t).await,
-            None => std::future::pending().await,
+    let answer = match ask_blocking(
+        ReplyKind::Hook,
+        move |reply| h.on_hook(request, reply),
+        cancel,
+        timeout,
+    )
+    .await
+    {
+        Ok(a) => a,
+        Err(Unanswered::Cancelled) => return failed("cancelled"),
+        Err(Unanswered::TimedOut(t)) => {
+            return failed(&format!("no answer within {} ms", t.as_millis()))
         }
     };
-    let answer = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return failed("cancelled"),
-        r = rx => r,
-        _ = timed_out => return failed(&format!(
-            "no answer within {} ms",
-            timeout.map_or(0, |t| t.as_millis())
-        )),
-    };
-    // Answered, perhaps from inside the callback: the point ends only once the callback has
-    // returned, so its hold on the host's userdata is gone when the host replaces its hooks
-    // and expects the finalizer. A cancel still ends the wait.
-    tokio::select! {
-        _ = callback => {}
-        _ = cancel.cancelled() => {}
-    }
     match answer {
         Ok(Answer::Hook(output)) => match parse_stdout(&output) {
             Ok(reply) => HookResult::Replied(reply),

@@ -12,7 +12,9 @@ use super::plan::Batch;
 use super::tool_outcome::Refusal;
 use super::{events, LoopEnd, LoopError, Turn, TurnFailure};
 use crate::events::host::PermissionOutcome;
-use crate::events::transport::{Answer, ConfirmRequest, Confirmation, Reply, ReplyKind, Transport};
+use crate::events::transport::{
+    ask_blocking, Answer, ConfirmRequest, Confirmation, Reply, ReplyKind, Transport, Unanswered,
+};
 use crate::events::turn_event::PermissionDecision;
 use crate::events::TurnEvent;
 use crate::permissions::Verdict;
@@ -68,37 +70,22 @@ impl Turn<'_, '_> {
         kind: ReplyKind,
         f: impl FnOnce(Arc<dyn Transport>, Reply) + Send + 'static,
     ) -> Result<Answer, LoopError> {
-        let (reply, rx) = Reply::new(kind);
         let transport = self.transport();
-        if self.cancel.is_cancelled() {
-            return Err(LoopError::Cancelled);
-        }
-        // A deferred host answers later, from any thread: the answer is awaited, not the
-        // callback.
-        let callback = tokio::task::spawn_blocking(move || f(transport, reply));
-        let timeout = self.env.reply_timeout;
-        let timed_out = async {
-            match timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        };
-        let answer = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => return Err(LoopError::Cancelled),
-            r = rx => r.unwrap_or_else(|_| Answer::Fail("the host dropped the request".into())),
-            _ = timed_out => return Err(LoopError::Failed(TurnFailure::Timeout(format!(
-                "the host did not answer within {} ms", timeout.map_or(0, |t| t.as_millis())
+        match ask_blocking(
+            kind,
+            move |reply| f(transport, reply),
+            &self.cancel,
+            self.env.reply_timeout,
+        )
+        .await
+        {
+            Ok(r) => Ok(r.unwrap_or_else(|_| Answer::Fail("the host dropped the request".into()))),
+            Err(Unanswered::Cancelled) => Err(LoopError::Cancelled),
+            Err(Unanswered::TimedOut(t)) => Err(LoopError::Failed(TurnFailure::Timeout(format!(
+                "the host did not answer within {} ms",
+                t.as_millis()
             )))),
-        };
-        // Answered, perhaps from inside the callback: the turn goes on only once the callback
-        // has returned, so a turn never ends holding the transport (whose finalizer the host
-        // may be waiting for). A cancel still ends the wait.
-        tokio::select! {
-            _ = callback => {}
-            _ = self.cancel.cancelled() => {}
         }
-        Ok(answer)
     }
 
     /// One [`PermissionDecision`] per planned call (the `permission_decision` host event),

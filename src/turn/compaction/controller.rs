@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use super::{Kind, Trigger};
 use crate::cancel::CancelToken;
-use crate::events::transport::{Answer, CompactionDecision, Reply, ReplyKind};
+use crate::events::transport::{
+    ask_blocking, Answer, CompactionDecision, Reply, ReplyKind, Unanswered,
+};
 
 /// What the controller is told about one full compaction.
 #[derive(Debug, Clone)]
@@ -68,36 +70,22 @@ pub(crate) async fn ask(
     cancel: &CancelToken,
     timeout: Option<Duration>,
 ) -> Verdict {
-    if cancel.is_cancelled() {
-        return Verdict::Cancel("cancelled".into());
-    }
-    let (reply, rx) = Reply::new(ReplyKind::Compaction);
     let c = controller.clone();
-    // A deferred host answers later, from any thread: the answer is awaited, not the callback.
-    let callback = tokio::task::spawn_blocking(move || c.decide(facts, reply));
     let failed = |why: &str| Verdict::Cancel(format!("the compaction controller failed: {why}"));
-    let timed_out = async {
-        match timeout {
-            Some(t) => tokio::time::sleep(t).await,
-            None => std::future::pending().await,
+    let answer = match ask_blocking(
+        ReplyKind::Compaction,
+        move |reply| c.decide(facts, reply),
+        cancel,
+        timeout,
+    )
+    .await
+    {
+        Ok(a) => a,
+        Err(Unanswered::Cancelled) => return Verdict::Cancel("cancelled".into()),
+        Err(Unanswered::TimedOut(t)) => {
+            return failed(&format!("no answer within {} ms", t.as_millis()))
         }
     };
-    let answer = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return Verdict::Cancel("cancelled".into()),
-        r = rx => r,
-        _ = timed_out => return failed(&format!(
-            "no answer within {} ms",
-            timeout.map_or(0, |t| t.as_millis())
-        )),
-    };
-    // Answered, perhaps from inside the callback: the compaction ends only once the callback
-    // has returned, so its hold on the controller (and the host's userdata) is gone when the
-    // host may replace it and expect its finalizer. A cancel still ends the wait.
-    tokio::select! {
-        _ = callback => {}
-        _ = cancel.cancelled() => {}
-    }
     match answer {
         Ok(Answer::Compaction(CompactionDecision::Allow)) => Verdict::Allow,
         Ok(Answer::Compaction(CompactionDecision::Summary(s))) if s.trim().is_empty() => {
