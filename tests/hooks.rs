@@ -362,7 +362,8 @@ fn a_hook_gets_claude_codes_input_on_stdin() {
         serde_json::from_str(&std::fs::read_to_string(run.dir.path().join("input.json")).unwrap())
             .unwrap();
     assert_eq!(input["hook_event_name"], "PreToolUse");
-    assert_eq!(input["tool_name"], "run_shell_command");
+    // Claude Code's name, as the reference sends it: pasted guard scripts test for it.
+    assert_eq!(input["tool_name"], "Bash");
     assert_eq!(input["tool_input"], json!({"command": "echo hi"}));
     assert_eq!(input["tool_use_id"], "c1");
     assert_eq!(input["session_id"], run.agent.session_id());
@@ -593,7 +594,7 @@ fn a_sub_agents_tool_calls_pass_the_same_pre_tool_hooks() {
     std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
     let seen = dir.path().join("seen.txt");
     let hook = format!(
-        "python3 -c 'import json,sys; e=json.load(sys.stdin); open(\"{}\", \"a\").write(e[\"hook_event_name\"] + \" \" + e.get(\"tool_name\", \"-\") + \"\\n\"); print(json.dumps({{\"hookSpecificOutput\": {{\"permissionDecision\": \"deny\", \"permissionDecisionReason\": \"no reads in children\"}}}}) if e.get(\"tool_name\") == \"read_file\" else \"\")'",
+        "python3 -c 'import json,sys; e=json.load(sys.stdin); open(\"{}\", \"a\").write(e[\"hook_event_name\"] + \" \" + e.get(\"tool_name\", \"-\") + \"\\n\"); print(json.dumps({{\"hookSpecificOutput\": {{\"permissionDecision\": \"deny\", \"permissionDecisionReason\": \"no reads in children\"}}}}) if e.get(\"tool_name\") == \"Read\" else \"\")'",
         seen.display()
     );
     let child = json!([
@@ -628,7 +629,7 @@ fn a_sub_agents_tool_calls_pass_the_same_pre_tool_hooks() {
         [
             "UserPromptSubmit -",
             "PreToolUse agent_investigator",
-            "PreToolUse read_file",
+            "PreToolUse Read",
             "PreToolUse complete_task"
         ]
     );

@@ -204,24 +204,11 @@ fn shell_call() -> Value {
     ])
 }
 
-fn tool_name_ours() -> (&'static str, Value) {
-    ("tool_name", "run_shell_command".into())
-}
-
 fn pre_tool_side(case: &str) -> (Value, Side) {
     let recorded = reference(case);
     let side = Side::new(&recorded, shell_call());
     side.go();
-    let values = [tool_name_ours()];
-    assert_stdin(
-        case,
-        &side.stdin(),
-        &recorded,
-        &StdinDifference {
-            values: &values,
-            ..PRE_TOOL_STDIN
-        },
-    );
+    assert_stdin(case, &side.stdin(), &recorded, &PRE_TOOL_STDIN);
     (recorded, side)
 }
 
@@ -316,7 +303,7 @@ fn post_tool_use_context_rides_after_the_result_in_the_reference_frame() {
     let suffix = recorded["result_suffix"].as_str().unwrap();
     assert!(results[0].ends_with(suffix), "{results:?}");
     let ours_response = results[0].strip_suffix(suffix).unwrap();
-    let values = [tool_name_ours(), ("tool_response", ours_response.into())];
+    let values = [("tool_response", ours_response.into())];
     assert_stdin(
         "post_tool_context",
         &side.stdin(),
@@ -514,7 +501,6 @@ fn post_tool_use_failure_context_rides_after_the_error() {
     // A missing file is a result here, not a failure (its text says so), so ours fails on a
     // bad argument; the error is each side's own message.
     let values = [
-        ("tool_name", "read_file".into()),
         ("tool_input", json!({"file_path": 5})),
         ("error", ours[0]["error"].clone()),
     ];

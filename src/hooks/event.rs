@@ -54,6 +54,13 @@ impl HookEvent {
     }
 }
 
+/// The name a hook command reads in `tool_name`: Claude Code's name of a built-in tool (what
+/// the reference sends too, so pasted guard scripts that test `tool_name == "Bash"` keep
+/// working), else the tool's own name.
+pub(crate) fn stdin_tool_name(tool: &str) -> &str {
+    claude_code_alias(tool).unwrap_or(tool)
+}
+
 /// The Claude Code name of a built-in tool, when it has one.
 pub(crate) fn claude_code_alias(tool: &str) -> Option<&'static str> {
     Some(match tool {

@@ -28,6 +28,7 @@ use super::{LoopEnd, LoopError, Turn};
 use crate::events::turn_event::PluginHookFired;
 use crate::events::TurnEvent;
 use crate::hooks::dispatch::{self, HookScope, PointVerdict, PreToolVerdict};
+use crate::hooks::event::stdin_tool_name;
 use crate::hooks::{HookDecision, HookEvent};
 use crate::permissions::{self, Decision, DenyKind, Verdict};
 
@@ -205,7 +206,7 @@ impl Turn<'_, '_> {
             }
             let (name, call_id) = (p.name.clone(), p.call_id.clone());
             let input = fields([
-                ("tool_name", name.as_str().into()),
+                ("tool_name", stdin_tool_name(&name).into()),
                 ("tool_input", Value::Object((*p.args).clone())),
                 ("tool_use_id", call_id.as_str().into()),
             ]);
@@ -334,7 +335,7 @@ impl Turn<'_, '_> {
                 continue;
             }
             let input = fields([
-                ("tool_name", p.name.as_str().into()),
+                ("tool_name", stdin_tool_name(&p.name).into()),
                 ("tool_input", Value::Object((*p.args).clone())),
                 (key, text.as_str().into()),
                 ("tool_use_id", p.call_id.as_str().into()),
