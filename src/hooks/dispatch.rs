@@ -211,7 +211,8 @@ pub(crate) fn pre_tool(results: &[HookResult]) -> PreToolVerdict {
     let updated_input = if decision == Some(HookDecision::Block) {
         None
     } else {
-        results.iter().rev().find_map(|r| match r {
+        // The first rewrite in config order, as the reference takes it.
+        results.iter().find_map(|r| match r {
             HookResult::Replied(r) => r.updated_input.clone(),
             _ => None,
         })
@@ -311,6 +312,20 @@ mod tests {
         ]);
         assert_eq!(v.decision, Some(HookDecision::Block));
         assert_eq!(v.failed, 1);
+    }
+
+    #[test]
+    fn the_first_rewrite_in_config_order_wins_as_in_the_reference() {
+        let rewrite = |command: &str| {
+            let mut input = Map::new();
+            input.insert("command".into(), command.into());
+            HookResult::Replied(HookReply {
+                updated_input: Some(input),
+                ..HookReply::default()
+            })
+        };
+        let v = pre_tool(&[rewrite("first"), rewrite("second")]);
+        assert_eq!(v.updated_input.unwrap()["command"], "first");
     }
 
     #[test]
