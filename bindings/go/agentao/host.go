@@ -8,7 +8,6 @@ import "C"
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"runtime/cgo"
 	"sync/atomic"
 	"unsafe"
@@ -89,58 +88,40 @@ func panicMessage(method string, p any) string {
 
 //export goAgentaoConfirm
 func goAgentaoConfirm(h C.uintptr_t, tool, description, argsJSON, callID *C.char, p *C.agentao_reply) {
-	r := &ConfirmReply{}
-	r.p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.Fail(panicMessage("ConfirmTool", v))
-		}
-	}()
-	runtime.SetFinalizer(r, finalizeConfirm)
-	box := cgo.Handle(h).Value().(*transportBox)
-	box.t.ConfirmTool(ConfirmRequest{
-		ToolName:    C.GoString(tool),
-		Description: C.GoString(description),
-		Args:        json.RawMessage(C.GoString(argsJSON)),
-		CallID:      C.GoString(callID),
-	}, r)
+	serveRequest(p, "ConfirmTool", func(r *ConfirmReply) {
+		box := cgo.Handle(h).Value().(*transportBox)
+		box.t.ConfirmTool(ConfirmRequest{
+			ToolName:    C.GoString(tool),
+			Description: C.GoString(description),
+			Args:        json.RawMessage(C.GoString(argsJSON)),
+			CallID:      C.GoString(callID),
+		}, r)
+	})
 }
 
 //export goAgentaoAsk
 func goAgentaoAsk(h C.uintptr_t, question, hintsJSON *C.char, p *C.agentao_reply) {
-	r := &AnswerReply{}
-	r.p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.Fail(panicMessage("AskUser", v))
+	serveRequest(p, "AskUser", func(r *AnswerReply) {
+		q := Question{}
+		if hintsJSON != nil {
+			_ = json.Unmarshal([]byte(C.GoString(hintsJSON)), &q)
 		}
-	}()
-	runtime.SetFinalizer(r, finalizeAnswer)
-	q := Question{}
-	if hintsJSON != nil {
-		_ = json.Unmarshal([]byte(C.GoString(hintsJSON)), &q)
-	}
-	q.Text = C.GoString(question)
-	box := cgo.Handle(h).Value().(*transportBox)
-	box.t.AskUser(q, r)
+		q.Text = C.GoString(question)
+		box := cgo.Handle(h).Value().(*transportBox)
+		box.t.AskUser(q, r)
+	})
 }
 
 //export goAgentaoMaxIterations
 func goAgentaoMaxIterations(h C.uintptr_t, count C.uint32_t, pendingJSON *C.char, p *C.agentao_reply) {
-	r := &MaxIterationsReply{}
-	r.p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.Fail(panicMessage("OnMaxIterations", v))
+	serveRequest(p, "OnMaxIterations", func(r *MaxIterationsReply) {
+		req := MaxIterationsRequest{Count: int(count)}
+		if pendingJSON != nil {
+			_ = json.Unmarshal([]byte(C.GoString(pendingJSON)), &req.PendingCalls)
 		}
-	}()
-	runtime.SetFinalizer(r, finalizeMaxIter)
-	req := MaxIterationsRequest{Count: int(count)}
-	if pendingJSON != nil {
-		_ = json.Unmarshal([]byte(C.GoString(pendingJSON)), &req.PendingCalls)
-	}
-	box := cgo.Handle(h).Value().(*transportBox)
-	box.t.OnMaxIterations(req, r)
+		box := cgo.Handle(h).Value().(*transportBox)
+		box.t.OnMaxIterations(req, r)
+	})
 }
 
 //export goAgentaoSubscribe
