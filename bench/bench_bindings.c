@@ -318,6 +318,9 @@ static void bench_bindings(void) {
         char *argv[] = {cand[i].path, i == 0 ? child : NULL, kind, NULL};
         bw_spawn(p, argv);
     }
+    /* Swift needs the Debian 13 root of scripts/swift-root.sh and a worker built in it. */
+    printf("bindings: Swift skipped: no Swift worker yet (docs/performance.md, \"Bindings over the C "
+           "callback\")\n");
     int total_turns[BW_SCENARIOS];
     for (int s = 0; s < BW_SCENARIOS; s++) {
         total_turns[s] = (warm + rounds) * bw_turns(s) + 1;
