@@ -193,7 +193,7 @@ static char g_self[1024];   /* this program, for --child */
 static char g_hyper[1024];  /* the hyper-floor binary (--hyper-floor), or empty */
 static int g_quick = 0;
 static int g_cpu = -1; /* --cpu N: this process, its threads and children pinned to CPU N */
-static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale|mcp|hooks|acp|growth|... */
+static const char *g_only = NULL; /* --only turn|stream|loop|events|hosttool|memory|scale|mcp|hooks|acp|growth|bindings|... */
 
 static int want(const char *section) { return !g_only || strcmp(g_only, section) == 0; }
 
@@ -3103,6 +3103,9 @@ static void machine(sbuf *b) {
            mem, agentao_version());
 }
 
+/* --only bindings: the C++, Go and Swift layers against the C API (its own file). */
+#include "bench_bindings.c"
+
 int main(int argc, char **argv) {
     const char *out = "bench/results.json";
     ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
@@ -3146,6 +3149,7 @@ int main(int argc, char **argv) {
             if (!realpath(getenv("AGENTAO_BENCH_MOCK"), g_mock)) die("AGENTAO_BENCH_MOCK");
             return child_callgrind_mcp_raw(atoi(argv[3]));
         }
+        if (strcmp(argv[2], "bindworker") == 0 && argc == 3) return child_bindworker();
         if (strcmp(argv[2], "scale") == 0 && argc == 7)
             return child_scale(argv[3], atoi(argv[4]), atoi(argv[5]), argv[6]);
         die("bad child arguments");
@@ -3212,6 +3216,8 @@ int main(int argc, char **argv) {
     if (want("mcp")) bench_mcp();
     if (want("hooks")) bench_hooks();
     if (want("acp")) bench_acp();
+    /* Needs the workers bench/run.sh builds for it: only when asked. */
+    if (g_only && strcmp(g_only, "bindings") == 0) bench_bindings();
     /* Minutes long (500 turns, one of them under valgrind): only when asked. */
     if (g_only && strcmp(g_only, "session") == 0) bench_session();
     /* A thousand turns per wire, two windows of them under valgrind: only when asked. */

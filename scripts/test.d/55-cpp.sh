@@ -5,6 +5,9 @@ cmake --build build/cpp --parallel 2 >/dev/null
 ctest --test-dir build/cpp --output-on-failure --timeout 120 | tee build/ctest-cpp.log
 record "C++ tests" "$(grep -ohE 'tests passed, 0 tests failed out of [0-9]+' build/ctest-cpp.log | awk '{print $NF}')"
 
+# bench/run.sh --only bindings' C++ worker keeps compiling against the binding.
+c++ -std=c++17 -Wall -Wextra -Werror -Iinclude -Ibindings/cpp -fsyntax-only bench/bindings/worker.cpp
+
 step "C++ binding tests under ASan+UBSan (ctest)"
 cmake -S tests/cpp -B build/cpp-asan -DCMAKE_BUILD_TYPE=Debug -DAGENTAO_SANITIZE=ON >/dev/null
 cmake --build build/cpp-asan --parallel 2 >/dev/null

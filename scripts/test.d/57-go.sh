@@ -14,9 +14,10 @@ Cflags: -I$ROOT/include
 Libs: -L$ROOT/target/release -Wl,-rpath,$ROOT/target/release -lagentao
 PC
   export PKG_CONFIG_PATH="$ROOT/build/go-pkgconfig" GOCACHE="$ROOT/build/go-cache" GOFLAGS=-modcacherw GOTOOLCHAIN=local
-  unformatted=$(gofmt -l bindings/go examples/go)
+  unformatted=$(gofmt -l bindings/go examples/go bench/bindings/go)
   [ -z "$unformatted" ] || { echo "gofmt needed: $unformatted"; false; }
   (cd bindings/go && go vet ./...)
+  (cd bench/bindings/go && go vet .)  # bench/run.sh --only bindings' Go worker keeps building
   (cd bindings/go && go test -race -count=1 -json ./... > "$ROOT/build/go/test-race.json") || {
     grep -E '"Action":"(fail|output)"' build/go/test-race.json | grep -E 'FAIL|_test.go' | head -40; false; }
   go_passed=$(grep -cE '"Action":"pass".*"Test":' build/go/test-race.json)

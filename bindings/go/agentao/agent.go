@@ -171,9 +171,14 @@ func WithMaxIterations(n int) TurnOption {
 
 // turn is one running turn: its message, cancel token and context link.
 type turn struct {
-	a     *Agent
-	ptr   *C.agentao_agent
-	msg   *C.char
+	a   *Agent
+	ptr *C.agentao_agent
+	msg string // checked: no NUL byte
+	// cmsg is msg as a C string, made only by the calls that need one (Chat passes msg's
+	// bytes to its shim, which saves two cgo calls a turn); text is Chat's answer in C. Both
+	// are released by end's one cgo call.
+	cmsg  *C.char
+	text  *C.char
 	imgs  cImages
 	max   C.int32_t
 	tok   *C.agentao_cancel_token
@@ -188,16 +193,14 @@ func (a *Agent) beginTurn(ctx context.Context, message string, opts []TurnOption
 	for _, opt := range opts {
 		opt(&o)
 	}
-	msg, err := cstring(message)
-	if err != nil {
+	if err := checkNUL(message); err != nil {
 		return nil, err
 	}
 	ptr, err := a.acquire()
 	if err != nil {
-		freeC(msg)
 		return nil, err
 	}
-	t := &turn{a: a, ptr: ptr, msg: msg, imgs: newCImages(o.images), max: C.int32_t(o.maxIterations),
+	t := &turn{a: a, ptr: ptr, msg: message, imgs: newCImages(o.images), max: C.int32_t(o.maxIterations),
 		ctx: ctx, tok: C.agentao_cancel_token_new()}
 	a.mu.Lock()
 	a.turns[t.tok] = struct{}{}
@@ -233,8 +236,7 @@ func (t *turn) end() {
 	t.a.mu.Lock()
 	delete(t.a.turns, t.tok)
 	t.a.mu.Unlock()
-	C.agentao_cancel_token_free(t.tok)
-	freeC(t.msg)
+	C.agentao_go_turn_end(t.tok, t.cmsg, t.text)
 	t.imgs.free()
 	t.a.release()
 }
@@ -256,18 +258,26 @@ func (a *Agent) Chat(ctx context.Context, message string, opts ...TurnOption) (s
 		return "", err
 	}
 	defer t.end()
-	var text *C.char
 	var cerr *C.agentao_error
-	var st C.agentao_status
-	if t.imgs.n > 0 {
-		st = C.agentao_agent_chat_images(t.ptr, t.msg, t.imgs.p, t.imgs.n, t.max, t.tok, &text, &cerr)
-	} else {
-		st = C.agentao_agent_chat(t.ptr, t.msg, t.max, t.tok, &text, &cerr)
+	// One cgo call: the shim copies the message and releases an OK call's error slot; the
+	// answer is read here and released with the token at the turn's end.
+	st := C.agentao_go_chat(t.ptr, (*C.char)(unsafe.Pointer(unsafe.StringData(t.msg))), C.size_t(len(t.msg)),
+		t.imgs.p, t.imgs.n, t.max, t.tok, &t.text, &cerr)
+	if st != C.AGENTAO_STATUS_OK {
+		return "", t.wrap(statusErr(st, cerr))
 	}
-	if err := statusErr(st, cerr); err != nil {
-		return "", t.wrap(err)
+	if t.text == nil {
+		return "", nil
 	}
-	return takeString(text), nil
+	return C.GoString(t.text), nil
+}
+
+// cMessage is the turn's message as a C string (released at the turn's end).
+func (t *turn) cMessage() *C.char {
+	if t.cmsg == nil {
+		t.cmsg = C.CString(t.msg)
+	}
+	return t.cmsg
 }
 
 // Outcome is a turn's result (the TurnOutcome of docs/c-api.md).
@@ -306,7 +316,7 @@ func (a *Agent) Run(ctx context.Context, message string, opts ...TurnOption) (*O
 	done := make(chan doneResult, 1)
 	h := newHandle(done)
 	var cerr *C.agentao_error
-	if err := statusErr(C.agentao_go_run(t.ptr, t.msg, t.imgs.p, t.imgs.n, t.max, t.tok, h, &cerr), cerr); err != nil {
+	if err := statusErr(C.agentao_go_run(t.ptr, t.cMessage(), t.imgs.p, t.imgs.n, t.max, t.tok, h, &cerr), cerr); err != nil {
 		goAgentaoFreeHandle(h) // not accepted: on_done will not fire
 		return nil, err
 	}
@@ -327,8 +337,8 @@ type Chunk struct {
 // Stream runs one turn and yields its text deltas, in order, then a last chunk with the
 // outcome. A turn that does not end ok yields its deltas, then (chunk with its outcome, error).
 // Ending the iteration early cancels the turn (reason "async-cancel"); so does cancelling ctx.
-// The turn starts when the iteration starts. The library queues 64 items: a turn whose
-// reader falls behind waits, nothing is dropped.
+// The turn starts when the iteration starts. Up to 64 KiB of deltas wait for the reader: a
+// turn whose reader falls further behind waits, nothing is dropped.
 func (a *Agent) Stream(ctx context.Context, message string, opts ...TurnOption) iter.Seq2[Chunk, error] {
 	return func(yield func(Chunk, error) bool) {
 		t, err := a.beginTurn(ctx, message, opts)
@@ -337,61 +347,76 @@ func (a *Agent) Stream(ctx context.Context, message string, opts ...TurnOption) 
 			return
 		}
 		defer t.end()
-		var s *C.agentao_stream
+		var s *C.agentao_go_stream
 		var cerr *C.agentao_error
-		if err := statusErr(C.agentao_agent_stream_open_images(t.ptr, t.msg, t.imgs.p, t.imgs.n, t.max, t.tok, &s, &cerr), cerr); err != nil {
+		if err := statusErr(C.agentao_go_stream_start(t.ptr, t.cMessage(), t.imgs.p, t.imgs.n, t.max, t.tok, &s, &cerr), cerr); err != nil {
 			yield(Chunk{}, t.wrap(err))
 			return
 		}
-		defer C.agentao_stream_free(s)
-		// One cgo call reads every item that is ready (see agentao_go_stream_batch).
+		finished := false
+		defer func() {
+			if !finished { // the consumer stopped early (or panicked): end the turn first
+				cancelToken(t.tok, "async-cancel")
+			}
+			C.agentao_go_stream_free(s) // waits for the turn's end
+		}()
+		// One cgo call takes every delta queued since the last (see agentao_go_stream_take).
 		buf := make([]byte, 16<<10)
 		for {
 			var used C.size_t
-			var big *C.char
-			st := C.agentao_go_stream_batch(s, 3600_000, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &used, &big, &cerr)
+			var big, outcome, message *C.char
+			var st C.agentao_status
+			ended := C.agentao_go_stream_take(s, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &used, &big, &st, &outcome, &message) != 0
 			for b := buf[:used]; len(b) >= 4; {
 				n := int(binary.NativeEndian.Uint32(b))
 				item := b[4 : 4+n]
 				b = b[4+n:]
-				if !t.deliver(item, yield) {
+				if text, ok := deltaText(item); ok && !yield(Chunk{Text: text}, nil) {
 					return
 				}
 			}
 			if big != nil {
-				if !t.deliver(takeBytes(big), yield) {
+				text, ok := deltaText([]byte(C.GoString(big)))
+				C.free(unsafe.Pointer(big))
+				if ok && !yield(Chunk{Text: text}, nil) {
 					return
 				}
 			}
-			switch st {
-			case C.AGENTAO_STATUS_OK:
-			case C.AGENTAO_STATUS_TIMEOUT:
-				C.agentao_error_free(cerr)
-				cerr = nil
-			default:
-				err := t.wrap(statusErr(st, cerr))
-				var out *Outcome
-				var last *C.char
-				if C.agentao_agent_last_turn(t.ptr, &last, nil) == C.AGENTAO_STATUS_OK {
-					out, _ = parseOutcome(takeBytes(last))
-				}
-				yield(Chunk{Outcome: out}, err)
+			if ended {
+				finished = true
+				t.finish(st, outcome, message, yield)
 				return
 			}
 		}
 	}
 }
 
-// deliver yields one stream item; false ends the iteration (the consumer stopped, or this was
-// the outcome).
-func (t *turn) deliver(item []byte, yield func(Chunk, error) bool) bool {
-	if text, ok := deltaText(item); ok {
-		return yield(Chunk{Text: text}, nil)
+// finish yields a streamed turn's last chunk from its end (status, TurnOutcome JSON, error
+// message: C strings it releases).
+func (t *turn) finish(st C.agentao_status, outcome, message *C.char, yield func(Chunk, error) bool) {
+	var raw []byte
+	if outcome != nil {
+		raw = []byte(C.GoString(outcome))
 	}
-	out, err := parseOutcome(item)
-	if err == nil && out == nil {
-		err = &Error{Status: StatusInternal, Message: "stream item is neither a delta nor an outcome"}
+	msg := ""
+	if message != nil {
+		msg = C.GoString(message)
 	}
-	yield(Chunk{Outcome: out}, err)
-	return false
+	C.agentao_go_free2(outcome, message)
+	if st == C.AGENTAO_STATUS_OK {
+		out, err := parseOutcome(raw)
+		if err == nil && out == nil {
+			err = &Error{Status: StatusInternal, Message: "the turn ended without an outcome"}
+		}
+		yield(Chunk{Outcome: out}, err)
+		return
+	}
+	if raw == nil {
+		var last *C.char
+		if C.agentao_agent_last_turn(t.ptr, &last, nil) == C.AGENTAO_STATUS_OK {
+			raw = takeBytes(last)
+		}
+	}
+	out, _ := parseOutcome(raw)
+	yield(Chunk{Outcome: out}, t.wrap(&Error{Status: Status(st), Message: msg}))
 }

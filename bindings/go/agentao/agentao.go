@@ -29,6 +29,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"strings"
 	"unsafe"
 )
 
@@ -87,12 +88,18 @@ func jsonText(v any) (string, error) {
 
 // cstring is C.CString that refuses text the library could not read anyway.
 func cstring(s string) (*C.char, error) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return nil, &Error{Status: StatusInvalidArgument, Message: "string contains a NUL byte"}
-		}
+	if err := checkNUL(s); err != nil {
+		return nil, err
 	}
 	return C.CString(s), nil
+}
+
+// checkNUL refuses a string a C string cannot carry.
+func checkNUL(s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return &Error{Status: StatusInvalidArgument, Message: "string contains a NUL byte"}
+	}
+	return nil
 }
 
 func freeC(p *C.char) { C.free(unsafe.Pointer(p)) }

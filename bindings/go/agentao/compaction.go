@@ -8,7 +8,6 @@ import "C"
 import (
 	"context"
 	"encoding/json"
-	"runtime"
 	"runtime/cgo"
 	"unsafe"
 )
@@ -206,8 +205,6 @@ func (r *CompactionReply) Summary(text string) error {
 	})
 }
 
-func finalizeCompaction(r *CompactionReply) { failDropped(&r.reply) }
-
 // CompactionController decides about each full compaction (automatic, overflow, on demand,
 // a sub-agent's) by answering reply. It runs on a library thread; a panic before the reply is
 // answered fails it, which cancels the compaction.
@@ -232,27 +229,20 @@ func (a *Agent) SetCompactionController(fn CompactionController) error {
 
 //export goAgentaoCompactionDecide
 func goAgentaoCompactionDecide(h C.uintptr_t, req *C.agentao_compaction_request, p *C.agentao_reply) {
-	r := &CompactionReply{}
-	r.p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.Fail(panicMessage("compaction controller", v))
+	serveRequest(p, "compaction controller", func(r *CompactionReply) {
+		q := CompactionRequest{
+			Trigger:             CompactionTrigger(req.trigger),
+			Kind:                CompactionKind(req.kind),
+			Reason:              C.GoString(req.reason),
+			EstimatedTokens:     uint64(req.estimated_tokens),
+			Window:              uint64(req.window),
+			MessagesToSummarize: int(req.messages_to_summarize),
+			MessagesKept:        int(req.messages_kept),
+			Messages:            json.RawMessage(C.GoString(req.messages_json)),
 		}
-	}()
-	runtime.SetFinalizer(r, finalizeCompaction)
-	q := CompactionRequest{
-		Trigger:             CompactionTrigger(req.trigger),
-		Kind:                CompactionKind(req.kind),
-		Reason:              C.GoString(req.reason),
-		EstimatedTokens:     uint64(req.estimated_tokens),
-		Window:              uint64(req.window),
-		MessagesToSummarize: int(req.messages_to_summarize),
-		MessagesKept:        int(req.messages_kept),
-		Messages:            json.RawMessage(C.GoString(req.messages_json)),
-	}
-	if req.child_task_id != nil {
-		q.ChildTaskID = C.GoString(req.child_task_id)
-	}
-	fn := cgo.Handle(h).Value().(CompactionController)
-	fn(q, r)
+		if req.child_task_id != nil {
+			q.ChildTaskID = C.GoString(req.child_task_id)
+		}
+		cgo.Handle(h).Value().(CompactionController)(q, r)
+	})
 }

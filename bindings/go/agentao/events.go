@@ -37,20 +37,47 @@ func (e *UnknownHostEvent) EventType() string { return e.Type }
 
 // decodeHostEvent decodes the v3 wire form by its event_type.
 func decodeHostEvent(b []byte) (HostEvent, error) {
-	var head struct {
-		EventType string `json:"event_type"`
+	eventType, ok := leadingEventType(b)
+	if !ok {
+		var head struct {
+			EventType string `json:"event_type"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
+		}
+		eventType = head.EventType
 	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	ev := newHostEvent(head.EventType)
+	ev := newHostEvent(eventType)
 	if ev == nil {
-		return &UnknownHostEvent{Type: head.EventType, JSON: b}, nil
+		if ok && !json.Valid(b) { // the fast path has not read it all
+			return nil, &Error{Status: StatusInvalidJSON, Message: "the host event is not valid JSON"}
+		}
+		return &UnknownHostEvent{Type: eventType, JSON: b}, nil
 	}
 	if err := json.Unmarshal(b, ev); err != nil {
 		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
 	}
 	return ev, nil
+}
+
+// leadingEventType reads the event type the library writes first ({"event_type":"T",...})
+// without a JSON pass over the whole event (the typed decode that follows is the one); false
+// for any other shape, which the full decoder then reads.
+func leadingEventType(b []byte) (string, bool) {
+	const pre = `{"event_type":"`
+	if len(b) < len(pre) || string(b[:len(pre)]) != pre {
+		return "", false
+	}
+	rest := b[len(pre):]
+	for i, c := range rest {
+		switch c {
+		case '\\':
+			return "", false
+		case '"':
+			return string(rest[:i]), true
+		}
+	}
+	return "", false
 }
 
 // HostEventStream reads an agent's host events (the reference's agent.events()). Only events

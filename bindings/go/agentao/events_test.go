@@ -327,3 +327,26 @@ func TestHostEventsNextInsideACallbackIsReentrant(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The event type is read without a JSON pass when it leads, as the library writes it; any
+// other shape goes through the decoder and decodes the same.
+func TestDecodeHostEventTypeFastPathAndFallback(t *testing.T) {
+	for _, doc := range []string{
+		`{"event_type":"future_kind","x":1}`,
+		`{"x":1,"event_type":"future_kind"}`,
+		`{"event_type":"future\u005fkind","x":1}`,
+	} {
+		ev, err := decodeHostEvent([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if u, ok := ev.(*UnknownHostEvent); !ok || u.Type != "future_kind" {
+			t.Fatalf("%s: %#v", doc, ev)
+		}
+	}
+	for _, doc := range []string{`{"event_type":"tool_lifecycle"`, `{"event_type":"future_kind",`} {
+		if _, err := decodeHostEvent([]byte(doc)); !errors.Is(err, StatusInvalidJSON) {
+			t.Fatalf("%s: %v", doc, err)
+		}
+	}
+}

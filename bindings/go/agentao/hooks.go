@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"encoding/json"
-	"runtime"
 	"runtime/cgo"
 )
 
@@ -66,8 +65,6 @@ func (r *HookReply) AddContext(context string) error {
 	return r.Output(string(b))
 }
 
-func finalizeHook(r *HookReply) { failDropped(&r.reply) }
-
 // Hooks is asked at every hook point of every turn, after the config's command hooks, and is
 // combined with them (deny > ask > allow). It runs on a library thread; a panic before the
 // reply is answered fails it, which at PreToolUse denies the call.
@@ -92,24 +89,17 @@ func (a *Agent) SetHooks(fn Hooks) error {
 
 //export goAgentaoHook
 func goAgentaoHook(h C.uintptr_t, req *C.agentao_hook_request, p *C.agentao_reply) {
-	r := &HookReply{}
-	r.p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.Fail(panicMessage("hooks", v))
+	serveRequest(p, "hooks", func(r *HookReply) {
+		q := HookRequest{
+			Event: HookEvent(req.event),
+			Input: json.RawMessage(C.GoString(req.input_json)),
 		}
-	}()
-	runtime.SetFinalizer(r, finalizeHook)
-	q := HookRequest{
-		Event: HookEvent(req.event),
-		Input: json.RawMessage(C.GoString(req.input_json)),
-	}
-	if req.tool_name != nil {
-		q.ToolName = C.GoString(req.tool_name)
-	}
-	if req.call_id != nil {
-		q.CallID = C.GoString(req.call_id)
-	}
-	fn := cgo.Handle(h).Value().(Hooks)
-	fn(q, r)
+		if req.tool_name != nil {
+			q.ToolName = C.GoString(req.tool_name)
+		}
+		if req.call_id != nil {
+			q.CallID = C.GoString(req.call_id)
+		}
+		cgo.Handle(h).Value().(Hooks)(q, r)
+	})
 }

@@ -8,7 +8,6 @@ import "C"
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"runtime/cgo"
 	"sync/atomic"
 	"unsafe"
@@ -41,22 +40,23 @@ func goAgentaoFreeHandle(h C.uintptr_t) {
 func goAgentaoEmit(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
 	defer func() { _ = recover() }() // a panicking EmitEvent loses that event
 	box := cgo.Handle(h).Value().(*transportBox)
-	box.t.EmitEvent(parseEvent(C.GoStringN(eventJSON, C.int(n))))
+	box.t.EmitEvent(parseEvent(C.GoBytes(unsafe.Pointer(eventJSON), C.int(n))))
 }
 
 // parseEvent reads the envelope the library writes, {"type":"T","schema_version":1,"data":D},
-// without a JSON decoder, and falls back to one for anything else.
-func parseEvent(s string) Event {
+// without a JSON decoder, and falls back to one for anything else. It owns b: Data is a
+// slice of it, so an event costs one copy out of C (a streamed delta's event is the hot case).
+func parseEvent(b []byte) Event {
 	const pre, mid = `{"type":"`, `","schema_version":1,"data":`
-	if len(s) > len(pre)+len(mid)+1 && s[:len(pre)] == pre && s[len(s)-1] == '}' {
-		rest := s[len(pre):]
+	if len(b) > len(pre)+len(mid)+1 && string(b[:len(pre)]) == pre && b[len(b)-1] == '}' {
+		rest := b[len(pre):]
 		for i := 0; i+len(mid) <= len(rest); i++ {
 			if rest[i] == '\\' {
 				break
 			}
 			if rest[i] == '"' {
-				if rest[i:i+len(mid)] == mid {
-					return Event{Type: rest[:i], Data: json.RawMessage(rest[i+len(mid) : len(rest)-1])}
+				if string(rest[i:i+len(mid)]) == mid {
+					return Event{Type: eventType(rest[:i]), Data: json.RawMessage(rest[i+len(mid) : len(rest)-1 : len(rest)-1])}
 				}
 				break
 			}
@@ -66,8 +66,20 @@ func parseEvent(s string) Event {
 		Type string          `json:"type"`
 		Data json.RawMessage `json:"data"`
 	}
-	_ = json.Unmarshal([]byte(s), &env)
+	_ = json.Unmarshal(b, &env)
 	return Event{Type: env.Type, Data: env.Data}
+}
+
+// eventType is the type's name, the streaming ones without an allocation (they come once per
+// delta).
+func eventType(b []byte) string {
+	switch string(b) {
+	case "llm_text":
+		return "llm_text"
+	case "thinking":
+		return "thinking"
+	}
+	return string(b)
 }
 
 func panicMessage(method string, p any) string {
@@ -76,58 +88,40 @@ func panicMessage(method string, p any) string {
 
 //export goAgentaoConfirm
 func goAgentaoConfirm(h C.uintptr_t, tool, description, argsJSON, callID *C.char, p *C.agentao_reply) {
-	r := &ConfirmReply{}
-	r.p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.Fail(panicMessage("ConfirmTool", v))
-		}
-	}()
-	runtime.SetFinalizer(r, finalizeConfirm)
-	box := cgo.Handle(h).Value().(*transportBox)
-	box.t.ConfirmTool(ConfirmRequest{
-		ToolName:    C.GoString(tool),
-		Description: C.GoString(description),
-		Args:        json.RawMessage(C.GoString(argsJSON)),
-		CallID:      C.GoString(callID),
-	}, r)
+	serveRequest(p, "ConfirmTool", func(r *ConfirmReply) {
+		box := cgo.Handle(h).Value().(*transportBox)
+		box.t.ConfirmTool(ConfirmRequest{
+			ToolName:    C.GoString(tool),
+			Description: C.GoString(description),
+			Args:        json.RawMessage(C.GoString(argsJSON)),
+			CallID:      C.GoString(callID),
+		}, r)
+	})
 }
 
 //export goAgentaoAsk
 func goAgentaoAsk(h C.uintptr_t, question, hintsJSON *C.char, p *C.agentao_reply) {
-	r := &AnswerReply{}
-	r.p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.Fail(panicMessage("AskUser", v))
+	serveRequest(p, "AskUser", func(r *AnswerReply) {
+		q := Question{}
+		if hintsJSON != nil {
+			_ = json.Unmarshal([]byte(C.GoString(hintsJSON)), &q)
 		}
-	}()
-	runtime.SetFinalizer(r, finalizeAnswer)
-	q := Question{}
-	if hintsJSON != nil {
-		_ = json.Unmarshal([]byte(C.GoString(hintsJSON)), &q)
-	}
-	q.Text = C.GoString(question)
-	box := cgo.Handle(h).Value().(*transportBox)
-	box.t.AskUser(q, r)
+		q.Text = C.GoString(question)
+		box := cgo.Handle(h).Value().(*transportBox)
+		box.t.AskUser(q, r)
+	})
 }
 
 //export goAgentaoMaxIterations
 func goAgentaoMaxIterations(h C.uintptr_t, count C.uint32_t, pendingJSON *C.char, p *C.agentao_reply) {
-	r := &MaxIterationsReply{}
-	r.p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.Fail(panicMessage("OnMaxIterations", v))
+	serveRequest(p, "OnMaxIterations", func(r *MaxIterationsReply) {
+		req := MaxIterationsRequest{Count: int(count)}
+		if pendingJSON != nil {
+			_ = json.Unmarshal([]byte(C.GoString(pendingJSON)), &req.PendingCalls)
 		}
-	}()
-	runtime.SetFinalizer(r, finalizeMaxIter)
-	req := MaxIterationsRequest{Count: int(count)}
-	if pendingJSON != nil {
-		_ = json.Unmarshal([]byte(C.GoString(pendingJSON)), &req.PendingCalls)
-	}
-	box := cgo.Handle(h).Value().(*transportBox)
-	box.t.OnMaxIterations(req, r)
+		box := cgo.Handle(h).Value().(*transportBox)
+		box.t.OnMaxIterations(req, r)
+	})
 }
 
 //export goAgentaoSubscribe

@@ -90,38 +90,190 @@ void agentao_go_call_listener(agentao_listener_fn fn, void *listener_userdata, c
     fn(listener_userdata, event_json);
 }
 
-agentao_status agentao_go_stream_batch(agentao_stream *s, uint32_t timeout_ms, char *buf, size_t cap,
-                                       size_t *used_out, char **big_out, agentao_error **err_out) {
-    size_t used = 0;
-    int n = 0;
-    *big_out = NULL;
-    for (;;) {
-        char *item = NULL;
-        agentao_status st = agentao_stream_next(s, n == 0 ? timeout_ms : 0, &item, err_out);
-        if (st != AGENTAO_STATUS_OK) {
-            if (n > 0 && st == AGENTAO_STATUS_TIMEOUT) {
-                if (err_out) {
-                    agentao_error_free(*err_out);
-                    *err_out = NULL;
-                }
-                st = AGENTAO_STATUS_OK;
-            }
-            *used_out = used;
-            return st;
-        }
-        size_t len = strlen(item);
-        if (len > UINT32_MAX || cap - used < 4 + len) {
-            *big_out = item;
-            *used_out = used;
-            return AGENTAO_STATUS_OK;
-        }
-        uint32_t len32 = (uint32_t)len;
-        memcpy(buf + used, &len32, 4);
-        memcpy(buf + used + 4, item, len);
-        used += 4 + len;
-        n++;
-        agentao_string_free(item);
+/* The queue's bound: a reader that falls behind by this much makes the turn wait (a larger
+ * single delta still goes in when the queue is empty), so nothing is dropped and memory stays
+ * bounded. */
+#define GO_STREAM_QUEUE_BYTES (64u << 10)
+
+struct agentao_go_stream {
+    pthread_mutex_t mu;
+    pthread_cond_t ready; /* deltas queued or the turn ended */
+    pthread_cond_t room;  /* the reader took deltas or stopped reading */
+    char *q;              /* [uint32 length][bytes] ... */
+    size_t len, cap, head; /* q[head..len) is unread */
+    int reader_waiting, writer_waiting, done, abandoned;
+    agentao_status status;
+    char *outcome, *message;
+};
+
+static char *dup_or_null(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static void go_stream_delta(void *ud, const char *delta_json) {
+    agentao_go_stream *s = ud;
+    size_t n = strlen(delta_json);
+    if (n > UINT32_MAX - 4) return;
+    pthread_mutex_lock(&s->mu);
+    while (!s->abandoned && s->len > s->head && s->len - s->head + 4 + n > GO_STREAM_QUEUE_BYTES) {
+        s->writer_waiting = 1;
+        pthread_cond_wait(&s->room, &s->mu);
     }
+    if (s->abandoned) goto out;
+    if (s->head == s->len) s->head = s->len = 0;
+    if (s->cap - s->len < 4 + n && s->head > 0) {
+        /* The unread part moves to the front before the queue grows. */
+        memmove(s->q, s->q + s->head, s->len - s->head);
+        s->len -= s->head;
+        s->head = 0;
+    }
+    if (s->cap - s->len < 4 + n) {
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap - s->len < 4 + n) cap *= 2;
+        char *q = realloc(s->q, cap);
+        if (!q) goto out; /* out of memory: this delta is lost for display, the turn goes on */
+        s->q = q;
+        s->cap = cap;
+    }
+    uint32_t n32 = (uint32_t)n;
+    memcpy(s->q + s->len, &n32, 4);
+    memcpy(s->q + s->len + 4, delta_json, n);
+    s->len += 4 + n;
+    if (s->reader_waiting) pthread_cond_signal(&s->ready);
+out:
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void go_stream_done(void *ud, agentao_status status, const char *outcome_json, const agentao_error *err) {
+    agentao_go_stream *s = ud;
+    pthread_mutex_lock(&s->mu);
+    s->status = status;
+    s->outcome = dup_or_null(outcome_json);
+    s->message = status != AGENTAO_STATUS_OK && err ? dup_or_null(agentao_error_message(err)) : NULL;
+    s->done = 1;
+    pthread_cond_broadcast(&s->ready);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void go_stream_release(agentao_go_stream *s) {
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->ready);
+    pthread_cond_destroy(&s->room);
+    free(s->q);
+    free(s->outcome);
+    free(s->message);
+    free(s);
+}
+
+agentao_status agentao_go_stream_start(agentao_agent *agent, const char *message, const agentao_image *images,
+                                       size_t n_images, int32_t max_iterations,
+                                       const agentao_cancel_token *cancel, agentao_go_stream **stream_out,
+                                       agentao_error **err_out) {
+    *stream_out = NULL;
+    agentao_go_stream *s = calloc(1, sizeof *s);
+    if (!s) return AGENTAO_STATUS_INTERNAL;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->ready, NULL);
+    pthread_cond_init(&s->room, NULL);
+    agentao_status st = agentao_agent_stream_images(agent, message, images, n_images, max_iterations, cancel,
+                                                    go_stream_delta, go_stream_done, s, err_out);
+    if (st != AGENTAO_STATUS_OK) {
+        go_stream_release(s); /* refused: on_done will not fire */
+        return st;
+    }
+    *stream_out = s;
+    return st;
+}
+
+int agentao_go_stream_take(agentao_go_stream *s, char *buf, size_t cap, size_t *used_out, char **big_out,
+                           agentao_status *status_out, char **outcome_out, char **message_out) {
+    size_t used = 0;
+    *big_out = NULL;
+    pthread_mutex_lock(&s->mu);
+    while (s->head == s->len && !s->done) {
+        s->reader_waiting = 1;
+        pthread_cond_wait(&s->ready, &s->mu);
+        s->reader_waiting = 0;
+    }
+    while (s->head < s->len) {
+        uint32_t n;
+        memcpy(&n, s->q + s->head, 4);
+        if (used + 4 + n > cap) {
+            if (used == 0) {
+                char *big = malloc((size_t)n + 1);
+                if (big) {
+                    memcpy(big, s->q + s->head + 4, n);
+                    big[n] = 0;
+                }
+                *big_out = big;
+                s->head += 4 + (size_t)n;
+            }
+            break;
+        }
+        memcpy(buf + used, s->q + s->head, 4 + (size_t)n);
+        used += 4 + (size_t)n;
+        s->head += 4 + (size_t)n;
+    }
+    if (s->writer_waiting) {
+        s->writer_waiting = 0;
+        pthread_cond_signal(&s->room);
+    }
+    int ended = s->done && s->head == s->len && !*big_out;
+    if (ended) {
+        *status_out = s->status;
+        *outcome_out = s->outcome;
+        *message_out = s->message;
+        s->outcome = s->message = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    *used_out = used;
+    return ended;
+}
+
+void agentao_go_stream_free(agentao_go_stream *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->abandoned = 1;
+    pthread_cond_broadcast(&s->room);
+    while (!s->done) pthread_cond_wait(&s->ready, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    go_stream_release(s);
+}
+
+agentao_status agentao_go_chat(agentao_agent *agent, const char *message, size_t message_len,
+                               const agentao_image *images, size_t n_images, int32_t max_iterations,
+                               const agentao_cancel_token *cancel, char **text_out,
+                               agentao_error **err_out) {
+    /* A short message is copied to the stack: no allocation on the common path. */
+    char small[512];
+    char *msg = message_len < sizeof small ? small : malloc(message_len + 1);
+    if (!msg) return AGENTAO_STATUS_INTERNAL;
+    if (message_len) memcpy(msg, message, message_len);
+    msg[message_len] = 0;
+    agentao_status st =
+        n_images ? agentao_agent_chat_images(agent, msg, images, n_images, max_iterations, cancel, text_out, err_out)
+                 : agentao_agent_chat(agent, msg, max_iterations, cancel, text_out, err_out);
+    if (msg != small) free(msg);
+    if (st == AGENTAO_STATUS_OK && err_out) {
+        agentao_error_free(*err_out);
+        *err_out = NULL;
+    }
+    return st;
+}
+
+void agentao_go_free2(char *a, char *b) {
+    free(a);
+    free(b);
+}
+
+void agentao_go_turn_end(agentao_cancel_token *token, char *message, char *text) {
+    agentao_cancel_token_free(token);
+    free(message);
+    agentao_string_free(text);
 }
 
 static void tr_tool_execute(void *ud, const char *args_json, const agentao_tool_call *call,

@@ -3,6 +3,7 @@
 #ifndef AGENTAO_GO_SHIM_H
 #define AGENTAO_GO_SHIM_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +33,45 @@ agentao_status agentao_go_watch(const agentao_cancel_token *token, uintptr_t han
 void agentao_go_call_listener(agentao_listener_fn fn, void *listener_userdata, const char *event_json);
 
 
-/* Reads a batch of a pull stream in one call: waits up to timeout_ms for the first item, then
- * takes whatever is ready without waiting. Items are copied to buf as [uint32 length][bytes]
- * (and released); an item that does not fit in the room left ends the batch and is handed over
- * in *big_out (release with agentao_string_free). Returns OK when items were read (a later
- * TIMEOUT ends the batch quietly), or the status that ended the batch: the items before it come
- * first. */
-agentao_status agentao_go_stream_batch(agentao_stream *s, uint32_t timeout_ms, char *buf, size_t cap,
-                                       size_t *used_out, char **big_out, agentao_error **err_out);
+/* A streamed turn for Agent.Stream: the library's push callback (agentao_agent_stream_images,
+ * on a library thread) appends each delta to a bounded queue, and one cgo call takes every
+ * delta queued since the last. The pull stream (agentao_stream_next) hands over one item per
+ * wake-up: most of a delta's cost in Go was that hand-over, not the crossing. */
+typedef struct agentao_go_stream agentao_go_stream;
+
+/* Starts the turn (arguments as agentao_agent_stream_images). On failure nothing is started
+ * and *stream_out stays NULL. */
+agentao_status agentao_go_stream_start(agentao_agent *agent, const char *message, const agentao_image *images,
+                                       size_t n_images, int32_t max_iterations,
+                                       const agentao_cancel_token *cancel, agentao_go_stream **stream_out,
+                                       agentao_error **err_out);
+
+/* Waits until deltas are queued or the turn has ended, then copies the queued deltas that fit
+ * in buf as [uint32 length][bytes]; a first delta larger than cap is handed over in *big_out
+ * (release with free). Returns 1 once the turn has ended and every delta was taken; then
+ * *status_out is its status and *outcome_out (its TurnOutcome JSON, may be NULL) and
+ * *message_out (the error's message, NULL on success) are the caller's to free. */
+int agentao_go_stream_take(agentao_go_stream *s, char *buf, size_t cap, size_t *used_out, char **big_out,
+                           agentao_status *status_out, char **outcome_out, char **message_out);
+
+/* Stops reading (deltas still coming are dropped; cancel the turn's token first to end it
+ * early), waits for the turn's end and releases the stream. */
+void agentao_go_stream_free(agentao_go_stream *s);
+
+/* agentao_agent_chat(_images) in one cgo call: the message arrives as bytes (a Go string,
+ * copied here with the NUL the C API needs), and an OK call's error slot is released here.
+ * The answer is handed out as it is: the caller releases it with agentao_go_turn_end. */
+agentao_status agentao_go_chat(agentao_agent *agent, const char *message, size_t message_len,
+                               const agentao_image *images, size_t n_images, int32_t max_iterations,
+                               const agentao_cancel_token *cancel, char **text_out,
+                               agentao_error **err_out);
+
+/* free(a) and free(b) in one cgo call. */
+void agentao_go_free2(char *a, char *b);
+
+/* A turn's end in one cgo call: releases its token, its C message and its answer (each may be
+ * NULL). */
+void agentao_go_turn_end(agentao_cancel_token *token, char *message, char *text);
 
 /* agentao_agent_add_tool with the binding's execute trampoline; userdata is `handle`. */
 agentao_status agentao_go_add_tool(agentao_agent *agent, const char *name, const char *description,

@@ -176,3 +176,42 @@ func TestStreamLargeDelta(t *testing.T) {
 		t.Fatalf("%d deltas", len(got))
 	}
 }
+
+// A reader that falls far behind (the turn's deltas outgrow the queue's 64 KiB bound while it
+// sleeps, a delta bigger than the bound among them) still gets every delta, in order: the turn
+// waits for it, nothing is dropped.
+func TestStreamSlowReaderGetsEveryDelta(t *testing.T) {
+	big := strings.Repeat("z", 80<<10)
+	var chunks []string
+	var want strings.Builder
+	for i := range 3000 {
+		c := strings.Repeat("x", 40) + string(rune('a'+i%26))
+		if i == 1500 {
+			c = big
+		}
+		chunks = append(chunks, `"`+c+`"`)
+		want.WriteString(c)
+	}
+	a := newAgent(t, config(t.TempDir(), `{"chunks":[`+strings.Join(chunks, ",")+`]}`, ""), nil)
+	var got strings.Builder
+	n := 0
+	for c, err := range a.Stream(context.Background(), "go") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			time.Sleep(200 * time.Millisecond) // the turn fills the queue meanwhile
+		}
+		if c.Outcome != nil {
+			if c.Outcome.Text != want.String() {
+				t.Fatalf("outcome text of %d bytes", len(c.Outcome.Text))
+			}
+			continue
+		}
+		n++
+		got.WriteString(c.Text)
+	}
+	if n != 3000 || got.String() != want.String() {
+		t.Fatalf("%d deltas, %d bytes; want 3000, %d", n, got.Len(), want.Len())
+	}
+}

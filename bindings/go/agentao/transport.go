@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"encoding/json"
+	"runtime"
 	"sync"
 )
 
@@ -168,6 +169,32 @@ func (r *reply) Answered() bool {
 	return r.p == nil
 }
 
+// base is the embedded reply of a reply type (ConfirmReply, HookReply, ...).
+func (r *reply) base() *reply { return r }
+
+// replyType is a pointer to a reply type: a struct that embeds reply.
+type replyType[T any] interface {
+	*T
+	base() *reply
+}
+
+// serveRequest is the one shape of every deferred request a Go callback answers through a
+// reply (the transport's three, the compaction controller, hooks): the reply owns p; a panic
+// in ask before the reply is answered fails it with a message naming what, and so does its
+// finalizer once the reply becomes unreachable unanswered (no turn waits forever on a
+// forgotten reply).
+func serveRequest[T any, R replyType[T]](p *C.agentao_reply, what string, ask func(R)) {
+	r := R(new(T))
+	r.base().p = p
+	defer func() {
+		if v := recover(); v != nil {
+			_ = r.base().Fail(panicMessage(what, v))
+		}
+	}()
+	runtime.SetFinalizer(r, func(r R) { failDropped(r.base()) })
+	ask(r)
+}
+
 // failDropped is the finalizer of an unanswered reply.
 func failDropped(r *reply) {
 	if p := r.take(); p != nil {
@@ -239,7 +266,3 @@ func sanitize(s string) string {
 	}
 	return s
 }
-
-func finalizeConfirm(r *ConfirmReply)       { failDropped(&r.reply) }
-func finalizeAnswer(r *AnswerReply)         { failDropped(&r.reply) }
-func finalizeMaxIter(r *MaxIterationsReply) { failDropped(&r.reply) }

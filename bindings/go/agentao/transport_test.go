@@ -65,11 +65,11 @@ func TestTransportCanonicalOrder(t *testing.T) {
 }
 
 func TestParseEventFallback(t *testing.T) {
-	ev := parseEvent(`{"data":{"x":1},"type":"odd","schema_version":1}`)
+	ev := parseEvent([]byte(`{"data":{"x":1},"type":"odd","schema_version":1}`))
 	if ev.Type != "odd" || string(ev.Data) != `{"x":1}` {
 		t.Fatalf("fallback parse: %+v", ev)
 	}
-	ev = parseEvent(`{"type":"t","schema_version":1,"data":{"y":"\""}}`)
+	ev = parseEvent([]byte(`{"type":"t","schema_version":1,"data":{"y":"\""}}`))
 	if ev.Type != "t" || string(ev.Data) != `{"y":"\""}` {
 		t.Fatalf("fast parse: %+v", ev)
 	}
