@@ -12,7 +12,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-cargo build --release -p agentao -p mock-openai -p mcp-fault-server -p hyper-floor -p agentao-acp
+# The library alone first, as every test step builds it: built together with the other packages
+# its dependencies' features unify differently, and each switch rebuilt it (~15 min here).
+cargo build --release
+cargo build --release -p mock-openai -p mcp-fault-server -p hyper-floor -p agentao-acp
 mkdir -p target/bench
 cc -O2 -std=c11 -Wall -Wextra -Iinclude -o target/bench/bench bench/bench.c \
    -Ltarget/release -lagentao -Wl,-rpath,"$ROOT/target/release" -lpthread
