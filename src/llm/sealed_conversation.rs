@@ -373,6 +373,82 @@ impl<'b> ArrayOut<'b> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::request_body::RequestBody;
+    use crate::llm::MessagesVersion;
+
+    /// Units of user texts by their first letter: `a1 a2 b1` is `[a1+a2,b1]`.
+    struct Letters;
+    impl Units for Letters {
+        type Part = (Option<u8>, String);
+        type Key = u8;
+        const MERGES: bool = true;
+        fn part(m: &Message) -> Self::Part {
+            let t = m.text().unwrap_or_default().to_owned();
+            (t.bytes().next(), t)
+        }
+        fn key(p: &Self::Part) -> Option<u8> {
+            p.0
+        }
+        fn write_unit(parts: &[&Self::Part], out: &mut Vec<u8>) {
+            let texts: Vec<&str> = parts.iter().map(|p| p.1.as_str()).collect();
+            out.extend_from_slice(format!(",{}", texts.join("+")).as_bytes());
+        }
+    }
+
+    fn body(
+        c: &mut SealedConversation<Letters>,
+        h: &[Message],
+        v: MessagesVersion,
+    ) -> (usize, String, usize) {
+        let tools = std::sync::Arc::new(Vec::new());
+        let req = ChatRequest {
+            system: "",
+            history: h,
+            history_version: v,
+            transcript: &[],
+            transcript_version: MessagesVersion::unknown(),
+            tail: None,
+            tools: &tools,
+        };
+        let rendered = c.sync(&req);
+        let (mut out, mut shared) = (Vec::new(), Vec::new());
+        c.write(None, &mut ArrayOut::new(&mut out, &mut shared));
+        let pieces = shared.len();
+        let body = RequestBody::spliced(out, shared).to_bytes();
+        (rendered, String::from_utf8(body.to_vec()).unwrap(), pieces)
+    }
+
+    /// While the history only grows, a request renders only its new message and its body
+    /// carries a few shared pieces however long the history; a change renders again from the
+    /// unit before it, since the changed message may be what closed that unit.
+    #[test]
+    fn a_growing_history_renders_only_what_it_appends() {
+        let mut c = SealedConversation::<Letters>::default();
+        let v = MessagesVersion::fresh();
+        let mut h = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..2000 {
+            let letter = ["a", "b", "c"][i / 2 % 3];
+            h.push(Message::User(format!("{letter}{i}")));
+            let (rendered, got, pieces) = body(&mut c, &h, v);
+            assert_eq!(rendered, 1);
+            assert!(pieces <= 12, "{pieces} pieces at {i}");
+            if i % 2 == 0 {
+                want.push(format!("{letter}{i}"));
+            } else {
+                let last = want.last_mut().unwrap();
+                *last = format!("{last}+{letter}{i}");
+            }
+            assert_eq!(got, format!("[{}]", want.join(",")));
+        }
+        // `b1` closed `a0+a1`: replacing it by an `a` text merges it into that unit.
+        let mut edited = h[..4].to_vec();
+        edited[2] = Message::User("a2".into());
+        let (rendered, got, _) = body(&mut c, &edited, MessagesVersion::fresh());
+        assert_eq!((rendered, got.as_str()), (4, "[a0+a1+a2,b3]"));
+        let (rendered, got, _) = body(&mut c, &[], MessagesVersion::fresh());
+        assert_eq!((rendered, got.as_str()), (0, "[]"));
+    }
 
     #[test]
     fn the_rope_keeps_few_pieces_and_cuts_back_exactly() {
