@@ -169,7 +169,14 @@ impl<W: Wire> WireBackend<W> {
     }
 
     pub(crate) fn render_body(&self, req: &ChatRequest<'_>) -> RequestBody {
-        let mut cache = self.render_cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.render_cache.lock().unwrap_or_else(|poisoned| {
+            // A render that panicked may have left the cache half brought up to date: what it
+            // kept is dropped rather than trusted.
+            let mut cache = poisoned.into_inner();
+            *cache = W::RenderCache::default();
+            self.render_cache.clear_poison();
+            cache
+        });
         self.wire.render_body(req, &self.settings, &mut cache)
     }
 
