@@ -24,10 +24,14 @@ mod responses;
 pub(crate) mod retry;
 pub mod script;
 pub(crate) mod scripted;
+mod sealed_conversation;
 pub mod sse;
 mod text_chunk;
 pub mod tool_call;
 mod tool_chunk;
+mod typed_body;
+#[cfg(test)]
+mod typed_wire_bodies;
 pub(crate) mod wire;
 mod wire_cache;
 

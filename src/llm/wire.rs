@@ -9,6 +9,7 @@
 //! its request cache are specific to it, and its decoder and error parser are the ones this
 //! module's defaults reuse.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -59,6 +60,9 @@ pub(crate) trait Wire: Send + Sync + Sized + 'static {
     const PATH: &'static str;
     /// The per-attempt decoding state.
     type Decoder: Default + Send;
+    /// What one client keeps between requests to render the next one (the conversation
+    /// rendered so far, the static parts).
+    type RenderCache: Default + Send;
 
     /// The client's wire state (the one-shot repair latches).
     fn new(c: &OpenAiConfig) -> Self;
@@ -66,8 +70,14 @@ pub(crate) trait Wire: Send + Sync + Sized + 'static {
     /// The authentication and version headers (content type and accept are added).
     fn headers(c: &OpenAiConfig) -> Result<HeaderMap, String>;
 
-    /// The request body for `req`.
-    fn render(&self, req: &ChatRequest<'_>, s: &WireSettings) -> Map<String, Value>;
+    /// The request body for `req` (the wire's keys, with `extra_body`'s value in a key's place
+    /// and its other keys after), rendered with what `cache` kept from the requests before.
+    fn render_body(
+        &self,
+        req: &ChatRequest<'_>,
+        s: &WireSettings,
+        cache: &mut Self::RenderCache,
+    ) -> RequestBody;
 
     /// One SSE event's data into `asm`; an in-stream error as the policy classifies it.
     fn decode(dec: &mut Self::Decoder, data: &[u8], asm: &mut Assembler) -> Result<Flow, LlmError>;
@@ -112,6 +122,7 @@ pub(crate) fn number_after(s: &str, marker: &str) -> Option<u64> {
 pub(crate) struct WireBackend<W: Wire> {
     wire: W,
     settings: WireSettings,
+    render_cache: Mutex<W::RenderCache>,
     headers: HeaderMap,
     http: ModelHttp,
     read_timeout: Duration,
@@ -144,6 +155,7 @@ impl<W: Wire> WireBackend<W> {
                 temperature: c.temperature,
                 extra_body: c.extra_body.clone(),
             },
+            render_cache: Mutex::default(),
             headers,
             http,
             read_timeout: c.read_timeout,
@@ -156,17 +168,16 @@ impl<W: Wire> WireBackend<W> {
         &self.settings
     }
 
-    /// The body as JSON (the wire's keys, then `extra_body`'s, which win).
-    pub(crate) fn render_value(&self, req: &ChatRequest<'_>) -> Map<String, Value> {
-        let mut body = self.wire.render(req, &self.settings);
-        for (k, v) in &self.settings.extra_body {
-            body.insert(k.clone(), v.clone());
-        }
-        body
-    }
-
     pub(crate) fn render_body(&self, req: &ChatRequest<'_>) -> RequestBody {
-        body_of(&self.render_value(req))
+        let mut cache = self.render_cache.lock().unwrap_or_else(|poisoned| {
+            // A render that panicked may have left the cache half brought up to date: what it
+            // kept is dropped rather than trusted.
+            let mut cache = poisoned.into_inner();
+            *cache = W::RenderCache::default();
+            self.render_cache.clear_poison();
+            cache
+        });
+        self.wire.render_body(req, &self.settings, &mut cache)
     }
 
     /// See [`Wire::repair`]: the repaired body, or `None`.
@@ -336,7 +347,9 @@ impl<W: Wire> WireStream<W> {
 }
 
 /// The JSON form of each message of a request (the Chat Completions shape every wire's
-/// renderer converts from): history, then this turn's, then the volatile tail.
+/// renderer converts from): history, then this turn's, then the volatile tail. (The wires
+/// convert message by message from their caches; this whole list is their tests' reference.)
+#[cfg(test)]
 pub(crate) fn conversation(req: &ChatRequest<'_>) -> Vec<Value> {
     let mut out: Vec<Value> = req
         .history

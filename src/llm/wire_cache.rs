@@ -103,16 +103,33 @@ impl Seen {
 
 /// The history and transcript a sync checked.
 #[derive(Clone, Copy)]
-struct Checked {
+pub(crate) struct Checked {
     history: Seen,
     transcript: Seen,
 }
 
 impl Checked {
+    /// A request's history and transcript as a sync sees them.
+    pub(crate) fn of(
+        (history, history_version): (&[Message], MessagesVersion),
+        (transcript, transcript_version): (&[Message], MessagesVersion),
+    ) -> Checked {
+        Checked {
+            history: Seen {
+                version: history_version,
+                len: history.len(),
+            },
+            transcript: Seen {
+                version: transcript_version,
+                len: transcript.len(),
+            },
+        }
+    }
+
     /// How many messages of `now`'s history then transcript still fit the entries unlooked:
     /// the history's checked ones, and when the history is as it was (a turn goes on), the
     /// transcript's too.
-    fn trusted(&self, now: &Checked) -> usize {
+    pub(crate) fn trusted(&self, now: &Checked) -> usize {
         if !self.history.grew_into(now.history) {
             return 0;
         }

@@ -7,6 +7,9 @@ mod request;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+pub(crate) use request::{render as render_from_scratch, render_body, RenderCache};
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -14,6 +17,7 @@ use serde_json::{json, Map, Value};
 
 use crate::llm::assembly::Assembler;
 use crate::llm::config::OpenAiConfig;
+use crate::llm::request_body::RequestBody;
 use crate::llm::wire::{number_after, Flow, Overflow, Wire, WireSettings};
 use crate::llm::{ChatRequest, LlmError};
 
@@ -29,6 +33,7 @@ pub(crate) struct Anthropic {
 impl Wire for Anthropic {
     const PATH: &'static str = "/v1/messages";
     type Decoder = decode::Decoder;
+    type RenderCache = request::RenderCache;
 
     fn new(_: &OpenAiConfig) -> Self {
         Anthropic {
@@ -47,14 +52,19 @@ impl Wire for Anthropic {
         Ok(h)
     }
 
-    fn render(&self, req: &ChatRequest<'_>, s: &WireSettings) -> Map<String, Value> {
+    fn render_body(
+        &self,
+        req: &ChatRequest<'_>,
+        s: &WireSettings,
+        cache: &mut request::RenderCache,
+    ) -> RequestBody {
         let cap = self.max_tokens_cap.load(Ordering::Relaxed);
         let max_tokens = if cap > 0 {
             s.max_tokens.min(cap)
         } else {
             s.max_tokens
         };
-        request::render(req, s, max_tokens)
+        request::render_body(req, s, max_tokens, cache)
     }
 
     fn decode(

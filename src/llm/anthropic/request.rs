@@ -4,12 +4,22 @@
 //! API requires them); a leading assistant message gets a synthetic user turn before it;
 //! signed thinking blocks go back whole; tool ids are forced into `[A-Za-z0-9_-]{1,64}` the
 //! same way wherever they appear, so a call and its result still match.
+//!
+//! The conversation is rendered from a cache ([`crate::llm::sealed_conversation`]): each
+//! message's blocks once, a turn once another role follows it; the tools array once per tool
+//! list and the system prompt once per text ([`crate::llm::typed_body`]).
 
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use crate::llm::fingerprint::hex16;
-use crate::llm::wire::{conversation, image_url, text_of, WireSettings};
-use crate::llm::ChatRequest;
+use crate::llm::fingerprint::{hex16, PerList};
+use crate::llm::request_body::RequestBody;
+use crate::llm::sealed_conversation::{SealedConversation, Units};
+use crate::llm::typed_body::{json_text, write_json, RenderedText, SharedTools, TypedBody};
+#[cfg(test)]
+use crate::llm::wire::conversation;
+use crate::llm::wire::{image_url, text_of, WireSettings};
+use crate::llm::{ChatRequest, Message};
 
 /// The text of the user turn put before a leading assistant message.
 pub(crate) const SYNTHETIC_USER: &str = "(conversation continues)";
@@ -48,6 +58,7 @@ pub(crate) fn tool_id(id: &str) -> String {
 }
 
 /// One message of the outgoing copy: a role and its content blocks.
+#[cfg(test)]
 struct Turn {
     role: &'static str,
     blocks: Vec<Value>,
@@ -112,25 +123,41 @@ fn assistant_blocks(m: &Map<String, Value>) -> Vec<Value> {
     blocks
 }
 
-/// The `messages` array.
+/// A message's role in the outgoing copy and its blocks (none: it is left out).
+fn message_blocks(m: &Map<String, Value>) -> (&'static str, Vec<Value>) {
+    match m.get("role").and_then(Value::as_str) {
+        Some("assistant") => ("assistant", assistant_blocks(m)),
+        Some("tool") => {
+            let id = m.get("tool_call_id").and_then(Value::as_str);
+            let text = text_of(m.get("content"));
+            let block = json!({"type": "tool_result",
+                "tool_use_id": tool_id(id.unwrap_or_default()),
+                "content": if text.is_empty() { "(empty)".to_owned() } else { text }});
+            ("user", vec![block])
+        }
+        // A system message inside the history is context the model should read as a turn.
+        Some("system") => ("user", user_blocks(m.get("content"))),
+        _ => ("user", user_blocks(m.get("content"))),
+    }
+}
+
+/// Whether a block goes first in a user turn (the API wants the results before the rest).
+fn is_result(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("tool_result")
+}
+
+/// The synthetic user turn before a leading assistant message.
+fn synthetic_turn() -> Value {
+    json!({"role": "user", "content": [{"type": "text", "text": SYNTHETIC_USER}]})
+}
+
+/// The `messages` array, converted from scratch: what the cache's bytes must equal.
+#[cfg(test)]
 pub(crate) fn messages(req: &ChatRequest<'_>) -> Vec<Value> {
     let mut turns: Vec<Turn> = Vec::new();
     for m in conversation(req) {
         let Value::Object(m) = m else { continue };
-        let (role, blocks) = match m.get("role").and_then(Value::as_str) {
-            Some("assistant") => ("assistant", assistant_blocks(&m)),
-            Some("tool") => {
-                let id = m.get("tool_call_id").and_then(Value::as_str);
-                let text = text_of(m.get("content"));
-                let block = json!({"type": "tool_result",
-                    "tool_use_id": tool_id(id.unwrap_or_default()),
-                    "content": if text.is_empty() { "(empty)".to_owned() } else { text }});
-                ("user", vec![block])
-            }
-            // A system message inside the history is context the model should read as a turn.
-            Some("system") => ("user", user_blocks(m.get("content"))),
-            _ => ("user", user_blocks(m.get("content"))),
-        };
+        let (role, blocks) = message_blocks(&m);
         if blocks.is_empty() {
             continue;
         }
@@ -153,8 +180,7 @@ pub(crate) fn messages(req: &ChatRequest<'_>) -> Vec<Value> {
         .map(|mut t| {
             if t.role == "user" {
                 // Stable: the results keep their order, and so does the rest.
-                t.blocks
-                    .sort_by_key(|b| b.get("type").and_then(Value::as_str) != Some("tool_result"));
+                t.blocks.sort_by_key(|b| !is_result(b));
             }
             json!({"role": t.role, "content": t.blocks})
         })
@@ -178,7 +204,8 @@ fn tool(schema: &Value) -> Value {
     Value::Object(t)
 }
 
-/// The body: never a `temperature` (the wire's models reject it with thinking on).
+/// The body from scratch, as a map (the cache's reference in tests).
+#[cfg(test)]
 pub(crate) fn render(
     req: &ChatRequest<'_>,
     s: &WireSettings,
@@ -200,4 +227,116 @@ pub(crate) fn render(
     }
     body.insert("stream".into(), json!(true));
     body
+}
+
+/// One message's share of a turn: its role and its blocks as JSON, each preceded by `,`.
+pub(crate) struct TurnPart {
+    /// `None`: the message has no blocks and is left out.
+    role: Option<&'static str>,
+    /// The `tool_result` blocks, which go first in a user turn.
+    results: Vec<u8>,
+    /// The other blocks.
+    others: Vec<u8>,
+}
+
+/// The Messages wire's units: a turn is a run of messages of one role.
+pub(crate) struct Turns;
+
+impl Units for Turns {
+    type Part = TurnPart;
+    type Key = &'static str;
+    const MERGES: bool = true;
+
+    fn part(m: &Message) -> TurnPart {
+        let mut part = TurnPart {
+            role: None,
+            results: Vec::new(),
+            others: Vec::new(),
+        };
+        let Ok(Value::Object(m)) = serde_json::to_value(m) else {
+            return part;
+        };
+        let (role, blocks) = message_blocks(&m);
+        if blocks.is_empty() {
+            return part;
+        }
+        part.role = Some(role);
+        for b in &blocks {
+            // Only a user turn puts its results first: an assistant's blocks keep their order.
+            let out = if role == "user" && is_result(b) {
+                &mut part.results
+            } else {
+                &mut part.others
+            };
+            out.push(b',');
+            write_json(out, b);
+        }
+        part
+    }
+
+    fn key(p: &TurnPart) -> Option<&'static str> {
+        p.role
+    }
+
+    fn write_unit(parts: &[&TurnPart], out: &mut Vec<u8>) {
+        let Some(role) = parts.iter().find_map(|p| p.role) else {
+            return;
+        };
+        out.extend_from_slice(br#",{"role":"#);
+        write_json(out, role);
+        out.extend_from_slice(br#","content":["#);
+        let mut first = true;
+        let blocks = parts.iter().map(|p| &p.results[..]);
+        for b in blocks.chain(parts.iter().map(|p| &p.others[..])) {
+            if b.is_empty() {
+                continue;
+            }
+            // Each block list starts with its `,`; the content's first block goes without.
+            out.extend_from_slice(if first { &b[1..] } else { b });
+            first = false;
+        }
+        out.extend_from_slice(b"]}");
+    }
+
+    fn write_lead(first: Option<&'static str>, out: &mut Vec<u8>) {
+        if first != Some("user") {
+            out.push(b',');
+            write_json(out, &synthetic_turn());
+        }
+    }
+}
+
+/// What one agent keeps between requests on this wire.
+#[derive(Default)]
+pub(crate) struct RenderCache {
+    conversation: SealedConversation<Turns>,
+    system: Option<RenderedText>,
+    tools: Option<PerList<Bytes>>,
+}
+
+/// The tools arrays of this wire, per tool list.
+static TOOLS: SharedTools = SharedTools::new();
+
+/// The body: never a `temperature` (the wire's models reject it with thinking on).
+pub(crate) fn render_body(
+    req: &ChatRequest<'_>,
+    s: &WireSettings,
+    max_tokens: u32,
+    cache: &mut RenderCache,
+) -> RequestBody {
+    cache.conversation.sync(req);
+    let mut body = TypedBody::new(&s.extra_body, 1024);
+    body.value("model", &s.model);
+    body.value("max_tokens", &max_tokens);
+    if !req.system.is_empty() {
+        body.shared("system", json_text(&mut cache.system, req.system));
+    }
+    let tail = req.tail.map(|t| Turns::part(&Message::User(t.to_owned())));
+    body.array("messages", |a| cache.conversation.write(tail.as_ref(), a));
+    if !req.tools.is_empty() {
+        body.shared("tools", TOOLS.get(&mut cache.tools, req.tools, tool));
+        body.raw("tool_choice", br#"{"type":"auto"}"#);
+    }
+    body.raw("stream", b"true");
+    body.finish()
 }

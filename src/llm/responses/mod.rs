@@ -7,6 +7,9 @@ mod request;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+pub(crate) use request::{render as render_from_scratch, render_body, RenderCache};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
@@ -14,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::llm::assembly::Assembler;
 use crate::llm::config::OpenAiConfig;
+use crate::llm::request_body::RequestBody;
 use crate::llm::wire::{Flow, Overflow, Wire, WireSettings};
 use crate::llm::{ChatRequest, LlmError};
 
@@ -25,6 +29,7 @@ pub(crate) struct Responses {
 impl Wire for Responses {
     const PATH: &'static str = "/responses";
     type Decoder = decode::Decoder;
+    type RenderCache = request::RenderCache;
 
     fn new(_: &OpenAiConfig) -> Self {
         Responses {
@@ -42,11 +47,16 @@ impl Wire for Responses {
         Ok(h)
     }
 
-    fn render(&self, req: &ChatRequest<'_>, s: &WireSettings) -> Map<String, Value> {
+    fn render_body(
+        &self,
+        req: &ChatRequest<'_>,
+        s: &WireSettings,
+        cache: &mut request::RenderCache,
+    ) -> RequestBody {
         let t = s
             .temperature
             .filter(|_| !self.drop_temperature.load(Ordering::Relaxed));
-        request::render(req, s, t)
+        request::render_body(req, s, t, cache)
     }
 
     fn decode(

@@ -2,11 +2,22 @@
 //! conversation goes as `input` items each time; reasoning items go back whole (their
 //! `encrypted_content` is what lets a stateless request continue the model's reasoning); a
 //! tool call's history id `call_id|item_id` is split back into the two.
+//!
+//! The `input` items are rendered from a cache ([`crate::llm::sealed_conversation`]): each
+//! message's items once; the tools array once per tool list and the instructions once per
+//! text ([`crate::llm::typed_body`]).
 
+use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-use crate::llm::wire::{conversation, image_url, text_of, WireSettings};
-use crate::llm::ChatRequest;
+use crate::llm::fingerprint::PerList;
+use crate::llm::request_body::RequestBody;
+use crate::llm::sealed_conversation::{SealedConversation, Units};
+use crate::llm::typed_body::{json_text, write_json, RenderedText, SharedTools, TypedBody};
+#[cfg(test)]
+use crate::llm::wire::conversation;
+use crate::llm::wire::{image_url, text_of, WireSettings};
+use crate::llm::{ChatRequest, Message};
 
 /// The fewest output tokens the API accepts.
 pub(crate) const MIN_OUTPUT_TOKENS: u32 = 16;
@@ -70,27 +81,31 @@ fn assistant_items(m: &Map<String, Value>, out: &mut Vec<Value>) {
     }
 }
 
-/// The `input` array.
+/// A message's items, appended to `out`.
+fn message_items(m: &Map<String, Value>, out: &mut Vec<Value>) {
+    match m.get("role").and_then(Value::as_str) {
+        Some("assistant") => assistant_items(m, out),
+        Some("tool") => {
+            let (call_id, _) = split_id(
+                m.get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            );
+            out.push(json!({"type": "function_call_output", "call_id": call_id,
+                "output": text_of(m.get("content"))}));
+        }
+        Some("system") => out.push(json!({"role": "system", "content": text_of(m.get("content"))})),
+        _ => out.push(json!({"role": "user", "content": content_parts(m.get("content"))})),
+    }
+}
+
+/// The `input` array, converted from scratch: what the cache's bytes must equal.
+#[cfg(test)]
 pub(crate) fn input(req: &ChatRequest<'_>) -> Vec<Value> {
     let mut out = Vec::new();
     for m in conversation(req) {
         let Value::Object(m) = m else { continue };
-        match m.get("role").and_then(Value::as_str) {
-            Some("assistant") => assistant_items(&m, &mut out),
-            Some("tool") => {
-                let (call_id, _) = split_id(
-                    m.get("tool_call_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default(),
-                );
-                out.push(json!({"type": "function_call_output", "call_id": call_id,
-                    "output": text_of(m.get("content"))}));
-            }
-            Some("system") => {
-                out.push(json!({"role": "system", "content": text_of(m.get("content"))}))
-            }
-            _ => out.push(json!({"role": "user", "content": content_parts(m.get("content"))})),
-        }
+        message_items(&m, &mut out);
     }
     out
 }
@@ -115,6 +130,8 @@ fn tool(schema: &Value) -> Value {
     Value::Object(t)
 }
 
+/// The body from scratch, as a map (the cache's reference in tests).
+#[cfg(test)]
 pub(crate) fn render(
     req: &ChatRequest<'_>,
     s: &WireSettings,
@@ -144,4 +161,79 @@ pub(crate) fn render(
         json!(s.max_tokens.max(MIN_OUTPUT_TOKENS)),
     );
     body
+}
+
+/// The Responses wire's units: one message each (its items, each preceded by `,`); nothing
+/// merges.
+pub(crate) struct Items;
+
+impl Units for Items {
+    type Part = Vec<u8>;
+    type Key = ();
+    const MERGES: bool = false;
+
+    fn part(m: &Message) -> Vec<u8> {
+        let mut items = Vec::new();
+        if let Ok(Value::Object(m)) = serde_json::to_value(m) {
+            message_items(&m, &mut items);
+        }
+        let mut out = Vec::new();
+        for item in &items {
+            out.push(b',');
+            write_json(&mut out, item);
+        }
+        out
+    }
+
+    fn key(_: &Vec<u8>) -> Option<()> {
+        Some(())
+    }
+
+    fn write_unit(parts: &[&Vec<u8>], out: &mut Vec<u8>) {
+        for p in parts {
+            out.extend_from_slice(p);
+        }
+    }
+}
+
+/// What one agent keeps between requests on this wire.
+#[derive(Default)]
+pub(crate) struct RenderCache {
+    conversation: SealedConversation<Items>,
+    instructions: Option<RenderedText>,
+    tools: Option<PerList<Bytes>>,
+}
+
+/// The tools arrays of this wire, per tool list.
+static TOOLS: SharedTools = SharedTools::new();
+
+pub(crate) fn render_body(
+    req: &ChatRequest<'_>,
+    s: &WireSettings,
+    temperature: Option<f64>,
+    cache: &mut RenderCache,
+) -> RequestBody {
+    cache.conversation.sync(req);
+    let mut body = TypedBody::new(&s.extra_body, 1024);
+    body.value("model", &s.model);
+    if !req.system.is_empty() {
+        body.shared(
+            "instructions",
+            json_text(&mut cache.instructions, req.system),
+        );
+    }
+    let tail = req.tail.map(|t| Items::part(&Message::User(t.to_owned())));
+    body.array("input", |a| cache.conversation.write(tail.as_ref(), a));
+    if !req.tools.is_empty() {
+        body.shared("tools", TOOLS.get(&mut cache.tools, req.tools, tool));
+        body.raw("tool_choice", br#""auto""#);
+    }
+    body.raw("stream", b"true");
+    body.raw("store", b"false");
+    body.raw("include", br#"["reasoning.encrypted_content"]"#);
+    if let Some(t) = temperature {
+        body.value("temperature", &json!(t));
+    }
+    body.value("max_output_tokens", &s.max_tokens.max(MIN_OUTPUT_TOKENS));
+    body.finish()
 }
