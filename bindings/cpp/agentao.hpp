@@ -237,6 +237,121 @@ void guarded(Body&& body, Handler&& on_exception) noexcept {
 #endif
 }
 
+// One owned C handle (an agent, a stream, a token, ...): move-only, `Free`d by its destructor.
+template <class Raw, void (*Free)(Raw*)>
+class handle {
+public:
+    handle() noexcept = default;
+    explicit handle(Raw* raw) noexcept : raw_(raw) {}
+    handle(handle&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    handle& operator=(handle&& o) noexcept {
+        if (this != &o) {
+            Free(raw_);
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    handle(const handle&) = delete;
+    handle& operator=(const handle&) = delete;
+    ~handle() { Free(raw_); }
+    Raw* get() const noexcept { return raw_; }
+
+private:
+    Raw* raw_ = nullptr;
+};
+
+/// The one shape of every pending answer a host holds (reply, tool_reply, compaction_reply,
+/// hook_reply, shell_run): it owns the C handle until one consuming call takes it; moved
+/// from or answered it holds NULL; destroyed unanswered it fails the request with
+/// `Traits::dropped`, so a forgotten answer never leaves a turn waiting. A class built on it
+/// writes only its answers. `Traits` names the handle (`raw_type`), how to fail one
+/// (`fail(raw, message)`, which consumes it) and the two messages.
+template <class Traits>
+class pending_answer {
+public:
+    using raw_type = typename Traits::raw_type;
+
+    explicit pending_answer(raw_type* raw) noexcept : raw_(raw) {}
+    pending_answer(pending_answer&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+    pending_answer& operator=(pending_answer&& o) noexcept {
+        if (this != &o) {
+            drop();
+            raw_ = std::exchange(o.raw_, nullptr);
+        }
+        return *this;
+    }
+    pending_answer(const pending_answer&) = delete;
+    pending_answer& operator=(const pending_answer&) = delete;
+    ~pending_answer() { drop(); }
+
+    /// Whether the request is still unanswered (and owned by this object).
+    bool pending() const noexcept { return raw_ != nullptr; }
+
+protected:
+    // Takes the handle for the one consuming call; NULL when already answered or moved.
+    raw_type* take() noexcept { return std::exchange(raw_, nullptr); }
+    // The handle for a call that does not consume it (a shell run's output).
+    raw_type* peek() const noexcept { return raw_; }
+
+    static agentao::error answered() { return agentao::error(status::null_argument, Traits::answered); }
+    // A bad argument still answers: the request fails with the argument's error, which the
+    // caller gets too (the library would read a cut-short string).
+    static result<void> refuse(raw_type* r, agentao::error e) {
+        Traits::fail(r, e.what());
+        return e;
+    }
+
+    // The answer `consume(raw, &err)`.
+    template <class Consume>
+    result<void> answer(Consume&& consume) {
+        raw_type* r = take();
+        if (!r) return answered();
+        return call([&](agentao_error** e) { return consume(r, e); });
+    }
+    // The answer `consume(raw, text, &err)`; `what` names `text` when it has a NUL byte.
+    template <class Consume>
+    result<void> answer_text(std::string_view text, const char* what, Consume&& consume) {
+        raw_type* r = take();
+        if (!r) return answered();
+        if (auto bad = check_view(text, what)) return refuse(r, std::move(*bad));
+        std::string t(text);
+        return call([&](agentao_error** e) { return consume(r, t.c_str(), e); });
+    }
+
+private:
+    void drop() noexcept {
+        if (raw_type* r = take()) Traits::fail(r, Traits::dropped);
+    }
+    raw_type* raw_;
+};
+
+// How a transport reply, a compaction reply and a hook reply fail.
+struct reply_traits {
+    using raw_type = agentao_reply;
+    static void fail(agentao_reply* r, const char* message) noexcept { agentao_reply_fail(r, message, nullptr); }
+    static constexpr const char* dropped = "the host dropped the reply without answering";
+    static constexpr const char* answered = "the reply was already answered or moved";
+};
+
+// A host tool's reply fails as a HostToolError result.
+struct tool_reply_traits {
+    using raw_type = agentao_reply;
+    static void fail(agentao_reply* r, const char* message) noexcept {
+        agentao_reply_tool_error(r, nullptr, message, nullptr);
+    }
+    static constexpr const char* dropped = "the host dropped the tool call without answering";
+    static constexpr const char* answered = "the tool call was already answered or moved";
+};
+
+struct shell_run_traits {
+    using raw_type = agentao_shell_run;
+    static void fail(agentao_shell_run* r, const char* message) noexcept {
+        agentao_shell_run_fail(r, message, nullptr);
+    }
+    static constexpr const char* dropped = "the host dropped the run without answering";
+    static constexpr const char* answered = "the run was already answered or moved";
+};
+
 }  // namespace detail
 
 /// Waits "forever" (the longest timeout the C API takes, about 49 days).
@@ -333,45 +448,34 @@ private:
 /// callbacks; pass it to a turn through turn_options.
 class cancel_token {
 public:
-    cancel_token() : raw_(agentao_cancel_token_new()) {}
-    cancel_token(cancel_token&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
-    cancel_token& operator=(cancel_token&& o) noexcept {
-        if (this != &o) {
-            agentao_cancel_token_free(raw_);
-            raw_ = std::exchange(o.raw_, nullptr);
-        }
-        return *this;
-    }
-    cancel_token(const cancel_token&) = delete;
-    cancel_token& operator=(const cancel_token&) = delete;
-    ~cancel_token() { agentao_cancel_token_free(raw_); }
+    cancel_token() : h_(agentao_cancel_token_new()) {}
 
     /// Cancels with reason "user-cancel". Idempotent: the first reason wins.
-    void cancel() const noexcept { agentao_cancel_token_cancel(raw_, nullptr); }
+    void cancel() const noexcept { agentao_cancel_token_cancel(h_.get(), nullptr); }
     /// Cancels with `reason` (up to its first NUL byte).
     void cancel(std::string_view reason) const {
         std::string r(reason);
-        agentao_cancel_token_cancel(raw_, r.c_str());
+        agentao_cancel_token_cancel(h_.get(), r.c_str());
     }
-    bool is_cancelled() const noexcept { return agentao_cancel_token_is_cancelled(raw_); }
+    bool is_cancelled() const noexcept { return agentao_cancel_token_is_cancelled(h_.get()); }
     /// The reason ("" while not cancelled).
     result<std::string> try_reason() const {
         return detail::call_string(
-            [&](char** out, agentao_error** e) { return agentao_cancel_token_reason(raw_, out, e); });
+            [&](char** out, agentao_error** e) { return agentao_cancel_token_reason(h_.get(), out, e); });
     }
     /// A token cancelled with this one (never the reverse).
-    cancel_token child() const { return cancel_token(agentao_cancel_token_child(raw_)); }
+    cancel_token child() const { return cancel_token(agentao_cancel_token_child(h_.get())); }
 
     /// Runs `fn(reason)` once when the token is cancelled, on the cancelling thread inside its
     /// cancel (at once, on this thread, when it already is): keep it short and non-blocking.
     /// An exception from `fn` is swallowed. The callback stays registered while the returned
     /// watch lives (agentao_cancel_token_watch).
     result<cancel_watch> try_on_cancel(std::function<void(std::string_view reason)> fn) const {
-        return cancel_watch::try_watch(raw_, std::move(fn));
+        return cancel_watch::try_watch(h_.get(), std::move(fn));
     }
 
     /// The C handle, still owned by this object (NULL after a move).
-    const agentao_cancel_token* get() const noexcept { return raw_; }
+    const agentao_cancel_token* get() const noexcept { return h_.get(); }
 
 #ifndef AGENTAO_NO_EXCEPTIONS
     std::string reason() const { return try_reason().value(); }
@@ -381,64 +485,32 @@ public:
 #endif
 
 private:
-    explicit cancel_token(agentao_cancel_token* raw) noexcept : raw_(raw) {}
-    agentao_cancel_token* raw_;
+    explicit cancel_token(agentao_cancel_token* raw) noexcept : h_(raw) {}
+    detail::handle<agentao_cancel_token, agentao_cancel_token_free> h_;
 };
 
 /// The pending answer of one confirmation, question or max-iterations request. Answer it
 /// exactly once, from any thread, during the callback or later (move it out to keep it).
 /// A reply destroyed unanswered fails its request ("the host dropped the reply without
 /// answering"), so a forgotten reply never leaves a turn waiting.
-class reply {
+class reply : public detail::pending_answer<detail::reply_traits> {
 public:
-    explicit reply(agentao_reply* raw) noexcept : raw_(raw) {}
-    reply(reply&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
-    reply& operator=(reply&& o) noexcept {
-        if (this != &o) {
-            drop();
-            raw_ = std::exchange(o.raw_, nullptr);
-        }
-        return *this;
-    }
-    reply(const reply&) = delete;
-    reply& operator=(const reply&) = delete;
-    ~reply() { drop(); }
-
-    /// Whether the reply is still unanswered (and owned by this object).
-    bool pending() const noexcept { return raw_ != nullptr; }
+    using pending_answer::pending_answer;
 
     /// Answers a confirmation.
     result<void> try_confirm(confirmation c) {
-        agentao_reply* r = take();
-        if (!r) return answered();
-        return detail::call([&](agentao_error** e) {
+        return answer([&](agentao_reply* r, agentao_error** e) {
             return agentao_reply_confirm(r, static_cast<int32_t>(c), e);
         });
     }
     /// Answers a question.
-    result<void> try_text(std::string_view text) {
-        agentao_reply* r = take();
-        if (!r) return answered();
-        if (auto bad = detail::check_view(text, "the answer")) return refuse(r, std::move(*bad));
-        std::string t(text);
-        return detail::call([&](agentao_error** e) { return agentao_reply_text(r, t.c_str(), e); });
-    }
+    result<void> try_text(std::string_view text) { return answer_text(text, "the answer", agentao_reply_text); }
     /// Answers a max-iterations request with a JSON object, e.g. {"action":"continue"}.
-    result<void> try_json(std::string_view json) {
-        agentao_reply* r = take();
-        if (!r) return answered();
-        if (auto bad = detail::check_view(json, "the JSON answer")) return refuse(r, std::move(*bad));
-        std::string j(json);
-        return detail::call([&](agentao_error** e) { return agentao_reply_json(r, j.c_str(), e); });
-    }
+    result<void> try_json(std::string_view json) { return answer_text(json, "the JSON answer", agentao_reply_json); }
     /// Fails the request (a confirmation or max-iterations request then ends the turn with
     /// status::host_error; a failed question becomes the tool's error and the turn goes on).
     result<void> try_fail(std::string_view message) {
-        agentao_reply* r = take();
-        if (!r) return answered();
-        if (auto bad = detail::check_view(message, "the failure message")) return refuse(r, std::move(*bad));
-        std::string m(message);
-        return detail::call([&](agentao_error** e) { return agentao_reply_fail(r, m.c_str(), e); });
+        return answer_text(message, "the failure message", agentao_reply_fail);
     }
 
     /// Gives up ownership of the C handle (which must then be answered with agentao_reply_*).
@@ -450,21 +522,6 @@ public:
     void json(std::string_view j) { try_json(j).value(); }
     void fail(std::string_view message) { try_fail(message).value(); }
 #endif
-
-private:
-    agentao_reply* take() noexcept { return std::exchange(raw_, nullptr); }
-    void drop() noexcept {
-        if (agentao_reply* r = take())
-            agentao_reply_fail(r, "the host dropped the reply without answering", nullptr);
-    }
-    static agentao::error answered() {
-        return agentao::error(status::null_argument, "the reply was already answered or moved");
-    }
-    static result<void> refuse(agentao_reply* r, agentao::error e) {
-        agentao_reply_fail(r, e.what(), nullptr);
-        return e;
-    }
-    agentao_reply* raw_;
 };
 
 /// A tool call waiting for approval; the views are valid during the callback only.
@@ -531,6 +588,16 @@ template <class Box>
 struct host_box {
     static Box* of(void* ud) noexcept { return static_cast<Box*>(ud); }
     static void free_cb(void* ud) noexcept { delete of(ud); }
+    // A vtable of type V with the members every capability vtable starts with filled; the
+    // callback slots are the box's to fill.
+    template <class V>
+    V vtable_header() noexcept {
+        V v{};
+        v.struct_size = sizeof v;
+        v.userdata = static_cast<Box*>(this);
+        v.userdata_free = &free_cb;
+        return v;
+    }
 };
 
 struct transport_box : host_box<transport_box> {
@@ -593,10 +660,7 @@ struct transport_box : host_box<transport_box> {
 
     // The vtable; the library owns the box from here on (userdata_free deletes it).
     agentao_transport vtable() noexcept {
-        agentao_transport v{};
-        v.struct_size = sizeof v;
-        v.userdata = this;
-        v.userdata_free = &free_cb;
+        auto v = vtable_header<agentao_transport>();
         if (t.emit || bc) v.emit = &emit_cb;
         if (t.confirm_tool) v.confirm_tool = &confirm_cb;
         if (t.ask_user) v.ask_user = &ask_cb;
@@ -731,28 +795,6 @@ struct observer_box : host_box<observer_box> {
         auto* b = static_cast<observer_box*>(ud);
         guarded([&] { b->fn(view(event_json)); }, [](const char*) {});
     }
-};
-
-template <class Raw, void (*Free)(Raw*)>
-class handle {
-public:
-    handle() noexcept = default;
-    explicit handle(Raw* raw) noexcept : raw_(raw) {}
-    handle(handle&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
-    handle& operator=(handle&& o) noexcept {
-        if (this != &o) {
-            Free(raw_);
-            raw_ = std::exchange(o.raw_, nullptr);
-        }
-        return *this;
-    }
-    handle(const handle&) = delete;
-    handle& operator=(const handle&) = delete;
-    ~handle() { Free(raw_); }
-    Raw* get() const noexcept { return raw_; }
-
-private:
-    Raw* raw_ = nullptr;
 };
 
 // A pull: the item, std::nullopt once the stream is closed, or the error.
@@ -900,38 +942,21 @@ private:
 /// the handler or later (move it out to keep it). Destroyed unanswered, it fails the call
 /// ("the host dropped the tool call without answering"), so a forgotten reply never leaves a
 /// turn waiting. An answer after the turn was cancelled is ignored by the library.
-class tool_reply {
+class tool_reply : public detail::pending_answer<detail::tool_reply_traits> {
 public:
-    explicit tool_reply(agentao_reply* raw) noexcept : raw_(raw) {}
-    tool_reply(tool_reply&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
-    tool_reply& operator=(tool_reply&& o) noexcept {
-        if (this != &o) {
-            drop();
-            raw_ = std::exchange(o.raw_, nullptr);
-        }
-        return *this;
-    }
-    tool_reply(const tool_reply&) = delete;
-    tool_reply& operator=(const tool_reply&) = delete;
-    ~tool_reply() { drop(); }
-
-    bool pending() const noexcept { return raw_ != nullptr; }
+    using pending_answer::pending_answer;
 
     /// The call's result: the model reads `text` and the call completes ok.
     /// A text with a NUL byte is refused (status::invalid_argument) and the call fails with
     /// that message instead (the model would read it cut short).
     result<void> try_answer(std::string_view text) {
-        agentao_reply* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        if (auto bad = detail::check_view(text, "the tool result")) return refuse(r, std::move(*bad));
-        std::string t(text);
-        return detail::call([&](agentao_error** e) { return agentao_reply_tool_result(r, t.c_str(), e); });
+        return answer_text(text, "the tool result", agentao_reply_tool_result);
     }
     /// The call's failure: the model reads `Error executing <name>: <message>`; the host
     /// event's error_type is `type` ("" means HostToolError). A NUL byte in either is refused
     /// as in try_answer.
     result<void> try_fail(std::string_view type, std::string_view message) {
-        agentao_reply* r = std::exchange(raw_, nullptr);
+        agentao_reply* r = take();
         if (!r) return answered();
         if (auto bad = detail::check_view(type, "the error type")) return refuse(r, std::move(*bad));
         if (auto bad = detail::check_view(message, "the error message")) return refuse(r, std::move(*bad));
@@ -944,21 +969,6 @@ public:
     void answer(std::string_view text) { try_answer(text).value(); }
     void fail(std::string_view type, std::string_view message) { try_fail(type, message).value(); }
 #endif
-
-private:
-    void drop() noexcept {
-        if (agentao_reply* r = std::exchange(raw_, nullptr))
-            agentao_reply_tool_error(r, nullptr, "the host dropped the tool call without answering",
-                                     nullptr);
-    }
-    static result<void> refuse(agentao_reply* r, agentao::error e) {
-        agentao_reply_tool_error(r, nullptr, e.what(), nullptr);
-        return e;
-    }
-    static agentao::error answered() {
-        return agentao::error(status::null_argument, "the tool call was already answered or moved");
-    }
-    agentao_reply* raw_;
 };
 
 /// A synchronous tool handler: the returned text is the result; a thrown exception becomes
@@ -1001,57 +1011,25 @@ struct compaction_request {
 /// The pending answer of a compaction controller. Answer it exactly once, from any thread,
 /// during the callback or later (move it out to keep it). Destroyed unanswered, it fails the
 /// request, which cancels the compaction.
-class compaction_reply {
+class compaction_reply : public detail::pending_answer<detail::reply_traits> {
 public:
-    explicit compaction_reply(agentao_reply* raw) noexcept : raw_(raw) {}
-    compaction_reply(compaction_reply&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
-    compaction_reply& operator=(compaction_reply&& o) noexcept {
-        if (this != &o) {
-            drop();
-            raw_ = std::exchange(o.raw_, nullptr);
-        }
-        return *this;
-    }
-    compaction_reply(const compaction_reply&) = delete;
-    compaction_reply& operator=(const compaction_reply&) = delete;
-    ~compaction_reply() { drop(); }
-
-    bool pending() const noexcept { return raw_ != nullptr; }
+    using pending_answer::pending_answer;
 
     /// The library summarises, as without a controller.
-    result<void> try_allow() {
-        agentao_reply* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        return detail::call([&](agentao_error** e) { return agentao_reply_compaction_allow(r, e); });
-    }
+    result<void> try_allow() { return answer(agentao_reply_compaction_allow); }
     /// No compaction; `reason` goes into compaction_settled's detail.
     result<void> try_cancel(std::optional<std::string_view> reason = std::nullopt) {
-        agentao_reply* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        std::string why;
-        if (reason) {
-            if (auto bad = detail::check_view(*reason, "the reason")) return refuse(r, std::move(*bad));
-            why.assign(*reason);
-        }
-        return detail::call([&](agentao_error** e) {
-            return agentao_reply_compaction_cancel(r, reason ? why.c_str() : nullptr, e);
-        });
+        if (!reason)
+            return answer([](agentao_reply* r, agentao_error** e) { return agentao_reply_compaction_cancel(r, nullptr, e); });
+        return answer_text(*reason, "the reason", agentao_reply_compaction_cancel);
     }
     /// `text` is the summary (no model is called).
     result<void> try_summary(std::string_view text) {
-        agentao_reply* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        if (auto bad = detail::check_view(text, "the summary")) return refuse(r, std::move(*bad));
-        std::string t(text);
-        return detail::call([&](agentao_error** e) { return agentao_reply_compaction_summary(r, t.c_str(), e); });
+        return answer_text(text, "the summary", agentao_reply_compaction_summary);
     }
     /// Fails the request: the compaction is cancelled, the detail says why.
     result<void> try_fail(std::string_view message) {
-        agentao_reply* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        if (auto bad = detail::check_view(message, "the failure message")) return refuse(r, std::move(*bad));
-        std::string m(message);
-        return detail::call([&](agentao_error** e) { return agentao_reply_fail(r, m.c_str(), e); });
+        return answer_text(message, "the failure message", agentao_reply_fail);
     }
 #ifndef AGENTAO_NO_EXCEPTIONS
     void allow() { try_allow().value(); }
@@ -1059,20 +1037,6 @@ public:
     void summary(std::string_view text) { try_summary(text).value(); }
     void fail(std::string_view message) { try_fail(message).value(); }
 #endif
-
-private:
-    void drop() noexcept {
-        if (agentao_reply* r = std::exchange(raw_, nullptr))
-            agentao_reply_fail(r, "the host dropped the reply without answering", nullptr);
-    }
-    static result<void> refuse(agentao_reply* r, agentao::error e) {
-        agentao_reply_fail(r, e.what(), nullptr);
-        return e;
-    }
-    static agentao::error answered() {
-        return agentao::error(status::null_argument, "the reply was already answered or moved");
-    }
-    agentao_reply* raw_;
 };
 
 /// A compaction controller: asked before every full compaction, on a library thread; answer
@@ -1105,59 +1069,24 @@ struct hook_request {
 /// The pending answer of a hook. Answer it exactly once, from any thread, during the callback
 /// or later (move it out to keep it), with the JSON a command hook prints. Destroyed
 /// unanswered, it fails the request, which at pre_tool_use denies the call.
-class hook_reply {
+class hook_reply : public detail::pending_answer<detail::reply_traits> {
 public:
-    explicit hook_reply(agentao_reply* raw) noexcept : raw_(raw) {}
-    hook_reply(hook_reply&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
-    hook_reply& operator=(hook_reply&& o) noexcept {
-        if (this != &o) {
-            drop();
-            raw_ = std::exchange(o.raw_, nullptr);
-        }
-        return *this;
-    }
-    hook_reply(const hook_reply&) = delete;
-    hook_reply& operator=(const hook_reply&) = delete;
-    ~hook_reply() { drop(); }
-
-    bool pending() const noexcept { return raw_ != nullptr; }
+    using pending_answer::pending_answer;
 
     /// `output_json`: a JSON object in Claude Code's hook output format; empty: no opinion.
     /// Output that is not the protocol is refused (status::invalid_argument) and fails the
     /// request.
     result<void> try_output(std::string_view output_json) {
-        agentao_reply* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        if (auto bad = detail::check_view(output_json, "the hook output")) return refuse(r, std::move(*bad));
-        std::string o(output_json);
-        return detail::call([&](agentao_error** e) { return agentao_reply_hook(r, o.c_str(), e); });
+        return answer_text(output_json, "the hook output", agentao_reply_hook);
     }
     /// Fails the request: at pre_tool_use the call is denied; elsewhere it is ignored.
     result<void> try_fail(std::string_view message) {
-        agentao_reply* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        if (auto bad = detail::check_view(message, "the failure message")) return refuse(r, std::move(*bad));
-        std::string m(message);
-        return detail::call([&](agentao_error** e) { return agentao_reply_fail(r, m.c_str(), e); });
+        return answer_text(message, "the failure message", agentao_reply_fail);
     }
 #ifndef AGENTAO_NO_EXCEPTIONS
     void output(std::string_view output_json) { try_output(output_json).value(); }
     void fail(std::string_view message) { try_fail(message).value(); }
 #endif
-
-private:
-    void drop() noexcept {
-        if (agentao_reply* r = std::exchange(raw_, nullptr))
-            agentao_reply_fail(r, "the host dropped the reply without answering", nullptr);
-    }
-    static result<void> refuse(agentao_reply* r, agentao::error e) {
-        agentao_reply_fail(r, e.what(), nullptr);
-        return e;
-    }
-    static agentao::error answered() {
-        return agentao::error(status::null_argument, "the reply was already answered or moved");
-    }
-    agentao_reply* raw_;
 };
 
 /// The host's hooks: asked at every hook point on a library thread, after the config's command
@@ -1254,65 +1183,33 @@ struct shell_request {
 /// One run handed to a shell executor (agentao_shell_run): stream output, then answer once
 /// with finish (or started, for a background run) or fail, from any thread (move it out of
 /// the callback to answer later). Destroyed unanswered, it fails the run.
-class shell_run {
+class shell_run : public detail::pending_answer<detail::shell_run_traits> {
 public:
-    explicit shell_run(agentao_shell_run* raw) noexcept : raw_(raw) {}
-    shell_run(shell_run&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
-    shell_run& operator=(shell_run&& o) noexcept {
-        if (this != &o) {
-            drop();
-            raw_ = std::exchange(o.raw_, nullptr);
-        }
-        return *this;
-    }
-    shell_run(const shell_run&) = delete;
-    shell_run& operator=(const shell_run&) = delete;
-    ~shell_run() { drop(); }
+    using pending_answer::pending_answer;
 
-    bool pending() const noexcept { return raw_ != nullptr; }
     result<void> try_output(shell_stream s, std::string_view bytes) {
-        if (!raw_) return answered();
+        agentao_shell_run* r = peek();
+        if (!r) return answered();
         return detail::call([&](agentao_error** e) {
-            return agentao_shell_run_output(raw_, static_cast<int32_t>(s),
+            return agentao_shell_run_output(r, static_cast<int32_t>(s),
                                             reinterpret_cast<const uint8_t*>(bytes.data()),
                                             bytes.size(), e);
         });
     }
     /// The command ended with `returncode` (negative: killed by that signal).
     result<void> try_finish(int32_t returncode, bool timed_out = false, bool cancelled = false) {
-        agentao_shell_run* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        return detail::call([&](agentao_error** e) {
+        return answer([&](agentao_shell_run* r, agentao_error** e) {
             return agentao_shell_run_finish(r, returncode, timed_out, cancelled, e);
         });
     }
     /// A background command started as `pid` in process group `pgid` (negative: none).
     result<void> try_started(int64_t pid, int64_t pgid = -1) {
-        agentao_shell_run* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        return detail::call([&](agentao_error** e) { return agentao_shell_run_started(r, pid, pgid, e); });
+        return answer([&](agentao_shell_run* r, agentao_error** e) { return agentao_shell_run_started(r, pid, pgid, e); });
     }
     /// The command could not start: `Error starting command: <message>`.
     result<void> try_fail(std::string_view message) {
-        agentao_shell_run* r = std::exchange(raw_, nullptr);
-        if (!r) return answered();
-        if (auto bad = detail::check_view(message, "the failure message")) {
-            agentao_shell_run_fail(r, bad->what(), nullptr);
-            return std::move(*bad);
-        }
-        std::string m(message);
-        return detail::call([&](agentao_error** e) { return agentao_shell_run_fail(r, m.c_str(), e); });
+        return answer_text(message, "the failure message", agentao_shell_run_fail);
     }
-
-private:
-    void drop() noexcept {
-        if (agentao_shell_run* r = std::exchange(raw_, nullptr))
-            agentao_shell_run_fail(r, "the host dropped the run without answering", nullptr);
-    }
-    static agentao::error answered() {
-        return agentao::error(status::null_argument, "the run was already answered or moved");
-    }
-    agentao_shell_run* raw_;
 };
 
 /// A host shell executor (agentao_shell_executor, POSIX dialect). `run` is required;
@@ -1409,10 +1306,7 @@ struct fs_box : host_box<fs_box> {
         return yes;
     }
     agentao_file_system vtable() noexcept {
-        agentao_file_system v{};
-        v.struct_size = sizeof v;
-        v.userdata = this;
-        v.userdata_free = &free_cb;
+        auto v = vtable_header<agentao_file_system>();
         if (fs.read) v.read = &read_cb;
         if (fs.write) v.write = &write_cb;
         if (fs.list_dir) v.list_dir = &list_cb;
@@ -1449,10 +1343,7 @@ struct shell_box : host_box<shell_box> {
         dispatch(of(ud)->sh.run_background, req, raw);
     }
     agentao_shell_executor vtable() noexcept {
-        agentao_shell_executor v{};
-        v.struct_size = sizeof v;
-        v.userdata = this;
-        v.userdata_free = &free_cb;
+        auto v = vtable_header<agentao_shell_executor>();
         v.dialect = AGENTAO_SHELL_DIALECT_POSIX;
         v.interpreter = sh.interpreter.empty() ? nullptr : sh.interpreter.c_str();
         if (sh.run) v.run = &run_cb;
@@ -1488,10 +1379,7 @@ struct memory_box : host_box<memory_box> {
         answer(ans, [&] { return std::optional<std::string>(of(ud)->m.search(view(query), opt(scope))); });
     }
     agentao_memory_store vtable() noexcept {
-        agentao_memory_store v{};
-        v.struct_size = sizeof v;
-        v.userdata = this;
-        v.userdata_free = &free_cb;
+        auto v = vtable_header<agentao_memory_store>();
         if (m.upsert) v.upsert = &upsert_cb;
         if (m.list) v.list = &list_cb;
         if (m.get) v.get = &get_cb;
@@ -1523,10 +1411,7 @@ struct compaction_box : host_box<compaction_box> {
             });
     }
     agentao_compaction_controller vtable() noexcept {
-        agentao_compaction_controller v{};
-        v.struct_size = sizeof v;
-        v.userdata = this;
-        v.userdata_free = &free_cb;
+        auto v = vtable_header<agentao_compaction_controller>();
         v.decide = &decide_cb;
         return v;
     }
@@ -1549,10 +1434,7 @@ struct hooks_box : host_box<hooks_box> {
             });
     }
     agentao_hooks vtable() noexcept {
-        agentao_hooks v{};
-        v.struct_size = sizeof v;
-        v.userdata = this;
-        v.userdata_free = &free_cb;
+        auto v = vtable_header<agentao_hooks>();
         v.on_hook = &hook_cb;
         return v;
     }
@@ -1575,10 +1457,7 @@ struct registry_box : host_box<registry_box> {
     }
     static void release_cb(void*, const char* s) noexcept { delete[] s; }
     agentao_mcp_registry vtable() noexcept {
-        agentao_mcp_registry v{};
-        v.struct_size = sizeof v;
-        v.userdata = this;
-        v.userdata_free = &free_cb;
+        auto v = vtable_header<agentao_mcp_registry>();
         v.list_servers = &list_cb;
         v.release_servers = &release_cb;
         return v;
@@ -1591,18 +1470,7 @@ struct registry_box : host_box<registry_box> {
 /// transport. Move-only; destroying it releases every listener. Thread-safe.
 class broadcaster {
 public:
-    broadcaster() : raw_(agentao_broadcaster_new()) {}
-    broadcaster(broadcaster&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
-    broadcaster& operator=(broadcaster&& o) noexcept {
-        if (this != &o) {
-            agentao_broadcaster_free(raw_);
-            raw_ = std::exchange(o.raw_, nullptr);
-        }
-        return *this;
-    }
-    broadcaster(const broadcaster&) = delete;
-    broadcaster& operator=(const broadcaster&) = delete;
-    ~broadcaster() { agentao_broadcaster_free(raw_); }
+    broadcaster() : h_(agentao_broadcaster_new()) {}
 
     /// Adds a listener (called on the notifying thread, in registration order; an exception
     /// it throws is dropped). The broadcaster owns it: it is destroyed after its last call,
@@ -1613,28 +1481,28 @@ public:
         auto* box = new detail::observer_box{{}, std::move(fn)};
         uint64_t id = 0;
         result<void> r = detail::call([&](agentao_error** e) {
-            return agentao_broadcaster_subscribe_with_free(raw_, &detail::observer_box::event_cb, box,
+            return agentao_broadcaster_subscribe_with_free(h_.get(), &detail::observer_box::event_cb, box,
                                                            &detail::observer_box::free_cb, &id, e);
         });
         if (!r) return r.error();
         return id;
     }
     /// Removes a listener; idempotent.
-    void unsubscribe(uint64_t id) noexcept { agentao_broadcaster_unsubscribe(raw_, id); }
+    void unsubscribe(uint64_t id) noexcept { agentao_broadcaster_unsubscribe(h_.get(), id); }
     /// Delivers `event_json` to every listener on this thread.
     result<void> try_notify(std::string_view event_json) const {
         if (auto bad = detail::check_view(event_json, "the event")) return *bad;
         std::string e(event_json);
-        return detail::call([&](agentao_error** err) { return agentao_broadcaster_notify(raw_, e.c_str(), err); });
+        return detail::call([&](agentao_error** err) { return agentao_broadcaster_notify(h_.get(), e.c_str(), err); });
     }
 #ifndef AGENTAO_NO_EXCEPTIONS
     uint64_t subscribe(std::function<void(std::string_view)> fn) { return try_subscribe(std::move(fn)).value(); }
     void notify(std::string_view event_json) const { try_notify(event_json).value(); }
 #endif
-    agentao_broadcaster* get() const noexcept { return raw_; }
+    agentao_broadcaster* get() const noexcept { return h_.get(); }
 
 private:
-    agentao_broadcaster* raw_;
+    detail::handle<agentao_broadcaster, agentao_broadcaster_free> h_;
 };
 
 /// The id of a host-event observer.
@@ -1851,29 +1719,24 @@ public:
     /// Asks `fn` before every full compaction (between turns; docs/context-compaction.md).
     result<void> try_set_compaction_controller(compaction_controller fn) {
         if (!fn) return agentao::error(status::null_argument, "the compaction controller is empty");
-        // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_compaction_controller v = (new detail::compaction_box{{}, std::move(fn)})->vtable();
-        return detail::call(
-            [&](agentao_error** e) { return agentao_agent_set_compaction_controller(h_.get(), &v, e); });
+        return install_capability(agentao_agent_set_compaction_controller,
+                                  (new detail::compaction_box{{}, std::move(fn)})->vtable());
     }
     /// Removes the compaction controller.
     result<void> try_set_compaction_controller(std::nullopt_t) {
-        return detail::call(
-            [&](agentao_error** e) { return agentao_agent_set_compaction_controller(h_.get(), nullptr, e); });
+        return remove_capability(agentao_agent_set_compaction_controller);
     }
     /// Asks `fn` at every hook point, after the config's command hooks (between turns;
     /// docs/hooks.md).
     result<void> try_set_hooks(hooks_fn fn) {
         if (!fn) return agentao::error(status::null_argument, "the hooks function is empty");
-        // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_hooks v = (new detail::hooks_box{{}, std::move(fn)})->vtable();
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_hooks(h_.get(), &v, e); });
+        return install_capability(agentao_agent_set_hooks,
+                                  (new detail::hooks_box{{}, std::move(fn)})->vtable());
     }
     /// Removes the host's hooks (the config's command hooks still run).
     result<void> try_set_hooks(std::nullopt_t) {
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_hooks(h_.get(), nullptr, e); });
+        return remove_capability(agentao_agent_set_hooks);
     }
-
 
     /// Registers a host tool whose handler answers synchronously (see tool_fn); from the
     /// next turn on. A name in use is status::invalid_argument unless `replace`.
@@ -1900,44 +1763,40 @@ public:
 
     /// Serves the file tools from `fs` (right after creation or between turns).
     result<void> try_set_file_system(file_system fs) {
-        // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_file_system v = (new detail::fs_box{{}, std::move(fs)})->vtable();
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_file_system(h_.get(), &v, e); });
+        return install_capability(agentao_agent_set_file_system,
+                                  (new detail::fs_box{{}, std::move(fs)})->vtable());
     }
     /// Restores the local file system.
     result<void> try_set_file_system(std::nullopt_t) {
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_file_system(h_.get(), nullptr, e); });
+        return remove_capability(agentao_agent_set_file_system);
     }
     /// Runs run_shell_command's commands through `sh` (right after creation or between turns).
     result<void> try_set_shell_executor(shell_executor sh) {
-        // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_shell_executor v = (new detail::shell_box{{}, std::move(sh)})->vtable();
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_shell_executor(h_.get(), &v, e); });
+        return install_capability(agentao_agent_set_shell_executor,
+                                  (new detail::shell_box{{}, std::move(sh)})->vtable());
     }
     /// Restores the local executor.
     result<void> try_set_shell_executor(std::nullopt_t) {
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_shell_executor(h_.get(), nullptr, e); });
+        return remove_capability(agentao_agent_set_shell_executor);
     }
     /// Keeps the agent's memories in `store` (right after creation or between turns).
     result<void> try_set_memory_store(memory_store store) {
-        // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_memory_store v = (new detail::memory_box{{}, std::move(store)})->vtable();
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_memory_store(h_.get(), &v, e); });
+        return install_capability(agentao_agent_set_memory_store,
+                                  (new detail::memory_box{{}, std::move(store)})->vtable());
     }
     /// Restores a new, empty in-memory store.
     result<void> try_set_memory_store(std::nullopt_t) {
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_memory_store(h_.get(), nullptr, e); });
+        return remove_capability(agentao_agent_set_memory_store);
     }
     /// Adds the registry's MCP servers to the config's (asked again before each turn).
     result<void> try_set_mcp_registry(mcp_registry_fn fn) {
         if (!fn) return agentao::error(status::null_argument, "the registry function is empty");
-        // The library owns the box from here: userdata_free deletes it, on failure too.
-        agentao_mcp_registry v = (new detail::registry_box{{}, std::move(fn)})->vtable();
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_mcp_registry(h_.get(), &v, e); });
+        return install_capability(agentao_agent_set_mcp_registry,
+                                  (new detail::registry_box{{}, std::move(fn)})->vtable());
     }
     /// Removes the MCP registry.
     result<void> try_set_mcp_registry(std::nullopt_t) {
-        return detail::call([&](agentao_error** e) { return agentao_agent_set_mcp_registry(h_.get(), nullptr, e); });
+        return remove_capability(agentao_agent_set_mcp_registry);
     }
     /// The MCP servers' status JSON (`{"servers": [...], "registry_error"?}`); never waits.
     result<std::string> try_mcp_status() const {
@@ -2095,6 +1954,19 @@ public:
 
 private:
     explicit agent(agentao_agent* raw) noexcept : h_(raw) {}
+
+    // Every capability is installed and removed the one way: the box behind `v` was `new`ed
+    // and the library owns it from this call on (its userdata_free deletes it, on failure too).
+    template <class Vtable>
+    using capability_setter = agentao_status (*)(agentao_agent*, const Vtable*, agentao_error**);
+    template <class Vtable>
+    result<void> install_capability(capability_setter<Vtable> set, Vtable v) {
+        return detail::call([&](agentao_error** e) { return set(h_.get(), &v, e); });
+    }
+    template <class Vtable>
+    result<void> remove_capability(capability_setter<Vtable> set) {
+        return detail::call([&](agentao_error** e) { return set(h_.get(), nullptr, e); });
+    }
 
     // The two traceparent setters differ only in the C function they call.
     using traceparent_setter = agentao_status (*)(agentao_agent*, const char*, const char*, agentao_error**);

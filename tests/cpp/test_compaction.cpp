@@ -131,3 +131,40 @@ TEST(Compaction, ControllerAnswersFromAnotherThreadCancelsAndThrows) {
     EXPECT_TRUE(agent.try_set_compaction_controller(std::nullopt));
     EXPECT_FALSE(agent.try_set_compaction_controller(agentao::compaction_controller{}));
 }
+
+// The reply's ownership comes from the shared pending_answer base: destroyed unanswered it
+// fails the request with its own message; moved from, or answered, a second answer is
+// status::null_argument.
+TEST(Compaction, ReplyDroppedMovedAndAnsweredTwice) {
+    workspace ws;
+    auto agent = agentao::agent::create(config(ws, R"({"text":"never"})"));
+    agent.set_history(long_history());
+    std::atomic<int> mode{0};
+    std::mutex mu;
+    std::vector<std::string> notes;
+    agent.set_compaction_controller([&](const agentao::compaction_request&, agentao::compaction_reply&& reply) {
+        if (mode.load() == 0) return;  // dropped unanswered
+        agentao::compaction_reply kept(std::move(reply));
+        auto moved_from = reply.try_allow();
+        auto first = kept.try_cancel("kept");
+        auto second = kept.try_allow();
+        std::lock_guard<std::mutex> g(mu);
+        notes.push_back(std::string(agentao::status_name(moved_from.code())) + " " +
+                        (moved_from ? "" : moved_from.error().what()));
+        notes.push_back(first ? "first ok" : first.error().what());
+        notes.push_back(std::string(agentao::status_name(second.code())) + " " + (reply.pending() ? "pending" : "taken"));
+    });
+
+    std::string r = agent.compact();
+    EXPECT_TRUE(contains(r, kv("status", "cancelled"))) << r;
+    EXPECT_TRUE(contains(r, "the host dropped the reply without answering")) << r;
+
+    mode = 1;
+    r = agent.compact();
+    EXPECT_TRUE(contains(r, "cancelled by the compaction controller: kept")) << r;
+    std::lock_guard<std::mutex> g(mu);
+    ASSERT_EQ(notes.size(), 3u);
+    EXPECT_EQ(notes[0], "NULL_ARGUMENT the reply was already answered or moved");
+    EXPECT_EQ(notes[1], "first ok");
+    EXPECT_EQ(notes[2], "NULL_ARGUMENT taken");
+}

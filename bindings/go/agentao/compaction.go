@@ -75,17 +75,9 @@ type ContextUsage struct {
 
 // ContextUsage returns the context figures; any goroutine, during a turn too.
 func (a *Agent) ContextUsage() (*ContextUsage, error) {
-	b, err := a.getJSON(func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
+	return getDecoded[ContextUsage](a, func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
 		return C.agentao_agent_context_usage(p, o, e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var u ContextUsage
-	if err := json.Unmarshal(b, &u); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	return &u, nil
 }
 
 // CompactionResult is how an on-demand compaction ended.
@@ -129,17 +121,9 @@ func (a *Agent) Compact(ctx context.Context, reason string) (*CompactionResult, 
 			}
 		}()
 	}
-	b, err := a.getJSON(func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
+	return getDecoded[CompactionResult](a, func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
 		return C.agentao_agent_compact(p, cr, tok, o, e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var r CompactionResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	return &r, nil
 }
 
 // CompactionTrigger is what started a compaction.
@@ -213,18 +197,9 @@ type CompactionController func(req CompactionRequest, reply *CompactionReply)
 // SetCompactionController installs fn, or with nil removes the controller. Between turns
 // only (StatusTurnInProgress).
 func (a *Agent) SetCompactionController(fn CompactionController) error {
-	ptr, err := a.acquire()
-	if err != nil {
-		return err
-	}
-	defer a.release()
-	var cerr *C.agentao_error
-	if fn == nil {
-		return statusErr(C.agentao_agent_set_compaction_controller(ptr, nil, &cerr), cerr)
-	}
-	h := newHandle(fn)
-	// The library owns the handle from here: userdata_free deletes it, on failure too.
-	return statusErr(C.agentao_go_set_compaction_controller(ptr, h, &cerr), cerr)
+	return a.setCapability(fn != nil, fn, func(p *C.agentao_agent, h C.uintptr_t, e **C.agentao_error) C.agentao_status {
+		return C.agentao_go_set_compaction_controller(p, h, e)
+	})
 }
 
 //export goAgentaoCompactionDecide

@@ -186,15 +186,7 @@ func goAgentaoFsStat(h C.uintptr_t, path *C.char, out *C.agentao_fs_out) C.int32
 // SetFileSystem serves the agent's file tools from fsys (nil restores the local disk). Right
 // after New or between turns: StatusTurnInProgress while a turn runs.
 func (a *Agent) SetFileSystem(fsys FileSystem) error {
-	ptr, err := a.acquire()
-	if err != nil {
-		return err
-	}
-	defer a.release()
-	var cerr *C.agentao_error
-	if fsys == nil {
-		return statusErr(C.agentao_agent_set_file_system(ptr, nil, &cerr), cerr)
-	}
-	// The library owns the handle from here: userdata_free deletes it, on failure too.
-	return statusErr(C.agentao_go_set_file_system(ptr, newHandle(fsys), &cerr), cerr)
+	return a.setCapability(fsys != nil, fsys, func(p *C.agentao_agent, h C.uintptr_t, e **C.agentao_error) C.agentao_status {
+		return C.agentao_go_set_file_system(p, h, e)
+	})
 }

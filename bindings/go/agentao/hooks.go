@@ -73,18 +73,9 @@ type Hooks func(req HookRequest, reply *HookReply)
 // SetHooks installs fn, or with nil removes the host's hooks (the config's command hooks
 // still run). Between turns only (StatusTurnInProgress).
 func (a *Agent) SetHooks(fn Hooks) error {
-	ptr, err := a.acquire()
-	if err != nil {
-		return err
-	}
-	defer a.release()
-	var cerr *C.agentao_error
-	if fn == nil {
-		return statusErr(C.agentao_agent_set_hooks(ptr, nil, &cerr), cerr)
-	}
-	h := newHandle(fn)
-	// The library owns the handle from here: userdata_free deletes it, on failure too.
-	return statusErr(C.agentao_go_set_hooks(ptr, h, &cerr), cerr)
+	return a.setCapability(fn != nil, fn, func(p *C.agentao_agent, h C.uintptr_t, e **C.agentao_error) C.agentao_status {
+		return C.agentao_go_set_hooks(p, h, e)
+	})
 }
 
 //export goAgentaoHook

@@ -34,17 +34,9 @@ func goAgentaoRegistryList(h C.uintptr_t) (out *C.char) {
 // SetMCPRegistry sets the agent's MCP registry (nil removes it). Its servers connect in the
 // background now and are part of the next turn.
 func (a *Agent) SetMCPRegistry(reg MCPRegistry) error {
-	ptr, err := a.acquire()
-	if err != nil {
-		return err
-	}
-	defer a.release()
-	var cerr *C.agentao_error
-	if reg == nil {
-		return statusErr(C.agentao_agent_set_mcp_registry(ptr, nil, &cerr), cerr)
-	}
-	// The library owns the handle from here: userdata_free deletes it, on failure too.
-	return statusErr(C.agentao_go_set_mcp_registry(ptr, newHandle(reg), &cerr), cerr)
+	return a.setCapability(reg != nil, reg, func(p *C.agentao_agent, h C.uintptr_t, e **C.agentao_error) C.agentao_status {
+		return C.agentao_go_set_mcp_registry(p, h, e)
+	})
 }
 
 // MCPServerStatus is one MCP server's state.
@@ -72,17 +64,9 @@ type MCPStatus struct {
 
 // MCPStatus reports the agent's MCP servers; it never waits for a connection in progress.
 func (a *Agent) MCPStatus() (*MCPStatus, error) {
-	b, err := a.getJSON(func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
+	return getDecoded[MCPStatus](a, func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
 		return C.agentao_agent_mcp_status(p, o, e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var st MCPStatus
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	return &st, nil
 }
 
 // Preflight is what the permission pipeline would decide for a call now.
@@ -116,17 +100,9 @@ func (a *Agent) Preflight(tool string, args any) (*Preflight, error) {
 		return nil, err
 	}
 	defer freeC(ca)
-	b, err := a.getJSON(func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
+	return getDecoded[Preflight](a, func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
 		return C.agentao_agent_preflight(p, ct, ca, o, e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var pf Preflight
-	if err := json.Unmarshal(b, &pf); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	return &pf, nil
 }
 
 // AddSubagent adds (or replaces, by name) a sub-agent definition between turns: the model is

@@ -98,15 +98,6 @@ func goAgentaoMemory(h C.uintptr_t, op C.int, a, b *C.char, answer *C.agentao_me
 // shows its memories to the model. nil restores a new, empty in-memory store. Right after New
 // or between turns.
 func (a *Agent) SetMemoryStore(store MemoryStore) error {
-	ptr, err := a.acquire()
-	if err != nil {
-		return err
-	}
-	defer a.release()
-	var cerr *C.agentao_error
-	if store == nil {
-		return statusErr(C.agentao_agent_set_memory_store(ptr, nil, &cerr), cerr)
-	}
 	var get, search C.int
 	if _, ok := store.(MemoryGetter); ok {
 		get = 1
@@ -114,6 +105,7 @@ func (a *Agent) SetMemoryStore(store MemoryStore) error {
 	if _, ok := store.(MemorySearcher); ok {
 		search = 1
 	}
-	// The library owns the handle from here: userdata_free deletes it, on failure too.
-	return statusErr(C.agentao_go_set_memory_store(ptr, newHandle(store), get, search, &cerr), cerr)
+	return a.setCapability(store != nil, store, func(p *C.agentao_agent, h C.uintptr_t, e **C.agentao_error) C.agentao_status {
+		return C.agentao_go_set_memory_store(p, h, get, search, e)
+	})
 }

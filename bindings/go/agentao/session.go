@@ -48,6 +48,19 @@ func (a *Agent) getJSON(get func(*C.agentao_agent, **C.char, **C.agentao_error) 
 	return takeBytes(out), nil
 }
 
+// getDecoded runs a getter whose JSON document decodes into a T.
+func getDecoded[T any](a *Agent, get func(*C.agentao_agent, **C.char, **C.agentao_error) C.agentao_status) (*T, error) {
+	b, err := a.getJSON(get)
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
+	}
+	return &v, nil
+}
+
 // LastTurn is the last turn's outcome (nil before the first turn). The last turn may be
 // another caller's.
 func (a *Agent) LastTurn() (*Outcome, error) {
@@ -117,17 +130,9 @@ type Permissions struct {
 // ActivePermissions is the permission snapshot ("default:no-engine" among the sources when
 // no engine is configured).
 func (a *Agent) ActivePermissions() (*Permissions, error) {
-	b, err := a.getJSON(func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
+	return getDecoded[Permissions](a, func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
 		return C.agentao_agent_active_permissions(p, o, e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var ps Permissions
-	if err := json.Unmarshal(b, &ps); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	return &ps, nil
 }
 
 // SetPermissionMode switches the mode for the next decision and returns the previous one.
@@ -226,15 +231,7 @@ type Usage struct {
 
 // Usage returns the session's token totals.
 func (a *Agent) Usage() (*Usage, error) {
-	b, err := a.getJSON(func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
+	return getDecoded[Usage](a, func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
 		return C.agentao_agent_usage(p, o, e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var u Usage
-	if err := json.Unmarshal(b, &u); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	return &u, nil
 }

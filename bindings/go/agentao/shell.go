@@ -134,17 +134,9 @@ func goAgentaoShellRun(h C.uintptr_t, req *C.agentao_shell_request, p *C.agentao
 // nil restores the local executor. The permission decision, the hardline floor and the
 // working-directory policy still run first. Right after New or between turns.
 func (a *Agent) SetShellExecutor(ex ShellExecutor, interpreter string) error {
-	ptr, err := a.acquire()
-	if err != nil {
-		return err
-	}
-	defer a.release()
-	var cerr *C.agentao_error
-	if ex == nil {
-		return statusErr(C.agentao_agent_set_shell_executor(ptr, nil, &cerr), cerr)
-	}
 	var ci *C.char
-	if interpreter != "" {
+	if ex != nil && interpreter != "" {
+		var err error
 		if ci, err = cstring(interpreter); err != nil {
 			return err
 		}
@@ -154,6 +146,7 @@ func (a *Agent) SetShellExecutor(ex ShellExecutor, interpreter string) error {
 	if _, ok := ex.(BackgroundShellExecutor); ok {
 		bg = 1
 	}
-	// The library owns the handle from here: userdata_free deletes it, on failure too.
-	return statusErr(C.agentao_go_set_shell_executor(ptr, newHandle(ex), ci, bg, &cerr), cerr)
+	return a.setCapability(ex != nil, ex, func(p *C.agentao_agent, h C.uintptr_t, e **C.agentao_error) C.agentao_status {
+		return C.agentao_go_set_shell_executor(p, h, ci, bg, e)
+	})
 }

@@ -6,6 +6,31 @@
 
 static void tr_free(void *ud) { goAgentaoFreeHandle((uintptr_t)ud); }
 
+/* The members every capability vtable starts with: its size, the cgo.Handle as userdata and
+ * its release; the callback slots are the setter's to fill. */
+#define GO_VTABLE(v, handle)                    \
+    do {                                        \
+        memset(&(v), 0, sizeof(v));             \
+        (v).struct_size = sizeof(v);            \
+        (v).userdata = (void *)(handle);        \
+        (v).userdata_free = tr_free;            \
+    } while (0)
+
+/* A capability asked through a deferred reply (the compaction controller, hooks): a
+ * trampoline tr_<name> forwarding (request, reply) to the exported Go function `go_fn`, and
+ * agentao_go_set_<name>, which fills the vtable's one `slot` with it; handle 0 removes the
+ * capability (the library's setter gets NULL). */
+#define GO_REQUEST_CAPABILITY(name, vtable_type, slot, request_type, go_fn)                          \
+    static void tr_##name(void *ud, const request_type *req, agentao_reply *reply) {                \
+        go_fn((uintptr_t)ud, (request_type *)req, reply);                                           \
+    }                                                                                               \
+    agentao_status agentao_go_set_##name(agentao_agent *agent, uintptr_t handle, agentao_error **err_out) { \
+        vtable_type v;                                                                              \
+        GO_VTABLE(v, handle);                                                                       \
+        v.slot = tr_##name;                                                                         \
+        return agentao_agent_set_##name(agent, handle ? &v : NULL, err_out);                        \
+    }
+
 static void tr_emit(void *ud, const char *event_json) {
     /* The length is taken here: a strlen called from Go would be a second cgo call per event. */
     goAgentaoEmit((uintptr_t)ud, (char *)event_json, strlen(event_json));
@@ -318,16 +343,13 @@ static int32_t tr_fs_stat(void *ud, const char *path, agentao_fs_out *out) {
 
 agentao_status agentao_go_set_file_system(agentao_agent *agent, uintptr_t handle, agentao_error **err_out) {
     agentao_file_system fs;
-    memset(&fs, 0, sizeof fs);
-    fs.struct_size = sizeof fs;
-    fs.userdata = (void *)handle;
-    fs.userdata_free = tr_free;
+    GO_VTABLE(fs, handle);
     fs.read = tr_fs_read;
     fs.write = tr_fs_write;
     fs.list_dir = tr_fs_list;
     fs.walk = tr_fs_walk;
     fs.stat = tr_fs_stat;
-    return agentao_agent_set_file_system(agent, &fs, err_out);
+    return agentao_agent_set_file_system(agent, handle ? &fs : NULL, err_out);
 }
 
 static void tr_shell_run(void *ud, const agentao_shell_request *req, agentao_shell_run *run) {
@@ -340,15 +362,12 @@ static void tr_shell_run_bg(void *ud, const agentao_shell_request *req, agentao_
 agentao_status agentao_go_set_shell_executor(agentao_agent *agent, uintptr_t handle, const char *interpreter,
                                              int background, agentao_error **err_out) {
     agentao_shell_executor sh;
-    memset(&sh, 0, sizeof sh);
-    sh.struct_size = sizeof sh;
-    sh.userdata = (void *)handle;
-    sh.userdata_free = tr_free;
+    GO_VTABLE(sh, handle);
     sh.dialect = AGENTAO_SHELL_DIALECT_POSIX;
     sh.interpreter = interpreter;
     sh.run = tr_shell_run;
     if (background) sh.run_background = tr_shell_run_bg;
-    return agentao_agent_set_shell_executor(agent, &sh, err_out);
+    return agentao_agent_set_shell_executor(agent, handle ? &sh : NULL, err_out);
 }
 
 static void tr_mem_upsert(void *ud, const char *record_json, agentao_memory_answer *answer) {
@@ -367,15 +386,12 @@ static void tr_mem_search(void *ud, const char *query, const char *scope, agenta
 agentao_status agentao_go_set_memory_store(agentao_agent *agent, uintptr_t handle, int with_get,
                                            int with_search, agentao_error **err_out) {
     agentao_memory_store m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.userdata = (void *)handle;
-    m.userdata_free = tr_free;
+    GO_VTABLE(m, handle);
     m.upsert = tr_mem_upsert;
     m.list = tr_mem_list;
     if (with_get) m.get = tr_mem_get;
     if (with_search) m.search = tr_mem_search;
-    return agentao_agent_set_memory_store(agent, &m, err_out);
+    return agentao_agent_set_memory_store(agent, handle ? &m : NULL, err_out);
 }
 
 static const char *tr_reg_list(void *ud) { return goAgentaoRegistryList((uintptr_t)ud); }
@@ -386,40 +402,13 @@ static void tr_reg_release(void *ud, const char *servers_json) {
 
 agentao_status agentao_go_set_mcp_registry(agentao_agent *agent, uintptr_t handle, agentao_error **err_out) {
     agentao_mcp_registry r;
-    memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    r.userdata = (void *)handle;
-    r.userdata_free = tr_free;
+    GO_VTABLE(r, handle);
     r.list_servers = tr_reg_list;
     r.release_servers = tr_reg_release;
-    return agentao_agent_set_mcp_registry(agent, &r, err_out);
+    return agentao_agent_set_mcp_registry(agent, handle ? &r : NULL, err_out);
 }
 
-static void tr_compaction_decide(void *ud, const agentao_compaction_request *req, agentao_reply *reply) {
-    goAgentaoCompactionDecide((uintptr_t)ud, (agentao_compaction_request *)req, reply);
-}
+GO_REQUEST_CAPABILITY(compaction_controller, agentao_compaction_controller, decide, agentao_compaction_request,
+                      goAgentaoCompactionDecide)
 
-agentao_status agentao_go_set_compaction_controller(agentao_agent *agent, uintptr_t handle,
-                                                    agentao_error **err_out) {
-    agentao_compaction_controller c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.userdata = (void *)handle;
-    c.userdata_free = tr_free;
-    c.decide = tr_compaction_decide;
-    return agentao_agent_set_compaction_controller(agent, &c, err_out);
-}
-
-static void tr_hook(void *ud, const agentao_hook_request *req, agentao_reply *reply) {
-    goAgentaoHook((uintptr_t)ud, (agentao_hook_request *)req, reply);
-}
-
-agentao_status agentao_go_set_hooks(agentao_agent *agent, uintptr_t handle, agentao_error **err_out) {
-    agentao_hooks h;
-    memset(&h, 0, sizeof h);
-    h.struct_size = sizeof h;
-    h.userdata = (void *)handle;
-    h.userdata_free = tr_free;
-    h.on_hook = tr_hook;
-    return agentao_agent_set_hooks(agent, &h, err_out);
-}
+GO_REQUEST_CAPABILITY(hooks, agentao_hooks, on_hook, agentao_hook_request, goAgentaoHook)

@@ -81,6 +81,10 @@ agentao_status agentao_go_add_tool(agentao_agent *agent, const char *name, const
 enum { AGENTAO_GO_TOOL_READ_ONLY = 1, AGENTAO_GO_TOOL_CONFIRM = 2, AGENTAO_GO_TOOL_SUBAGENTS = 4,
        AGENTAO_GO_TOOL_REENTRANT = 8 };
 
+/* The capability setters below take the Go value's cgo.Handle, which the library owns from the
+ * call on (userdata_free deletes it, on failure too); handle 0 removes the capability (the
+ * library's setter gets NULL). */
+
 /* agentao_agent_set_file_system with every slot but `exists` (asked through `stat`) calling the binding. */
 agentao_status agentao_go_set_file_system(agentao_agent *agent, uintptr_t handle, agentao_error **err_out);
 

@@ -5,8 +5,6 @@ package agentao
 */
 import "C"
 
-import "encoding/json"
-
 // Skill is one skill the agent may activate (docs/skills.md).
 type Skill struct {
 	Name        string `json:"name"`
@@ -39,15 +37,7 @@ type SkillsReport struct {
 // Skills reports the agent's skills and what was skipped, why. The first call finds the skills
 // if no turn has yet, blocking for the file reads.
 func (a *Agent) Skills() (*SkillsReport, error) {
-	b, err := a.getJSON(func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
+	return getDecoded[SkillsReport](a, func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
 		return C.agentao_agent_skills(p, o, e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var r SkillsReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	return &r, nil
 }

@@ -5,8 +5,6 @@ package agentao
 */
 import "C"
 
-import "encoding/json"
-
 // TelemetryStatus is the OpenTelemetry exporter's state (agentao_agent_telemetry_status;
 // docs/observability.md). Agents with the same telemetry settings share one exporter, and so
 // its counts.
@@ -55,17 +53,9 @@ func (a *Agent) TraceID() (string, error) {
 
 // TelemetryStatus reports the exporter's counters.
 func (a *Agent) TelemetryStatus() (*TelemetryStatus, error) {
-	b, err := a.getJSON(func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
+	return getDecoded[TelemetryStatus](a, func(p *C.agentao_agent, o **C.char, e **C.agentao_error) C.agentao_status {
 		return C.agentao_agent_telemetry_status(p, o, e)
 	})
-	if err != nil {
-		return nil, err
-	}
-	var st TelemetryStatus
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
-	}
-	return &st, nil
 }
 
 // An empty string is NULL to the library: "no traceparent" / "no tracestate".

@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"encoding/json"
-	"runtime"
 	"sync"
 )
 
@@ -139,70 +138,6 @@ const (
 	Deny            Confirmation = C.AGENTAO_CONFIRMATION_DENY
 	DenyUnavailable Confirmation = C.AGENTAO_CONFIRMATION_DENY_UNAVAILABLE
 )
-
-// reply owns one agentao_reply until it is answered.
-type reply struct {
-	mu sync.Mutex
-	p  *C.agentao_reply // nil once answered
-}
-
-func (r *reply) take() *C.agentao_reply {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.p
-	r.p = nil
-	return p
-}
-
-// Fail fails the request with message: a failed confirmation or max-iterations request ends
-// the turn with StatusHostError; a failed question becomes the tool's error result.
-func (r *reply) Fail(message string) error {
-	return answerText(r.take(), message, func(p *C.agentao_reply, m *C.char, e **C.agentao_error) C.agentao_status {
-		return C.agentao_reply_fail(p, m, e)
-	})
-}
-
-// Answered reports whether the reply has been answered (or failed).
-func (r *reply) Answered() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.p == nil
-}
-
-// base is the embedded reply of a reply type (ConfirmReply, HookReply, ...).
-func (r *reply) base() *reply { return r }
-
-// replyType is a pointer to a reply type: a struct that embeds reply.
-type replyType[T any] interface {
-	*T
-	base() *reply
-}
-
-// serveRequest is the one shape of every deferred request a Go callback answers through a
-// reply (the transport's three, the compaction controller, hooks): the reply owns p; a panic
-// in ask before the reply is answered fails it with a message naming what, and so does its
-// finalizer once the reply becomes unreachable unanswered (no turn waits forever on a
-// forgotten reply).
-func serveRequest[T any, R replyType[T]](p *C.agentao_reply, what string, ask func(R)) {
-	r := R(new(T))
-	r.base().p = p
-	defer func() {
-		if v := recover(); v != nil {
-			_ = r.base().Fail(panicMessage(what, v))
-		}
-	}()
-	runtime.SetFinalizer(r, func(r R) { failDropped(r.base()) })
-	ask(r)
-}
-
-// failDropped is the finalizer of an unanswered reply.
-func failDropped(r *reply) {
-	if p := r.take(); p != nil {
-		cm := C.CString("the host dropped the request without answering it")
-		C.agentao_reply_fail(p, cm, nil)
-		freeC(cm)
-	}
-}
 
 // ConfirmReply answers a ConfirmTool request.
 type ConfirmReply struct{ reply }
