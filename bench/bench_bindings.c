@@ -29,14 +29,16 @@
  *
  * The workers: this program (`--child bindworker`, the C floor), target/bench/bind-cpp
  * (bench/bindings/worker.cpp on bindings/cpp/agentao.hpp), target/bench/bind-go
- * (bench/bindings/go, the public Go API), each skipped with a line saying why when bench/run.sh
- * could not build it. All are pinned to one CPU (--cpu N, else the last one): they run one at a
- * time, so the pin costs them nothing and keeps the wake-ups of a turn on one core.
+ * (bench/bindings/go, the public Go API), target/bench/bind-swift (bench/bindings/swift-worker,
+ * the public Swift API, run in the Debian 13 root: its build.sh), each skipped with a line saying
+ * why when bench/run.sh could not build it. All are pinned to one CPU (--cpu N, else the last
+ * one): they run one at a time, so the pin costs them nothing and keeps the wake-ups of a turn on
+ * one core.
  */
 
 #define BW_DELTAS 2000
 #define BW_CALLS 50
-#define BW_MAX_WORKERS 5
+#define BW_MAX_WORKERS 6
 
 static const char *const bw_scenarios[] = {"delta", "emit", "event", "turn"};
 #define BW_SCENARIOS 4
@@ -288,6 +290,7 @@ static double bw_callgrind(const char *lang, char *worker, char *worker_arg1, ch
 static void bench_bindings(void) {
     int warm = 2, rounds = g_quick ? 5 : 15;
     char *cpp = strdup(bw_dir_of_self("bind-cpp")), *go = strdup(bw_dir_of_self("bind-go"));
+    char *swift = strdup(bw_dir_of_self("bind-swift"));
     char child[] = "--child", kind[] = "bindworker";
     bw_proc_t procs[BW_MAX_WORKERS];
     int np = 0;
@@ -301,11 +304,24 @@ static void bench_bindings(void) {
         {"C", "the C API", g_self},
         {"C++", "bindings/cpp", cpp},
         {"Go", "bindings/go", go},
+        {"Swift", "bindings/swift", swift},
         {"B", "BENCH_BIND_B", b_worker},
     };
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
         if (!cand[i].path) continue;
         if (access(cand[i].path, X_OK) != 0) {
+            /* The Swift worker's build.sh leaves the reason it could not build one. */
+            char why[512] = "", wpath[1200];
+            snprintf(wpath, sizeof wpath, "%s.skipped", cand[i].path);
+            FILE *wf = fopen(wpath, "r");
+            if (wf) {
+                if (fgets(why, sizeof why, wf)) why[strcspn(why, "\n")] = 0;
+                fclose(wf);
+            }
+            if (why[0]) {
+                printf("bindings: %s skipped: %s\n", cand[i].lang, why);
+                continue;
+            }
             printf("bindings: %s skipped: no worker at %s (bench/run.sh --only bindings builds it; "
                    "see its output for why it could not)\n",
                    cand[i].lang, cand[i].path);
@@ -318,9 +334,6 @@ static void bench_bindings(void) {
         char *argv[] = {cand[i].path, i == 0 ? child : NULL, kind, NULL};
         bw_spawn(p, argv);
     }
-    /* Swift needs the Debian 13 root of scripts/swift-root.sh and a worker built in it. */
-    printf("bindings: Swift skipped: no Swift worker yet (docs/performance.md, \"Bindings over the C "
-           "callback\")\n");
     int total_turns[BW_SCENARIOS];
     for (int s = 0; s < BW_SCENARIOS; s++) {
         total_turns[s] = (warm + rounds) * bw_turns(s) + 1;
@@ -417,4 +430,5 @@ static void bench_bindings(void) {
     }
     free(cpp);
     free(go);
+    free(swift);
 }

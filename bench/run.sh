@@ -3,8 +3,9 @@
 #   bench/run.sh --callgrind   instructions per turn and per tool-loop iteration (valgrind)
 #   bench/run.sh --cpu 0       everything pinned to CPU 0: one placement for every floor (see
 #                              bench/HISTORY.md, Part 8 (floor))
-#   bench/run.sh --only bindings   the C++ and Go layers against the C API (bench/bench_bindings.c);
-#                              builds their workers first, a language without its toolchain skipped
+#   bench/run.sh --only bindings   the C++, Go and Swift layers against the C API
+#                              (bench/bench_bindings.c); builds their workers first, a language
+#                              without its toolchain (Swift: the Debian 13 root) skipped
 # Builds the release library, the release mock server, the MCP fault server, the hyper floor and
 # agentao-acp, compiles bench/bench.c with -O2
 # against include/agentao.h and target/release/libagentao.so, runs it, and writes
@@ -44,6 +45,8 @@ PC
   else
     echo "bindings: Go 1.23 or newer is not installed: the Go rows are skipped"
   fi
+  # Swift only in the Debian 13 root of scripts/swift-root.sh; the script says why it cannot.
+  sh bench/bindings/swift-worker/build.sh
   ;;
 esac
 exec target/bench/bench --mock target/release/mock-openai --hyper-floor target/release/hyper-floor --out bench/results.json "$@"

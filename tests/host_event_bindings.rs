@@ -1,7 +1,8 @@
-//! The bindings' host-event types (Go, Swift, C++) are generated from the v3 JSON Schema in
-//! `docs/schema/host.events.v3.schema.json`, and the committed files are exactly what the
-//! generator writes now. `AGENTAO_UPDATE_BINDINGS=1 cargo test --test host_event_bindings`
-//! rewrites them (commit the result); without it the test fails when one is stale.
+//! The bindings' host-event types (Go, Swift, C++), and Go's decoders of them, are generated
+//! from the v3 JSON Schema in `docs/schema/host.events.v3.schema.json`, and the committed files
+//! are exactly what the generator writes now.
+//! `AGENTAO_UPDATE_BINDINGS=1 cargo test --test host_event_bindings` rewrites them (commit the
+//! result); without it the test fails when one is stale.
 //!
 //! What the schema cannot say lives in the small tables below (a field whose binding type is
 //! one the binding already has, such as Go's `PermissionMode`).
@@ -10,6 +11,7 @@ use serde_json::Value;
 
 const SCHEMA: &str = "docs/schema/host.events.v3.schema.json";
 const GO: &str = "bindings/go/agentao/host_events_gen.go";
+const GO_DECODE: &str = "bindings/go/agentao/host_events_decode_gen.go";
 const SWIFT: &str = "bindings/swift/Sources/Agentao/HostEvents.swift";
 const CPP: &str = "bindings/cpp/agentao_events.hpp";
 
@@ -272,6 +274,75 @@ fn go(defs: &[Def]) -> String {
     o
 }
 
+/// Go: each struct's `decodeFrom`, which reads its JSON object through the readers of
+/// `host_event_decoder.go` without reflection (encoding/json is the fallback, events.go).
+fn go_decode(defs: &[Def]) -> String {
+    let mut o = format!("// {HEADER}\n// Regenerate: AGENTAO_UPDATE_BINDINGS=1 cargo test --test host_event_bindings\n\npackage agentao\n");
+    for d in defs {
+        let keys_var = format!("{}Keys", camel(&camel_to_snake(&d.name), false, false));
+        let keys: Vec<String> = d.fields.iter().map(|f| format!("\"{}\"", f.name)).collect();
+        o.push_str(&format!(
+            "\n// {keys_var} are {}'s keys (for encoding/json's case-insensitive match).\nvar {keys_var} = []string{{{}}}\n",
+            d.name,
+            keys.join(", ")
+        ));
+        o.push_str(&format!(
+            "\n// decodeFrom reads a {} object (see eventDecoder).\nfunc (e *{}) decodeFrom(d *eventDecoder) {{\n\tif !d.object() {{\n\t\treturn\n\t}}\n\tfor d.member() {{\n\t\tswitch string(d.key) {{\n",
+            d.name, d.name
+        ));
+        if d.event_type.is_some() {
+            o.push_str("\t\tcase \"event_type\":\n\t\t\td.skip()\n");
+        }
+        for f in &d.fields {
+            let field = format!("e.{}", camel(&f.name, true, true));
+            let typed = GO_TYPES
+                .iter()
+                .any(|(n, k, _)| *n == d.name && *k == f.name);
+            assert!(
+                !typed || (f.ty == Ty::Str && !f.nullable),
+                "{}.{}: a named Go type is read as a plain string",
+                d.name,
+                f.name
+            );
+            let read = match (&f.ty, f.nullable) {
+                (Ty::Str, false) if typed => format!("d.str((*string)(&{field}))"),
+                (Ty::Str, false) => format!("d.str(&{field})"),
+                (Ty::Str, true) => format!("d.optStr(&{field})"),
+                (Ty::Time, false) => format!("d.time(&{field})"),
+                (Ty::Time, true) => format!("d.optTime(&{field})"),
+                (Ty::Int, false) => format!("d.int(&{field})"),
+                (Ty::Int, true) => format!("d.optInt(&{field})"),
+                (Ty::StrList, _) => format!("d.strList(&{field})"),
+                (Ty::Object, _) => format!("d.raw(&{field})"),
+                // As encoding/json: a null clears a pointer, a repeated key fills the same struct.
+                (Ty::Ref(r), true) => format!(
+                    "if d.null() {{\n\t\t\t\t{field} = nil\n\t\t\t}} else {{\n\t\t\t\tif {field} == nil {{\n\t\t\t\t\t{field} = new({r})\n\t\t\t\t}}\n\t\t\t\t{field}.decodeFrom(d)\n\t\t\t}}"
+                ),
+                (Ty::Ref(_), false) => {
+                    format!("if !d.null() {{\n\t\t\t\t{field}.decodeFrom(d)\n\t\t\t}}")
+                }
+            };
+            o.push_str(&format!("\t\tcase \"{}\":\n\t\t\t{read}\n", f.name));
+        }
+        o.push_str(&format!(
+            "\t\tdefault:\n\t\t\td.unknownKey({keys_var})\n\t\t}}\n\t}}\n}}\n"
+        ));
+    }
+    o
+}
+
+/// CamelCase to snake_case.
+fn camel_to_snake(name: &str) -> String {
+    let mut s = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            s.push('_');
+        }
+        s.extend(c.to_lowercase());
+    }
+    s
+}
+
 /// Swift: the `HostEvent` enum and its structs (decoded with `.convertFromSnakeCase`; the
 /// decoding entry point is `HostEventDecoding.swift`).
 fn swift(defs: &[Def]) -> String {
@@ -344,17 +415,7 @@ fn cpp(defs: &[Def]) -> String {
     for d in defs {
         let snake = match &d.event_type {
             Some(t) => t.clone(),
-            None => {
-                // CamelCase definition name to snake_case.
-                let mut s = String::new();
-                for (i, c) in d.name.chars().enumerate() {
-                    if c.is_uppercase() && i > 0 {
-                        s.push('_');
-                    }
-                    s.extend(c.to_lowercase());
-                }
-                s
-            }
+            None => camel_to_snake(&d.name),
         };
         o.push_str(&format!("\n/// {}\nstruct {snake} {{\n", summary(&d.doc)));
         if let Some(t) = &d.event_type {
@@ -394,7 +455,12 @@ fn generated_binding_event_types_are_fresh() {
     let defs = defs(&schema());
     let update = std::env::var_os("AGENTAO_UPDATE_BINDINGS").is_some();
     let mut stale = Vec::new();
-    for (file, text) in [(GO, go(&defs)), (SWIFT, swift(&defs)), (CPP, cpp(&defs))] {
+    for (file, text) in [
+        (GO, go(&defs)),
+        (GO_DECODE, go_decode(&defs)),
+        (SWIFT, swift(&defs)),
+        (CPP, cpp(&defs)),
+    ] {
         let committed = std::fs::read_to_string(path(file)).unwrap_or_default();
         if committed != text {
             if update {

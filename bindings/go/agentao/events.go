@@ -54,6 +54,12 @@ func decodeHostEvent(b []byte) (HostEvent, error) {
 		}
 		return &UnknownHostEvent{Type: eventType, JSON: b}, nil
 	}
+	// Without reflection first (host_event_decoder.go); what that decoder does not read, or
+	// reads as invalid, encoding/json decodes again and answers for.
+	if decodeFast(b, ev.(fastDecodable)) {
+		return ev, nil
+	}
+	ev = newHostEvent(eventType)
 	if err := json.Unmarshal(b, ev); err != nil {
 		return nil, &Error{Status: StatusInvalidJSON, Message: err.Error()}
 	}

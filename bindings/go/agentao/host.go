@@ -156,29 +156,6 @@ func goAgentaoUnsubscribe(h C.uintptr_t, id C.uint64_t) {
 	}
 }
 
-// doneResult is the completion of an asynchronous turn.
-type doneResult struct {
-	status  Status
-	outcome []byte
-	message string
-}
-
-//export goAgentaoDone
-func goAgentaoDone(h C.uintptr_t, status C.int32_t, outcomeJSON *C.char, n C.size_t, message *C.char) {
-	handle := cgo.Handle(h)
-	ch := handle.Value().(chan doneResult)
-	handle.Delete()
-	liveHandles.Add(-1)
-	res := doneResult{status: Status(status)}
-	if outcomeJSON != nil {
-		res.outcome = C.GoBytes(unsafe.Pointer(outcomeJSON), C.int(n))
-	}
-	if message != nil {
-		res.message = C.GoString(message)
-	}
-	ch <- res // buffered: never blocks
-}
-
 //export goAgentaoObserve
 func goAgentaoObserve(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
 	defer func() { _ = recover() }() // a panicking observer loses that event

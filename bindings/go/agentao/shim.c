@@ -76,19 +76,48 @@ agentao_transport agentao_go_transport(uintptr_t handle, int with_subscribe) {
     return t;
 }
 
-static void tr_done(void *ud, agentao_status status, const char *outcome_json,
-                    const agentao_error *err) {
-    goAgentaoDone((uintptr_t)ud, (int32_t)status, (char *)outcome_json,
-                  outcome_json ? strlen(outcome_json) : 0,
-                  (char *)(err ? agentao_error_message(err) : NULL));
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    agentao_status status;
+    char *outcome, *message; /* copies; NULL when absent or out of memory */
+} go_run_wait;
+
+static void run_wait_done(void *ud, agentao_status status, const char *outcome, const agentao_error *err) {
+    go_run_wait *w = ud;
+    const char *message = err ? agentao_error_message(err) : NULL;
+    char *o = outcome ? strdup(outcome) : NULL, *m = message ? strdup(message) : NULL;
+    pthread_mutex_lock(&w->mu);
+    w->status = status;
+    w->outcome = o;
+    w->message = m;
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
-agentao_status agentao_go_run(agentao_agent *agent, const char *message, const agentao_image *images,
-                              size_t n_images, int32_t max_iterations,
-                              const agentao_cancel_token *cancel, uintptr_t handle,
-                              agentao_error **err_out) {
-    return agentao_agent_run_images(agent, message, images, n_images, max_iterations, cancel, tr_done,
-                                    (void *)handle, err_out);
+agentao_status agentao_go_run_wait(agentao_agent *agent, const char *message, const agentao_image *images,
+                                   size_t n_images, int32_t max_iterations,
+                                   const agentao_cancel_token *cancel, agentao_status *status_out,
+                                   char **outcome_out, char **message_out, agentao_error **err_out) {
+    go_run_wait w = {.done = 0};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    agentao_status st = agentao_agent_run_images(agent, message, images, n_images, max_iterations, cancel,
+                                                 run_wait_done, &w, err_out);
+    if (st == AGENTAO_STATUS_OK) {
+        /* on_done fires exactly once for an accepted call; w lives on this stack until then. */
+        pthread_mutex_lock(&w.mu);
+        while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        *status_out = w.status;
+        *outcome_out = w.outcome;
+        *message_out = w.message;
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    return st;
 }
 
 static void tr_observe(void *ud, const char *event_json) {

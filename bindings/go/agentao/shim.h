@@ -14,12 +14,6 @@
  * `with_subscribe` fills subscribe/unsubscribe (the Go transport implements Subscriber). */
 agentao_transport agentao_go_transport(uintptr_t handle, int with_subscribe);
 
-/* agentao_agent_run_images (no images: n_images 0) with the binding's completion trampoline. */
-agentao_status agentao_go_run(agentao_agent *agent, const char *message, const agentao_image *images,
-                              size_t n_images, int32_t max_iterations,
-                              const agentao_cancel_token *cancel, uintptr_t handle,
-                              agentao_error **err_out);
-
 /* agentao_agent_add_host_event_observer with the binding's observer trampolines. */
 agentao_status agentao_go_add_observer(agentao_agent *agent, uintptr_t handle, uint64_t *id_out,
                                        agentao_error **err_out);
@@ -65,6 +59,15 @@ agentao_status agentao_go_chat(agentao_agent *agent, const char *message, size_t
                                const agentao_image *images, size_t n_images, int32_t max_iterations,
                                const agentao_cancel_token *cancel, char **text_out,
                                agentao_error **err_out);
+
+/* agentao_agent_run(_images), waited for in C: one blocking cgo call for the whole turn (a
+ * completion callback into Go, then a goroutine's wake-up, cost ~20 us more a turn). On OK the
+ * turn ran: its status, outcome JSON (NULL: none) and error message (NULL: none) are handed out,
+ * the two strings for agentao_go_free2. Another status: the call was not accepted. */
+agentao_status agentao_go_run_wait(agentao_agent *agent, const char *message, const agentao_image *images,
+                                   size_t n_images, int32_t max_iterations,
+                                   const agentao_cancel_token *cancel, agentao_status *status_out,
+                                   char **outcome_out, char **message_out, agentao_error **err_out);
 
 /* free(a) and free(b) in one cgo call. */
 void agentao_go_free2(char *a, char *b);
