@@ -308,7 +308,7 @@ fn a_long_history_is_shared_not_copied() {
     let mut largest_copy = 0;
     for i in 0..1000 {
         history.push(Message::User(format!("question {i}: \"why?\"")));
-        history.push(Message::assistant_text(&format!(
+        history.push(Message::assistant_text(format!(
             "answer {i}, at some length"
         )));
         let req = ChatRequest {
