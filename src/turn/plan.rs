@@ -60,21 +60,22 @@ pub(crate) struct Guards {
 impl Guards {
     /// Counts a call; true when it reaches the doom threshold.
     pub(crate) fn count_identical(&mut self, name: &str, raw_args: &str) -> bool {
-        let seen = self
-            .identical
-            .get_mut(name)
-            .and_then(|by_args| by_args.get_mut(raw_args))
-            .map(|n| {
+        if !self.identical.contains_key(name) {
+            self.identical.insert(name.to_owned(), HashMap::new());
+        }
+        let Some(by_args) = self.identical.get_mut(name) else {
+            return false;
+        };
+        let n = match by_args.get_mut(raw_args) {
+            Some(n) => {
                 *n += 1;
                 *n
-            });
-        let n = seen.unwrap_or_else(|| {
-            self.identical
-                .entry(name.to_owned())
-                .or_default()
-                .insert(raw_args.to_owned(), 1);
-            1
-        });
+            }
+            None => {
+                by_args.insert(raw_args.to_owned(), 1);
+                1
+            }
+        };
         n >= DOOM_THRESHOLD
     }
 
