@@ -7,6 +7,7 @@
 //! (accumulation of text, reasoning and tool-call slots).
 
 mod anthropic;
+mod appended_chunks;
 pub(crate) mod assembly;
 mod budget;
 pub(crate) mod config;

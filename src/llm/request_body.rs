@@ -60,6 +60,12 @@ impl RequestBody {
         }
     }
 
+    /// The pieces, in order (tests look at which are shared).
+    #[cfg(test)]
+    pub(crate) fn pieces(&self) -> &[Bytes] {
+        &self.pieces
+    }
+
     /// The body in one buffer: shared when it is one piece, joined otherwise.
     pub(crate) fn to_bytes(&self) -> Bytes {
         if let [one] = &*self.pieces {

@@ -7,6 +7,7 @@
 //! | permission events and host confirmations | `confirm.rs` |
 //! | execution: serial and parallel batches, tool events, the host bridge | `execute.rs` |
 //! | history: what the turn appends, orphan backfill | `history.rs` |
+//! | the request text the turn adds (system prompt, date/time reminder, volatile tail) | `prompt.rs`, the local clock `local_clock.rs` |
 //! | background agents' notices, injected before an LLM call | `notices.rs` |
 //! | how the turn ended | `outcome.rs`, and per call `tool_outcome.rs` |
 //! | the user's lifecycle hooks at their points | `hooks.rs` |
@@ -24,6 +25,7 @@ pub(crate) mod history;
 mod hooks;
 pub(crate) use hooks::permission_mode as hook_permission_mode;
 mod llm_call;
+mod local_clock;
 mod notices;
 pub mod outcome;
 pub mod plan;
@@ -197,9 +199,10 @@ pub(crate) async fn run_turn<'e, 'a>(
 /// A turn's id: a version-4 UUID from the thread's fast generator. `Uuid::new_v4` asks the
 /// kernel (a `getrandom` system call) for every id; a turn id names events, it guards nothing.
 fn turn_id() -> String {
-    uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes())
-        .into_uuid()
-        .to_string()
+    let id = uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes()).into_uuid();
+    // Encoded into a buffer: `to_string` went through the formatting machinery.
+    let mut buf = uuid::Uuid::encode_buffer();
+    id.hyphenated().encode_lower(&mut buf).to_owned()
 }
 
 struct Turn<'e, 'a> {

@@ -49,7 +49,9 @@ pub(crate) fn parse_error_text(name: &str, reason: &str) -> String {
 /// Per-turn guard counters.
 #[derive(Default)]
 pub(crate) struct Guards {
-    identical: HashMap<(String, String), u32>,
+    /// Calls by name, then by raw arguments: looked up by borrowed text, so a call seen before
+    /// (every call of a loop the guard is there for) allocates nothing.
+    identical: HashMap<String, HashMap<String, u32>>,
     parse_failures: HashMap<String, u32>,
     pub(crate) empty_names: u32,
     pub(crate) length_truncations: u32,
@@ -58,18 +60,31 @@ pub(crate) struct Guards {
 impl Guards {
     /// Counts a call; true when it reaches the doom threshold.
     pub(crate) fn count_identical(&mut self, name: &str, raw_args: &str) -> bool {
-        let n = self
-            .identical
-            .entry((name.to_owned(), raw_args.to_owned()))
-            .or_insert(0);
-        *n += 1;
-        *n >= DOOM_THRESHOLD
+        if !self.identical.contains_key(name) {
+            self.identical.insert(name.to_owned(), HashMap::new());
+        }
+        let Some(by_args) = self.identical.get_mut(name) else {
+            return false;
+        };
+        let n = match by_args.get_mut(raw_args) {
+            Some(n) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                by_args.insert(raw_args.to_owned(), 1);
+                1
+            }
+        };
+        n >= DOOM_THRESHOLD
     }
 
     /// A first potential write this turn clears the other identical-call counts.
     pub(crate) fn clear_other_identical(&mut self, name: &str, raw_args: &str) {
-        self.identical
-            .retain(|(n, a), _| n == name && a == raw_args);
+        self.identical.retain(|n, by_args| {
+            by_args.retain(|a, _| n == name && a == raw_args);
+            !by_args.is_empty()
+        });
     }
 
     pub(crate) fn parse_failed(&mut self, name: &str) -> bool {
@@ -79,7 +94,10 @@ impl Guards {
     }
 
     pub(crate) fn parse_ok(&mut self, name: &str) {
-        self.parse_failures.remove(name);
+        // The usual case, no failure yet: no hash of the name.
+        if !self.parse_failures.is_empty() {
+            self.parse_failures.remove(name);
+        }
     }
 }
 
@@ -591,6 +609,15 @@ mod tests {
         assert!(!g.count_identical("a", "{}"));
         assert!(!g.count_identical("a", "{}"));
         assert!(g.count_identical("a", "{}"));
+        // Counted by name and arguments together.
+        assert!(!g.count_identical("a", "{\"x\":1}"));
+        assert!(!g.count_identical("b", "{}"));
+        assert!(!g.count_identical("b", "{}"));
+        // A first write keeps only its own count.
+        g.clear_other_identical("b", "{}");
+        assert!(g.count_identical("b", "{}"));
+        assert!(!g.count_identical("a", "{}"));
+        assert!(!g.count_identical("a", "{\"x\":1}"));
         assert!(!g.parse_failed("x"));
         g.parse_ok("x");
         assert!(!g.parse_failed("x"));

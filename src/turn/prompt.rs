@@ -70,7 +70,7 @@ pub(crate) fn system_prompt(workspace: &Path, extra: Option<&str>) -> String {
 
 /// The stored user message: a date/time reminder (host-local clock), then the text.
 pub(crate) fn user_message(text: &str) -> String {
-    reminded(&chrono::Local::now().naive_local(), text)
+    reminded(&super::local_clock::now(), text)
 }
 
 const REMINDER_HEAD: &str = "<system-reminder>\nCurrent Date/Time: ";

@@ -95,8 +95,12 @@ impl OpenAiBackend {
             let system = self.system_message(req.system);
             body.key("messages").push(b'[');
             body.share(system);
+            let (sealed, open) = rendered.conversation();
+            for chunk in sealed {
+                body.share(chunk.clone());
+            }
             let out = body.out();
-            rendered.write_into(req.history.iter().chain(req.transcript), out);
+            out.extend_from_slice(open);
             if let Some(tail) = req.tail {
                 out.push(b',');
                 write_json(out, &UserWire(tail));

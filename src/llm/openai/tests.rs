@@ -295,6 +295,53 @@ fn body_is_the_old_rendering_for_the_transcripts() {
     assert!(compared >= 4 * 19 * 3 * 4 * 2, "{compared} bodies compared");
 }
 
+/// A long conversation goes out as shared chunks: a request deep into it copies no more than
+/// one chunk of history (the open one) and shares the rest with the request before, byte for
+/// byte the old rendering all along.
+#[test]
+fn a_long_history_is_shared_not_copied() {
+    use crate::llm::appended_chunks::CHUNK;
+    let (b, schemas) = backend(serde_json::json!({"model": "m"}));
+    let version = MessagesVersion::fresh();
+    let mut history = Vec::new();
+    let mut before: Vec<bytes::Bytes> = Vec::new();
+    let mut largest_copy = 0;
+    for i in 0..1000 {
+        history.push(Message::User(format!("question {i}: \"why?\"")));
+        history.push(Message::assistant_text(format!(
+            "answer {i}, at some length"
+        )));
+        let req = ChatRequest {
+            system: "s",
+            history: &history,
+            history_version: version,
+            transcript: &[],
+            transcript_version: MessagesVersion::unknown(),
+            tail: Some("t"),
+            tools: &schemas,
+        };
+        let body = b.render_body(&req);
+        if i % 97 == 0 || i == 999 {
+            assert_eq!(body.to_bytes(), reference_body(&b, &req), "request {i}");
+        }
+        // Bytes this request did not share with the one before.
+        let copied: usize = body
+            .pieces()
+            .iter()
+            .filter(|p| !before.iter().any(|q| q.as_ptr() == p.as_ptr()))
+            .map(|p| p.len())
+            .sum();
+        if i > 0 {
+            largest_copy = largest_copy.max(copied);
+        }
+        before = body.pieces().to_vec();
+        if i == 999 {
+            assert!(body.to_bytes().len() > 5 * CHUNK, "a long history");
+        }
+    }
+    assert!(largest_copy < CHUNK + 1024, "{largest_copy} bytes copied");
+}
+
 /// Each message's rendering is kept between requests: a message edited in place (same
 /// length), inserted before others or replaced is sent as it is now.
 #[test]
