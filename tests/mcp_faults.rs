@@ -214,6 +214,10 @@ fn a_call_that_never_answers_is_cancelled_by_the_turn_and_the_server_is_told() {
             .find_map(|l| l.strip_prefix("started "))
             .map(str::to_owned);
         if let Some(id) = started_id {
+            // The call was written by the turn's own task, not through rmcp's service (whose
+            // ids count from 0): its cancellation, sent through rmcp, names that id.
+            let number: i64 = id.parse().unwrap_or_default();
+            assert!(number >= 1 << 32, "the call went through rmcp: id {id}");
             if text.contains(&format!("cancelled {id}")) {
                 break;
             }
