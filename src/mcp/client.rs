@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig,
-    ClientRequest, Implementation, PaginatedRequestParams, ReadResourceRequestParams, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientConfig, ClientRequest, Implementation, PaginatedRequestParams, ReadResourceRequestParams,
+    ServerResult,
 };
 use rmcp::service::{Peer, RequestHandle, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -406,14 +407,15 @@ impl Connection {
         &self.handle
     }
 
-    /// Calls `tool`; progress lines go to `progress` as they arrive.
+    /// Calls `tool`; progress lines go to `progress` as they arrive. The result is rmcp's type,
+    /// rendered by [`super::render::render_tool_result`].
     pub async fn call_tool(
         &self,
         tool: &str,
         args: &Map<String, Value>,
         cancel: &CancelToken,
         progress: &(dyn Fn(&str) + Sync),
-    ) -> Result<Value, CallError> {
+    ) -> Result<CallToolResult, CallError> {
         let answer = match self.write_direct(tool, args)? {
             Some((call, route)) => {
                 let call = InFlight::Direct(call);
@@ -428,8 +430,7 @@ impl Connection {
             }
         };
         match answer {
-            ServerResult::CallToolResult(r) => serde_json::to_value(r)
-                .map_err(|e| CallError::Failed(format!("MCP tool error: {e}"))),
+            ServerResult::CallToolResult(r) => Ok(r),
             _ => Err(CallError::Failed(format!(
                 "MCP tool error: '{tool}' answered with a result agentao cannot read."
             ))),
