@@ -8,17 +8,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, Implementation,
-    PaginatedRequestParams, ReadResourceRequestParams, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientConfig, ClientRequest, Implementation, PaginatedRequestParams, ReadResourceRequestParams,
+    ServerResult,
 };
-use rmcp::service::{Peer, RunningService};
+use rmcp::service::{Peer, RequestHandle, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
+use tokio::sync::oneshot;
 
 use super::config::{ServerConfig, TransportConfig};
+use super::direct_call::{DirectCall, DirectCalls, Written};
 use super::limits::{ByteCount, ToolListLimits, Tripwire, UnansweredRequests};
-use super::progress::{ProgressRoutes, ProgressTap};
+use super::progress::{ProgressRoutes, ProgressTap, Route};
 use super::stdio::StdioTransport;
 use crate::cancel::CancelToken;
 
@@ -121,6 +124,9 @@ pub struct Connection {
     pub(crate) protocol: Option<String>,
     pub(crate) stderr: Arc<StderrTail>,
     peer: Peer<RoleClient>,
+    /// Tool calls written by the calling task: stdio servers whose protocol has the
+    /// `initialize` handshake (a later one wants rmcp's per-request `_meta`).
+    direct: Option<DirectCalls>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     progress: ProgressRoutes,
     /// Tripped when the server breaks a limit: the connection is closed.
@@ -292,6 +298,7 @@ impl Connection {
         let progress = ProgressRoutes::default();
         let tripwire = Tripwire::default();
         let mut group = None;
+        let mut direct = None;
         let startup = config.startup_timeout;
         let attempt = async {
             let service = match &config.transport {
@@ -313,6 +320,7 @@ impl Connection {
                     }
                     let (child, err) = StdioTransport::spawn(cmd, tripwire.clone())
                         .map_err(|e| format!("cannot start '{command}': {e}"))?;
+                    direct = Some(child.direct_calls());
                     if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
                         group = Some(ProcessGroup(nix::unistd::Pid::from_raw(pid)));
                     }
@@ -364,6 +372,10 @@ impl Connection {
             }
         };
         let info = peer.peer_info();
+        let direct = direct.filter(|_| {
+            info.as_ref()
+                .is_some_and(|i| i.protocol_version.has_initialize())
+        });
         Ok(Connection {
             server: server.to_owned(),
             config: config.clone(),
@@ -374,6 +386,7 @@ impl Connection {
             protocol: info.as_ref().map(|i| i.protocol_version.to_string()),
             stderr,
             peer,
+            direct,
             service: Mutex::new(Some(service)),
             progress,
             tripwire,
@@ -394,19 +407,30 @@ impl Connection {
         &self.handle
     }
 
-    /// Calls `tool`; progress lines go to `progress` as they arrive.
+    /// Calls `tool`; progress lines go to `progress` as they arrive. The result is rmcp's type,
+    /// rendered by [`super::render::render_tool_result`].
     pub async fn call_tool(
         &self,
         tool: &str,
         args: &Map<String, Value>,
         cancel: &CancelToken,
         progress: &(dyn Fn(&str) + Sync),
-    ) -> Result<Value, CallError> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args.clone());
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.request(request, tool, cancel, Some(progress)).await? {
-            ServerResult::CallToolResult(r) => serde_json::to_value(r)
-                .map_err(|e| CallError::Failed(format!("MCP tool error: {e}"))),
+    ) -> Result<CallToolResult, CallError> {
+        let answer = match self.write_direct(tool, args)? {
+            Some((call, route)) => {
+                let call = InFlight::Direct(call);
+                self.answer(call, tool, cancel, Some((progress, route)))
+                    .await?
+            }
+            None => {
+                let params =
+                    CallToolRequestParams::new(tool.to_owned()).with_arguments(args.clone());
+                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                self.request(request, tool, cancel, Some(progress)).await?
+            }
+        };
+        match answer {
+            ServerResult::CallToolResult(r) => Ok(r),
             _ => Err(CallError::Failed(format!(
                 "MCP tool error: '{tool}' answered with a result agentao cannot read."
             ))),
@@ -451,9 +475,50 @@ impl Connection {
         serde_json::to_value(r).map_err(|e| CallError::Failed(format!("Error: {e}")))
     }
 
-    /// Sends `request` and waits for its answer, the turn's cancel or the request timeout.
-    /// With `progress` (tool calls only: the transport routes progress for those alone), the
-    /// call's progress lines go there, all of them before this returns.
+    fn closed_error(&self) -> CallError {
+        CallError::Failed(format!(
+            "MCP connection error for '{}': the connection is closed; the next turn reconnects",
+            self.server
+        ))
+    }
+
+    /// Writes a `tools/call` from this task (`direct_call.rs`), its progress routed; `None`
+    /// when the call is to go through rmcp (an HTTP server, a busy pipe).
+    fn write_direct(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<Option<(DirectCall, Route)>, CallError> {
+        let Some(direct) = &self.direct else {
+            return Ok(None);
+        };
+        if self.is_dead() {
+            return Err(self.closed_error());
+        }
+        let Some(call) = direct.begin() else {
+            self.dead.store(true, Ordering::Release);
+            return Err(self.closed_error());
+        };
+        // Routed before the server can see the request: its first progress may come at once.
+        let route = self.progress.route_written(&call.progress_token());
+        match direct.write(&call, tool, args) {
+            Ok(Written::Sent) => Ok(Some((call, route))),
+            Ok(Written::Busy) => Ok(None),
+            Err(e) => {
+                self.dead.store(true, Ordering::Release);
+                let why = self.tripwire.tripped().map(|b| b.to_string());
+                Err(CallError::Failed(outcome_unknown(
+                    &self.server,
+                    tool,
+                    &why.unwrap_or_else(|| e.to_string()),
+                )))
+            }
+        }
+    }
+
+    /// Sends `request` through rmcp and waits for its answer ([`Connection::answer`]). With
+    /// `progress` (tool calls only: the transport routes progress for those alone), the call's
+    /// progress lines go there, all of them before this returns.
     async fn request(
         &self,
         request: ClientRequest,
@@ -462,12 +527,9 @@ impl Connection {
         progress: Option<&(dyn Fn(&str) + Sync)>,
     ) -> Result<ServerResult, CallError> {
         if self.is_dead() {
-            return Err(CallError::Failed(format!(
-                "MCP connection error for '{}': the connection is closed; the next turn reconnects",
-                self.server
-            )));
+            return Err(self.closed_error());
         }
-        let mut handle = self
+        let handle = self
             .peer
             .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
             .await
@@ -476,6 +538,19 @@ impl Connection {
                 CallError::Failed(format!("MCP connection error for '{}': {e}", self.server))
             })?;
         let route = progress.map(|p| (p, self.progress.route(&handle.progress_token)));
+        self.answer(InFlight::Rmcp(Box::new(handle)), what, cancel, route)
+            .await
+    }
+
+    /// Waits for `call`'s answer, the turn's cancel or the request timeout; the call's progress
+    /// lines go to `route`'s callback, all of them before this returns.
+    async fn answer(
+        &self,
+        mut call: InFlight,
+        what: &str,
+        cancel: &CancelToken,
+        route: Option<(ProgressSink<'_>, Route)>,
+    ) -> Result<ServerResult, CallError> {
         let forward = || {
             if let Some((progress, route)) = &route {
                 if let Some(lines) = route.slot.take() {
@@ -492,7 +567,7 @@ impl Connection {
                 biased;
                 _ = cancel.cancelled() => {
                     let reason = cancel.reason().to_owned();
-                    let _ = handle.cancel(Some(reason)).await;
+                    call.cancel(&self.peer, reason).await;
                     return Err(CallError::Cancelled);
                 }
                 _ = async {
@@ -501,7 +576,7 @@ impl Connection {
                         None => std::future::pending().await,
                     }
                 } => {
-                    let _ = handle.cancel(Some("request timeout".into())).await;
+                    call.cancel(&self.peer, "request timeout".into()).await;
                     return Err(CallError::Failed(format!(
                         "MCP tool error: '{what}' on MCP server '{}' did not answer within its \
                          request timeout ({} s)",
@@ -515,7 +590,7 @@ impl Connection {
                         None => std::future::pending().await,
                     }
                 } => forward(),
-                r = &mut handle.rx => break r,
+                r = call.answer() => break r,
                 breach = self.tripwire.wait() => {
                     self.dead.store(true, Ordering::Release);
                     return Err(CallError::Failed(outcome_unknown(
@@ -550,6 +625,41 @@ impl Connection {
                     what,
                     why.as_deref().unwrap_or("the connection closed"),
                 )))
+            }
+        }
+    }
+}
+
+/// Where a tool call's progress lines go.
+type ProgressSink<'a> = &'a (dyn Fn(&str) + Sync);
+
+/// A request sent and not answered yet: through rmcp, or written by the calling task.
+enum InFlight {
+    // Boxed: the direct variant is the common one, and a tenth of the size.
+    Rmcp(Box<RequestHandle<RoleClient>>),
+    Direct(DirectCall),
+}
+
+impl InFlight {
+    /// Where the answer comes (closed if the connection ends first).
+    fn answer(&mut self) -> &mut oneshot::Receiver<Result<ServerResult, ServiceError>> {
+        match self {
+            InFlight::Rmcp(handle) => &mut handle.rx,
+            InFlight::Direct(call) => &mut call.answer,
+        }
+    }
+
+    /// Forgets the request and tells the server (`notifications/cancelled`, through rmcp).
+    async fn cancel(self, peer: &Peer<RoleClient>, reason: String) {
+        match self {
+            InFlight::Rmcp(handle) => {
+                let _ = handle.cancel(Some(reason)).await;
+            }
+            InFlight::Direct(call) => {
+                let id = call.id();
+                drop(call);
+                let param = CancelledNotificationParam::new(Some(id), Some(reason));
+                let _ = peer.notify_cancelled(param).await;
             }
         }
     }

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use rmcp::model::{
-    CallToolResult, ContentBlock, JsonRpcMessage, JsonRpcResponse, JsonRpcVersion2_0, MetaObject,
-    NumberOrString, ResultType, ServerJsonRpcMessage, ServerResult,
+    Annotations, CallToolResult, ContentBlock, JsonRpcMessage, JsonRpcResponse, JsonRpcVersion2_0,
+    MetaObject, NumberOrString, ResultType, ServerJsonRpcMessage, ServerResult, TextContent,
 };
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -36,28 +36,57 @@ pub(crate) const MAX_FAST_LINE_BYTES: usize = 64 * 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Answer {
+struct Answer<Block> {
     // Checked to be "2.0" by rmcp's own type.
     #[allow(dead_code)]
     jsonrpc: JsonRpcVersion2_0,
     // rmcp's client numbers its requests; a string id is left to rmcp.
     id: i64,
-    result: ToolResult,
+    result: ToolResult<Block>,
 }
 
 /// `CallToolResult`'s wire keys, and no others (another key could select an earlier variant).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ToolResult {
+struct ToolResult<Block> {
     #[serde(default)]
     result_type: Option<ResultType>,
-    content: Option<Vec<ContentBlock>>,
+    content: Option<Vec<Block>>,
     // An explicit `null` is kept (as rmcp does): present is `Some(Value::Null)`.
     #[serde(default, deserialize_with = "present")]
     structured_content: Option<Value>,
     is_error: Option<bool>,
     #[serde(rename = "_meta")]
     meta: Option<MetaObject>,
+}
+
+/// A text block, the common content, read as a plain struct: `ContentBlock` is internally
+/// tagged, which serde reads by buffering each block whole first. A block this does not take
+/// (another type, another key) fails the pass and the line is read again with `ContentBlock`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextBlock {
+    #[serde(rename = "type")]
+    _kind: TextTag,
+    text: String,
+    annotations: Option<Annotations>,
+    #[serde(rename = "_meta")]
+    meta: Option<MetaObject>,
+}
+
+#[derive(Deserialize)]
+enum TextTag {
+    #[serde(rename = "text")]
+    Text,
+}
+
+impl From<TextBlock> for ContentBlock {
+    fn from(b: TextBlock) -> ContentBlock {
+        let mut text = TextContent::new(b.text);
+        text.annotations = b.annotations;
+        text.meta = b.meta;
+        ContentBlock::Text(text)
+    }
 }
 
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
@@ -76,7 +105,14 @@ pub(crate) fn decode(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     {
         return None;
     }
-    let answer: Answer = serde_json::from_slice(line).ok()?;
+    match serde_json::from_slice::<Answer<TextBlock>>(line) {
+        Ok(answer) => message(answer),
+        Err(_) => message(serde_json::from_slice::<Answer<ContentBlock>>(line).ok()?),
+    }
+}
+
+/// The message rmcp makes of `answer`, when rmcp reads it as a `CallToolResult`.
+fn message<Block: Into<ContentBlock>>(answer: Answer<Block>) -> Option<ServerJsonRpcMessage> {
     let r = answer.result;
     // rmcp's `CallToolResult` refuses these, and another variant may take them.
     if r.result_type.as_ref().is_some_and(|t| !t.is_complete())
@@ -86,7 +122,9 @@ pub(crate) fn decode(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     }
     let mut result = CallToolResult::default();
     result.result_type = r.result_type;
-    result.content = r.content.unwrap_or_default();
+    result.content = r
+        .content
+        .map_or_else(Vec::new, |c| c.into_iter().map(Into::into).collect());
     result.structured_content = r.structured_content;
     result.is_error = r.is_error;
     result.meta = r.meta;

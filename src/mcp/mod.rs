@@ -7,13 +7,16 @@
 //! - [`tool`] and [`resource_tools`]: the `Tool`s a turn sees; [`naming`] and [`render`]: the
 //!   reference's names and result text;
 //! - [`registry`]: the host's `MCPRegistry`; `progress`: progress notifications routed to
-//!   their call as they are read; `stdio`: a stdio server's transport, with `fast_answer` decoding tool answers ahead of rmcp; `limits`: the limits a
+//!   their call as they are read; `stdio`: a stdio server's transport, with `fast_answer` decoding tool answers ahead of rmcp,
+//!   `shared_stdin` sharing the server's stdin and `direct_call` writing tool calls from their own
+//!   task; `limits`: the limits a
 //!   server must keep, and the tripwire that closes its connection when it does not.
 //!
 //! Sits between `agent` (which owns a [`McpManager`]) and `tools` (whose trait it implements).
 
 pub mod client;
 pub mod config;
+mod direct_call;
 mod fast_answer;
 mod limits;
 pub(crate) mod manager;
@@ -22,6 +25,7 @@ mod progress;
 pub(crate) mod registry;
 pub mod render;
 pub(crate) mod resource_tools;
+mod shared_stdin;
 mod stdio;
 pub(crate) mod tool;
 

@@ -128,6 +128,13 @@ impl ProgressRoutes {
         }
     }
 
+    /// The route of a call written by its own task (`direct_call.rs`), made before its
+    /// request is written: the transport never sees that request, so it is marked written.
+    pub(crate) fn route_written(&self, token: &ProgressToken) -> Route {
+        self.sending(token.clone());
+        self.route(token)
+    }
+
     /// The request carrying `token` is about to be written.
     fn sending(&self, token: ProgressToken) {
         let mut r = self.lock();

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use base64::Engine;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 use crate::tools::SpillDir;
@@ -240,6 +241,44 @@ pub fn render_call_result(
     }
 }
 
+/// A `tools/call` result as the text the model reads, and whether it is an error: as
+/// [`render_call_result`] renders its JSON. The common result, text blocks only, is read from
+/// rmcp's type as it is (a single block's text moved, not copied); any other is rendered from
+/// its JSON.
+pub fn render_tool_result(
+    mut result: CallToolResult,
+    save_dir: Option<&SpillDir>,
+    read_hint: Option<&str>,
+) -> (String, bool) {
+    let all_text = !result.content.is_empty()
+        && result
+            .content
+            .iter()
+            .all(|b| matches!(b, ContentBlock::Text(_)));
+    if !all_text {
+        return match serde_json::to_value(&result) {
+            Ok(json) => render_call_result(&json, save_dir, read_hint),
+            Err(e) => (format!("MCP tool error: {e}"), false),
+        };
+    }
+    let mut text = String::new();
+    for (i, block) in result.content.iter_mut().enumerate() {
+        if let ContentBlock::Text(t) = block {
+            if i == 0 {
+                text = std::mem::take(&mut t.text);
+            } else {
+                text.push('\n');
+                text.push_str(&t.text);
+            }
+        }
+    }
+    if result.is_error == Some(true) {
+        (format!("MCP tool error: {text}"), true)
+    } else {
+        (text, false)
+    }
+}
+
 /// A `resources/read` result as `read_mcp_resource` returns it.
 pub(crate) fn render_read(uri: &str, result: &Value, save_dir: Option<&SpillDir>) -> String {
     let empty = Vec::new();
@@ -333,5 +372,30 @@ mod tests {
             render_call_result(&bad, None, None).0,
             "Error: the server returned malformed base64 for x://c"
         );
+    }
+
+    /// The typed rendering gives what the JSON rendering gives, text-only results (read from
+    /// the type) and every other shape (rendered from its JSON) alike.
+    #[test]
+    fn the_typed_result_renders_as_its_json() {
+        let results = [
+            json!({"content": [{"type": "text", "text": "one"}]}),
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": ""}, {"type": "text", "text": "c\nd"}], "isError": false}),
+            json!({"content": [{"type": "text", "text": "bad"}], "isError": true}),
+            json!({"content": [{"type": "text", "text": "t", "annotations": {"priority": 0.5}}], "structuredContent": {"a": 1}}),
+            json!({"content": [{"type": "text", "text": "one"}, {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}], "isError": true}),
+            json!({"content": [{"type": "resource_link", "uri": "test://x", "name": "X"}]}),
+            json!({"content": [], "structuredContent": {"a": [1, null]}}),
+            json!({"content": [], "structuredContent": null}),
+            json!({"isError": true}),
+        ];
+        for r in results {
+            let typed: CallToolResult = serde_json::from_value(r.clone()).unwrap();
+            assert_eq!(
+                render_tool_result(typed, None, Some("ev")),
+                render_call_result(&r, None, Some("ev")),
+                "{r}"
+            );
+        }
     }
 }

@@ -8,7 +8,9 @@
 //!
 //! Under rmcp's line reading sits [`AnswerReader`]: tool call answers of the common shape are
 //! decoded there with one typed pass (`fast_answer.rs`) and handed to rmcp's service by
-//! `receive` directly; rmcp reads every other line as before.
+//! `receive` directly; rmcp reads every other line as before. The child's stdin is shared
+//! (`shared_stdin.rs`) with the calls written by their own task (`direct_call.rs`), whose answers
+//! `receive` hands to them instead of to rmcp.
 
 use std::future::Future;
 use std::io;
@@ -24,8 +26,10 @@ use rmcp::RoleClient;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
+use super::direct_call::DirectCalls;
 use super::fast_answer::{AnswerReader, DecodedAnswer};
 use super::limits::{Breach, Tripwire, MAX_MESSAGE_BYTES};
+use super::shared_stdin::{RmcpStdin, SharedStdin};
 
 /// How long a server whose stdin was closed has to exit before it is killed (the MCP stdio
 /// shutdown; rmcp's child transport waits as long before its SIGTERM).
@@ -112,8 +116,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for LimitedReader<R> {
 
 /// A spawned stdio server and the transport over its pipes.
 pub(crate) struct StdioTransport {
-    io: AsyncRwTransport<RoleClient, AnswerReader<LimitedReader<ChildStdout>>, ChildStdin>,
+    io: AsyncRwTransport<RoleClient, AnswerReader<LimitedReader<ChildStdout>>, RmcpStdin>,
     decoded: DecodedAnswer,
+    direct: DirectCalls,
     child: Child,
 }
 
@@ -123,15 +128,7 @@ impl StdioTransport {
         mut cmd: tokio::process::Command,
         tripwire: Tripwire,
     ) -> io::Result<(StdioTransport, Option<ChildStderr>)> {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn()?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(io::Error::other(
-                "the server's stdin and stdout are not pipes",
-            ));
-        };
+        let (mut child, stdin, stdout) = spawn_piped(&mut cmd)?;
         let stderr = child.stderr.take();
         let decoded = DecodedAnswer::default();
         let reader = AnswerReader::new(
@@ -139,13 +136,70 @@ impl StdioTransport {
             decoded.clone(),
         );
         // The reader fails a longer line first; rmcp's own bound counts the newline too.
-        let io =
-            AsyncRwTransport::new_client(reader, stdin).with_max_line_length(MAX_MESSAGE_BYTES + 1);
-        Ok((StdioTransport { io, decoded, child }, stderr))
+        let (stdin, rmcp_stdin) = SharedStdin::new(stdin);
+        let io = AsyncRwTransport::new_client(reader, rmcp_stdin)
+            .with_max_line_length(MAX_MESSAGE_BYTES + 1);
+        let direct = DirectCalls::new(stdin);
+        Ok((
+            StdioTransport {
+                io,
+                decoded,
+                direct,
+                child,
+            },
+            stderr,
+        ))
+    }
+
+    /// The calls written to this server by their own task.
+    pub(crate) fn direct_calls(&self) -> DirectCalls {
+        self.direct.clone()
     }
 
     pub(crate) fn id(&self) -> Option<u32> {
         self.child.id()
+    }
+}
+
+/// Spawns `cmd` with its stdio piped.
+fn spawn_piped(cmd: &mut tokio::process::Command) -> io::Result<(Child, ChildStdin, ChildStdout)> {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other(
+            "the server's stdin and stdout are not pipes",
+        ));
+    };
+    Ok((child, stdin, stdout))
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        // Calls still waiting learn that no answer will come.
+        self.direct.close();
+    }
+}
+
+impl StdioTransport {
+    /// The next message for rmcp: a decoded answer first (the reader reads nothing past it
+    /// until it is taken), then what rmcp's line reader gives.
+    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let decoded = &self.decoded;
+        let mut rest = std::pin::pin!(self.io.receive());
+        std::future::poll_fn(|cx| {
+            if let Some(msg) = decoded.take() {
+                return Poll::Ready(Some(msg));
+            }
+            match rest.as_mut().poll(cx) {
+                Poll::Ready(msg) => Poll::Ready(msg),
+                Poll::Pending => decoded
+                    .take()
+                    .map_or(Poll::Pending, |m| Poll::Ready(Some(m))),
+            }
+        })
+        .await
     }
 }
 
@@ -159,30 +213,21 @@ impl Transport<RoleClient> for StdioTransport {
         self.io.send(item)
     }
 
-    fn receive(
-        &mut self,
-    ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        let decoded = self.decoded.clone();
-        let rest = self.io.receive();
-        async move {
-            let mut rest = std::pin::pin!(rest);
-            // A decoded answer is taken first: the reader reads nothing past it until it is.
-            std::future::poll_fn(|cx| {
-                if let Some(msg) = decoded.take() {
-                    return Poll::Ready(Some(msg));
-                }
-                match rest.as_mut().poll(cx) {
-                    Poll::Ready(msg) => Poll::Ready(msg),
-                    Poll::Pending => decoded
-                        .take()
-                        .map_or(Poll::Pending, |m| Poll::Ready(Some(m))),
-                }
-            })
-            .await
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let Some(msg) = self.next_message().await else {
+                self.direct.close();
+                return None;
+            };
+            // An answer to a directly written call goes to it; rmcp never knew the call.
+            if let Some(msg) = self.direct.deliver(msg) {
+                return Some(msg);
+            }
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        self.direct.close();
         self.io.close().await?;
         if tokio::time::timeout(EXIT_GRACE, self.child.wait())
             .await

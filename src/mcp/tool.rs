@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::client::{CallError, Connection, ToolDef};
-use super::render::render_call_result;
+use super::render::render_tool_result;
 use crate::tools::{Tool, ToolContext, ToolError, ToolFuture, ToolServices};
 
 pub(crate) struct McpTool {
@@ -120,7 +120,7 @@ impl McpTool {
             Ok(result) => {
                 let hint = self.read_hint.then_some(conn.server.as_str());
                 let save_dir = Some(&ctx.services.tool_outputs);
-                match render_call_result(&result, save_dir, hint) {
+                match render_tool_result(result, save_dir, hint) {
                     (text, false) => Ok(text),
                     (text, true) => Err(ToolError::new("McpToolError", text)),
                 }
