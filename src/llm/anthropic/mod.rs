@@ -3,9 +3,12 @@
 //! `max_tokens` repair and the overflow wording. It never sends `temperature`.
 
 mod decode;
+mod fast_event;
 mod request;
 #[cfg(test)]
 mod tests;
+
+pub use decode::decode_for_fuzzing;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -3,9 +3,12 @@
 //! `temperature` repair and the overflow wording.
 
 mod decode;
+mod fast_event;
 mod request;
 #[cfg(test)]
 mod tests;
+
+pub use decode::decode_for_fuzzing;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
