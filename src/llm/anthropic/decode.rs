@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use serde_json::{json, Value};
 
-use super::fast_event::{fast_event, DeltaFields, FastEvent};
+use super::fast_event::{fast_event, DeltaFields, FastEvent, LastTextDelta};
 use crate::llm::assembly::{Assembler, Usage, WireCarrier};
 use crate::llm::openai::DecodePath;
 use crate::llm::wire::{truncated, Flow};
@@ -39,6 +39,8 @@ pub(crate) struct Decoder {
     cache_read: u64,
     cache_creation: u64,
     output: u64,
+    /// What the fast path remembers of the last text delta.
+    last_text: LastTextDelta,
 }
 
 /// `stop_reason` as a Chat Completions finish reason; an unknown one is passed on.
@@ -193,8 +195,9 @@ pub(crate) fn decode(
     decode_by(dec, data, asm, DecodePath::Auto)
 }
 
-/// [`decode`], by the fast path where it reads the event (`DecodePath::Auto`, `NoMemo`) or the
-/// general decoder alone (`GeneralOnly`, for the tests and fuzz target that compare them).
+/// [`decode`], by the fast path where it reads the event (`DecodePath::Auto`; `NoMemo` without
+/// the remembered last text delta) or the general decoder alone (`GeneralOnly`, for the tests
+/// and fuzz target that compare them).
 pub(crate) fn decode_by(
     dec: &mut Decoder,
     data: &[u8],
@@ -202,8 +205,21 @@ pub(crate) fn decode_by(
     path: DecodePath,
 ) -> Result<Flow, LlmError> {
     let data = data.trim_ascii();
-    if path != DecodePath::GeneralOnly {
-        if let Some(event) = std::str::from_utf8(data).ok().and_then(fast_event) {
+    let text = std::str::from_utf8(data).ok();
+    if let (DecodePath::Auto, Some(text)) = (path, text) {
+        if let Some((index, t)) = dec.last_text.read(text) {
+            let delta = DeltaFields {
+                kind: Some(Cow::Borrowed("text_delta")),
+                text: Some(t),
+                ..DeltaFields::default()
+            };
+            dec.block_delta(index, &delta, asm);
+            return Ok(Flow::More);
+        }
+    }
+    if let (DecodePath::Auto | DecodePath::NoMemo, Some(text)) = (path, text) {
+        let last = (path == DecodePath::Auto).then_some(&mut dec.last_text);
+        if let Some(event) = fast_event(text, last) {
             return Ok(match event {
                 FastEvent::BlockDelta { index, delta } => {
                     dec.block_delta(index, &delta, asm);

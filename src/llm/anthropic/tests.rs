@@ -240,6 +240,8 @@ fn corpus() -> Vec<Vec<Value>> {
             json!({"type": "ping"}),
             json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
             json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi \"x\""}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "ab"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": ""}}),
             json!({"type": "content_block_stop", "index": 1}),
             json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 9}}),
             json!({"type": "message_stop"}),
@@ -259,6 +261,7 @@ fn corpus() -> Vec<Vec<Value>> {
         ],
         vec![
             json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "é"}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "\u{1f600}\n"}}),
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ],
     ]
@@ -276,11 +279,12 @@ fn fast_and_general_paths_agree() {
         let events: Vec<Vec<u8>> = stream.iter().map(|e| e.to_string().into_bytes()).collect();
         for e in &events {
             let text = std::str::from_utf8(e).unwrap();
-            fast += usize::from(super::fast_event::fast_event(text).is_some());
+            fast += usize::from(super::fast_event::fast_event(text, None).is_some());
         }
         for seq in mutated_sequences(&events) {
             let by = |path| super::decode_for_fuzzing(seq.iter().map(Vec::as_slice), path).0;
             let general = by(DecodePath::GeneralOnly);
+            assert_eq!(by(DecodePath::NoMemo), general);
             assert_eq!(
                 by(DecodePath::Auto),
                 general,
@@ -292,7 +296,7 @@ fn fast_and_general_paths_agree() {
         }
     }
     assert_eq!(
-        fast, 16,
+        fast, 19,
         "the deltas, block ends, pings, unknown events and message ends"
     );
 }
