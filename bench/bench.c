@@ -2164,10 +2164,14 @@ static void bench_callgrind(void) {
     if (!hyper) printf("hyper floor: no binary: its instruction counts are skipped\n");
     /* Every wire against the same mock, script and host; the floors replay the chat wire's
      * requests only. BENCH_CALLGRIND_WIRES=openai leaves the typed wires out (a library from
-     * before them, loaded for a before/after comparison). */
+     * before them, loaded for a before/after comparison); =anthropic or =openai-responses runs
+     * the chat wire and that one typed wire (a third less time for a typed wire's medians). */
     static const char *const wires[3] = {"openai", "anthropic", "openai-responses"};
     const char *wires_env = getenv("BENCH_CALLGRIND_WIRES");
     int n_wires = wires_env && strcmp(wires_env, "openai") == 0 ? 1 : 3;
+    int only_wire = 0; /* one typed wire beside the chat wire (its index), or 0: all of them */
+    for (int w = 1; w < 3 && wires_env; w++)
+        if (strcmp(wires_env, wires[w]) == 0) only_wire = w;
     double per_wire[3][3] = {{0}};
     static void (*const captures[3])(agentao_agent *) = {capture_hi, capture_loop, capture_go};
     for (int c = 0; c < 3; c++) {
@@ -2180,6 +2184,7 @@ static void bench_callgrind(void) {
         const char *keep = getenv("BENCH_CALLGRIND_DIR");
         snprintf(reps, sizeof reps, "%d", cases[c].reps);
         for (int w = 0; w < n_wires; w++) {
+            if (only_wire && w && w != only_wire) continue;
             snprintf(out, sizeof out, "%s/callgrind.%s%s%s", keep ? keep : g_tmp, cases[c].kind,
                      w ? "." : "", w ? wires[w] : "");
             snprintf(cmd, sizeof cmd,
@@ -2226,7 +2231,7 @@ static void bench_callgrind(void) {
         }
         bodies_free(&req);
     }
-    if (n_wires == 3) {
+    if (n_wires == 3 && !only_wire) {
         /* The wires side by side, and each typed wire over the chat wire. */
         static const char *const what[3] = {"one-request turn", "tool-loop iteration",
                                              "streamed delta"};

@@ -86,6 +86,58 @@ decoder += [b"\x00data: " + l.encode() for l in raw_lines]
 decoder += [b"\x01\x00Hello\x01think\x02{\"a\":\x06 1}\x03stop", b"\x01\x02{\"x\"\x0a:1}\x00text"]
 write("chunk_decoder", decoder)
 
+# anthropic_decoder, responses_decoder: the streams of the wires' unit tests (corpus() in
+# src/llm/{anthropic,responses}/tests.rs), one event a line, whole and one seed per event.
+anthropic_lines = [
+    '{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"usage":{"input_tokens":5,"cache_read_input_tokens":2,"output_tokens":1}}}',
+    '{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm\\n"}}',
+    '{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"SIG"}}',
+    '{"type":"content_block_stop","index":0}',
+    '{"type":"ping"}',
+    '{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}',
+    '{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hi \\"x\\""}}',
+    '{"type":"content_block_stop","index":1}',
+    '{"type":"content_block_start","index":2,"content_block":{"type":"redacted_thinking","data":"xyz"}}',
+    '{"type":"content_block_stop","index":2}',
+    '{"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_1","name":"f","input":{}}}',
+    '{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\\"a\\":"}}',
+    '{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"1}"}}',
+    '{"type":"content_block_stop","index":3}',
+    '{"type":"content_block_start","index":4,"content_block":{"type":"tool_use","id":"toolu_2","name":"g","input":{"k":[1,2]}}}',
+    '{"type":"content_block_stop","index":4}',
+    '{"type":"future_event","x":[1,{"y":null}]}',
+    '{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}',
+    '{"type":"message_stop"}',
+]
+anthropic_error = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+write("anthropic_decoder", ["\n".join(anthropic_lines), "\n".join(anthropic_lines[:-1])]
+      + ["data: " + l for l in anthropic_lines + [anthropic_error]])
+responses_lines = [
+    '{"type":"response.created","sequence_number":0,"response":{"id":"r","model":"o4","output":[]}}',
+    '{"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs_0","summary":[]}}',
+    '{"type":"response.reasoning_summary_part.added","item_id":"rs_0","output_index":0,"summary_index":0,"part":{"type":"summary_text","text":""}}',
+    '{"type":"response.reasoning_summary_text.delta","item_id":"rs_0","output_index":0,"summary_index":0,"delta":"think"}',
+    '{"type":"response.output_item.done","output_index":0,"item":{"type":"reasoning","id":"rs_0","summary":[{"type":"summary_text","text":"think"}],"encrypted_content":"E"}}',
+    '{"type":"response.output_item.added","output_index":1,"item":{"type":"message","id":"msg_1","role":"assistant","content":[]}}',
+    '{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"content_index":0,"delta":"Hi\\n\\"x\\"","logprobs":[],"sequence_number":7}',
+    '{"type":"response.refusal.delta","output_index":1,"delta":"no"}',
+    '{"type":"response.output_text.done","item_id":"msg_1","output_index":1,"content_index":0,"text":"Hi","logprobs":[]}',
+    '{"type":"response.output_item.added","output_index":2,"item":{"type":"function_call","id":"fc_2","call_id":"call_2","name":"f","arguments":""}}',
+    '{"type":"response.function_call_arguments.delta","item_id":"fc_2","output_index":2,"delta":"{\\"a\\":"}',
+    '{"type":"response.function_call_arguments.delta","item_id":"fc_2","output_index":2,"delta":"1}"}',
+    '{"type":"response.function_call_arguments.done","item_id":"fc_2","output_index":2,"arguments":"{\\"a\\":1}"}',
+    '{"type":"response.reasoning_text.delta","output_index":3,"delta":"r"}',
+    '{"type":"response.completed","response":{"model":"o4","output":[{"type":"function_call","id":"fc_4","call_id":"call_4","name":"g","arguments":"{}"}],"usage":{"input_tokens":3,"output_tokens":4,"output_tokens_details":{"reasoning_tokens":1}}}}',
+]
+responses_other = [
+    '{"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"}}}',
+    '{"type":"response.failed","response":{"error":{"code":"server_error","message":"boom"}}}',
+    '{"type":"error","code":"rate_limit_exceeded","message":"slow down"}',
+]
+write("responses_decoder", ["\n".join(responses_lines), "\n".join(responses_lines[:-1])]
+      + ["data: " + l for l in responses_lines + responses_other])
+
 # tool_args: the repairs of llm/tool_call.rs and turn/plan.rs tests, and names.
 write("tool_args", [
     "", "null", "none", "```json\n{\"a\":1}\n```", "\"{\\\"a\\\":1}\"", "{\"a\":\"x\ny\"}",

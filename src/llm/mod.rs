@@ -12,6 +12,7 @@ pub(crate) mod assembly;
 mod budget;
 pub(crate) mod config;
 pub mod error_kind;
+mod event_scan;
 pub(crate) mod fingerprint;
 mod http_lane;
 pub mod image;
@@ -36,6 +37,8 @@ mod typed_wire_bodies;
 pub(crate) mod wire;
 mod wire_cache;
 
+pub use anthropic::decode_for_fuzzing as anthropic_decode_for_fuzzing;
+pub use responses::decode_for_fuzzing as responses_decode_for_fuzzing;
 pub use wire_cache::MessagesVersion;
 pub(crate) use wire_cache::MessagesVersionCell;
 

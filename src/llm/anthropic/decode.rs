@@ -3,9 +3,13 @@
 //! `message_delta` (stop reason, cumulative usage), `message_stop`, `ping`, `error`. Unknown
 //! events and block types are ignored, as the API reserves the right to add them.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
+use super::fast_event::{fast_event, DeltaFields, FastEvent, LastTextDelta};
 use crate::llm::assembly::{Assembler, Usage, WireCarrier};
+use crate::llm::openai::DecodePath;
 use crate::llm::wire::{truncated, Flow};
 use crate::llm::LlmError;
 
@@ -35,6 +39,8 @@ pub(crate) struct Decoder {
     cache_read: u64,
     cache_creation: u64,
     output: u64,
+    /// What the fast path remembers of the last text delta.
+    last_text: LastTextDelta,
 }
 
 /// `stop_reason` as a Chat Completions finish reason; an unknown one is passed on.
@@ -81,6 +87,11 @@ pub(crate) fn in_stream_error(v: &Value) -> LlmError {
     .in_stream()
 }
 
+/// A delta member as the API means it: absent is empty.
+fn s<'a>(f: &'a Option<Cow<'_, str>>) -> &'a str {
+    f.as_deref().unwrap_or_default()
+}
+
 fn count(v: &Value, key: &str) -> Option<u64> {
     v.get(key).and_then(Value::as_u64)
 }
@@ -117,6 +128,63 @@ impl Decoder {
             cost_nano_usd: 0,
         });
     }
+
+    /// A `content_block_delta`: text and thinking to the assembler, thinking and signature
+    /// pieces kept for the block whole, input-JSON pieces to the call.
+    fn block_delta(&mut self, index: u64, d: &DeltaFields<'_>, asm: &mut Assembler) {
+        match d.kind.as_deref() {
+            Some("text_delta") => asm.text(s(&d.text)),
+            Some("thinking_delta") => {
+                asm.reasoning(s(&d.thinking));
+                if let Some(Block::Thinking { thinking, .. }) = self.block(index) {
+                    thinking.push_str(s(&d.thinking));
+                }
+            }
+            Some("signature_delta") => {
+                if let Some(Block::Thinking { signature, .. }) = self.block(index) {
+                    signature.push_str(s(&d.signature));
+                }
+            }
+            Some("input_json_delta") => {
+                let part = s(&d.partial_json);
+                if !part.is_empty() {
+                    if let Some(Block::ToolUse { args_seen }) = self.block(index) {
+                        *args_seen = true;
+                    }
+                    asm.tool_delta(Some(index), None, None, Some(part));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A `content_block_stop`: a thinking block kept whole, a call without input given `{}`.
+    fn block_stop(&mut self, index: u64, asm: &mut Assembler) {
+        let at = self.blocks.iter().position(|(i, _)| *i == index);
+        match at.map(|at| self.blocks.swap_remove(at).1) {
+            Some(Block::Thinking {
+                thinking,
+                signature,
+            }) => self.thinking.push(json!({
+                "type": "thinking", "thinking": thinking, "signature": signature})),
+            Some(Block::Redacted(b)) => self.thinking.push(b),
+            // A tool without parameters can stream no input at all.
+            Some(Block::ToolUse { args_seen: false }) => {
+                asm.tool_delta(Some(index), None, None, Some("{}"))
+            }
+            _ => {}
+        }
+    }
+
+    /// `message_stop`: the thinking blocks go with the response.
+    fn message_stop(&mut self, asm: &mut Assembler) -> Flow {
+        if !self.thinking.is_empty() {
+            asm.carrier = Some(WireCarrier::AnthropicThinking(std::mem::take(
+                &mut self.thinking,
+            )));
+        }
+        Flow::End
+    }
 }
 
 pub(crate) fn decode(
@@ -124,8 +192,50 @@ pub(crate) fn decode(
     data: &[u8],
     asm: &mut Assembler,
 ) -> Result<Flow, LlmError> {
+    decode_by(dec, data, asm, DecodePath::Auto)
+}
+
+/// [`decode`], by the fast path where it reads the event (`DecodePath::Auto`; `NoMemo` without
+/// the remembered last text delta) or the general decoder alone (`GeneralOnly`, for the tests
+/// and fuzz target that compare them).
+pub(crate) fn decode_by(
+    dec: &mut Decoder,
+    data: &[u8],
+    asm: &mut Assembler,
+    path: DecodePath,
+) -> Result<Flow, LlmError> {
+    let data = data.trim_ascii();
+    let text = std::str::from_utf8(data).ok();
+    if let (DecodePath::Auto, Some(text)) = (path, text) {
+        if let Some((index, t)) = dec.last_text.read(text) {
+            let delta = DeltaFields {
+                kind: Some(Cow::Borrowed("text_delta")),
+                text: Some(t),
+                ..DeltaFields::default()
+            };
+            dec.block_delta(index, &delta, asm);
+            return Ok(Flow::More);
+        }
+    }
+    if let (DecodePath::Auto | DecodePath::NoMemo, Some(text)) = (path, text) {
+        let last = (path == DecodePath::Auto).then_some(&mut dec.last_text);
+        if let Some(event) = fast_event(text, last) {
+            return Ok(match event {
+                FastEvent::BlockDelta { index, delta } => {
+                    dec.block_delta(index, &delta, asm);
+                    Flow::More
+                }
+                FastEvent::BlockStop { index } => {
+                    dec.block_stop(index, asm);
+                    Flow::More
+                }
+                FastEvent::MessageStop => dec.message_stop(asm),
+                FastEvent::Ignored => Flow::More,
+            });
+        }
+    }
     // A line that is not an event is skipped, as on Chat Completions.
-    let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
+    let Ok(v) = serde_json::from_slice::<Value>(data) else {
         return Ok(Flow::More);
     };
     let index = count(&v, "index").unwrap_or(0);
@@ -187,48 +297,17 @@ pub(crate) fn decode(
         }
         "content_block_delta" => {
             let d = v.get("delta").unwrap_or(&Value::Null);
-            let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or_default();
-            match d.get("type").and_then(Value::as_str) {
-                Some("text_delta") => asm.text(s("text")),
-                Some("thinking_delta") => {
-                    asm.reasoning(s("thinking"));
-                    if let Some(Block::Thinking { thinking, .. }) = dec.block(index) {
-                        thinking.push_str(s("thinking"));
-                    }
-                }
-                Some("signature_delta") => {
-                    if let Some(Block::Thinking { signature, .. }) = dec.block(index) {
-                        signature.push_str(s("signature"));
-                    }
-                }
-                Some("input_json_delta") => {
-                    let part = s("partial_json");
-                    if !part.is_empty() {
-                        if let Some(Block::ToolUse { args_seen }) = dec.block(index) {
-                            *args_seen = true;
-                        }
-                        asm.tool_delta(Some(index), None, None, Some(part));
-                    }
-                }
-                _ => {}
-            }
+            let s = |k: &str| d.get(k).and_then(Value::as_str).map(Cow::Borrowed);
+            let fields = DeltaFields {
+                kind: s("type"),
+                text: s("text"),
+                thinking: s("thinking"),
+                signature: s("signature"),
+                partial_json: s("partial_json"),
+            };
+            dec.block_delta(index, &fields, asm);
         }
-        "content_block_stop" => {
-            let at = dec.blocks.iter().position(|(i, _)| *i == index);
-            match at.map(|at| dec.blocks.swap_remove(at).1) {
-                Some(Block::Thinking {
-                    thinking,
-                    signature,
-                }) => dec.thinking.push(json!({
-                    "type": "thinking", "thinking": thinking, "signature": signature})),
-                Some(Block::Redacted(b)) => dec.thinking.push(b),
-                // A tool without parameters can stream no input at all.
-                Some(Block::ToolUse { args_seen: false }) => {
-                    asm.tool_delta(Some(index), None, None, Some("{}"))
-                }
-                _ => {}
-            }
-        }
+        "content_block_stop" => dec.block_stop(index, asm),
         "message_delta" => {
             if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                 asm.finish_reason(finish_reason(r));
@@ -237,14 +316,7 @@ pub(crate) fn decode(
                 dec.usage(u, asm);
             }
         }
-        "message_stop" => {
-            if !dec.thinking.is_empty() {
-                asm.carrier = Some(WireCarrier::AnthropicThinking(std::mem::take(
-                    &mut dec.thinking,
-                )));
-            }
-            return Ok(Flow::End);
-        }
+        "message_stop" => return Ok(dec.message_stop(asm)),
         "error" => return Err(in_stream_error(&v)),
         _ => {}
     }
@@ -254,4 +326,21 @@ pub(crate) fn decode(
 /// A stream without `message_stop` is cut: retried like a dropped connection.
 pub(crate) fn at_eof(_dec: &mut Decoder, _asm: &mut Assembler) -> Result<(), LlmError> {
     Err(truncated("message_stop"))
+}
+
+/// The decoder applied by `path` to a sequence of SSE data payloads, as one attempt reads them
+/// (up to `message_stop` or an in-stream error, then the end of the body): each event's outcome
+/// and the decoder's and assembler's whole state after the last (`Debug`), and the response.
+/// For the `anthropic_decoder` fuzz target and the tests that compare the fast path with the
+/// general decoder.
+#[doc(hidden)]
+pub fn decode_for_fuzzing<'a>(
+    events: impl IntoIterator<Item = &'a [u8]>,
+    path: DecodePath,
+) -> (String, crate::llm::LlmResponse) {
+    crate::llm::event_scan::decode_trace::<Decoder>(
+        events,
+        |dec, data, asm| decode_by(dec, data, asm, path),
+        at_eof,
+    )
 }

@@ -224,3 +224,79 @@ fn stop_reasons_and_in_stream_errors_map_as_the_reference() {
         assert_eq!(e.reference_text(), "m");
     }
 }
+
+/// Streams as the API sends them (text, thinking with its signature, a redacted block, a call
+/// streamed in pieces, one without input, pings, an unknown event, an error).
+fn corpus() -> Vec<Vec<Value>> {
+    vec![
+        vec![
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                "role": "assistant", "model": "claude-x", "content": [], "stop_reason": null,
+                "usage": {"input_tokens": 5, "cache_read_input_tokens": 2, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm\n"}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "SIG"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "ping"}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi \"x\""}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "ab"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": ""}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 9}}),
+            json!({"type": "message_stop"}),
+        ],
+        vec![
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "redacted_thinking", "data": "xyz"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"a\":"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "1}"}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_2", "name": "g", "input": {}}}),
+            json!({"type": "content_block_stop", "index": 2}),
+            json!({"type": "future_event", "x": [1, {"y": null}]}),
+            json!({"type": "message_stop"}),
+        ],
+        vec![
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "é"}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "\u{1f600}\n"}}),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ],
+    ]
+}
+
+/// The fast path leaves the decoder, the assembler and each event's outcome as the general
+/// decoder does, on the corpus and on every single-byte mutation and truncation of each event;
+/// and it reads the corpus's deltas, block ends and pings itself.
+#[test]
+fn fast_and_general_paths_agree() {
+    use crate::llm::event_scan::mutated_sequences;
+    use crate::llm::openai::DecodePath;
+    let mut fast = 0;
+    for stream in corpus() {
+        let events: Vec<Vec<u8>> = stream.iter().map(|e| e.to_string().into_bytes()).collect();
+        for e in &events {
+            let text = std::str::from_utf8(e).unwrap();
+            fast += usize::from(super::fast_event::fast_event(text, None).is_some());
+        }
+        for seq in mutated_sequences(&events) {
+            let by = |path| super::decode_for_fuzzing(seq.iter().map(Vec::as_slice), path).0;
+            let general = by(DecodePath::GeneralOnly);
+            assert_eq!(by(DecodePath::NoMemo), general);
+            assert_eq!(
+                by(DecodePath::Auto),
+                general,
+                "{:?}",
+                seq.iter()
+                    .map(|e| String::from_utf8_lossy(e))
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+    assert_eq!(
+        fast, 19,
+        "the deltas, block ends, pings, unknown events and message ends"
+    );
+}

@@ -5,9 +5,13 @@
 //! no delta came), and reasoning items whole from `output_item.done` or, failing that, from
 //! the completed response's `output`.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
+use super::fast_event::{fast_event, FastEvent, PieceAt};
 use crate::llm::assembly::{Assembler, Usage, WireCarrier};
+use crate::llm::openai::DecodePath;
 use crate::llm::wire::{truncated, Flow};
 use crate::llm::LlmError;
 
@@ -83,12 +87,37 @@ fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
 }
 
 impl Decoder {
-    fn call_at(&mut self, v: &Value) -> Option<&mut Call> {
-        let index = v.get("output_index").and_then(Value::as_u64);
-        let item = s(v, "item_id");
-        self.calls
-            .iter_mut()
-            .find(|c| index == Some(c.output_index) || item.is_some_and(|i| i == c.item_id))
+    fn call_at(&mut self, at: &PieceAt<'_>) -> Option<&mut Call> {
+        let item = at.item_id.as_deref();
+        self.calls.iter_mut().find(|c| {
+            at.output_index == Some(c.output_index) || item.is_some_and(|i| i == c.item_id)
+        })
+    }
+
+    /// A non-empty `function_call_arguments.delta`, to its call (by output index or item id).
+    fn arguments_delta(&mut self, at: &PieceAt<'_>, index: u64, delta: &str, asm: &mut Assembler) {
+        let known = self.call_at(at).map(|c| {
+            c.args_seen = true;
+            c.output_index
+        });
+        asm.tool_delta(Some(known.unwrap_or(index)), None, None, Some(delta));
+    }
+
+    /// `function_call_arguments.done`: the arguments, only when no delta gave them.
+    fn arguments_done(&mut self, at: &PieceAt<'_>, args: &str, asm: &mut Assembler) {
+        if let Some(c) = self
+            .call_at(at)
+            .filter(|c| !c.args_seen && !args.is_empty())
+        {
+            c.args_seen = true;
+            let at = c.output_index;
+            asm.tool_delta(Some(at), None, None, Some(args));
+        }
+    }
+
+    fn reasoning_delta(&mut self, index: u64, delta: &str, asm: &mut Assembler) {
+        asm.reasoning(delta);
+        self.reasoning_at(index).text.push_str(delta);
     }
 
     fn reasoning_at(&mut self, index: u64) -> &mut Reasoning {
@@ -199,8 +228,44 @@ pub(crate) fn decode(
     data: &[u8],
     asm: &mut Assembler,
 ) -> Result<Flow, LlmError> {
-    let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
+    decode_by(dec, data, asm, DecodePath::Auto)
+}
+
+/// [`decode`], by the fast path where it reads the event (`DecodePath::Auto`, `NoMemo`) or the
+/// general decoder alone (`GeneralOnly`, for the tests and fuzz target that compare them).
+pub(crate) fn decode_by(
+    dec: &mut Decoder,
+    data: &[u8],
+    asm: &mut Assembler,
+    path: DecodePath,
+) -> Result<Flow, LlmError> {
+    let data = data.trim_ascii();
+    if path != DecodePath::GeneralOnly {
+        if let Some(event) = std::str::from_utf8(data).ok().and_then(fast_event) {
+            match event {
+                FastEvent::Text(t) => asm.text(&t),
+                FastEvent::Reasoning {
+                    output_index,
+                    delta,
+                } => dec.reasoning_delta(output_index, &delta, asm),
+                FastEvent::ArgumentsDelta { at, delta } => {
+                    let index = at.output_index.unwrap_or(0);
+                    dec.arguments_delta(&at, index, &delta, asm);
+                }
+                FastEvent::ArgumentsDone { at, arguments } => {
+                    dec.arguments_done(&at, &arguments, asm)
+                }
+                FastEvent::Ignored => {}
+            }
+            return Ok(Flow::More);
+        }
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(data) else {
         return Ok(Flow::More);
+    };
+    let at = PieceAt {
+        output_index: v.get("output_index").and_then(Value::as_u64),
+        item_id: s(&v, "item_id").map(Cow::Borrowed),
     };
     let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
     let delta = s(&v, "delta").unwrap_or_default();
@@ -223,23 +288,14 @@ pub(crate) fn decode(
         "response.output_text.delta" => asm.text(delta),
         "response.refusal.delta" => asm.text(delta),
         "response.function_call_arguments.delta" if !delta.is_empty() => {
-            let at = dec.call_at(&v).map(|c| {
-                c.args_seen = true;
-                c.output_index
-            });
-            asm.tool_delta(Some(at.unwrap_or(index)), None, None, Some(delta));
+            dec.arguments_delta(&at, index, delta, asm)
         }
         "response.function_call_arguments.done" => {
             let args = s(&v, "arguments").unwrap_or_default();
-            if let Some(c) = dec.call_at(&v).filter(|c| !c.args_seen && !args.is_empty()) {
-                c.args_seen = true;
-                let at = c.output_index;
-                asm.tool_delta(Some(at), None, None, Some(args));
-            }
+            dec.arguments_done(&at, args, asm);
         }
         "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-            asm.reasoning(delta);
-            dec.reasoning_at(index).text.push_str(delta);
+            dec.reasoning_delta(index, delta, asm)
         }
         "response.completed" => {
             let r = v.get("response").unwrap_or(&null);
@@ -276,4 +332,21 @@ pub(crate) fn decode(
 /// A stream without its terminal response event is cut: retried like a dropped connection.
 pub(crate) fn at_eof(_dec: &mut Decoder, _asm: &mut Assembler) -> Result<(), LlmError> {
     Err(truncated("response.completed"))
+}
+
+/// The decoder applied by `path` to a sequence of SSE data payloads, as one attempt reads them
+/// (up to the terminal response or an in-stream error, then the end of the body): each event's
+/// outcome and the decoder's and assembler's whole state after the last (`Debug`), and the
+/// response. For the `responses_decoder` fuzz target and the tests that compare the fast path
+/// with the general decoder.
+#[doc(hidden)]
+pub fn decode_for_fuzzing<'a>(
+    events: impl IntoIterator<Item = &'a [u8]>,
+    path: DecodePath,
+) -> (String, crate::llm::LlmResponse) {
+    crate::llm::event_scan::decode_trace::<Decoder>(
+        events,
+        |dec, data, asm| decode_by(dec, data, asm, path),
+        at_eof,
+    )
 }

@@ -3,12 +3,14 @@
 //! `temperature` repair and the overflow wording.
 
 mod decode;
+mod fast_event;
 mod request;
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 pub(crate) use request::{render as render_from_scratch, render_body, RenderCache};
+pub use decode::decode_for_fuzzing;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -177,3 +177,71 @@ fn error_events_and_failed_responses_are_classified() {
     let (_, end) = run(&[json!({"type": "error", "code": "invalid_prompt", "message": "no"})]);
     assert!(!end.unwrap_err().retryable);
 }
+
+/// Streams as the API sends them (reasoning, text, a call in pieces with its `.done` events)
+/// and as compatible servers do (no `.done` events), and an error.
+fn corpus() -> Vec<Vec<Value>> {
+    vec![
+        vec![
+            json!({"type": "response.created", "sequence_number": 0, "response": {"id": "r", "model": "o4", "output": []}}),
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_0", "summary": []}}),
+            json!({"type": "response.reasoning_summary_part.added", "item_id": "rs_0", "output_index": 0, "summary_index": 0, "part": {"type": "summary_text", "text": ""}}),
+            json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_0", "output_index": 0, "summary_index": 0, "delta": "think"}),
+            json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "reasoning", "id": "rs_0", "summary": [{"type": "summary_text", "text": "think"}], "encrypted_content": "E"}}),
+            json!({"type": "response.output_item.added", "output_index": 1, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+            json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 1, "content_index": 0, "delta": "Hi\n\"x\"", "logprobs": [], "sequence_number": 7}),
+            json!({"type": "response.output_text.done", "item_id": "msg_1", "output_index": 1, "content_index": 0, "text": "Hi", "logprobs": []}),
+            json!({"type": "response.output_item.added", "output_index": 2, "item": {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "f", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.delta", "item_id": "fc_2", "output_index": 2, "delta": "{\"a\":"}),
+            json!({"type": "response.function_call_arguments.delta", "item_id": "fc_2", "output_index": 2, "delta": "1}"}),
+            json!({"type": "response.function_call_arguments.done", "item_id": "fc_2", "output_index": 2, "arguments": "{\"a\":1}"}),
+            json!({"type": "response.completed", "response": {"model": "o4", "output": [],
+                "usage": {"input_tokens": 3, "output_tokens": 4, "output_tokens_details": {"reasoning_tokens": 1}}}}),
+        ],
+        vec![
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_0", "call_id": "call_0", "name": "g", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.done", "item_id": "fc_0", "output_index": 0, "arguments": "{}"}),
+            json!({"type": "response.reasoning_text.delta", "output_index": 1, "delta": "r"}),
+            json!({"type": "response.refusal.delta", "output_index": 2, "delta": "no"}),
+            json!({"type": "response.function_call_arguments.delta", "item_id": "fc_9", "delta": "{}"}),
+            json!({"type": "response.incomplete", "response": {"incomplete_details": {"reason": "max_output_tokens"}}}),
+        ],
+        vec![
+            json!({"type": "response.output_text.delta", "output_index": 0, "delta": "é"}),
+            json!({"type": "error", "code": "server_error", "message": "boom"}),
+        ],
+    ]
+}
+
+/// The fast path leaves the decoder, the assembler and each event's outcome as the general
+/// decoder does, on the corpus and on every single-byte mutation and truncation of each event;
+/// and it reads the corpus's deltas, `.done` arguments and ignored events itself.
+#[test]
+fn fast_and_general_paths_agree() {
+    use crate::llm::event_scan::mutated_sequences;
+    use crate::llm::openai::DecodePath;
+    let mut fast = 0;
+    for stream in corpus() {
+        let events: Vec<Vec<u8>> = stream.iter().map(|e| e.to_string().into_bytes()).collect();
+        for e in &events {
+            let text = std::str::from_utf8(e).unwrap();
+            fast += usize::from(super::fast_event::fast_event(text).is_some());
+        }
+        for seq in mutated_sequences(&events) {
+            let by = |path| super::decode_for_fuzzing(seq.iter().map(Vec::as_slice), path).0;
+            let general = by(DecodePath::GeneralOnly);
+            assert_eq!(
+                by(DecodePath::Auto),
+                general,
+                "{:?}",
+                seq.iter()
+                    .map(|e| String::from_utf8_lossy(e))
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+    assert_eq!(
+        fast, 12,
+        "the deltas, the .done arguments and the ignored events"
+    );
+}
