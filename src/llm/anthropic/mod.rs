@@ -8,9 +8,9 @@ mod request;
 #[cfg(test)]
 mod tests;
 
+pub use decode::decode_for_fuzzing;
 #[cfg(test)]
 pub(crate) use request::{render as render_from_scratch, render_body, RenderCache};
-pub use decode::decode_for_fuzzing;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
