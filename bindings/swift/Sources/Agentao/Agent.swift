@@ -260,8 +260,9 @@ private final class HostEventReader: @unchecked Sendable {
         let status = agentao_host_event_stream_next(s, timeoutMs, &json, &err)
         switch status {
         case Status.ok.rawValue:
+            guard let json else { return .event(HostEvent.decodeWithFoundation("")) }
             defer { agentao_string_free(json) }
-            return .event(withCStringBytes(json!) { HostEvent.decode(utf8: $0) })
+            return .event(withCStringBytes(json) { HostEvent.decode(utf8: $0) })
         case Status.timeout.rawValue:
             agentao_error_free(err)
             return .nothingYet

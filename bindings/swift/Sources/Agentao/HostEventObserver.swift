@@ -36,8 +36,9 @@ extension Agent {
             agentao_agent_add_host_event_observer(
                 handle,
                 { ud, json in
+                    guard let json else { return }
                     let box = Unmanaged<ObserverBox>.fromOpaque(ud!).takeUnretainedValue()
-                    box.observer(withCStringBytes(json!) { HostEvent.decode(utf8: $0) })
+                    box.observer(withCStringBytes(json) { HostEvent.decode(utf8: $0) })
                 },
                 ud, releaseHostBox, &id, $0)
         }
