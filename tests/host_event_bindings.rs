@@ -1,4 +1,4 @@
-//! The bindings' host-event types (Go, Swift, C++), and Go's decoders of them, are generated
+//! The bindings' host-event types (Go, Swift, C++), and Go's and Swift's decoders of them, are generated
 //! from the v3 JSON Schema in `docs/schema/host.events.v3.schema.json`, and the committed files
 //! are exactly what the generator writes now.
 //! `AGENTAO_UPDATE_BINDINGS=1 cargo test --test host_event_bindings` rewrites them (commit the
@@ -13,6 +13,7 @@ const SCHEMA: &str = "docs/schema/host.events.v3.schema.json";
 const GO: &str = "bindings/go/agentao/host_events_gen.go";
 const GO_DECODE: &str = "bindings/go/agentao/host_events_decode_gen.go";
 const SWIFT: &str = "bindings/swift/Sources/Agentao/HostEvents.swift";
+const SWIFT_DECODE: &str = "bindings/swift/Sources/Agentao/HostEventsDecode.swift";
 const CPP: &str = "bindings/cpp/agentao_events.hpp";
 
 /// Go types the bindings already name: (definition, field, type).
@@ -347,7 +348,7 @@ fn camel_to_snake(name: &str) -> String {
 /// decoding entry point is `HostEventDecoding.swift`).
 fn swift(defs: &[Def]) -> String {
     let mut o = format!("// {HEADER}\n// Regenerate: AGENTAO_UPDATE_BINDINGS=1 cargo test --test host_event_bindings\n\nimport Foundation\n\n");
-    o.push_str("/// A host event (the reference's v3 wire form, docs/schema/host.events.v3.schema.json). Host\n/// events never carry prompt text, arguments or tool output.\npublic enum HostEvent: Decodable, Sendable {\n");
+    o.push_str("/// A host event (the reference's v3 wire form, docs/schema/host.events.v3.schema.json). Host\n/// events never carry prompt text, arguments or tool output.\npublic enum HostEvent: Decodable, Sendable, Equatable {\n");
     let events: Vec<&Def> = defs.iter().filter(|d| d.event_type.is_some()).collect();
     for d in &events {
         let t = d.event_type.as_ref().unwrap();
@@ -371,7 +372,7 @@ fn swift(defs: &[Def]) -> String {
     o.push_str("        case let other: self = .unknown(eventType: other, json: \"\")\n        }\n    }\n}\n");
     for d in defs {
         o.push_str(&format!(
-            "\n/// {}\npublic struct {}: Decodable, Sendable {{\n",
+            "\n/// {}\npublic struct {}: Decodable, Sendable, Equatable {{\n",
             summary(&d.doc),
             d.name
         ));
@@ -404,6 +405,115 @@ fn swift(defs: &[Def]) -> String {
             }
         }
         o.push_str("}\n");
+    }
+    o
+}
+
+/// Swift: each struct's `init?(reading:)` and `HostEvent.read`, which read an event through
+/// `JSONReader` without `JSONDecoder` (which stays the fallback, HostEventDecoding.swift). Keys
+/// as `.convertFromSnakeCase` matches them: the schema's own exactly, any other one that could
+/// convert to a field's name stops the reader.
+fn swift_decode(defs: &[Def]) -> String {
+    let mut o = format!("// {HEADER}\n// Regenerate: AGENTAO_UPDATE_BINDINGS=1 cargo test --test host_event_bindings\n\n");
+    o.push_str("extension HostEvent {\n    /// The event of a type this binding knows, read by `reader`; nil for another type, or where\n    /// the reader stopped (`reader.failed`).\n    static func read(eventType: UnsafeBufferPointer<UInt8>, _ reader: inout JSONReader) -> HostEvent? {\n");
+    for d in defs.iter().filter(|d| d.event_type.is_some()) {
+        let t = d.event_type.as_ref().unwrap();
+        o.push_str(&format!(
+            "        if JSONReader.equal(eventType, \"{t}\") {{ return {}(reading: &reader).map {{ .{}($0) }} }}\n",
+            d.name,
+            camel(t, false, false)
+        ));
+    }
+    o.push_str("        return nil\n    }\n}\n");
+    for d in defs {
+        let mut keys: Vec<&str> = Vec::new();
+        if d.event_type.is_some() {
+            keys.push("event_type");
+        }
+        keys.extend(d.fields.iter().map(|f| f.name.as_str()));
+        let folded: Vec<String> = keys
+            .iter()
+            .map(|k| format!("\"{}\"", k.replace('_', "").to_lowercase()))
+            .collect();
+        o.push_str(&format!(
+            "\nextension {} {{\n    /// The keys as `JSONReader.unknownKey` compares them.\n    private static let foldedKeys: [StaticString] = [{}]\n\n",
+            d.name,
+            folded.join(", ")
+        ));
+        o.push_str("    /// Reads one object (see `JSONReader`); nil where the reader stopped.\n    init?(reading r: inout JSONReader) {\n");
+        for f in &d.fields {
+            let base = match &f.ty {
+                Ty::Str | Ty::Time => "String".to_owned(),
+                Ty::Int => "Int".into(),
+                Ty::StrList => "[String]".into(),
+                Ty::Object => "[String: JSONValue]".into(),
+                Ty::Ref(r) => r.clone(),
+            };
+            o.push_str(&format!(
+                "        var {}: {base}?\n",
+                camel(&f.name, false, false)
+            ));
+        }
+        o.push_str("        var seen: UInt64 = 0\n        guard r.object() else { return nil }\n        while r.member() {\n");
+        let mut bit = 0;
+        let mut first = true;
+        let mut branch = |o: &mut String, key: &str, body: String, bit: usize| {
+            let kw = if first { "            if" } else { " else if" };
+            first = false;
+            o.push_str(&format!(
+                "{kw} r.keyIs(\"{key}\") {{\n                if r.once(&seen, {bit}) {{ {body} }}\n            }}"
+            ));
+        };
+        if d.event_type.is_some() {
+            // Its value was read before (JSONReader.leadingString); here it is only one key.
+            branch(&mut o, "event_type", "r.skip()".into(), bit);
+            bit += 1;
+        }
+        for f in &d.fields {
+            let name = camel(&f.name, false, false);
+            // A Swift optional reads a null as nil, as `decodeIfPresent` does.
+            let optional = f.nullable || !f.required;
+            let read = match (&f.ty, optional) {
+                (Ty::Str | Ty::Time, false) => "r.string()".to_owned(),
+                (Ty::Str | Ty::Time, true) => "r.optionalString()".into(),
+                (Ty::Int, false) => "r.int()".into(),
+                (Ty::Int, true) => "r.optionalInt()".into(),
+                (Ty::StrList, false) => "r.stringList()".into(),
+                (Ty::StrList, true) => "r.optionalStringList()".into(),
+                (Ty::Object, false) => "r.jsonObject()".into(),
+                (Ty::Object, true) => "r.optionalJSONObject()".into(),
+                (Ty::Ref(t), false) => format!("{t}(reading: &r)"),
+                (Ty::Ref(t), true) => format!("r.null() ? nil : {t}(reading: &r)"),
+            };
+            branch(&mut o, &f.name, format!("{name} = {read}"), bit);
+            bit += 1;
+        }
+        assert!(bit <= 64, "{}: at most 64 keys", d.name);
+        o.push_str(" else {\n                r.unknownKey(folded: Self.foldedKeys)\n            }\n        }\n");
+        let required: Vec<String> = d
+            .fields
+            .iter()
+            .filter(|f| !f.nullable && f.required)
+            .map(|f| format!("let {}", camel(&f.name, false, false)))
+            .collect();
+        let mut guards = vec!["!r.failed".to_owned()];
+        guards.extend(required);
+        o.push_str(&format!(
+            "        guard {} else {{\n            r.fail()\n            return nil\n        }}\n",
+            guards.join(", ")
+        ));
+        let args: Vec<String> = d
+            .fields
+            .iter()
+            .map(|f| {
+                let n = camel(&f.name, false, false);
+                format!("{n}: {n}")
+            })
+            .collect();
+        o.push_str(&format!(
+            "        self.init({})\n    }}\n}}\n",
+            args.join(", ")
+        ));
     }
     o
 }
@@ -459,6 +569,7 @@ fn generated_binding_event_types_are_fresh() {
         (GO, go(&defs)),
         (GO_DECODE, go_decode(&defs)),
         (SWIFT, swift(&defs)),
+        (SWIFT_DECODE, swift_decode(&defs)),
         (CPP, cpp(&defs)),
     ] {
         let committed = std::fs::read_to_string(path(file)).unwrap_or_default();

@@ -42,7 +42,10 @@ public final class Agent: @unchecked Sendable {
     public func run(_ message: String, images: [Image] = [], maxIterations: Int? = nil) async throws -> TurnOutcome {
         let token = CancelToken()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (cont: CheckedContinuation<TurnOutcome, any Error>) in
+            // Unsafe (unchecked) continuation: `on_done` fires exactly once for an accepted call,
+            // and a refused call resumes it here instead; the checked one costs an allocation and
+            // atomics a turn.
+            try await withUnsafeThrowingContinuation { (cont: UnsafeContinuation<TurnOutcome, any Error>) in
                 let box = Unmanaged.passRetained(RunBox(cont))
                 var err: OpaquePointer?
                 let status = withCImages(images) { list, count in
@@ -72,41 +75,30 @@ public final class Agent: @unchecked Sendable {
     public func stream(_ message: String, images: [Image] = [], maxIterations: Int? = nil)
         -> AsyncThrowingStream<StreamItem, any Error>
     {
-        AsyncThrowingStream { cont in
-            let token = CancelToken()
-            // Set before the turn starts, so that no early end can be missed.
-            cont.onTermination = { reason in
-                if case .cancelled = reason { token.cancel(reason: "stream-ended") }
-            }
-            let box = Unmanaged.passRetained(StreamBox(cont, agent: self))
-            var err: OpaquePointer?
-            let status = withCImages(images) { list, count in
-                agentao_agent_stream_images(
-                    handle, message, list, count, budget(maxIterations), token.raw,
-                    { ud, delta in
-                        let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeUnretainedValue()
-                        if let d = try? decodeJSON(TextDelta.self, String(cString: delta!)) {
-                            box.cont.yield(.text(d.text))
-                        }
-                    },
-                    { ud, status, outcome, err in
-                        let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeRetainedValue()
-                        switch turnResult(status, outcome, err) {
-                        case .success(let o):
-                            box.cont.yield(.outcome(o))
-                            box.cont.finish()
-                        case .failure(let e):
-                            box.cont.finish(throwing: e)
-                        }
-                    },
-                    box.toOpaque(), &err)
-            }
-            guard status == Status.ok.rawValue else {
-                box.release()
-                cont.finish(throwing: AgentaoError(status: status, owned: err))
-                return
-            }
+        let turn = TurnStream(token: CancelToken())
+        let box = Unmanaged.passRetained(StreamBox(turn, agent: self))
+        var err: OpaquePointer?
+        let status = withCImages(images) { list, count in
+            agentao_agent_stream_images(
+                handle, message, list, count, budget(maxIterations), turn.token.raw,
+                { ud, delta in
+                    let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeUnretainedValue()
+                    if let text = deltaText(delta!) { box.turn.push(.text(text)) }
+                },
+                { ud, status, outcome, err in
+                    let box = Unmanaged<StreamBox>.fromOpaque(ud!).takeRetainedValue()
+                    box.turn.finish(turnResult(status, outcome, err))
+                },
+                box.toOpaque(), &err)
         }
+        guard status == Status.ok.rawValue else {
+            box.release()
+            let failure = AgentaoError(status: status, owned: err)
+            return AsyncThrowingStream { $0.finish(throwing: failure) }
+        }
+        // The sequence holds the reader; dropping it before the turn ended cancels the turn.
+        let reader = TurnStreamReader(turn)
+        return AsyncThrowingStream(unfolding: { try await reader.next() })
     }
 
     /// The agent's host events (tool lifecycle, permission decisions, sub-agent lineage)
@@ -165,6 +157,19 @@ public var agentaoVersion: String { String(cString: agentao_version()) }
 
 private struct TextDelta: Decodable { let text: String }
 
+/// A delta's text. The library writes `{"type":"text_delta","text":"…"}`, read in place; any
+/// other shape goes to `JSONDecoder`, as every delta did before.
+private func deltaText(_ json: UnsafePointer<CChar>) -> String? {
+    withCStringBytes(json) { bytes -> String? in
+        var reader = JSONReader(bytes)
+        reader.expectLiteral(#"{"type":"text_delta","text":"#)
+        let text = reader.string()
+        reader.expect(UInt8(ascii: "}"))
+        if let text, reader.finished() { return text }
+        return try? decodeJSON(TextDelta.self, String(decoding: bytes, as: UTF8.self)).text
+    }
+}
+
 private func budget(_ maxIterations: Int?) -> Int32 {
     guard let m = maxIterations else { return -1 }
     return Int32(clamping: m)
@@ -180,23 +185,25 @@ private func turnResult(_ status: Int32, _ outcome: UnsafePointer<CChar>?, _ err
 }
 
 private final class RunBox: Sendable {
-    let cont: CheckedContinuation<TurnOutcome, any Error>
-    init(_ cont: CheckedContinuation<TurnOutcome, any Error>) { self.cont = cont }
+    let cont: UnsafeContinuation<TurnOutcome, any Error>
+    init(_ cont: UnsafeContinuation<TurnOutcome, any Error>) { self.cont = cont }
 }
 
+/// A stream's userdata: the queue its deltas go to, and the agent, kept alive until the turn
+/// ends.
 private final class StreamBox: Sendable {
-    let cont: AsyncThrowingStream<StreamItem, any Error>.Continuation
+    let turn: TurnStream
     let agent: Agent
-    init(_ cont: AsyncThrowingStream<StreamItem, any Error>.Continuation, agent: Agent) {
-        self.cont = cont
+    init(_ turn: TurnStream, agent: Agent) {
+        self.turn = turn
         self.agent = agent
     }
 }
 
-/// The reading end of a C host-event stream. `next` waits in the library on a Dispatch thread;
-/// a cancel of the consuming task closes the C stream (`agentao_host_event_stream_close`),
-/// which wakes that wait, so nothing polls. The stream is freed when the sequence ends or is
-/// dropped.
+/// The reading end of a C host-event stream. `next` takes a queued event at once, and otherwise
+/// waits in the library on a Dispatch thread; a cancel of the consuming task closes the C stream
+/// (`agentao_host_event_stream_close`), which wakes that wait, so nothing polls. The stream is
+/// freed when the sequence ends or is dropped.
 private final class HostEventReader: @unchecked Sendable {
     /// Serializes the waits in the library with the handle's release.
     private let lock = Mutex()
@@ -238,21 +245,24 @@ private final class HostEventReader: @unchecked Sendable {
         stream = nil
     }
 
-    private func poll() -> Poll {
-        lock.run { pollLocked() }
+    /// `timeoutMs` 0: only what is queued already, without waiting.
+    private func poll(timeoutMs: UInt32 = UInt32.max) -> Poll {
+        lock.run { pollLocked(timeoutMs: timeoutMs) }
     }
 
-    private func pollLocked() -> Poll {
+    private func pollLocked(timeoutMs: UInt32) -> Poll {
         guard let s = stream, !wakeLock.run({ cancelled }) else {
             freeLocked()
             return .end
         }
         var json: UnsafeMutablePointer<CChar>?
         var err: OpaquePointer?
-        let status = agentao_host_event_stream_next(s, UInt32.max, &json, &err)
+        let status = agentao_host_event_stream_next(s, timeoutMs, &json, &err)
         switch status {
         case Status.ok.rawValue:
-            return .event(HostEvent.decode(takeString(json) ?? ""))
+            guard let json else { return .event(HostEvent.decodeWithFoundation("")) }
+            defer { agentao_string_free(json) }
+            return .event(withCStringBytes(json) { HostEvent.decode(utf8: $0) })
         case Status.timeout.rawValue:
             agentao_error_free(err)
             return .nothingYet
@@ -278,6 +288,16 @@ private final class HostEventReader: @unchecked Sendable {
     }
 
     func next() async throws -> HostEvent? {
+        // An event already queued (a turn publishes them in runs) is taken on the calling task:
+        // a hop to a Dispatch thread and back would cost more than the rest of the event.
+        if !Task.isCancelled {
+            switch poll(timeoutMs: 0) {
+            case .event(let e): return e
+            case .failed(let e): throw e
+            case .end: return nil
+            case .nothingYet: break
+            }
+        }
         // The Dispatch thread borrows the reader without a reference of its own: a reference
         // released there after the consumer has resumed would keep the stream open (and a new
         // sequence with the same filter refused) for a moment after this one is dropped.

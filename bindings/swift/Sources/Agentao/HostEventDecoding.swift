@@ -1,9 +1,26 @@
 import Foundation
 
-// The event types are generated from the schema (HostEvents.swift); this is how a JSON event
-// the library hands out becomes one.
+// The event types are generated from the schema (HostEvents.swift), and so are their readers
+// (HostEventsDecode.swift); this is how a JSON event the library hands out becomes one.
 extension HostEvent {
-    static func decode(_ json: String) -> HostEvent {
+    /// Decodes an event's JSON (its bytes, borrowed for the call): by `JSONReader` when the
+    /// event is of a known type and the reader takes it, else by `JSONDecoder`, whose answer is
+    /// then the one given (see `JSONReader`).
+    static func decode(utf8 bytes: UnsafeBufferPointer<UInt8>) -> HostEvent {
+        read(utf8: bytes) ?? decodeWithFoundation(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// The event as `JSONReader` reads it; nil when it leaves the event to `JSONDecoder` (a type
+    /// this binding does not know, or a shape the reader does not take).
+    static func read(utf8 bytes: UnsafeBufferPointer<UInt8>) -> HostEvent? {
+        guard let type = JSONReader.leadingString(bytes, key: #"{"event_type":""#) else { return nil }
+        var reader = JSONReader(bytes)
+        guard let event = read(eventType: type, &reader), reader.finished() else { return nil }
+        return event
+    }
+
+    /// The full decode, with `JSONDecoder`: every shape it accepts.
+    static func decodeWithFoundation(_ json: String) -> HostEvent {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         switch try? decoder.decode(HostEvent.self, from: Data(json.utf8)) {

@@ -5,7 +5,7 @@ import Foundation
 
 /// A host event (the reference's v3 wire form, docs/schema/host.events.v3.schema.json). Host
 /// events never carry prompt text, arguments or tool output.
-public enum HostEvent: Decodable, Sendable {
+public enum HostEvent: Decodable, Sendable, Equatable {
     case toolLifecycle(ToolLifecycleEvent)
     case subagentLifecycle(SubagentLifecycleEvent)
     case permissionDecision(PermissionDecisionEvent)
@@ -26,7 +26,7 @@ public enum HostEvent: Decodable, Sendable {
 }
 
 /// Public lifecycle envelope for a single tool call.
-public struct ToolLifecycleEvent: Decodable, Sendable {
+public struct ToolLifecycleEvent: Decodable, Sendable, Equatable {
     public let sessionId: String
     public let toolCallId: String
     public let toolName: String
@@ -42,7 +42,7 @@ public struct ToolLifecycleEvent: Decodable, Sendable {
 }
 
 /// Public lineage fact for a sub-agent task/session.
-public struct SubagentLifecycleEvent: Decodable, Sendable {
+public struct SubagentLifecycleEvent: Decodable, Sendable, Equatable {
     public typealias Usage = SubagentUsage
 
     public let sessionId: String
@@ -61,7 +61,7 @@ public struct SubagentLifecycleEvent: Decodable, Sendable {
 }
 
 /// Public projection of a single permission decision.
-public struct PermissionDecisionEvent: Decodable, Sendable {
+public struct PermissionDecisionEvent: Decodable, Sendable, Equatable {
     public let sessionId: String
     public let toolName: String
     public let decisionId: String
@@ -79,7 +79,7 @@ public struct PermissionDecisionEvent: Decodable, Sendable {
 }
 
 /// What one sub-agent's LLM requests reported, summed over its run.
-public struct SubagentUsage: Decodable, Sendable {
+public struct SubagentUsage: Decodable, Sendable, Equatable {
     public let cacheCreationTokens: Int?
     public let cacheReadTokens: Int?
     public let completionTokens: Int?

@@ -43,7 +43,31 @@ public struct AgentEvent: Sendable {
 
     init(json: String) {
         self.json = json
-        self.type = (try? decodeJSON(Header.self, json).type) ?? ""
+        self.type = Self.decodedType(json)
+    }
+
+    private static func decodedType(_ json: String) -> String {
+        (try? decodeJSON(Header.self, json).type) ?? ""
+    }
+
+    /// From the library's JSON (borrowed). Its envelope, `{"type":"T","schema_version":1,
+    /// "data":…}`, gives the type without a decoder (one event a delta comes this way); any
+    /// other shape is decoded.
+    init(cString: UnsafePointer<CChar>) {
+        let leading = withCStringBytes(cString) { bytes -> String? in
+            let head: StaticString = #"{"type":""#
+            guard let name = JSONReader.leadingString(bytes, key: head) else { return nil }
+            // After the type's closing quote.
+            let rest = UnsafeBufferPointer(rebasing: bytes[(head.utf8CodeUnitCount + name.count + 1)...])
+            let envelope: StaticString = #","schema_version":1,"data":"#
+            guard rest.count > envelope.utf8CodeUnitCount, rest.last == UInt8(ascii: "}"),
+                JSONReader.equal(UnsafeBufferPointer(rebasing: rest.prefix(envelope.utf8CodeUnitCount)), envelope)
+            else { return nil }
+            return String(decoding: name, as: UTF8.self)
+        }
+        let json = String(cString: cString)
+        self.json = json
+        self.type = leading ?? Self.decodedType(json)
     }
 
     private struct Envelope<T: Decodable>: Decodable { let data: T }

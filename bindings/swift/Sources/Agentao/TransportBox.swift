@@ -21,7 +21,7 @@ final class TransportBox: @unchecked Sendable {
         t.userdata_free = releaseHostBox
         guard transport != nil else { return t }
         t.emit = { ud, json in
-            TransportBox.from(ud).transport?.emit(AgentEvent(json: String(cString: json!)))
+            TransportBox.from(ud).transport?.emit(AgentEvent(cString: json!))
         }
         t.confirm_tool = { ud, name, description, args, callID, reply in
             let transport = TransportBox.from(ud).transport!
