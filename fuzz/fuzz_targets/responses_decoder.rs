@@ -1,41 +1,14 @@
-//! The OpenAI Responses stream decoder (`llm/responses/decode.rs`, with its fast path in `llm/responses/fast_event.rs`), through
-//! `responses_decode_for_fuzzing`.
-//!
-//! Input: raw events, one per line (an optional `data:` prefix is dropped), as a hostile
-//! server may send them. Asserts no panic; that the fast path leaves each event's outcome, the
-//! decoder and the assembler exactly as the general decoder alone does; and bounded output: the
-//! assembled text, reasoning, tool names, ids and arguments together stay within a small
-//! multiple of the input (a call without input gets `{}`).
+//! The OpenAI Responses stream decoder (`llm/responses/decode.rs`, its fast path in `llm/responses/fast_event.rs`),
+//! through `responses_decode_for_fuzzing`, by the check in `shared/typed_wire.rs`.
 #![no_main]
 
-use agentao::llm::openai::DecodePath;
-use agentao::llm::responses_decode_for_fuzzing;
+#[path = "shared/typed_wire.rs"]
+mod typed_wire;
+
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {
-    let events: Vec<&[u8]> = input
-        .split(|b| *b == b'\n')
-        .map(|l| {
-            let l = l.strip_suffix(b"\r").unwrap_or(l);
-            l.strip_prefix(b"data:").unwrap_or(l)
-        })
-        .collect();
-    let (auto, resp) = responses_decode_for_fuzzing(events.iter().copied(), DecodePath::Auto);
-    let (general, _) = responses_decode_for_fuzzing(events.iter().copied(), DecodePath::GeneralOnly);
-    assert_eq!(auto, general, "{:?}", String::from_utf8_lossy(input));
-    let out = resp.content.len()
-        + resp.reasoning.len()
-        + resp.model.len()
-        + resp.finish_reason.as_ref().map_or(0, String::len)
-        + resp
-            .tool_calls
-            .iter()
-            .map(|c| c.id.len() + c.name.len() + c.raw_arguments.len())
-            .sum::<usize>();
-    // A whole input object is re-serialized, and an id may be built of two (`call|item`).
-    assert!(
-        out <= 3 * input.len() + 16 * events.len(),
-        "{out} bytes assembled from {}",
-        input.len()
-    );
+    typed_wire::check(input, |events, path| {
+        agentao::llm::responses_decode_for_fuzzing(events, path)
+    });
 });
