@@ -10,6 +10,17 @@ public enum HookEvent: Int32, Sendable {
     case stop = 4
     case sessionStart = 5
     case preCompact = 6
+    /// A point this version of the binding does not know (asked by a newer library). Answer
+    /// nil (no opinion) unless the handler knows better.
+    case unknown = -1
+}
+
+extension HookEvent {
+    /// The point the library's event code names; a code this binding does not know is
+    /// `.unknown`, never another point.
+    init(library code: Int32) {
+        self = HookEvent(rawValue: code) ?? .unknown
+    }
 }
 
 /// One hook point the host is asked about.
@@ -54,7 +65,7 @@ extension Agent {
             let handler = Unmanaged<HooksBox>.fromOpaque(ud!).takeUnretainedValue().handler
             let r = req!.pointee
             let request = HookRequest(
-                event: HookEvent(rawValue: r.event) ?? .preToolUse,
+                event: HookEvent(library: r.event),
                 toolName: r.tool_name.map { String(cString: $0) },
                 callID: r.call_id.map { String(cString: $0) },
                 inputJSON: String(cString: r.input_json))

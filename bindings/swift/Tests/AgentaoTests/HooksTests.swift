@@ -1,4 +1,4 @@
-import Agentao
+@testable import Agentao
 import Foundation
 import XCTest
 
@@ -52,5 +52,14 @@ final class HooksTests: XCTestCase {
         _ = try await agent.run("go")
         XCTAssertTrue(try agent.historyJSON().contains("the host's hook failed: the host refuses"))
         try agent.setHooks(nil)
+    }
+
+    /// A newer library may ask at a point this binding does not know: the handler must not be
+    /// told it is another point (a handler that denies at `preToolUse` would deny it).
+    func testAnUnknownHookEventIsNotAnotherPoint() {
+        XCTAssertEqual(HookEvent(library: 0), .preToolUse)
+        XCTAssertEqual(HookEvent(library: 6), .preCompact)
+        XCTAssertEqual(HookEvent(library: 99), .unknown)
+        XCTAssertEqual(HookEvent(library: -7), .unknown)
     }
 }
