@@ -12,15 +12,12 @@ use agentao::turn::{IncompleteReason, TurnStatus};
 use serde_json::{json, Value};
 
 mod common;
-use common::ApprovingHost as Host;
+use common::RecordingHost as Host;
 
 impl Host {
     fn fired(&self) -> Vec<Value> {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e["type"] == "plugin_hook_fired")
+        self.events_of("plugin_hook_fired")
+            .into_iter()
             .map(|e| e["data"].clone())
             .collect()
     }

@@ -14,7 +14,7 @@ use agentao::turn::{IncompleteReason, TurnOutcome};
 use serde_json::{json, Value};
 
 mod common;
-use common::ApprovingHost as Host;
+use common::RecordingHost as Host;
 
 fn reference(case: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/hooks/reference.json");

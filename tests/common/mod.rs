@@ -162,29 +162,3 @@ pub fn openai_llm_config(base_url: &str, extra: Value) -> LlmConfig {
         .expect("valid config")
         .llm
 }
-
-/// A host that records every event as JSON and the tool of every confirmation, and approves
-/// every call (the hooks tests: what reaches the host besides the hooks' own verdicts).
-#[derive(Default)]
-pub struct ApprovingHost {
-    pub events: std::sync::Mutex<Vec<Value>>,
-    pub confirms: std::sync::Mutex<Vec<String>>,
-}
-
-impl agentao::events::transport::Transport for ApprovingHost {
-    fn emit(&self, event: &str) {
-        self.events
-            .lock()
-            .unwrap()
-            .push(serde_json::from_str(event).unwrap());
-    }
-    fn confirm_tool(
-        &self,
-        req: agentao::events::transport::ConfirmRequest,
-        reply: agentao::events::transport::Reply,
-    ) {
-        use agentao::events::transport::{Answer, Confirmation};
-        self.confirms.lock().unwrap().push(req.tool_name);
-        reply.answer(Answer::Confirm(Confirmation::Allow)).unwrap();
-    }
-}
