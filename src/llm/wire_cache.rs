@@ -179,19 +179,11 @@ impl RenderedMessages {
     /// Returns how many messages were rendered.
     pub(crate) fn sync(
         &mut self,
-        (history, history_version): (&[Message], MessagesVersion),
-        (transcript, transcript_version): (&[Message], MessagesVersion),
+        history: (&[Message], MessagesVersion),
+        transcript: (&[Message], MessagesVersion),
     ) -> usize {
-        let now = Checked {
-            history: Seen {
-                version: history_version,
-                len: history.len(),
-            },
-            transcript: Seen {
-                version: transcript_version,
-                len: transcript.len(),
-            },
-        };
+        let now = Checked::of(history, transcript);
+        let ((history, _), (transcript, _)) = (history, transcript);
         let trusted = self
             .checked
             .map_or(0, |c| c.trusted(&now))
