@@ -37,7 +37,7 @@ enum P {
 
 fn owned(p: Piece<'_>) -> P {
     match p {
-        Piece::Text(t) => P::Text(t.to_owned()),
+        Piece::Text(t) => P::Text(t.text.to_owned()),
         Piece::Reasoning(r) => P::Reasoning(r.to_owned()),
         Piece::Retry {
             retry,
@@ -711,7 +711,7 @@ async fn cancel_while(script: Value, first_piece: bool) {
     let mut texts = Vec::new();
     if first_piece {
         match call.next().await.expect("first piece") {
-            Some(Piece::Text(t)) => texts.push(t.to_owned()),
+            Some(Piece::Text(t)) => texts.push(t.text.to_owned()),
             other => panic!("expected text, got {other:?}"),
         }
     }
@@ -728,7 +728,7 @@ async fn cancel_while(script: Value, first_piece: bool) {
             .await
             .expect("next() must return after cancel")
         {
-            Ok(Some(Piece::Text(t))) => texts.push(t.to_owned()),
+            Ok(Some(Piece::Text(t))) => texts.push(t.text.to_owned()),
             Ok(Some(other)) => panic!("unexpected {other:?}"),
             Ok(None) => break,
             Err(e) => panic!("cancel must end the call quietly: {e:?}"),
@@ -1031,7 +1031,7 @@ async fn a_whole_json_completion_is_decoded() {
     let mut text = String::new();
     while let Some(p) = call.next().await.unwrap() {
         if let agentao::llm::Piece::Text(t) = p {
-            text.push_str(t);
+            text.push_str(t.text);
         }
     }
     let r = call.finish();

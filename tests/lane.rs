@@ -51,7 +51,7 @@ async fn call(client: &LlmClient) -> Turn {
             .await
             .expect("no call may hang")
         {
-            Ok(Some(Piece::Text(t))) => turn.text.push_str(t),
+            Ok(Some(Piece::Text(t))) => turn.text.push_str(t.text),
             Ok(Some(Piece::Retry { .. })) => turn.retries += 1,
             Ok(Some(_)) => {}
             Ok(None) => break,
@@ -483,7 +483,7 @@ async fn a_connection_left_mid_response_is_never_pooled() {
             .expect("the first delta comes")
         {
             Ok(Some(Piece::Text(t))) => {
-                assert_eq!(t, "half");
+                assert_eq!(t.text, "half");
                 break;
             }
             Ok(Some(_)) => {}

@@ -104,7 +104,7 @@ async fn one_exchange(api_key: Option<&str>) -> String {
     let mut text = String::new();
     while let Some(p) = call.next().await.unwrap() {
         if let agentao::llm::Piece::Text(t) = p {
-            text.push_str(t);
+            text.push_str(t.text);
         }
     }
     assert_eq!(text, "local answer");

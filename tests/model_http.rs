@@ -58,7 +58,7 @@ async fn call_with(client: &LlmClient, history: &[Message]) -> (Call, Option<Llm
             .await
             .expect("no call may hang")
         {
-            Ok(Some(Piece::Text(t))) => out.texts.push(t.to_owned()),
+            Ok(Some(Piece::Text(t))) => out.texts.push(t.text.to_owned()),
             Ok(Some(Piece::Retry {
                 retry,
                 delay,
@@ -239,7 +239,7 @@ async fn cancel_mid_stream_ends_the_call_quietly_and_promptly() {
         let mut call = c.start(&req, &cancel);
         let mut texts = Vec::new();
         match call.next().await {
-            Ok(Some(Piece::Text(t))) => texts.push(t.to_owned()),
+            Ok(Some(Piece::Text(t))) => texts.push(t.text.to_owned()),
             other => panic!("{choice:?}: expected text, got {other:?}"),
         }
         let token = cancel.clone();
@@ -253,7 +253,7 @@ async fn cancel_mid_stream_ends_the_call_quietly_and_promptly() {
                 .await
                 .expect("next() must return after the cancel")
             {
-                Ok(Some(Piece::Text(t))) => texts.push(t.to_owned()),
+                Ok(Some(Piece::Text(t))) => texts.push(t.text.to_owned()),
                 Ok(Some(other)) => panic!("{choice:?}: unexpected {other:?}"),
                 Ok(None) => break,
                 Err(e) => panic!("{choice:?}: a cancel must end the call quietly: {e:?}"),

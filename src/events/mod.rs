@@ -19,9 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) use event_data::event_data;
-pub(crate) use json_text::plain_len;
-use json_text::push_json_string;
 pub use json_text::JsonText;
+pub(crate) use json_text::{plain_len, push_json_string};
 use transport::Transport;
 pub use turn_event::TurnEvent;
 
@@ -280,6 +279,23 @@ impl EventWriter {
         TextDelta(self.end("}"))
     }
 
+    /// [`EventWriter::text_delta`] for text its caller knows needs no JSON escaping (no `"`,
+    /// backslash or control character: a wire string read without escapes), copied between
+    /// quotes without being scanned again.
+    pub(crate) fn text_delta_verbatim(&mut self, text: &str) -> TextDelta<'_> {
+        debug_assert_eq!(
+            plain_len(text.as_bytes()),
+            text.len(),
+            "{text:?} needs escaping"
+        );
+        self.fixed_head(TEXT_DELTA_HEAD);
+        self.buf.reserve(text.len() + 2);
+        self.buf.push('"');
+        self.buf.push_str(text);
+        self.buf.push('"');
+        TextDelta(self.end("}"))
+    }
+
     /// [`EventWriter::text_event`] with the head written once ([`text_event_head!`]) and the
     /// text already a JSON string (quoted and escaped), e.g. [`TextDelta::text_json`]: a delta
     /// is escaped once for the event and the item, and its head is one copy.
@@ -500,6 +516,22 @@ impl<'a> TextDelta<'a> {
 
 #[cfg(test)]
 mod tests {
+    /// Text without anything to escape is written by `text_delta_verbatim` as `text_delta`
+    /// writes it.
+    #[test]
+    fn a_verbatim_delta_is_the_delta_written_with_escaping() {
+        for text in [
+            "",
+            "plain",
+            "é 😀 \u{7f} / ' < >",
+            "long text of many words and more words",
+        ] {
+            let mut w = super::EventWriter::default();
+            let escaped = w.text_delta(text).as_str().to_owned();
+            assert_eq!(w.text_delta_verbatim(text).as_str(), escaped);
+        }
+    }
+
     use super::*;
 
     fn written<T: FieldValue>(v: T) -> String {

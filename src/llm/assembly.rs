@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::tool_call::ToolCall;
-use super::{LlmError, Piece};
+use super::{LlmError, Piece, StreamedText};
 
 /// Tool calls one response may open. Real servers send a handful of parallel calls (OpenAI's
 /// `tools` array itself holds at most 128 tools); past this the response is refused whole,
@@ -143,6 +143,10 @@ pub(crate) struct Assembler {
     /// Where the text piece handed out last starts in `content` (it runs to the end: nothing
     /// is added before the turn takes it).
     text_out: usize,
+    /// Whether every delta in `content[text_from..]` came through [`Assembler::verbatim_text`].
+    pending_verbatim: bool,
+    /// [`StreamedText::verbatim_json`] of the text piece handed out last.
+    out_verbatim: bool,
     /// The reasoning piece handed out last; reused so a piece costs no allocation.
     out: String,
     /// Whether text reached the host (no retry after that).
@@ -168,6 +172,20 @@ impl Assembler {
     pub(crate) fn text(&mut self, t: &str) {
         if t.is_empty() {
             return;
+        }
+        self.pending_verbatim = false;
+        self.received += t.len();
+        self.content.push_str(t);
+    }
+
+    /// [`Assembler::text`] for text that needs no JSON escaping (see
+    /// [`StreamedText::verbatim_json`]): a wire string read without escapes.
+    pub(crate) fn verbatim_text(&mut self, t: &str) {
+        if t.is_empty() {
+            return;
+        }
+        if self.text_from == self.content.len() {
+            self.pending_verbatim = true;
         }
         self.received += t.len();
         self.content.push_str(t);
@@ -334,6 +352,7 @@ impl Assembler {
         } else if self.text_from < self.content.len() {
             self.text_out = self.text_from;
             self.text_from = self.content.len();
+            self.out_verbatim = self.pending_verbatim;
             self.progress = true;
             (PieceKind::Text, &mut self.first_token)
         } else {
@@ -346,7 +365,10 @@ impl Assembler {
     /// The piece [`Assembler::pop_piece`] took last, of the kind it said.
     pub(crate) fn piece(&self, kind: PieceKind) -> Piece<'_> {
         match kind {
-            PieceKind::Text => Piece::Text(&self.content[self.text_out..]),
+            PieceKind::Text => Piece::Text(StreamedText {
+                text: &self.content[self.text_out..],
+                verbatim_json: self.out_verbatim,
+            }),
             PieceKind::Reasoning => Piece::Reasoning(&self.out),
         }
     }
@@ -514,7 +536,10 @@ mod tests {
             now += Duration::from_millis(1);
             let t = now;
             a.pop_piece(|| t)
-                .map(|k| format!("{:?}", a.piece(k)))
+                .map(|k| match a.piece(k) {
+                    Piece::Text(t) => format!("Text({:?})", t.text),
+                    other => format!("{other:?}"),
+                })
                 .unwrap_or_default()
         };
         assert_eq!(next(&mut a), "Reasoning(\"r\")");

@@ -12,6 +12,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::events::push_json_string;
+
 /// One message of the history.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
@@ -280,9 +282,11 @@ fn role_and_content(out: &mut Vec<u8>, head: &[u8], content: &str) {
     out.push(b'}');
 }
 
-/// `s` as a JSON string, escaped as serde_json escapes it.
+/// `s` as a JSON string, escaped as serde_json escapes it (eight bytes a step where
+/// serde_json goes a byte at a time: a request re-renders its newest messages, tool results
+/// of kilobytes among them).
 fn json_string(out: &mut Vec<u8>, s: &str) {
-    serde_json::to_writer(out, s).expect("strings serialize into a Vec");
+    push_json_string(out, s);
 }
 
 /// What `llm_call_started` counts in the messages of a request: tool messages, and messages

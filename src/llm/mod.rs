@@ -64,7 +64,7 @@ use wire::{Wire, WireBackend, WireStream};
 /// What the turn loop receives while a call streams.
 #[derive(Debug)]
 pub enum Piece<'a> {
-    Text(&'a str),
+    Text(StreamedText<'a>),
     Reasoning(&'a str),
     /// Emitted before the backoff sleep of a retry.
     Retry {
@@ -73,6 +73,17 @@ pub enum Piece<'a> {
         delay: Duration,
         reason: String,
     },
+}
+
+/// A text piece: the text, and whether its JSON string is its bytes between quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamedText<'a> {
+    pub text: &'a str,
+    /// Every byte of `text` came from a wire string without escapes, so it holds no `"`, `\`
+    /// or control character: written as JSON it needs no escaping (each delta is written as
+    /// JSON for the host, and scanning it again for escapes was a tenth of a delta's cost).
+    /// `false` promises nothing.
+    pub verbatim_json: bool,
 }
 
 /// A failed LLM call, after retries.
@@ -489,6 +500,7 @@ const READY_RUN: u32 = 32;
 impl LlmCall<'_> {
     /// Between two pieces: a fired cancel ends the call (`true`: it is marked done), a passed
     /// deadline fails it.
+    #[inline]
     fn stopped(&mut self) -> Result<bool, LlmError> {
         if self.cancel.is_cancelled() {
             self.cancelled = true;

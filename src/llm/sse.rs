@@ -158,6 +158,7 @@ impl SseParser {
     /// The bytes a whole event takes whose value is `input[at..at + len]`, if the value holds
     /// no CR or LF (the caller's promise) and its line and an empty line end right after it,
     /// both with LF or both with CRLF, within the limit; else `None` (the general path reads it).
+    #[inline]
     pub(crate) fn event_end(&self, input: &[u8], at: usize, len: usize) -> Option<usize> {
         let ends = match input.get(at + len..)? {
             [b'\n', b'\n', ..] => 2,

@@ -160,17 +160,23 @@ async fn a_long_buffered_run_goes_back_to_next() {
         tools: &Arc::default(),
     };
     let mut call = client.start(&req, &CancelToken::new());
-    assert!(matches!(call.next().await, Ok(Some(Piece::Text("x")))));
+    assert!(matches!(
+        call.next().await,
+        Ok(Some(Piece::Text(StreamedText { text: "x", .. })))
+    ));
     for _ in 0..READY_RUN {
         assert!(matches!(
             call.next_ready(),
-            Some(Ok(Some(Piece::Text("x"))))
+            Some(Ok(Some(Piece::Text(StreamedText { text: "x", .. }))))
         ));
     }
     assert!(call.next_ready().is_none());
-    assert!(matches!(call.next().await, Ok(Some(Piece::Text("x")))));
+    assert!(matches!(
+        call.next().await,
+        Ok(Some(Piece::Text(StreamedText { text: "x", .. })))
+    ));
     assert!(matches!(
         call.next_ready(),
-        Some(Ok(Some(Piece::Text("x"))))
+        Some(Ok(Some(Piece::Text(StreamedText { text: "x", .. }))))
     ));
 }

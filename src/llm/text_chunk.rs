@@ -23,6 +23,8 @@ use crate::events::plain_len;
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct TextChunk<'a> {
     pub(super) model: Option<Cow<'a, str>>,
+    /// Borrowed only from a wire string without escapes (so without `"`, backslash or control
+    /// character: [`string_end`] refuses a raw one): its JSON is its bytes between quotes.
     pub(super) content: Option<Cow<'a, str>>,
     pub(super) finish_reason: Option<Cow<'a, str>>,
     /// Where the content string (quotes included) lies in the chunk, when it is a string.
@@ -32,13 +34,12 @@ pub(super) struct TextChunk<'a> {
 impl TextChunk<'_> {
     /// What the general decoder does with the same chunk. (It goes in document order; these
     /// three touch separate parts of the assembler, so the order does not matter.)
+    #[inline]
     pub(super) fn apply(&self, asm: &mut Assembler) {
         if let Some(m) = &self.model {
             asm.model(m);
         }
-        if let Some(t) = &self.content {
-            asm.text(t);
-        }
+        add_text(asm, self.content.as_ref());
         if let Some(r) = &self.finish_reason {
             asm.finish_reason(r);
         }
@@ -88,6 +89,15 @@ pub(super) fn text_chunk(text: &str) -> Option<TextChunk<'_>> {
     })?;
     s.ws();
     (s.pos == s.text.len()).then_some(out)
+}
+
+/// Text the [`Scanner`] read: a borrowed string had no escapes (see [`TextChunk::content`]).
+pub(super) fn add_text(asm: &mut Assembler, text: Option<&Cow<'_, str>>) {
+    match text {
+        Some(Cow::Borrowed(t)) => asm.verbatim_text(t),
+        Some(Cow::Owned(t)) => asm.text(t),
+        None => {}
+    }
 }
 
 /// The last plain text chunk's bytes before and after its content string. The chunks of one
@@ -208,6 +218,13 @@ fn unescape(body: &str) -> Option<String> {
     }
     out.push_str(&body[from..]);
     Some(out)
+}
+
+/// A JSON string with escapes (quotes included), decoded as serde_json decodes it.
+#[cold]
+#[inline(never)]
+fn escaped_string(quoted: &str) -> Option<String> {
+    unescape(&quoted[1..quoted.len() - 1]).or_else(|| serde_json::from_str::<String>(quoted).ok())
 }
 
 impl LastTextChunk {
@@ -426,34 +443,83 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string without escapes (keys: an escaped key is rare enough to leave to serde_json).
+    #[inline]
     fn plain_string(&mut self) -> Option<&'a str> {
-        match self.string()? {
-            Cow::Borrowed(s) => Some(s),
-            Cow::Owned(_) => None,
+        let (end, escaped) = string_end(self.bytes(), self.pos)?;
+        if escaped {
+            return None;
         }
+        let start = self.pos + 1;
+        self.pos = end;
+        // The text is a `&str` and both ends are ASCII quotes: char boundaries.
+        Some(&self.text[start..end - 1])
     }
 
     /// A string at `"`: borrowed when it has no escapes; with escapes, decoded as serde_json
     /// decodes it ([`unescape`]), or by serde_json itself where that leaves it (a surrogate),
     /// so it means exactly what it means to the general decoder.
+    ///
+    /// Inlined, with the escaped case out of line: most strings a chunk holds are short keys
+    /// and values without escapes, and a call with the escaped case's frame cost more than
+    /// reading them.
+    #[inline]
     pub(super) fn string(&mut self) -> Option<Cow<'a, str>> {
         let (end, escaped) = string_end(self.bytes(), self.pos)?;
         let start = self.pos + 1;
         self.pos = end;
         // The text is a `&str` and both ends are ASCII quotes: char boundaries.
-        let body = &self.text[start..end - 1];
         if !escaped {
-            return Some(Cow::Borrowed(body));
+            return Some(Cow::Borrowed(&self.text[start..end - 1]));
         }
-        unescape(body)
-            .or_else(|| serde_json::from_str::<String>(&self.text[start - 1..end]).ok())
-            .map(Cow::Owned)
+        escaped_string(&self.text[start - 1..end]).map(Cow::Owned)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Piece;
+
+    /// The text pieces of `chunks` read in turn, each popped after the chunks before the next
+    /// `|`: the text and whether it is handed out as needing no JSON escaping.
+    fn pieces(chunks: &[&str]) -> Vec<(String, bool)> {
+        let mut asm = Assembler::default();
+        let mut out = Vec::new();
+        for &c in chunks {
+            if c != "|" {
+                text_chunk(c).expect("a plain text chunk").apply(&mut asm);
+                continue;
+            }
+            let kind = asm
+                .pop_piece(std::time::Duration::default)
+                .expect("a piece");
+            let Piece::Text(t) = asm.piece(kind) else {
+                panic!("not text");
+            };
+            out.push((t.text.to_owned(), t.verbatim_json));
+        }
+        out
+    }
+
+    #[test]
+    fn only_text_read_without_escapes_is_handed_out_as_verbatim_json() {
+        let plain = r#"{"choices":[{"index":0,"delta":{"content":"a b"}}]}"#;
+        let escaped = r#"{"choices":[{"index":0,"delta":{"content":"c\nd"}}]}"#;
+        let quoted = r#"{"choices":[{"index":0,"delta":{"content":"\"q\""}}]}"#;
+        let piece = |s: &str, v: bool| (s.to_owned(), v);
+        assert_eq!(pieces(&[plain, "|"]), [piece("a b", true)]);
+        assert_eq!(pieces(&[escaped, "|"]), [piece("c\nd", false)]);
+        assert_eq!(pieces(&[quoted, "|"]), [piece("\"q\"", false)]);
+        // A piece is verbatim only if every delta in it is.
+        assert_eq!(pieces(&[plain, escaped, "|"]), [piece("a bc\nd", false)]);
+        assert_eq!(pieces(&[escaped, plain, "|"]), [piece("c\nda b", false)]);
+        assert_eq!(pieces(&[plain, plain, "|"]), [piece("a ba b", true)]);
+        // Each piece starts afresh.
+        assert_eq!(
+            pieces(&[escaped, "|", plain, "|"]),
+            [piece("c\nd", false), piece("a b", true)]
+        );
+    }
 
     /// `Scanner::string` against serde_json on strings built from every escape, surrogates
     /// (paired, lone, reversed), bad escapes and multi-byte text: the same text or the same

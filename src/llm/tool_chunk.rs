@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use super::assembly::Assembler;
-use super::text_chunk::Scanner;
+use super::text_chunk::{add_text, Scanner};
 
 /// Calls one chunk may carry on the fast path (servers stream one per chunk; more go the
 /// general way rather than allocating here).
@@ -54,9 +54,7 @@ impl ToolChunk<'_> {
         if let Some(m) = &self.model {
             asm.model(m);
         }
-        if let Some(t) = &self.content {
-            asm.text(t);
-        }
+        add_text(asm, self.content.as_ref());
         for c in &self.calls[..self.n_calls] {
             asm.tool_delta(
                 c.index,

@@ -371,7 +371,7 @@ async fn call(
     let mut pieces = Vec::new();
     let error = loop {
         match call.next().await {
-            Ok(Some(Piece::Text(t))) => pieces.push(format!("text:{t}")),
+            Ok(Some(Piece::Text(t))) => pieces.push(format!("text:{}", t.text)),
             Ok(Some(Piece::Reasoning(t))) => pieces.push(format!("reasoning:{t}")),
             Ok(Some(Piece::Retry { reason, .. })) => pieces.push(format!("retry:{reason}")),
             Ok(None) => break None,

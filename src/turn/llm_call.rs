@@ -123,7 +123,8 @@ impl Turn<'_, '_> {
                 }
             };
             match piece {
-                Piece::Text(t) => {
+                Piece::Text(streamed) => {
+                    let t = streamed.text;
                     let json = env.emitter.writes_json();
                     let no_sink = matches!(self.deltas, DeltaSink::None);
                     if !json && no_sink {
@@ -136,7 +137,11 @@ impl Turn<'_, '_> {
                         continue;
                     }
                     // The item is rendered first so the event reuses its escaped text.
-                    let item = self.delta_writer.text_delta(t);
+                    let item = if streamed.verbatim_json {
+                        self.delta_writer.text_delta_verbatim(t)
+                    } else {
+                        self.delta_writer.text_delta(t)
+                    };
                     if json || env.emitter.observes() {
                         let ev = TurnEvent::LlmText {
                             chunk: Text::escaped(t, item.text_json()),

@@ -354,6 +354,16 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
         }
         Ok(())
     }
+    /// serde_json lends a string read without escapes (and refuses raw control characters):
+    /// its JSON is its bytes between quotes, as for the fast path's borrowed text.
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<(), E> {
+        if self.1 {
+            self.0.reasoning(s);
+        } else {
+            self.0.verbatim_text(s);
+        }
+        Ok(())
+    }
     fn visit_unit<E>(self) -> Result<(), E> {
         Ok(())
     }
