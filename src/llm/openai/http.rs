@@ -251,16 +251,15 @@ impl OpenAiStream {
         }
         while self.pos < self.buf.len() {
             let input = &self.buf[self.pos..];
-            if let Some((n, chunk)) = read_framed(&mut self.parser, &self.last_text_chunk, input) {
-                let before = asm.received();
-                chunk.apply(asm);
+            // `read_framed` leaves `asm` alone when it does not read the event.
+            let before = asm.received();
+            if let Some(n) = read_framed(&mut self.parser, &self.last_text_chunk, input, asm) {
                 self.pos += n;
                 return Some(self.after_decoded(asm, before, Ok(Decoded::Fast)));
             }
             let (n, data) = self.parser.next_event(&self.buf[self.pos..]);
             self.pos += n;
             if let Some(data) = data {
-                let before = asm.received();
                 let decoded =
                     decode_event_by(data, asm, DecodePath::Auto, &mut self.last_text_chunk);
                 return Some(self.after_decoded(asm, before, decoded));

@@ -90,8 +90,7 @@ fn the_framed_read_decodes_as_the_parser_and_the_decoder() {
                     let mut pos = 0;
                     while pos < part.len() && !p.overflowed() {
                         let input = &part[pos..];
-                        if let Some((n, chunk)) = read_framed(&mut p, &last, input) {
-                            chunk.apply(&mut asm);
+                        if let Some(n) = read_framed(&mut p, &last, input, &mut asm) {
                             pos += n;
                             framed += 1;
                             states.push(format!("{asm:?}"));
