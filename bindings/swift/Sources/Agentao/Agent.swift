@@ -4,7 +4,9 @@ import Dispatch
 /// One item of a streaming turn: text deltas for display, then the outcome as the last item.
 public enum StreamItem: Sendable, Equatable {
     case text(String)
-    case outcome(TurnOutcome)
+    /// Boxed: the item is then a string's size, and every delta's copy into and out of the
+    /// stream's queue is one reference, not the outcome's seven fields.
+    indirect case outcome(TurnOutcome)
 }
 
 /// An agent: one session with its history, tools, permissions and transport.
@@ -72,9 +74,7 @@ public final class Agent: @unchecked Sendable {
     /// ends cancelled or in error throws `AgentaoError` after its deltas. Ending the iteration
     /// early (or cancelling the consuming task) cancels the turn (reason `"stream-ended"`).
     /// The stream keeps the agent alive until the turn ends. `images` as for `run`.
-    public func stream(_ message: String, images: [Image] = [], maxIterations: Int? = nil)
-        -> AsyncThrowingStream<StreamItem, any Error>
-    {
+    public func stream(_ message: String, images: [Image] = [], maxIterations: Int? = nil) -> StreamedTurn {
         let turn = TurnStream(token: CancelToken())
         let box = Unmanaged.passRetained(StreamBox(turn, agent: self))
         var err: OpaquePointer?
@@ -91,14 +91,13 @@ public final class Agent: @unchecked Sendable {
                 },
                 box.toOpaque(), &err)
         }
-        guard status == Status.ok.rawValue else {
+        if status != Status.ok.rawValue {
+            // No turn: the sequence throws the refusal on its first step.
             box.release()
-            let failure = AgentaoError(status: status, owned: err)
-            return AsyncThrowingStream { $0.finish(throwing: failure) }
+            turn.finish(.failure(AgentaoError(status: status, owned: err)))
         }
         // The sequence holds the reader; dropping it before the turn ended cancels the turn.
-        let reader = TurnStreamReader(turn)
-        return AsyncThrowingStream(unfolding: { try await reader.next() })
+        return StreamedTurn(TurnStreamReader(turn))
     }
 
     /// The agent's host events (tool lifecycle, permission decisions, sub-agent lineage)
