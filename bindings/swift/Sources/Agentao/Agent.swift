@@ -51,7 +51,11 @@ public final class Agent: @unchecked Sendable {
                 let box = Unmanaged.passRetained(RunBox(cont))
                 var err: OpaquePointer?
                 let status = withCImages(images) { list, count in
-                    agentao_agent_run_images(
+                    // The handoff form: `on_done` only reads the outcome and resumes the
+                    // continuation (which enqueues the task, never runs it here), so it may run
+                    // where the turn ended; `agentao_agent_run_images` would first hand it to a
+                    // blocking thread, a thread wake-up a turn.
+                    agentao_agent_run_handoff(
                         handle, message, list, count, budget(maxIterations), token.raw,
                         { ud, status, outcome, err in
                             let box = Unmanaged<RunBox>.fromOpaque(ud!).takeRetainedValue()
