@@ -212,6 +212,8 @@ private final class HostEventReader: @unchecked Sendable {
     private let lock = Mutex()
     /// Guarded by `lock`; nil once freed.
     private var stream: OpaquePointer?
+    /// Used under `lock`: the strings the stream's recent events repeat (see `RecentStrings`).
+    private let recent = RecentStrings()
     /// Guards `raw` and `cancelled`: the handle as a cancel sees it, so a cancel wakes a wait
     /// without taking `lock`, and never touches a freed handle.
     private let wakeLock = Mutex()
@@ -265,7 +267,7 @@ private final class HostEventReader: @unchecked Sendable {
         case Status.ok.rawValue:
             guard let json else { return .event(HostEvent.decodeWithFoundation("")) }
             defer { agentao_string_free(json) }
-            return .event(withCStringBytes(json) { HostEvent.decode(utf8: $0) })
+            return .event(withCStringBytes(json) { HostEvent.decode(utf8: $0, recent: recent) })
         case Status.timeout.rawValue:
             agentao_error_free(err)
             return .nothingYet
