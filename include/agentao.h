@@ -2304,6 +2304,30 @@ agentao_status agentao_agent_trace_id(const struct agentao_agent *agent, char **
  */
 agentao_status agentao_agent_telemetry_status(const struct agentao_agent *agent, char **json_out, struct agentao_error **err_out);
 
+/*
+ `agentao_agent_run_images` for a host whose `on_done` only hands the result over: it copies
+ what it keeps and wakes whatever waits (resumes a Swift continuation, signals a condition
+ variable, sends on a channel), and nothing else. `on_done` then runs on the library's
+ runtime thread that finished the turn, inline, which saves the hand-off to a blocking thread
+ that `agentao_agent_run` makes (a thread wake-up: about 6 µs CPU a turn).
+
+ `on_done` must return promptly: it must not block (no waiting on a lock another thread may
+ hold long, on I/O, on a person) and must not call back into the agent (a blocking call
+ returns `AGENTAO_STATUS_REENTRANT`): the runtime thread it holds is one the other turns and
+ requests need. It must not use the transport's userdata: unlike `agentao_agent_run`, the
+ turn has let go of the agent when `on_done` runs, so `agentao_agent_free` on another thread
+ may meanwhile release the agent and call the transport's `userdata_free`. `on_done` still
+ fires exactly once per accepted call (with `AGENTAO_STATUS_CANCELLED` when the agent is
+ freed first), never for a refused one.
+
+ Arguments, ownership and errors as `agentao_agent_run_images`: `message` and `images` (NULL
+ when `n_images` is 0) are borrowed for the call; `userdata` is the host's, passed to
+ `on_done` only; NULL `agent`, `message` or `on_done` is `AGENTAO_STATUS_NULL_ARGUMENT`, a bad
+ image `_NULL_ARGUMENT` or `_INVALID_ARGUMENT`, another turn running `_TURN_IN_PROGRESS`.
+ Callable from any thread.
+ */
+agentao_status agentao_agent_run_handoff(struct agentao_agent *agent, const char *message, const struct agentao_image *images, size_t n_images, int32_t max_iterations, const struct agentao_cancel_token *cancel, agentao_done_fn on_done, void *userdata, struct agentao_error **err_out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -25,6 +25,6 @@ cmake --build build/c-tsan --parallel 2 >/dev/null
 # The tests whose threads meet: callbacks on library threads, answers and cancels from host
 # threads, background work, MCP and HTTP I/O. The single-threaded checks (bad input, preflight,
 # permissions, panics, the virtual FS) run under ASan and valgrind; under TSan they only cost time.
-TSAN_TESTS='^(test_(answer_handles|async|background|background_processes|cancel|compaction_controller|deferred|hooks|host_faults|host_tools|http|lifecycle|mcp|memory_store|registration|shell_executor|stream|subagents|transport)|tsan_.*)$'
+TSAN_TESTS='^(test_(answer_handles|async|background|background_processes|cancel|compaction_controller|deferred|hooks|host_faults|host_tools|http|lifecycle|mcp|memory_store|registration|run_handoff|shell_executor|stream|subagents|transport)|tsan_.*)$'
 ctest --test-dir build/c-tsan --output-on-failure --timeout 300 -j2 -R "$TSAN_TESTS" | tee build/ctest-tsan.log
 record "C concurrency tests (TSan)" "$(grep -ohE 'tests passed, 0 tests failed out of [0-9]+' build/ctest-tsan.log | awk '{print $NF}')"

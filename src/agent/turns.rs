@@ -19,10 +19,11 @@ use super::{lock, on_runtime_thread, runtime, AgentError};
 pub(crate) enum Completion {
     /// Host code: on a blocking thread, with the agent kept alive until it returns.
     Host,
-    /// Library code that only hands the result to a waiting host thread (blocking chat, pull
-    /// streams): inline on the worker that finished the turn (one thread wake-up less per
-    /// turn), after the turn let go of the agent, so a host that frees the agent as soon as it
-    /// has the result gets its `userdata_free` inside `agentao_agent_free`.
+    /// Code that only hands the result over: the library's to a waiting host thread (blocking
+    /// chat, pull streams), or a host's that promised as much (`agentao_agent_run_handoff`).
+    /// Inline on the worker that finished the turn (one thread wake-up less per turn), after
+    /// the turn let go of the agent, so a host that frees the agent as soon as it has the
+    /// result gets its `userdata_free` inside `agentao_agent_free`.
     Handoff,
 }
 

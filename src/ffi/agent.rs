@@ -12,7 +12,7 @@ use super::{
     agentao_error, agentao_status, guard, guard_out, guard_required_out, in_callback, opt_str_arg,
     out_string, required, status_of, str_arg, to_cstring, Fail, FfiResult,
 };
-use crate::agent::{Agent, TurnOptions, TurnResult};
+use crate::agent::{Agent, Completion, TurnOptions, TurnResult};
 use crate::events::JsonText;
 use crate::permissions::{Mode, PermissionEngine};
 use crate::turn::{DeltaSink, TurnOutcome, TurnStatus};
@@ -267,6 +267,7 @@ pub unsafe extern "C" fn agentao_agent_run(
             on_done,
             userdata,
             Vec::new(),
+            Completion::Host,
         )
     })
 }
@@ -297,11 +298,13 @@ pub unsafe extern "C" fn agentao_agent_stream(
             on_done,
             userdata,
             Vec::new(),
+            Completion::Host,
         )
     })
 }
 
-/// The body of `agentao_agent_run` and `agentao_agent_stream`.
+/// The body of `agentao_agent_run` and `agentao_agent_stream` (and their `_images` and
+/// `_handoff` forms): `completion` says where `on_done` runs.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn start(
     agent: *mut agentao_agent,
@@ -312,6 +315,7 @@ pub(crate) unsafe fn start(
     on_done: agentao_done_fn,
     userdata: *mut c_void,
     images: Vec<crate::llm::image::ImageInput>,
+    completion: Completion,
 ) -> FfiResult<()> {
     let agent = agent_ref(agent)?;
     let message = str_arg(message, "message")?.to_owned();
@@ -325,13 +329,14 @@ pub(crate) unsafe fn start(
             }))
         }
     };
-    agent.start_turn(
+    agent.spawn_turn(
         message,
         TurnOptions {
             images,
             ..turn_options(max_iterations, cancel)
         },
         deltas,
+        completion,
         move |result| {
             let done = done;
             let (status, msg, outcome) = turn_status(&result);

@@ -10,7 +10,7 @@ use super::cancel::agentao_cancel_token;
 use super::stream::{agentao_stream, open_turn_stream};
 use super::{agentao_error, agentao_status, guard, out_string, reentrant, required, str_arg};
 use super::{Fail, FfiResult};
-use crate::agent::{AgentError, TurnOptions};
+use crate::agent::{AgentError, Completion, TurnOptions};
 use crate::llm::image::{self, ImageInput, MAX_IMAGES, MAX_IMAGE_BYTES};
 
 /// One image sent with a message: `mime_type` (one of `image/png`, `image/jpeg`, `image/gif`,
@@ -28,7 +28,10 @@ fn invalid(msg: String) -> Fail {
 }
 
 /// The host's images, checked (count, pointers, MIME type, sizes) before any byte is copied.
-unsafe fn images_arg(images: *const agentao_image, n_images: usize) -> FfiResult<Vec<ImageInput>> {
+pub(super) unsafe fn images_arg(
+    images: *const agentao_image,
+    n_images: usize,
+) -> FfiResult<Vec<ImageInput>> {
     if n_images == 0 {
         return Ok(Vec::new());
     }
@@ -136,6 +139,7 @@ pub unsafe extern "C" fn agentao_agent_run_images(
             on_done,
             userdata,
             images,
+            Completion::Host,
         )
     })
 }
@@ -192,6 +196,7 @@ pub unsafe extern "C" fn agentao_agent_stream_images(
             on_done,
             userdata,
             images,
+            Completion::Host,
         )
     })
 }

@@ -59,6 +59,8 @@ pub mod audit_sink;
 pub mod hooks;
 pub mod skills;
 pub mod telemetry;
+// After telemetry, for the same reason.
+pub mod run_handoff;
 
 pub(crate) use boundary::{guard, guard_or, guard_out, guard_required_out, out_arg, required};
 use handle::BoxCastable;

@@ -4,7 +4,9 @@ import Dispatch
 /// One item of a streaming turn: text deltas for display, then the outcome as the last item.
 public enum StreamItem: Sendable, Equatable {
     case text(String)
-    case outcome(TurnOutcome)
+    /// Boxed: the item is then a string's size, and every delta's copy into and out of the
+    /// stream's queue is one reference, not the outcome's seven fields.
+    indirect case outcome(TurnOutcome)
 }
 
 /// An agent: one session with its history, tools, permissions and transport.
@@ -49,7 +51,11 @@ public final class Agent: @unchecked Sendable {
                 let box = Unmanaged.passRetained(RunBox(cont))
                 var err: OpaquePointer?
                 let status = withCImages(images) { list, count in
-                    agentao_agent_run_images(
+                    // The handoff form: `on_done` only reads the outcome and resumes the
+                    // continuation (which enqueues the task, never runs it here), so it may run
+                    // where the turn ended; `agentao_agent_run_images` would first hand it to a
+                    // blocking thread, a thread wake-up a turn.
+                    agentao_agent_run_handoff(
                         handle, message, list, count, budget(maxIterations), token.raw,
                         { ud, status, outcome, err in
                             let box = Unmanaged<RunBox>.fromOpaque(ud!).takeRetainedValue()
@@ -72,9 +78,7 @@ public final class Agent: @unchecked Sendable {
     /// ends cancelled or in error throws `AgentaoError` after its deltas. Ending the iteration
     /// early (or cancelling the consuming task) cancels the turn (reason `"stream-ended"`).
     /// The stream keeps the agent alive until the turn ends. `images` as for `run`.
-    public func stream(_ message: String, images: [Image] = [], maxIterations: Int? = nil)
-        -> AsyncThrowingStream<StreamItem, any Error>
-    {
+    public func stream(_ message: String, images: [Image] = [], maxIterations: Int? = nil) -> StreamedTurn {
         let turn = TurnStream(token: CancelToken())
         let box = Unmanaged.passRetained(StreamBox(turn, agent: self))
         var err: OpaquePointer?
@@ -91,14 +95,13 @@ public final class Agent: @unchecked Sendable {
                 },
                 box.toOpaque(), &err)
         }
-        guard status == Status.ok.rawValue else {
+        if status != Status.ok.rawValue {
+            // No turn: the sequence throws the refusal on its first step.
             box.release()
-            let failure = AgentaoError(status: status, owned: err)
-            return AsyncThrowingStream { $0.finish(throwing: failure) }
+            turn.finish(.failure(AgentaoError(status: status, owned: err)))
         }
         // The sequence holds the reader; dropping it before the turn ended cancels the turn.
-        let reader = TurnStreamReader(turn)
-        return AsyncThrowingStream(unfolding: { try await reader.next() })
+        return StreamedTurn(TurnStreamReader(turn))
     }
 
     /// The agent's host events (tool lifecycle, permission decisions, sub-agent lineage)
@@ -209,6 +212,8 @@ private final class HostEventReader: @unchecked Sendable {
     private let lock = Mutex()
     /// Guarded by `lock`; nil once freed.
     private var stream: OpaquePointer?
+    /// Used under `lock`: the strings the stream's recent events repeat (see `RecentStrings`).
+    private let recent = RecentStrings()
     /// Guards `raw` and `cancelled`: the handle as a cancel sees it, so a cancel wakes a wait
     /// without taking `lock`, and never touches a freed handle.
     private let wakeLock = Mutex()
@@ -262,7 +267,7 @@ private final class HostEventReader: @unchecked Sendable {
         case Status.ok.rawValue:
             guard let json else { return .event(HostEvent.decodeWithFoundation("")) }
             defer { agentao_string_free(json) }
-            return .event(withCStringBytes(json) { HostEvent.decode(utf8: $0) })
+            return .event(withCStringBytes(json) { HostEvent.decode(utf8: $0, recent: recent) })
         case Status.timeout.rawValue:
             agentao_error_free(err)
             return .nothingYet

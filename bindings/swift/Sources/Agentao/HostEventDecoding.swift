@@ -5,16 +5,17 @@ import Foundation
 extension HostEvent {
     /// Decodes an event's JSON (its bytes, borrowed for the call): by `JSONReader` when the
     /// event is of a known type and the reader takes it, else by `JSONDecoder`, whose answer is
-    /// then the one given (see `JSONReader`).
-    static func decode(utf8 bytes: UnsafeBufferPointer<UInt8>) -> HostEvent {
-        read(utf8: bytes) ?? decodeWithFoundation(String(decoding: bytes, as: UTF8.self))
+    /// then the one given (see `JSONReader`). `recent`: the strings of the reader's recent
+    /// events, shared where this one repeats them (see `RecentStrings`).
+    static func decode(utf8 bytes: UnsafeBufferPointer<UInt8>, recent: RecentStrings? = nil) -> HostEvent {
+        read(utf8: bytes, recent: recent) ?? decodeWithFoundation(String(decoding: bytes, as: UTF8.self))
     }
 
     /// The event as `JSONReader` reads it; nil when it leaves the event to `JSONDecoder` (a type
     /// this binding does not know, or a shape the reader does not take).
-    static func read(utf8 bytes: UnsafeBufferPointer<UInt8>) -> HostEvent? {
+    static func read(utf8 bytes: UnsafeBufferPointer<UInt8>, recent: RecentStrings? = nil) -> HostEvent? {
         guard let type = JSONReader.leadingString(bytes, key: #"{"event_type":""#) else { return nil }
-        var reader = JSONReader(bytes)
+        var reader = JSONReader(bytes, recent: recent)
         guard let event = read(eventType: type, &reader), reader.finished() else { return nil }
         return event
     }

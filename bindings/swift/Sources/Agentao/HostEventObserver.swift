@@ -10,6 +10,9 @@ public struct HostEventObserverID: Hashable, Sendable {
 /// registration fails).
 private final class ObserverBox: Sendable {
     let observer: @Sendable (HostEvent) -> Void
+    /// The strings this observer's recent events repeat (ids, timestamps): used only inside
+    /// the observer's calls, which the library never makes two at once.
+    let recent = RecentStrings()
     init(_ observer: @escaping @Sendable (HostEvent) -> Void) { self.observer = observer }
 }
 
@@ -38,7 +41,7 @@ extension Agent {
                 { ud, json in
                     guard let json else { return }
                     let box = Unmanaged<ObserverBox>.fromOpaque(ud!).takeUnretainedValue()
-                    box.observer(withCStringBytes(json) { HostEvent.decode(utf8: $0) })
+                    box.observer(withCStringBytes(json) { HostEvent.decode(utf8: $0, recent: box.recent) })
                 },
                 ud, releaseHostBox, &id, $0)
         }

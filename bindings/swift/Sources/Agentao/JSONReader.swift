@@ -42,6 +42,8 @@ struct JSONReader {
     }
 
     private let bytes: UnsafeBufferPointer<UInt8>
+    /// Where a plain string that repeats one of a recent document is shared from (nil: none).
+    private let recent: RecentStrings?
     private(set) var pos = 0
     /// Sticky: once set, every read returns at once.
     private(set) var failed = false
@@ -51,7 +53,10 @@ struct JSONReader {
     private var keyStart = 0
     private var keyEnd = 0
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>, recent: RecentStrings? = nil) {
+        self.bytes = bytes
+        self.recent = recent
+    }
 
     mutating func fail() { failed = true }
 
@@ -198,7 +203,10 @@ struct JSONReader {
         let (start, end, plain) = stringToken()
         if failed { return nil }
         let body = UnsafeBufferPointer(rebasing: bytes[start..<end])
-        if plain { return String(decoding: body, as: UTF8.self) }
+        if plain {
+            if let recent { return recent.string(ascii: body) }
+            return String(decoding: body, as: UTF8.self)
+        }
         return unescaped(body)
     }
 
@@ -424,6 +432,21 @@ struct JSONReader {
         var escaped = false
         var ascii = true
         let n = bytes.count
+        // Eight bytes at a time while none of them is `"`, `\`, a control byte or non-ASCII
+        // (each test is exact for "any byte of the word"; the loop below finds which).
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while i + 8 <= n {
+                let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                let quote = w ^ (ones &* 0x22)
+                let backslash = w ^ (ones &* 0x5C)
+                let special =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((w &- ones &* 0x20) & ~w) | w
+                if special & highs != 0 { break }
+                i += 8
+            }
+        }
         while i < n {
             let c = bytes[i]
             // The common byte first: printable ASCII other than `"` and `\`.

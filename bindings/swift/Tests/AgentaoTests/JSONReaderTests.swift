@@ -31,6 +31,80 @@ final class JSONReaderTests: XCTestCase {
         }
     }
 
+    /// Events read with a shared `RecentStrings` (repeated ids and timestamps share one string)
+    /// are the events read without it, in any order and however the slots collide.
+    func testSharedRecentStringsGiveTheSameEvents() {
+        let lines = Self.conformanceEvents.split(separator: "\n").map(String.init)
+        let recent = RecentStrings()
+        for round in 0..<3 {
+            for line in (round == 1 ? lines.reversed() : lines) {
+                let bytes = Array(line.utf8)
+                let shared = bytes.withUnsafeBufferPointer { HostEvent.decode(utf8: $0, recent: recent) }
+                let own = bytes.withUnsafeBufferPointer { HostEvent.decode(utf8: $0) }
+                XCTAssertEqual(shared, own, line)
+            }
+        }
+        // Bodies of every length around the bounds (15/16 and 128/129 bytes), many colliding in a
+        // slot: each read gives its own bytes back, never a recent look-alike's.
+        for length in [1, 15, 16, 17, 36, 127, 128, 129, 300] {
+            for variant in 0..<40 {
+                var body = Array(repeating: UInt8(ascii: "a"), count: length)
+                body[length / 2] = UInt8(ascii: "a") + UInt8(variant % 26)
+                if length > 3 { body[0] = UInt8(ascii: "0") + UInt8(variant % 10) }
+                let text = String(decoding: body, as: UTF8.self)
+                let doc = Array(("\"" + text + "\"").utf8)
+                let read = doc.withUnsafeBufferPointer { b -> String? in
+                    var r = JSONReader(b, recent: recent)
+                    return r.string()
+                }
+                XCTAssertEqual(read, text, "length \(length), variant \(variant)")
+            }
+        }
+    }
+
+    /// The string scan takes eight bytes at a time: a quote, a backslash, a control byte or a
+    /// non-ASCII byte at any position of a body, near or across a word's edge, is still found
+    /// (the value as `JSONDecoder` reads it; a control byte fails the reader).
+    func testTheStringScanFindsEveryByteThatEndsAPlainRun() throws {
+        let specials: [(insert: [UInt8], decoded: String?)] = [
+            (Array(#"\""#.utf8), "\""),
+            (Array(#"\\"#.utf8), "\\"),
+            (Array(#"\u00e9"#.utf8), "é"),
+            (Array("é".utf8), "é"),
+            ([0x7F], "\u{7F}"),
+            ([0x1F], nil),
+            ([0x0A], nil),
+        ]
+        for length in 0..<26 {
+            for at in 0...length {
+                for special in specials {
+                    var body = Array(repeating: UInt8(ascii: "x"), count: length)
+                    body.insert(contentsOf: special.insert, at: at)
+                    let doc = [UInt8(ascii: "\"")] + body + [UInt8(ascii: "\"")] + Array(#","next":1"#.utf8)
+                    var failed = false
+                    let read = doc.withUnsafeBufferPointer { b -> String? in
+                        var r = JSONReader(b)
+                        let s = r.string()
+                        failed = r.failed
+                        // The scan stopped at the closing quote, not before or after it.
+                        if !failed { r.expect(UInt8(ascii: ",")) }
+                        failed = failed || r.failed
+                        return s
+                    }
+                    let where_ = "length \(length), at \(at), \(special.insert)"
+                    if let want = special.decoded {
+                        let x = String(repeating: "x", count: at)
+                        let y = String(repeating: "x", count: length - at)
+                        XCTAssertFalse(failed, where_)
+                        XCTAssertEqual(read, x + want + y, where_)
+                    } else {
+                        XCTAssertTrue(failed, where_)
+                    }
+                }
+            }
+        }
+    }
+
     func testOtherShapesDecodeAsJSONDecoderDecodesThem() {
         let tool = #"{"event_type":"tool_lifecycle","session_id":"s","tool_call_id":"c","tool_name":"read_file","phase":"started","started_at":"2026-05-01T08:15:02.115Z""#
         let perm = #"{"event_type":"permission_decision","session_id":"s","tool_name":"t","decision_id":"d","outcome":"allow","mode":"plan","loaded_sources":["a"],"decided_at":"2026-05-01T08:15:02.114Z""#

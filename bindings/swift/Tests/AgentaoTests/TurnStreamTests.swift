@@ -57,4 +57,56 @@ final class TurnStreamTests: XCTestCase {
         XCTAssertEqual(deltas, chunks)
         XCTAssertEqual(outcome?.text, chunks.joined())
     }
+
+    /// A reader whose task is cancelled gets nil at once though items wait in the queue, and
+    /// every later step too; the turn is cancelled.
+    func testACancelledReaderGetsNilThoughItemsWait() async throws {
+        let agent = try Agent(config: scripted([slowText(chunks: 40, delayMs: 50)]))
+        let started = Date()
+        let reader = Task { () -> [String] in
+            var iterator = agent.stream("slow").makeAsyncIterator()
+            var seen: [String] = []
+            guard case .text(let first)? = try await iterator.next() else { return ["no first delta"] }
+            seen.append(first)
+            // A few more deltas arrive meanwhile, queued unread.
+            try? await Task.sleep(nanoseconds: 300_000_000)
+            withUnsafeCurrentTask { $0?.cancel() }
+            if let item = try await iterator.next() { seen.append("after the cancel: \(item)") }
+            if let item = try await iterator.next() { seen.append("later: \(item)") }
+            return seen
+        }
+        let seen = try await reader.value
+        XCTAssertEqual(seen, ["c1 "])
+        let ended = try await eventually { try agent.lastTurn() != nil }
+        XCTAssertTrue(ended, "the turn did not end")
+        XCTAssertEqual(try agent.lastTurn()?.status, .cancelled)
+        XCTAssertEqual(try agent.lastTurn()?.error, "stream-ended")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5, "the turn ran on (it takes 2 s)")
+    }
+
+    /// A stream the library refuses (another turn runs) throws the refusal on its first step,
+    /// then ends; the running turn goes on.
+    func testARefusedStreamThrowsOnItsFirstStep() async throws {
+        let agent = try Agent(config: scripted([slowText(chunks: 4, delayMs: 50)]))
+        let first = agent.stream("slow")
+        var refused = agent.stream("second").makeAsyncIterator()
+        do {
+            _ = try await refused.next()
+            XCTFail("the second stream did not throw")
+        } catch let e as AgentaoError {
+            XCTAssertEqual(e.status, .turnInProgress)
+        }
+        let after = try await refused.next()
+        XCTAssertNil(after)
+        var deltas = 0
+        var outcome: TurnOutcome?
+        for try await item in first {
+            switch item {
+            case .text: deltas += 1
+            case .outcome(let o): outcome = o
+            }
+        }
+        XCTAssertEqual(deltas, 4)
+        XCTAssertEqual(outcome?.status, .ok)
+    }
 }
