@@ -560,7 +560,7 @@ impl ToolRegistry {
     /// A tool's `parameters` schema as rendered into [`ToolRegistry::schemas`].
     pub(crate) fn parameters(&self, name: &str) -> Option<&Value> {
         let i = self.tools.keys().position(|n| n == name)?;
-        self.schemas[i].get("function")?.get("parameters")
+        member(member(&self.schemas[i], "function")?, "parameters")
     }
 
     /// Names in sorted order.
@@ -681,15 +681,15 @@ pub(crate) fn check_declared_in(
         return Ok(());
     }
     if !matches!(
-        schema.get("additionalProperties"),
+        member(schema, "additionalProperties"),
         None | Some(Value::Bool(false))
     ) {
         return Ok(());
     }
-    let declared = schema.get("properties").and_then(Value::as_object);
+    let declared = member(schema, "properties").and_then(Value::as_object);
     match args
         .keys()
-        .find(|k| !declared.is_some_and(|d| d.contains_key(*k)))
+        .find(|k| !declared.is_some_and(|d| has_member(d, k)))
     {
         Some(key) => Err(ToolError::new(
             "TypeError",
@@ -700,6 +700,27 @@ pub(crate) fn check_declared_in(
         )),
         None => Ok(()),
     }
+}
+
+/// Up to this many members, an object's member is found by comparing keys in order: hashing
+/// the key (serde_json's map hashes with SipHash) cost more than the whole scan, a few times a
+/// call. Larger objects (a server's schema may be anything) are looked up by hash.
+const SCANNED_MEMBERS: usize = 16;
+
+/// `v[key]` when `v` is an object that has it.
+fn member<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    let map = v.as_object()?;
+    if map.len() > SCANNED_MEMBERS {
+        return map.get(key);
+    }
+    map.iter().find_map(|(k, v)| (k == key).then_some(v))
+}
+
+fn has_member(map: &Map<String, Value>, key: &str) -> bool {
+    if map.len() > SCANNED_MEMBERS {
+        return map.contains_key(key);
+    }
+    map.keys().any(|k| k == key)
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -721,6 +742,32 @@ mod argument_tests {
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// Members are found alike in objects scanned in order and in larger ones looked up by
+    /// hash.
+    #[test]
+    fn declared_arguments_are_checked_in_small_and_large_schemas() {
+        let registry = ToolRegistry::builtin(&ToolsConfig::default()).unwrap();
+        let tool = registry.get("read_file").unwrap();
+        for n in [1, SCANNED_MEMBERS, SCANNED_MEMBERS + 1, 40] {
+            let properties: Map<String, Value> =
+                (0..n).map(|i| (format!("p{i}"), json!({}))).collect();
+            let schema = json!({"type": "object", "properties": properties});
+            let last = format!("p{}", n - 1);
+            assert!(
+                check_declared_in(tool.as_ref(), &schema, &args(json!({"p0": 1, last: 2}))).is_ok()
+            );
+            let e = check_declared_in(tool.as_ref(), &schema, &args(json!({"p0": 1, "q": 2})))
+                .unwrap_err();
+            assert!(
+                e.message.contains("unexpected keyword argument 'q'"),
+                "{n}: {e:?}"
+            );
+            let open =
+                json!({"type": "object", "properties": properties, "additionalProperties": true});
+            assert!(check_declared_in(tool.as_ref(), &open, &args(json!({"q": 2}))).is_ok());
+        }
     }
 
     fn type_error<T: std::fmt::Debug>(r: Result<T, ToolError>) -> String {
