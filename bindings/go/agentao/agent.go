@@ -24,6 +24,7 @@ type Agent struct {
 	active    int                                  // calls inside the library
 	turns     map[*C.agentao_cancel_token]struct{} // tokens of running turns, cancelled by Close
 	sessionID string
+	yielded   sysmonYield
 }
 
 // Option configures New.
@@ -239,6 +240,7 @@ func (t *turn) end() {
 	C.agentao_go_turn_end(t.tok, t.cmsg, t.text)
 	t.imgs.free()
 	t.a.release()
+	t.a.yielded.turnEnded()
 }
 
 // wrap adds the context's error to a cancelled turn's error.
