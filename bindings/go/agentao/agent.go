@@ -25,6 +25,7 @@ type Agent struct {
 	turns     map[*C.agentao_cancel_token]struct{} // tokens of running turns, cancelled by Close
 	sessionID string
 	yielded   sysmonYield
+	link      *ctxLink // the last turn's context link, kept for the next turn (context_link.go)
 }
 
 // Option configures New.
@@ -106,6 +107,8 @@ func (a *Agent) Close() error {
 		return nil
 	}
 	a.closed = true
+	link := a.link
+	a.link = nil
 	reason := C.CString("session-closed")
 	for tok := range a.turns {
 		C.agentao_cancel_token_cancel(tok, reason)
@@ -113,6 +116,7 @@ func (a *Agent) Close() error {
 	freeC(reason)
 	p := a.takeIfIdle()
 	a.mu.Unlock()
+	link.remove()
 	if p != nil {
 		C.agentao_agent_free(p)
 	}
@@ -184,6 +188,7 @@ type turn struct {
 	max   C.int32_t
 	tok   *C.agentao_cancel_token
 	ctx   context.Context
+	link  *ctxLink // the agent's context link, or (a concurrent turn) nil and stop/fired
 	stop  func() bool
 	fired chan struct{}
 }
@@ -203,15 +208,22 @@ func (a *Agent) beginTurn(ctx context.Context, message string, opts []TurnOption
 	}
 	t := &turn{a: a, ptr: ptr, msg: message, imgs: newCImages(o.images), max: C.int32_t(o.maxIterations),
 		ctx: ctx, tok: C.agentao_cancel_token_new()}
+	linked := ctx.Done() != nil
+	var replaced *ctxLink
 	a.mu.Lock()
 	a.turns[t.tok] = struct{}{}
 	if a.closed { // Close ran since acquire: this turn starts cancelled
 		cancelToken(t.tok, "session-closed")
+	} else if linked {
+		t.link, replaced = a.claimLink(ctx, t.tok)
 	}
 	a.mu.Unlock()
-	if ctx.Done() != nil {
+	replaced.remove()
+	if linked {
 		if ctx.Err() != nil {
 			cancelToken(t.tok, context.Cause(ctx).Error())
+		} else if t.link != nil {
+			t.link.register()
 		} else {
 			t.fired = make(chan struct{})
 			t.stop = context.AfterFunc(ctx, func() {
@@ -231,6 +243,9 @@ func cancelToken(tok *C.agentao_cancel_token, reason string) {
 
 // end unlinks the context, waits for a cancel already in flight, and releases the token.
 func (t *turn) end() {
+	if t.link != nil {
+		t.a.releaseLink(t.link)
+	}
 	if t.stop != nil && !t.stop() {
 		<-t.fired
 	}
