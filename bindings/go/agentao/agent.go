@@ -202,22 +202,26 @@ func (a *Agent) beginTurn(ctx context.Context, message string, opts []TurnOption
 	if err := checkNUL(message); err != nil {
 		return nil, err
 	}
-	ptr, err := a.acquire()
-	if err != nil {
-		return nil, err
-	}
-	t := &turn{a: a, ptr: ptr, msg: message, imgs: newCImages(o.images), max: C.int32_t(o.maxIterations),
-		ctx: ctx, tok: C.agentao_cancel_token_new()}
+	// One lock section registers the turn (Close cancels the tokens it finds) and claims the
+	// context's link; the token is made before it.
+	tok := C.agentao_cancel_token_new()
 	linked := ctx.Done() != nil
-	var replaced *ctxLink
+	var link, replaced *ctxLink
 	a.mu.Lock()
-	a.turns[t.tok] = struct{}{}
-	if a.closed { // Close ran since acquire: this turn starts cancelled
-		cancelToken(t.tok, "session-closed")
-	} else if linked {
-		t.link, replaced = a.claimLink(ctx, t.tok)
+	if a.closed {
+		a.mu.Unlock()
+		C.agentao_cancel_token_free(tok)
+		return nil, ErrClosed
+	}
+	a.active++
+	ptr := a.ptr
+	a.turns[tok] = struct{}{}
+	if linked {
+		link, replaced = a.claimLink(ctx, tok)
 	}
 	a.mu.Unlock()
+	t := &turn{a: a, ptr: ptr, msg: message, imgs: newCImages(o.images), max: C.int32_t(o.maxIterations),
+		ctx: ctx, tok: tok, link: link}
 	replaced.remove()
 	if linked {
 		if ctx.Err() != nil {
@@ -241,21 +245,30 @@ func cancelToken(tok *C.agentao_cancel_token, reason string) {
 	freeC(r)
 }
 
-// end unlinks the context, waits for a cancel already in flight, and releases the token.
+// end unlinks the context, waits for a cancel already in flight, and releases the token (and
+// the agent's handle, when Close ran during the turn and it was the last call).
 func (t *turn) end() {
 	if t.link != nil {
-		t.a.releaseLink(t.link)
+		t.link.detach()
 	}
 	if t.stop != nil && !t.stop() {
 		<-t.fired
 	}
-	t.a.mu.Lock()
-	delete(t.a.turns, t.tok)
-	t.a.mu.Unlock()
+	a := t.a
+	a.mu.Lock()
+	delete(a.turns, t.tok)
+	if t.link != nil {
+		t.link.busy = false
+	}
+	a.active--
+	p := a.takeIfIdle()
+	a.mu.Unlock()
 	C.agentao_go_turn_end(t.tok, t.cmsg, t.text)
 	t.imgs.free()
-	t.a.release()
-	t.a.yielded.turnEnded()
+	if p != nil {
+		C.agentao_agent_free(p)
+	}
+	a.yielded.turnEnded()
 }
 
 // wrap adds the context's error to a cancelled turn's error.

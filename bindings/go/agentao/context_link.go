@@ -87,12 +87,10 @@ func (l *ctxLink) remove() {
 	}
 }
 
-// release ends the turn's use of the link: no cancel of the context reaches its token after this.
-func (a *Agent) releaseLink(l *ctxLink) {
+// detach ends the turn's use of the link: no cancel of the context reaches its token after
+// this (the turn's end then clears busy under the Agent's mu).
+func (l *ctxLink) detach() {
 	l.mu.Lock()
 	l.tok = nil
 	l.mu.Unlock()
-	a.mu.Lock()
-	l.busy = false
-	a.mu.Unlock()
 }
