@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"reflect"
 	"sync"
 )
 
@@ -48,7 +49,12 @@ func (a *Agent) claimLink(ctx context.Context, tok *C.agentao_cancel_token) (l *
 	if l != nil && l.busy {
 		return nil, nil
 	}
+	// Only a context of a comparable type is kept: comparing two interface values of one
+	// uncomparable type panics, and a link's context is compared with the next turn's.
 	if l == nil || l.ctx != ctx {
+		if !reflect.TypeOf(ctx).Comparable() {
+			return nil, nil
+		}
 		replaced = l
 		l = &ctxLink{ctx: ctx}
 		a.link = l

@@ -85,3 +85,29 @@ func TestCloseRemovesTheContextLink(t *testing.T) {
 	}
 	cancel()
 }
+
+// taggedContext is a context of an uncomparable type (comparing two of them panics).
+type taggedContext struct {
+	context.Context
+	tags []string
+}
+
+// A context of an uncomparable type is linked for its turn only, and still cancels it.
+func TestAnUncomparableContextIsLinkedPerTurn(t *testing.T) {
+	a := newAgent(t, config(t.TempDir(), `{"text":"one"},{"text":"two"},`+slowTurn, ""), nil)
+	base, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := taggedContext{Context: base, tags: []string{"a"}}
+	for _, want := range []string{"one", "two"} { // the second compared it with the first's
+		if text, err := a.Chat(ctx, "x"); err != nil || text != want {
+			t.Fatalf("Chat = %q, %v", text, err)
+		}
+	}
+	if a.link != nil {
+		t.Fatal("an uncomparable context was kept")
+	}
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	if _, err := a.Chat(ctx, "x"); !errors.Is(err, StatusCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Chat: %v", err)
+	}
+}
