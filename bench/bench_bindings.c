@@ -25,7 +25,7 @@
  *           per delta reaches the language)
  *   event   a turn of BW_CALLS read_file calls, 3 host events each, to a no-op host-event
  *           observer (the language's observer API, decoded as the binding decodes them)
- *   turn    a one-response chat turn, null transport
+ *   turn    a one-response chat turn, null transport (200 a round, BENCH_BIND_TURNS)
  *
  * The workers: this program (`--child bindworker`, the C floor), target/bench/bind-cpp
  * (bench/bindings/worker.cpp on bindings/cpp/agentao.hpp), target/bench/bind-go
@@ -43,8 +43,18 @@
 static const char *const bw_scenarios[] = {"delta", "emit", "event", "turn"};
 #define BW_SCENARIOS 4
 
-/* Turns per round and the divisor of each scenario's per-unit figure. */
-static int bw_turns(int s) { return s == 3 ? 200 : 2; }
+/* Turns per round and the divisor of each scenario's per-unit figure. BENCH_BIND_TURNS=N sets
+ * the turn scenario's turns per round (default 200, a burst of ~1-2 ms): a worker idle between
+ * rounds pays its runtime's wake-up in each burst (Go's sysmon polls every 20 us for the first
+ * ~1 ms after a blocking read), which a long round (say 5000) spreads out: the steady state. */
+static int bw_turns(int s) {
+    static int turn_round = 0;
+    if (!turn_round) {
+        const char *v = getenv("BENCH_BIND_TURNS");
+        turn_round = v && atoi(v) > 0 ? atoi(v) : 200;
+    }
+    return s == 3 ? turn_round : 2;
+}
 static double bw_units_per_turn(int s) { return s == 2 ? 3.0 * BW_CALLS : s == 3 ? 1.0 : BW_DELTAS; }
 
 /* ------------------------------------------------------------------ the C worker */

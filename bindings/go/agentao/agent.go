@@ -24,6 +24,8 @@ type Agent struct {
 	active    int                                  // calls inside the library
 	turns     map[*C.agentao_cancel_token]struct{} // tokens of running turns, cancelled by Close
 	sessionID string
+	yielded   sysmonYield
+	link      *ctxLink // the last turn's context link, kept for the next turn (context_link.go)
 }
 
 // Option configures New.
@@ -105,6 +107,8 @@ func (a *Agent) Close() error {
 		return nil
 	}
 	a.closed = true
+	link := a.link
+	a.link = nil
 	reason := C.CString("session-closed")
 	for tok := range a.turns {
 		C.agentao_cancel_token_cancel(tok, reason)
@@ -112,6 +116,7 @@ func (a *Agent) Close() error {
 	freeC(reason)
 	p := a.takeIfIdle()
 	a.mu.Unlock()
+	link.remove()
 	if p != nil {
 		C.agentao_agent_free(p)
 	}
@@ -183,6 +188,7 @@ type turn struct {
 	max   C.int32_t
 	tok   *C.agentao_cancel_token
 	ctx   context.Context
+	link  *ctxLink // the agent's context link, or (a concurrent turn) nil and stop/fired
 	stop  func() bool
 	fired chan struct{}
 }
@@ -196,21 +202,32 @@ func (a *Agent) beginTurn(ctx context.Context, message string, opts []TurnOption
 	if err := checkNUL(message); err != nil {
 		return nil, err
 	}
-	ptr, err := a.acquire()
-	if err != nil {
-		return nil, err
-	}
-	t := &turn{a: a, ptr: ptr, msg: message, imgs: newCImages(o.images), max: C.int32_t(o.maxIterations),
-		ctx: ctx, tok: C.agentao_cancel_token_new()}
+	// One lock section registers the turn (Close cancels the tokens it finds) and claims the
+	// context's link; the token is made before it.
+	tok := C.agentao_cancel_token_new()
+	linked := ctx.Done() != nil
+	var link, replaced *ctxLink
 	a.mu.Lock()
-	a.turns[t.tok] = struct{}{}
-	if a.closed { // Close ran since acquire: this turn starts cancelled
-		cancelToken(t.tok, "session-closed")
+	if a.closed {
+		a.mu.Unlock()
+		C.agentao_cancel_token_free(tok)
+		return nil, ErrClosed
+	}
+	a.active++
+	ptr := a.ptr
+	a.turns[tok] = struct{}{}
+	if linked {
+		link, replaced = a.claimLink(ctx, tok)
 	}
 	a.mu.Unlock()
-	if ctx.Done() != nil {
+	t := &turn{a: a, ptr: ptr, msg: message, imgs: newCImages(o.images), max: C.int32_t(o.maxIterations),
+		ctx: ctx, tok: tok, link: link}
+	replaced.remove()
+	if linked {
 		if ctx.Err() != nil {
 			cancelToken(t.tok, context.Cause(ctx).Error())
+		} else if t.link != nil {
+			t.link.register()
 		} else {
 			t.fired = make(chan struct{})
 			t.stop = context.AfterFunc(ctx, func() {
@@ -228,17 +245,30 @@ func cancelToken(tok *C.agentao_cancel_token, reason string) {
 	freeC(r)
 }
 
-// end unlinks the context, waits for a cancel already in flight, and releases the token.
+// end unlinks the context, waits for a cancel already in flight, and releases the token (and
+// the agent's handle, when Close ran during the turn and it was the last call).
 func (t *turn) end() {
+	if t.link != nil {
+		t.link.detach()
+	}
 	if t.stop != nil && !t.stop() {
 		<-t.fired
 	}
-	t.a.mu.Lock()
-	delete(t.a.turns, t.tok)
-	t.a.mu.Unlock()
+	a := t.a
+	a.mu.Lock()
+	delete(a.turns, t.tok)
+	if t.link != nil {
+		t.link.busy = false
+	}
+	a.active--
+	p := a.takeIfIdle()
+	a.mu.Unlock()
 	C.agentao_go_turn_end(t.tok, t.cmsg, t.text)
 	t.imgs.free()
-	t.a.release()
+	if p != nil {
+		C.agentao_agent_free(p)
+	}
+	a.yielded.turnEnded()
 }
 
 // wrap adds the context's error to a cancelled turn's error.

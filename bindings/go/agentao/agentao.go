@@ -12,7 +12,9 @@
 // from any goroutine.
 //
 // Cancellation: Chat, Run and Stream take a context.Context; its cancellation cancels the
-// turn (the turn ends with an error matching StatusCancelled and the context's error).
+// turn (the turn ends with an error matching StatusCancelled and the context's error). An
+// agent stays registered on the last context it ran a turn with (one context.AfterFunc, kept
+// for the next turn on the same context) until a turn on another context or Close.
 //
 // Errors are values: *Error carries the Status and the library's message, and
 // errors.Is(err, agentao.StatusCancelled) (or any other Status) tests the status.

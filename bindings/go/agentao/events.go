@@ -11,8 +11,10 @@ import (
 	"errors"
 	"iter"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // HostEvent is one host event of the v3 contract (docs/schema/host.events.v3.schema.json):
@@ -36,8 +38,15 @@ type UnknownHostEvent struct {
 func (e *UnknownHostEvent) EventType() string { return e.Type }
 
 // decodeHostEvent decodes the v3 wire form by its event_type.
-func decodeHostEvent(b []byte) (HostEvent, error) {
-	eventType, ok := leadingEventType(b)
+func decodeHostEvent(b []byte) (HostEvent, error) { return decodeHostEventText(string(b)) }
+
+// decodeHostEventText is decodeHostEvent on the event as one string, copied out of C once: the
+// decoder reads its bytes in place, and the typed event's strings are substrings of it.
+func decodeHostEventText(text string) (HostEvent, error) {
+	// Read only: no byte of a string is ever written, and nothing keeps b past this call
+	// (UnknownHostEvent gets a copy).
+	b := unsafe.Slice(unsafe.StringData(text), len(text))
+	eventType, ok := leadingEventType(text)
 	if !ok {
 		var head struct {
 			EventType string `json:"event_type"`
@@ -52,11 +61,11 @@ func decodeHostEvent(b []byte) (HostEvent, error) {
 		if ok && !json.Valid(b) { // the fast path has not read it all
 			return nil, &Error{Status: StatusInvalidJSON, Message: "the host event is not valid JSON"}
 		}
-		return &UnknownHostEvent{Type: eventType, JSON: b}, nil
+		return &UnknownHostEvent{Type: eventType, JSON: []byte(text)}, nil
 	}
 	// Without reflection first (host_event_decoder.go); what that decoder does not read, or
 	// reads as invalid, encoding/json decodes again and answers for.
-	if decodeFast(b, ev.(fastDecodable)) {
+	if decodeFast(text, ev.(fastDecodable)) {
 		return ev, nil
 	}
 	ev = newHostEvent(eventType)
@@ -69,18 +78,18 @@ func decodeHostEvent(b []byte) (HostEvent, error) {
 // leadingEventType reads the event type the library writes first ({"event_type":"T",...})
 // without a JSON pass over the whole event (the typed decode that follows is the one); false
 // for any other shape, which the full decoder then reads.
-func leadingEventType(b []byte) (string, bool) {
+func leadingEventType(text string) (string, bool) {
 	const pre = `{"event_type":"`
-	if len(b) < len(pre) || string(b[:len(pre)]) != pre {
+	if !strings.HasPrefix(text, pre) {
 		return "", false
 	}
-	rest := b[len(pre):]
-	for i, c := range rest {
-		switch c {
+	rest := text[len(pre):]
+	for i := 0; i < len(rest); i++ {
+		switch rest[i] {
 		case '\\':
 			return "", false
 		case '"':
-			return string(rest[:i]), true
+			return rest[:i], true
 		}
 	}
 	return "", false
@@ -203,7 +212,7 @@ func (hs *HostEventStream) next() (HostEvent, error, bool) {
 	if err := statusErr(st, cerr); err != nil {
 		return nil, err, false
 	}
-	ev, err := decodeHostEvent(takeBytes(item))
+	ev, err := decodeHostEventText(takeString(item))
 	return ev, err, false
 }
 

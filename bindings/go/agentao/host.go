@@ -160,7 +160,7 @@ func goAgentaoUnsubscribe(h C.uintptr_t, id C.uint64_t) {
 func goAgentaoObserve(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
 	defer func() { _ = recover() }() // a panicking observer loses that event
 	fn := cgo.Handle(h).Value().(func(HostEvent))
-	ev, err := decodeHostEvent(C.GoBytes(unsafe.Pointer(eventJSON), C.int(n)))
+	ev, err := decodeHostEventText(C.GoStringN(eventJSON, C.int(n)))
 	if err == nil {
 		fn(ev)
 	}

@@ -1,6 +1,7 @@
 package agentao
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"reflect"
@@ -31,9 +32,9 @@ func byEncodingJSON(eventType string, b []byte) (HostEvent, error) {
 // encoding/json's.
 func TestHostEventDecoderReadsTheLibrarysEvents(t *testing.T) {
 	for _, line := range conformanceExamples(t) {
-		eventType, _ := leadingEventType([]byte(line))
+		eventType, _ := leadingEventType(line)
 		ev := newHostEvent(eventType)
-		if !decodeFast([]byte(line), ev.(fastDecodable)) {
+		if !decodeFast(line, ev.(fastDecodable)) {
 			t.Fatalf("the decoder left this event to encoding/json: %s", line)
 		}
 		want, err := byEncodingJSON(eventType, []byte(line))
@@ -104,7 +105,7 @@ func TestHostEventDecoderAgreesWithEncodingJSONOnOtherShapes(t *testing.T) {
 		_ = json.Unmarshal([]byte(doc), &head)
 		eventType := head.EventType
 		if eventType == "" {
-			eventType, _ = leadingEventType([]byte(doc))
+			eventType, _ = leadingEventType(doc)
 		}
 		got, gotErr := decodeHostEvent([]byte(doc))
 		want, wantErr := byEncodingJSON(eventType, []byte(doc))
@@ -127,7 +128,7 @@ func FuzzHostEventDecoderMatchesEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, eventType := range []string{"tool_lifecycle", "permission_decision", "subagent_lifecycle"} {
 			ev := newHostEvent(eventType)
-			if !decodeFast(b, ev.(fastDecodable)) {
+			if !decodeFast(string(b), ev.(fastDecodable)) {
 				continue
 			}
 			want, err := byEncodingJSON(eventType, b)
@@ -146,7 +147,7 @@ func TestHostEventDecoderLeavesDeepValuesToEncodingJSON(t *testing.T) {
 	deep := strings.Repeat("[", 2000) + strings.Repeat("]", 2000)
 	doc := `{"event_type":"tool_lifecycle","session_id":"s","future":` + deep + `}`
 	ev := newHostEvent("tool_lifecycle")
-	if decodeFast([]byte(doc), ev.(fastDecodable)) {
+	if decodeFast(doc, ev.(fastDecodable)) {
 		t.Fatal("the decoder read a value nested 2,000 deep")
 	}
 	got, err := decodeHostEvent([]byte(doc))
@@ -167,10 +168,81 @@ func BenchmarkDecodeHostEvent(b *testing.B) {
 	b.Run("encoding-json", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			line := []byte(lines[i%len(lines)])
-			eventType, _ := leadingEventType(line)
+			eventType, _ := leadingEventType(string(line))
 			if _, err := byEncodingJSON(eventType, line); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// ordinaryBytes answers as a byte-at-a-time check does, for every byte value at every position
+// of a word whose other bytes are ordinary, and for words mixing bytes near the boundaries.
+func TestOrdinaryBytesMatchesTheByteByByteCheck(t *testing.T) {
+	special := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 || c >= 0x80 }
+	check := func(w [8]byte) {
+		want := true
+		for _, c := range w {
+			if special(c) {
+				want = false
+			}
+		}
+		if got := ordinaryBytes(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("%q: ordinaryBytes %v, want %v", w[:], got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			w := [8]byte{'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
+			w[pos] = byte(c)
+			check(w)
+		}
+	}
+	// Borrows: the bytes next to each boundary (0x1f/0x20, '!'/'"'/'#', '['/'\\'/']',
+	// 0x7f/0x80, 0x00/0x01) in every combination over two neighbouring positions.
+	edges := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', '#', '[', '\\', ']', 0x7f, 0x80, 0xff}
+	for pos := range 7 {
+		for _, a := range edges {
+			for _, b := range edges {
+				w := [8]byte{'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x'}
+				w[pos], w[pos+1] = a, b
+				check(w)
+			}
+		}
+	}
+}
+
+// A string's end, escapes, control characters and non-ASCII bytes are found wherever they
+// fall against the eight-byte steps.
+func TestStringTokenAtEveryAlignment(t *testing.T) {
+	for pad := range 17 {
+		body := strings.Repeat("a", pad)
+		cases := []struct {
+			doc   string
+			plain bool
+			ok    bool
+		}{
+			{`"` + body + `"`, true, true},
+			{`"` + body + `\"x"`, false, true},
+			{`"` + body + `\u00e9"`, false, true},
+			{`"` + body + "é" + `"`, false, true},
+			{`"` + body + "\x01" + `"`, false, false},
+			{`"` + body + `\q"`, false, false},
+			{`"` + body, false, false},
+		}
+		for _, c := range cases {
+			doc := c.doc
+			if c.ok { // what follows the string is not read
+				doc += ` ,"next"`
+			}
+			d := eventDecoder{data: []byte(doc)}
+			raw, plain := d.stringToken()
+			if d.failed == c.ok {
+				t.Fatalf("%q: failed %v", c.doc, d.failed)
+			}
+			if c.ok && (string(raw) != c.doc || plain != c.plain || d.pos != len(c.doc)) {
+				t.Fatalf("%q: raw %q plain %v pos %d", c.doc, raw, plain, d.pos)
+			}
+		}
+	}
 }
