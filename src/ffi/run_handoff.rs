@@ -13,7 +13,7 @@ use crate::agent::Completion;
 /// what it keeps and wakes whatever waits (resumes a Swift continuation, signals a condition
 /// variable, sends on a channel), and nothing else. `on_done` then runs on the library's
 /// runtime thread that finished the turn, inline, which saves the hand-off to a blocking thread
-/// that `agentao_agent_run` makes (a thread wake-up: about 6 µs CPU a turn).
+/// that `agentao_agent_run` makes (one thread wake-up a turn; docs/performance.md has its cost).
 ///
 /// `on_done` must return promptly: it must not block (no waiting on a lock another thread may
 /// hold long, on I/O, on a person) and must not call back into the agent (a blocking call
