@@ -1,8 +1,10 @@
 package agentao
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 	"unsafe"
@@ -114,4 +116,21 @@ func BenchmarkTurn(b *testing.B) {
 	b.ReportMetric(goPer, "go-us/turn")
 	b.ReportMetric(cPer, "c-us/turn")
 	b.ReportMetric(goPer-cPer, "overhead-us/turn")
+}
+
+// BenchmarkHostEventJSONCopy: what AddHostEventJSONObserver's copy of an event costs (the
+// conformance examples, 300-620 bytes). C.GoStringN and string([]byte) are the same runtime
+// path (an allocation and a memmove); cgo is not allowed in a test file.
+func BenchmarkHostEventJSONCopy(b *testing.B) {
+	data, err := os.ReadFile("testdata/host-event-examples.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	var sink string
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		sink = string(lines[i%len(lines)])
+	}
+	_ = sink
 }
