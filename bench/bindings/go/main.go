@@ -72,7 +72,7 @@ func (w *worker) setup(s int, config string) error {
 	}
 	if s == eventJSON {
 		n := &w.units[s]
-		_, err = a.AddHostEventJSONObserver(func(string) { n.Add(1) })
+		_, err = a.AddHostEventJSONObserver(func([]byte) { n.Add(1) })
 	}
 	return err
 }

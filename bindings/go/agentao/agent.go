@@ -32,7 +32,7 @@ type Agent struct {
 type Option func(*options)
 
 type options struct {
-	observers []any // func(HostEvent) or func(string), in the order given
+	observers []any // func(HostEvent) or func([]byte), in the order given
 }
 
 // WithHostEventObserver registers a host-event observer before the agent can run a turn, so
@@ -47,7 +47,7 @@ func WithHostEventObserver(fn func(HostEvent)) Option {
 
 // WithHostEventJSONObserver registers a raw-JSON host-event observer before the agent can run
 // a turn, so it sees every event (see AddHostEventJSONObserver).
-func WithHostEventJSONObserver(fn func(eventJSON string)) Option {
+func WithHostEventJSONObserver(fn func(eventJSON []byte)) Option {
 	return func(o *options) {
 		if fn != nil {
 			o.observers = append(o.observers, fn)

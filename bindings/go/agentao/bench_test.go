@@ -118,9 +118,9 @@ func BenchmarkTurn(b *testing.B) {
 	b.ReportMetric(goPer-cPer, "overhead-us/turn")
 }
 
-// BenchmarkHostEventJSONCopy: what AddHostEventJSONObserver's copy of an event costs (the
-// conformance examples, 300-620 bytes). C.GoStringN and string([]byte) are the same runtime
-// path (an allocation and a memmove); cgo is not allowed in a test file.
+// BenchmarkHostEventJSONCopy: what a JSON observer that keeps an event pays for its copy
+// (string(eventJSON); the conformance examples, 300-620 bytes), the copy the binding leaves
+// to the closure.
 func BenchmarkHostEventJSONCopy(b *testing.B) {
 	data, err := os.ReadFile("testdata/host-event-examples.jsonl")
 	if err != nil {

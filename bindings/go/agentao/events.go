@@ -278,14 +278,17 @@ func (a *Agent) AddHostEventObserver(fn func(HostEvent)) (ObserverID, error) {
 // log, a channel, another process) and has no use for AddHostEventObserver's typed decode,
 // which costs most of an event's time in the binding.
 //
-// Ownership: eventJSON is a Go string copied out of the library's buffer before fn runs, so fn
-// may keep it, send it on a channel or retain it past the call.
+// Ownership: eventJSON is the library's buffer, lent for the call (as io.Writer's Write and
+// bufio.Scanner's Bytes lend theirs): it is valid only until fn returns and must not be
+// modified. A closure that keeps the text copies it (string(eventJSON), bytes.Clone); the
+// binding does not, since the copy cost about as much again as the rest of the observer's
+// overhead (docs/performance.md).
 //
 // Threads and order are AddHostEventObserver's: fn runs inline on a library thread, in order,
 // never concurrently with another observer call of this agent (typed or JSON, which see the
 // same events in the same order), and must return quickly. A panic in fn loses that event.
 // The id shares AddHostEventObserver's space: RemoveHostEventObserver removes either kind.
-func (a *Agent) AddHostEventJSONObserver(fn func(eventJSON string)) (ObserverID, error) {
+func (a *Agent) AddHostEventJSONObserver(fn func(eventJSON []byte)) (ObserverID, error) {
 	if fn == nil {
 		return 0, &Error{Status: StatusNullArgument, Message: "observer is nil"}
 	}
@@ -297,7 +300,7 @@ func (a *Agent) AddHostEventJSONObserver(fn func(eventJSON string)) (ObserverID,
 	return addObserver(ptr, fn)
 }
 
-// addObserver registers fn, a func(HostEvent) or a func(string) (goAgentaoObserve tells
+// addObserver registers fn, a func(HostEvent) or a func([]byte) (goAgentaoObserve tells
 // them apart).
 func addObserver(ptr *C.agentao_agent, fn any) (ObserverID, error) {
 	var id C.uint64_t

@@ -37,10 +37,10 @@ func TestHostEventJSONObserverMatchesCAndTyped(t *testing.T) {
 			mu.Unlock()
 			inCall.Store(0)
 		}),
-		WithHostEventJSONObserver(func(eventJSON string) {
+		WithHostEventJSONObserver(func(eventJSON []byte) {
 			enter()
 			mu.Lock()
-			texts = append(texts, eventJSON) // kept past the call: the string is the closure's
+			texts = append(texts, string(eventJSON)) // the buffer is lent for the call: a copy
 			order = append(order, "json")
 			mu.Unlock()
 			inCall.Store(0)
@@ -85,7 +85,7 @@ func TestHostEventJSONObserverRemoval(t *testing.T) {
 	if _, err := a.AddHostEventObserver(func(HostEvent) { typedN.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
-	id, err := a.AddHostEventJSONObserver(func(string) { jsonN.Add(1) })
+	id, err := a.AddHostEventJSONObserver(func([]byte) { jsonN.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,20 +111,20 @@ func TestHostEventJSONObserverRemoval(t *testing.T) {
 		t.Fatalf("after removal: typed %d, JSON %d (want %d, %d)", typedN.Load(), jsonN.Load(), 2*first, first)
 	}
 	// Released on agent close.
-	if _, err := a.AddHostEventJSONObserver(func(string) {}); err != nil {
+	if _, err := a.AddHostEventJSONObserver(func([]byte) {}); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
 	waitHandles(t)
 	// Refused registrations hold nothing: a nil closure, a closed agent, an agent New refused.
-	if _, err := a.AddHostEventJSONObserver(func(string) {}); err == nil {
+	if _, err := a.AddHostEventJSONObserver(func([]byte) {}); err == nil {
 		t.Fatal("AddHostEventJSONObserver on a closed agent")
 	}
 	b := newAgent(t, config(dir, `{"text":"ok"}`, ""), nil)
 	if _, err := b.AddHostEventJSONObserver(nil); !errors.Is(err, StatusNullArgument) {
 		t.Fatalf("nil observer: %v", err)
 	}
-	if _, err := New(`{"llm":`, nil, WithHostEventJSONObserver(func(string) {})); err == nil {
+	if _, err := New(`{"llm":`, nil, WithHostEventJSONObserver(func([]byte) {})); err == nil {
 		t.Fatal("New accepted a bad config")
 	}
 	if liveHandles.Load() != 0 {
@@ -136,7 +136,7 @@ func TestHostEventJSONObserverPanic(t *testing.T) {
 	dir := t.TempDir()
 	calls := 0
 	a := newAgent(t, config(dir, writeTurn, ""), nil,
-		WithHostEventJSONObserver(func(string) { calls++; panic("observer exploded") }))
+		WithHostEventJSONObserver(func([]byte) { calls++; panic("observer exploded") }))
 	if text, err := a.Chat(context.Background(), "write"); err != nil || text != "written" {
 		t.Fatalf("Chat = %q, %v", text, err)
 	}

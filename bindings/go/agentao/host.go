@@ -160,8 +160,8 @@ func goAgentaoUnsubscribe(h C.uintptr_t, id C.uint64_t) {
 func goAgentaoObserve(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
 	defer func() { _ = recover() }() // a panicking observer loses that event
 	switch fn := cgo.Handle(h).Value().(type) {
-	case func(string): // AddHostEventJSONObserver: the text, copied, undecoded
-		fn(C.GoStringN(eventJSON, C.int(n)))
+	case func([]byte): // AddHostEventJSONObserver: the library's text, lent for the call
+		fn(unsafe.Slice((*byte)(unsafe.Pointer(eventJSON)), int(n)))
 	case func(HostEvent):
 		ev, err := decodeHostEventText(C.GoStringN(eventJSON, C.int(n)))
 		if err == nil {
