@@ -21,11 +21,12 @@ import (
 const (
 	delta = iota
 	emit
-	event
+	event // the typed observer
 	turn
+	eventJSON // the JSON observer
 )
 
-var scenarios = map[string]int{"delta": delta, "emit": emit, "event": event, "turn": turn}
+var scenarios = map[string]int{"delta": delta, "emit": emit, "event": event, "turn": turn, "event-json": eventJSON}
 
 // processCPU is CLOCK_PROCESS_CPUTIME_ID: every thread's CPU time, the library's and the Go
 // runtime's included, as the C worker reads it.
@@ -51,8 +52,8 @@ func (t countingTransport) EmitEvent(ev agentao.Event) {
 }
 
 type worker struct {
-	agents [4]*agentao.Agent
-	units  [4]atomic.Int64
+	agents [5]*agentao.Agent
+	units  [5]atomic.Int64
 }
 
 func (w *worker) setup(s int, config string) error {
@@ -68,6 +69,10 @@ func (w *worker) setup(s int, config string) error {
 	if s == event {
 		n := &w.units[s]
 		_, err = a.AddHostEventObserver(func(agentao.HostEvent) { n.Add(1) })
+	}
+	if s == eventJSON {
+		n := &w.units[s]
+		_, err = a.AddHostEventJSONObserver(func([]byte) { n.Add(1) })
 	}
 	return err
 }

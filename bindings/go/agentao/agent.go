@@ -32,13 +32,27 @@ type Agent struct {
 type Option func(*options)
 
 type options struct {
-	observers []func(HostEvent)
+	observers []any // func(HostEvent) or func([]byte), in the order given
 }
 
 // WithHostEventObserver registers a host-event observer before the agent can run a turn, so
 // it sees every event (see AddHostEventObserver).
 func WithHostEventObserver(fn func(HostEvent)) Option {
-	return func(o *options) { o.observers = append(o.observers, fn) }
+	return func(o *options) {
+		if fn != nil {
+			o.observers = append(o.observers, fn)
+		}
+	}
+}
+
+// WithHostEventJSONObserver registers a raw-JSON host-event observer before the agent can run
+// a turn, so it sees every event (see AddHostEventJSONObserver).
+func WithHostEventJSONObserver(fn func(eventJSON []byte)) Option {
+	return func(o *options) {
+		if fn != nil {
+			o.observers = append(o.observers, fn)
+		}
+	}
 }
 
 // New creates an agent. config is the config document (docs/config.md): a JSON string,
@@ -85,9 +99,6 @@ func New(config any, transport Transport, opts ...Option) (*Agent, error) {
 	a := &Agent{ptr: ptr, turns: map[*C.agentao_cancel_token]struct{}{}}
 	a.sessionID = C.GoString(C.agentao_agent_session_id(ptr))
 	for _, fn := range o.observers {
-		if fn == nil {
-			continue
-		}
 		if _, err := addObserver(ptr, fn); err != nil {
 			C.agentao_agent_free(ptr)
 			return nil, err

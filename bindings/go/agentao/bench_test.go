@@ -1,8 +1,10 @@
 package agentao
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 	"unsafe"
@@ -114,4 +116,21 @@ func BenchmarkTurn(b *testing.B) {
 	b.ReportMetric(goPer, "go-us/turn")
 	b.ReportMetric(cPer, "c-us/turn")
 	b.ReportMetric(goPer-cPer, "overhead-us/turn")
+}
+
+// BenchmarkHostEventJSONCopy: what a JSON observer that keeps an event pays for its copy
+// (string(eventJSON); the conformance examples, 300-620 bytes), the copy the binding leaves
+// to the closure.
+func BenchmarkHostEventJSONCopy(b *testing.B) {
+	data, err := os.ReadFile("testdata/host-event-examples.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	var sink string
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		sink = string(lines[i%len(lines)])
+	}
+	_ = sink
 }

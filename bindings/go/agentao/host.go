@@ -159,10 +159,14 @@ func goAgentaoUnsubscribe(h C.uintptr_t, id C.uint64_t) {
 //export goAgentaoObserve
 func goAgentaoObserve(h C.uintptr_t, eventJSON *C.char, n C.size_t) {
 	defer func() { _ = recover() }() // a panicking observer loses that event
-	fn := cgo.Handle(h).Value().(func(HostEvent))
-	ev, err := decodeHostEventText(C.GoStringN(eventJSON, C.int(n)))
-	if err == nil {
-		fn(ev)
+	switch fn := cgo.Handle(h).Value().(type) {
+	case func([]byte): // AddHostEventJSONObserver: the library's text, lent for the call
+		fn(unsafe.Slice((*byte)(unsafe.Pointer(eventJSON)), int(n)))
+	case func(HostEvent):
+		ev, err := decodeHostEventText(C.GoStringN(eventJSON, C.int(n)))
+		if err == nil {
+			fn(ev)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ package cbench
 #cgo pkg-config: agentao
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "agentao.h"
 
@@ -65,10 +66,42 @@ static void *new_agent_c_emit(const char *cfg) {
     if (agentao_agent_new(cfg, &t, &a, NULL) != AGENTAO_STATUS_OK) return NULL;
     return a;
 }
+
+// A C-level host-event observer that keeps every event's text, one a line (the library writes
+// compact JSON: a newline inside a string is escaped), for the tests that compare a binding
+// observer with what the C API hands out. Observer calls of one agent never overlap.
+typedef struct { char *buf; size_t len, cap; uint64_t id; } recording;
+
+static void record_event(void *ud, const char *json) {
+    recording *r = ud;
+    size_t n = strlen(json);
+    if (r->len + n + 1 > r->cap) {
+        size_t cap = (r->len + n + 1) * 2;
+        char *b = realloc(r->buf, cap);
+        if (!b) return;
+        r->buf = b, r->cap = cap;
+    }
+    memcpy(r->buf + r->len, json, n);
+    r->buf[r->len + n] = '\n';
+    r->len += n + 1;
+}
+
+static recording *record_start(void *agent) {
+    recording *r = calloc(1, sizeof *r);
+    if (r && agentao_agent_add_host_event_observer(agent, record_event, r, NULL, &r->id, NULL) != AGENTAO_STATUS_OK) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void record_stop(void *agent, recording *r) { agentao_agent_remove_host_event_observer(agent, r->id); }
+static void record_free(recording *r) { free(r->buf); free(r); }
 */
 import "C"
 
 import (
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -95,3 +128,21 @@ func NewAgentCEmit(cfg string) unsafe.Pointer {
 
 // Free releases an agent made by NewAgentCEmit.
 func Free(agent unsafe.Pointer) { C.agentao_agent_free((*C.agentao_agent)(agent)) }
+
+// RecordHostEvents registers a C observer on agent that keeps the text of every host event;
+// stop removes it and returns the texts in order (nil if the observer could not be added).
+func RecordHostEvents(agent unsafe.Pointer) (stop func() []string) {
+	r := C.record_start(agent)
+	return func() []string {
+		if r == nil {
+			return nil
+		}
+		C.record_stop(agent, r)
+		text := C.GoStringN(r.buf, C.int(r.len))
+		C.record_free(r)
+		if text == "" {
+			return []string{}
+		}
+		return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	}
+}
