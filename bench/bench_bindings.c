@@ -24,8 +24,11 @@
  *   emit    the same turn by chat with a transport whose emit is a no-op (one llm_text event
  *           per delta reaches the language)
  *   event   a turn of BW_CALLS read_file calls, 3 host events each, to a no-op host-event
- *           observer (the language's observer API, decoded as the binding decodes them)
+ *           observer: the typed one where the binding has one (Go, Swift: each event decoded as
+ *           the binding decodes it); C's and C++'s observers take the JSON
  *   turn    a one-response chat turn, null transport (200 a round, BENCH_BIND_TURNS)
+ *   event-json  the event turn, to a no-op observer of the events' JSON in every language (C's
+ *           and C++'s as in `event`): like with like, no decode
  *
  * The workers: this program (`--child bindworker`, the C floor), target/bench/bind-cpp
  * (bench/bindings/worker.cpp on bindings/cpp/agentao.hpp), target/bench/bind-go
@@ -40,8 +43,8 @@
 #define BW_CALLS 50
 #define BW_MAX_WORKERS 6
 
-static const char *const bw_scenarios[] = {"delta", "emit", "event", "turn"};
-#define BW_SCENARIOS 4
+static const char *const bw_scenarios[] = {"delta", "emit", "event", "turn", "event-json"};
+#define BW_SCENARIOS 5
 
 /* Turns per round and the divisor of each scenario's per-unit figure. BENCH_BIND_TURNS=N sets
  * the turn scenario's turns per round (default 200, a burst of ~1-2 ms): a worker idle between
@@ -55,7 +58,7 @@ static int bw_turns(int s) {
     }
     return s == 3 ? turn_round : 2;
 }
-static double bw_units_per_turn(int s) { return s == 2 ? 3.0 * BW_CALLS : s == 3 ? 1.0 : BW_DELTAS; }
+static double bw_units_per_turn(int s) { return s == 2 || s == 4 ? 3.0 * BW_CALLS : s == 3 ? 1.0 : BW_DELTAS; }
 
 /* ------------------------------------------------------------------ the C worker */
 
@@ -112,7 +115,7 @@ static void bw_setup(bw_worker_t *w, int s, const char *cfg) {
     t.emit = bw_on_emit;
     agentao_error *err = NULL;
     check(agentao_agent_new(cfg, s == 1 ? &t : NULL, &w->agent[s], &err), err, "bindworker: agent_new");
-    if (s == 2) {
+    if (s == 2 || s == 4) {
         uint64_t id = 0;
         check(agentao_agent_add_host_event_observer(w->agent[s], bw_on_delta, c, NULL, &id, &err), err,
               "bindworker: add observer");
@@ -393,8 +396,9 @@ static void bench_bindings(void) {
     if (la) fclose(la);
     static const char *const what[] = {"per delta, null transport, stream API",
                                        "per delta, no-op emit (llm_text event), chat",
-                                       "per host event, no-op observer", "per turn, one-response chat"};
-    static const char *const target[] = {"+0.3 us", "+0.3 us", "+0.3 us", "+2 us"};
+                                       "per host event, typed observer (C, C++: JSON)", "per turn, one-response chat",
+                                       "per host event, JSON observer"};
+    static const char *const target[] = {"+0.3 us", "+0.3 us", "+0.3 us", "+2 us", "+0.3 us"};
     for (int s = 0; s < BW_SCENARIOS; s++) {
         char name[192];
         snprintf(name, sizeof name, "bindings floor: C, CPU, %s", what[s]);
@@ -422,6 +426,7 @@ static void bench_bindings(void) {
      * so the difference is the wrapper's own work, free of the scheduler's noise. */
     if (np > 1 && strcmp(procs[1].lang, "C++") == 0 && system("valgrind --version >/dev/null 2>&1") == 0) {
         for (int s = 0; s < BW_SCENARIOS; s++) {
+            if (s == 4) continue; /* C's and C++'s event-json is their event */
             int turns = s == 3 ? 50 : 2;
             char *cfg = bw_config(s, turns + 2);
             double c = bw_callgrind("c", g_self, child, kind, s, cfg, turns);

@@ -31,20 +31,21 @@ double seconds(clockid_t clock) {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-enum class scenario { delta, emit, event, turn };
+enum class scenario { delta, emit, event, turn, event_json };
 
 scenario parse(const std::string& name) {
     if (name == "delta") return scenario::delta;
     if (name == "emit") return scenario::emit;
     if (name == "event") return scenario::event;
     if (name == "turn") return scenario::turn;
+    if (name == "event-json") return scenario::event_json;
     std::fprintf(stderr, "bind-cpp: unknown scenario %s\n", name.c_str());
     std::exit(1);
 }
 
 struct worker {
-    std::optional<agentao::agent> agents[4];
-    std::atomic<long> units[4]{};
+    std::optional<agentao::agent> agents[5];
+    std::atomic<long> units[5]{};
 
     void setup(scenario s, const std::string& config) {
         auto& n = units[int(s)];
@@ -57,7 +58,8 @@ struct worker {
             return;
         }
         agents[int(s)] = agentao::agent::create(config);
-        if (s == scenario::event)
+        // The observer takes the JSON: `event` and `event-json` are the same here.
+        if (s == scenario::event || s == scenario::event_json)
             agents[int(s)]->try_add_observer([&n](std::string_view) { n.fetch_add(1, std::memory_order_relaxed); })
                 .value();
     }
