@@ -11,6 +11,7 @@ let package = Package(
         // The C library, found through pkg-config (agentao.pc from the library's install).
         .systemLibrary(name: "CAgentao", pkgConfig: "agentao"),
         .target(name: "Agentao", dependencies: ["CAgentao"]),
-        .testTarget(name: "AgentaoTests", dependencies: ["Agentao"]),
+        // CAgentao too: a test registers a C observer beside the binding's, to compare bytes.
+        .testTarget(name: "AgentaoTests", dependencies: ["Agentao", "CAgentao"]),
     ]
 )

@@ -1,13 +1,14 @@
 // The Swift worker of `bench --only bindings` (bench/bench_bindings.c describes the protocol and
 // the scenarios): the same workloads as the C worker, through the public Swift API as a host
 // writes them. The Swift binding has no synchronous chat, so a turn is `run` (async); the host
-// events go to an observer (`addHostEventObserver`), decoded as the binding decodes them.
+// events go to the typed observer (`addHostEventObserver`, decoded as the binding decodes them),
+// and in `event-json` to the JSON observer (`addHostEventJSONObserver`, a `String` copy each).
 import Agentao
 import Glibc
 import Synchronization
 
 enum Scenario: Int {
-    case delta, emit, event, turn
+    case delta, emit, event, turn, eventJSON
 
     init?(name: String) {
         switch name {
@@ -15,6 +16,7 @@ enum Scenario: Int {
         case "emit": self = .emit
         case "event": self = .event
         case "turn": self = .turn
+        case "event-json": self = .eventJSON
         default: return nil
         }
     }
@@ -50,8 +52,8 @@ func fail(_ message: String) -> Never {
 
 /// Driven by the main loop alone, one command at a time, hence `@unchecked Sendable`.
 final class Worker: @unchecked Sendable {
-    var agents: [Agent?] = [nil, nil, nil, nil]
-    let counters = (0..<4).map { _ in Counter() }
+    var agents: [Agent?] = [nil, nil, nil, nil, nil]
+    let counters = (0..<5).map { _ in Counter() }
 
     func setup(_ s: Scenario, _ config: String) throws {
         let transport: (any Transport)? = s == .emit ? CountingTransport(counter: counters[s.rawValue]) : nil
@@ -60,6 +62,10 @@ final class Worker: @unchecked Sendable {
         if s == .event {
             let counter = counters[s.rawValue]
             try agent.addHostEventObserver { _ in counter.add() }
+        }
+        if s == .eventJSON {
+            let counter = counters[s.rawValue]
+            try agent.addHostEventJSONObserver { _ in counter.add() }
         }
     }
 
@@ -71,7 +77,7 @@ final class Worker: @unchecked Sendable {
             for try await item in agent.stream("go") {
                 if case .text = item { counter.add() }
             }
-        case .emit, .event:
+        case .emit, .event, .eventJSON:
             _ = try await agent.run("go")
         case .turn:
             _ = try await agent.run("go")
