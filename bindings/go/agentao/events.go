@@ -262,14 +262,9 @@ type ObserverID uint64
 // must return quickly. A panic in fn loses that event.
 func (a *Agent) AddHostEventObserver(fn func(HostEvent)) (ObserverID, error) {
 	if fn == nil {
-		return 0, &Error{Status: StatusNullArgument, Message: "observer is nil"}
+		return 0, errNilObserver()
 	}
-	ptr, err := a.acquire()
-	if err != nil {
-		return 0, err
-	}
-	defer a.release()
-	return addObserver(ptr, fn)
+	return a.addObserver(fn)
 }
 
 // AddHostEventJSONObserver registers fn for every host event of this agent as the library
@@ -290,8 +285,19 @@ func (a *Agent) AddHostEventObserver(fn func(HostEvent)) (ObserverID, error) {
 // The id shares AddHostEventObserver's space: RemoveHostEventObserver removes either kind.
 func (a *Agent) AddHostEventJSONObserver(fn func(eventJSON []byte)) (ObserverID, error) {
 	if fn == nil {
-		return 0, &Error{Status: StatusNullArgument, Message: "observer is nil"}
+		return 0, errNilObserver()
 	}
+	return a.addObserver(fn)
+}
+
+// errNilObserver is the error for a nil observer of either kind (checked while fn is still
+// typed: a nil func in an `any` is not nil).
+func errNilObserver() error {
+	return &Error{Status: StatusNullArgument, Message: "observer is nil"}
+}
+
+// addObserver registers fn (a func(HostEvent) or a func([]byte)) on the open agent.
+func (a *Agent) addObserver(fn any) (ObserverID, error) {
 	ptr, err := a.acquire()
 	if err != nil {
 		return 0, err
