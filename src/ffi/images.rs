@@ -28,10 +28,7 @@ fn invalid(msg: String) -> Fail {
 }
 
 /// The host's images, checked (count, pointers, MIME type, sizes) before any byte is copied.
-pub(super) unsafe fn images_arg(
-    images: *const agentao_image,
-    n_images: usize,
-) -> FfiResult<Vec<ImageInput>> {
+unsafe fn images_arg(images: *const agentao_image, n_images: usize) -> FfiResult<Vec<ImageInput>> {
     if n_images == 0 {
         return Ok(Vec::new());
     }
@@ -129,19 +126,46 @@ pub unsafe extern "C" fn agentao_agent_run_images(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let images = images_arg(images, n_images)?;
-        start(
+        run_with_images(
             agent,
             message,
+            images,
+            n_images,
             max_iterations,
             cancel,
-            None,
             on_done,
             userdata,
-            images,
             Completion::Host,
         )
     })
+}
+
+/// The body of `agentao_agent_run_images` and `agentao_agent_run_handoff`: the images checked,
+/// then the turn started with `on_done` run where `completion` says.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn run_with_images(
+    agent: *mut agentao_agent,
+    message: *const c_char,
+    images: *const agentao_image,
+    n_images: usize,
+    max_iterations: i32,
+    cancel: *const agentao_cancel_token,
+    on_done: agentao_done_fn,
+    userdata: *mut c_void,
+    completion: Completion,
+) -> FfiResult<()> {
+    let images = images_arg(images, n_images)?;
+    start(
+        agent,
+        message,
+        max_iterations,
+        cancel,
+        None,
+        on_done,
+        userdata,
+        images,
+        completion,
+    )
 }
 
 /// `agentao_agent_stream_open` with images (as `agentao_agent_chat_images`): the pull stream of

@@ -3,9 +3,9 @@
 
 use std::ffi::{c_char, c_void};
 
-use super::agent::{agentao_agent, agentao_done_fn, start};
+use super::agent::{agentao_agent, agentao_done_fn};
 use super::cancel::agentao_cancel_token;
-use super::images::{agentao_image, images_arg};
+use super::images::{agentao_image, run_with_images};
 use super::{agentao_error, agentao_status, guard};
 use crate::agent::Completion;
 
@@ -43,16 +43,15 @@ pub unsafe extern "C" fn agentao_agent_run_handoff(
     err_out: *mut *mut agentao_error,
 ) -> agentao_status {
     guard(err_out, || {
-        let images = images_arg(images, n_images)?;
-        start(
+        run_with_images(
             agent,
             message,
+            images,
+            n_images,
             max_iterations,
             cancel,
-            None,
             on_done,
             userdata,
-            images,
             Completion::Handoff,
         )
     })
