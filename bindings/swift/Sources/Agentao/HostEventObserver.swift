@@ -41,20 +41,11 @@ extension Agent {
     public func addHostEventObserver(_ observer: @escaping @Sendable (HostEvent) -> Void) throws(AgentaoError)
         -> HostEventObserverID
     {
-        let ud = retainHostBox(ObserverBox(observer))
-        var id: UInt64 = 0
-        // On failure the library has already released the box through `userdata_free`.
-        try check {
-            agentao_agent_add_host_event_observer(
-                handle,
-                { ud, json in
-                    guard let json else { return }
-                    let box = Unmanaged<ObserverBox>.fromOpaque(ud!).takeUnretainedValue()
-                    box.observer(withCStringBytes(json) { HostEvent.decode(utf8: $0, recent: box.recent) })
-                },
-                ud, releaseHostBox, &id, $0)
+        try addObserver(ObserverBox(observer)) { ud, json in
+            guard let json else { return }
+            let box = Unmanaged<ObserverBox>.fromOpaque(ud!).takeUnretainedValue()
+            box.observer(withCStringBytes(json) { HostEvent.decode(utf8: $0, recent: box.recent) })
         }
-        return HostEventObserverID(rawValue: id)
     }
 
     /// Adds an observer of the host events' JSON (`agentao_agent_add_host_event_observer`, as C
@@ -75,19 +66,22 @@ extension Agent {
     public func addHostEventJSONObserver(_ observer: @escaping @Sendable (String) -> Void) throws(AgentaoError)
         -> HostEventObserverID
     {
-        let ud = retainHostBox(JSONObserverBox(observer))
-        var id: UInt64 = 0
-        // On failure the library has already released the box through `userdata_free`.
-        try check {
-            agentao_agent_add_host_event_observer(
-                handle,
-                { ud, json in
-                    guard let json else { return }
-                    let box = Unmanaged<JSONObserverBox>.fromOpaque(ud!).takeUnretainedValue()
-                    box.observer(String(cString: json))
-                },
-                ud, releaseHostBox, &id, $0)
+        try addObserver(JSONObserverBox(observer)) { ud, json in
+            guard let json else { return }
+            let box = Unmanaged<JSONObserverBox>.fromOpaque(ud!).takeUnretainedValue()
+            box.observer(String(cString: json))
         }
+    }
+
+    /// Registers `callback` with `box` as its userdata: retained here, released by the
+    /// library's `userdata_free` exactly once (on removal, with the agent, or at once when the
+    /// registration fails).
+    private func addObserver(_ box: AnyObject, _ callback: agentao_event_fn) throws(AgentaoError)
+        -> HostEventObserverID
+    {
+        let ud = retainHostBox(box)
+        var id: UInt64 = 0
+        try check { agentao_agent_add_host_event_observer(handle, callback, ud, releaseHostBox, &id, $0) }
         return HostEventObserverID(rawValue: id)
     }
 
