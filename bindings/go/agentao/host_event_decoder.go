@@ -1,6 +1,7 @@
 package agentao
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"strconv"
@@ -233,21 +234,29 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// str reads a string into *p; a null leaves *p as it is (as encoding/json does).
-func (d *eventDecoder) str(p *string) {
+// quoted reads the string token at the cursor (quotes included) and whether it is plain; ok is
+// false at a null (the caller's value stays as it is, as encoding/json leaves it) and on a
+// failure.
+func (d *eventDecoder) quoted() (raw []byte, plain, ok bool) {
 	if d.null() || d.failed {
-		return
+		return nil, false, false
 	}
 	if d.peek() != '"' {
 		d.fail()
-		return
+		return nil, false, false
 	}
-	raw, plain := d.stringToken()
-	if d.failed {
+	raw, plain = d.stringToken()
+	return raw, plain, !d.failed
+}
+
+// str reads a string into *p; a null leaves *p as it is (as encoding/json does).
+func (d *eventDecoder) str(p *string) {
+	raw, plain, ok := d.quoted()
+	if !ok {
 		return
 	}
 	body := raw[1 : len(raw)-1]
-	if plain || (!containsByte(body, '\\') && utf8.Valid(body)) {
+	if plain || (bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body)) {
 		end := d.pos - 1
 		*p = d.text[end-len(body) : end]
 		return
@@ -256,15 +265,6 @@ func (d *eventDecoder) str(p *string) {
 	if err := json.Unmarshal(raw, p); err != nil {
 		d.fail()
 	}
-}
-
-func containsByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // optStr reads a string or null into *p.
@@ -285,15 +285,8 @@ func (d *eventDecoder) optStr(p **string) {
 // time reads an RFC 3339 string through time.Time's own UnmarshalJSON, as encoding/json does;
 // a null leaves *p as it is.
 func (d *eventDecoder) time(p *time.Time) {
-	if d.null() || d.failed {
-		return
-	}
-	if d.peek() != '"' {
-		d.fail()
-		return
-	}
-	raw, _ := d.stringToken()
-	if d.failed {
+	raw, _, ok := d.quoted()
+	if !ok {
 		return
 	}
 	if err := p.UnmarshalJSON(raw); err != nil {
