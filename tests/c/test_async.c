@@ -49,9 +49,6 @@ static void test_completion_once(void) {
     tu_recorder_destroy(&rec);
 }
 
-static void never_done(void *ud, agentao_status s, const char *o, const agentao_error *e) {
-    tu_fail_at(__FILE__, __LINE__, "on_done fired for a refused call");
-}
 static void never_delta(void *ud, const char *d) {
     tu_fail_at(__FILE__, __LINE__, "on_delta fired for a refused call");
 }
@@ -80,8 +77,8 @@ static void test_turn_in_progress(void) {
     CHECK(text == NULL);
     CHECK(err && agentao_error_status(err) == AGENTAO_STATUS_TURN_IN_PROGRESS);
     agentao_error_free(err);
-    CHECK_STATUS(agentao_agent_run(a, "second", -1, NULL, never_done, NULL, NULL), AGENTAO_STATUS_TURN_IN_PROGRESS);
-    CHECK_STATUS(agentao_agent_stream(a, "second", -1, NULL, never_delta, never_done, NULL, NULL),
+    CHECK_STATUS(agentao_agent_run(a, "second", -1, NULL, tu_never_done, NULL, NULL), AGENTAO_STATUS_TURN_IN_PROGRESS);
+    CHECK_STATUS(agentao_agent_stream(a, "second", -1, NULL, never_delta, tu_never_done, NULL, NULL),
                  AGENTAO_STATUS_TURN_IN_PROGRESS);
     agentao_stream *s = (agentao_stream *)1;
     CHECK_STATUS(agentao_agent_stream_open(a, "second", -1, NULL, &s, NULL), AGENTAO_STATUS_TURN_IN_PROGRESS);

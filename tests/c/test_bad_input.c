@@ -7,22 +7,6 @@
 
 #include "test_util.h"
 
-#define JUNK ((void *)0x1)
-
-/* Expects `call` (writing `err`) to fail with `want`, and the error object to agree. */
-#define EXPECT_FAIL(call, want)                                                          \
-    do {                                                                                 \
-        agentao_error *err = JUNK;                                                       \
-        agentao_status st_ = (call);                                                     \
-        CHECK_STATUS(st_, want);                                                         \
-        CHECK_MSG(err != JUNK && err != NULL, "%s: no error object", #call);             \
-        if (err != JUNK && err) {                                                        \
-            CHECK_STATUS(agentao_error_status(err), want);                               \
-            CHECK_MSG(strlen(agentao_error_message(err)) > 0, "%s: empty message", #call); \
-            agentao_error_free(err);                                                     \
-        }                                                                                \
-    } while (0)
-
 static atomic_int freed;
 static void count_free(void *ud) {
     (void)ud;
@@ -32,25 +16,25 @@ static void count_free(void *ud) {
 static void test_agent_new(const char *dir) {
     tu_section("agentao_agent_new");
     char *good = tu_config(dir, "{\"text\":\"x\"}", NULL);
-    agentao_agent *a = JUNK;
-    EXPECT_FAIL(agentao_agent_new(NULL, NULL, &a, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    agentao_agent *a = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_new(NULL, NULL, &a, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(a == NULL);
-    EXPECT_FAIL(agentao_agent_new(good, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_new(good, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     /* err_out may be NULL. */
-    a = JUNK;
+    a = TU_JUNK;
     CHECK_STATUS(agentao_agent_new(NULL, NULL, &a, NULL), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(a == NULL);
 
-    a = JUNK;
-    EXPECT_FAIL(agentao_agent_new("{\"working_directory\":\"\xff\xfe\"}", NULL, &a, &err),
+    a = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_new("{\"working_directory\":\"\xff\xfe\"}", NULL, &a, &err),
                 AGENTAO_STATUS_INVALID_UTF8);
     CHECK(a == NULL);
-    a = JUNK;
-    EXPECT_FAIL(agentao_agent_new("{\"working_directory\": ", NULL, &a, &err),
+    a = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_new("{\"working_directory\": ", NULL, &a, &err),
                 AGENTAO_STATUS_INVALID_JSON);
     CHECK(a == NULL);
-    EXPECT_FAIL(agentao_agent_new("", NULL, &a, &err), AGENTAO_STATUS_INVALID_JSON);
-    EXPECT_FAIL(agentao_agent_new("[1,2", NULL, &a, &err), AGENTAO_STATUS_INVALID_JSON);
+    CHECK_FAILS_WITH(agentao_agent_new("", NULL, &a, &err), AGENTAO_STATUS_INVALID_JSON);
+    CHECK_FAILS_WITH(agentao_agent_new("[1,2", NULL, &a, &err), AGENTAO_STATUS_INVALID_JSON);
 
     struct {
         const char *json;
@@ -70,7 +54,7 @@ static void test_agent_new(const char *dir) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *cfg = tu_printf(bad[i].json, dir);
         agentao_error *err = NULL;
-        a = JUNK;
+        a = TU_JUNK;
         agentao_status st = agentao_agent_new(cfg, NULL, &a, &err);
         CHECK_MSG(st == AGENTAO_STATUS_INVALID_CONFIG, "config %zu: got %s, want INVALID_CONFIG",
                   i, agentao_status_name(st));
@@ -89,20 +73,20 @@ static void test_agent_new(const char *dir) {
     t.userdata_free = count_free;
     t.struct_size = 4; /* not even the userdata_free slot */
     atomic_store(&freed, 0);
-    a = JUNK;
-    EXPECT_FAIL(agentao_agent_new(good, &t, &a, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    a = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_new(good, &t, &a, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
     CHECK(a == NULL);
     CHECK(atomic_load(&freed) == 1);
     t.struct_size = 0;
-    EXPECT_FAIL(agentao_agent_new(good, &t, &a, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_new(good, &t, &a, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
     CHECK(atomic_load(&freed) == 2);
     /* A failing config with a good transport also releases it, exactly once. */
     t.struct_size = (uint32_t)sizeof t;
-    EXPECT_FAIL(agentao_agent_new("{}", &t, &a, &err), AGENTAO_STATUS_INVALID_CONFIG);
+    CHECK_FAILS_WITH(agentao_agent_new("{}", &t, &a, &err), AGENTAO_STATUS_INVALID_CONFIG);
     CHECK(atomic_load(&freed) == 3);
-    EXPECT_FAIL(agentao_agent_new(NULL, &t, &a, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_new(NULL, &t, &a, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(atomic_load(&freed) == 4);
-    EXPECT_FAIL(agentao_agent_new(good, &t, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_new(good, &t, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(atomic_load(&freed) == 5);
     /* The minimal valid size: up to and including userdata_free. */
     t.struct_size = (uint32_t)(offsetof(agentao_transport, userdata_free) + sizeof(void *));
@@ -150,10 +134,10 @@ static bool st_is_set(void *arg) { return atomic_load((atomic_int *)arg) != -1; 
 
 static void test_replies(const char *dir) {
     tu_section("reply functions");
-    EXPECT_FAIL(agentao_reply_confirm(NULL, AGENTAO_CONFIRMATION_ALLOW, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_reply_text(NULL, "x", &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_reply_json(NULL, "{}", &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_reply_fail(NULL, "x", &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_reply_confirm(NULL, AGENTAO_CONFIRMATION_ALLOW, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_reply_text(NULL, "x", &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_reply_json(NULL, "{}", &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_reply_fail(NULL, "x", &err), AGENTAO_STATUS_NULL_ARGUMENT);
 
     const char *script =
         "{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"write_file\","
@@ -173,7 +157,7 @@ static void test_replies(const char *dir) {
         t.confirm_tool = confirms[i];
         agentao_agent *a = tu_agent(cfg, &t);
         if (!a) continue;
-        char *text = JUNK;
+        char *text = TU_JUNK;
         agentao_error *err = NULL;
         CHECK_STATUS(agentao_agent_chat(a, "write", -1, NULL, &text, &err), AGENTAO_STATUS_HOST_ERROR);
         CHECK(text == NULL);
@@ -227,80 +211,80 @@ static void test_agent_calls(const char *dir) {
     agentao_agent *a = tu_agent(cfg, NULL);
     free(cfg);
     if (!a) return;
-    char *s = JUNK;
-    EXPECT_FAIL(agentao_agent_chat(NULL, "hi", -1, NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    char *s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_chat(NULL, "hi", -1, NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(s == NULL);
-    s = JUNK;
-    EXPECT_FAIL(agentao_agent_chat(a, NULL, -1, NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_chat(a, NULL, -1, NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(s == NULL);
-    EXPECT_FAIL(agentao_agent_chat(a, "hi", -1, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    s = JUNK;
-    EXPECT_FAIL(agentao_agent_chat(a, "bad \xc3\x28 utf8", -1, NULL, &s, &err), AGENTAO_STATUS_INVALID_UTF8);
+    CHECK_FAILS_WITH(agentao_agent_chat(a, "hi", -1, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_chat(a, "bad \xc3\x28 utf8", -1, NULL, &s, &err), AGENTAO_STATUS_INVALID_UTF8);
     CHECK(s == NULL);
 
     tu_done d;
     tu_done_init(&d);
-    EXPECT_FAIL(agentao_agent_run(NULL, "hi", -1, NULL, tu_on_done, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_run(a, NULL, -1, NULL, never_called_done, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_run(a, "hi", -1, NULL, NULL, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_run(a, "\xff", -1, NULL, never_called_done, &d, &err), AGENTAO_STATUS_INVALID_UTF8);
-    EXPECT_FAIL(agentao_agent_stream(a, "hi", -1, NULL, NULL, never_called_done, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_stream(a, "hi", -1, NULL, never_called_delta, NULL, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_stream(NULL, "hi", -1, NULL, never_called_delta, never_called_done, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_run(NULL, "hi", -1, NULL, tu_on_done, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_run(a, NULL, -1, NULL, never_called_done, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_run(a, "hi", -1, NULL, NULL, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_run(a, "\xff", -1, NULL, never_called_done, &d, &err), AGENTAO_STATUS_INVALID_UTF8);
+    CHECK_FAILS_WITH(agentao_agent_stream(a, "hi", -1, NULL, NULL, never_called_done, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_stream(a, "hi", -1, NULL, never_called_delta, NULL, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_stream(NULL, "hi", -1, NULL, never_called_delta, never_called_done, &d, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     tu_done_destroy(&d);
 
-    agentao_stream *stream = JUNK;
-    EXPECT_FAIL(agentao_agent_stream_open(NULL, "hi", -1, NULL, &stream, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    agentao_stream *stream = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_stream_open(NULL, "hi", -1, NULL, &stream, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(stream == NULL);
-    EXPECT_FAIL(agentao_agent_stream_open(a, "hi", -1, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    stream = JUNK;
-    EXPECT_FAIL(agentao_agent_stream_open(a, "\xff", -1, NULL, &stream, &err), AGENTAO_STATUS_INVALID_UTF8);
+    CHECK_FAILS_WITH(agentao_agent_stream_open(a, "hi", -1, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    stream = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_stream_open(a, "\xff", -1, NULL, &stream, &err), AGENTAO_STATUS_INVALID_UTF8);
     CHECK(stream == NULL);
-    s = JUNK;
-    EXPECT_FAIL(agentao_stream_next(NULL, 10, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_stream_next(NULL, 10, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(s == NULL);
 
-    agentao_host_event_stream *hs = JUNK;
-    EXPECT_FAIL(agentao_agent_host_events_open(NULL, NULL, &hs, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    agentao_host_event_stream *hs = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_host_events_open(NULL, NULL, &hs, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(hs == NULL);
-    EXPECT_FAIL(agentao_agent_host_events_open(a, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_host_events_open(a, "\xff", &hs, &err), AGENTAO_STATUS_INVALID_UTF8);
-    s = JUNK;
-    EXPECT_FAIL(agentao_host_event_stream_next(NULL, 10, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_host_events_open(a, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_host_events_open(a, "\xff", &hs, &err), AGENTAO_STATUS_INVALID_UTF8);
+    s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_host_event_stream_next(NULL, 10, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(s == NULL);
 
     uint64_t id = 0;
-    EXPECT_FAIL(agentao_agent_add_host_event_observer(a, NULL, NULL, NULL, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_add_host_event_observer(a, observer, NULL, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_add_host_event_observer(NULL, observer, NULL, NULL, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_add_host_event_observer(a, NULL, NULL, NULL, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_add_host_event_observer(a, observer, NULL, NULL, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_add_host_event_observer(NULL, observer, NULL, NULL, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     /* A failed registration releases the userdata: its free function runs once per call. */
     int freed_before = atomic_load(&freed);
-    EXPECT_FAIL(agentao_agent_add_host_event_observer(a, NULL, NULL, count_free, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_add_host_event_observer(a, observer, NULL, count_free, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_add_host_event_observer(NULL, observer, NULL, count_free, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_add_host_event_observer(a, NULL, NULL, count_free, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_add_host_event_observer(a, observer, NULL, count_free, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_add_host_event_observer(NULL, observer, NULL, count_free, &id, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(atomic_load(&freed) == freed_before + 3);
     CHECK(!agentao_agent_remove_host_event_observer(a, 12345));
 
-    s = JUNK;
-    EXPECT_FAIL(agentao_agent_last_turn(NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_last_turn(NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(s == NULL);
-    EXPECT_FAIL(agentao_agent_last_turn(a, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    s = JUNK;
-    EXPECT_FAIL(agentao_agent_history(NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_last_turn(a, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_history(NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(s == NULL);
-    EXPECT_FAIL(agentao_agent_history(a, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_active_permissions(a, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_active_permissions(NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_history(a, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_active_permissions(a, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_active_permissions(NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
 
     tu_section("set_history");
-    EXPECT_FAIL(agentao_agent_set_history(NULL, "[]", &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_set_history(a, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_set_history(a, "[{\"role\":", &err), AGENTAO_STATUS_INVALID_JSON);
-    EXPECT_FAIL(agentao_agent_set_history(a, "{\"role\":\"user\"}", &err), AGENTAO_STATUS_INVALID_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_set_history(a, "\"text\"", &err), AGENTAO_STATUS_INVALID_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_set_history(a, "[{\"role\":\"wizard\",\"content\":\"x\"}]", &err), AGENTAO_STATUS_INVALID_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_set_history(a, "[{\"content\":\"no role\"}]", &err), AGENTAO_STATUS_INVALID_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_set_history(a, "[\"\xff\"]", &err), AGENTAO_STATUS_INVALID_UTF8);
+    CHECK_FAILS_WITH(agentao_agent_set_history(NULL, "[]", &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_set_history(a, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_set_history(a, "[{\"role\":", &err), AGENTAO_STATUS_INVALID_JSON);
+    CHECK_FAILS_WITH(agentao_agent_set_history(a, "{\"role\":\"user\"}", &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_set_history(a, "\"text\"", &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_set_history(a, "[{\"role\":\"wizard\",\"content\":\"x\"}]", &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_set_history(a, "[{\"content\":\"no role\"}]", &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_set_history(a, "[\"\xff\"]", &err), AGENTAO_STATUS_INVALID_UTF8);
     char *h = tu_history(a);
     CHECK_STR_EQ(h, "[]"); /* nothing was replaced by the failures */
     free(h);
@@ -313,11 +297,11 @@ static void test_agent_calls(const char *dir) {
     free(h);
 
     tu_section("permission mode");
-    s = JUNK;
-    EXPECT_FAIL(agentao_agent_set_permission_mode(a, "yolo", &s, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+    s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_agent_set_permission_mode(a, "yolo", &s, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
     CHECK(s == NULL);
-    EXPECT_FAIL(agentao_agent_set_permission_mode(a, NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_set_permission_mode(NULL, "plan", &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_set_permission_mode(a, NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_agent_set_permission_mode(NULL, "plan", &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     s = NULL;
     CHECK_STATUS(agentao_agent_set_permission_mode(a, "read-only", &s, NULL), AGENTAO_STATUS_OK);
     CHECK_STR_EQ(s, "workspace-write");
@@ -334,8 +318,8 @@ static void test_agent_calls(const char *dir) {
     a = tu_agent(cfg, NULL);
     free(cfg);
     if (a) {
-        EXPECT_FAIL(agentao_agent_set_permission_mode(a, "plan", &s, &err), AGENTAO_STATUS_NO_ENGINE);
-        EXPECT_FAIL(agentao_agent_set_permission_mode(a, "unknown-mode", &s, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
+        CHECK_FAILS_WITH(agentao_agent_set_permission_mode(a, "plan", &s, &err), AGENTAO_STATUS_NO_ENGINE);
+        CHECK_FAILS_WITH(agentao_agent_set_permission_mode(a, "unknown-mode", &s, &err), AGENTAO_STATUS_INVALID_ARGUMENT);
         agentao_agent_free(a);
     }
 }
@@ -345,20 +329,20 @@ static void test_tokens_and_broadcaster(void) {
     agentao_cancel_token_cancel(NULL, "x");
     CHECK(!agentao_cancel_token_is_cancelled(NULL));
     CHECK(agentao_cancel_token_child(NULL) == NULL);
-    char *s = JUNK;
-    EXPECT_FAIL(agentao_cancel_token_reason(NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    char *s = TU_JUNK;
+    CHECK_FAILS_WITH(agentao_cancel_token_reason(NULL, &s, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(s == NULL);
     agentao_cancel_token *t = agentao_cancel_token_new();
-    EXPECT_FAIL(agentao_cancel_token_reason(t, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_cancel_token_reason(t, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
     /* A reason that is not UTF-8 does not crash; the token is cancelled. */
     agentao_cancel_token_cancel(t, "\xff\xfe");
     CHECK(agentao_cancel_token_is_cancelled(t));
     agentao_cancel_token_free(t);
 
-    EXPECT_FAIL(agentao_broadcaster_notify(NULL, "{}", &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_broadcaster_notify(NULL, "{}", &err), AGENTAO_STATUS_NULL_ARGUMENT);
     agentao_broadcaster *b = agentao_broadcaster_new();
-    EXPECT_FAIL(agentao_broadcaster_notify(b, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_broadcaster_notify(b, "\xff", &err), AGENTAO_STATUS_INVALID_UTF8);
+    CHECK_FAILS_WITH(agentao_broadcaster_notify(b, NULL, &err), AGENTAO_STATUS_NULL_ARGUMENT);
+    CHECK_FAILS_WITH(agentao_broadcaster_notify(b, "\xff", &err), AGENTAO_STATUS_INVALID_UTF8);
     uint64_t id = 0;
     CHECK_STATUS(agentao_broadcaster_subscribe(NULL, observer, NULL, &id), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK_STATUS(agentao_broadcaster_subscribe(b, NULL, NULL, &id), AGENTAO_STATUS_NULL_ARGUMENT);

@@ -10,40 +10,17 @@
 
 #include "test_util.h"
 
-#define JUNK ((void *)0x1)
-
-/* Expects `call` (writing `err`) to fail with `want`, and the error object to agree. */
-#define EXPECT_FAIL(call, want)                                                          \
-    do {                                                                                 \
-        agentao_error *err = JUNK;                                                       \
-        agentao_status st_ = (call);                                                     \
-        CHECK_STATUS(st_, want);                                                         \
-        CHECK_MSG(err != JUNK && err != NULL, "%s: no error object", #call);             \
-        if (err != JUNK && err) {                                                        \
-            CHECK_STATUS(agentao_error_status(err), want);                               \
-            CHECK_MSG(strlen(agentao_error_message(err)) > 0, "%s: empty message", #call); \
-            agentao_error_free(err);                                                     \
-        }                                                                                \
-    } while (0)
-
 struct handoff {
+    tu_done done;         /* the outcome, the status and the count, as tu_on_done records them */
     agentao_agent *agent; /* for the nested call */
     pthread_t caller;
-    atomic_int calls;
-    atomic_int status;
     atomic_int on_caller_thread;
     atomic_int nested_chat;
-    char *outcome;
-    char *message;
 };
 
 static void handoff_done(void *ud, agentao_status status, const char *outcome, const agentao_error *err) {
     struct handoff *h = ud;
     atomic_store(&h->on_caller_thread, pthread_equal(pthread_self(), h->caller) ? 1 : 0);
-    free(h->outcome);
-    free(h->message);
-    h->outcome = outcome ? strdup(outcome) : NULL;
-    h->message = err ? strdup(agentao_error_message(err)) : NULL;
     if (h->agent) {
         /* Forbidden by the contract, and refused, not deadlocked, when a host does it anyway. */
         char *text = NULL;
@@ -52,22 +29,13 @@ static void handoff_done(void *ud, agentao_status status, const char *outcome, c
         agentao_string_free(text);
         agentao_error_free(nested);
     }
-    atomic_store(&h->status, (int)status);
-    atomic_fetch_add(&h->calls, 1);
-}
-
-static void never_done(void *ud, agentao_status s, const char *o, const agentao_error *e) {
-    tu_fail_at(__FILE__, __LINE__, "on_done fired for a refused call");
+    tu_on_done(&h->done, status, outcome, err);
 }
 
 static void handoff_init(struct handoff *h) {
     memset(h, 0, sizeof *h);
+    tu_done_init(&h->done);
     h->caller = pthread_self();
-}
-
-static void handoff_destroy(struct handoff *h) {
-    free(h->outcome);
-    free(h->message);
 }
 
 static void test_completion_once(void) {
@@ -83,30 +51,30 @@ static void test_completion_once(void) {
         struct handoff h;
         handoff_init(&h);
         h.agent = a;
-        agentao_error *err = JUNK;
+        agentao_error *err = TU_JUNK;
         uint64_t t0 = tu_now_ms();
         CHECK_STATUS(agentao_agent_run_handoff(a, "hi", NULL, 0, -1, NULL, handoff_done, &h, &err),
                      AGENTAO_STATUS_OK);
         CHECK(err == NULL);
-        CHECK(tu_wait_count(&h.calls, 1, 10000));
+        CHECK(tu_wait_count(&h.done.calls, 1, 10000));
         CHECK_MSG(tu_now_ms() - t0 < TU_BOUND_MS(2500), "the nested call blocked");
         tu_sleep_ms(200);
-        CHECK_MSG(atomic_load(&h.calls) == 1, "completion fired %d times", atomic_load(&h.calls));
-        CHECK_STATUS(atomic_load(&h.status), AGENTAO_STATUS_OK);
-        CHECK(h.message == NULL);
+        CHECK_MSG(atomic_load(&h.done.calls) == 1, "completion fired %d times", atomic_load(&h.done.calls));
+        CHECK_STATUS(atomic_load(&h.done.status), AGENTAO_STATUS_OK);
+        CHECK(h.done.message == NULL);
         CHECK(atomic_load(&h.on_caller_thread) == 0);
         CHECK_STATUS(atomic_load(&h.nested_chat), AGENTAO_STATUS_REENTRANT);
-        CHECK_CONTAINS(h.outcome, TU_KV("type", "turn_outcome"));
-        CHECK_CONTAINS(h.outcome, TU_KV("text", "handed over"));
-        CHECK_CONTAINS(h.outcome, TU_KV("status", "ok"));
+        CHECK_CONTAINS(h.done.outcome, TU_KV("type", "turn_outcome"));
+        CHECK_CONTAINS(h.done.outcome, TU_KV("text", "handed over"));
+        CHECK_CONTAINS(h.done.outcome, TU_KV("status", "ok"));
         /* turn_end was emitted before the completion, and last_turn is the same outcome. */
         char *ev = tu_recorder_find(&rec, "turn_end", 0);
         CHECK(ev != NULL);
         free(ev);
         char *last = tu_last_turn(a);
-        CHECK_STR_EQ(last, h.outcome);
+        CHECK_STR_EQ(last, h.done.outcome);
         free(last);
-        handoff_destroy(&h);
+        tu_done_destroy(&h.done);
         agentao_agent_free(a);
     }
     CHECK(tu_wait_count(&rec.freed, 1, 5000));
@@ -122,19 +90,19 @@ static void test_refused(void) {
     if (!a) return;
     struct handoff h;
     handoff_init(&h);
-    EXPECT_FAIL(agentao_agent_run_handoff(NULL, "hi", NULL, 0, -1, NULL, never_done, NULL, &err),
+    CHECK_FAILS_WITH(agentao_agent_run_handoff(NULL, "hi", NULL, 0, -1, NULL, tu_never_done, NULL, &err),
                 AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_run_handoff(a, NULL, NULL, 0, -1, NULL, never_done, NULL, &err),
+    CHECK_FAILS_WITH(agentao_agent_run_handoff(a, NULL, NULL, 0, -1, NULL, tu_never_done, NULL, &err),
                 AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_run_handoff(a, "hi", NULL, 0, -1, NULL, NULL, NULL, &err),
+    CHECK_FAILS_WITH(agentao_agent_run_handoff(a, "hi", NULL, 0, -1, NULL, NULL, NULL, &err),
                 AGENTAO_STATUS_NULL_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_run_handoff(a, "hi", NULL, 1, -1, NULL, never_done, NULL, &err),
+    CHECK_FAILS_WITH(agentao_agent_run_handoff(a, "hi", NULL, 1, -1, NULL, tu_never_done, NULL, &err),
                 AGENTAO_STATUS_NULL_ARGUMENT);
     static const unsigned char bytes[] = {1, 2, 3};
     agentao_image bad = {"text/plain", bytes, sizeof bytes};
-    EXPECT_FAIL(agentao_agent_run_handoff(a, "hi", &bad, 1, -1, NULL, never_done, NULL, &err),
+    CHECK_FAILS_WITH(agentao_agent_run_handoff(a, "hi", &bad, 1, -1, NULL, tu_never_done, NULL, &err),
                 AGENTAO_STATUS_INVALID_ARGUMENT);
-    EXPECT_FAIL(agentao_agent_run_handoff(a, "\xff\xfe", NULL, 0, -1, NULL, never_done, NULL, &err),
+    CHECK_FAILS_WITH(agentao_agent_run_handoff(a, "\xff\xfe", NULL, 0, -1, NULL, tu_never_done, NULL, &err),
                 AGENTAO_STATUS_INVALID_UTF8);
     /* None of them started a turn. */
     char *last = tu_last_turn(a);
@@ -143,14 +111,14 @@ static void test_refused(void) {
     /* A second turn while one runs. */
     CHECK_STATUS(agentao_agent_run_handoff(a, "first", NULL, 0, -1, NULL, handoff_done, &h, NULL),
                  AGENTAO_STATUS_OK);
-    EXPECT_FAIL(agentao_agent_run_handoff(a, "second", NULL, 0, -1, NULL, never_done, NULL, &err),
+    CHECK_FAILS_WITH(agentao_agent_run_handoff(a, "second", NULL, 0, -1, NULL, tu_never_done, NULL, &err),
                 AGENTAO_STATUS_TURN_IN_PROGRESS);
-    CHECK(tu_wait_count(&h.calls, 1, 10000));
-    CHECK_STATUS(atomic_load(&h.status), AGENTAO_STATUS_OK);
-    CHECK_CONTAINS(h.outcome, TU_KV("text", "slow"));
+    CHECK(tu_wait_count(&h.done.calls, 1, 10000));
+    CHECK_STATUS(atomic_load(&h.done.status), AGENTAO_STATUS_OK);
+    CHECK_CONTAINS(h.done.outcome, TU_KV("text", "slow"));
     tu_sleep_ms(100);
-    CHECK(atomic_load(&h.calls) == 1);
-    handoff_destroy(&h);
+    CHECK(atomic_load(&h.done.calls) == 1);
+    tu_done_destroy(&h.done);
     agentao_agent_free(a);
 }
 
@@ -172,15 +140,15 @@ static void test_free_while_running(void) {
         uint64_t t0 = tu_now_ms();
         agentao_agent_free(a); /* does not wait */
         CHECK_MSG(tu_now_ms() - t0 < TU_BOUND_MS(200), "agentao_agent_free waited for the turn");
-        CHECK(tu_wait_count(&h.calls, 1, 5000));
+        CHECK(tu_wait_count(&h.done.calls, 1, 5000));
         CHECK(tu_wait_count(&rec.freed, 1, 5000));
         tu_sleep_ms(100);
-        CHECK(atomic_load(&h.calls) == 1);
+        CHECK(atomic_load(&h.done.calls) == 1);
         CHECK(atomic_load(&rec.freed) == 1);
-        CHECK_STATUS(atomic_load(&h.status), AGENTAO_STATUS_CANCELLED);
-        CHECK_CONTAINS(h.outcome, TU_KV("status", "cancelled"));
-        CHECK_CONTAINS(h.outcome, TU_KV("error", "session-closed"));
-        handoff_destroy(&h);
+        CHECK_STATUS(atomic_load(&h.done.status), AGENTAO_STATUS_CANCELLED);
+        CHECK_CONTAINS(h.done.outcome, TU_KV("status", "cancelled"));
+        CHECK_CONTAINS(h.done.outcome, TU_KV("error", "session-closed"));
+        tu_done_destroy(&h.done);
     }
     tu_recorder_destroy(&rec);
 }

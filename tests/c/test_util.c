@@ -482,6 +482,12 @@ void tu_on_done(void *userdata, agentao_status status, const char *outcome_json,
     atomic_fetch_add(&d->calls, 1);
 }
 
+void tu_never_done(void *userdata, agentao_status status, const char *outcome_json,
+                   const struct agentao_error *err) {
+    (void)userdata, (void)status, (void)outcome_json, (void)err;
+    tu_fail_at(__FILE__, __LINE__, "on_done fired for a refused call");
+}
+
 void tu_on_delta(void *userdata, const char *delta_json) {
     tu_done *d = userdata;
     if (atomic_load(&d->calls)) atomic_fetch_add(&d->deltas_after_done, 1);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "agentao.h"
 
@@ -46,6 +47,25 @@ void tu_fail_at(const char *file, int line, const char *fmt, ...)
         if (!g_ || !w_ || strcmp(g_, w_) != 0)                                      \
             tu_fail_at(__FILE__, __LINE__, "%s: got \"%s\", want \"%s\"", #got,     \
                        g_ ? g_ : "(null)", w_ ? w_ : "(null)");                     \
+    } while (0)
+
+/* What a test presets an out-parameter to: a value no library call leaves there. */
+#define TU_JUNK ((void *)0x1)
+
+/* Expects `call` (which writes `err`, declared here) to fail with `want`, and the error object
+ * to agree: its status and a non-empty message. */
+#define CHECK_FAILS_WITH(call, want)                                                \
+    do {                                                                            \
+        agentao_error *err = TU_JUNK;                                               \
+        agentao_status st_ = (call);                                                \
+        CHECK_STATUS(st_, want);                                                    \
+        CHECK_MSG(err != TU_JUNK && err != NULL, "%s: no error object", #call);     \
+        if (err != TU_JUNK && err) {                                                \
+            CHECK_STATUS(agentao_error_status(err), want);                          \
+            CHECK_MSG(strlen(agentao_error_message(err)) > 0, "%s: empty message",  \
+                      #call);                                                       \
+            agentao_error_free(err);                                                \
+        }                                                                           \
     } while (0)
 
 #define CHECK_CONTAINS(hay, needle)                                                 \
@@ -197,5 +217,8 @@ void tu_done_destroy(tu_done *d);
 void tu_on_done(void *userdata, agentao_status status, const char *outcome_json,
                 const struct agentao_error *err);
 void tu_on_delta(void *userdata, const char *delta_json);
+/* An on_done for a call that must be refused: fails the test if it fires. */
+void tu_never_done(void *userdata, agentao_status status, const char *outcome_json,
+                   const struct agentao_error *err);
 
 #endif /* AGENTAO_TEST_UTIL_H */
