@@ -67,15 +67,30 @@ fn record(wire: &str, bodies: &[Value]) {
     if wire == "openai" {
         return;
     }
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut f = std::fs::OpenOptions::new()
+    record_in(std::path::Path::new(&dir), wire, bodies);
+}
+
+/// Appends `bodies` to `<dir>/<wire>.jsonl`, one line each; the tests of this file call it at once.
+fn record_in(dir: &std::path::Path, wire: &str, bodies: &[Value]) {
+    // `writeln!` on a `File` makes a write per formatted piece, and the tests' pieces
+    // interleaved: the lines are written whole, one writer at a time.
+    static WRITER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let mut lines = String::new();
+    for b in bodies {
+        lines.push_str(&b.to_string());
+        lines.push('\n');
+    }
+    let _one_writer = WRITER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(std::path::Path::new(&dir).join(format!("{wire}.jsonl")))
+        .open(dir.join(format!("{wire}.jsonl")))
+        .unwrap()
+        .write_all(lines.as_bytes())
         .unwrap();
-    for b in bodies {
-        writeln!(f, "{b}").unwrap();
-    }
 }
 
 /// Runs the transcript's turn on `wire`; returns what it amounted to and the request bodies.
@@ -146,6 +161,28 @@ const TRANSCRIPTS: [&str; 10] = [
     "write_file_approved",
     "write_file_declined",
 ];
+
+#[test]
+fn bodies_recorded_by_tests_at_once_stay_one_per_line() {
+    // CI's step 86 once read a line with another test's body spliced into it.
+    let dir = tempfile::tempdir().unwrap();
+    let body = json!({"model": "m", "messages": (0..200).map(|i| json!({"role": "user", "content": format!("message {i}")})).collect::<Vec<_>>()});
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..20 {
+                    record_in(dir.path(), "anthropic", std::slice::from_ref(&body));
+                }
+            });
+        }
+    });
+    let text = std::fs::read_to_string(dir.path().join("anthropic.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 160);
+    for line in lines {
+        assert_eq!(serde_json::from_str::<Value>(line).unwrap(), body);
+    }
+}
 
 #[test]
 fn every_transcript_gives_the_same_turn_on_every_wire() {

@@ -186,7 +186,11 @@ def validate(bodies_dir):
             continue
         with open(path) as f:
             for n, line in enumerate(f, 1):
-                body = json.loads(line)
+                try:
+                    body = json.loads(line)
+                except json.JSONDecodeError as e:
+                    fail(f"{wire} body {n}", f"not one JSON body per line: {e}")
+                    continue
                 try:
                     drain(adapter.validate_python(body))
                     ok(f"{wire} body {n}")
