@@ -354,6 +354,13 @@ pub(crate) fn keywords_of(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether `text` has a word [`keywords_of`] keeps, without collecting them.
+fn has_keywords(text: &str) -> bool {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .any(|w| !STOP_WORDS.contains(&w.to_lowercase().as_str()))
+}
+
 /// The records that share a word with `query`.
 pub(crate) fn matching(records: Vec<MemoryRecord>, query: &str) -> Vec<MemoryRecord> {
     let words = keywords_of(query);
@@ -412,9 +419,13 @@ fn render(
     records: &[MemoryRecord],
     budget: usize,
 ) -> (Option<String>, Vec<String>) {
+    let mut shown = Vec::new();
+    if records.is_empty() {
+        // Most agents save no memories: nothing to frame, every turn.
+        return (None, shown);
+    }
     let mut out = open.to_owned();
     let mut used = open.chars().count() + close.chars().count();
-    let mut shown = Vec::new();
     for r in records {
         let e = entry(r);
         let n = e.chars().count();
@@ -456,8 +467,7 @@ pub(crate) fn view(store: &dyn MemoryStore, user_message: &str) -> MemoryView {
         &all,
         STABLE_BLOCK_MAX_CHARS,
     );
-    let words = keywords_of(user_message);
-    let recall = if words.is_empty() {
+    let recall = if !has_keywords(user_message) {
         None
     } else {
         let hits: Vec<MemoryRecord> = store
@@ -482,6 +492,34 @@ mod tests {
 
     fn rec(key: &str, content: &str, at: &str) -> MemoryRecord {
         MemoryRecord::test_note(key, content, at)
+    }
+
+    #[test]
+    fn has_keywords_agrees_with_keywords_of() {
+        for text in [
+            "",
+            "a an of",
+            "The and THE",
+            "Hello from the benchmark.",
+            "fox",
+            "ÉTÉ été",
+            "x1 y2 zz3",
+            "the the the word",
+            "12 345",
+        ] {
+            assert_eq!(
+                has_keywords(text),
+                !keywords_of(text).is_empty(),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_records_render_nothing() {
+        assert_eq!(render("<open>", "</close>", &[], 100), (None, Vec::new()));
+        let one = [rec("k", "v", "2026-01-01T00:00:00")];
+        assert!(render("<open>", "</close>", &one, 100).0.is_some());
     }
 
     #[test]
