@@ -244,6 +244,40 @@ fn a_parallel_batch_keeps_call_order_and_one_tool_runs_one_call_at_a_time() {
     assert_eq!(ids, ["c0", "c1", "c2", "c3", "c4", "c5", "c6"]);
 }
 
+/// Calls on blocking threads (`glob`) and on the turn's task in one batch: every end is
+/// reported, each after its start, the results in call order.
+#[test]
+fn a_batch_mixing_blocking_and_task_run_calls_reports_every_end() {
+    let serial = OnTask::new("on_task", false);
+    let run = agent(
+        batch(&[
+            ("glob", json!({"pattern": "*.txt"})),
+            ("on_task", json!({"text": "t1", "sleep_ms": 20})),
+            ("glob", json!({"pattern": "a.*"})),
+            ("on_task", json!({"text": "t2"})),
+        ]),
+        &[serial],
+    );
+    run_turn(&run);
+    let results = common::tool_results(&run.agent);
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(results[0].contains("a.txt"), "{}", results[0]);
+    assert_eq!(results[1], "t1");
+    assert!(results[2].contains("a.txt"), "{}", results[2]);
+    assert_eq!(results[3], "t2");
+    let events = run.host.events.lock().unwrap().clone();
+    for id in ["c0", "c1", "c2", "c3"] {
+        let at = |ty: &str| {
+            let found = events
+                .iter()
+                .position(|e| e["type"] == ty && e["data"]["call_id"] == id);
+            found.unwrap_or_else(|| panic!("no {ty} for {id}"))
+        };
+        assert!(at("tool_start") < at("tool_complete"), "{id}");
+        assert!(at("tool_complete") < at("tool_result"), "{id}");
+    }
+}
+
 #[test]
 fn a_cancel_ends_a_task_run_call() {
     let tool = OnTask::new("on_task", false);
