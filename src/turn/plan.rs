@@ -46,12 +46,15 @@ pub(crate) fn parse_error_text(name: &str, reason: &str) -> String {
     )
 }
 
+type CallHash = foldhash::fast::RandomState;
+
 /// Per-turn guard counters.
 #[derive(Default)]
 pub(crate) struct Guards {
     /// Calls by name, then by raw arguments: looked up by borrowed text, so a call seen before
-    /// (every call of a loop the guard is there for) allocates nothing.
-    identical: HashMap<String, HashMap<String, u32>>,
+    /// (every call of a loop the guard is there for) allocates nothing. Hashed with foldhash
+    /// (seeded per process), not SipHash: a turn's calls are bounded by its iterations.
+    identical: HashMap<String, HashMap<String, u32, CallHash>, CallHash>,
     parse_failures: HashMap<String, u32>,
     pub(crate) empty_names: u32,
     pub(crate) length_truncations: u32,
@@ -61,7 +64,7 @@ impl Guards {
     /// Counts a call; true when it reaches the doom threshold.
     pub(crate) fn count_identical(&mut self, name: &str, raw_args: &str) -> bool {
         if !self.identical.contains_key(name) {
-            self.identical.insert(name.to_owned(), HashMap::new());
+            self.identical.insert(name.to_owned(), HashMap::default());
         }
         let Some(by_args) = self.identical.get_mut(name) else {
             return false;

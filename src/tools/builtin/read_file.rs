@@ -214,12 +214,19 @@ fn render(
     // Each line: up to 6 digits, a tab, its head, a newline (the marks of long lines aside).
     let mut out =
         String::with_capacity(file_path.len() + 64 + lines.heads.len() + 8 * lines.kept.len());
-    let _ = write!(
-        out,
-        "File: {file_path} ({total} lines)\nShowing lines {start}-{end_line}\n"
-    );
-    let mut long_lines = 0usize;
     let mut number = itoa::Buffer::new();
+    // `File: {file_path} ({total} lines)\nShowing lines {start}-{end_line}\n`, without
+    // `write!`'s formatting machinery (most of rendering a small file's text).
+    out.push_str("File: ");
+    out.push_str(file_path);
+    out.push_str(" (");
+    out.push_str(number.format(total));
+    out.push_str(" lines)\nShowing lines ");
+    out.push_str(number.format(start));
+    out.push('-');
+    out.push_str(number.format(end_line));
+    out.push('\n');
+    let mut long_lines = 0usize;
     for (i, (head, extra_chars)) in lines.kept().enumerate() {
         if i > 0 {
             out.push('\n');
