@@ -611,14 +611,12 @@ impl LlmCall<'_> {
                         tokio::task::consume_budget().await;
                         r
                     } else {
+                        // The stream first: a body chunk already received needs no
+                        // cancellation waiter (registering one and taking it off again cost a
+                        // tool-loop iteration ~800 instructions). The token is checked again
+                        // before the next read (`stopped`), so a cancel still ends the call.
                         tokio::select! {
                             biased;
-                            _ = self.cancel.cancelled() => {
-                                self.cancelled = true;
-                                self.done = true;
-                                continue;
-                            }
-                            _ = until(deadline) => Err(LlmError::timeout()),
                             r = async {
                                 match stream {
                                     AttemptStream::OpenAi(s) => s.next(asm).await,
@@ -627,6 +625,12 @@ impl LlmCall<'_> {
                                     AttemptStream::Scripted(s) => s.next(asm).await,
                                 }
                             } => r,
+                            _ = self.cancel.cancelled() => {
+                                self.cancelled = true;
+                                self.done = true;
+                                continue;
+                            }
+                            _ = until(deadline) => Err(LlmError::timeout()),
                         }
                     }
                 }
