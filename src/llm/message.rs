@@ -241,16 +241,19 @@ impl Message {
 }
 
 /// A message's JSON as [`Message::write_wire`] wrote it: rendered once by the turn for
-/// `llm_call_delta` and handed to the request's cache ([`super::LlmClient::offer_rendered`]).
+/// `llm_call_delta` and handed to the request's cache ([`super::LlmClient::offer_rendered`]),
+/// which copies it into its own bytes and drops it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct WireJson(Box<[u8]>);
+pub(crate) struct WireJson(Vec<u8>);
 
 impl WireJson {
     pub(crate) fn of(m: &Message) -> WireJson {
-        // Sized once: growing from empty was most of a small message's rendering.
+        // Sized once: growing from empty was most of a small message's rendering. Not shrunk
+        // to fit: it lives until the next request, and the shrink's `realloc` cost more than
+        // rendering a short message.
         let mut out = Vec::with_capacity(m.wire_len_hint());
         m.write_wire(&mut out);
-        WireJson(out.into_boxed_slice())
+        WireJson(out)
     }
 
     pub(crate) fn as_bytes(&self) -> &[u8] {

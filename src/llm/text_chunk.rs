@@ -243,8 +243,9 @@ impl LastTextChunk {
         self.after.extend_from_slice(&bytes[at.end..]);
         self.model = chunk.model.as_deref().map(str::to_owned);
         self.finish_reason = chunk.finish_reason.as_deref().map(str::to_owned);
-        self.one_line = memchr::memchr2(b'\n', b'\r', &self.before).is_none()
-            && memchr::memchr2(b'\n', b'\r', &self.after).is_none();
+        // One search of the whole chunk: the content string between the sides holds no raw
+        // CR or LF (`string_end` refuses raw control characters).
+        self.one_line = memchr::memchr2(b'\n', b'\r', bytes).is_none();
     }
 
     /// What [`text_chunk`] reads from `data` (trimmed), if `data` has the remembered bytes
