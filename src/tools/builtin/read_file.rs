@@ -165,6 +165,8 @@ fn read_small(
         return binary(call, path, &LocalFileSystem);
     }
     let mut lines = Lines::new(call.start_idx(), call.window());
+    // The heads are at most the file's text: one allocation instead of growing to it.
+    lines.heads.reserve(data.len());
     let scanned = if data.len() as u64 <= size {
         scan(&data[..], &mut lines, stop)
     } else {
