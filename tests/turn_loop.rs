@@ -98,6 +98,51 @@ fn call(name: &str, args: Value) -> Value {
     json!({"tool_calls": [{"id": "c", "name": name, "arguments": args}]})
 }
 
+/// A call's name loses its Unicode tag characters and a near miss is repaired to the tool it
+/// means, before history records it and the call runs; a name that is right stays as it is.
+#[test]
+fn call_names_are_cleaned_and_repaired_before_they_run() {
+    // Different limits: three identical calls would trip the doom-loop guard.
+    let args = |limit: u32| json!({"file_path": "a.txt", "limit": limit});
+    let r = json!([
+        {"tool_calls": [
+            {"id": "c1", "name": "read\u{e0041}_file", "arguments": args(10)},
+            {"id": "c2", "name": "ReadFile", "arguments": args(11)},
+            {"id": "c3", "name": "read_file", "arguments": args(12)},
+            {"id": "c4", "name": "launch_rockets", "arguments": args(13)}]},
+        {"text": "done"}
+    ]);
+    let run = setup(r, Host::default(), json!({}));
+    let o = run
+        .agent
+        .run_blocking("go", TurnOptions::default())
+        .unwrap();
+    assert_eq!(o.status, TurnStatus::Ok);
+    let history: Value = serde_json::from_str(&run.agent.history_json()).unwrap();
+    let names: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .map(|c| c["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["read_file", "read_file", "read_file", "launch_rockets"]
+    );
+    // The unknown tool's answer is recorded before the calls that ran.
+    let results = common::tool_results(&run.agent);
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(
+        results[0].starts_with("Tool 'launch_rockets' not found"),
+        "{results:?}"
+    );
+    for r in &results[1..] {
+        assert!(r.contains("alpha"), "{results:?}");
+    }
+}
+
 #[test]
 fn identical_calls_trip_the_doom_loop() {
     let r = json!([{"repeat": 3, "tool_calls": [{"id": "c{i}", "name": "read_file", "arguments": "{\"file_path\": \"a.txt\"}"}]}]);

@@ -3,6 +3,7 @@
 //! early refusal and the permission decision. What comes out is a [`Batch`]: the calls that
 //! go on to confirmation and execution, and the answers of those that never will.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use crate::permissions::{
     self, ActivePermissions, Decision, DenyKind, PermissionEngine, Probed, Probing, ToolFacts,
     Verdict,
 };
-use crate::tools::result_format::strip_tag_chars;
+use crate::tools::result_format::strip_tag_chars_cow;
 use crate::tools::{Tool, ToolServices};
 
 pub(crate) const DOOM_THRESHOLD: u32 = 3;
@@ -360,13 +361,16 @@ impl Turn<'_, '_> {
                 if c.id.trim().is_empty() {
                     c.id = uuid::Uuid::new_v4().to_string();
                 }
-                let name = strip_tag_chars(&c.name);
-                c.name = if self.env.tools.get(&name).is_some() || name.trim().is_empty() {
-                    name
-                } else {
+                // Most names have nothing to strip and name a tool: kept as they are.
+                if let Cow::Owned(stripped) = strip_tag_chars_cow(&c.name) {
+                    c.name = stripped;
+                }
+                if self.env.tools.get(&c.name).is_none() && !c.name.trim().is_empty() {
                     let offered: Vec<&str> = self.env.tools.names().collect();
-                    repair_name(&name, offered.iter().copied()).unwrap_or(name)
-                };
+                    if let Some(repaired) = repair_name(&c.name, offered.iter().copied()) {
+                        c.name = repaired;
+                    }
+                }
                 c
             })
             .collect()
