@@ -491,6 +491,13 @@ impl Turn<'_, '_> {
         while rx.is_some() || !tasks.is_empty() {
             let CallDone(i, res) = tokio::select! {
                 biased;
+                // First: a call on the turn's task that ends at once (a small file read) needs
+                // no cancellation or output waiter registered and taken off again. Polled
+                // after a cancel too, since the calls watch the token and end.
+                Some((done, group)) = tasks.next(), if !tasks.is_empty() => {
+                    tasks.extend(group.next_call());
+                    done
+                }
                 _ = self.cancel.cancelled(), if !discarding => {
                     mailbox.close();
                     discarding = true;
@@ -510,11 +517,6 @@ impl Turn<'_, '_> {
                         self.stream_output(plans, mailbox, i);
                     }
                     continue;
-                }
-                // Polled after a cancel too, since the calls watch the token and end.
-                Some((done, group)) = tasks.next(), if !tasks.is_empty() => {
-                    tasks.extend(group.next_call());
-                    done
                 }
                 // Last, so an end that came in time is still taken. A call stuck in host code
                 // (a file-system callback that never returns) is left behind: its thread ends
