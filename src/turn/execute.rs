@@ -224,11 +224,11 @@ impl Turn<'_, '_> {
     /// The `tool_result` events, in call order, and the answers history records.
     pub(super) async fn report_results(
         &mut self,
-        plans: &[Plan],
+        plans: Vec<Plan>,
         results: Vec<ToolOutcome>,
     ) -> Vec<ToolAnswer> {
         let mut answers = Vec::with_capacity(plans.len());
-        for (p, res) in plans.iter().zip(results) {
+        for (p, res) in plans.into_iter().zip(results) {
             let raw = res.text(&p.name);
             let f = self.formatted(&p.name, &raw).await;
             if self.env.emitter.listens() {
@@ -250,7 +250,7 @@ impl Turn<'_, '_> {
             } else {
                 Arc::from(format!("{}{}", f.model_text, p.hook_context))
             };
-            answers.push(ToolAnswer::new(&p.call_id, &p.name, model_text));
+            answers.push(ToolAnswer::new(p.call_id, p.name, model_text));
         }
         answers
     }

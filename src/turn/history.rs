@@ -149,9 +149,9 @@ impl Turn<'_, '_> {
         ));
     }
 
-    pub(super) fn record_answers(&mut self, answers: &[ToolAnswer]) {
+    pub(super) fn record_answers(&mut self, answers: Vec<ToolAnswer>) {
         self.transcript
-            .extend(answers.iter().cloned().map(Message::Tool));
+            .extend(answers.into_iter().map(Message::Tool));
     }
 
     /// The last assistant message's calls as `on_max_iterations` gets them (`[{name, args}]`),

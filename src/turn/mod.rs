@@ -382,28 +382,28 @@ impl Turn<'_, '_> {
         let prepared = self.prepare(&calls).await?;
         let mut batch = self.plan_batch(&calls, prepared);
         if batch.doom {
-            self.record_answers(&batch.early);
+            self.record_answers(batch.early);
             return Ok(Some(self.doom_end(r.content.trim())));
         }
         if self.env.hooks.is_some() {
             if let Err(e) = self.pre_tool_hooks(&mut batch).await {
-                self.record_answers(&batch.early);
+                self.record_answers(batch.early);
                 return Err(e);
             }
         }
         self.report_decisions(&batch).await;
         if let Err(e) = self.confirm(&mut batch).await {
-            self.record_answers(&batch.early);
+            self.record_answers(batch.early);
             return Err(e);
         }
         let results = self.execute(&batch.plans).await;
         if self.env.hooks.is_some() {
             self.post_tool_hooks(&mut batch.plans, &results).await;
         }
-        let answers = self.report_results(&batch.plans, results).await;
+        let answers = self.report_results(batch.plans, results).await;
         // Early rejections first, then the planned calls, each in call order.
-        self.record_answers(&batch.early);
-        self.record_answers(&answers);
+        self.record_answers(batch.early);
+        self.record_answers(answers);
         if let Some(text) = self.hook_halt.take() {
             self.record_text(&text);
             return Ok(Some(LoopEnd {

@@ -321,7 +321,7 @@ impl Turn<'_, '_> {
                 ToolAnswer::new(&c.id, name, TRUNCATED_CALL_TEXT)
             })
             .collect();
-        self.record_answers(&answers);
+        self.record_answers(answers);
         self.guards.length_truncations += 1;
         if self.guards.length_truncations >= LENGTH_TRUNCATION_THRESHOLD {
             let text = if r.content.trim().is_empty() {
