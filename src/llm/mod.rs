@@ -10,6 +10,7 @@ mod anthropic;
 mod appended_chunks;
 pub(crate) mod assembly;
 mod budget;
+mod chunk_head;
 pub(crate) mod config;
 pub mod error_kind;
 mod event_scan;

@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::assembly::Assembler;
+use super::chunk_head::{top_level, ChunkHead, HeadEnd, TopLevel};
 use super::sse::SseParser;
 use crate::events::plain_len;
 
@@ -46,49 +47,22 @@ impl TextChunk<'_> {
     }
 }
 
-/// Reads `text` (one SSE event's data, trimmed) if it is a plain text chunk.
-pub(super) fn text_chunk(text: &str) -> Option<TextChunk<'_>> {
-    let mut s = Scanner { text, pos: 0 };
+/// Reads `text` (one SSE event's data, trimmed) if it is a plain text chunk: whole, or with
+/// `resume` from the `choices` value after the remembered head ([`super::chunk_head`]; the
+/// chunk's `model` is then the head's, not read again). Also returns its top level.
+pub(super) fn text_chunk(
+    text: &str,
+    resume: Option<HeadEnd>,
+) -> Option<(TextChunk<'_>, TopLevel<'_>)> {
     let mut out = TextChunk::default();
-    let (mut choices, mut model, mut object, mut usage) = (false, false, false, false);
-    s.object(|s, key| {
-        match key {
-            "choices" => {
-                if std::mem::replace(&mut choices, true) {
-                    return None;
-                }
-                s.choices(&mut out)
-            }
-            "model" => {
-                if std::mem::replace(&mut model, true) {
-                    return None;
-                }
-                out.model = s.string_or_null()?;
-                Some(())
-            }
-            // The general decoder reports `"object":"error"` as an in-stream error.
-            "object" => {
-                if std::mem::replace(&mut object, true) {
-                    return None;
-                }
-                match s.string_or_null()? {
-                    Some(o) if o == "error" => None,
-                    _ => Some(()),
-                }
-            }
-            "usage" => {
-                if std::mem::replace(&mut usage, true) {
-                    return None;
-                }
-                s.null()
-            }
-            // Read by the general decoder (errors in a 200 stream).
-            "error" | "message" | "code" | "type" => None,
-            _ => s.scalar(),
-        }
-    })?;
-    s.ws();
-    (s.pos == s.text.len()).then_some(out)
+    let top = top_level(text, resume, |s| s.choices(&mut out))?;
+    out.model = top.model.clone();
+    Some((out, top))
+}
+
+/// `None` if `seen` was set already (a key given twice), else sets it.
+pub(super) fn once(seen: &mut bool) -> Option<()> {
+    (!std::mem::replace(seen, true)).then_some(())
 }
 
 /// Text the [`Scanner`] read: a borrowed string had no escapes (see [`TextChunk::content`]).
@@ -115,6 +89,8 @@ pub(super) struct LastTextChunk {
     /// Neither side holds a CR or LF, so an SSE line starting with `before`, a string and
     /// `after` ends there or later ([`read_framed`]).
     one_line: bool,
+    /// The head of the last chunk either fast path read whole (this stream's memory too).
+    pub(super) head: ChunkHead,
 }
 
 /// The next event of `input` (the read buffer at the parser's position) when it is one `data:`
@@ -231,17 +207,22 @@ fn escaped_string(quoted: &str) -> Option<String> {
 }
 
 impl LastTextChunk {
-    /// Remembers `text`, which [`text_chunk`] read as `chunk`.
-    pub(super) fn remember(&mut self, text: &str, chunk: &TextChunk<'_>) {
+    /// Remembers `text`, which [`text_chunk`] read as `chunk` (from `resume`, when given: its
+    /// model is then the head's).
+    pub(super) fn remember(&mut self, text: &str, chunk: &TextChunk<'_>, resume: Option<HeadEnd>) {
         let Some(at) = &chunk.content_at else {
             return;
         };
+        let model = self
+            .head
+            .model(resume, chunk.model.as_deref())
+            .map(str::to_owned);
         let bytes = text.as_bytes();
         self.before.clear();
         self.before.extend_from_slice(&bytes[..at.start]);
         self.after.clear();
         self.after.extend_from_slice(&bytes[at.end..]);
-        self.model = chunk.model.as_deref().map(str::to_owned);
+        self.model = model;
         self.finish_reason = chunk.finish_reason.as_deref().map(str::to_owned);
         // One search of the whole chunk: the content string between the sides holds no raw
         // CR or LF (`string_end` refuses raw control characters).
@@ -323,7 +304,7 @@ impl<'a> Scanner<'a> {
     /// An object, each key handed to `value` with the scanner at its value.
     pub(super) fn object(
         &mut self,
-        mut value: impl FnMut(&mut Self, &'a str) -> Option<()>,
+        value: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
         self.eat(b'{')?;
         self.ws();
@@ -331,10 +312,26 @@ impl<'a> Scanner<'a> {
             self.pos += 1;
             return Some(());
         }
+        self.members(value, None)
+    }
+
+    /// An object's members through its closing brace, from the next key on or, with `first`,
+    /// from the value of that key, where the scanner is.
+    pub(super) fn members(
+        &mut self,
+        mut value: impl FnMut(&mut Self, &'a str) -> Option<()>,
+        mut first: Option<&'a str>,
+    ) -> Option<()> {
         loop {
-            self.ws();
-            let key = self.plain_string()?;
-            self.eat(b':')?;
+            let key = match first.take() {
+                Some(key) => key,
+                None => {
+                    self.ws();
+                    let key = self.plain_string()?;
+                    self.eat(b':')?;
+                    key
+                }
+            };
             value(self, key)?;
             self.ws();
             match self.peek()? {
@@ -482,6 +479,11 @@ impl<'a> Scanner<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `text` read whole by [`text_chunk`].
+    fn whole(text: &str) -> Option<TextChunk<'_>> {
+        text_chunk(text, None).map(|(chunk, _)| chunk)
+    }
     use crate::llm::Piece;
 
     /// The text pieces of `chunks` read in turn, each popped after the chunks before the next
@@ -491,7 +493,7 @@ mod tests {
         let mut out = Vec::new();
         for &c in chunks {
             if c != "|" {
-                text_chunk(c).expect("a plain text chunk").apply(&mut asm);
+                whole(c).expect("a plain text chunk").apply(&mut asm);
                 continue;
             }
             let kind = asm
@@ -606,7 +608,7 @@ mod tests {
 
     #[test]
     fn reads_the_common_shape() {
-        let c = text_chunk(
+        let c = whole(
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1733,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":"ab\ncd"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
         )
         .expect("the common shape");
@@ -614,8 +616,7 @@ mod tests {
         assert_eq!(c.content.as_deref(), Some("ab\ncd"));
         assert!(matches!(c.content, Some(Cow::Owned(_))));
         assert_eq!(c.finish_reason, None);
-        let c = text_chunk(r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}"#)
-            .unwrap();
+        let c = whole(r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}"#).unwrap();
         assert!(matches!(c.content, Some(Cow::Borrowed("x"))));
         assert_eq!(c.finish_reason.as_deref(), Some("stop"));
     }
@@ -641,7 +642,7 @@ mod tests {
             r#"{"choices":[{"delta":{"content":"\ud800"}}]}"#,
             r#"[1]"#,
         ] {
-            assert_eq!(text_chunk(other), None, "{other}");
+            assert_eq!(whole(other), None, "{other}");
         }
     }
 
@@ -656,7 +657,7 @@ mod tests {
         };
         let first = frame(r#""abcd""#);
         let mut last = LastTextChunk::default();
-        last.remember(&first, &text_chunk(&first).unwrap());
+        last.remember(&first, &whole(&first).unwrap(), None);
         let mut read = 0;
         for content in [
             r#""xyz""#,
@@ -674,7 +675,7 @@ mod tests {
             let chunk = frame(content);
             if let Some(by_memo) = last.read(chunk.as_bytes()) {
                 read += 1;
-                assert_eq!(Some(by_memo), text_chunk(&chunk), "{chunk}");
+                assert_eq!(Some(by_memo), whole(&chunk), "{chunk}");
             }
         }
         assert_eq!(

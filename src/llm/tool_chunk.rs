@@ -19,7 +19,8 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use super::assembly::Assembler;
-use super::text_chunk::{add_text, Scanner};
+use super::chunk_head::{top_level, HeadEnd, TopLevel};
+use super::text_chunk::{add_text, once, Scanner};
 
 /// Calls one chunk may carry on the fast path (servers stream one per chunk; more go the
 /// general way rather than allocating here).
@@ -69,43 +70,22 @@ impl ToolChunk<'_> {
     }
 }
 
-/// Reads `text` (one SSE event's data, trimmed) if it is a chunk of tool-call deltas. A chunk
-/// without a `"tool_calls":[` is left alone at the cost of one search.
-pub(super) fn tool_chunk(text: &str) -> Option<ToolChunk<'_>> {
-    if !has_call_list(text.as_bytes()) {
+/// Reads `text` (one SSE event's data, trimmed) if it is a chunk of tool-call deltas: whole,
+/// or with `resume` from the `choices` value after the remembered head
+/// ([`super::chunk_head`]). A chunk without a `"tool_calls":[` after its head is left alone
+/// at the cost of one search. Also returns its top level.
+pub(super) fn tool_chunk(
+    text: &str,
+    resume: Option<HeadEnd>,
+) -> Option<(ToolChunk<'_>, TopLevel<'_>)> {
+    let after_head = resume.map_or(0, HeadEnd::at);
+    if !has_call_list(&text.as_bytes()[after_head..]) {
         return None;
     }
-    let mut s = Scanner { text, pos: 0 };
     let mut out = ToolChunk::default();
-    let (mut choices, mut model, mut object, mut usage) = (false, false, false, false);
-    s.object(|s, key| match key {
-        "choices" => {
-            once(&mut choices)?;
-            choice_list(s, &mut out)
-        }
-        "model" => {
-            once(&mut model)?;
-            out.model = s.string_or_null()?;
-            Some(())
-        }
-        // The general decoder reports `"object":"error"` as an in-stream error.
-        "object" => {
-            once(&mut object)?;
-            match s.string_or_null()? {
-                Some(o) if o == "error" => None,
-                _ => Some(()),
-            }
-        }
-        "usage" => {
-            once(&mut usage)?;
-            s.null()
-        }
-        // Read by the general decoder (errors in a 200 stream).
-        "error" | "message" | "code" | "type" => None,
-        _ => s.scalar(),
-    })?;
-    s.ws();
-    (s.pos == s.text.len() && out.n_calls > 0).then_some(out)
+    let top = top_level(text, resume, |s| choice_list(s, &mut out))?;
+    out.model = top.model.clone();
+    (out.n_calls > 0).then_some((out, top))
 }
 
 /// Whether `b` has a key `"tool_calls"` whose value starts as a list.
@@ -121,11 +101,6 @@ fn has_call_list(b: &[u8]) -> bool {
             false
         }
     })
-}
-
-/// `None` if `seen` was set already (a key given twice), else sets it.
-fn once(seen: &mut bool) -> Option<()> {
-    (!std::mem::replace(seen, true)).then_some(())
 }
 
 /// Reads `null`, `[]` or the opening of a list: whether items follow.
@@ -290,9 +265,14 @@ fn unsigned(s: &mut Scanner<'_>) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// `text` read whole by [`tool_chunk`].
+    fn whole(text: &str) -> Option<ToolChunk<'_>> {
+        tool_chunk(text, None).map(|(chunk, _)| chunk)
+    }
+
     #[test]
     fn reads_the_common_shape() {
-        let c = tool_chunk(
+        let c = whole(
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"file_path\": \"f1.txt\"}"}}]},"logprobs":null,"finish_reason":null}],"usage":null}"#,
         )
         .expect("the common shape");
@@ -306,7 +286,7 @@ mod tests {
             call.arguments.as_deref(),
             Some(r#"{"file_path": "f1.txt"}"#)
         );
-        let c = tool_chunk(
+        let c = whole(
             r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"x"}},{"function":{"id":"old","name":"g"}}]}}]}"#,
         )
         .unwrap();
@@ -342,9 +322,9 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{}]}}]"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"id":"\ud800"}]}}]}"#,
         ] {
-            assert_eq!(tool_chunk(other), None, "{other}");
+            assert_eq!(whole(other), None, "{other}");
         }
         // An empty call object is a call (the general decoder opens a slot for it).
-        assert!(tool_chunk(r#"{"choices":[{"delta":{"tool_calls":[{}]}}]}"#).is_some());
+        assert!(whole(r#"{"choices":[{"delta":{"tool_calls":[{}]}}]}"#).is_some());
     }
 }

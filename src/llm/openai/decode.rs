@@ -69,14 +69,22 @@ pub(super) fn decode_event_by(
     // UTF-8: parsed from bytes as before, so it fails where it always did.
     let text = std::str::from_utf8(trimmed).ok();
     if let (DecodePath::Auto | DecodePath::NoMemo, Some(text)) = (path, text) {
+        let memo = path == DecodePath::Auto;
+        let resume = if memo { last.head.resume(text) } else { None };
         // Before the text scanner, which would read a tool-call chunk up to its calls in vain.
-        if let Some(chunk) = tool_chunk(text) {
+        if let Some((chunk, top)) = tool_chunk(text, resume) {
             chunk.apply(asm);
+            if memo {
+                last.head.after_read(asm, text, resume, &top);
+            }
             return Ok(Decoded::Fast);
         }
-        if let Some(chunk) = text_chunk(text) {
+        if let Some((chunk, top)) = text_chunk(text, resume) {
             chunk.apply(asm);
-            last.remember(text, &chunk);
+            if memo {
+                last.head.after_read(asm, text, resume, &top);
+            }
+            last.remember(text, &chunk, resume);
             return Ok(Decoded::Fast);
         }
     }
