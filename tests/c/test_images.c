@@ -8,59 +8,45 @@
 
 #include "test_util.h"
 
-#define JUNK ((void *)0x1)
-
-#define EXPECT_FAIL(call, want, needle)                                                  \
-    do {                                                                                 \
-        agentao_error *err = JUNK;                                                       \
-        agentao_status st_ = (call);                                                     \
-        CHECK_STATUS(st_, want);                                                         \
-        CHECK_MSG(err != JUNK && err != NULL, "%s: no error object", #call);             \
-        if (err != JUNK && err) {                                                        \
-            CHECK_CONTAINS(agentao_error_message(err), needle);                          \
-            agentao_error_free(err);                                                     \
-        }                                                                                \
-    } while (0)
-
 static const uint8_t PNG[] = {0x89, 'P', 'N', 'G', 1, 2, 3};
 
 static void test_bad_images(const char *dir) {
     tu_section("bad images");
     char *config = tu_config(dir, "{\"text\":\"first answer\"},{\"text\":\"streamed answer\"}", NULL);
     agentao_agent *agent = tu_agent(config, NULL);
-    char *text = JUNK;
+    char *text = TU_JUNK;
 
     agentao_image null_data = {"image/png", NULL, 10};
-    EXPECT_FAIL(agentao_agent_chat_images(agent, "look", &null_data, 1, -1, NULL, &text, &err),
-                AGENTAO_STATUS_NULL_ARGUMENT, "images[0].data");
+    CHECK_FAILS_CONTAINING(agentao_agent_chat_images(agent, "look", &null_data, 1, -1, NULL, &text, &err),
+                           AGENTAO_STATUS_NULL_ARGUMENT, "images[0].data");
     CHECK(text == NULL);
     agentao_image empty = {"image/png", PNG, 0};
-    EXPECT_FAIL(agentao_agent_chat_images(agent, "look", &empty, 1, -1, NULL, &text, &err),
-                AGENTAO_STATUS_INVALID_ARGUMENT, "images[0]: the image is empty");
+    CHECK_FAILS_CONTAINING(agentao_agent_chat_images(agent, "look", &empty, 1, -1, NULL, &text, &err),
+                           AGENTAO_STATUS_INVALID_ARGUMENT, "images[0]: the image is empty");
     agentao_image svg = {"image/svg+xml", PNG, sizeof PNG};
-    EXPECT_FAIL(agentao_agent_chat_images(agent, "look", &svg, 1, -1, NULL, &text, &err),
-                AGENTAO_STATUS_INVALID_ARGUMENT, "'image/svg+xml' is not accepted");
+    CHECK_FAILS_CONTAINING(agentao_agent_chat_images(agent, "look", &svg, 1, -1, NULL, &text, &err),
+                           AGENTAO_STATUS_INVALID_ARGUMENT, "'image/svg+xml' is not accepted");
     agentao_image null_mime = {NULL, PNG, sizeof PNG};
-    EXPECT_FAIL(agentao_agent_chat_images(agent, "look", &null_mime, 1, -1, NULL, &text, &err),
-                AGENTAO_STATUS_NULL_ARGUMENT, "images[0].mime_type");
+    CHECK_FAILS_CONTAINING(agentao_agent_chat_images(agent, "look", &null_mime, 1, -1, NULL, &text, &err),
+                           AGENTAO_STATUS_NULL_ARGUMENT, "images[0].mime_type");
     size_t big_len = 50u * 1024u * 1024u;
     uint8_t *big = calloc(1, big_len);
     CHECK(big != NULL);
     agentao_image two[2] = {{"image/png", PNG, sizeof PNG}, {"image/jpeg", big, big_len}};
-    EXPECT_FAIL(agentao_agent_chat_images(agent, "look", two, 2, -1, NULL, &text, &err),
-                AGENTAO_STATUS_INVALID_ARGUMENT, "images[1]: 52428800 bytes, over the limit");
+    CHECK_FAILS_CONTAINING(agentao_agent_chat_images(agent, "look", two, 2, -1, NULL, &text, &err),
+                           AGENTAO_STATUS_INVALID_ARGUMENT, "images[1]: 52428800 bytes, over the limit");
     free(big);
     agentao_image many[17];
     for (int i = 0; i < 17; i++) many[i] = (agentao_image){"image/png", PNG, sizeof PNG};
-    EXPECT_FAIL(agentao_agent_chat_images(agent, "look", many, 17, -1, NULL, &text, &err),
-                AGENTAO_STATUS_INVALID_ARGUMENT, "at most 16");
-    EXPECT_FAIL(agentao_agent_chat_images(agent, "look", NULL, 1, -1, NULL, &text, &err),
-                AGENTAO_STATUS_NULL_ARGUMENT, "images");
-    EXPECT_FAIL(agentao_agent_run_images(agent, "look", &empty, 1, -1, NULL, tu_on_done, NULL, &err),
-                AGENTAO_STATUS_INVALID_ARGUMENT, "the image is empty");
-    agentao_stream *stream = JUNK;
-    EXPECT_FAIL(agentao_agent_stream_open_images(agent, "look", &svg, 1, -1, NULL, &stream, &err),
-                AGENTAO_STATUS_INVALID_ARGUMENT, "'image/svg+xml' is not accepted");
+    CHECK_FAILS_CONTAINING(agentao_agent_chat_images(agent, "look", many, 17, -1, NULL, &text, &err),
+                           AGENTAO_STATUS_INVALID_ARGUMENT, "at most 16");
+    CHECK_FAILS_CONTAINING(agentao_agent_chat_images(agent, "look", NULL, 1, -1, NULL, &text, &err),
+                           AGENTAO_STATUS_NULL_ARGUMENT, "images");
+    CHECK_FAILS_CONTAINING(agentao_agent_run_images(agent, "look", &empty, 1, -1, NULL, tu_on_done, NULL, &err),
+                           AGENTAO_STATUS_INVALID_ARGUMENT, "the image is empty");
+    agentao_stream *stream = TU_JUNK;
+    CHECK_FAILS_CONTAINING(agentao_agent_stream_open_images(agent, "look", &svg, 1, -1, NULL, &stream, &err),
+                           AGENTAO_STATUS_INVALID_ARGUMENT, "'image/svg+xml' is not accepted");
     CHECK(stream == NULL);
 
     /* Nothing was sent: the history is empty and the first scripted answer is still there. */
@@ -109,7 +95,7 @@ static void test_bad_images(const char *dir) {
     CHECK_CONTAINS(usage, "\"window\":200000");
     CHECK_CONTAINS(usage, "\"breaker_open\":false");
     agentao_string_free(usage);
-    usage = JUNK;
+    usage = TU_JUNK;
     CHECK_STATUS(agentao_agent_context_usage(agent, NULL, NULL), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK_STATUS(agentao_agent_context_usage(NULL, &usage, NULL), AGENTAO_STATUS_NULL_ARGUMENT);
     CHECK(usage == NULL);

@@ -76,6 +76,20 @@ void tu_fail_at(const char *file, int line, const char *fmt, ...)
                        n_, h_ ? h_ : "(null)");                                     \
     } while (0)
 
+/* Expects `call` (which writes `err`, declared here) to fail with `want` and an error object
+ * whose message contains `needle`. */
+#define CHECK_FAILS_CONTAINING(call, want, needle)                                  \
+    do {                                                                            \
+        agentao_error *err = TU_JUNK;                                               \
+        agentao_status st_ = (call);                                                \
+        CHECK_STATUS(st_, want);                                                    \
+        CHECK_MSG(err != TU_JUNK && err != NULL, "%s: no error object", #call);     \
+        if (err != TU_JUNK && err) {                                                \
+            CHECK_CONTAINS(agentao_error_message(err), needle);                     \
+            agentao_error_free(err);                                                \
+        }                                                                           \
+    } while (0)
+
 #define CHECK_NOT_CONTAINS(hay, needle)                                             \
     do {                                                                            \
         const char *h_ = (hay), *n_ = (needle);                                     \
