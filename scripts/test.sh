@@ -77,6 +77,11 @@ free_gib=$(df --block-size=1G --output=avail . | tail -1 | tr -dc 0-9)
 echo "disk: ${free_gib} GiB free; target/ $(gib target) GiB, build/ $(gib build) GiB"
 # A cold run wrote 10.3 GiB on a fresh clone (target/ 5.1, build/ 5.2 of which the Debian root 2.8).
 [ "$free_gib" -ge 12 ] || echo "warning: a cold run writes ~12 GiB; with ${free_gib} GiB free a step may fail for lack of space"
+# The library's features in every cargo command of the steps, as the C and C++ tests' CMake builds
+# have them (they need agentao_test_panic): one feature set means one build of the library per
+# change, shared by the Rust tests, the C tests and the rest (workspace-hack makes the
+# dependencies one set too).
+export AGENTAO_TEST_FEATURES=agentao/test-panic
 started=$SECONDS
 for f in scripts/test.d/*.sh; do
   want_step "$(basename "$f")" || continue

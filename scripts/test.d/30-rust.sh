@@ -6,7 +6,7 @@ cargo build --quiet -p mcp-fault-server
 # cargo's own status decides (a linker crash or a test binary killed by a signal prints no
 # "FAILED" line); the grep only trims the log shown.
 set +e
-cargo test --workspace --quiet 2>&1 | tee target/cargo-test.log | grep -E '^(test result|running|failures|---- )'
+cargo test --workspace --features "$AGENTAO_TEST_FEATURES" --quiet 2>&1 | tee target/cargo-test.log | grep -E '^(test result|running|failures|---- )'
 cargo_status=${PIPESTATUS[0]}
 set -e
 # The PostgreSQL tests start build/pg/ and leave it up for the next test binary: stop it here, so

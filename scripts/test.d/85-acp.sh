@@ -8,9 +8,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 elif [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 18 ]; then
   skipped "acp-node: node $(node --version) is older than 18 (the SDK needs web streams)"
 else
-  # The binary and the validator as `cargo test --workspace` builds them (a no-op after the Rust
-  # step): `cargo build -p agentao-acp` would resolve other features and rebuild ~150 crates.
-  cargo test --workspace --no-run --quiet
+  # The binary and the validator as the Rust step's `cargo test` builds them (a no-op after it).
+  cargo test --workspace --features "$AGENTAO_TEST_FEATURES" --no-run --quiet
   acp_dir=build/acp-node
   mkdir -p "$acp_dir"
   cp tests/acp-node/package.json tests/acp-node/package-lock.json tests/acp-node/client.mjs "$acp_dir/"
@@ -40,7 +39,7 @@ elif ! "$py_dir/venv/bin/pip" install --quiet --disable-pip-version-check \
     -r tests/acp-python/requirements.txt; then
   skipped "acp-python: agent-client-protocol could not be installed from the package registry"
 else
-  cargo test --workspace --no-run --quiet
+  cargo test --workspace --features "$AGENTAO_TEST_FEATURES" --no-run --quiet
   rm -rf "$py_dir/work"
   "$py_dir/venv/bin/python" tests/acp-python/client.py "$PWD/target/debug/agentao-acp" \
     "$PWD/$py_dir/work" | tee "$py_dir/out.txt"

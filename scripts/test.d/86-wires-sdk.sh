@@ -13,8 +13,8 @@ elif ! "$sdk_dir/venv/bin/pip" install --quiet --disable-pip-version-check \
 else
   # The request bodies the library sends in tests/wires.rs, for the SDKs' request types.
   rm -rf "$sdk_dir/bodies"
-  AGENTAO_WIRE_BODIES="$PWD/$sdk_dir/bodies" cargo test --quiet --test wires
-  cargo build --quiet -p mock-openai
+  AGENTAO_WIRE_BODIES="$PWD/$sdk_dir/bodies" cargo test --features "$AGENTAO_TEST_FEATURES" --quiet --test wires
+  cargo build --features "$AGENTAO_TEST_FEATURES" --quiet -p mock-openai
   "$sdk_dir/venv/bin/python" tests/wires-sdk/check.py "$PWD/target/debug/mock-openai" \
     tests/conformance/transcripts "$sdk_dir/bodies" | tee "$sdk_dir/out.txt"
   record "wires-sdk" "$(sed -nE 's/^wires-sdk: ([0-9]+) passed, 0 failed$/\1/p' "$sdk_dir/out.txt")"

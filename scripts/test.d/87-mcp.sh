@@ -15,7 +15,7 @@ else
     (cd "$mcp_dir" && npm ci --no-audit --no-fund --loglevel=error)
     cp tests/mcp-node/package-lock.json "$mcp_dir/node_modules/.installed-lock"
   fi
-  AGENTAO_MCP_NODE="$PWD/$mcp_dir" cargo test --workspace --quiet --test mcp_servers -- --ignored 2>&1 \
+  AGENTAO_MCP_NODE="$PWD/$mcp_dir" cargo test --workspace --features "$AGENTAO_TEST_FEATURES" --quiet --test mcp_servers -- --ignored 2>&1 \
     | tee "$mcp_dir/out.txt"
   record "mcp-node" "$(sed -nE 's/^test result: ok\. ([0-9]+) passed; 0 failed.*/\1/p' "$mcp_dir/out.txt")"
 fi

@@ -10,8 +10,8 @@ if [ $rc = 3 ]; then skipped "otel: Jaeger cannot run here ($otlp)"; return 0; f
 [ $rc = 0 ] || { echo "$otlp"; exit 1; }
 mkdir -p build/jaeger
 set +e
-{ AGENTAO_JAEGER_REQUIRED=1 cargo test --quiet --test otel_jaeger -- --ignored \
-  && AGENTAO_JAEGER_REQUIRED=1 cargo test --quiet -p agentao-acp --test otel -- --ignored; } 2>&1 \
+{ AGENTAO_JAEGER_REQUIRED=1 cargo test --features "$AGENTAO_TEST_FEATURES" --quiet --test otel_jaeger -- --ignored \
+  && AGENTAO_JAEGER_REQUIRED=1 cargo test --features "$AGENTAO_TEST_FEATURES" --quiet -p agentao-acp --test otel -- --ignored; } 2>&1 \
   | tee build/jaeger/out.txt
 status=${PIPESTATUS[0]}
 set -e
