@@ -52,21 +52,26 @@ void tu_fail_at(const char *file, int line, const char *fmt, ...)
 /* What a test presets an out-parameter to: a value no library call leaves there. */
 #define TU_JUNK ((void *)0x1)
 
-/* Expects `call` (which writes `err`, declared here) to fail with `want`, and the error object
- * to agree: its status and a non-empty message. */
-#define CHECK_FAILS_WITH(call, want)                                                \
+/* Expects `call` (which writes `err`, declared here) to fail with `want` and to leave an error
+ * object; runs the statements after `want` on it (as `err`), then frees it. */
+#define TU_CHECK_FAILS_THEN(call, want, ...)                                        \
     do {                                                                            \
         agentao_error *err = TU_JUNK;                                               \
         agentao_status st_ = (call);                                                \
         CHECK_STATUS(st_, want);                                                    \
         CHECK_MSG(err != TU_JUNK && err != NULL, "%s: no error object", #call);     \
         if (err != TU_JUNK && err) {                                                \
-            CHECK_STATUS(agentao_error_status(err), want);                          \
-            CHECK_MSG(strlen(agentao_error_message(err)) > 0, "%s: empty message",  \
-                      #call);                                                       \
+            __VA_ARGS__;                                                            \
             agentao_error_free(err);                                                \
         }                                                                           \
     } while (0)
+
+/* Expects `call` to fail with `want`, and the error object to agree: its status and a
+ * non-empty message. */
+#define CHECK_FAILS_WITH(call, want)                                                \
+    TU_CHECK_FAILS_THEN(call, want, CHECK_STATUS(agentao_error_status(err), want);  \
+                        CHECK_MSG(strlen(agentao_error_message(err)) > 0,           \
+                                  "%s: empty message", #call))
 
 #define CHECK_CONTAINS(hay, needle)                                                 \
     do {                                                                            \
@@ -76,19 +81,9 @@ void tu_fail_at(const char *file, int line, const char *fmt, ...)
                        n_, h_ ? h_ : "(null)");                                     \
     } while (0)
 
-/* Expects `call` (which writes `err`, declared here) to fail with `want` and an error object
- * whose message contains `needle`. */
+/* Expects `call` to fail with `want` and an error object whose message contains `needle`. */
 #define CHECK_FAILS_CONTAINING(call, want, needle)                                  \
-    do {                                                                            \
-        agentao_error *err = TU_JUNK;                                               \
-        agentao_status st_ = (call);                                                \
-        CHECK_STATUS(st_, want);                                                    \
-        CHECK_MSG(err != TU_JUNK && err != NULL, "%s: no error object", #call);     \
-        if (err != TU_JUNK && err) {                                                \
-            CHECK_CONTAINS(agentao_error_message(err), needle);                     \
-            agentao_error_free(err);                                                \
-        }                                                                           \
-    } while (0)
+    TU_CHECK_FAILS_THEN(call, want, CHECK_CONTAINS(agentao_error_message(err), needle))
 
 #define CHECK_NOT_CONTAINS(hay, needle)                                             \
     do {                                                                            \
