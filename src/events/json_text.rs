@@ -207,12 +207,23 @@ mod tests {
     /// Every byte value at every position of a 24-byte run (three words, then remainders),
     /// among plain bytes of several kinds, and followed by special bytes (a borrow must not
     /// move the first hit): `plain_len` is the first position the table flags.
+    ///
+    /// A byte can only reach the bytes above it through the borrows of the three subtractions
+    /// (`w - 0x20`, `(w ^ '"') - 1`, `(w ^ '\\') - 1`, per byte), so what it does to them
+    /// depends only on which side of each operand's edges it lies: the bytes followed by
+    /// special ones are those at every edge (each operand 0x00, 0x01, 0x7f, 0x80 or 0xff), where
+    /// all 256 values made this test take 35 seconds in a debug build.
     #[test]
     fn every_byte_is_scanned_as_the_table_says() {
         let table = |b: &[u8]| {
             b.iter()
                 .position(|&c| ESCAPE[usize::from(c)] != 0)
                 .unwrap_or(b.len())
+        };
+        let at_an_edge = |v: u8| {
+            [v, v ^ b'"', v ^ b'\\', v.wrapping_sub(0x20)]
+                .iter()
+                .any(|x| [0x00, 0x01, 0x7f, 0x80, 0xff].contains(x))
         };
         for fill in [b'a', 0x7f, 0x80, 0xff, 0x21, 0x23, 0x5b, 0x5d, 0x20] {
             for len in 0..=24 {
@@ -221,6 +232,9 @@ mod tests {
                         let mut b = vec![fill; len];
                         b[at] = v;
                         assert_eq!(plain_len(&b), table(&b), "{b:?}");
+                        if !at_an_edge(v) {
+                            continue;
+                        }
                         for after in [0x00u8, 0x1f, b'"', b'\\', 0x80, 0x21] {
                             for k in at + 1..len {
                                 let mut c = b.clone();
