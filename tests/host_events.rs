@@ -211,3 +211,28 @@ fn an_unread_stream_does_not_block_cancel() {
     let next = agent.run_blocking("again", TurnOptions::default()).unwrap();
     assert_eq!(next.text, "done");
 }
+
+/// Test binaries validate host events at the same time (the test command runs two at once) and
+/// each counts them in one log: every count stays a line of its own.
+#[test]
+fn counts_recorded_at_once_stay_one_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("validated.log");
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let log = &log;
+            s.spawn(move || {
+                for i in 0..500 {
+                    common::record_validated(log, 1000 * t + i);
+                }
+            });
+        }
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut counts: Vec<usize> = text.lines().map(|l| l.parse().unwrap()).collect();
+    counts.sort_unstable();
+    let want: Vec<usize> = (0..8)
+        .flat_map(|t| (0..500).map(move |i| 1000 * t + i))
+        .collect();
+    assert_eq!(counts, want);
+}

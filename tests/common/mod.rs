@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::Write as _;
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -25,18 +26,28 @@ pub fn validate_host_events(events: &[Value]) -> usize {
             "host event {e} fails the v3 schema: {errors:?}"
         );
     }
-    let log = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/target/validated-host-events.log"
+    record_validated(
+        Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/target/validated-host-events.log"
+        )),
+        events.len(),
     );
+    events.len()
+}
+
+/// Adds a line with `n` to `log` (best effort: the count is a report, not a check).
+pub fn record_validated(log: &Path, n: usize) {
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
     {
-        let _ = writeln!(f, "{}", events.len());
+        // One write of the whole line: test binaries run at once and append to the same file,
+        // and `writeln!` writes the number and the newline separately (two writers could make
+        // "12" and "34" one line of "1234").
+        let _ = f.write_all(format!("{n}\n").as_bytes());
     }
-    events.len()
 }
 
 /// The contents of the `tool` messages of the agent's history, in order: what the model saw.
