@@ -55,7 +55,34 @@ want_step() {
 }
 
 mkdir -p build
-rm -f build/summary.counts build/summary.skipped build/.apt-updated
+# Steps start work in the background (setsid, its process group's id in a pid file) for a later
+# step to wait for: work a core would otherwise leave idle.
+# wait_background PIDFILE STATUSFILE SECONDS WHAT: waits for the job to write STATUSFILE, at
+# most SECONDS; stops it and fails (saying so) when it does not.
+wait_background() {
+  local pid deadline=$((SECONDS + $3))
+  pid=$(cat "$1")
+  while [ ! -f "$2" ] && kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 2; done
+  [ -f "$2" ] && { rm -f "$1"; return 0; }
+  stop_background "$1"
+  if [ $SECONDS -ge $deadline ]; then echo "$4 did not finish in $3 s: stopped"; else echo "$4 ended without a status"; fi
+  return 1
+}
+# stop_background PIDFILE: stops the job and what it started.
+stop_background() {
+  [ -f "$1" ] || return 0
+  local pid i
+  pid=$(cat "$1")
+  kill -- -"$pid" 2>/dev/null || true
+  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  rm -f "$1"
+}
+
+# A job that an earlier run started and left when a step failed must not report into this run.
+stop_background build/miri.pid
+stop_background build/lone-clone.pid
+scripts/lone-clone.sh clean
+rm -f build/summary.counts build/summary.skipped build/.apt-updated build/miri.status
 
 # Disk. Cargo never deletes what it stops using, so a build tree kept between CI runs grows with
 # every change of Cargo.lock, features or toolchain until a step dies halfway with "No space

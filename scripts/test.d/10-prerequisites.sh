@@ -21,3 +21,22 @@ if want_step 89-otel.sh && [ ! -x build/go-tools/jaeger ]; then
   mkdir -p build/jaeger
   nohup nice -n 19 scripts/jaeger.sh build > build/jaeger-prebuild.log 2>&1 < /dev/null &
 fi
+
+# The release library (the C++, Go, examples, install, fleet and Swift steps link it) is ~7
+# minutes of compiling on 2 cores when target/ is cold, and the steps before them leave a core
+# idle for minutes (test binaries waiting on servers and timers, Miri's one thread): build it
+# now, niced, so it takes those. The first step that needs it waits through cargo's own lock on
+# target/release (a debug build meanwhile does not wait: that lock is per profile).
+if want_step 55-cpp.sh || want_step 57-go.sh || want_step 80-install.sh; then
+  echo "building the release library in the background, niced (log: build/release-prebuild.log)"
+  nohup nice -n 19 cargo build --release -p agentao -p agentao-acp -p mock-openai \
+    > build/release-prebuild.log 2>&1 < /dev/null &
+fi
+
+# Miri (step 35) interprets on one thread for minutes: start it now, niced, beside the Rust
+# step's compiling and test binaries; step 35 waits for it and reports it.
+if want_step 35-miri.sh; then
+  echo "starting Miri in the background, niced (log: build/miri.log)"
+  setsid nice -n 19 scripts/miri.sh > build/miri.log 2>&1 < /dev/null &
+  echo $! > build/miri.pid
+fi

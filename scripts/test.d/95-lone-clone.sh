@@ -1,8 +1,5 @@
 step "a lone clone: the Rust and C steps in a fresh clone with nothing beside it"
-# A stranger's `git clone` must pass the tests: everything they read has to be inside the
-# repository. Clone the committed HEAD into an empty temporary folder and run the Rust and C
-# steps there. The clone's target/ starts as a copy of ours, so dependencies are not rebuilt;
-# build artifacts are outputs, never sources a test reads.
+# scripts/lone-clone.sh says what this checks and how.
 if [ -n "${AGENTAO_LONE_CLONE:-}" ]; then
   skipped "lone clone: already running inside one"
   return 0
@@ -14,23 +11,25 @@ fi
 if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no)" ]; then
   echo "note: uncommitted changes are not in the clone; it tests HEAD $(git -C "$ROOT" rev-parse --short HEAD)"
 fi
-lone_parent=$(mktemp -d)
-# Open like a checkout's parent: the PostgreSQL tests run their server as another user.
-chmod 755 "$lone_parent"
-trap 'rm -rf "$lone_parent"' EXIT
-lone="$lone_parent/libagentao"
-git clone -q --no-local --no-hardlinks "$ROOT" "$lone"
-echo "cloned $(git -C "$lone" rev-parse --short HEAD) into $lone; beside it: $(ls -A "$lone_parent" | tr '\n' ' ')"
-# Without the incremental caches: they are most of target/ (14 of 29 GiB on a dev machine, where
-# copying them ran the disk out) and only speed up rebuilding edited sources, which a clone has not.
-if [ -d "$ROOT/target" ]; then
-  mkdir -p "$lone/target"
-  (cd "$ROOT/target" && tar cf - --exclude=incremental .) | (cd "$lone/target" && tar xf -)
+# Step 41 started the clone's build in the background; run alone, this step builds it here.
+if [ -f build/lone-clone.pid ]; then
+  wait_background build/lone-clone.pid build/lone-clone.status 2400 "the lone clone's build" \
+    || { cat build/lone-clone-prepare.log; exit 1; }
+else
+  scripts/lone-clone.sh prepare > build/lone-clone-prepare.log 2>&1 || true
 fi
+cat build/lone-clone-prepare.log
+if [ ! -d "$(cat build/lone-clone.dir 2>/dev/null || echo /nonexistent)" ]; then
+  echo "the lone clone could not be made (log above)"; exit 1
+fi
+prepared=$(cat build/lone-clone.status 2>/dev/null || echo none)
+# A failed build is not the verdict: the steps build again in the clone and say what failed.
+[ "$prepared" = 0 ] || echo "the clone's build ended with status $prepared; the steps build what is missing"
 set +e
-(cd "$lone" && AGENTAO_LONE_CLONE=1 scripts/test.sh 30-rust 40-ctest) 2>&1 | tee build/lone-clone.log | grep -E '^(==>|SKIPPED|FAILED|summary|test result: FAILED|    \()'
-lone_status=${PIPESTATUS[0]}
+scripts/lone-clone.sh run
+lone_status=$?
 set -e
+grep -E '^(==>|SKIPPED|FAILED|summary|test result: FAILED|    \()' build/lone-clone.log
 if [ "$lone_status" -ne 0 ]; then
   tail -n 80 build/lone-clone.log; echo "the lone clone failed (full log: build/lone-clone.log)"; exit 1
 fi
