@@ -71,17 +71,21 @@ wait_background() {
 # stop_background PIDFILE: stops the job and what it started.
 stop_background() {
   [ -f "$1" ] || return 0
-  local pid i
+  local pid
   pid=$(cat "$1")
   kill -- -"$pid" 2>/dev/null || true
-  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
   rm -f "$1"
 }
 
-# A job that an earlier run started and left when a step failed must not report into this run.
-stop_background build/miri.pid
-stop_background build/lone-clone.pid
-scripts/lone-clone.sh clean
+# stop_all_background: what a run that stops at a failing step leaves running (the next run
+# would also stop it, so that it cannot report into that run).
+stop_all_background() {
+  stop_background build/miri.pid
+  stop_background build/lone-clone.pid
+  scripts/lone-clone.sh clean
+}
+stop_all_background
 rm -f build/summary.counts build/summary.skipped build/.apt-updated build/miri.status
 
 # Disk. Cargo never deletes what it stops using, so a build tree kept between CI runs grows with
@@ -121,6 +125,7 @@ for f in scripts/test.d/*.sh; do
   rc=$?
   set -e
   if [ $rc -ne 0 ]; then
+    stop_all_background
     printf '\nFAILED: step %s (exit %s)\n' "$(basename "$f" .sh)" "$rc"
     echo "summary: $(awk '{s+=$1} END {print s+0}' build/summary.counts 2>/dev/null || echo 0) passed, 1 failed"
     exit 1
