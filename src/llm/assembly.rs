@@ -110,7 +110,7 @@ pub(crate) enum PieceKind {
     Reasoning,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Slot {
     index: Option<u64>,
     id: String,
@@ -119,7 +119,7 @@ struct Slot {
 }
 
 /// Accumulates one attempt's deltas.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Assembler {
     content: String,
     reasoning: String,

@@ -13,7 +13,7 @@ use crate::llm::openai::DecodePath;
 use crate::llm::wire::{truncated, Flow};
 use crate::llm::LlmError;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Block {
     Text,
     Thinking {
@@ -29,7 +29,7 @@ enum Block {
 }
 
 /// One attempt's decoding state.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Decoder {
     /// Open blocks by their index (a handful: scanned).
     blocks: Vec<(u64, Block)>,

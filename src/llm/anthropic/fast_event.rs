@@ -47,7 +47,7 @@ pub(super) enum FastEvent<'a> {
 /// differ only in their text, and the scanner reads left to right: an event with the same
 /// bytes around a string reaches that string in the same state and ends as the last one did,
 /// so it is read by two compares and the string's scan (the scanner was half a delta's cost).
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct LastTextDelta {
     before: Vec<u8>,
     after: Vec<u8>,

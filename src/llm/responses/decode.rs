@@ -15,14 +15,14 @@ use crate::llm::openai::DecodePath;
 use crate::llm::wire::{truncated, Flow};
 use crate::llm::LlmError;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Call {
     output_index: u64,
     item_id: String,
     args_seen: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Reasoning {
     output_index: u64,
     /// The item whole, once an event carried it so.
@@ -33,7 +33,7 @@ struct Reasoning {
 }
 
 /// One attempt's decoding state.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Decoder {
     calls: Vec<Call>,
     reasoning: Vec<Reasoning>,

@@ -218,7 +218,8 @@ fn corpus() -> Vec<Vec<Value>> {
 /// and it reads the corpus's deltas, `.done` arguments and ignored events itself.
 #[test]
 fn fast_and_general_paths_agree() {
-    use crate::llm::event_scan::mutated_sequences;
+    use super::decode::{at_eof, decode_by};
+    use crate::llm::event_scan::assert_paths_agree_on_mutations;
     use crate::llm::openai::DecodePath;
     let mut fast = 0;
     for stream in corpus() {
@@ -227,18 +228,12 @@ fn fast_and_general_paths_agree() {
             let text = std::str::from_utf8(e).unwrap();
             fast += usize::from(super::fast_event::fast_event(text).is_some());
         }
-        for seq in mutated_sequences(&events) {
-            let by = |path| super::decode_for_fuzzing(seq.iter().map(Vec::as_slice), path).0;
-            let general = by(DecodePath::GeneralOnly);
-            assert_eq!(
-                by(DecodePath::Auto),
-                general,
-                "{:?}",
-                seq.iter()
-                    .map(|e| String::from_utf8_lossy(e))
-                    .collect::<Vec<_>>()
-            );
-        }
+        assert_paths_agree_on_mutations::<Decoder, _>(
+            &events,
+            &[DecodePath::GeneralOnly, DecodePath::Auto],
+            decode_by,
+            at_eof,
+        );
     }
     assert_eq!(
         fast, 12,
