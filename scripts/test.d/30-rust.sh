@@ -1,5 +1,5 @@
 step "Rust tests"
-rm -f target/validated-host-events.log
+rm -f target/validated-host-events.log target/cargo-test.log
 # The fault tests run target/debug/mcp-fault-server, another package's binary, which
 # `cargo test` does not rebuild: a cached target/ would hold an older one.
 cargo build --quiet -p mcp-fault-server
@@ -15,7 +15,8 @@ grep -E '^(test result|failures|---- )' target/cargo-test.log || true
 # no server outlives the step (in a lone clone, its folder is deleted after).
 scripts/postgres.sh stop >/dev/null 2>&1 || true
 if [ "$cargo_status" -ne 0 ] || grep -q "FAILED\|error\[" target/cargo-test.log; then
-  cat target/cargo-test.log; echo "the tests exited with status $cargo_status"; exit 1
+  cat target/cargo-test.log 2>/dev/null || echo "(no test ran: the build failed, above)"
+  echo "the tests exited with status $cargo_status"; exit 1
 fi
 if [ -f target/validated-host-events.log ]; then
   echo "host events validated against the v3 schema: $(awk '{s+=$1} END {print s}' target/validated-host-events.log)"
