@@ -55,8 +55,16 @@ want_step() {
 }
 
 mkdir -p build
-# Steps start work in the background (setsid, its process group's id in a pid file) for a later
-# step to wait for: work a core would otherwise leave idle.
+# Steps start work in the background for a later step to wait for: work a core would otherwise
+# leave idle.
+# start_background PIDFILE LOG CMD...: runs CMD in a session of its own (so that stopping it
+# stops what it started), its output to LOG, its process group's id in PIDFILE.
+start_background() {
+  local pid_file=$1 log=$2
+  shift 2
+  setsid "$@" > "$log" 2>&1 < /dev/null &
+  echo $! > "$pid_file"
+}
 # wait_background PIDFILE STATUSFILE SECONDS WHAT: waits for the job to write STATUSFILE, at
 # most SECONDS; stops it and fails (saying so) when it does not.
 wait_background() {

@@ -37,6 +37,5 @@ fi
 # step's compiling and test binaries; step 35 waits for it and reports it.
 if want_step 35-miri.sh; then
   echo "starting Miri in the background, niced (log: build/miri.log)"
-  setsid nice -n 19 scripts/miri.sh > build/miri.log 2>&1 < /dev/null &
-  echo $! > build/miri.pid
+  start_background build/miri.pid build/miri.log nice -n 19 scripts/miri.sh
 fi

@@ -2,11 +2,7 @@ step "Miri: the pure-Rust unit tests that can run under it"
 # scripts/miri.sh says what runs and why. The prerequisites step started it in the background
 # (niced, beside the Rust step); run alone, this step starts it. Either way it has 25 minutes
 # from here to finish.
-if [ ! -f build/miri.pid ]; then
-  rm -f build/miri.status
-  setsid scripts/miri.sh > build/miri.log 2>&1 < /dev/null &
-  echo $! > build/miri.pid
-fi
+[ -f build/miri.pid ] || start_background build/miri.pid build/miri.log scripts/miri.sh
 wait_background build/miri.pid build/miri.status 1500 Miri || { tail -n 60 build/miri.log; exit 1; }
 miri_status=$(cat build/miri.status)
 grep -E '^(test result|error|failures)' build/miri.log || true

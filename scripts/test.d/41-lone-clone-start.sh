@@ -8,6 +8,6 @@ elif ! git -C "$ROOT" rev-parse --verify -q HEAD >/dev/null; then
   echo "not started: $ROOT is not a git checkout (step 95 says so)"
 else
   echo "started (log: build/lone-clone-prepare.log)"
-  setsid nice -n 19 scripts/lone-clone.sh prepare > build/lone-clone-prepare.log 2>&1 < /dev/null &
-  echo $! > build/lone-clone.pid
+  start_background build/lone-clone.pid build/lone-clone-prepare.log \
+    nice -n 19 scripts/lone-clone.sh prepare
 fi
