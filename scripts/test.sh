@@ -112,6 +112,13 @@ if [ -n "${CI:-}" ]; then
     fi
   done
 fi
+# A full run also marks what it reads of the trees, and prunes what it did not read once every
+# step has passed (scripts/stale-builds.py): stale builds go at once, and the budget above is
+# only the last resort.
+PRUNE_STALE=
+if [ -n "${CI:-}" ] && [ ${#STEP_WORDS[@]} -eq 0 ]; then
+  scripts/stale-builds.py mark && PRUNE_STALE=1
+fi
 free_gib=$(df --block-size=1G --output=avail . | tail -1 | tr -dc 0-9)
 echo "disk: ${free_gib} GiB free; target/ $(gib target) GiB, build/ $(gib build) GiB"
 # A cold run wrote 10.3 GiB on a fresh clone (target/ 5.1, build/ 5.2 of which the Debian root 2.8).
@@ -144,4 +151,5 @@ done
 step "all tests passed in $((SECONDS - started))s"
 [ -f build/summary.counts ] && awk '{n=$1; $1=""; printf "  %-28s %s\n", substr($0,2), n}' build/summary.counts
 [ -f build/summary.skipped ] && { echo "skipped steps:"; sed 's/^/  /' build/summary.skipped; }
+[ -z "$PRUNE_STALE" ] || scripts/stale-builds.py prune
 echo "summary: $(awk '{s+=$1} END {print s+0}' build/summary.counts 2>/dev/null || echo 0) passed, 0 failed"

@@ -18,3 +18,9 @@ PATH=$tools/bin:$PATH
 cargo hakari generate --diff --quiet || { echo "workspace-hack is stale: run cargo hakari generate"; exit 1; }
 cargo hakari manage-deps --dry-run --quiet || { echo "a member lacks workspace-hack: run cargo hakari manage-deps"; exit 1; }
 cargo hakari verify
+
+step "the test command's own scripts (tests/scripts)"
+python3 -m unittest discover -s tests/scripts -p '*_test.py' 2> build/scripts-tests.log \
+  || { cat build/scripts-tests.log; exit 1; }
+tail -n 3 build/scripts-tests.log
+record "test command scripts" "$(grep -oE '^Ran [0-9]+' build/scripts-tests.log | grep -oE '[0-9]+')"
