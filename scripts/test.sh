@@ -90,7 +90,6 @@ stop_background() {
 # would also stop it, so that it cannot report into that run).
 stop_all_background() {
   stop_background build/miri.pid
-  stop_background build/lone-clone.pid
   scripts/lone-clone.sh clean
 }
 stop_all_background
