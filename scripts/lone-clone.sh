@@ -13,8 +13,9 @@
 # folder. The clone's files get the modification times of our identical files, so cargo finds
 # the workspace built (same paths, same sources) and rebuilds only what HEAD changes; the tests
 # then read the clone's files and nothing else. Without a namespace (not root, no overlayfs,
-# or a toolchain beside the checkout), the clone runs at its own path and its workspace crates
-# are built there first (minutes more; the log says which way it ran and why).
+# or a toolchain beside the checkout; or AGENTAO_LONE_CLONE_OWN_PATH=1), the clone runs at its
+# own path and its workspace crates are built there first (minutes more; the log says which way
+# it ran and why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -43,9 +44,16 @@ toolchain_paths() {
 in_place_blocker() {
   local parent sibling tool
   parent=$(dirname "$ROOT")
+  [ -z "${AGENTAO_LONE_CLONE_OWN_PATH:-}" ] || { echo "AGENTAO_LONE_CLONE_OWN_PATH is set"; return; }
   [ "$parent" != / ] || { echo "the checkout's parent is /"; return; }
   [ "$(id -u)" = 0 ] || { echo "not root (a mount namespace needs it)"; return; }
-  unshare -m --propagation private true 2>/dev/null || { echo "unshare -m refused"; return; }
+  local probe overlay_ok
+  probe=$(mktemp -d)
+  mkdir "$probe/lower" "$probe/upper" "$probe/work" "$probe/merged"
+  overlay_ok=$(unshare -m --propagation private sh -c "mount -t overlay overlay \
+    -o lowerdir=$probe/lower,upperdir=$probe/upper,workdir=$probe/work $probe/merged && echo yes" 2>/dev/null || true)
+  rm -rf "$probe"
+  [ "$overlay_ok" = yes ] || { echo "unshare -m or an overlay mount was refused"; return; }
   while IFS= read -r tool; do
     tool=$(realpath -m "$tool")
     for sibling in "$parent"/* "$parent"/.[!.]*; do
