@@ -497,6 +497,8 @@ fn write_local(
     result?;
     sync_dir(dir)?;
     if let Some(g) = &guard {
+        // A process that opened the file before the rename writes into the replaced copy.
+        super::replaced_file_writers::wait_until_closed(g.file, super::replaced_file_writers::WAIT);
         // Not the change time: the rename itself changes it (one link less).
         let now = Version::of(&g.file.metadata()?);
         if (now.size, now.mtime) != (g.seen.size, g.seen.mtime) {

@@ -18,6 +18,7 @@ pub(crate) mod memory_sqlite;
 pub(crate) mod metadata;
 pub(crate) mod output_mailbox;
 pub(crate) mod probes;
+pub(crate) mod replaced_file_writers;
 pub(crate) mod result_format;
 pub(crate) mod secrets;
 pub(crate) mod selection;
