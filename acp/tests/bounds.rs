@@ -37,6 +37,29 @@ fn settled_len(file: &Path) -> u64 {
     last
 }
 
+/// The file's length once the history saved in it holds `prompts` user prompts. A prompt's save
+/// follows its response, and on a busy machine (or a slow disk) by more than the 300 ms in
+/// which [`settled_len`] sees the length stay put.
+fn len_once_saved(file: &Path, prompts: usize) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let saved = std::fs::read(file).unwrap_or_default();
+        let users = serde_json::from_slice::<Value>(&saved).map_or(0, |doc| {
+            doc["history"]
+                .as_array()
+                .map_or(0, |h| h.iter().filter(|m| m["role"] == "user").count())
+        });
+        if users >= prompts {
+            return saved.len() as u64;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the history of {prompts} prompts was not saved within 60 s ({users} saved)"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 fn error_of(r: &Value) -> (i64, String) {
     (
         r["error"]["code"].as_i64().unwrap_or_else(|| panic!("{r}")),
@@ -131,7 +154,7 @@ fn a_session_history_stops_at_its_limit_in_memory_and_on_disk() {
     );
     let file = dir.path().join("sessions").join(format!("{s}.json"));
     // The last accepted prompt's save follows its response.
-    let on_disk = settled_len(&file);
+    let on_disk = len_once_saved(&file, accepted);
     println!(
         "FIGURE acp/history-bound: limit 1000000 bytes: {accepted} prompts of 150,000 accepted, \
          history file {on_disk} bytes"
