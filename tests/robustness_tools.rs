@@ -253,6 +253,20 @@ fn giant_single_line_file_is_read_in_bounded_pieces() {
     assert!(grew < 32.0, "reading grew RSS by {grew:.1} MiB");
 }
 
+/// The contents of the copies edits kept because another write landed in the file they replaced.
+fn conflict_copies(env: &tools_support::Env) -> Vec<String> {
+    std::fs::read_dir(&env.root)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains(".agentao-conflict-")
+        })
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect()
+}
+
 #[test]
 fn concurrent_append_during_replace_is_never_lost_silently() {
     let _serial = serial();
@@ -289,17 +303,7 @@ fn concurrent_append_during_replace_is_never_lost_silently() {
         }
     }
     let text = std::fs::read_to_string(env.path("log.txt")).unwrap();
-    // Copies the edits replaced while another write landed in them.
-    let kept: Vec<String> = std::fs::read_dir(&env.root)
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .contains(".agentao-conflict-")
-        })
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .collect();
+    let kept = conflict_copies(&env);
     assert_eq!(kept.len(), raced as usize);
     let missing = |i: &u32| !text.contains(&format!("appended {i}\n"));
     let in_final = (1..=appends).filter(|i| !missing(i)).count();
@@ -354,16 +358,7 @@ fn a_writer_holding_the_file_open_across_the_rename_is_not_lost() {
     assert!(writer.wait().unwrap().success());
     let text = std::fs::read_to_string(env.path("log.txt")).unwrap();
     assert!(text.starts_with("version: 1\n"), "{text}");
-    let kept: Vec<String> = std::fs::read_dir(&env.root)
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .contains(".agentao-conflict-")
-        })
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .collect();
+    let kept = conflict_copies(&env);
     assert!(
         text.contains("late line") || kept.iter().any(|k| k.contains("late line")),
         "the late line is lost: result {out:?}, file {text:?}, kept copies {kept:?}"
