@@ -123,7 +123,7 @@ run() {
   lone="$parent/libagentao"
   echo "$lone" > build/lone-clone.dir
   git clone -q --no-local --no-hardlinks "$ROOT" "$lone"
-  echo "cloned $(git -C "$lone" rev-parse --short HEAD) into $lone; beside it: $(ls -A "$parent" | tr '\n' ' ')"
+  echo "cloned $(git -C "$lone" rev-parse --short HEAD) into $lone"
   blocker=$(in_place_blocker)
   set +e
   if [ -z "$blocker" ] && [ -d target ]; then
@@ -135,6 +135,7 @@ run() {
     status=$?
   else
     echo "the clone runs at its own path, so its workspace crates are built there first: ${blocker:-no target/ to reuse}"
+    echo "beside it: $(ls -A "$parent" | tr '\n' ' ')"
     # Our dependencies come along (not the incremental caches, most of target/ on a dev machine,
     # nor the release build: the two steps use the debug one).
     if [ -d target ]; then
