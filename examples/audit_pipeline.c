@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agentao.h"
 
@@ -198,9 +199,24 @@ static int postgres_mode(agentao_agent *agent, const char *url) {
 }
 #endif
 
+/* The run's scratch folder: the ledger the agent reads, its report, the default database. */
+static char workspace[] = "/tmp/agentao-audit-XXXXXX";
+
+/* Leaves nothing behind in /tmp, however main returns. */
+static void remove_workspace(void) {
+    static const char *const files[] = {"ledger.csv", "report.txt", "audit.db"};
+    char path[600];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", workspace, files[i]);
+        remove(path);
+    }
+    rmdir(workspace);
+}
+
 int main(int argc, char **argv) {
-    char dir[] = "/tmp/agentao-audit-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    char *dir = mkdtemp(workspace);
+    if (!dir) return 1;
+    atexit(remove_workspace);
     char path[600], dbpath[600];
     snprintf(path, sizeof path, "%s/ledger.csv", dir);
     FILE *f = fopen(path, "w");
