@@ -542,7 +542,11 @@ fn huge_commands_do_not_hold_up_other_agents() {
         busy.as_millis(),
         ended
     );
-    assert!(busy < Duration::from_secs(1), "the chat took {busy:?}");
+    // The defect this guards against held the chat for 20 s (0.1.0, issue 10): the planner
+    // scanned the whole command on the worker. What stays on the workers now (recording the
+    // call, about 0.1 s per MB in a debug build) took the chat 245 ms here, and 1,076 ms beside
+    // Miri and a release build on 2 cores (2026-12-07); the bound is for the defect, not a speed.
+    assert!(busy < Duration::from_secs(5), "the chat took {busy:?}");
 }
 
 #[test]
