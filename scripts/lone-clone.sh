@@ -40,6 +40,14 @@ toolchain_paths() {
   echo "$HOME"
 }
 
+# beside_checkout: what is in the checkout's parent folder but the checkout, one per line.
+beside_checkout() {
+  local sibling
+  for sibling in "$(dirname "$ROOT")"/* "$(dirname "$ROOT")"/.[!.]*; do
+    if [ -e "$sibling" ] && [ "$sibling" != "$ROOT" ]; then echo "$sibling"; fi
+  done
+}
+
 # in_place_blocker: empty when the clone can run at our path; otherwise why it cannot.
 in_place_blocker() {
   local parent sibling tool
@@ -56,10 +64,9 @@ in_place_blocker() {
   [ "$overlay_ok" = yes ] || { echo "unshare -m or an overlay mount was refused"; return; }
   while IFS= read -r tool; do
     tool=$(realpath -m "$tool")
-    for sibling in "$parent"/* "$parent"/.[!.]*; do
-      [ -e "$sibling" ] && [ "$sibling" != "$ROOT" ] || continue
+    while IFS= read -r sibling; do
       case "$tool/" in "$(realpath -m "$sibling")/"*) echo "$tool is beside the checkout ($sibling)"; return ;; esac
-    done
+    done < <(beside_checkout)
   done < <(toolchain_paths)
 }
 
@@ -93,22 +100,23 @@ PY
 # The namespace's mounts, then the steps; runs inside `unshare -m` (arguments: the clone's
 # parent folder, the clone).
 in_place() {
-  local parent=$1 lone=$2 sibling
+  local parent=$1 lone=$2 sibling beside
   mount -t overlay overlay \
     -o "lowerdir=$ROOT/target,upperdir=$parent/target-writes,workdir=$parent/overlay-work" "$lone/target"
   mount --rbind "$lone" "$ROOT"
-  for sibling in "$(dirname "$ROOT")"/* "$(dirname "$ROOT")"/.[!.]*; do
-    [ "$sibling" != "$ROOT" ] || continue
-    if [ -d "$sibling" ]; then
+  beside=$(beside_checkout)
+  while IFS= read -r sibling; do
+    if [ -z "$sibling" ]; then
+      continue
+    elif [ -d "$sibling" ]; then
       mount -t tmpfs -o ro,size=4k,mode=0555 hidden "$sibling"
       [ -z "$(ls -A "$sibling")" ] || { echo "could not hide $sibling"; return 1; }
-    elif [ -e "$sibling" ]; then
+    else
       mount --bind -o ro /dev/null "$sibling"
       [ ! -s "$sibling" ] || { echo "could not hide $sibling"; return 1; }
     fi
-  done
-  local beside
-  beside=$(cd "$(dirname "$ROOT")" && ls -A | grep -vxF "$(basename "$ROOT")" | tr '\n' ' ')
+  done <<< "$beside"
+  beside=$(echo "$beside" | xargs -rd '\n' -n1 basename | tr '\n' ' ')
   echo "hidden beside $ROOT: ${beside:0:300}"
   cd "$ROOT"
   AGENTAO_LONE_CLONE=1 scripts/test.sh 30-rust 40-ctest
@@ -130,7 +138,7 @@ run() {
     echo "the clone runs at $ROOT in a private mount namespace, with what is beside it hidden and target/ ours under an overlay"
     copy_times "$lone"
     mkdir -p "$lone/target" "$parent/target-writes" "$parent/overlay-work"
-    unshare -m --propagation private bash -c "$(declare -f in_place); set -euo pipefail;
+    unshare -m --propagation private bash -c "$(declare -f beside_checkout in_place); set -euo pipefail;
       ROOT=$(printf %q "$ROOT"); in_place $(printf %q "$parent") $(printf %q "$lone")" > build/lone-clone.log 2>&1
     status=$?
   else

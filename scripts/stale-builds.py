@@ -43,6 +43,11 @@ def profiles():
                 subdirs.clear()
 
 
+def unit_hash(unit):
+    """The hash a unit's folder name ends with (`serde-<hash>`), which its outputs carry too."""
+    return unit.rsplit("-", 1)[-1]
+
+
 def fingerprint_files(profile):
     root = os.path.join(profile, ".fingerprint")
     for unit in os.listdir(root):
@@ -99,11 +104,11 @@ def prune():
             if any(os.stat(f).st_atime_ns >= started for f in files):
                 used.add(unit)
             else:
-                stale[unit] = unit.rsplit("-", 1)[-1]
+                stale[unit] = unit_hash(unit)
         if not used:
             # A profile this run never built (its step was skipped): keep it as it is.
             continue
-        doomed = set(stale.values()) - {u.rsplit("-", 1)[-1] for u in used}
+        doomed = set(stale.values()) - {unit_hash(u) for u in used}
         victims = [os.path.join(profile, ".fingerprint", u) for u in stale]
         victims += [os.path.join(profile, "build", u) for u in stale]
         for sub in ("deps", "examples"):
