@@ -10,6 +10,8 @@
  * Build and run: scripts/demo.sh
  */
 #define _DEFAULT_SOURCE /* mkdtemp, usleep */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,9 +71,22 @@ static int subscribe_unused(void *userdata, agentao_listener_fn listener, void *
     return AGENTAO_STATUS_OK;
 }
 
+/* The agent's working directory, made for this run. */
+static char dir[] = "/tmp/agentao-demo-XXXXXX";
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st; (void)type; (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Leaves nothing behind in /tmp (a real model may write more files than the script does). */
+static void remove_workspace(void) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
 int main(void) {
-    char dir[] = "/tmp/agentao-demo-XXXXXX";
     if (!mkdtemp(dir)) return 1;
+    atexit(remove_workspace);
+    printf("working directory: %s (removed at exit)\n", dir);
     char path[512];
     snprintf(path, sizeof path, "%s/notes.txt", dir);
     FILE *f = fopen(path, "w");

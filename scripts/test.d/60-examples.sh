@@ -3,8 +3,16 @@ cargo build --release --quiet
 mkdir -p build/examples
 CFLAGS=(-std=c11 -Wall -Wextra -Werror -O2 -Iinclude -Ltarget/release -Wl,-rpath,"$PWD/target/release")
 cc "${CFLAGS[@]}" examples/quickstart.c -lagentao -o build/examples/quickstart
+# workspace_removed OUT: the demo whose output is OUT removed the working directory it named.
+workspace_removed() {
+  local dir
+  dir=$(sed -n 's/^working directory: \(.*\) (removed at exit)$/\1/p' "$1")
+  [ -n "$dir" ] || { echo "$1: the demo named no working directory"; return 1; }
+  [ ! -e "$dir" ] || { echo "$1: the demo left $dir behind"; return 1; }
+}
 build/examples/quickstart | tee build/examples/quickstart.out
 grep -q '"is_answer":true' build/examples/quickstart.out
+workspace_removed build/examples/quickstart.out
 cc "${CFLAGS[@]}" examples/audit_pipeline.c -lagentao -lsqlite3 -lpthread -o build/examples/audit_pipeline
 build/examples/audit_pipeline build/examples/audit.db | tee build/examples/audit.out
 grep -q 'rows: [1-9]' build/examples/audit.out
@@ -100,6 +108,7 @@ demo_on_wire() {
 for wire in openai anthropic openai-responses; do
   demo_on_wire "$wire" "build/examples/wires/c-$wire.out" build/examples/quickstart
   grep -q '"is_answer":true' "build/examples/wires/c-$wire.out"
+  workspace_removed "build/examples/wires/c-$wire.out"
 done
 record "C demo on each wire" 3
 if ! command -v go >/dev/null || ! go version | grep -qE 'go1\.(2[3-9]|[3-9][0-9])'; then
