@@ -92,6 +92,22 @@ func BenchmarkStreamDelta(b *testing.B) {
 // BenchmarkTurn: one op is a one-response chat turn, alternately through Agent.Chat and
 // agentao_agent_chat on the same agent (history reset outside the timed part).
 func BenchmarkTurn(b *testing.B) {
+	benchTurnAgainstC(b, func(ctx context.Context, a *Agent) error {
+		_, err := a.Chat(ctx, "go")
+		return err
+	})
+}
+
+// BenchmarkRun: the same through Agent.Run (the asynchronous run API, waited for in C).
+func BenchmarkRun(b *testing.B) {
+	benchTurnAgainstC(b, func(ctx context.Context, a *Agent) error {
+		_, err := a.Run(ctx, "go")
+		return err
+	})
+}
+
+// benchTurnAgainstC times turn and agentao_agent_chat alternately on one agent, per turn.
+func benchTurnAgainstC(b *testing.B, turn func(context.Context, *Agent) error) {
 	a, err := New(benchConfig(b.TempDir(), `{"text":"hello"}`), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -104,7 +120,7 @@ func BenchmarkTurn(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		if _, err := a.Chat(ctx, "go"); err != nil {
+		if err := turn(ctx, a); err != nil {
 			b.Fatal(err)
 		}
 		goT += time.Since(t0)

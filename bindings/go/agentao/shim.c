@@ -104,8 +104,10 @@ agentao_status agentao_go_run_wait(agentao_agent *agent, const char *message, co
     go_run_wait w = {.done = 0};
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
-    agentao_status st = agentao_agent_run_images(agent, message, images, n_images, max_iterations, cancel,
-                                                 run_wait_done, &w, err_out);
+    /* run_wait_done only copies and signals, so it may run inline on the runtime thread that
+     * finished the turn (the hand-off variant): one thread wake-up less a turn. */
+    agentao_status st = agentao_agent_run_handoff(agent, message, images, n_images, max_iterations, cancel,
+                                                  run_wait_done, &w, err_out);
     if (st == AGENTAO_STATUS_OK) {
         /* on_done fires exactly once for an accepted call; w lives on this stack until then. */
         pthread_mutex_lock(&w.mu);

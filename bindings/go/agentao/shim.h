@@ -60,7 +60,7 @@ agentao_status agentao_go_chat(agentao_agent *agent, const char *message, size_t
                                const agentao_cancel_token *cancel, char **text_out,
                                agentao_error **err_out);
 
-/* agentao_agent_run(_images), waited for in C: one blocking cgo call for the whole turn (a
+/* agentao_agent_run_handoff, waited for in C: one blocking cgo call for the whole turn (a
  * completion callback into Go, then a goroutine's wake-up, cost ~20 us more a turn). On OK the
  * turn ran: its status, outcome JSON (NULL: none) and error message (NULL: none) are handed out,
  * the two strings for agentao_go_free2. Another status: the call was not accepted. */
