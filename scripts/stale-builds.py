@@ -11,6 +11,12 @@ keeps the tree to what the run uses instead.
                                     fingerprint file in the build trees to 1970
     scripts/stale-builds.py prune   after every step of that run passed: deletes each build
                                     unit none of whose fingerprint files was read since
+    scripts/stale-builds.py prune --workspace
+                                    also the workspace's own units (its crates, their tests,
+                                    examples and build scripts): a CI checkout is a fresh
+                                    clone, whose sources are newer than any kept output, so
+                                    cargo rebuilds them every run and keeping them only costs
+                                    space (~3.4 GiB of a full run's 7 GiB in target/)
 
 Cargo reads a unit's fingerprint whenever a build needs the unit, fresh or not, and the
 kernel's default `relatime` updates an access time older than the file's change time on the
@@ -19,9 +25,11 @@ nothing. A unit's outputs carry its hash in their names (`libserde-<hash>.rlib`,
 `<test>-<hash>`, `build/<pkg>-<hash>/`), which is how they are found.
 """
 
+import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -90,7 +98,15 @@ def size(path):
     return os.lstat(path).st_size
 
 
-def prune():
+def workspace_packages():
+    """The names of the workspace's packages (`cargo metadata`, offline)."""
+    out = subprocess.run(["cargo", "metadata", "--no-deps", "--offline", "--format-version", "1"],
+                         capture_output=True, check=True, text=True).stdout
+    return {p["name"] for p in json.loads(out)["packages"]}
+
+
+def prune(rebuilt_each_run=frozenset()):
+    """Deletes the units the run did not read, and those of the packages in rebuilt_each_run."""
     try:
         with open(MARK) as f:
             started = int(f.read())
@@ -99,13 +115,15 @@ def prune():
         return
     os.remove(MARK)
     for profile in profiles():
-        used, stale = set(), {}
+        used, stale, read_any = set(), {}, False
         for unit, files in fingerprint_files(profile):
-            if any(os.stat(f).st_atime_ns >= started for f in files):
+            read = any(os.stat(f).st_atime_ns >= started for f in files)
+            read_any = read_any or read
+            if read and unit.rsplit("-", 1)[0] not in rebuilt_each_run:
                 used.add(unit)
             else:
                 stale[unit] = unit_hash(unit)
-        if not used:
+        if not read_any:
             # A profile this run never built (its step was skipped): keep it as it is.
             continue
         doomed = set(stale.values()) - {unit_hash(u) for u in used}
@@ -127,12 +145,17 @@ def prune():
                 shutil.rmtree(victim)
             else:
                 os.remove(victim)
-        print(f"stale builds: {profile}: {len(used)} units used, {len(stale)} unused deleted "
+        print(f"stale builds: {profile}: {len(used)} units kept, {len(stale)} deleted "
               f"({freed / 2**30:.1f} GiB)")
 
 
 if __name__ == "__main__":
-    command = {"mark": mark, "prune": prune}.get(sys.argv[1] if len(sys.argv) > 1 else "")
-    if command is None:
+    args = sys.argv[1:]
+    if args == ["mark"]:
+        mark()
+    elif args == ["prune"]:
+        prune()
+    elif args == ["prune", "--workspace"]:
+        prune(workspace_packages())
+    else:
         sys.exit(__doc__)
-    command()

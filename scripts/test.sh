@@ -167,5 +167,7 @@ done
 step "all tests passed in $((SECONDS - started))s"
 [ -f build/summary.counts ] && awk '{n=$1; $1=""; printf "  %-28s %s\n", substr($0,2), n}' build/summary.counts
 [ -f build/summary.skipped ] && { echo "skipped steps:"; sed 's/^/  /' build/summary.skipped; }
-[ -z "$PRUNE_STALE" ] || scripts/stale-builds.py prune
+# The workspace's own units go too: CI's checkout is a fresh clone, so cargo rebuilds them each
+# run, and they are half of what a run leaves in target/.
+[ -z "$PRUNE_STALE" ] || scripts/stale-builds.py prune --workspace
 echo "summary: $(awk '{s+=$1} END {print s+0}' build/summary.counts 2>/dev/null || echo 0) passed, 0 failed"

@@ -49,11 +49,14 @@ class StaleBuilds(unittest.TestCase):
         self.fuzz = pathlib.Path("build/fuzz-target/x86_64-unknown-linux-gnu/release")
         unit(self.fuzz, UNUSED, ["deps/libserde-00000000000000bb.rlib"])
 
-    def run_script(self, *commands, reads=()):
+    def run_script(self, *commands, reads=(), rebuilt_each_run=frozenset()):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             for command in commands:
-                getattr(stale_builds, command)()
+                if command == "prune":
+                    stale_builds.prune(rebuilt_each_run)
+                else:
+                    getattr(stale_builds, command)()
                 if command == "mark":
                     for path in reads:
                         path.read_bytes()
@@ -74,10 +77,24 @@ class StaleBuilds(unittest.TestCase):
                      "examples/demo-00000000000000bb", ".fingerprint/" + UNUSED_SCRIPT,
                      "build/ring-00000000000000cc"]:
             self.assertFalse((self.debug / gone).exists(), gone)
-        self.assertIn("1 units used, 2 unused deleted", out)
+        self.assertIn("1 units kept, 2 deleted", out)
         # The profile the run never read is kept whole.
         self.assertTrue((self.fuzz / "deps/libserde-00000000000000bb.rlib").exists())
         self.assertFalse(os.path.exists(stale_builds.MARK))
+
+    def test_the_workspace_units_go_too_when_asked(self):
+        unit(self.debug, "agentao-00000000000000dd", ["deps/libagentao-00000000000000dd.rlib",
+                                                      "deps/permissions-00000000000000dd"])
+        reads = [self.debug / ".fingerprint" / USED / "lib-serde",
+                 self.debug / ".fingerprint/agentao-00000000000000dd/lib-agentao"]
+        out = self.run_script("mark", "prune", reads=reads, rebuilt_each_run={"agentao"})
+        if not stale_builds.access_times_kept():
+            return
+        self.assertTrue((self.debug / "deps/libserde-00000000000000aa.rlib").exists())
+        self.assertFalse((self.debug / "deps/libagentao-00000000000000dd.rlib").exists())
+        self.assertFalse((self.debug / "deps/permissions-00000000000000dd").exists())
+        self.assertFalse((self.debug / ".fingerprint/agentao-00000000000000dd").exists())
+        self.assertIn("1 units kept, 3 deleted", out)
 
     def test_without_a_mark_nothing_is_deleted(self):
         out = self.run_script("prune")
