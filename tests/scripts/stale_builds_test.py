@@ -85,6 +85,7 @@ class StaleBuilds(unittest.TestCase):
     def test_the_workspace_units_go_too_when_asked(self):
         unit(self.debug, "agentao-00000000000000dd", ["deps/libagentao-00000000000000dd.rlib",
                                                       "deps/permissions-00000000000000dd"])
+        unit(self.fuzz, "agentao-00000000000000ee", ["deps/libagentao-00000000000000ee.rlib"])
         reads = [self.debug / ".fingerprint" / USED / "lib-serde",
                  self.debug / ".fingerprint/agentao-00000000000000dd/lib-agentao"]
         out = self.run_script("mark", "prune", reads=reads, rebuilt_each_run={"agentao"})
@@ -95,6 +96,8 @@ class StaleBuilds(unittest.TestCase):
         self.assertFalse((self.debug / "deps/permissions-00000000000000dd").exists())
         self.assertFalse((self.debug / ".fingerprint/agentao-00000000000000dd").exists())
         self.assertIn("1 units kept, 3 deleted", out)
+        # A profile the run never read keeps even the workspace's units.
+        self.assertTrue((self.fuzz / "deps/libagentao-00000000000000ee.rlib").exists())
 
     def test_without_a_mark_nothing_is_deleted(self):
         out = self.run_script("prune")
