@@ -100,12 +100,13 @@ rm -f build/summary.counts build/summary.skipped build/.apt-updated build/miri.s
 # left on device". In CI, incremental state (useless on a fresh build) is neither written nor
 # kept, and a tree past its budget is cleaned: one cold build instead of a full disk.
 gib() { du -s --block-size=1G "$1/" 2>/dev/null | cut -f1 || echo 0; }
-if [ -n "${CI:-}" ] && [ -z "${AGENTAO_LONE_CLONE:-}" ]; then
+if [ -n "${CI:-}" ]; then
   # CI clones the checkout afresh and keeps build/ (the caches: cargo tools, npm packages, the
   # Debian root, the sanitizer and fuzz builds): cargo's tree lives there too, behind a target
   # symlink, so a run rebuilds what changed instead of every crate (CI's times matched runs
-  # here with target/ deleted first, ~1.2x, not warm ones).
-  if [ ! -L target ]; then
+  # here with target/ deleted first, ~1.2x, not warm ones). Not in the lone clone, whose
+  # target/ is an overlay mount.
+  if [ -z "${AGENTAO_LONE_CLONE:-}" ] && [ ! -L target ]; then
     if [ -d target ] && [ ! -e build/target ]; then
       mv target build/target
     elif [ -d target ]; then
@@ -115,8 +116,6 @@ if [ -n "${CI:-}" ] && [ -z "${AGENTAO_LONE_CLONE:-}" ]; then
     mkdir -p build/target
     ln -s build/target target
   fi
-fi
-if [ -n "${CI:-}" ]; then
   export CARGO_INCREMENTAL=0
   rm -rf target/*/incremental build/fuzz-target/*/incremental build/fuzz-target/*/*/incremental
   for tree in "$(realpath target)":"${AGENTAO_TARGET_BUDGET_GIB:-12}" build/fuzz-target:"${AGENTAO_FUZZ_BUDGET_GIB:-6}"; do
