@@ -1248,8 +1248,12 @@ agentao_status agentao_agent_new(const char *config_json, const struct agentao_t
  (`SIGKILL`), and one a still-finishing turn starts later is killed as it starts. Not
  ended: a process that left its group (`setsid`), members of a group whose leader had
  already exited, and what a host shell executor started (the host's to end).
+ With a telemetry exporter, when this was the last agent using it (no other agent with the
+ same telemetry settings, no turn of this one still finishing), the call then blocks until
+ the spans not yet sent are posted, at most the exporter's `timeout_ms` (10 s by default):
+ a host that exits right after it loses none. Others still using the exporter: no wait.
  Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the
- background agents are then stopped without the wait).
+ background agents are then stopped, and the spans left to the exporter, without the wait).
  */
 void agentao_agent_free(struct agentao_agent *agent);
 

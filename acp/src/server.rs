@@ -647,8 +647,9 @@ impl Server {
         }
     }
 
-    /// Cancels every running prompt, waits up to `grace` for them to end, and drops the
-    /// requests still waiting for the client.
+    /// Cancels every running prompt, waits up to `grace` for them to end, drops the requests
+    /// still waiting for the client, and lets the sessions go (a telemetry exporter's last
+    /// posts waited for).
     pub fn shutdown(&self, grace: Duration) {
         let sessions: Vec<Arc<Session>> = self.sessions().values().cloned().collect();
         for s in &sessions {
@@ -660,7 +661,17 @@ impl Server {
         while self.in_flight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
+        let exporters: Vec<_> = sessions
+            .iter()
+            .filter_map(|s| s.agent().telemetry_closing())
+            .collect();
+        drop(sessions);
         self.sessions().clear();
+        // The process exits next: the spans the agents leave go out first (each wait ends at
+        // its exporter's timeout).
+        for e in exporters {
+            e.wait_if_last(true);
+        }
     }
 }
 

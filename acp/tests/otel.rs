@@ -1,13 +1,15 @@
 //! `agentao-acp` exports OpenTelemetry spans when the environment asks for it
 //! (`OTEL_EXPORTER_OTLP_ENDPOINT`): a prompt's turn, read back from a real Jaeger
-//! (`scripts/jaeger.sh`; run by the `89-otel` step, skipped where Jaeger cannot run).
+//! (`scripts/jaeger.sh`; run by the `89-otel` step, skipped where Jaeger cannot run); and
+//! the last turn's spans reach a collector even when the client hangs up right after it.
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Client;
@@ -128,4 +130,96 @@ fn a_prompt_is_a_trace_in_jaeger_when_the_environment_names_a_collector() {
         !everything.contains("traced answer"),
         "the answer's text is not in a span"
     );
+}
+
+/// What the collector received: each request's path and body.
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A collector on loopback: answers every OTLP/HTTP POST with 200 and keeps what it received.
+fn collector() -> (String, Received) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen: Received = Arc::default();
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let kept = kept.clone();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let mut w = conn;
+                loop {
+                    let mut head = String::new();
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        head.push_str(&line);
+                    }
+                    let len = head
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse::<usize>().ok())?
+                        })
+                        .unwrap_or(0);
+                    let mut body = vec![0; len];
+                    if r.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                    kept.lock().unwrap().push((path, body));
+                    if w.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn the_last_turns_spans_reach_the_collector_when_the_client_hangs_up_at_once() {
+    let (otlp, seen) = collector();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, json!({"responses": [{"text": "hi"}]}).to_string()).unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut c = Client::spawn_env(
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--sessions-dir",
+            sessions.to_str().unwrap(),
+        ],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp)],
+    );
+    c.initialize();
+    let work = tempfile::tempdir().unwrap();
+    let session = c.new_session(work.path());
+    let id = c.prompt(&session, "hello");
+    let r = c.until_response(id, |_, _| {});
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    // Hang up at once (the exporter posts once a second) and wait for the server to exit.
+    drop(c);
+    let seen = seen.lock().unwrap();
+    let turns = seen
+        .iter()
+        .filter(|(path, body)| {
+            path == "/v1/traces"
+                && body
+                    .windows(b"invoke_agent agentao".len())
+                    .any(|w| w == b"invoke_agent agentao")
+        })
+        .count();
+    let paths: Vec<&str> = seen.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(turns, 1, "requests: {paths:?}");
 }

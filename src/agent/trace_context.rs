@@ -3,7 +3,7 @@
 
 use super::api::Agent;
 use super::AgentError;
-use crate::telemetry::{traceparent, SpanContext, TelemetryStats};
+use crate::telemetry::{traceparent, ExportClosing, SpanContext, TelemetryStats};
 
 fn parse(
     traceparent: Option<&str>,
@@ -76,5 +76,11 @@ impl Agent {
     /// The exporter's counters; `None` when no exporter is configured.
     pub fn telemetry_stats(&self) -> Option<TelemetryStats> {
         self.core.tracer.as_ref().map(|t| t.stats())
+    }
+
+    /// Taken before the agent is dropped, for its host's free to wait on the last posts of the
+    /// exporter (`ExportClosing::wait_if_last`); `None` when no exporter is configured.
+    pub fn telemetry_closing(&self) -> Option<ExportClosing> {
+        self.core.tracer.as_ref().map(|t| t.closing())
     }
 }

@@ -197,15 +197,27 @@ pub unsafe extern "C" fn agentao_agent_new(
 /// (`SIGKILL`), and one a still-finishing turn starts later is killed as it starts. Not
 /// ended: a process that left its group (`setsid`), members of a group whose leader had
 /// already exited, and what a host shell executor started (the host's to end).
+/// With a telemetry exporter, when this was the last agent using it (no other agent with the
+/// same telemetry settings, no turn of this one still finishing), the call then blocks until
+/// the spans not yet sent are posted, at most the exporter's `timeout_ms` (10 s by default):
+/// a host that exits right after it loses none. Others still using the exporter: no wait.
 /// Allowed inside a callback of the agent's own turn (that turn then ends cancelled; the
-/// background agents are then stopped without the wait).
+/// background agents are then stopped, and the spans left to the exporter, without the wait).
 #[no_mangle]
 pub unsafe extern "C" fn agentao_agent_free(agent: *mut agentao_agent) {
+    let mut closing = None;
     agentao_agent::free_with(agent, |a| {
         a.agent.cancel_active("session-closed");
         a.agent.close_background();
         a.agent.end_processes();
+        closing = a.agent.telemetry_closing();
     });
+    // After the drop: the agent's tracer gave up its open spans and its hold on the queue.
+    if let Some(closing) = closing {
+        super::guard_or((), || {
+            closing.wait_if_last(!super::reentrant());
+        });
+    }
 }
 
 /// The agent's session id (UUID), borrowed: valid until `agentao_agent_free`. NULL agent: NULL.

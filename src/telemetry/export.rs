@@ -6,10 +6,13 @@
 //! counted, and a batch the collector refused or did not answer within the timeout is dropped
 //! and counted too (retrying would only hold newer spans back behind a collector that is down).
 //! Agents with the same settings share one pipeline; the last one freed closes the queue, and
-//! the task posts what is left and ends.
+//! the task posts what is left and ends. The host's free of that last agent waits for it
+//! ([`ExportClosing`]), up to the exporter's timeout: a host that exits right after the free
+//! would otherwise lose the spans not yet posted, every span of a short program.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::config::TelemetryConfig;
@@ -40,12 +43,81 @@ struct Counters {
     last_error: Mutex<Option<String>>,
 }
 
+/// Set once the exporting task has posted what was left after its queue closed (or was
+/// dropped without: the runtime went away).
+#[derive(Default)]
+struct Finished {
+    done: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Finished {
+    fn set(&self) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.changed.notify_all();
+    }
+
+    /// Whether the task finished within `timeout`.
+    fn wait(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            done = self
+                .changed
+                .wait_timeout(done, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+}
+
+/// Marks the task finished however it ends (posted, or dropped with the runtime).
+struct FinishedOnDrop(Arc<Finished>);
+
+impl Drop for FinishedOnDrop {
+    fn drop(&mut self) {
+        self.0.set();
+    }
+}
+
 /// One exporter: its settings, its queue, its metrics.
 pub struct Pipeline {
     pub(crate) config: TelemetryConfig,
     tx: mpsc::Sender<SpanRecord>,
     pub(crate) metrics: Arc<Metrics>,
     counters: Arc<Counters>,
+    finished: Arc<Finished>,
+}
+
+/// What an agent being freed keeps of its pipeline: enough to wait for the task's last posts
+/// when it was the pipeline's last user, without keeping the queue open itself.
+pub struct ExportClosing {
+    pipeline: Weak<Pipeline>,
+    finished: Arc<Finished>,
+    timeout: Duration,
+}
+
+impl ExportClosing {
+    /// Once every agent (and sub-agent run) of the pipeline is gone, waits up to the
+    /// exporter's timeout for the spans left in the queue to be posted; returns whether they
+    /// were (or whether others still use the pipeline: nothing to wait for then). `may_block`
+    /// false (a runtime thread, where waiting could hold up the very task waited for) only
+    /// reads.
+    pub fn wait_if_last(self, may_block: bool) -> bool {
+        if self.pipeline.strong_count() > 0 {
+            return true;
+        }
+        self.finished.wait(if may_block {
+            self.timeout
+        } else {
+            Duration::ZERO
+        })
+    }
 }
 
 fn pipelines() -> &'static Mutex<Vec<Weak<Pipeline>>> {
@@ -99,7 +171,9 @@ impl Pipeline {
         let (tx, rx) = mpsc::channel(config.queue_capacity);
         let metrics = Arc::new(Metrics::default());
         let counters = Arc::new(Counters::default());
+        let finished = Arc::new(Finished::default());
         let exporter = Exporter {
+            _finished: FinishedOnDrop(finished.clone()),
             metrics_refused: false,
             config: config.clone(),
             client,
@@ -112,7 +186,17 @@ impl Pipeline {
             tx,
             metrics,
             counters,
+            finished,
         }))
+    }
+
+    /// For the free of an agent (see [`ExportClosing`]).
+    pub(crate) fn closing(self: &Arc<Self>) -> ExportClosing {
+        ExportClosing {
+            pipeline: Arc::downgrade(self),
+            finished: self.finished.clone(),
+            timeout: self.config.timeout,
+        }
     }
 
     /// Queues a finished span; never waits. A full queue drops it and counts the drop.
@@ -140,6 +224,8 @@ impl Pipeline {
 
 /// The task's side: drains the queue and posts.
 struct Exporter {
+    /// Dropped (and so set) when the task ends, after its last posts.
+    _finished: FinishedOnDrop,
     /// The metrics URL answered 404 (a backend that takes traces only, such as Jaeger): the
     /// metrics are not posted again.
     metrics_refused: bool,

@@ -31,7 +31,7 @@ pub use config::TelemetryConfig;
 #[cfg(feature = "otel")]
 pub(crate) use export::Pipeline;
 #[cfg(feature = "otel")]
-pub use export::TelemetryStats;
+pub use export::{ExportClosing, TelemetryStats};
 pub use traceparent::{SpanContext, TraceContextError, TraceId};
 #[cfg(feature = "otel")]
 pub use tracer::{AgentTracer, TracerIdentity};
@@ -44,6 +44,17 @@ pub struct TelemetryStats {
     pub dropped_spans: u64,
     pub failed_exports: u64,
     pub last_error: Option<String>,
+}
+
+/// Without the `otel` feature there is no exporter to wait for.
+#[cfg(not(feature = "otel"))]
+pub struct ExportClosing(std::convert::Infallible);
+
+#[cfg(not(feature = "otel"))]
+impl ExportClosing {
+    pub fn wait_if_last(self, _may_block: bool) -> bool {
+        match self.0 {}
+    }
 }
 
 /// Without the `otel` feature no tracer is ever made; the type stands in so the agent's code
@@ -66,6 +77,9 @@ impl AgentTracer {
         match self.0 {}
     }
     pub fn stats(&self) -> TelemetryStats {
+        match self.0 {}
+    }
+    pub fn closing(&self) -> ExportClosing {
         match self.0 {}
     }
 }

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::export::{Pipeline, TelemetryStats};
+use super::export::{ExportClosing, Pipeline, TelemetryStats};
 use super::metrics::Instrument;
 use super::span::{attr, AttrValue, SpanKind, SpanRecord, SpanStatus};
 use super::traceparent::{SpanContext, TraceId};
@@ -162,6 +162,11 @@ impl AgentTracer {
 
     pub fn stats(&self) -> TelemetryStats {
         self.pipeline.stats()
+    }
+
+    /// What the agent's free waits on for the spans to leave (see [`ExportClosing`]).
+    pub fn closing(&self) -> ExportClosing {
+        self.pipeline.closing()
     }
 
     /// The tracer of a sub-agent's run: its spans sit under the run's span.
