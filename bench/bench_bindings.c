@@ -32,7 +32,10 @@
  *
  * The workers: this program (`--child bindworker`, the C floor), target/bench/bind-cpp
  * (bench/bindings/worker.cpp on bindings/cpp/agentao.hpp), target/bench/bind-go
- * (bench/bindings/go, the public Go API), target/bench/bind-swift (bench/bindings/swift-worker,
+ * (bench/bindings/go, the public Go API; with --cgo-floor, "Go cgo floor": the C worker's
+ * calls made from Go through cgo, each callback crossing into a Go function that only counts,
+ * what any Go host pays with no binding: "Go - Go cgo floor" is the binding's own cost),
+ * target/bench/bind-swift (bench/bindings/swift-worker,
  * the public Swift API, run in the Debian 13 root: its build.sh), each skipped with a line saying
  * why when bench/run.sh could not build it. All are pinned to one CPU (--cpu N, else the last
  * one): they run one at a time, so the pin costs them nothing and keeps the wake-ups of a turn on
@@ -41,7 +44,7 @@
 
 #define BW_DELTAS 2000
 #define BW_CALLS 50
-#define BW_MAX_WORKERS 6
+#define BW_MAX_WORKERS 7
 
 static const char *const bw_scenarios[] = {"delta", "emit", "event", "turn", "event-json"};
 #define BW_SCENARIOS 5
@@ -304,7 +307,7 @@ static void bench_bindings(void) {
     int warm = 2, rounds = g_quick ? 5 : 15;
     char *cpp = strdup(bw_dir_of_self("bind-cpp")), *go = strdup(bw_dir_of_self("bind-go"));
     char *swift = strdup(bw_dir_of_self("bind-swift"));
-    char child[] = "--child", kind[] = "bindworker";
+    char child[] = "--child", kind[] = "bindworker", cgo_floor[] = "--cgo-floor";
     bw_proc_t procs[BW_MAX_WORKERS];
     int np = 0;
     /* BENCH_BIND_B=PATH adds a fifth worker, "B" (another build of a binding's worker, say
@@ -312,13 +315,14 @@ static void bench_bindings(void) {
     char *b_worker = getenv("BENCH_BIND_B");
     struct {
         const char *lang, *api;
-        char *path;
+        char *path, *arg1, *arg2;
     } cand[] = {
-        {"C", "the C API", g_self},
-        {"C++", "bindings/cpp", cpp},
-        {"Go", "bindings/go", go},
-        {"Swift", "bindings/swift", swift},
-        {"B", "BENCH_BIND_B", b_worker},
+        {"C", "the C API", g_self, child, kind},
+        {"C++", "bindings/cpp", cpp, NULL, NULL},
+        {"Go", "bindings/go", go, NULL, NULL},
+        {"Go cgo floor", "the C API from Go", go, cgo_floor, NULL},
+        {"Swift", "bindings/swift", swift, NULL, NULL},
+        {"B", "BENCH_BIND_B", b_worker, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
         if (!cand[i].path) continue;
@@ -344,7 +348,7 @@ static void bench_bindings(void) {
         memset(p, 0, sizeof *p);
         p->lang = cand[i].lang;
         p->api = cand[i].api;
-        char *argv[] = {cand[i].path, i == 0 ? child : NULL, kind, NULL};
+        char *argv[] = {cand[i].path, cand[i].arg1, cand[i].arg2, NULL};
         bw_spawn(p, argv);
     }
     int total_turns[BW_SCENARIOS];
@@ -414,10 +418,22 @@ static void bench_bindings(void) {
             for (int r = 0; r < rounds; r++) diff[r] = procs[k].wall[s][r] - procs[0].wall[s][r];
             stat_t wall_over = stats(diff, rounds);
             row(name, "ns", stats(procs[k].cpu[s], rounds), "");
+            int floor = strcmp(procs[k].lang, "Go cgo floor") == 0;
             snprintf(name, sizeof name, "  %s - C (overhead), CPU, %s", procs[k].lang, what[s]);
-            row(name, "ns", cpu_over, target[s]);
+            row(name, "ns", cpu_over, floor ? "" : target[s]);
             snprintf(name, sizeof name, "  %s - C (overhead), wall, %s", procs[k].lang, what[s]);
             row(name, "ns", wall_over, "");
+        }
+        /* The Go binding over the crossings any Go host pays: its own code's cost. */
+        int go_k = -1, floor_k = -1;
+        for (int k = 1; k < np; k++) {
+            if (strcmp(procs[k].lang, "Go") == 0) go_k = k;
+            if (strcmp(procs[k].lang, "Go cgo floor") == 0) floor_k = k;
+        }
+        if (go_k > 0 && floor_k > 0) {
+            for (int r = 0; r < rounds; r++) diff[r] = procs[go_k].cpu[s][r] - procs[floor_k].cpu[s][r];
+            snprintf(name, sizeof name, "  Go - Go cgo floor (the binding's own), CPU, %s", what[s]);
+            row(name, "ns", stats(diff, rounds), "");
         }
         free(diff);
     }

@@ -1,6 +1,6 @@
 // The Go worker of `bench --only bindings` (bench/bench_bindings.c describes the protocol and
 // the scenarios): the same workloads as the C worker, through the public Go API as a host
-// writes them.
+// writes them; with --cgo-floor, through cgo with no binding (floor.go).
 package main
 
 import (
@@ -51,15 +51,29 @@ func (t countingTransport) EmitEvent(ev agentao.Event) {
 	}
 }
 
-type worker struct {
-	agents [5]*agentao.Agent
-	units  [5]atomic.Int64
+// workload is one worker's way of running the scenarios.
+type workload interface {
+	setup(s int, config string) error
+	turn(s int) error
+	// reset clears the scenario agent's history between turns (outside the timing).
+	reset(s int) error
+	units(s int) *atomic.Int64
 }
+
+type worker struct {
+	ctx    context.Context
+	agents [5]*agentao.Agent
+	count  [5]atomic.Int64
+}
+
+func (w *worker) units(s int) *atomic.Int64 { return &w.count[s] }
+
+func (w *worker) reset(s int) error { return w.agents[s].SetHistory("[]") }
 
 func (w *worker) setup(s int, config string) error {
 	var tr agentao.Transport
 	if s == emit {
-		tr = countingTransport{n: &w.units[s]}
+		tr = countingTransport{n: &w.count[s]}
 	}
 	a, err := agentao.New(config, tr)
 	if err != nil {
@@ -67,44 +81,47 @@ func (w *worker) setup(s int, config string) error {
 	}
 	w.agents[s] = a
 	if s == event {
-		n := &w.units[s]
+		n := &w.count[s]
 		_, err = a.AddHostEventObserver(func(agentao.HostEvent) { n.Add(1) })
 	}
 	if s == eventJSON {
-		n := &w.units[s]
+		n := &w.count[s]
 		_, err = a.AddHostEventJSONObserver(func([]byte) { n.Add(1) })
 	}
 	return err
 }
 
-func (w *worker) turn(ctx context.Context, s int) error {
+func (w *worker) turn(s int) error {
 	a := w.agents[s]
 	if s == delta {
-		for c, err := range a.Stream(ctx, "go") {
+		for c, err := range a.Stream(w.ctx, "go") {
 			if err != nil {
 				return err
 			}
 			if c.Outcome == nil {
-				w.units[s].Add(1)
+				w.count[s].Add(1)
 			}
 		}
 		return nil
 	}
-	if _, err := a.Chat(ctx, "go"); err != nil {
+	if _, err := a.Chat(w.ctx, "go"); err != nil {
 		return err
 	}
 	if s == turn {
-		w.units[s].Add(1)
+		w.count[s].Add(1)
 	}
 	return nil
 }
 
 func main() {
-	var w worker
 	// A cancellable context, as a host's usually is (Background would skip the binding's
 	// context link).
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var w workload = &worker{ctx: ctx}
+	if len(os.Args) > 1 && os.Args[1] == "--cgo-floor" {
+		w = &floorWorker{}
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadString('\n')
@@ -130,20 +147,20 @@ func main() {
 			fail(fmt.Errorf("the Go worker does not run %q", f[0]))
 		}
 		turns, _ := strconv.Atoi(f[2])
-		w.units[s].Store(0)
+		w.units(s).Store(0)
 		var cpu, wall time.Duration
 		for range turns {
 			c0, t0 := processCPU(), time.Now()
-			if err := w.turn(ctx, s); err != nil {
+			if err := w.turn(s); err != nil {
 				fail(err)
 			}
 			cpu += processCPU() - c0
 			wall += time.Since(t0)
-			if err := w.agents[s].SetHistory("[]"); err != nil {
+			if err := w.reset(s); err != nil {
 				fail(err)
 			}
 		}
-		fmt.Printf("%d %d %d\n", cpu.Nanoseconds(), wall.Nanoseconds(), w.units[s].Load())
+		fmt.Printf("%d %d %d\n", cpu.Nanoseconds(), wall.Nanoseconds(), w.units(s).Load())
 	}
 }
 
