@@ -123,6 +123,17 @@ fn resolves_to_itself(path: &Path) -> Option<Leaf> {
     Some(leaf)
 }
 
+/// Whether `root`'s bytes begin `path` and end at one of its component boundaries: for a path
+/// in the normal form [`resolves_to_itself`] checks, `Path::starts_with` without walking both
+/// paths' components (a read's most repeated check). A root not in normal form never matches
+/// here, and the caller then asks `Path::starts_with`.
+fn starts_with_bytes(path: &Path, root: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (path, root) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    path.starts_with(root)
+        && (path.len() == root.len() || root.ends_with(b"/") || path[root.len()] == b'/')
+}
+
 /// [`resolve`] component by component.
 fn resolve_by_walk(path: &Path) -> PathBuf {
     let mut pending: Vec<Step> = Vec::new();
@@ -244,7 +255,7 @@ pub(crate) fn resolve_for_read_leaf(
     }
     // Most paths resolve to themselves: no copy of the path for that.
     if let Some(leaf) = resolves_to_itself(&path) {
-        if path.starts_with(root) {
+        if starts_with_bytes(&path, root) || path.starts_with(root) {
             return Ok((path, leaf));
         }
     }
@@ -290,6 +301,25 @@ mod tests {
         assert!(contain_directory(&root, "sub").is_ok());
         assert!(contain_directory(&root, "out").is_err());
         assert!(contain_directory(&root, "..").is_err());
+    }
+
+    /// The byte check agrees with `Path::starts_with` for normal-form roots, and never says
+    /// yes where it says no for any root (the caller then asks it).
+    #[test]
+    fn the_byte_prefix_check_is_path_starts_with() {
+        let paths = ["/", "/a", "/a/b", "/a/b/x", "/a/bc", "/a/b/x/y", "/ab/x"];
+        for root in ["/", "/a", "/a/b"] {
+            for p in paths {
+                let (p, r) = (Path::new(p), Path::new(root));
+                assert_eq!(starts_with_bytes(p, r), p.starts_with(r), "{p:?} under {r:?}");
+            }
+        }
+        for root in ["/a/b/", "/a/./b", "/a//b", "/a/b/.", "a/b"] {
+            for p in paths {
+                let (p, r) = (Path::new(p), Path::new(root));
+                assert!(!starts_with_bytes(p, r) || p.starts_with(r), "{p:?} under {r:?}");
+            }
+        }
     }
 
     /// The shortcut for paths that resolve to themselves gives what the walk gives, for paths
