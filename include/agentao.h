@@ -720,8 +720,8 @@ typedef struct agentao_compaction_controller {
  would have returned); its return value is then ignored. `write` and `exists` have no handle
  and always answer by returning. A deferred request waits at most the config's
  `reply_timeout_ms`, 300 s when unset (then it fails with a timeout, and the late answer is
- dropped); a pending
- handle keeps `userdata` alive.
+ dropped), and no longer than its turn: a cancel fails it at once (the late answer is
+ dropped too); a pending handle keeps `userdata` alive.
 
  Threads: callbacks run on library threads, possibly several at once (read-only tools of one
  batch run in parallel), and never while the library holds a lock. Blocking is fine; a
@@ -987,7 +987,8 @@ typedef struct agentao_mcp_registry {
  start of a turn), never two of one agent at once; strings passed in are borrowed for the
  callback. A callback answers through `answer` before it returns, or, after
  `agentao_memory_answer_defer(answer)`, later from any thread (waited for at most the
- config's `reply_timeout_ms`, 300 s when unset; a pending handle keeps `userdata` alive); one
+ config's `reply_timeout_ms`, 300 s when unset, and not past a cancel of the turn it serves;
+ a pending handle keeps `userdata` alive); one
  that fails
  (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
  and leaves the turn's prompt without memories; an `upsert` answered with

@@ -149,6 +149,32 @@ impl CancelToken {
     }
 }
 
+thread_local! {
+    /// The cancellation of what the thread runs for (a tool call, a turn's memory read), while
+    /// it runs it ([`with_current`]).
+    static CURRENT: std::cell::RefCell<Option<CancelToken>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `token` as the thread's current cancellation: a wait in host code deep below
+/// (a deferred file-system or memory-store answer) ends when it fires, though no parameter
+/// carries it there ([`current`]).
+pub(crate) fn with_current<R>(token: &CancelToken, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<CancelToken>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(CURRENT.with(|c| c.borrow_mut().replace(token.clone())));
+    f()
+}
+
+/// The thread's current cancellation ([`with_current`]), if any.
+pub(crate) fn current() -> Option<CancelToken> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

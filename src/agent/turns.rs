@@ -174,10 +174,12 @@ impl Agent {
             // The store is host code: asked off the async workers.
             let store = core.tool_services.memory();
             let memory = if store.may_block() {
-                let msg = message.clone();
-                tokio::task::spawn_blocking(move || memory::view(store.as_ref(), &msg))
-                    .await
-                    .unwrap_or_default()
+                let (msg, cancel) = (message.clone(), turn_token.clone());
+                tokio::task::spawn_blocking(move || {
+                    crate::cancel::with_current(&cancel, || memory::view(store.as_ref(), &msg))
+                })
+                .await
+                .unwrap_or_default()
             } else {
                 memory::view(store.as_ref(), &message)
             };

@@ -203,6 +203,8 @@ enum Outcome<A> {
     Waiting,
     Answered(A),
     Dropped,
+    /// The waiting thread's cancellation fired ([`crate::cancel::current`]).
+    Cancelled,
 }
 
 /// Why a wait ended without an answer.
@@ -213,6 +215,9 @@ pub(crate) enum NoAnswer {
     TimedOut,
     /// The library dropped the request without handing it out (the table was full).
     Dropped,
+    /// What the waiting thread ran for was cancelled (the turn, or its tool call): as with a
+    /// timeout, the late answer is dropped.
+    Cancelled,
 }
 
 pub(crate) fn channel<A>() -> (Answerer<A>, Waiter<A>) {
@@ -255,15 +260,35 @@ impl<A> Drop for Answerer<A> {
     }
 }
 
-impl<A> Waiter<A> {
-    /// Blocks until the answer, or until `deadline` (None: no deadline) passes.
+impl<A: Send + 'static> Waiter<A> {
+    /// Blocks until the answer, until `deadline` (None: no deadline) passes, or until the
+    /// thread's current cancellation fires ([`crate::cancel::current`]: a cancelled turn does
+    /// not wait on host code that deferred its answer).
     pub(crate) fn wait(self, deadline: Option<Duration>) -> Result<A, NoAnswer> {
+        let cancel = crate::cancel::current();
+        let watch = cancel.as_ref().map(|token| {
+            let shared = self.shared.clone();
+            token.on_cancel(move |_| shared.settle(Outcome::Cancelled))
+        });
+        let got = self.wait_for(deadline);
+        if let (Some(token), Some(id)) = (cancel, watch) {
+            token.remove_callback(id);
+        }
+        got
+    }
+
+    fn wait_for(&self, deadline: Option<Duration>) -> Result<A, NoAnswer> {
         let until = deadline.map(|d| Instant::now() + d);
         let mut a = self.shared.lock();
         loop {
             match std::mem::replace(&mut *a, Outcome::Waiting) {
                 Outcome::Answered(v) => return Ok(v),
                 Outcome::Dropped => return Err(NoAnswer::Dropped),
+                Outcome::Cancelled => {
+                    // Later answers go nowhere.
+                    *a = Outcome::Dropped;
+                    return Err(NoAnswer::Cancelled);
+                }
                 Outcome::Waiting => {}
             }
             a = match until {
@@ -329,6 +354,27 @@ mod tests {
             decode(top),
             Some((MAX_LIVE - 1, (1 << GENERATION_BITS) - 1))
         );
+    }
+
+    #[test]
+    fn a_wait_ends_when_the_threads_cancellation_fires() {
+        let token = crate::cancel::CancelToken::new();
+        let (answerer, waiter) = channel::<u32>();
+        let firing = token.clone();
+        let fire = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            firing.cancel("stop");
+        });
+        let got = crate::cancel::with_current(&token, || waiter.wait(None));
+        fire.join().unwrap();
+        assert_eq!(got.err(), Some(NoAnswer::Cancelled));
+        // A late answer goes nowhere.
+        answerer.answer(1);
+        // Already cancelled: no wait at all; and the thread's token is gone after the scope.
+        let (_answerer, waiter) = channel::<u32>();
+        let got = crate::cancel::with_current(&token, || waiter.wait(None));
+        assert_eq!(got.err(), Some(NoAnswer::Cancelled));
+        assert!(crate::cancel::current().is_none());
     }
 
     #[test]

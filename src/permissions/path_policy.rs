@@ -311,13 +311,20 @@ mod tests {
         for root in ["/", "/a", "/a/b"] {
             for p in paths {
                 let (p, r) = (Path::new(p), Path::new(root));
-                assert_eq!(starts_with_bytes(p, r), p.starts_with(r), "{p:?} under {r:?}");
+                assert_eq!(
+                    starts_with_bytes(p, r),
+                    p.starts_with(r),
+                    "{p:?} under {r:?}"
+                );
             }
         }
         for root in ["/a/b/", "/a/./b", "/a//b", "/a/b/.", "a/b"] {
             for p in paths {
                 let (p, r) = (Path::new(p), Path::new(root));
-                assert!(!starts_with_bytes(p, r) || p.starts_with(r), "{p:?} under {r:?}");
+                assert!(
+                    !starts_with_bytes(p, r) || p.starts_with(r),
+                    "{p:?} under {r:?}"
+                );
             }
         }
     }

@@ -135,9 +135,12 @@ impl CallEnv {
     }
 
     fn run_blocking(&self, job: Job) -> CallDone {
-        self.run(job, Where::BlockingThread)
-            .now_or_never()
-            .expect("a call on a blocking thread never awaits")
+        // Host code the call waits on (a deferred file-system answer) stops at the cancel.
+        crate::cancel::with_current(&self.cancel, || {
+            self.run(job, Where::BlockingThread)
+                .now_or_never()
+                .expect("a call on a blocking thread never awaits")
+        })
     }
 
     async fn run_on_task(&self, job: Job) -> CallDone {
@@ -284,8 +287,10 @@ impl Turn<'_, '_> {
             return result_format::format_unsaved(raw);
         }
         let (on_thread, tool_name, text) = (services.clone(), tool.to_owned(), raw.to_owned());
-        let saving =
-            tokio::task::spawn_blocking(move || on_thread.format_result(&tool_name, &text));
+        let cancel = self.cancel.clone();
+        let saving = tokio::task::spawn_blocking(move || {
+            crate::cancel::with_current(&cancel, || on_thread.format_result(&tool_name, &text))
+        });
         let given_up = async {
             self.cancel.cancelled().await;
             tokio::time::sleep_until(self.give_up_at()).await;

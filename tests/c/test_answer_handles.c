@@ -1,7 +1,8 @@
 /* One rule for every request handle (docs/c-api.md, "Answering a request"): each capability's
  * request answered from another thread after its callback returned (a file system's read, a
  * memory store's upsert, a shell run, a confirmation); a request never answered fails after
- * reply_timeout_ms instead of hanging its turn; and a second finishing call on any handle gets
+ * reply_timeout_ms instead of hanging its turn, and one still unanswered when its turn is
+ * cancelled ends with the cancel; and a second finishing call on any handle gets
  * AGENTAO_STATUS_INVALID_ARGUMENT instead of touching freed memory. */
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,46 @@ static void test_fs_never_answered(void) {
     CHECK_STATUS(agentao_fs_out_finish(fs_abandoned, 0, NULL), AGENTAO_STATUS_INVALID_ARGUMENT);
     agentao_agent_free(a);
     CHECK(tu_wait_count(&fs_freed, 2, 5000));
+    free(cfg);
+}
+
+/* Cancels `arg` (a token) once the file system's callback has deferred its read. */
+static void *cancel_after_deferral(void *arg) {
+    while (!atomic_load(&fs_later.returned)) tu_sleep_ms(1);
+    agentao_cancel_token_cancel(arg, "user-stop");
+    return NULL;
+}
+
+static void test_fs_unanswered_at_cancel(void) {
+    tu_section("file system: a read still unanswered when its turn is cancelled ends with the cancel");
+    later_reset(&fs_later);
+    atomic_store(&fs_never, 1);
+    const char *dir = tu_workspace();
+    write_disk_file(dir);
+    /* The default reply_timeout_ms (300 s): only the cancel can end the wait. */
+    char *cfg = tu_config(dir, READ_TURN, NULL);
+    agentao_agent *a = tu_agent(cfg, NULL);
+    agentao_file_system fs = host_fs();
+    CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
+    agentao_cancel_token *tok = agentao_cancel_token_new();
+    pthread_t canceller;
+    CHECK(pthread_create(&canceller, NULL, cancel_after_deferral, tok) == 0);
+    char *text = NULL;
+    agentao_error *err = NULL;
+    CHECK_STATUS(agentao_agent_chat(a, "read a.txt", -1, tok, &text, &err), AGENTAO_STATUS_CANCELLED);
+    agentao_error_free(err);
+    pthread_join(canceller, NULL);
+    /* The call ended with the cancel, not after the grace a callback still running gets. */
+    char *result = tu_last_tool_result(a);
+    CHECK_NOT_CONTAINS(result, "left behind");
+    CHECK_CONTAINS(result, "cancelled while the host file system's `read` was unanswered");
+    free(result);
+    /* A late answer is harmless: accepted, dropped; then the handle is finished. */
+    CHECK_STATUS(agentao_fs_out_finish(fs_abandoned, 0, NULL), AGENTAO_STATUS_OK);
+    CHECK_STATUS(agentao_fs_out_finish(fs_abandoned, 0, NULL), AGENTAO_STATUS_INVALID_ARGUMENT);
+    agentao_cancel_token_free(tok);
+    agentao_agent_free(a);
+    CHECK(tu_wait_count(&fs_freed, 3, 5000));
     free(cfg);
 }
 
@@ -315,6 +356,7 @@ static void test_reply_twice(void) {
 int main(void) {
     test_fs_read_later();
     test_fs_never_answered();
+    test_fs_unanswered_at_cancel();
     test_memory(false);
     test_memory(true);
     test_shell();

@@ -57,8 +57,8 @@ const MAX_ENTRIES: usize = 1_000_000;
 /// would have returned); its return value is then ignored. `write` and `exists` have no handle
 /// and always answer by returning. A deferred request waits at most the config's
 /// `reply_timeout_ms`, 300 s when unset (then it fails with a timeout, and the late answer is
-/// dropped); a pending
-/// handle keeps `userdata` alive.
+/// dropped), and no longer than its turn: a cancel fails it at once (the late answer is
+/// dropped too); a pending handle keeps `userdata` alive.
 ///
 /// Threads: callbacks run on library threads, possibly several at once (read-only tools of one
 /// batch run in parallel), and never while the library holds a lock. Blocking is fine; a
@@ -486,6 +486,12 @@ impl FfiFileSystem {
                     return Err(io::Error::other(format!(
                         "the host file system's `{slot}` request was dropped"
                     )))
+                }
+                Err(NoAnswer::Cancelled) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Interrupted,
+                        format!("cancelled while the host file system's `{slot}` was unanswered"),
+                    ))
                 }
             },
         };

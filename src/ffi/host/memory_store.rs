@@ -54,7 +54,8 @@ enum HostAnswer {
 /// start of a turn), never two of one agent at once; strings passed in are borrowed for the
 /// callback. A callback answers through `answer` before it returns, or, after
 /// `agentao_memory_answer_defer(answer)`, later from any thread (waited for at most the
-/// config's `reply_timeout_ms`, 300 s when unset; a pending handle keeps `userdata` alive); one
+/// config's `reply_timeout_ms`, 300 s when unset, and not past a cancel of the turn it serves;
+/// a pending handle keeps `userdata` alive); one
 /// that fails
 /// (`agentao_memory_answer_fail`) makes `save_memory` report `Error saving memory: <message>`
 /// and leaves the turn's prompt without memories; an `upsert` answered with
@@ -164,6 +165,11 @@ impl FfiMemoryStore {
                 Err(NoAnswer::Dropped) => {
                     return Err(MemoryWriteError::Failed(format!(
                         "the memory store's `{what}` request was dropped"
+                    )))
+                }
+                Err(NoAnswer::Cancelled) => {
+                    return Err(MemoryWriteError::Failed(format!(
+                        "cancelled while the memory store's `{what}` was unanswered"
                     )))
                 }
             },
