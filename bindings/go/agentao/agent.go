@@ -104,13 +104,17 @@ func New(config any, transport Transport, opts ...Option) (*Agent, error) {
 			return nil, err
 		}
 	}
-	runtime.SetFinalizer(a, (*Agent).Close)
+	// Off the finalizer goroutine: freeing an exporter's last agent waits for its last posts
+	// (up to the telemetry timeout), and every other finalizer would wait behind it.
+	runtime.SetFinalizer(a, func(a *Agent) { go a.Close() })
 	return a, nil
 }
 
 // Close releases the agent. Running turns are cancelled (reason "session-closed") without
 // waiting: their calls return StatusCancelled, and the library handle is released when the
-// last of them returns. Idempotent; allowed inside a callback of the agent's own turn.
+// last of them returns. Idempotent; allowed inside a callback of the agent's own turn. With a
+// telemetry exporter, releasing the last agent that uses it waits for the spans not yet sent
+// to be posted, up to the exporter's timeout_ms (agentao_agent_free).
 func (a *Agent) Close() error {
 	a.mu.Lock()
 	if a.closed {
