@@ -53,6 +53,28 @@ fn get_json(url: &str) -> Option<Value> {
         .then(|| serde_json::from_str(body).ok())?
 }
 
+/// A server on `dir/script.json` (written by the caller) with `env`, after one prompt that
+/// ended its turn; and the session's workspace.
+fn one_prompt(dir: &std::path::Path, env: &[(&str, &str)]) -> (Client, tempfile::TempDir) {
+    let (script, sessions) = (dir.join("script.json"), dir.join("sessions"));
+    let mut c = Client::spawn_env(
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--sessions-dir",
+            sessions.to_str().unwrap(),
+        ],
+        env,
+    );
+    c.initialize();
+    let work = tempfile::tempdir().unwrap();
+    let session = c.new_session(work.path());
+    let id = c.prompt(&session, "hello");
+    let r = c.until_response(id, |_, _| {});
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    (c, work)
+}
+
 #[test]
 #[ignore]
 fn a_prompt_is_a_trace_in_jaeger_when_the_environment_names_a_collector() {
@@ -66,26 +88,14 @@ fn a_prompt_is_a_trace_in_jaeger_when_the_environment_names_a_collector() {
         json!({"responses": [{"text": "traced answer"}]}).to_string(),
     )
     .unwrap();
-    let sessions = dir.path().join("sessions");
     let service = format!("agentao-acp-test-{}", uuid::Uuid::new_v4().simple());
-    let mut c = Client::spawn_env(
-        &[
-            "--script",
-            script.to_str().unwrap(),
-            "--sessions-dir",
-            sessions.to_str().unwrap(),
-        ],
+    let (_c, _work) = one_prompt(
+        dir.path(),
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp),
             ("OTEL_SERVICE_NAME", &service),
         ],
     );
-    c.initialize();
-    let work = tempfile::tempdir().unwrap();
-    let session = c.new_session(work.path());
-    let id = c.prompt(&session, "hello");
-    let r = c.until_response(id, |_, _| {});
-    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
 
     let deadline = Instant::now() + Duration::from_secs(30);
     let spans = loop {
@@ -192,22 +202,7 @@ fn the_last_turns_spans_reach_the_collector_when_the_client_hangs_up_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     std::fs::write(&script, json!({"responses": [{"text": "hi"}]}).to_string()).unwrap();
-    let sessions = dir.path().join("sessions");
-    let mut c = Client::spawn_env(
-        &[
-            "--script",
-            script.to_str().unwrap(),
-            "--sessions-dir",
-            sessions.to_str().unwrap(),
-        ],
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp)],
-    );
-    c.initialize();
-    let work = tempfile::tempdir().unwrap();
-    let session = c.new_session(work.path());
-    let id = c.prompt(&session, "hello");
-    let r = c.until_response(id, |_, _| {});
-    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let (c, _work) = one_prompt(dir.path(), &[("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp)]);
     // Hang up at once (the exporter posts once a second) and wait for the server to exit.
     drop(c);
     let seen = seen.lock().unwrap();

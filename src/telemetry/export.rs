@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::config::TelemetryConfig;
@@ -59,20 +59,12 @@ impl Finished {
 
     /// Whether the task finished within `timeout`.
     fn wait(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-        while !*done {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            done = self
-                .changed
-                .wait_timeout(done, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        true
+        let done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        let (done, _) = self
+            .changed
+            .wait_timeout_while(done, timeout, |done| !*done)
+            .unwrap_or_else(|e| e.into_inner());
+        *done
     }
 }
 

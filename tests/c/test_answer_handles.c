@@ -101,16 +101,24 @@ static void write_disk_file(const char *dir) {
     free(path);
 }
 
-static void test_fs_read_later(void) {
-    tu_section("file system: a read answered from another thread after the callback returned");
+/* An agent on host_fs(), whose workspace holds a.txt on the disk too; the read is answered later
+ * (never: not at all). */
+static agentao_agent *fs_agent(int never, const char *extra, char **cfg_out) {
     later_reset(&fs_later);
-    atomic_store(&fs_never, 0);
+    atomic_store(&fs_never, never);
     const char *dir = tu_workspace();
     write_disk_file(dir);
-    char *cfg = tu_config(dir, READ_TURN, NULL);
-    agentao_agent *a = tu_agent(cfg, NULL);
+    *cfg_out = tu_config(dir, READ_TURN, extra);
+    agentao_agent *a = tu_agent(*cfg_out, NULL);
     agentao_file_system fs = host_fs();
     CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
+    return a;
+}
+
+static void test_fs_read_later(void) {
+    tu_section("file system: a read answered from another thread after the callback returned");
+    char *cfg;
+    agentao_agent *a = fs_agent(0, NULL, &cfg);
     free(tu_chat(a, "read a.txt"));
     char *result = tu_last_tool_result(a);
     CHECK_CONTAINS(result, "served from the host thread");
@@ -127,14 +135,8 @@ static void test_fs_read_later(void) {
 
 static void test_fs_never_answered(void) {
     tu_section("file system: a read never answered fails after reply_timeout_ms, no hang");
-    later_reset(&fs_later);
-    atomic_store(&fs_never, 1);
-    const char *dir = tu_workspace();
-    write_disk_file(dir);
-    char *cfg = tu_config(dir, READ_TURN, "\"reply_timeout_ms\":300");
-    agentao_agent *a = tu_agent(cfg, NULL);
-    agentao_file_system fs = host_fs();
-    CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
+    char *cfg;
+    agentao_agent *a = fs_agent(1, "\"reply_timeout_ms\":300", &cfg);
     uint64_t t0 = tu_now_ms();
     free(tu_chat(a, "read a.txt"));
     CHECK_MSG(tu_now_ms() - t0 < TU_BOUND_MS(5000), "the turn waited %llu ms for an unanswered read",
@@ -159,15 +161,9 @@ static void *cancel_after_deferral(void *arg) {
 
 static void test_fs_unanswered_at_cancel(void) {
     tu_section("file system: a read still unanswered when its turn is cancelled ends with the cancel");
-    later_reset(&fs_later);
-    atomic_store(&fs_never, 1);
-    const char *dir = tu_workspace();
-    write_disk_file(dir);
     /* The default reply_timeout_ms (300 s): only the cancel can end the wait. */
-    char *cfg = tu_config(dir, READ_TURN, NULL);
-    agentao_agent *a = tu_agent(cfg, NULL);
-    agentao_file_system fs = host_fs();
-    CHECK_STATUS(agentao_agent_set_file_system(a, &fs, NULL), AGENTAO_STATUS_OK);
+    char *cfg;
+    agentao_agent *a = fs_agent(1, NULL, &cfg);
     agentao_cancel_token *tok = agentao_cancel_token_new();
     pthread_t canceller;
     CHECK(pthread_create(&canceller, NULL, cancel_after_deferral, tok) == 0);
