@@ -891,3 +891,32 @@ fn events_nobody_listens_to_are_not_emitted_and_change_nothing() {
     assert!(all.starts_with(&["turn_begin".to_owned()]), "{all:?}");
     assert!(got.contains(&"tool_result".to_owned()) && got.ends_with(&["turn_end".to_owned()]));
 }
+
+/// What a model switch does to the history (`Agent::strip_reasoning`): the assistant
+/// messages lose their reasoning and the wires' carriers, and nothing else changes.
+#[test]
+fn stripping_the_reasoning_leaves_the_rest_of_the_history() {
+    let run = setup(json!([{"text": "ok"}]), Host::default(), json!({}));
+    let history = json!([
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "reasoning_content": "thought"},
+        {"role": "assistant", "content": "b", "anthropic_thinking_blocks": [
+            {"type": "thinking", "thinking": "t", "signature": "s"}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function",
+            "function": {"name": "read_file", "arguments": "{}"}}],
+            "openai_reasoning_items": [{"type": "reasoning", "id": "r", "summary": []}]},
+        {"role": "tool", "tool_call_id": "c", "name": "read_file", "content": "x"},
+        {"role": "user", "content": "reasoning_content stays in a user's text"}
+    ]);
+    run.agent.set_history_json(&history.to_string()).unwrap();
+    run.agent.strip_reasoning().unwrap();
+    let after: Value = serde_json::from_str(&run.agent.history_json()).unwrap();
+    let mut want = history.clone();
+    for i in [1, 2, 3] {
+        let m = want[i].as_object_mut().unwrap();
+        m.remove("reasoning_content");
+        m.remove("anthropic_thinking_blocks");
+        m.remove("openai_reasoning_items");
+    }
+    assert_eq!(after, want);
+}

@@ -195,6 +195,12 @@ impl Session {
             ));
         }
         let mut config = lock(&self.config).clone();
+        let model_at = if config["llm"]["provider"] == "scripted" {
+            "/llm/script/model"
+        } else {
+            "/llm/model"
+        };
+        let switched = model.is_some_and(|m| config.pointer(model_at) != Some(&json!(m)));
         if let Some(m) = model {
             if config["llm"]["provider"] == "scripted" {
                 config["llm"]["script"]["model"] = json!(m);
@@ -212,6 +218,12 @@ impl Session {
             agent
                 .set_history_json(&agent_slot.history_json())
                 .map_err(|e| RpcError::internal(e.to_string()))?;
+            if switched {
+                // What the earlier model reasoned is not the next one's to read.
+                agent
+                    .strip_reasoning()
+                    .map_err(|e| RpcError::internal(e.to_string()))?;
+            }
             if let Some(mode) = Mode::parse(&self.mode_id()) {
                 agent
                     .set_permission_mode(mode)

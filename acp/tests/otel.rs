@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Client;
@@ -142,58 +141,9 @@ fn a_prompt_is_a_trace_in_jaeger_when_the_environment_names_a_collector() {
     );
 }
 
-/// What the collector received: each request's path and body.
-type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
-
-/// A collector on loopback: answers every OTLP/HTTP POST with 200 and keeps what it received.
-fn collector() -> (String, Received) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen: Received = Arc::default();
-    let kept = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            let kept = kept.clone();
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(conn.try_clone().unwrap());
-                let mut w = conn;
-                loop {
-                    let mut head = String::new();
-                    let mut line = String::new();
-                    loop {
-                        line.clear();
-                        if r.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                        head.push_str(&line);
-                    }
-                    let len = head
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse::<usize>().ok())?
-                        })
-                        .unwrap_or(0);
-                    let mut body = vec![0; len];
-                    if r.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
-                    kept.lock().unwrap().push((path, body));
-                    if w.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (url, seen)
+/// An OTLP collector: every post answered with an empty 200.
+fn collector() -> (String, common::http::Received) {
+    common::http::serve(|_, _| ("application/x-protobuf", Vec::new()))
 }
 
 #[test]

@@ -127,6 +127,32 @@ impl Agent {
         Ok(())
     }
 
+    /// Takes the reasoning earlier models left out of the history (between turns only): each
+    /// assistant message's `reasoning_content` and the wires' carriers
+    /// (`anthropic_thinking_blocks`, `openai_reasoning_items`), as the reference does when the
+    /// model or provider changes: another model cannot read them, and a wire that checks signed
+    /// or encrypted reasoning refuses them.
+    pub fn strip_reasoning(&self) -> Result<(), AgentError> {
+        const REASONING_KEYS: [&str; 3] = [
+            "reasoning_content",
+            "anthropic_thinking_blocks",
+            "openai_reasoning_items",
+        ];
+        let mut history: Value = serde_json::from_str(&self.history_json())
+            .map_err(|e| AgentError::Internal(format!("history: {e}")))?;
+        for m in history.as_array_mut().into_iter().flatten() {
+            let assistant = |m: &&mut serde_json::Map<String, Value>| {
+                m.get("role").and_then(Value::as_str) == Some("assistant")
+            };
+            if let Some(m) = m.as_object_mut().filter(assistant) {
+                for key in REASONING_KEYS {
+                    m.remove(key);
+                }
+            }
+        }
+        self.set_history_json(&history.to_string())
+    }
+
     pub fn active_permissions(&self) -> ActivePermissions {
         let engine = self.core.engine.read().unwrap_or_else(|e| e.into_inner());
         engine.as_ref().map_or_else(

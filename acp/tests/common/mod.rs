@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod http;
 pub mod schema;
 pub use schema::Schemas;
 
