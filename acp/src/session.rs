@@ -2,7 +2,6 @@
 //! session's mode and model knobs, and its history file.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use agentao::agent::Agent;
@@ -12,10 +11,6 @@ use serde_json::{json, Value};
 use crate::protocol::{ConfigOption, ConfigOptionChoice, SessionMode, SessionModeState};
 use crate::rpc::{Outbox, Pending, RpcError};
 use crate::transport::AcpTransport;
-
-/// The default context length reported by `session/set_model` (the library does not compact,
-/// so this is a reported knob only).
-pub const DEFAULT_CONTEXT_LENGTH: u64 = 200_000;
 
 pub const MODES: [(&str, &str, &str); 4] = [
     (
@@ -48,7 +43,6 @@ pub struct Session {
     /// The agent's config (with this session's working directory); edited by model switches.
     config: Mutex<Value>,
     mode_id: Mutex<String>,
-    context_length: AtomicU64,
     /// "Always allow" rules, re-applied when a model switch rebuilds the agent.
     allowed: Mutex<Vec<Value>>,
     /// One history write at a time: a quick next prompt can end while the last one's
@@ -92,7 +86,6 @@ impl Session {
             transport: transport.clone(),
             config: Mutex::new(config),
             mode_id: Mutex::new(mode.as_str().to_owned()),
-            context_length: AtomicU64::new(DEFAULT_CONTEXT_LENGTH),
             allowed: Mutex::new(Vec::new()),
             saving: Mutex::new(()),
         });
@@ -162,8 +155,11 @@ impl Session {
             .unwrap_or(u64::from(agentao::config::DEFAULT_MAX_TOKENS))
     }
 
+    /// The window the library compacts against (`max_context_tokens`).
     pub fn context_length(&self) -> u64 {
-        self.context_length.load(Ordering::Relaxed)
+        lock(&self.config)["max_context_tokens"]
+            .as_u64()
+            .unwrap_or(agentao::config::DEFAULT_MAX_CONTEXT_TOKENS)
     }
 
     pub fn config_options(&self) -> Vec<ConfigOption> {
@@ -213,7 +209,11 @@ impl Session {
                 u32::try_from(t).map_err(|_| RpcError::invalid_params("maxTokens is too large"))?;
             config["llm"]["max_tokens"] = json!(t);
         }
-        if model.is_some() || max_tokens.is_some() {
+        if let Some(c) = context_length {
+            // The library's window: compaction starts at its 55 % and 80 %.
+            config["max_context_tokens"] = json!(c);
+        }
+        if model.is_some() || max_tokens.is_some() || context_length.is_some() {
             let agent = build_agent(&config, &self.transport)?;
             agent
                 .set_history_json(&agent_slot.history_json())
@@ -237,9 +237,6 @@ impl Session {
             }
             *agent_slot = agent;
             *lock(&self.config) = config;
-        }
-        if let Some(c) = context_length {
-            self.context_length.store(c, Ordering::Relaxed);
         }
         Ok(())
     }

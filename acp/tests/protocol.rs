@@ -448,6 +448,20 @@ fn modes_models_and_load() {
         c.until_response(id, |_, v| panic!("{v}"))["error"]["code"],
         -32602
     );
+    // contextLength is the library's window: one it refuses is refused, and nothing changes.
+    let id = c.request(
+        "session/set_model",
+        json!({"sessionId": s, "contextLength": 100}),
+    );
+    let e = c.until_response(id, |_, v| panic!("{v}"));
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_context_tokens"),
+        "{e}"
+    );
     let id = c.request(
         "_agentao.cn/set_model",
         json!({"sessionId": s, "model": "m3"}),
