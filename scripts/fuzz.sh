@@ -59,9 +59,14 @@ run_one() {
   local dict=()
   [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
   local rc=0 t0=$SECONDS
-  "$bin/$t" "$corpus" "fuzz/corpus/$t" "${dict[@]}" \
+  # A temporary folder of the run's own: a target's fixture (path_policy's workspace tree) goes
+  # with it, even from a run killed midway (removed by the next).
+  local tmp=$ROOT/build/fuzz/tmp/$t
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  TMPDIR=$tmp "$bin/$t" "$corpus" "fuzz/corpus/$t" "${dict[@]}" \
     -max_total_time="$secs" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$ROOT/build/fuzz/artifacts/$t-" -print_final_stats=1 </dev/null >"$log" 2>&1 || rc=$?
+  rm -rf "$tmp"
   local execs rate took=$((SECONDS - t0))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
