@@ -191,12 +191,7 @@ impl Session {
             ));
         }
         let mut config = lock(&self.config).clone();
-        let model_at = if config["llm"]["provider"] == "scripted" {
-            "/llm/script/model"
-        } else {
-            "/llm/model"
-        };
-        let switched = model.is_some_and(|m| config.pointer(model_at) != Some(&json!(m)));
+        let switched = model.is_some_and(|m| m != model_of(&config));
         if let Some(m) = model {
             if config["llm"]["provider"] == "scripted" {
                 config["llm"]["script"]["model"] = json!(m);

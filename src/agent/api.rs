@@ -140,11 +140,9 @@ impl Agent {
         ];
         let mut history: Value = serde_json::from_str(&self.history_json())
             .map_err(|e| AgentError::Internal(format!("history: {e}")))?;
-        for m in history.as_array_mut().into_iter().flatten() {
-            let assistant = |m: &&mut serde_json::Map<String, Value>| {
-                m.get("role").and_then(Value::as_str) == Some("assistant")
-            };
-            if let Some(m) = m.as_object_mut().filter(assistant) {
+        let messages = history.as_array_mut().into_iter().flatten();
+        for m in messages.filter_map(Value::as_object_mut) {
+            if m.get("role").and_then(Value::as_str) == Some("assistant") {
                 for key in REASONING_KEYS {
                     m.remove(key);
                 }

@@ -214,9 +214,7 @@ pub unsafe extern "C" fn agentao_agent_free(agent: *mut agentao_agent) {
     });
     // After the drop: the agent's tracer gave up its open spans and its hold on the queue.
     if let Some(closing) = closing {
-        super::guard_or((), || {
-            closing.wait_if_last(!super::reentrant());
-        });
+        super::guard_or((), || closing.wait_if_last(!super::reentrant()));
     }
 }
 

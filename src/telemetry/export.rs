@@ -57,14 +57,13 @@ impl Finished {
         self.changed.notify_all();
     }
 
-    /// Whether the task finished within `timeout`.
-    fn wait(&self, timeout: Duration) -> bool {
+    /// Until the task has finished, at most `timeout`.
+    fn wait(&self, timeout: Duration) {
         let done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-        let (done, _) = self
+        let _ = self
             .changed
             .wait_timeout_while(done, timeout, |done| !*done)
             .unwrap_or_else(|e| e.into_inner());
-        *done
     }
 }
 
@@ -96,19 +95,13 @@ pub struct ExportClosing {
 
 impl ExportClosing {
     /// Once every agent (and sub-agent run) of the pipeline is gone, waits up to the
-    /// exporter's timeout for the spans left in the queue to be posted; returns whether they
-    /// were (or whether others still use the pipeline: nothing to wait for then). `may_block`
-    /// false (a runtime thread, where waiting could hold up the very task waited for) only
-    /// reads.
-    pub fn wait_if_last(self, may_block: bool) -> bool {
-        if self.pipeline.strong_count() > 0 {
-            return true;
+    /// exporter's timeout for the spans left in the queue to be posted (others still using
+    /// the pipeline: nothing to wait for). Not where blocking is refused (`may_block` false:
+    /// a callback or a runtime thread, which the task waited for might need).
+    pub fn wait_if_last(self, may_block: bool) {
+        if may_block && self.pipeline.strong_count() == 0 {
+            self.finished.wait(self.timeout);
         }
-        self.finished.wait(if may_block {
-            self.timeout
-        } else {
-            Duration::ZERO
-        })
     }
 }
 

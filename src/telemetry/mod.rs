@@ -52,7 +52,7 @@ pub struct ExportClosing(std::convert::Infallible);
 
 #[cfg(not(feature = "otel"))]
 impl ExportClosing {
-    pub fn wait_if_last(self, _may_block: bool) -> bool {
+    pub fn wait_if_last(self, _may_block: bool) {
         match self.0 {}
     }
 }
