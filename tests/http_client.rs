@@ -205,7 +205,13 @@ async fn reasoning_pieces_come_before_text() {
 fn calls(r: &LlmResponse) -> Vec<(String, String, String)> {
     r.tool_calls
         .iter()
-        .map(|c| (c.id.clone(), c.name.clone(), c.raw_arguments.clone()))
+        .map(|c| {
+            (
+                c.id.to_string(),
+                c.name.to_string(),
+                c.raw_arguments.clone(),
+            )
+        })
         .collect()
 }
 
@@ -1036,7 +1042,7 @@ async fn a_whole_json_completion_is_decoded() {
     }
     let r = call.finish();
     assert_eq!(text, "whole answer");
-    assert_eq!(r.tool_calls[0].name, "read_file");
+    assert_eq!(&*r.tool_calls[0].name, "read_file");
     assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(r.usage.unwrap().prompt_tokens, 3);
 }

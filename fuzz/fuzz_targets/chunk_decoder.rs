@@ -16,8 +16,7 @@
 #![no_main]
 
 use agentao::llm::openai::{
-    decode_event_after_for_fuzzing, decode_event_for_fuzzing, decode_events_for_fuzzing,
-    DecodePath,
+    decode_event_after_for_fuzzing, decode_event_for_fuzzing, decode_events_for_fuzzing, DecodePath,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
@@ -113,7 +112,7 @@ fn round_trip(input: &[u8]) {
     let got: Vec<(String, String, String)> = resp
         .tool_calls
         .into_iter()
-        .map(|c| (c.id, c.name, c.raw_arguments))
+        .map(|c| (c.id.to_string(), c.name.to_string(), c.raw_arguments))
         .collect();
     let want: Vec<(String, String, String)> = calls
         .into_iter()

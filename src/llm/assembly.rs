@@ -410,7 +410,7 @@ mod tests {
         a.finish()
             .tool_calls
             .into_iter()
-            .map(|c| (c.id, c.name, c.raw_arguments))
+            .map(|c| (c.id.to_string(), c.name.to_string(), c.raw_arguments))
             .collect()
     }
 

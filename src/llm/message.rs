@@ -39,8 +39,10 @@ pub struct AssistantMessage {
 /// "arguments"}}`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct HistoryCall {
-    pub(crate) id: String,
-    pub(crate) name: String,
+    /// Shared with the call and its answer (a tool-loop iteration copied each id and name
+    /// seven times).
+    pub(crate) id: Arc<str>,
+    pub(crate) name: Arc<str>,
     /// The arguments string as sent back to the model.
     pub(crate) arguments: String,
 }
@@ -48,8 +50,8 @@ pub(crate) struct HistoryCall {
 /// The answer to one tool call (a `role: "tool"` message).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolAnswer {
-    pub(crate) call_id: String,
-    pub(crate) name: String,
+    pub(crate) call_id: Arc<str>,
+    pub(crate) name: Arc<str>,
     /// Shared, not copied, by the request cache ([`super::wire_cache`]): a tool's output is
     /// most of a conversation's bytes.
     pub(crate) content: Arc<str>,
@@ -57,8 +59,8 @@ pub struct ToolAnswer {
 
 impl ToolAnswer {
     pub(crate) fn new(
-        call_id: impl Into<String>,
-        name: impl Into<String>,
+        call_id: impl Into<Arc<str>>,
+        name: impl Into<Arc<str>>,
         content: impl Into<Arc<str>>,
     ) -> Self {
         ToolAnswer {
@@ -343,8 +345,8 @@ fn typed(m: &Map<String, Value>) -> Option<Message> {
         "system" => Message::System(s("content")?),
         "user" => Message::User(s("content")?),
         "tool" => Message::Tool(ToolAnswer {
-            call_id: s("tool_call_id")?,
-            name: s("name")?,
+            call_id: s("tool_call_id")?.into(),
+            name: s("name")?.into(),
             content: s("content")?.into(),
         }),
         "assistant" => Message::Assistant(AssistantMessage {
@@ -356,8 +358,8 @@ fn typed(m: &Map<String, Value>) -> Option<Message> {
                         .iter()
                         .map(|c| {
                             Some(HistoryCall {
-                                id: c.get("id")?.as_str()?.to_owned(),
-                                name: c.pointer("/function/name")?.as_str()?.to_owned(),
+                                id: c.get("id")?.as_str()?.into(),
+                                name: c.pointer("/function/name")?.as_str()?.into(),
                                 arguments: c.pointer("/function/arguments")?.as_str()?.to_owned(),
                             })
                         })
@@ -493,7 +495,7 @@ mod tests {
             messages.push(Message::User(t.into()));
             messages.push(Message::Tool(ToolAnswer::new(t, t, t)));
             let call = |i: usize| HistoryCall {
-                id: format!("{t}{i}"),
+                id: format!("{t}{i}").into(),
                 name: t.into(),
                 arguments: format!(r#"{{"p":"{i}"}}{t}"#),
             };

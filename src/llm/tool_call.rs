@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 /// One tool call of an assistant message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
-    pub id: String,
-    pub name: String,
+    /// Shared by history, planning, execution and the answer (each copied them before).
+    pub id: Arc<str>,
+    pub name: Arc<str>,
     /// The arguments string exactly as received (the identical-call guard compares it).
     pub raw_arguments: String,
     /// Shared with the planned call and the running job (a tool-loop iteration cloned the map
@@ -20,11 +21,15 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// A call as assembled from the stream; its arguments are parsed here, once.
-    pub(crate) fn new(id: String, name: String, raw_arguments: String) -> ToolCall {
+    pub(crate) fn new(
+        id: impl Into<Arc<str>>,
+        name: impl Into<Arc<str>>,
+        raw_arguments: String,
+    ) -> ToolCall {
         let arguments = parse_arguments(&raw_arguments).map(Arc::new);
         ToolCall {
-            id,
-            name,
+            id: id.into(),
+            name: name.into(),
             raw_arguments,
             arguments,
         }
@@ -278,10 +283,10 @@ mod tests {
 
     #[test]
     fn parsed_once_with_its_canonical_form() {
-        let c = ToolCall::new("i".into(), "n".into(), "{'a': True}".into());
+        let c = ToolCall::new("i", "n", "{'a': True}".into());
         assert_eq!(c.canonical_arguments(), r#"{"a": true}"#);
         assert_eq!(c.raw_arguments, "{'a': True}");
-        let bad = ToolCall::new("i".into(), "n".into(), "[1]".into());
+        let bad = ToolCall::new("i", "n", "[1]".into());
         assert_eq!(bad.canonical_arguments(), "{}");
         assert_eq!(
             bad.arguments.unwrap_err().to_string(),
@@ -328,7 +333,7 @@ mod tests {
             .map(str::to_owned),
         );
         for raw in &raws {
-            let call = ToolCall::new("i".into(), "n".into(), raw.clone());
+            let call = ToolCall::new("i", "n", raw.clone());
             let old = match &call.arguments {
                 Ok(m) => crate::pycompat::python_json(&Value::Object((**m).clone())),
                 Err(_) => "{}".to_owned(),

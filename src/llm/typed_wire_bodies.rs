@@ -44,7 +44,7 @@ fn shapes() -> Vec<Message> {
         Message::Assistant(AssistantMessage {
             content: String::new(),
             tool_calls: Some(vec![HistoryCall {
-                id: "x".repeat(80),
+                id: "x".repeat(80).into(),
                 name: "read_file".into(),
                 arguments: r#"{"path":"a"}"#.into(),
             }]),

@@ -462,7 +462,7 @@ async fn parallel_tool_calls_with_split_arguments_on_every_wire() {
         assert!(run.error.is_none(), "{wire:?}: {:?}", run.error);
         let calls = &run.response.tool_calls;
         assert_eq!(calls.len(), 2, "{wire:?}");
-        assert_eq!(calls[0].name, "read_file");
+        assert_eq!(&*calls[0].name, "read_file");
         assert_eq!(
             calls[0].canonical_arguments(),
             r#"{"path": "a.txt"}"#,
@@ -477,7 +477,7 @@ async fn parallel_tool_calls_with_split_arguments_on_every_wire() {
             WireKind::Responses => "call_b|fc_call_b",
             _ => "call_b",
         };
-        assert_eq!(calls[1].id, id_b, "{wire:?}");
+        assert_eq!(&*calls[1].id, id_b, "{wire:?}");
         assert_eq!(
             run.response.finish_reason.as_deref(),
             Some("tool_calls"),

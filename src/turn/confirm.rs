@@ -130,10 +130,10 @@ impl Turn<'_, '_> {
                 child_task_id: None,
             }));
             let req = ConfirmRequest {
-                tool_name: p.name.clone(),
+                tool_name: p.name.to_string(),
                 description: p.tool.description().to_owned(),
                 args_json: serde_json::to_string(&p.args).unwrap_or_default(),
-                call_id: p.call_id.clone(),
+                call_id: p.call_id.to_string(),
             };
             let answer = self
                 .request(ReplyKind::Confirm, move |t, reply| {

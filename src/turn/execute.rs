@@ -36,7 +36,7 @@ struct Job {
     index: usize,
     tool: Arc<dyn Tool>,
     args: Arc<Map<String, Value>>,
-    call_id: String,
+    call_id: Arc<str>,
     /// The arguments checked against the registry's schema (`tools::check_declared_in`).
     declared: Result<(), ToolError>,
     approval: Approval,
@@ -323,7 +323,7 @@ impl Turn<'_, '_> {
                     results[i] = Some(self.refuse(&plans[i], refusal).await);
                 }
             }
-            let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+            let mut groups: Vec<(Arc<str>, Vec<usize>)> = Vec::new();
             for &i in &runnable {
                 let shared = !plans[i].tool.is_reentrant();
                 match groups
@@ -340,7 +340,7 @@ impl Turn<'_, '_> {
                 self.call_started(plans, i, &mut started_at).await;
             }
             let mut starting = Starting::default();
-            for (_, group) in groups {
+            for (_, group) in &groups {
                 self.spawn_calls(plans, group, &mailbox, &mut starting);
             }
             let running = starting.running(&runnable);
@@ -355,7 +355,7 @@ impl Turn<'_, '_> {
                 // Announced here rather than from the tool's thread: one thread wake-up less.
                 self.call_started(plans, i, &mut started_at).await;
                 let mut starting = Starting::default();
-                self.spawn_calls(plans, vec![i], &mailbox, &mut starting);
+                self.spawn_calls(plans, std::slice::from_ref(&i), &mailbox, &mut starting);
                 let running = starting.running(std::slice::from_ref(&i));
                 self.pump(plans, &mailbox, running, &mut results, &mut started_at)
                     .await;
@@ -364,7 +364,7 @@ impl Turn<'_, '_> {
         results
             .into_iter()
             .map(|r| {
-                r.unwrap_or(ToolOutcome::Failed {
+                r.unwrap_or_else(|| ToolOutcome::Failed {
                     text: "Error executing tool: the call did not finish".into(),
                     message: "the call did not finish".into(),
                     error_type: None,
@@ -388,13 +388,13 @@ impl Turn<'_, '_> {
     fn spawn_calls(
         &self,
         plans: &[Plan],
-        group: Vec<usize>,
+        group: &[usize],
         mailbox: &Arc<OutputMailbox>,
         starting: &mut Starting,
     ) {
         let jobs: Vec<Job> = group
-            .into_iter()
-            .map(|i| {
+            .iter()
+            .map(|&i| {
                 let p = &plans[i];
                 let declared = match self.env.tools.parameters(&p.name) {
                     Some(schema) => check_declared_in(p.tool.as_ref(), schema, &p.args),

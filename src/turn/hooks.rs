@@ -208,7 +208,7 @@ impl Turn<'_, '_> {
             let input = fields([
                 ("tool_name", stdin_tool_name(&name).into()),
                 ("tool_input", Value::Object((*p.args).clone())),
-                ("tool_use_id", call_id.as_str().into()),
+                ("tool_use_id", (*call_id).into()),
             ]);
             let results = self.fire(HookEvent::PreToolUse, Some(&name), input).await;
             if self.cancel.is_cancelled() {
@@ -338,7 +338,7 @@ impl Turn<'_, '_> {
                 ("tool_name", stdin_tool_name(&p.name).into()),
                 ("tool_input", Value::Object((*p.args).clone())),
                 (key, text.as_str().into()),
-                ("tool_use_id", p.call_id.as_str().into()),
+                ("tool_use_id", (*p.call_id).into()),
                 // Whole milliseconds, as the reference sends them (a timing hook's input).
                 ("duration_ms", (duration_ms.max(0.0).round() as u64).into()),
             ]);

@@ -281,8 +281,8 @@ fn prepare_call(
 
 /// A planned call.
 pub(super) struct Plan {
-    pub(crate) call_id: String,
-    pub(crate) name: String,
+    pub(crate) call_id: Arc<str>,
+    pub(crate) name: Arc<str>,
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) args: Arc<Map<String, Value>>,
     pub(crate) decision: Decision,
@@ -318,7 +318,7 @@ impl Turn<'_, '_> {
                 } else {
                     &c.name
                 };
-                ToolAnswer::new(&c.id, name, TRUNCATED_CALL_TEXT)
+                ToolAnswer::new(c.id.clone(), name, TRUNCATED_CALL_TEXT)
             })
             .collect();
         self.record_answers(answers);
@@ -359,16 +359,16 @@ impl Turn<'_, '_> {
             .into_iter()
             .map(|mut c| {
                 if c.id.trim().is_empty() {
-                    c.id = uuid::Uuid::new_v4().to_string();
+                    c.id = uuid::Uuid::new_v4().to_string().into();
                 }
                 // Most names have nothing to strip and name a tool: kept as they are.
                 if let Cow::Owned(stripped) = strip_tag_chars_cow(&c.name) {
-                    c.name = stripped;
+                    c.name = stripped.into();
                 }
                 if self.env.tools.get(&c.name).is_none() && !c.name.trim().is_empty() {
                     let offered: Vec<&str> = self.env.tools.names().collect();
                     if let Some(repaired) = repair_name(&c.name, offered.iter().copied()) {
-                        c.name = repaired;
+                        c.name = repaired.into();
                     }
                 }
                 c

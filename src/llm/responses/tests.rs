@@ -124,7 +124,7 @@ fn without_done_events_the_completed_response_fills_the_gaps() {
         r.carrier,
         Some(WireCarrier::ResponsesReasoning(vec![whole]))
     );
-    assert_eq!(r.tool_calls[0].id, "call_1|fc_1");
+    assert_eq!(&*r.tool_calls[0].id, "call_1|fc_1");
     assert_eq!(r.tool_calls[0].canonical_arguments(), "{\"x\": 2}");
     assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
     let u = r.usage.unwrap();
