@@ -11,6 +11,7 @@
 //! slot before it, 160 s of a runtime worker for 250,000 slots in 3 MB (docs/security.md).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -113,8 +114,10 @@ pub(crate) enum PieceKind {
 #[derive(Debug, Default, Clone)]
 struct Slot {
     index: Option<u64>,
-    id: String,
-    name: String,
+    /// Set whole (and a name rarely extended): made once as the call's shared text, not
+    /// copied into it at the end.
+    id: Arc<str>,
+    name: Arc<str>,
     arguments: String,
 }
 
@@ -129,7 +132,7 @@ pub(crate) struct Assembler {
     by_index: HashMap<u64, usize>,
     /// The first slot that took each id: a slot's id is only ever set once, from empty. Kept
     /// only past [`SCAN_SLOTS`] slots.
-    by_id: HashMap<String, usize>,
+    by_id: HashMap<Arc<str>, usize>,
     /// A delta tried to open a slot past [`MAX_TOOL_CALLS`]; the response is refused.
     too_many_calls: bool,
     finish_reason: Option<String>,
@@ -229,7 +232,7 @@ impl Assembler {
         let slot = match index {
             Some(i) => match (self.slot_of_index(i), id) {
                 (Some(pos), Some(id))
-                    if !self.slots[pos].id.is_empty() && self.slots[pos].id != id =>
+                    if !self.slots[pos].id.is_empty() && *self.slots[pos].id != *id =>
                 {
                     // A reused index with a new id is a new call; an id seen before goes back
                     // to its own slot.
@@ -257,9 +260,9 @@ impl Assembler {
         let s = &mut self.slots[slot];
         let mut added = 0;
         if let Some(id) = id {
-            if s.id != id {
+            if *s.id != *id {
                 added += id.len();
-                s.id = id.to_owned();
+                s.id = id.into();
                 if mapped {
                     self.by_id.entry(s.id.clone()).or_insert(slot);
                 }
@@ -268,10 +271,10 @@ impl Assembler {
         if let Some(n) = name.filter(|n| !n.is_empty()) {
             if s.name.is_empty() {
                 added += n.len();
-                s.name = n.to_owned();
-            } else if s.name != n {
+                s.name = n.into();
+            } else if *s.name != *n {
                 added += n.len();
-                s.name.push_str(n);
+                s.name = format!("{}{n}", s.name).into();
             }
         }
         if let Some(a) = arguments {
@@ -296,7 +299,7 @@ impl Assembler {
     /// The first slot that took `id`.
     fn slot_of_id(&self, id: &str) -> Option<usize> {
         if self.slots.len() <= SCAN_SLOTS {
-            self.slots.iter().position(|s| s.id == id)
+            self.slots.iter().position(|s| *s.id == *id)
         } else {
             self.by_id.get(id).copied()
         }
