@@ -311,15 +311,16 @@ impl Turn<'_, '_> {
     /// order.
     pub(super) async fn execute(&mut self, plans: &[Plan]) -> Vec<ToolOutcome> {
         let mut results: Vec<Option<ToolOutcome>> = plans.iter().map(|_| None).collect();
-        let runs = |p: &&Plan| p.refusal.is_none();
-        let parallel = plans.iter().filter(runs).nth(1).is_some()
-            && plans.iter().filter(runs).all(|p| p.tool.is_read_only());
+        let runs = |p: &Plan| p.refusal.is_none();
+        let parallel = plans.iter().filter(|p| runs(p)).nth(1).is_some()
+            && plans
+                .iter()
+                .filter(|p| runs(p))
+                .all(|p| p.tool.is_read_only());
         let mut started_at: Vec<DateTime<Utc>> = vec![DateTime::default(); plans.len()];
         let mailbox = Arc::new(OutputMailbox::new(plans.len()));
         if parallel {
-            let runnable: Vec<usize> = (0..plans.len())
-                .filter(|&i| plans[i].refusal.is_none())
-                .collect();
+            let runnable: Vec<usize> = (0..plans.len()).filter(|&i| runs(&plans[i])).collect();
             for i in 0..plans.len() {
                 if let Some(refusal) = plans[i].refusal.clone() {
                     results[i] = Some(self.refuse(&plans[i], refusal).await);
