@@ -9,6 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -56,6 +57,52 @@ struct CallDone(usize, ToolOutcome);
 /// One call running on the turn's task; it ends with the rest of its group.
 type OnTaskCall = Pin<Box<dyn Future<Output = (CallDone, GroupOnTask)> + Send>>;
 
+/// The calls running on the turn's task. Most batches are one call, polled as it is: a
+/// `FuturesUnordered` for it cost three allocations and its wake-up bookkeeping an iteration.
+#[derive(Default)]
+enum CallsOnTask {
+    #[default]
+    Idle,
+    One(OnTaskCall),
+    Many(FuturesUnordered<OnTaskCall>),
+}
+
+impl CallsOnTask {
+    fn extend(&mut self, call: Option<OnTaskCall>) {
+        let Some(call) = call else { return };
+        *self = match std::mem::take(self) {
+            CallsOnTask::Idle => CallsOnTask::One(call),
+            CallsOnTask::One(first) => CallsOnTask::Many([first, call].into_iter().collect()),
+            CallsOnTask::Many(set) => {
+                set.push(call);
+                CallsOnTask::Many(set)
+            }
+        };
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            CallsOnTask::Idle => true,
+            CallsOnTask::One(_) => false,
+            CallsOnTask::Many(set) => set.is_empty(),
+        }
+    }
+
+    /// The next call to end, in the order they end; `None` when none is running.
+    async fn next(&mut self) -> Option<(CallDone, GroupOnTask)> {
+        std::future::poll_fn(|cx| match self {
+            CallsOnTask::Idle => Poll::Ready(None),
+            CallsOnTask::One(call) => {
+                let done = std::task::ready!(call.as_mut().poll(cx));
+                *self = CallsOnTask::Idle;
+                Poll::Ready(Some(done))
+            }
+            CallsOnTask::Many(set) => set.poll_next_unpin(cx),
+        })
+        .await
+    }
+}
+
 /// A group's calls that run on the turn's task, one after another: [`Turn::pump`] starts the
 /// next when one ends. (Its ends come back as the futures' outputs: a channel for them cost
 /// the tool loop a few percent an iteration.)
@@ -78,7 +125,7 @@ impl GroupOnTask {
 /// blocking threads send their ends to, made for the first of them.
 #[derive(Default)]
 struct Starting {
-    tasks: FuturesUnordered<OnTaskCall>,
+    tasks: CallsOnTask,
     ends: Option<(
         mpsc::UnboundedSender<CallDone>,
         mpsc::UnboundedReceiver<CallDone>,
@@ -109,7 +156,7 @@ impl Starting {
 struct Running<'c> {
     calls: &'c [usize],
     ends: Option<mpsc::UnboundedReceiver<CallDone>>,
-    tasks: FuturesUnordered<OnTaskCall>,
+    tasks: CallsOnTask,
 }
 
 /// How long a cancelled turn waits for its calls to end before it leaves them behind, as it
