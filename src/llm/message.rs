@@ -39,8 +39,8 @@ pub struct AssistantMessage {
 /// "arguments"}}`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct HistoryCall {
-    /// Shared with the call and its answer (a tool-loop iteration copied each id and name
-    /// seven times).
+    /// Shared with the call, its plan and its answer (a tool-loop iteration copied each id and
+    /// name nine times).
     pub(crate) id: Arc<str>,
     pub(crate) name: Arc<str>,
     /// The arguments string as sent back to the model.
