@@ -359,11 +359,8 @@ impl Turn<'_, '_> {
     pub(super) async fn execute(&mut self, plans: &[Plan]) -> Vec<ToolOutcome> {
         let mut results: Vec<Option<ToolOutcome>> = plans.iter().map(|_| None).collect();
         let runs = |p: &Plan| p.refusal.is_none();
-        let parallel = plans.iter().filter(|p| runs(p)).nth(1).is_some()
-            && plans
-                .iter()
-                .filter(|p| runs(p))
-                .all(|p| p.tool.is_read_only());
+        let mut running = plans.iter().filter(|p| runs(p));
+        let parallel = running.clone().nth(1).is_some() && running.all(|p| p.tool.is_read_only());
         let mut started_at: Vec<DateTime<Utc>> = vec![DateTime::default(); plans.len()];
         let mailbox = Arc::new(OutputMailbox::new(plans.len()));
         if parallel {
