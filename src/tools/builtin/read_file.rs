@@ -235,9 +235,7 @@ fn render(
         }
         // `{:>6}\t{head}`.
         let digits = number.format(start + i);
-        for _ in digits.len()..6 {
-            out.push(' ');
-        }
+        out.push_str(&"      "[digits.len().min(6)..]);
         out.push_str(digits);
         out.push('\t');
         out.push_str(head);
@@ -416,6 +414,12 @@ impl Lines {
             let line_start = self.kept.last().map_or(0, |k| k.head_end);
             let head = &self.heads[line_start..];
             let room = MAX_LINE_CHARS - head.chars().count().min(MAX_LINE_CHARS);
+            // A text of no more bytes than there is room for characters fits whatever it
+            // holds; only a longer one is walked a character at a time to find the cut.
+            if text.len() <= room {
+                self.heads.push_str(text);
+                return;
+            }
             match text.char_indices().nth(room) {
                 Some((byte, _)) => {
                     self.heads.push_str(&text[..byte]);
