@@ -10,8 +10,9 @@
 
 use std::time::Duration;
 
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 
+use super::config::OpenAiConfig;
 use super::http_lane::{Lane, LaneError, Response};
 use super::openai::http::connection_message;
 use super::request_body::RequestBody;
@@ -43,13 +44,31 @@ pub(crate) enum ModelHttp {
     /// per agent).
     Lane(Lane),
     /// Built with the backend, so a client that cannot be built fails the agent's creation.
-    Reqwest(reqwest::Client, Endpoint),
+    Reqwest(reqwest::Client, Endpoint, HeaderMap),
 }
 
 impl ModelHttp {
-    /// The client for `url` as `choice` says.
+    /// The client for `path` under `c.base_url`, as `c.http_client` says, sending `wire_headers`
+    /// (the wire's authentication and version) and then the content type, `llm.headers` and
+    /// the accepted type with every request. The set is built once here: a request only
+    /// copies it.
     pub(crate) fn new(
+        c: &OpenAiConfig,
+        path: &str,
+        wire_headers: HeaderMap,
+    ) -> Result<ModelHttp, String> {
+        let headers = request_headers(wire_headers, c)?;
+        Self::with_headers(
+            format!("{}{path}", c.base_url),
+            headers,
+            c.connect_timeout,
+            c.http_client,
+        )
+    }
+
+    fn with_headers(
         url: String,
+        headers: HeaderMap,
         connect_timeout: Duration,
         choice: HttpClientChoice,
     ) -> Result<ModelHttp, String> {
@@ -58,31 +77,29 @@ impl ModelHttp {
             Err(_) => Endpoint::Unparsed(url),
         };
         let lane = match (&url, choice) {
-            (Endpoint::Parsed(u), HttpClientChoice::Auto) => Lane::for_url(u, connect_timeout),
+            (Endpoint::Parsed(u), HttpClientChoice::Auto) => {
+                Lane::for_url(u, connect_timeout, &headers)
+            }
             _ => None,
         };
         Ok(match lane {
             Some(lane) => ModelHttp::Lane(lane),
-            None => ModelHttp::Reqwest(agent_client(connect_timeout)?, url),
+            None => ModelHttp::Reqwest(agent_client(connect_timeout)?, url, headers),
         })
     }
 
-    /// Posts `body` with `headers`; the response whatever its status. A connect timeout is
+    /// Posts `body` with the headers; the response whatever its status. A connect timeout is
     /// [`LlmError::timeout`], any other failure a connection error naming its deepest cause.
-    pub(crate) async fn post(
-        &self,
-        headers: &HeaderMap,
-        body: RequestBody,
-    ) -> Result<Response, LlmError> {
-        let (http, url) = match self {
+    pub(crate) async fn post(&self, body: RequestBody) -> Result<Response, LlmError> {
+        let (http, url, headers) = match self {
             ModelHttp::Lane(lane) => {
-                return match lane.post(headers, body).await {
+                return match lane.post(body).await {
                     Err(LaneError::ConnectTimeout) => Err(LlmError::timeout()),
                     Err(e) => Err(LlmError::connection(connection_message(&e))),
                     Ok(r) => Ok(Response::Lane(r)),
                 }
             }
-            ModelHttp::Reqwest(http, url) => (http, url),
+            ModelHttp::Reqwest(http, url, headers) => (http, url, headers),
         };
         let post = match url {
             Endpoint::Parsed(u) => http.post(u.clone()),
@@ -99,6 +116,21 @@ impl ModelHttp {
             Err(e) => Err(LlmError::connection(connection_message(&e))),
         }
     }
+}
+
+/// A model request's headers: the wire's own, `Content-Type: application/json`, `llm.headers`
+/// (each replacing one of the same name), `Accept: text/event-stream`.
+fn request_headers(mut headers: HeaderMap, c: &OpenAiConfig) -> Result<HeaderMap, String> {
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (k, v) in &c.headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("config field `llm.headers.{k}`: bad header name"))?;
+        let value = HeaderValue::from_str(v)
+            .map_err(|_| format!("config field `llm.headers.{k}`: bad header value"))?;
+        headers.insert(name, value);
+    }
+    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    Ok(headers)
 }
 
 /// The agent's own reqwest client: its connection pool closes with the agent (a shared pool
@@ -124,14 +156,16 @@ mod tests {
     fn the_choice_picks_the_client() {
         let url = || "http://127.0.0.1:9/v1/chat/completions".to_owned();
         let t = Duration::from_secs(1);
-        let forced = ModelHttp::new(url(), t, HttpClientChoice::Reqwest).expect("client");
+        let client =
+            |url: String, choice| ModelHttp::with_headers(url, HeaderMap::new(), t, choice);
+        let forced = client(url(), HttpClientChoice::Reqwest).expect("client");
         assert!(matches!(forced, ModelHttp::Reqwest(..)));
         let proxied = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
             .iter()
             .any(|v| std::env::var_os(v).is_some());
-        let auto = ModelHttp::new(url(), t, HttpClientChoice::Auto).expect("client");
+        let auto = client(url(), HttpClientChoice::Auto).expect("client");
         assert_eq!(matches!(auto, ModelHttp::Lane(_)), !proxied);
-        let tls = ModelHttp::new("https://127.0.0.1:9/x".into(), t, HttpClientChoice::Auto);
+        let tls = client("https://127.0.0.1:9/x".into(), HttpClientChoice::Auto);
         assert!(matches!(tls, Ok(ModelHttp::Reqwest(..))));
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
@@ -123,7 +123,6 @@ pub(crate) struct WireBackend<W: Wire> {
     wire: W,
     settings: WireSettings,
     render_cache: Mutex<W::RenderCache>,
-    headers: HeaderMap,
     http: ModelHttp,
     read_timeout: Duration,
     max_event_bytes: usize,
@@ -132,21 +131,7 @@ pub(crate) struct WireBackend<W: Wire> {
 
 impl<W: Wire> WireBackend<W> {
     pub(crate) fn new(c: &OpenAiConfig) -> Result<Self, String> {
-        let mut headers = W::headers(c)?;
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        for (k, v) in &c.headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| format!("config field `llm.headers.{k}`: bad header name"))?;
-            let value = HeaderValue::from_str(v)
-                .map_err(|_| format!("config field `llm.headers.{k}`: bad header value"))?;
-            headers.insert(name, value);
-        }
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let http = ModelHttp::new(
-            format!("{}{}", c.base_url, W::PATH),
-            c.connect_timeout,
-            c.http_client,
-        )?;
+        let http = ModelHttp::new(c, W::PATH, W::headers(c)?)?;
         Ok(WireBackend {
             wire: W::new(c),
             settings: WireSettings {
@@ -156,7 +141,6 @@ impl<W: Wire> WireBackend<W> {
                 extra_body: c.extra_body.clone(),
             },
             render_cache: Mutex::default(),
-            headers,
             http,
             read_timeout: c.read_timeout,
             max_event_bytes: c.max_event_bytes,
@@ -187,7 +171,7 @@ impl<W: Wire> WireBackend<W> {
     }
 
     async fn send(&self, body: RequestBody) -> Result<Response, LlmError> {
-        self.http.post(&self.headers, body).await
+        self.http.post(body).await
     }
 
     /// Sends the request; a non-2xx status becomes the wire's [`LlmError`].

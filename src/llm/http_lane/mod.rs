@@ -213,15 +213,20 @@ enum Target {
 pub(crate) struct Lane {
     /// Origin-form path and query.
     path: Uri,
-    /// `host[:port]`, the port only when it is not 80 (as reqwest writes it).
-    host: HeaderValue,
+    /// Every request's headers, `Host` first (`host[:port]`, the port only when it is not 80,
+    /// as reqwest writes it): copied per request rather than built, hashing each name, again.
+    headers: HeaderMap,
     connect_timeout: Duration,
     idle: Arc<IdleSlot>,
 }
 
 impl Lane {
     /// The lane for `url`, or `None` when the request must go through reqwest.
-    pub(crate) fn for_url(url: &url::Url, connect_timeout: Duration) -> Option<Lane> {
+    pub(crate) fn for_url(
+        url: &url::Url,
+        connect_timeout: Duration,
+        headers: &HeaderMap,
+    ) -> Option<Lane> {
         let proxied = PROXY_VARIABLES
             .iter()
             .any(|v| std::env::var_os(v).is_some());
@@ -247,9 +252,14 @@ impl Lane {
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_owned(),
         };
+        let mut all = HeaderMap::with_capacity(headers.len() + 1);
+        all.insert(HOST, HeaderValue::try_from(host).ok()?);
+        for (k, v) in headers {
+            all.append(k, v.clone());
+        }
         Some(Lane {
             path: Uri::try_from(path).ok()?,
-            host: HeaderValue::try_from(host).ok()?,
+            headers: all,
             connect_timeout,
             idle: Arc::new(IdleSlot {
                 target,
@@ -258,29 +268,25 @@ impl Lane {
         })
     }
 
-    /// Sends `body` with `headers` (and `Host`) as a POST, on the kept connection when it is
+    /// Sends `body` with the lane's headers as a POST, on the kept connection when it is
     /// still open, else on a pooled one, else on a new one.
-    pub(crate) async fn post(
-        &self,
-        headers: &HeaderMap,
-        body: RequestBody,
-    ) -> Result<LaneResponse, LaneError> {
+    pub(crate) async fn post(&self, body: RequestBody) -> Result<LaneResponse, LaneError> {
         let kept = self
             .idle
             .take()
             .filter(|(_, since)| since.elapsed() < IDLE_LIMIT);
         if let Some((conn, _)) = kept {
-            if let Some(r) = self.send_on_idle(conn, headers, &body).await {
+            if let Some(r) = self.send_on_idle(conn, &body).await {
                 return r;
             }
         }
         if let Some(conn) = self.pooled().await {
-            if let Some(r) = self.send_on_idle(conn, headers, &body).await {
+            if let Some(r) = self.send_on_idle(conn, &body).await {
                 return r;
             }
         }
         let mut conn = self.connect().await?;
-        let sent = conn.sender.send_request(self.request(headers, body));
+        let sent = conn.sender.send_request(self.request(body));
         let resp = conn.drive(sent).await.map_err(LaneError::Http)?;
         Ok(self.response(resp, conn))
     }
@@ -290,7 +296,6 @@ impl Lane {
     async fn send_on_idle(
         &self,
         mut conn: Box<Conn>,
-        headers: &HeaderMap,
         body: &RequestBody,
     ) -> Option<Result<LaneResponse, LaneError>> {
         // A connection the server closed while it was idle fails here or gives the request
@@ -298,9 +303,7 @@ impl Lane {
         if !conn.ready().await {
             return None;
         }
-        let sent = conn
-            .sender
-            .try_send_request(self.request(headers, body.clone()));
+        let sent = conn.sender.try_send_request(self.request(body.clone()));
         match conn.drive(sent).await {
             Ok(resp) => Some(Ok(self.response(resp, conn))),
             Err(e) if e.message().is_none() => Some(Err(LaneError::Http(e.into_error()))),
@@ -322,16 +325,11 @@ impl Lane {
         handshake(TcpStream::from_std(socket).ok()?).await.ok()
     }
 
-    fn request(&self, headers: &HeaderMap, body: RequestBody) -> Request<Frames> {
+    fn request(&self, body: RequestBody) -> Request<Frames> {
         let mut req = Request::new(body.into_frames());
         *req.method_mut() = Method::POST;
         *req.uri_mut() = self.path.clone();
-        let h = req.headers_mut();
-        h.reserve(headers.len() + 1);
-        h.insert(HOST, self.host.clone());
-        for (k, v) in headers {
-            h.append(k, v.clone());
-        }
+        *req.headers_mut() = self.headers.clone();
         req
     }
 

@@ -6,7 +6,15 @@ use std::net::TcpListener;
 use super::*;
 
 fn lane(url: &str) -> Option<Lane> {
-    Lane::for_url(&url::Url::parse(url).unwrap(), Duration::from_secs(5))
+    lane_with(url, &HeaderMap::new())
+}
+
+fn lane_with(url: &str, headers: &HeaderMap) -> Option<Lane> {
+    Lane::for_url(
+        &url::Url::parse(url).unwrap(),
+        Duration::from_secs(5),
+        headers,
+    )
 }
 
 #[test]
@@ -19,13 +27,13 @@ fn only_plain_http_without_credentials_takes_the_lane() {
         return;
     }
     let l = lane("http://127.0.0.1:8080/v1/chat/completions?x=1").unwrap();
-    assert_eq!(l.host, "127.0.0.1:8080");
+    assert_eq!(l.headers[HOST], "127.0.0.1:8080");
     assert_eq!(l.path, "/v1/chat/completions?x=1");
     let l = lane("http://[::1]/v1/chat/completions").unwrap();
-    assert_eq!(l.host, "[::1]");
+    assert_eq!(l.headers[HOST], "[::1]");
     assert!(matches!(l.idle.target, Target::Addr(a) if a.port() == 80));
     let l = lane("http://localhost:80/chat/completions").unwrap();
-    assert_eq!(l.host, "localhost");
+    assert_eq!(l.headers[HOST], "localhost");
     assert!(matches!(l.idle.target, Target::Name(ref n, 80) if n == "localhost"));
     assert!(lane("https://127.0.0.1/v1/chat/completions").is_none());
     assert!(lane("http://user:pw@127.0.0.1/v1/chat/completions").is_none());
@@ -93,13 +101,17 @@ async fn body_of(mut r: LaneResponse) -> String {
 #[tokio::test]
 async fn requests_share_one_connection_and_carry_the_headers_and_body() {
     let (port, rx) = server();
-    let l = lane(&format!("http://127.0.0.1:{port}/v1/chat/completions")).unwrap();
     let mut headers = HeaderMap::new();
     headers.insert("authorization", HeaderValue::from_static("Bearer k"));
     headers.insert("content-type", HeaderValue::from_static("application/json"));
+    let l = lane_with(
+        &format!("http://127.0.0.1:{port}/v1/chat/completions"),
+        &headers,
+    )
+    .unwrap();
     for _ in 0..3 {
         let r = l
-            .post(&headers, Bytes::from_static(b"{\"a\":1}").into())
+            .post(Bytes::from_static(b"{\"a\":1}").into())
             .await
             .unwrap();
         assert_eq!(r.status(), 200);
@@ -120,8 +132,8 @@ async fn requests_share_one_connection_and_carry_the_headers_and_body() {
         assert!(head.ends_with("\r\n\r\n{\"a\":1}"), "{head}");
     }
     // Dropped unread: still kept.
-    drop(l.post(&headers, RequestBody::default()).await.unwrap());
-    let r = l.post(&headers, RequestBody::default()).await.unwrap();
+    drop(l.post(RequestBody::default()).await.unwrap());
+    let r = l.post(RequestBody::default()).await.unwrap();
     assert_eq!(body_of(r).await, "connection 0");
 }
 
@@ -138,7 +150,7 @@ async fn a_body_in_pieces_goes_out_whole_with_its_length() {
         ],
     );
     let whole = body.to_bytes();
-    let r = l.post(&HeaderMap::new(), body).await.unwrap();
+    let r = l.post(body).await.unwrap();
     assert_eq!(body_of(r).await, "connection 0");
     let head = rx.recv_timeout(Duration::from_secs(5)).unwrap();
     assert!(
@@ -163,7 +175,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn answer_of_a_new_lane(port: u16) -> String {
     runtime().block_on(async {
         let l = lane(&format!("http://127.0.0.1:{port}/v1")).unwrap();
-        let r = l.post(&HeaderMap::new(), RequestBody::default()).await;
+        let r = l.post(RequestBody::default()).await;
         body_of(r.unwrap()).await
     })
 }
@@ -178,7 +190,7 @@ fn a_dropped_lanes_connection_serves_the_next_lane_on_another_runtime() {
     assert_eq!(answer_of_a_new_lane(other), "connection 0");
     let l = runtime().block_on(async {
         let l = lane(&format!("http://localhost:{port}/v1")).unwrap();
-        let r = l.post(&HeaderMap::new(), RequestBody::default()).await;
+        let r = l.post(RequestBody::default()).await;
         (body_of(r.unwrap()).await, l)
     });
     assert_eq!(
@@ -197,7 +209,7 @@ fn the_pool_keeps_at_most_its_cap_per_endpoint() {
     let lanes: Vec<Lane> = (0..n).map(|_| lane(&url).unwrap()).collect();
     let mut seen = Vec::new();
     for l in &lanes {
-        let r = rt.block_on(l.post(&HeaderMap::new(), RequestBody::default()));
+        let r = rt.block_on(l.post(RequestBody::default()));
         seen.push(rt.block_on(body_of(r.unwrap())));
     }
     assert_eq!(seen.len(), n);
@@ -211,7 +223,7 @@ fn the_pool_keeps_at_most_its_cap_per_endpoint() {
     let lanes: Vec<Lane> = (0..n).map(|_| lane(&url).unwrap()).collect();
     let mut answers = Vec::new();
     for l in &lanes {
-        let r = rt.block_on(l.post(&HeaderMap::new(), RequestBody::default()));
+        let r = rt.block_on(l.post(RequestBody::default()));
         answers.push(rt.block_on(body_of(r.unwrap())));
     }
     let new = (n..n + 2)
@@ -237,10 +249,7 @@ async fn a_lane_dropped_mid_response_closes_its_connection() {
         let read = s.read(&mut [0; 1]).unwrap();
         (read, listener.accept())
     });
-    let mut r = l
-        .post(&HeaderMap::new(), RequestBody::default())
-        .await
-        .unwrap();
+    let mut r = l.post(RequestBody::default()).await.unwrap();
     assert_eq!(&r.chunk().await.unwrap().unwrap()[..], b"half.");
     drop(r);
     drop(l);
@@ -249,8 +258,7 @@ async fn a_lane_dropped_mid_response_closes_its_connection() {
     let next = tokio::task::spawn_blocking(move || {
         let l = lane(&format!("http://127.0.0.1:{port}/v1")).unwrap();
         runtime().block_on(async {
-            let headers = HeaderMap::new();
-            let sent = l.post(&headers, RequestBody::default());
+            let sent = l.post(RequestBody::default());
             tokio::time::timeout(Duration::from_millis(500), sent)
                 .await
                 .is_err()
@@ -348,10 +356,7 @@ fn worker_runtime() -> tokio::runtime::Runtime {
 /// A new lane's request read to `[DONE]`, as a turn does.
 async fn response_to_done(url: &str) -> (Lane, LaneResponse) {
     let l = lane(url).unwrap();
-    let mut r = l
-        .post(&HeaderMap::new(), RequestBody::default())
-        .await
-        .unwrap();
+    let mut r = l.post(RequestBody::default()).await.unwrap();
     assert_eq!(&r.chunk().await.unwrap().unwrap()[..], DONE);
     (l, r)
 }

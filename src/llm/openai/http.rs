@@ -72,7 +72,7 @@ impl OpenAiBackend {
         &self,
         body: RequestBody,
     ) -> impl std::future::Future<Output = Result<Response, LlmError>> + '_ {
-        self.http.post(&self.headers, body)
+        self.http.post(body)
     }
 }
 

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde_json::{Map, Value};
 
 use crate::llm::config::OpenAiConfig;
@@ -38,7 +38,6 @@ use request::{RenderedSystem, RenderedTools};
 
 pub(crate) struct OpenAiBackend {
     http: ModelHttp,
-    headers: HeaderMap,
     model: String,
     temperature: Option<f64>,
     max_tokens: u32,
@@ -75,26 +74,9 @@ impl OpenAiBackend {
                 .map_err(|_| "config field `llm.api_key`: not a valid header value".to_owned())?;
             headers.insert(AUTHORIZATION, auth);
         }
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        for (k, v) in &c.headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| format!("config field `llm.headers.{k}`: bad header name"))?;
-            let value = HeaderValue::from_str(v)
-                .map_err(|_| format!("config field `llm.headers.{k}`: bad header value"))?;
-            headers.insert(name, value);
-        }
-        headers.insert(
-            reqwest::header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        let http = ModelHttp::new(
-            format!("{}/chat/completions", c.base_url),
-            c.connect_timeout,
-            c.http_client,
-        )?;
+        let http = ModelHttp::new(c, "/chat/completions", headers)?;
         Ok(OpenAiBackend {
             http,
-            headers,
             model: c.model.clone(),
             temperature: c.temperature,
             max_tokens: c.max_tokens,
