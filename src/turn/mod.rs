@@ -265,15 +265,18 @@ impl Turn<'_, '_> {
     /// made otherwise).
     async fn report(&mut self, event: &TurnEvent<'_>) {
         self.send(event);
-        self.env
-            .hub
-            .project(
+        // The projection's future (the host event and its publication, ~1.4 KB) is built, and
+        // boxed, only when someone listens: in the caller's state it was a 1.4 KB copy for every
+        // tool start and end, heard or not.
+        if self.env.hub.has_listeners() {
+            Box::pin(self.env.hub.project(
                 event,
                 self.env.session_id,
                 Some(&self.turn_id),
                 &self.cancel,
-            )
+            ))
             .await;
+        }
     }
 
     fn transport(&self) -> Arc<dyn Transport> {
