@@ -304,7 +304,16 @@ impl RunWaiter {
                 continue;
             }
             if let Some(answer) = st.answer.take() {
-                return (Some(answer), stopped.map(|s| s.0));
+                // A host that sees the turn's cancel through the token may answer before this
+                // loop has looked at the cancel: the run was still stopped for it. (One that
+                // ended on its own just before the cancel reads as cancelled too; its turn is.)
+                let stopped = stopped.map(|s| s.0).or_else(|| {
+                    request
+                        .cancel
+                        .is_some_and(CancelToken::is_cancelled)
+                        .then_some(Stop::Cancelled)
+                });
+                return (Some(answer), stopped);
             }
             if stopped.is_none() {
                 if request.cancel.is_some_and(CancelToken::is_cancelled) {
@@ -427,6 +436,31 @@ mod tests {
             }),
             Ok(())
         );
+    }
+
+    /// The host may see the cancel and answer before the waiter looks (the test above raced
+    /// on it): the run was still stopped for the turn's cancel, and says so.
+    #[test]
+    fn a_cancelled_run_answered_before_the_wait_reads_as_cancelled() {
+        let turn = CancelToken::new();
+        let (sink, waiter, token) = channel(RunKind::Foreground, Some(&turn));
+        turn.cancel("user-cancel");
+        assert!(
+            token.is_cancelled(),
+            "the turn's cancel reaches the run's token"
+        );
+        assert_eq!(
+            sink.answer(RunAnswer::Finished {
+                returncode: -9,
+                timed_out: false,
+                cancelled: false,
+            }),
+            Ok(())
+        );
+        let r = waiter
+            .wait(&request(&|_| {}, &turn, Duration::from_secs(60)))
+            .unwrap();
+        assert!(r.cancelled && !r.timed_out && r.returncode == -9);
     }
 
     #[test]
