@@ -35,8 +35,11 @@ pub(crate) fn join_to_root(root: &Path, raw: &str) -> PathBuf {
             }
             None => PathBuf::from(raw),
         }
-    } else {
+    } else if Path::new(raw).is_absolute() {
         PathBuf::from(raw)
+    } else {
+        // Joined from the text: a `PathBuf` of `raw` first was a second allocation a read.
+        return root.join(raw);
     };
     if expanded.is_absolute() {
         expanded
@@ -270,6 +273,21 @@ pub(crate) fn resolve_for_read_leaf(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Relative paths join the root, absolute ones stand, `~` is the home directory.
+    #[test]
+    fn paths_join_the_root_as_written() {
+        let root = Path::new("/ws");
+        assert_eq!(join_to_root(root, "a/b.txt"), Path::new("/ws/a/b.txt"));
+        assert_eq!(join_to_root(root, "../x"), Path::new("/ws/../x"));
+        assert_eq!(join_to_root(root, ""), Path::new("/ws/"));
+        assert_eq!(join_to_root(root, "/etc/passwd"), Path::new("/etc/passwd"));
+        assert_eq!(join_to_root(root, "~x"), Path::new("/ws/~x"));
+        if let Some(home) = std::env::var_os("HOME") {
+            assert_eq!(join_to_root(root, "~"), PathBuf::from(&home));
+            assert_eq!(join_to_root(root, "~/a"), PathBuf::from(&home).join("a"));
+        }
+    }
 
     #[test]
     fn containment() {
