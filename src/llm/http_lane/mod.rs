@@ -214,7 +214,7 @@ pub(crate) struct Lane {
     /// Origin-form path and query.
     path: Uri,
     /// Every request's headers, `Host` first (`host[:port]`, the port only when it is not 80,
-    /// as reqwest writes it): copied per request rather than built, hashing each name, again.
+    /// as reqwest writes it): a request copies them, where building them hashed each name.
     headers: HeaderMap,
     connect_timeout: Duration,
     idle: Arc<IdleSlot>,
