@@ -121,6 +121,20 @@ impl GroupOnTask {
     }
 }
 
+/// A group's calls on a blocking thread, one after another, each end sent as it comes. The
+/// group's environment is let go of before the sender: the turn takes the sender's end as the
+/// end of the group's calls, and with the environment's holds on the agent's services (the
+/// host's capabilities among them) still on this thread, a turn that then ended and an agent
+/// freed at once left the last hold, and so a capability's `userdata_free`, to this thread,
+/// after `agentao_agent_free` had returned.
+fn run_group_blocking(env: CallEnv, jobs: Vec<Job>, tx: mpsc::UnboundedSender<CallDone>) {
+    for job in jobs {
+        let _ = tx.send(env.run_blocking(job));
+    }
+    drop(env);
+    drop(tx);
+}
+
 /// Calls being started together: the calls on the turn's task, and the channel the calls on
 /// blocking threads send their ends to, made for the first of them.
 #[derive(Default)]
@@ -494,9 +508,7 @@ impl Turn<'_, '_> {
         }
         let tx = starting.sender();
         drop(tokio::task::spawn_blocking(move || {
-            for job in jobs {
-                let _ = tx.send(env.run_blocking(job));
-            }
+            run_group_blocking(env, jobs, tx)
         }));
     }
 
@@ -704,5 +716,46 @@ impl HostRequests for TurnHost {
                 } => Err("the host did not answer in time".into()),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::transport::NullTransport;
+
+    /// When the turn sees a blocking group's calls end, the group holds nothing of the agent
+    /// any more. The environment is made slow to drop (a large recent history), so a sender
+    /// dropped first would let the turn see the end while the services were still held.
+    #[test]
+    fn a_blocking_group_lets_go_of_the_services_before_its_end_is_seen() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let services = Arc::new(ToolServices::default());
+        let cancel = CancelToken::new();
+        let env = CallEnv {
+            workspace: PathBuf::from("/"),
+            settings: ToolsConfig::default(),
+            host: TurnHost {
+                transport: Arc::new(NullTransport::default()),
+                cancel: cancel.clone(),
+                timeout: None,
+                handle: rt.handle().clone(),
+                recent: vec![Value::Array(vec![Value::Null; 500_000])],
+            },
+            services: services.clone(),
+            mailbox: Arc::new(OutputMailbox::new(0)),
+            cancel,
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let group = std::thread::spawn(move || run_group_blocking(env, Vec::new(), tx));
+        assert!(rx.blocking_recv().is_none(), "no calls, no ends");
+        assert_eq!(
+            Arc::strong_count(&services),
+            1,
+            "the group still held the services when its end was seen"
+        );
+        group.join().unwrap();
     }
 }
