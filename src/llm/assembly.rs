@@ -114,11 +114,48 @@ pub(crate) enum PieceKind {
 #[derive(Debug, Default, Clone)]
 struct Slot {
     index: Option<u64>,
-    /// Set whole (and a name rarely extended): made once as the call's shared text, not
-    /// copied into it at the end.
+    /// Set whole: made once as the call's shared text, not copied into it at the end.
     id: Arc<str>,
-    name: Arc<str>,
+    name: SlotName,
     arguments: String,
+}
+
+/// A call's name: shared as it came (nearly always whole, in one delta), or grown in place
+/// once a server streams it in pieces (re-making the shared text for each piece was quadratic
+/// in a hostile server's name).
+#[derive(Debug, Clone)]
+enum SlotName {
+    Whole(Arc<str>),
+    Pieces(String),
+}
+
+impl Default for SlotName {
+    fn default() -> Self {
+        SlotName::Whole(Arc::default())
+    }
+}
+
+impl SlotName {
+    fn as_str(&self) -> &str {
+        match self {
+            SlotName::Whole(w) => w,
+            SlotName::Pieces(p) => p,
+        }
+    }
+
+    fn push(&mut self, piece: &str) {
+        match self {
+            SlotName::Whole(w) => *self = SlotName::Pieces(format!("{w}{piece}")),
+            SlotName::Pieces(p) => p.push_str(piece),
+        }
+    }
+
+    fn into_shared(self) -> Arc<str> {
+        match self {
+            SlotName::Whole(w) => w,
+            SlotName::Pieces(p) => p.into(),
+        }
+    }
 }
 
 /// Accumulates one attempt's deltas.
@@ -269,12 +306,12 @@ impl Assembler {
             }
         }
         if let Some(n) = name.filter(|n| !n.is_empty()) {
-            if s.name.is_empty() {
+            if s.name.as_str().is_empty() {
                 added += n.len();
-                s.name = n.into();
-            } else if *s.name != *n {
+                s.name = SlotName::Whole(n.into());
+            } else if s.name.as_str() != n {
                 added += n.len();
-                s.name = format!("{}{n}", s.name).into();
+                s.name.push(n);
             }
         }
         if let Some(a) = arguments {
@@ -392,7 +429,7 @@ impl Assembler {
             tool_calls: self
                 .slots
                 .into_iter()
-                .map(|s| ToolCall::new(s.id, s.name, s.arguments))
+                .map(|s| ToolCall::new(s.id, s.name.into_shared(), s.arguments))
                 .collect(),
             finish_reason: self.finish_reason,
             usage: self.usage,
@@ -519,6 +556,16 @@ mod tests {
         assert_eq!(c[1].2, "{}");
         assert_eq!(c[2].2, "{");
         assert_eq!(c[MAX_TOOL_CALLS - 1].2, "{}");
+    }
+
+    #[test]
+    fn a_name_in_pieces_is_joined() {
+        let mut a = Assembler::default();
+        a.tool_delta(Some(0), Some("x"), Some("read"), None);
+        for piece in ["_", "f", "i", "l", "e"] {
+            a.tool_delta(Some(0), None, Some(piece), None);
+        }
+        assert_eq!(calls(a)[0].1, "read_file");
     }
 
     #[test]
