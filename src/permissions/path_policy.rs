@@ -23,29 +23,22 @@ pub(crate) fn refusal(raw: &str, resolved: &Path, root: &Path) -> String {
 
 /// `~` expanded, absolute kept, relative joined to `root` (no resolution).
 pub(crate) fn join_to_root(root: &Path, raw: &str) -> PathBuf {
-    let expanded = if raw == "~" || raw.starts_with("~/") {
-        match std::env::var_os("HOME") {
-            Some(home) => {
-                let rest = raw.trim_start_matches('~').trim_start_matches('/');
-                if rest.is_empty() {
-                    PathBuf::from(home)
-                } else {
-                    PathBuf::from(home).join(rest)
-                }
-            }
-            None => PathBuf::from(raw),
-        }
-    } else if Path::new(raw).is_absolute() {
-        PathBuf::from(raw)
+    let home = if raw == "~" || raw.starts_with("~/") {
+        std::env::var_os("HOME")
     } else {
-        // Joined from the text: a `PathBuf` of `raw` first was a second allocation a read.
+        None
+    };
+    let Some(home) = home else {
+        // `join` keeps an absolute path whole and puts `root` before a relative one, from the
+        // text itself (a `PathBuf` of `raw` first was a second allocation a read).
         return root.join(raw);
     };
-    if expanded.is_absolute() {
-        expanded
-    } else {
-        root.join(expanded)
+    let rest = raw.trim_start_matches('~').trim_start_matches('/');
+    let mut expanded = PathBuf::from(home);
+    if !rest.is_empty() {
+        expanded.push(rest);
     }
+    root.join(expanded)
 }
 
 /// One step of [`resolve`]: a component still to walk, or the end of a link's target (its
