@@ -30,10 +30,16 @@ struct Host {
     max_iter: Mutex<Vec<Value>>,
     cancel_on_confirm: Mutex<Option<CancelToken>>,
     held: Mutex<Vec<Reply>>,
+    /// Hears no event: the turn then renders nothing for `llm_call_delta` and the request's
+    /// cache renders every message itself.
+    deaf: bool,
 }
 
 impl Transport for Host {
     fn emit(&self, _event: &str) {}
+    fn listens(&self) -> bool {
+        !self.deaf
+    }
     fn confirm_tool(&self, _req: ConfirmRequest, reply: Reply) {
         if let Some(t) = self.cancel_on_confirm.lock().unwrap().take() {
             self.held.lock().unwrap().push(reply);
@@ -293,12 +299,19 @@ fn scenarios() -> Vec<Scenario> {
     all
 }
 
-#[test]
-fn request_bodies_match_the_golden_file() {
+/// Every scenario's request bodies, with a host that hears events or with one that does not.
+fn all_bodies(deaf: bool) -> String {
     let mut got = String::new();
-    for s in scenarios() {
+    for mut s in scenarios() {
+        s.host.deaf = deaf;
         got.push_str(&s.run());
     }
+    got
+}
+
+#[test]
+fn request_bodies_match_the_golden_file() {
+    let got = all_bodies(false);
     if std::env::var_os("AGENTAO_UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(Path::new(GOLDEN).parent().unwrap()).unwrap();
         std::fs::write(GOLDEN, &got).unwrap();
@@ -316,4 +329,21 @@ fn request_bodies_match_the_golden_file() {
     );
     let n = want_l.iter().filter(|l| l.starts_with("== ")).count();
     println!("{n} request bodies identical to the golden file");
+}
+
+/// A host that hears no event gets the same bytes: the turn's messages are then rendered by
+/// the request's cache alone, not handed over from the `llm_call_delta` rendering.
+#[test]
+fn a_host_that_does_not_listen_gets_the_same_request_bodies() {
+    let (heard, unheard) = (all_bodies(false), all_bodies(true));
+    assert!(heard.lines().filter(|l| l.starts_with("== ")).count() > 10);
+    for (i, (h, u)) in heard.lines().zip(unheard.lines()).enumerate() {
+        assert_eq!(
+            h,
+            u,
+            "line {} differs between a listening and a deaf host",
+            i + 1
+        );
+    }
+    assert_eq!(heard.lines().count(), unheard.lines().count());
 }

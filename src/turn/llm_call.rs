@@ -58,10 +58,12 @@ impl Turn<'_, '_> {
             }
             // Everything added since the last call is this turn's.
             let start = self.delta_baseline.min(turn.len());
-            // Rendered once, for the event and the request.
-            let added = &turn[start..];
-            let rendered: Vec<WireJson> = added.iter().map(WireJson::of).collect();
             if listens {
+                // Rendered once, for the event and the request. With nobody to hear the
+                // event the request's cache renders them itself, straight into its bytes:
+                // made here they were three allocations and a copy an iteration more.
+                let added = &turn[start..];
+                let rendered: Vec<WireJson> = added.iter().map(WireJson::of).collect();
                 let delta = events::LlmCallDelta {
                     attempt,
                     delta_start_index: history.len() + start,
@@ -70,9 +72,9 @@ impl Turn<'_, '_> {
                 };
                 env.emitter
                     .send(&mut self.writer, &TurnEvent::LlmCallDelta(delta));
+                env.llm
+                    .offer_rendered(history.len() + start, added, rendered);
             }
-            env.llm
-                .offer_rendered(history.len() + start, added, rendered);
             self.delta_baseline = turn.len();
             let tail = prompt::volatile_tail(&env.tool_services.todos(), env.recall);
             let req = ChatRequest {
