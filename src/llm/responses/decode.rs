@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use serde_json::{json, Value};
 
 use super::fast_event::{fast_event, FastEvent, PieceAt};
+use super::read_members::read_members;
 use crate::llm::assembly::{Assembler, Usage, WireCarrier};
 use crate::llm::openai::DecodePath;
 use crate::llm::wire::{truncated, Flow};
@@ -260,25 +261,31 @@ pub(crate) fn decode_by(
             return Ok(Flow::More);
         }
     }
-    let Ok(v) = serde_json::from_slice::<Value>(data) else {
+    let Some(v) = read_members(data) else {
         return Ok(Flow::More);
     };
+    apply(dec, &v, asm)
+}
+
+/// What the general decoder does with an event's members (all of them, or those
+/// [`read_members`] keeps: the same).
+pub(super) fn apply(dec: &mut Decoder, v: &Value, asm: &mut Assembler) -> Result<Flow, LlmError> {
     let at = PieceAt {
         output_index: v.get("output_index").and_then(Value::as_u64),
-        item_id: s(&v, "item_id").map(Cow::Borrowed),
+        item_id: s(v, "item_id").map(Cow::Borrowed),
     };
     let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
-    let delta = s(&v, "delta").unwrap_or_default();
+    let delta = s(v, "delta").unwrap_or_default();
     let null = Value::Null;
     let item = v.get("item").unwrap_or(&null);
-    match s(&v, "type").unwrap_or_default() {
+    match s(v, "type").unwrap_or_default() {
         "response.created" | "response.in_progress" => {
-            if let Some(m) = v.pointer("/response/model").and_then(Value::as_str) {
+            if let Some(m) = v.get("response").and_then(|r| s(r, "model")) {
                 asm.model(m);
             }
         }
         "response.output_item.added" | "response.output_item.done" => {
-            let whole = s(&v, "type") == Some("response.output_item.done");
+            let whole = s(v, "type") == Some("response.output_item.done");
             match s(item, "type") {
                 Some("function_call") => dec.call_item(index, item, whole, asm),
                 Some("reasoning") => dec.reasoning_item(index, item, whole),
@@ -291,7 +298,7 @@ pub(crate) fn decode_by(
             dec.arguments_delta(&at, index, delta, asm)
         }
         "response.function_call_arguments.done" => {
-            let args = s(&v, "arguments").unwrap_or_default();
+            let args = s(v, "arguments").unwrap_or_default();
             dec.arguments_done(&at, args, asm);
         }
         "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
@@ -323,7 +330,7 @@ pub(crate) fn decode_by(
             let e = v.pointer("/response/error").unwrap_or(&null);
             return Err(in_stream_error(e));
         }
-        "error" => return Err(in_stream_error(&v)),
+        "error" => return Err(in_stream_error(v)),
         _ => {}
     }
     Ok(Flow::More)

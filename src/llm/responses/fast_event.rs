@@ -52,7 +52,12 @@ pub(super) fn fast_event(text: &str) -> Option<FastEvent<'_>> {
     let mut delta = None;
     let mut arguments = None;
     whole_object(text, |s, key| match key {
-        "type" => once(&mut kind, string(s)),
+        "type" => {
+            once(&mut kind, string(s))?;
+            // An event the general decoder reads is not scanned on: it may hold a whole
+            // response (and its tools, instructions and output), scanned again there.
+            (!left_to_general(kind.as_deref().unwrap_or_default())).then_some(())
+        }
         "output_index" => once(&mut at.output_index, u64_value(s)),
         "item_id" => once(&mut at.item_id, string(s)),
         "delta" => once(&mut delta, string(s)),
@@ -76,16 +81,24 @@ pub(super) fn fast_event(text: &str) -> Option<FastEvent<'_>> {
                 delta,
             }
         }
-        "response.created"
-        | "response.in_progress"
-        | "response.output_item.added"
-        | "response.output_item.done"
-        | "response.completed"
-        | "response.incomplete"
-        | "response.failed"
-        | "error" => return None,
+        kind if left_to_general(kind) => return None,
         _ => FastEvent::Ignored,
     })
+}
+
+/// The events whose nested objects the general decoder reads.
+fn left_to_general(kind: &str) -> bool {
+    matches!(
+        kind,
+        "response.created"
+            | "response.in_progress"
+            | "response.output_item.added"
+            | "response.output_item.done"
+            | "response.completed"
+            | "response.incomplete"
+            | "response.failed"
+            | "error"
+    )
 }
 
 #[cfg(test)]

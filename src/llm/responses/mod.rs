@@ -4,6 +4,7 @@
 
 mod decode;
 mod fast_event;
+mod read_members;
 mod request;
 #[cfg(test)]
 mod tests;

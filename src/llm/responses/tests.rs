@@ -240,3 +240,65 @@ fn fast_and_general_paths_agree() {
         "the deltas, the .done arguments and the ignored events"
     );
 }
+
+/// Events whose nested objects the general decoder reads, as the API sends them: a whole
+/// response (its tools, instructions and message text, none of which the decoder reads) and
+/// whole items of each kind.
+fn whole_responses() -> Vec<Value> {
+    let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f",
+        "arguments": "{\"a\":1}", "status": "completed"});
+    let reasoning = json!({"type": "reasoning", "id": "rs_0", "summary": [{"type": "summary_text",
+        "text": "t"}], "encrypted_content": "E"});
+    let message = json!({"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+        "content": [{"type": "output_text", "text": "Hi", "annotations": [], "logprobs": []}]});
+    let response = |status: &str, output: Value| {
+        json!({"id": "resp_1", "object": "response", "created_at": 0, "model": "o4",
+            "status": status, "instructions": "sys", "output": output,
+            "tools": [{"type": "function", "name": "f", "description": "d",
+                "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}],
+            "usage": {"input_tokens": 5, "output_tokens": 2}})
+    };
+    vec![
+        json!({"type": "response.created", "sequence_number": 0, "response": response("in_progress", json!([]))}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": reasoning}),
+        json!({"type": "response.output_item.added", "output_index": 1, "item": call}),
+        json!({"type": "response.output_item.done", "output_index": 2, "item": message}),
+        json!({"type": "response.completed", "sequence_number": 9,
+            "response": response("completed", json!([reasoning, call, message]))}),
+    ]
+}
+
+/// The general decoder reads only some members of an event (`read_members`); what it does is
+/// what it did with the whole event built, on the corpus and on every single-byte mutation and
+/// truncation of each event.
+#[test]
+fn the_members_read_decode_as_the_whole_event() {
+    use super::decode::{apply, at_eof};
+    use super::read_members::read_members;
+    use crate::llm::event_scan::assert_paths_agree_on_mutations;
+    #[derive(Debug, Clone, Copy)]
+    enum Built {
+        Whole,
+        MembersRead,
+    }
+    let decode = |dec: &mut Decoder, data: &[u8], asm: &mut Assembler, built: Built| {
+        let data = data.trim_ascii();
+        let event = match built {
+            Built::Whole => serde_json::from_slice::<Value>(data).ok(),
+            Built::MembersRead => read_members(data),
+        };
+        match event {
+            Some(v) => apply(dec, &v, asm),
+            None => Ok(Flow::More),
+        }
+    };
+    for stream in corpus().into_iter().chain([whole_responses()]) {
+        let events: Vec<Vec<u8>> = stream.iter().map(|e| e.to_string().into_bytes()).collect();
+        assert_paths_agree_on_mutations::<Decoder, _>(
+            &events,
+            &[Built::Whole, Built::MembersRead],
+            decode,
+            at_eof,
+        );
+    }
+}
