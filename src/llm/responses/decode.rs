@@ -72,13 +72,14 @@ pub(crate) fn in_stream_error(v: &Value) -> LlmError {
 }
 
 fn usage(u: &Value) -> Usage {
-    let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    // Member by member: a JSON pointer parses its path on every call.
+    let n = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_u64);
     Usage {
-        prompt_tokens: n("/input_tokens"),
-        completion_tokens: n("/output_tokens"),
-        cache_read_tokens: n("/input_tokens_details/cached_tokens"),
+        prompt_tokens: n(Some(u), "input_tokens").unwrap_or(0),
+        completion_tokens: n(Some(u), "output_tokens").unwrap_or(0),
+        cache_read_tokens: n(u.get("input_tokens_details"), "cached_tokens").unwrap_or(0),
         cache_creation_tokens: 0,
-        reasoning_tokens: n("/output_tokens_details/reasoning_tokens"),
+        reasoning_tokens: n(u.get("output_tokens_details"), "reasoning_tokens").unwrap_or(0),
         cost_nano_usd: 0,
     }
 }

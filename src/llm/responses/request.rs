@@ -66,13 +66,16 @@ fn assistant_items(m: &Map<String, Value>, out: &mut Vec<Value>) {
         .flatten()
     {
         let (call_id, item_id) = split_id(c.get("id").and_then(Value::as_str).unwrap_or_default());
-        let arguments = match c.pointer("/function/arguments") {
+        // Member by member: a JSON pointer parses its path on every call.
+        let function = c.get("function");
+        let arguments = match function.and_then(|f| f.get("arguments")) {
             Some(Value::String(s)) => s.clone(),
             Some(v) => v.to_string(),
             None => "{}".to_owned(),
         };
+        let name = function.and_then(|f| f.get("name"));
         let mut call = json!({"type": "function_call", "call_id": call_id,
-            "name": c.pointer("/function/name").and_then(Value::as_str).unwrap_or_default(),
+            "name": name.and_then(Value::as_str).unwrap_or_default(),
             "arguments": arguments});
         if let Some(item) = item_id {
             call["id"] = json!(item);
