@@ -10,6 +10,7 @@
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
+use crate::events::push_json_string;
 use crate::llm::fingerprint::PerList;
 use crate::llm::request_body::RequestBody;
 use crate::llm::sealed_conversation::{SealedConversation, Units};
@@ -166,6 +167,63 @@ pub(crate) fn render(
     body
 }
 
+/// A message of our own shapes (a user's text, an assistant's text and calls, a tool's answer)
+/// written straight as its items, each preceded by `,`: the bytes [`message_items`] and
+/// serde_json give it, without building it as a map, then its items as maps (a tool's output
+/// was copied twice, and the maps were most of a request's rendering on this wire). `false`:
+/// not one of them (a host's message, a system note), left to the general way.
+pub(super) fn write_items(m: &Message, out: &mut Vec<u8>) -> bool {
+    match m {
+        Message::User(text) => {
+            out.extend_from_slice(br#",{"role":"user","content":[{"type":"input_text","text":"#);
+            push_json_string(out, text);
+            out.extend_from_slice(b"}]}");
+        }
+        Message::Tool(t) => {
+            out.extend_from_slice(br#",{"type":"function_call_output","call_id":"#);
+            push_json_string(out, split_id(&t.call_id).0);
+            out.extend_from_slice(br#","output":"#);
+            push_json_string(out, &t.content);
+            out.push(b'}');
+        }
+        Message::Assistant(a) => {
+            if !a.content.is_empty() {
+                out.extend_from_slice(br#",{"role":"assistant","content":"#);
+                push_json_string(out, &a.content);
+                out.push(b'}');
+            }
+            for c in a.tool_calls.iter().flatten() {
+                let (call_id, item_id) = split_id(&c.id);
+                out.extend_from_slice(br#",{"type":"function_call","call_id":"#);
+                push_json_string(out, call_id);
+                out.extend_from_slice(br#","name":"#);
+                push_json_string(out, &c.name);
+                out.extend_from_slice(br#","arguments":"#);
+                push_json_string(out, &c.arguments);
+                if let Some(item) = item_id {
+                    out.extend_from_slice(br#","id":"#);
+                    push_json_string(out, item);
+                }
+                out.push(b'}');
+            }
+        }
+        Message::System(_) | Message::Host(_) => return false,
+    }
+    true
+}
+
+/// A message's items, each preceded by `,`, through its map and [`message_items`]: every shape.
+pub(super) fn write_items_as_maps(m: &Message, out: &mut Vec<u8>) {
+    let mut items = Vec::new();
+    if let Ok(Value::Object(m)) = serde_json::to_value(m) {
+        message_items(&m, &mut items);
+    }
+    for item in &items {
+        out.push(b',');
+        write_json(out, item);
+    }
+}
+
 /// The Responses wire's units: one message each (its items, each preceded by `,`); nothing
 /// merges.
 pub(crate) struct Items;
@@ -176,14 +234,9 @@ impl Units for Items {
     const MERGES: bool = false;
 
     fn part(m: &Message) -> Vec<u8> {
-        let mut items = Vec::new();
-        if let Ok(Value::Object(m)) = serde_json::to_value(m) {
-            message_items(&m, &mut items);
-        }
         let mut out = Vec::new();
-        for item in &items {
-            out.push(b',');
-            write_json(&mut out, item);
+        if !write_items(m, &mut out) {
+            write_items_as_maps(m, &mut out);
         }
         out
     }

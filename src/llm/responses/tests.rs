@@ -302,3 +302,53 @@ fn the_members_read_decode_as_the_whole_event() {
         );
     }
 }
+
+/// A message of our own shapes is written as its items straight, byte for byte what its map
+/// and the items built from it give: texts with every kind of escape, ids with and without
+/// an item id, calls with and without text.
+#[test]
+fn our_messages_are_written_as_their_maps_give_them() {
+    use super::request::{write_items, write_items_as_maps};
+    use crate::llm::message::{AssistantMessage, HistoryCall, ToolAnswer};
+    let texts = [
+        "",
+        "plain",
+        "q\"b\\n\nt\tc\u{1}\u{1f}e\u{e9} \u{1f600} </s> \u{2028}\u{7f}",
+    ];
+    let ids = ["call_1", "call_1|fc_1", "call_1|", "|fc_1", "a|b|c", ""];
+    let mut messages = Vec::new();
+    for t in texts {
+        messages.push(Message::User(t.to_owned()));
+        for id in ids {
+            messages.push(Message::Tool(ToolAnswer::new(id, "read_file", t)));
+        }
+        let calls: Vec<HistoryCall> = ids
+            .iter()
+            .map(|id| HistoryCall {
+                id: (*id).into(),
+                name: format!("f{t}").into(),
+                arguments: format!("{{\"a\":\"{}\"}}", t.escape_default()),
+            })
+            .collect();
+        for tool_calls in [None, Some(Vec::new()), Some(calls)] {
+            for reasoning in [None, Some(t.to_owned())] {
+                messages.push(Message::Assistant(AssistantMessage {
+                    content: t.to_owned(),
+                    tool_calls: tool_calls.clone(),
+                    reasoning,
+                }));
+            }
+        }
+    }
+    for m in &messages {
+        let (mut straight, mut as_maps) = (Vec::new(), Vec::new());
+        assert!(write_items(m, &mut straight), "{m:?}");
+        write_items_as_maps(m, &mut as_maps);
+        assert_eq!(
+            String::from_utf8(straight).unwrap(),
+            String::from_utf8(as_maps).unwrap(),
+            "{m:?}"
+        );
+    }
+    assert!(!write_items(&Message::System("s".into()), &mut Vec::new()));
+}
