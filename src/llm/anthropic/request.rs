@@ -12,6 +12,7 @@
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
+use crate::events::push_json_string;
 use crate::llm::fingerprint::{hex16, PerList};
 use crate::llm::request_body::RequestBody;
 use crate::llm::sealed_conversation::{SealedConversation, Units};
@@ -230,6 +231,7 @@ pub(crate) fn render(
 }
 
 /// One message's share of a turn: its role and its blocks as JSON, each preceded by `,`.
+#[derive(Default)]
 pub(crate) struct TurnPart {
     /// `None`: the message has no blocks and is left out.
     role: Option<&'static str>,
@@ -237,6 +239,90 @@ pub(crate) struct TurnPart {
     results: Vec<u8>,
     /// The other blocks.
     others: Vec<u8>,
+}
+
+/// A message's blocks through its map and [`message_blocks`]: every shape.
+pub(super) fn write_blocks_as_maps(m: &Message, part: &mut TurnPart) {
+    let Ok(Value::Object(m)) = serde_json::to_value(m) else {
+        return;
+    };
+    let (role, blocks) = message_blocks(&m);
+    if blocks.is_empty() {
+        return;
+    }
+    part.role = Some(role);
+    for b in &blocks {
+        // Only a user turn puts its results first: an assistant's blocks keep their order.
+        let out = if role == "user" && is_result(b) {
+            &mut part.results
+        } else {
+            &mut part.others
+        };
+        out.push(b',');
+        write_json(out, b);
+    }
+}
+
+/// A message of our own shapes (a user's text, an assistant's text and calls, a tool's answer)
+/// written straight as its blocks: the bytes [`message_blocks`] and serde_json give it,
+/// without building it as a map, then its blocks as maps (a tool's output was copied twice,
+/// and the maps were most of a request's rendering on this wire). `false`: not one of them (a
+/// host's message, a system note), left to the general way.
+pub(super) fn write_blocks(m: &Message, part: &mut TurnPart) -> bool {
+    match m {
+        Message::User(text) => {
+            if !text.is_empty() {
+                part.role = Some("user");
+                text_block_to(&mut part.others, text);
+            }
+        }
+        Message::Tool(t) => {
+            part.role = Some("user");
+            let out = &mut part.results;
+            out.extend_from_slice(br#",{"type":"tool_result","tool_use_id":"#);
+            push_json_string(out, &tool_id(&t.call_id));
+            out.extend_from_slice(br#","content":"#);
+            push_json_string(
+                out,
+                if t.content.is_empty() {
+                    "(empty)"
+                } else {
+                    &t.content
+                },
+            );
+            out.push(b'}');
+        }
+        Message::Assistant(a) => {
+            let out = &mut part.others;
+            if !a.content.is_empty() {
+                text_block_to(out, &a.content);
+            }
+            for c in a.tool_calls.iter().flatten() {
+                out.extend_from_slice(br#",{"type":"tool_use","id":"#);
+                push_json_string(out, &tool_id(&c.id));
+                out.extend_from_slice(br#","name":"#);
+                push_json_string(out, &c.name);
+                out.extend_from_slice(br#","input":"#);
+                match serde_json::from_str::<Value>(&c.arguments) {
+                    Ok(input @ Value::Object(_)) => write_json(out, &input),
+                    _ => out.extend_from_slice(b"{}"),
+                }
+                out.push(b'}');
+            }
+            if !out.is_empty() {
+                part.role = Some("assistant");
+            }
+        }
+        Message::System(_) | Message::Host(_) => return false,
+    }
+    true
+}
+
+/// `,{"type":"text","text":…}`.
+fn text_block_to(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(br#",{"type":"text","text":"#);
+    push_json_string(out, text);
+    out.push(b'}');
 }
 
 /// The Messages wire's units: a turn is a run of messages of one role.
@@ -248,28 +334,9 @@ impl Units for Turns {
     const MERGES: bool = true;
 
     fn part(m: &Message) -> TurnPart {
-        let mut part = TurnPart {
-            role: None,
-            results: Vec::new(),
-            others: Vec::new(),
-        };
-        let Ok(Value::Object(m)) = serde_json::to_value(m) else {
-            return part;
-        };
-        let (role, blocks) = message_blocks(&m);
-        if blocks.is_empty() {
-            return part;
-        }
-        part.role = Some(role);
-        for b in &blocks {
-            // Only a user turn puts its results first: an assistant's blocks keep their order.
-            let out = if role == "user" && is_result(b) {
-                &mut part.results
-            } else {
-                &mut part.others
-            };
-            out.push(b',');
-            write_json(out, b);
+        let mut part = TurnPart::default();
+        if !write_blocks(m, &mut part) {
+            write_blocks_as_maps(m, &mut part);
         }
         part
     }
