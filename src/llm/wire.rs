@@ -371,6 +371,47 @@ pub(crate) fn image_url(part: &Value) -> Option<&str> {
     u.get("url").and_then(Value::as_str).or_else(|| u.as_str())
 }
 
+/// Messages of our own shapes for the typed wires' tests of their straight writers: users',
+/// tools' and assistants' (without calls, with none, with one per id and its arguments in
+/// turn, with and without reasoning), over texts with every kind of escape (quotes,
+/// backslashes, control characters, non-ASCII, U+2028, DEL).
+#[cfg(test)]
+pub(crate) fn messages_of_our_shapes(ids: &[&str], arguments: &[&str]) -> Vec<super::Message> {
+    use super::message::{AssistantMessage, HistoryCall, ToolAnswer};
+    use super::Message;
+    let texts = [
+        "",
+        "plain",
+        "q\"b\\n\nt\tc\u{1}\u{1f}e\u{e9} \u{1f600} </s> \u{2028}\u{7f}",
+    ];
+    let mut messages = Vec::new();
+    for t in texts {
+        messages.push(Message::User(t.to_owned()));
+        for id in ids {
+            messages.push(Message::Tool(ToolAnswer::new(*id, "read_file", t)));
+        }
+        let calls: Vec<HistoryCall> = ids
+            .iter()
+            .zip(arguments.iter().cycle())
+            .map(|(id, a)| HistoryCall {
+                id: (*id).into(),
+                name: format!("f{t}").into(),
+                arguments: (*a).to_owned(),
+            })
+            .collect();
+        for tool_calls in [None, Some(Vec::new()), Some(calls)] {
+            for reasoning in [None, Some(t.to_owned())] {
+                messages.push(Message::Assistant(AssistantMessage {
+                    content: t.to_owned(),
+                    tool_calls: tool_calls.clone(),
+                    reasoning,
+                }));
+            }
+        }
+    }
+    messages
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

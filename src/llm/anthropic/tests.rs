@@ -305,14 +305,9 @@ fn fast_and_general_paths_agree() {
 #[test]
 fn our_messages_are_written_as_their_maps_give_them() {
     use super::request::{write_blocks, write_blocks_as_maps, TurnPart, Turns};
-    use crate::llm::message::{AssistantMessage, HistoryCall, ToolAnswer};
     use crate::llm::sealed_conversation::Units;
-    let texts = [
-        "",
-        "plain",
-        "q\"b\\n\nt\tc\u{1}\u{1f}e\u{e9} \u{1f600} </s> \u{2028}\u{7f}",
-    ];
-    let ids = ["toolu_01", "call_1|fc_1", "", &"x".repeat(80)];
+    use crate::llm::wire::messages_of_our_shapes;
+    let long = "x".repeat(80);
     let arguments = [
         "{\"a\":1,\"b\":[true,null],\"c\":{\"d\":\"\\u00e9\\n\"}}",
         " {} ",
@@ -321,29 +316,7 @@ fn our_messages_are_written_as_their_maps_give_them() {
         "not json",
         "",
     ];
-    let mut messages = Vec::new();
-    for t in texts {
-        messages.push(Message::User(t.to_owned()));
-        for id in ids {
-            messages.push(Message::Tool(ToolAnswer::new(id, "read_file", t)));
-        }
-        let calls: Vec<HistoryCall> = ids
-            .iter()
-            .zip(arguments.iter().cycle())
-            .map(|(id, a)| HistoryCall {
-                id: (*id).into(),
-                name: format!("f{t}").into(),
-                arguments: (*a).to_owned(),
-            })
-            .collect();
-        for tool_calls in [None, Some(Vec::new()), Some(calls)] {
-            messages.push(Message::Assistant(AssistantMessage {
-                content: t.to_owned(),
-                tool_calls,
-                reasoning: Some(t.to_owned()),
-            }));
-        }
-    }
+    let messages = messages_of_our_shapes(&["toolu_01", "call_1|fc_1", "", &long], &arguments);
     let written = |part: &TurnPart| {
         let mut out = Vec::new();
         Turns::write_unit(&[part], &mut out);

@@ -309,37 +309,9 @@ fn the_members_read_decode_as_the_whole_event() {
 #[test]
 fn our_messages_are_written_as_their_maps_give_them() {
     use super::request::{write_items, write_items_as_maps};
-    use crate::llm::message::{AssistantMessage, HistoryCall, ToolAnswer};
-    let texts = [
-        "",
-        "plain",
-        "q\"b\\n\nt\tc\u{1}\u{1f}e\u{e9} \u{1f600} </s> \u{2028}\u{7f}",
-    ];
+    use crate::llm::wire::messages_of_our_shapes;
     let ids = ["call_1", "call_1|fc_1", "call_1|", "|fc_1", "a|b|c", ""];
-    let mut messages = Vec::new();
-    for t in texts {
-        messages.push(Message::User(t.to_owned()));
-        for id in ids {
-            messages.push(Message::Tool(ToolAnswer::new(id, "read_file", t)));
-        }
-        let calls: Vec<HistoryCall> = ids
-            .iter()
-            .map(|id| HistoryCall {
-                id: (*id).into(),
-                name: format!("f{t}").into(),
-                arguments: format!("{{\"a\":\"{}\"}}", t.escape_default()),
-            })
-            .collect();
-        for tool_calls in [None, Some(Vec::new()), Some(calls)] {
-            for reasoning in [None, Some(t.to_owned())] {
-                messages.push(Message::Assistant(AssistantMessage {
-                    content: t.to_owned(),
-                    tool_calls: tool_calls.clone(),
-                    reasoning,
-                }));
-            }
-        }
-    }
+    let messages = messages_of_our_shapes(&ids, &["{\"a\":\"q\\\"\\n\"}", ""]);
     for m in &messages {
         let (mut straight, mut as_maps) = (Vec::new(), Vec::new());
         assert!(write_items(m, &mut straight), "{m:?}");
