@@ -83,14 +83,7 @@ impl<'de> Visitor<'de> for Members {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut kept = Map::new();
         let mut whole = true;
-        while let Some(key) = map.next_key_seed(KeyOf(self.0))? {
-            let (name, keep) = match key {
-                Some(k) => k,
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
-                }
-            };
+        while let Some((name, keep)) = map.next_key_seed(KeyOf(self.0))? {
             let value = match keep {
                 Keep::Whole => Some(map.next_value::<Value>()?),
                 Keep::Skip => {
@@ -112,12 +105,12 @@ impl<'de> Visitor<'de> for Members {
     }
 }
 
-/// A member's key, with what is done with its value; `None` for a member not kept (its key is
-/// not copied).
+/// A member's key, with what is done with its value (the key of a member not kept is not
+/// copied: it is left empty).
 struct KeyOf(Place);
 
 impl<'de> DeserializeSeed<'de> for KeyOf {
-    type Value = Option<(String, Keep)>;
+    type Value = (String, Keep);
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
@@ -125,7 +118,7 @@ impl<'de> DeserializeSeed<'de> for KeyOf {
 }
 
 impl<'de> Visitor<'de> for KeyOf {
-    type Value = Option<(String, Keep)>;
+    type Value = (String, Keep);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a key")
@@ -133,8 +126,8 @@ impl<'de> Visitor<'de> for KeyOf {
 
     fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
         Ok(match self.0.keep(key) {
-            Keep::Skip => None,
-            keep => Some((key.to_owned(), keep)),
+            Keep::Skip => (String::new(), Keep::Skip),
+            keep => (key.to_owned(), keep),
         })
     }
 }
